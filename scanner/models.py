@@ -1,0 +1,235 @@
+"""Frozen dataclasses every stage shares.
+
+Raw JSON from servers stays raw (``Any``) inside a :class:`Toolset` until the rules and provider views read it:
+a hostile list may hold tools that are not objects, names that are not strings, schemas nested thousands deep.
+Nothing here trusts its contents.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+PROVIDERS: tuple[str, ...] = ("anthropic", "openai", "gemini")
+CONTEXT_WINDOW = 200_000
+
+
+class Severity(enum.IntEnum):
+    """Finding severities; a lower value is worse, so sorting by value puts the worst first."""
+
+    PROBLEM = 0
+    WARNING = 1
+    NOTE = 2
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        return cls[text.upper()]
+
+
+def canonical_json(value: Any) -> str:
+    """The one canonical text of a JSON value: sorted keys, no spaces, UTF-8 kept as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Toolset:
+    """A server's tool list exactly as it arrived (every page joined), and its content hash.
+
+    ``sha256`` is over :func:`canonical_json` of ``tools``, so the same list always hashes the same however a
+    server spaced or ordered its keys; it identifies a stored toolset.
+    """
+
+    tools: tuple[Any, ...]
+    sha256: str
+
+    @classmethod
+    def from_tools(cls, tools: list[Any] | tuple[Any, ...]) -> Toolset:
+        items = tuple(tools)
+        digest = hashlib.sha256(canonical_json(list(items)).encode("utf-8")).hexdigest()
+        return cls(tools=items, sha256=digest)
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    """Tokens one provider spends per turn on a list (or one tool), and how that number was made."""
+
+    provider: str
+    tokens: int
+    method: str
+
+
+@dataclass(frozen=True)
+class ToolCost:
+    """One tool's cost per provider (the tool's own definition, without any per-list overhead)."""
+
+    name: str
+    index: int
+    tokens: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule hit: one record per (rule, tool), or per pair or list for list rules."""
+
+    code: str
+    rule: str
+    severity: Severity
+    tool: str | None
+    message: str
+    hint: str
+    pointer: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    tool_index: int | None = None
+
+    def sort_key(self) -> tuple[int, int, str]:
+        return (int(self.severity), -1 if self.tool_index is None else self.tool_index, self.code)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "rule": self.rule,
+            "severity": self.severity.label,
+            "tool": self.tool,
+            "message": self.message,
+            "hint": self.hint,
+            "pointer": self.pointer,
+            "details": dict(self.details),
+        }
+
+
+@dataclass(frozen=True)
+class Summary:
+    problems: int = 0
+    warnings: int = 0
+    notes: int = 0
+
+    @classmethod
+    def of(cls, findings: list[Finding] | tuple[Finding, ...]) -> Summary:
+        counts = [0, 0, 0]
+        for finding in findings:
+            counts[int(finding.severity)] += 1
+        return cls(problems=counts[0], warnings=counts[1], notes=counts[2])
+
+    def headline(self) -> str:
+        """``1 problem, 2 warnings, 3 notes`` (zero counts left out), or the all-clear line."""
+        parts = []
+        for count, word in ((self.problems, "problem"), (self.warnings, "warning"), (self.notes, "note")):
+            if count:
+                parts.append(f"{count} {word}{'' if count == 1 else 's'}")
+        return ", ".join(parts) if parts else "Nothing a model would stumble over"
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Everything ``fathom check`` says about one tool list."""
+
+    tools_count: int
+    tokens: Mapping[str, TokenCount]
+    context_share: float
+    largest_tools: tuple[ToolCost, ...]
+    findings: tuple[Finding, ...]
+    toolset_sha256: str
+
+    @property
+    def summary(self) -> Summary:
+        return Summary.of(self.findings)
+
+    @property
+    def max_tokens(self) -> int:
+        return max((count.tokens for count in self.tokens.values()), default=0)
+
+
+# --- Servers and scans -------------------------------------------------------------------------------------
+
+
+class Transport(enum.StrEnum):
+    STDIO = "stdio"
+    STREAMABLE_HTTP = "streamable-http"
+    SSE = "sse"
+    HTTP = "http"  # a URL whose transport is not known yet: try streamable HTTP, fall back to legacy SSE
+
+
+@dataclass(frozen=True)
+class ServerEntry:
+    """One server to connect to, resolved from a registry, a list or a client config file.
+
+    ``headers`` and ``env`` may hold secrets taken from the environment: they are used to connect and never
+    stored or printed. ``skip`` says why an entry will not be connected to (for example a package that needs
+    ``--run-packages``, or a secret header that is not in the environment and is required).
+    """
+
+    name: str
+    transport: Transport
+    url: str | None = None
+    command: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    version: str | None = None
+    source: str | None = None
+    skip: str | None = None
+    anonymous: bool = False
+    secret_header_names: tuple[str, ...] = ()
+    package: Mapping[str, Any] | None = None
+
+    def target(self) -> str:
+        """What to show a person: the URL, or the command line."""
+        return self.url or " ".join(self.command)
+
+
+class Outcome(enum.StrEnum):
+    """How one server's scan ended. A server's failure is data, never an exception."""
+
+    OK = "ok"
+    AUTH_REQUIRED = "auth_required"
+    TIMEOUT = "timeout"
+    CONNECT_ERROR = "connect_error"
+    HTTP_ERROR = "http_error"
+    PROTOCOL_ERROR = "protocol_error"
+    INVALID_RESPONSE = "invalid_response"
+    TOO_LARGE = "too_large"
+    SPAWN_ERROR = "spawn_error"
+    EXITED = "exited"
+    SKIPPED = "skipped"
+    REFUSED = "refused"  # e.g. a URL resolving to a private address without --allow-private
+
+
+@dataclass(frozen=True)
+class ScanOutcome:
+    """The result of connecting to one server and listing its tools.
+
+    ``tools`` is the raw list (every page joined) when ``outcome`` is ok, else None. ``detail`` is one line a
+    person can read; ``extra`` holds outcome-specific data (the auth challenge and its RFC 9728 metadata, the
+    HTTP status, the exit code and last stderr lines, ...).
+    """
+
+    outcome: Outcome
+    transport: str
+    detail: str = ""
+    tools: tuple[Any, ...] | None = None
+    server_name: str | None = None
+    server_version: str | None = None
+    protocol_version: str | None = None
+    era: str | None = None  # "legacy" (initialize handshake) or "stateless" (2026-07-28 server/discover)
+    capability_profile: str | None = None
+    timings_ms: Mapping[str, float] = field(default_factory=dict)
+    pages: int = 0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.OK
+
+
+# Walks over untrusted schemas stop descending here; deeper parts are reported (MCP212) rather than followed.
+SCHEMA_DEPTH_LIMIT = 64
