@@ -137,13 +137,21 @@ class CheckReport:
     tools_count: int
     tokens: Mapping[str, TokenCount]
     context_share: float
-    largest_tools: tuple[ToolCost, ...]
+    tool_costs: tuple[ToolCost, ...]
     findings: tuple[Finding, ...]
     toolset_sha256: str
 
     @property
     def summary(self) -> Summary:
         return Summary.of(self.findings)
+
+    @property
+    def largest_tools(self) -> tuple[ToolCost, ...]:
+        """The five most expensive tools (by their dearest provider), left out for a one-tool list."""
+        if self.tools_count <= 1:
+            return ()
+        ranked = sorted(self.tool_costs, key=lambda cost: (-max(cost.tokens.values(), default=0), cost.index))
+        return tuple(ranked[:5])
 
     @property
     def max_tokens(self) -> int:
