@@ -1,0 +1,123 @@
+"""Measure one tool list: provider token costs, per-tool costs and findings. The heart of ``fathom check``.
+
+:func:`measure` is pure given a tool list (and the offline tokenizer); the crawler and the store call it for every
+new toolset, ``fathom check`` for one. :func:`run_check` is the single library call behind ``fathom check``: it
+gets the list (from a file, or from a server through the MCP client), measures it, and returns both.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scanner.models import (
+    CONTEXT_WINDOW,
+    PROVIDERS,
+    CheckReport,
+    ScanOutcome,
+    ServerEntry,
+    ToolCost,
+    Toolset,
+)
+
+
+def tool_label(tool: Any, index: int) -> str:
+    """A name to show for a tool, even one whose name is missing or not a string."""
+    name = tool.get("name") if isinstance(tool, dict) else None
+    return name if isinstance(name, str) and name else f"#{index}"
+
+
+def measure(toolset: Toolset, *, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> CheckReport:
+    """Token costs per provider, every tool's own cost, and the findings of the rule catalogue.
+
+    Raises :class:`~scanner.errors.TokenizerUnavailable` if the offline tokenizer cannot be loaded: a number
+    without its tokenizer is never reported.
+    """
+    from scanner import providers, tokenizer
+    from scanner.rules import RuleContext, run_rules
+
+    tools = list(toolset.tools)
+    tokens = {provider: providers.list_tokens(provider, tools) for provider in PROVIDERS}
+    tool_costs = tuple(
+        ToolCost(
+            name=tool_label(tool, index),
+            index=index,
+            tokens={provider: providers.tool_tokens(provider, tool) for provider in PROVIDERS},
+        )
+        for index, tool in enumerate(tools)
+    )
+    most = max(count.tokens for count in tokens.values())
+    context = RuleContext(count_tokens=tokenizer.count, list_tokens_max=most)
+    findings = run_rules(tools, context, select=select, ignore=ignore)
+    return CheckReport(
+        tools_count=len(tools),
+        tokens=tokens,
+        context_share=most / CONTEXT_WINDOW,
+        tool_costs=tool_costs,
+        findings=tuple(findings),
+        toolset_sha256=toolset.sha256,
+    )
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """What ``fathom check`` was asked to do: read a file, or connect to one server."""
+
+    tools_file: str | None = None
+    entry: ServerEntry | None = None
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    max_bytes: int | None = None
+    client_options: dict[str, Any] = field(default_factory=dict)
+    save: Path | None = None
+    measure: bool = (
+        True  # False: only fetch the list (``--as`` prints a provider view and needs no tokenizer)
+    )
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The raw tools and their report (None when not measured or the server could not be listed) and, for a
+    server, how the connection went."""
+
+    report: CheckReport | None
+    tools: tuple[Any, ...] | None = None
+    outcome: ScanOutcome | None = None
+    source: str = ""
+
+
+def run_check(request: CheckRequest) -> CheckResult:
+    """Get the tool list the request names, measure it, and return both.
+
+    A server that cannot be listed is not an exception: the result carries its outcome and no report.
+    """
+    if request.entry is None:
+        from scanner.toolsets import DEFAULT_MAX_BYTES, load_tools
+
+        source = request.tools_file or "-"
+        toolset = Toolset.from_tools(load_tools(source, request.max_bytes or DEFAULT_MAX_BYTES))
+        label = "standard input" if source == "-" else source
+        return CheckResult(report=_measure(request, toolset), tools=toolset.tools, source=label)
+
+    import anyio
+
+    from scanner.mcp import scan_server
+
+    outcome = anyio.run(lambda: scan_server(request.entry, **request.client_options))  # type: ignore[arg-type]
+    if not outcome.ok or outcome.tools is None:
+        return CheckResult(report=None, outcome=outcome, source=request.entry.target())
+    if request.save is not None:
+        request.save.write_text(json.dumps({"tools": list(outcome.tools)}, indent=2) + "\n", encoding="utf-8")
+    toolset = Toolset.from_tools(list(outcome.tools))
+    return CheckResult(
+        report=_measure(request, toolset), tools=toolset.tools, outcome=outcome, source=request.entry.target()
+    )
+
+
+def _measure(request: CheckRequest, toolset: Toolset) -> CheckReport | None:
+    if not request.measure:
+        return None
+    return measure(toolset, select=request.select, ignore=request.ignore)

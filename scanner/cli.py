@@ -1,0 +1,312 @@
+"""The ``fathom`` command line: parse, build a request, call ONE library function, render, set the exit code.
+
+Every import beyond Typer happens inside the command that needs it, so ``fathom --help`` starts fast.
+
+Exit codes (also in ``fathom --help`` and the README):
+
+    0  done; nothing failed (without --strict, problems found still exit 0)
+    1  --strict and at least one problem was found
+    2  usage or input error (a file that is not a tool list, a bad flag value)
+    3  the server could not be checked (timeout, refused, auth required, ...): the outcome says why
+    4  environment error: the offline tokenizer is missing, the database cannot be opened
+  130  interrupted (Ctrl-C)
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+EXIT_CODES = """\b
+Exit codes:
+  0    done (problems found still exit 0 unless --strict)
+  1    --strict and at least one problem was found
+  2    usage or input error
+  3    the server could not be checked (the outcome says why)
+  4    environment error (offline tokenizer missing, database unusable)
+  130  interrupted"""
+
+app = typer.Typer(
+    name="fathom",
+    help="Measure what MCP servers' tool lists cost a model per turn, and what a model would stumble over.\n\n"
+    + EXIT_CODES,
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+class CheckFormat(enum.StrEnum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+    sarif = "sarif"
+
+
+class Provider(enum.StrEnum):
+    anthropic = "anthropic"
+    openai = "openai"
+    gemini = "gemini"
+
+
+class TransportChoice(enum.StrEnum):
+    auto = "auto"
+    streamable_http = "streamable-http"
+    sse = "sse"
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    from scanner.textsafe import clean
+
+    typer.echo(f"fathom: {clean(message)}", err=True)
+    raise typer.Exit(code)
+
+
+def _codes(values: list[str] | None) -> tuple[str, ...]:
+    """Rule code prefixes from repeatable, comma-separated flags (``--select MCP2,MCP401``)."""
+    return tuple(part.strip().upper() for value in values or () for part in value.split(",") if part.strip())
+
+
+def _colour() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+def _headers(header: list[str] | None, bearer_env: str | None) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for item in header or ():
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            _fail(f"--header wants 'Name: value', got {item.split(':')[0]!r}", 2)
+        headers[name.strip()] = value.strip()
+    if bearer_env:
+        token = os.environ.get(bearer_env)
+        if not token:
+            _fail(f"--bearer-env {bearer_env}: that environment variable is not set or empty", 2)
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
+
+
+@app.command(epilog=EXIT_CODES)
+def check(
+    tools_file: Annotated[
+        str | None,
+        typer.Option(
+            "--tools-file",
+            "-f",
+            help='A tool list: a JSON array, {"tools": [...]}, or a JSON-RPC '
+            "response. '-' reads standard input.",
+            show_default=False,
+        ),
+    ] = None,
+    url: Annotated[
+        str | None, typer.Option(help="An MCP server URL (Streamable HTTP, falling back to legacy SSE).")
+    ] = None,
+    stdio: Annotated[
+        str | None, typer.Option(help="A command that starts a stdio MCP server, e.g. 'npx -y pkg'.")
+    ] = None,
+    command: Annotated[
+        list[str] | None, typer.Argument(help="Or the server command after '--': fathom check -- npx -y pkg")
+    ] = None,
+    example: Annotated[bool, typer.Option("--example", help="Check the bundled example tool list.")] = False,
+    as_provider: Annotated[
+        Provider | None,
+        typer.Option(
+            "--as", help="Print only the tools JSON this provider's API receives, and nothing else."
+        ),
+    ] = None,
+    fmt: Annotated[CheckFormat, typer.Option("--format", help="Output format.")] = CheckFormat.text,
+    strict: Annotated[bool, typer.Option(help="Exit 1 when there is at least one problem (for CI).")] = False,
+    select: Annotated[
+        list[str] | None, typer.Option(help="Only these rule code prefixes (MCP2,MCP401).")
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option(help="Skip these rule code prefixes; wins over --select.")
+    ] = None,
+    max_bytes: Annotated[int, typer.Option(help="Largest tool list or server answer read, in bytes.")] = 32
+    << 20,
+    timeout: Annotated[float, typer.Option(help="Deadline for the whole server check, in seconds.")] = 30.0,
+    connect_timeout: Annotated[float, typer.Option(help="Deadline to connect or spawn, in seconds.")] = 10.0,
+    max_pages: Annotated[int, typer.Option(help="Most tools/list pages followed.")] = 100,
+    max_tools: Annotated[int, typer.Option(help="Most tools accepted from one server.")] = 5000,
+    max_line_bytes: Annotated[int, typer.Option(help="Longest stdio line read, in bytes.")] = 16 << 20,
+    header: Annotated[
+        list[str] | None, typer.Option(help="An HTTP header 'Name: value' sent to the server (repeatable).")
+    ] = None,
+    bearer_env: Annotated[
+        str | None,
+        typer.Option(
+            help="Send 'Authorization: Bearer <token>' with the token read from this environment "
+            "variable (never printed or stored)."
+        ),
+    ] = None,
+    transport: Annotated[TransportChoice, typer.Option(help="HTTP transport to use.")] = TransportChoice.auto,
+    profile: Annotated[
+        str,
+        typer.Option(
+            help="Client-capability profile declared to the server: rich (roots, sampling, "
+            "elicitation) or bare."
+        ),
+    ] = "rich",
+    save: Annotated[
+        Path | None,
+        typer.Option(help="Save the server's raw tools/list result here, for later --tools-file runs."),
+    ] = None,
+) -> None:
+    """Check one tool list: tokens per turn per provider, the largest tools, and what a model would stumble over.
+
+    The list comes from a file (--tools-file), a server URL (--url), a stdio command (--stdio or after '--'),
+    or the bundled example (--example).
+    """
+    from scanner.check import CheckRequest, run_check
+    from scanner.errors import FathomError
+
+    sources = [tools_file is not None, url is not None, stdio is not None, bool(command), example]
+    if sum(sources) != 1:
+        _fail("give exactly one of --tools-file, --url, --stdio, '-- command ...' or --example", 2)
+    entry = _server_entry(url, stdio, command, transport, _headers(header, bearer_env))
+    if example:
+        from importlib import resources
+
+        tools_file = str(resources.files("scanner") / "examples" / "example-tools.json")
+    client_options = _client_options(
+        timeout, connect_timeout, max_bytes, max_pages, max_tools, max_line_bytes
+    )
+    request = CheckRequest(
+        tools_file=tools_file,
+        entry=entry,
+        select=_codes(select),
+        ignore=_codes(ignore),
+        max_bytes=max_bytes,
+        client_options={**client_options, "profile": profile},
+        save=save,
+        measure=as_provider is None,
+    )
+    try:
+        result = run_check(request)
+    except FathomError as exc:
+        _fail(str(exc), exc.exit_code)
+    if result.tools is None:
+        assert result.outcome is not None
+        if fmt is CheckFormat.json:
+            from scanner.report import check_json
+
+            typer.echo(check_json.render(result), nl=False)
+        from scanner.textsafe import clean
+
+        _fail(f"{clean(result.source)}: {result.outcome.outcome.value}: {result.outcome.detail}", 3)
+    if as_provider is not None:
+        import json
+
+        from scanner.providers import provider_view
+
+        view = provider_view(as_provider.value, list(result.tools))
+        typer.echo(json.dumps(view, indent=2, ensure_ascii=True))
+        return
+    typer.echo(_render_check(result, fmt), nl=False)
+    if strict and result.report is not None and result.report.summary.problems:
+        raise typer.Exit(1)
+
+
+def _server_entry(
+    url: str | None,
+    stdio: str | None,
+    command: list[str] | None,
+    transport: TransportChoice,
+    headers: dict[str, str],
+) -> Any:
+    from scanner.models import ServerEntry, Transport
+
+    if url is not None:
+        kind = {
+            TransportChoice.auto: Transport.HTTP,
+            TransportChoice.streamable_http: Transport.STREAMABLE_HTTP,
+            TransportChoice.sse: Transport.SSE,
+        }[transport]
+        return ServerEntry(name=url, transport=kind, url=url, headers=headers, source="command line")
+    argv: list[str] | None = None
+    if stdio is not None:
+        import shlex
+
+        argv = shlex.split(stdio)
+    elif command:
+        argv = list(command)
+    if argv is None:
+        return None
+    if not argv:
+        _fail("--stdio needs a command", 2)
+    return ServerEntry(name=argv[0], transport=Transport.STDIO, command=tuple(argv), source="command line")
+
+
+def _client_options(
+    timeout: float,
+    connect_timeout: float,
+    max_bytes: int,
+    max_pages: int,
+    max_tools: int,
+    max_line_bytes: int,
+) -> dict[str, Any]:
+    from scanner.mcp import ClientLimits
+
+    return {
+        "limits": ClientLimits(
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            max_answer_bytes=max_bytes,
+            max_pages=max_pages,
+            max_tools=max_tools,
+            max_line_bytes=max_line_bytes,
+        )
+    }
+
+
+def _render_check(result: Any, fmt: CheckFormat) -> str:
+    if fmt is CheckFormat.json:
+        from scanner.report import check_json
+
+        return check_json.render(result)
+    if fmt is CheckFormat.markdown:
+        from scanner.report import check_markdown
+
+        return check_markdown.render(result)
+    if fmt is CheckFormat.sarif:
+        from scanner.report import check_sarif
+
+        return check_sarif.render(result)
+    from scanner.report import check_text
+
+    return check_text.render(result, colour=_colour())
+
+
+@app.command()
+def rules() -> None:
+    """List the rule catalogue: code, severity, slug and the fix, worst first within each family."""
+    from scanner.rules import RULES
+
+    for rule in RULES.values():
+        typer.echo(f"{rule.code}  {rule.severity.label:<8} {rule.slug:<30} {rule.hint}")
+
+
+@app.command()
+def rule(code: Annotated[str, typer.Argument(help="A rule code, e.g. MCP205.")]) -> None:
+    """Explain one rule: what it checks, why a model stumbles over it, and how to fix it."""
+    from scanner.rules import RULES
+
+    found = RULES.get(code.strip().upper())
+    if found is None:
+        _fail(f"no rule {code!r}; `fathom rules` lists them", 2)
+    typer.echo(f"{found.code} {found.slug} ({found.severity.label})\n\n{found.doc}\n\nFix: {found.hint}")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        typer.echo("fathom: interrupted", err=True)
+        sys.exit(130)

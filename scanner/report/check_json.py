@@ -1,0 +1,63 @@
+"""``fathom check --format json``: the machine contract other tools parse.
+
+Keys kept stable: ``tools_count``, ``tokens`` ({provider: {tokens, method}}), ``context_share``, ``largest_tools``
+([{name, tokens}]), ``summary`` ({problems, warnings, notes}), ``findings`` ([{code, rule, severity, tool,
+message, hint, pointer, details}]). A server check adds ``server`` and ``outcome``; a server that could not be
+listed has ``outcome`` and no measurement keys. Output is ASCII-escaped JSON, so nothing a server wrote reaches
+a terminal raw.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from scanner.check import CheckResult
+from scanner.models import CheckReport, ScanOutcome
+
+
+def report_dict(report: CheckReport) -> dict[str, Any]:
+    summary = report.summary
+    return {
+        "tools_count": report.tools_count,
+        "toolset_sha256": report.toolset_sha256,
+        "tokens": {
+            provider: {"tokens": count.tokens, "method": count.method}
+            for provider, count in report.tokens.items()
+        },
+        "context_share": round(report.context_share, 6),
+        "largest_tools": [{"name": cost.name, "tokens": dict(cost.tokens)} for cost in report.largest_tools],
+        "summary": {"problems": summary.problems, "warnings": summary.warnings, "notes": summary.notes},
+        "findings": [finding.to_json() for finding in report.findings],
+    }
+
+
+def server_dict(outcome: ScanOutcome) -> dict[str, Any]:
+    return {
+        "name": outcome.server_name,
+        "version": outcome.server_version,
+        "protocol_version": outcome.protocol_version,
+        "era": outcome.era,
+        "transport": outcome.transport,
+        "capability_profile": outcome.capability_profile,
+        "timings_ms": {key: round(value, 1) for key, value in outcome.timings_ms.items()},
+        "pages": outcome.pages,
+    }
+
+
+def outcome_dict(outcome: ScanOutcome) -> dict[str, Any]:
+    return {"status": outcome.outcome.value, "detail": outcome.detail, **dict(outcome.extra)}
+
+
+def result_dict(result: CheckResult) -> dict[str, Any]:
+    data: dict[str, Any] = {"source": result.source}
+    if result.outcome is not None:
+        data["server"] = server_dict(result.outcome)
+        data["outcome"] = outcome_dict(result.outcome)
+    if result.report is not None:
+        data.update(report_dict(result.report))
+    return data
+
+
+def render(result: CheckResult) -> str:
+    return json.dumps(result_dict(result), indent=2, ensure_ascii=True, default=str) + "\n"

@@ -1,0 +1,58 @@
+"""``fathom check --format markdown``: the same report as a Markdown section, for a PR comment or a CI summary.
+
+Server text is escaped for Markdown (table pipes, emphasis, HTML) and stripped of control characters.
+"""
+
+from __future__ import annotations
+
+import re
+
+from scanner.check import CheckResult
+from scanner.report.check_text import PROVIDER_LABELS
+from scanner.textsafe import clean
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+
+
+def md(text: object) -> str:
+    """Escape text for use inside Markdown prose or a table cell."""
+    return _MD_SPECIAL.sub(r"\\\1", clean(text)).replace("&", "&amp;")
+
+
+def render(result: CheckResult) -> str:
+    out = [f"## Tool list check: {md(result.source)}", ""]
+    outcome = result.outcome
+    if outcome is not None:
+        name = md(outcome.server_name or "(no serverInfo name)")
+        version = f" {md(outcome.server_version)}" if outcome.server_version else ""
+        era = f", protocol {md(outcome.protocol_version)} ({outcome.era})" if outcome.protocol_version else ""
+        out += [f"**Server:** {name}{version} · {outcome.transport}{era}", ""]
+        if result.report is None:
+            out += [f"**{outcome.outcome.value}:** {md(outcome.detail)}", ""]
+            return "\n".join(out)
+    report = result.report
+    assert report is not None
+    out += ["| Provider | Tokens per turn | Method |", "|---|---:|---|"]
+    for provider, count in report.tokens.items():
+        out.append(f"| {PROVIDER_LABELS.get(provider, provider)} | {count.tokens:,} | {md(count.method)} |")
+    out += ["", f"{report.tools_count} tools · {report.context_share * 100:.1f} % of a 200k context", ""]
+    if report.largest_tools:
+        providers = list(report.tokens)
+        out += ["### Largest tools", ""]
+        out.append("| Tool | " + " | ".join(PROVIDER_LABELS.get(p, p) for p in providers) + " |")
+        out.append("|---|" + "---:|" * len(providers))
+        for cost in report.largest_tools:
+            counts = " | ".join(f"{cost.tokens.get(p, 0):,}" for p in providers)
+            out.append(f"| {md(cost.name)} | {counts} |")
+        out.append("")
+    out += [f"### {report.summary.headline()}", ""]
+    if report.findings:
+        out += ["| Severity | Code | Tool | Finding | Fix |", "|---|---|---|---|---|"]
+        for finding in report.findings:
+            tool = md(finding.tool) if finding.tool is not None else "(list)"
+            out.append(
+                f"| {finding.severity.label} | {finding.code} {finding.rule} | {tool} | "
+                f"{md(finding.message)} | {md(finding.hint)} |"
+            )
+        out.append("")
+    return "\n".join(out)

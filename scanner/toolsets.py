@@ -1,0 +1,110 @@
+"""Read a tool list from a file or stdin: the input edge of ``fathom check --tools-file``.
+
+Three shapes are accepted, because they are what people have at hand: a JSON array of tools, a ``tools/list``
+result ``{"tools": [...]}``, and a whole JSON-RPC response ``{"result": {"tools": [...]}}``. Anything else is an
+:class:`~scanner.errors.InputError` with one line saying what was found instead.
+
+The bytes are capped before they are parsed (a 100 MB file is refused at once, not parsed), and a document nested
+deeper than the JSON parser can follow is refused with a clear line rather than a traceback. The tools themselves
+stay raw: whatever is in the array, objects or not, goes to the rules untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from scanner.errors import InputError
+
+DEFAULT_MAX_BYTES = 32 * 1024 * 1024
+
+
+def _read_capped(stream: BinaryIO, max_bytes: int, label: str) -> bytes:
+    data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputError(f"{label} is larger than the {_mib(max_bytes)} limit (--max-bytes)")
+    return data
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):g} MiB"
+
+
+def read_source(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The raw bytes of ``path`` (``-`` for stdin), refusing anything over ``max_bytes``."""
+    if path == "-":
+        return _read_capped(sys.stdin.buffer, max_bytes, "standard input")
+    file = Path(path)
+    try:
+        size = file.stat().st_size
+        if size > max_bytes:
+            raise InputError(
+                f"{path} is {size / (1024 * 1024):.1f} MiB, larger than the {_mib(max_bytes)} limit (--max-bytes)"
+            )
+        with file.open("rb") as stream:
+            return _read_capped(stream, max_bytes, path)
+    except FileNotFoundError as exc:
+        raise InputError(f"{path}: no such file") from exc
+    except IsADirectoryError as exc:
+        raise InputError(f"{path} is a directory, not a tool list") from exc
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+
+
+def parse_json(data: bytes, label: str) -> Any:
+    """Parse JSON bytes, turning every way it can fail into one clear :class:`InputError` line."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{label} is not UTF-8 text (byte {exc.start})") from exc
+    try:
+        return json.loads(text)
+    except RecursionError as exc:
+        raise InputError(f"{label} nests JSON deeper than can be read (about 1000 levels)") from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{label} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+def extract_tools(document: Any, label: str) -> list[Any]:
+    """The tool array inside one of the accepted shapes."""
+    if isinstance(document, list):
+        return document
+    if isinstance(document, dict):
+        if "tools" in document:
+            tools = document["tools"]
+            where = '"tools"'
+        elif isinstance(document.get("result"), dict) and "tools" in document["result"]:
+            tools = document["result"]["tools"]
+            where = '"result.tools"'
+        elif "error" in document and "jsonrpc" in document:
+            error = document["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise InputError(f"{label} is a JSON-RPC error response, not a tool list: {str(message)[:200]}")
+        else:
+            keys = ", ".join(sorted(str(key) for key in list(document)[:8])) or "none"
+            raise InputError(
+                f"{label} is an object without a tool list (expected a tools array, "
+                f'{{"tools": [...]}} or {{"result": {{"tools": [...]}}}}; keys found: {keys})'
+            )
+        if not isinstance(tools, list):
+            raise InputError(f"{label}: {where} is {_kind(tools)}, not an array of tools")
+        return tools
+    raise InputError(
+        f'{label} is {_kind(document)}; expected a tools array, {{"tools": [...]}} or {{"result": {{"tools": [...]}}}}'
+    )
+
+
+def load_tools(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Any]:
+    """Read, parse and unwrap a tool list from ``path`` (``-`` for stdin)."""
+    label = "standard input" if path == "-" else path
+    return extract_tools(parse_json(read_source(path, max_bytes), label), label)
