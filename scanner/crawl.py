@@ -1,0 +1,170 @@
+"""The ONE concurrent place: scan many servers at once, bounded, and hand every result to a single writer.
+
+Shape (after lychee's checker stage):
+
+    entries ──► (interleaved by host) ──► N workers ──► memory stream ──► one writer (in a worker thread)
+                 global limit = N workers
+                 per-host limiter around each connection
+                 retries with backoff for 429 / 503 / connection resets (Retry-After honoured, capped)
+
+Each worker takes the next entry, checks it may be connected to (skips and refused addresses become outcomes
+without a connection), scans it under the client's own deadline, retries what is worth retrying, and sends the
+final outcome to the writer. The writer is the only code that touches the database, one server per transaction,
+so a scan killed at any moment keeps every finished server and nothing half-written.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from urllib.parse import urlsplit
+
+import anyio
+from anyio.abc import ObjectSendStream
+
+from scanner.mcp import ClientLimits, scan_server
+from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
+
+Sink = Callable[[ServerEntry, ScanOutcome], None]
+ScanFn = Callable[[ServerEntry], Awaitable[ScanOutcome]]
+
+RETRY_STATUSES = frozenset({429, 503})
+
+
+@dataclass(frozen=True)
+class CrawlSettings:
+    """How hard to crawl. Defaults suit a nightly scan of a public registry from one machine."""
+
+    concurrency: int = 32
+    per_host: int = 4
+    limits: ClientLimits = field(default_factory=ClientLimits)
+    profile: str = "rich"
+    retries: int = 2
+    backoff: float = 1.0
+    max_backoff: float = 30.0
+    allow_private: bool = False
+
+
+def host_key(entry: ServerEntry) -> str:
+    """What the per-host limit counts: the URL's host, or one shared key for local processes."""
+    if entry.url:
+        return (urlsplit(entry.url).hostname or "").lower()
+    return "(local processes)"
+
+
+def interleave_by_host(entries: Iterable[ServerEntry]) -> list[ServerEntry]:
+    """Round-robin the entries across hosts, so one host's many servers do not hold every worker waiting."""
+    queues: dict[str, list[ServerEntry]] = defaultdict(list)
+    for entry in entries:
+        queues[host_key(entry)].append(entry)
+    ordered: list[ServerEntry] = []
+    columns = list(queues.values())
+    for depth in range(max((len(column) for column in columns), default=0)):
+        ordered.extend(column[depth] for column in columns if depth < len(column))
+    return ordered
+
+
+def retry_delay(outcome: ScanOutcome, attempt: int, settings: CrawlSettings) -> float | None:
+    """Seconds to wait before trying again, or None if this outcome is final."""
+    status = outcome.extra.get("status")
+    retryable = (outcome.outcome is Outcome.HTTP_ERROR and status in RETRY_STATUSES) or (
+        outcome.outcome is Outcome.CONNECT_ERROR and "reset" in outcome.detail.lower()
+    )
+    if not retryable or attempt >= settings.retries:
+        return None
+    retry_after = outcome.extra.get("retry_after")
+    if isinstance(retry_after, int | float) and math.isfinite(retry_after) and retry_after >= 0:
+        return float(min(retry_after, settings.max_backoff))
+    return min(settings.backoff * (2**attempt) * (1 + random.random() / 2), settings.max_backoff)
+
+
+class _Crawler:
+    def __init__(self, settings: CrawlSettings, scan: ScanFn | None) -> None:
+        self.settings = settings
+        self.scan = scan or self._scan_with_client
+        self.hosts: dict[str, anyio.CapacityLimiter] = {}
+
+    def _host_limiter(self, entry: ServerEntry) -> anyio.CapacityLimiter:
+        key = host_key(entry)
+        if key not in self.hosts:
+            self.hosts[key] = anyio.CapacityLimiter(self.settings.per_host if entry.url else self.settings.concurrency)
+        return self.hosts[key]
+
+    async def _scan_with_client(self, entry: ServerEntry) -> ScanOutcome:
+        if entry.package is None:
+            return await scan_server(entry, self.settings.limits, self.settings.profile)
+        # A stranger's package: its own empty HOME, thrown away afterwards; the entry's env is already scrubbed.
+        with tempfile.TemporaryDirectory(prefix="fathom-home-") as home:
+            env = {**entry.env, "HOME": home, "TMPDIR": home}
+            return await scan_server(entry, self.settings.limits, self.settings.profile, env=env)
+
+    async def outcome_for(self, entry: ServerEntry) -> ScanOutcome:
+        transport = entry.transport.value
+        if entry.skip:
+            return ScanOutcome(outcome=Outcome.SKIPPED, transport=transport, detail=entry.skip)
+        if entry.url and entry.transport is not Transport.STDIO:
+            from scanner.registry import refuse_reason
+
+            reason = await refuse_reason(entry.url, allow_private=self.settings.allow_private)
+            if reason:
+                return ScanOutcome(outcome=Outcome.REFUSED, transport=transport, detail=reason)
+        attempt = 0
+        started = time.monotonic()
+        while True:
+            async with self._host_limiter(entry):
+                outcome = await self.scan(entry)
+            delay = retry_delay(outcome, attempt, self.settings)
+            if delay is None:
+                break
+            attempt += 1
+            await anyio.sleep(delay)
+        if attempt:
+            extra = {**outcome.extra, "attempts": attempt + 1, "elapsed_s": round(time.monotonic() - started, 2)}
+            outcome = replace(outcome, extra=extra)
+        return outcome
+
+
+async def crawl(
+    entries: Sequence[ServerEntry],
+    settings: CrawlSettings,
+    sink: Sink,
+    *,
+    scan: ScanFn | None = None,
+) -> None:
+    """Scan ``entries`` concurrently and call ``sink(entry, outcome)`` for each, one at a time, in a thread.
+
+    ``sink`` is the single writer (the store, a progress bar); it never runs concurrently with itself. ``scan``
+    replaces the MCP client (benchmarks, fault tests); by default each entry goes through
+    :func:`scanner.mcp.scan_server`. Returns when every entry has been written; cancelling it (Ctrl-C) stops the
+    workers and lets the writer finish the server it is writing.
+    """
+    crawler = _Crawler(settings, scan)
+    workers = max(1, min(settings.concurrency, len(entries)))
+    entry_send, entry_receive = anyio.create_memory_object_stream[ServerEntry](max_buffer_size=math.inf)
+    result_send, result_receive = anyio.create_memory_object_stream[tuple[ServerEntry, ScanOutcome]](
+        max_buffer_size=workers
+    )
+    for entry in interleave_by_host(entries):
+        entry_send.send_nowait(entry)
+    entry_send.close()
+
+    async def worker(results: ObjectSendStream[tuple[ServerEntry, ScanOutcome]]) -> None:
+        async with results:
+            async for entry in entry_receive:
+                await results.send((entry, await crawler.outcome_for(entry)))
+
+    async def writer() -> None:
+        async with result_receive:
+            async for entry, outcome in result_receive:
+                await anyio.to_thread.run_sync(sink, entry, outcome)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(writer)
+        async with result_send:
+            for _ in range(workers):
+                group.start_soon(worker, result_send.clone())

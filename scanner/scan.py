@@ -1,0 +1,112 @@
+"""``fathom scan``: resolve a registry, crawl it, store every result, and keep the run's state honest.
+
+:func:`run_scan` is the one library call behind the command. A run is ``running`` while it goes, ``finished``
+when every entry was written, ``interrupted`` when stopped (Ctrl-C, SIGTERM); ``--resume`` continues the newest
+unfinished run of the same source with only the servers it has not written yet.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from scanner.crawl import CrawlSettings
+from scanner.models import ScanOutcome, ServerEntry
+
+
+@dataclass(frozen=True)
+class ScanConfig:
+    """Everything ``fathom scan`` was asked to do. Holds no secret: headers come from the environment."""
+
+    source: str
+    db_url: str = "sqlite:///fathom.db"
+    kind: str | None = None
+    updated_since: str | None = None
+    run_packages: bool = False
+    resume: bool = False
+    crawl: CrawlSettings = field(default_factory=CrawlSettings)
+
+    def options(self) -> dict[str, Any]:
+        """The run's options as stored with it (no secrets, nothing a person could not reproduce)."""
+        limits = self.crawl.limits
+        return {
+            "kind": self.kind,
+            "updated_since": self.updated_since,
+            "run_packages": self.run_packages,
+            "allow_private": self.crawl.allow_private,
+            "concurrency": self.crawl.concurrency,
+            "per_host": self.crawl.per_host,
+            "timeout": limits.timeout,
+            "retries": self.crawl.retries,
+            "profile": self.crawl.profile,
+        }
+
+
+@dataclass(frozen=True)
+class ScanSummary:
+    run_id: int
+    total: int
+    counts: dict[str, int]
+    interrupted: bool = False
+    resumed: bool = False
+    already_done: int = 0
+
+
+def resolve_entries(config: ScanConfig) -> list[ServerEntry]:
+    from scanner.registry import load_entries
+
+    return load_entries(
+        config.source, kind=config.kind, updated_since=config.updated_since, run_packages=config.run_packages
+    )
+
+
+def run_scan(
+    config: ScanConfig,
+    *,
+    on_start: Callable[[int, int], None] | None = None,
+    on_result: Callable[[ServerEntry, ScanOutcome], None] | None = None,
+) -> ScanSummary:
+    """Scan every entry of ``config.source`` into the database at ``config.db_url``.
+
+    ``on_start(run_id, to_scan)`` and ``on_result(entry, outcome)`` feed a progress display; both run in the
+    writer, never concurrently. A KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the CLI) marks the
+    run interrupted, keeps every server already written, and returns a summary with ``interrupted=True``.
+    """
+    import anyio
+
+    from scanner.check import measure
+    from scanner.crawl import crawl
+    from scanner.rules import RULES_VERSION
+    from scanner.store import open_store
+
+    entries = resolve_entries(config)
+    store = open_store(config.db_url)
+    run_id, done = None, set[str]()
+    if config.resume:
+        run_id = store.resumable_run(config.source)
+        if run_id is not None:
+            done = store.scanned_server_names(run_id)
+            store.reopen_run(run_id)
+    resumed = run_id is not None
+    if run_id is None:
+        run_id = store.start_run(config.source, RULES_VERSION, config.options())
+    todo = [entry for entry in entries if entry.name not in done]
+    counts: Counter[str] = Counter()
+
+    def write(entry: ServerEntry, outcome: ScanOutcome) -> None:
+        store.record_scan(run_id, entry, outcome, measure)
+        counts[outcome.outcome.value] += 1
+        if on_result is not None:
+            on_result(entry, outcome)
+
+    if on_start is not None:
+        on_start(run_id, len(todo))
+    try:
+        anyio.run(crawl, todo, config.crawl, write)
+    except KeyboardInterrupt:
+        store.finish_run(run_id, "interrupted")
+        return ScanSummary(run_id, len(todo), dict(counts), interrupted=True, resumed=resumed, already_done=len(done))
+    store.finish_run(run_id, "finished")
+    return ScanSummary(run_id, len(todo), dict(counts), resumed=resumed, already_done=len(done))
