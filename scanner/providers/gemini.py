@@ -1,0 +1,172 @@
+"""Gemini API: the ``tools`` it receives, and what the list costs per turn.
+
+The request carries ``[{"functionDeclarations": [{"name", "description", "parameters"}, ...]}]`` where
+``parameters`` is Gemini's ``Schema``: a subset of OpenAPI 3.0. :func:`convert_schema` maps an MCP tool's JSON
+Schema onto it:
+
+* kept: ``type`` (as the API's ``Type`` enum name: ``STRING``, ``NUMBER``, ``INTEGER``, ``BOOLEAN``, ``ARRAY``,
+  ``OBJECT``, ``NULL``), ``format``, ``title``, ``description``, ``nullable``, ``enum`` (as strings, the field's
+  type), ``default``, ``items``, ``minItems``, ``maxItems``, ``minimum``, ``maximum``, ``properties``,
+  ``required``, ``anyOf``, ``propertyOrdering``;
+* a type array such as ``["string", "null"]`` becomes ``type: STRING`` plus ``nullable: true``; several non-null
+  types become an ``anyOf`` of one branch per type; an ``anyOf`` branch that is only ``null`` becomes
+  ``nullable``, and a single remaining branch is folded into its parent;
+* an empty ``properties`` map is left out (the API rejects ``properties: {}`` on an OBJECT: "should be non-empty
+  for OBJECT type"), and a tool without parameters gets no ``parameters`` at all;
+* ``$ref`` (never resolved), ``$defs`` and every other keyword are dropped: ``oneOf``, ``allOf``, ``const``,
+  ``pattern``, ``additionalProperties`` ... (the list in rules.md, MCP209), and annotations like ``examples``.
+
+Gemini's tokenizer (Gemma 3's SentencePiece) is not available offline. The count is o200k_base over the
+declarations as JSON text (ordinary separators) times 1.04. Google does not document how declarations are
+serialised for the model, so this is the least certain of the three estimates; see ``docs/tokens.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from scanner import tokenizer
+from scanner.models import TokenCount
+from scanner.providers.base import Measurement, Provider, ToolParts, read_tool, scaled
+
+FACTOR = 1.04
+"""Gemini tokens per o200k_base token on declaration JSON."""
+
+METHOD = f"o200k_base(functionDeclarations JSON)x{FACTOR:.2f}, serialisation undocumented by Google"
+
+TYPES = {"string", "number", "integer", "boolean", "array", "object", "null"}
+
+
+class Gemini(Provider):
+    name = "gemini"
+
+    def declaration(self, parts: ToolParts) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": parts.name}
+        if parts.description is not None:
+            out["description"] = parts.description
+        if parts.schema is not None:
+            parameters = convert_schema(parts.schema)
+            if parameters.get("properties"):
+                out["parameters"] = parameters
+        return out
+
+    def wrap(self, declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{"functionDeclarations": declarations}]
+
+    def measure(self, tools: Sequence[Any]) -> Measurement:
+        texts: list[str] = []
+        per_tool: list[int] = []
+        for tool in tools:
+            parts = read_tool(tool)
+            if parts is None:
+                per_tool.append(0)
+                continue
+            text = _json(self.declaration(parts))
+            texts.append(text)
+            per_tool.append(scaled(tokenizer.count(text), FACTOR))
+        if not texts:
+            return Measurement(TokenCount(self.name, 0, METHOD), tuple(per_tool))
+        total = scaled(tokenizer.count("[" + ", ".join(texts) + "]"), FACTOR)
+        return Measurement(TokenCount(self.name, total, METHOD), tuple(per_tool))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def convert_schema(schema: Any) -> dict[str, Any]:
+    """An MCP tool's JSON Schema as Gemini's OpenAPI-3.0 ``Schema`` (best effort, never raises).
+
+    The input must already be bounded (see :func:`scanner.providers.base.clip_json`): recursion follows it.
+    """
+    if not isinstance(schema, dict):
+        return {}
+    out: dict[str, Any] = {}
+    nullable = False
+    type_branches: list[dict[str, Any]] = []
+    for key, value in schema.items():
+        if key == "type":
+            names = _type_names(value)
+            non_null = [name for name in names if name != "null"]
+            if not non_null:
+                if names:  # "null" alone
+                    out["type"] = "NULL"
+                continue
+            nullable = nullable or "null" in names
+            if len(non_null) == 1:
+                out["type"] = non_null[0].upper()
+            else:
+                type_branches = [{"type": name.upper()} for name in non_null]
+        elif key in ("format", "title", "description"):
+            if isinstance(value, str):
+                out[key] = value
+        elif key == "nullable":
+            if value is True:
+                nullable = True
+        elif key == "enum":
+            if isinstance(value, list):
+                if any(item is None for item in value):
+                    nullable = True
+                members = [_enum_member(item) for item in value if item is not None]
+                members = list(dict.fromkeys(member for member in members if member is not None))
+                if members:
+                    out["enum"] = members
+        elif key == "default":
+            out["default"] = value
+        elif key in ("minItems", "maxItems"):
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                out[key] = value
+        elif key in ("minimum", "maximum"):
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                out[key] = value
+        elif key == "properties":
+            if isinstance(value, dict) and value:
+                out["properties"] = {name: convert_schema(prop) for name, prop in value.items()}
+        elif key in ("required", "propertyOrdering"):
+            if isinstance(value, list):
+                names = list(dict.fromkeys(item for item in value if isinstance(item, str)))
+                if names:
+                    out[key] = names
+        elif key == "items":
+            if isinstance(value, dict):
+                out["items"] = convert_schema(value)
+        elif key == "anyOf" and isinstance(value, list):
+            branches: list[dict[str, Any]] = []
+            for branch in value:
+                converted = convert_schema(branch)
+                if converted == {"type": "NULL"}:
+                    nullable = True
+                elif converted not in branches:
+                    branches.append(converted)
+            if len(branches) == 1:
+                for branch_key, branch_value in branches[0].items():
+                    if branch_key == "nullable":
+                        nullable = nullable or branch_value is True
+                    else:
+                        out.setdefault(branch_key, branch_value)
+            elif branches:
+                out["anyOf"] = branches
+        # everything else ($ref, $defs, oneOf, allOf, const, pattern, additionalProperties, ...) is dropped
+    if type_branches and "anyOf" not in out:
+        out["anyOf"] = type_branches
+    if nullable:
+        out["nullable"] = True
+    return out
+
+
+def _type_names(value: Any) -> list[str]:
+    """The known JSON Schema type names in a ``type`` value (a string or a list), lowercased, de-duplicated."""
+    raw = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    names = [item.lower() for item in raw if isinstance(item, str)]
+    return list(dict.fromkeys(name for name in names if name in TYPES))
+
+
+def _enum_member(value: Any) -> str | None:
+    """Gemini's ``enum`` holds strings: numbers and booleans become their JSON text; objects are left out."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | float):
+        return json.dumps(value)
+    return None
