@@ -99,8 +99,7 @@ def check(
         typer.Option(
             "--tools-file",
             "-f",
-            help='A tool list: a JSON array, {"tools": [...]}, or a JSON-RPC '
-            "response. '-' reads standard input.",
+            help="A tool list: a JSON array, {\"tools\": [...]}, or a JSON-RPC response. '-' reads standard input.",
             show_default=False,
         ),
     ] = None,
@@ -116,20 +115,13 @@ def check(
     example: Annotated[bool, typer.Option("--example", help="Check the bundled example tool list.")] = False,
     as_provider: Annotated[
         Provider | None,
-        typer.Option(
-            "--as", help="Print only the tools JSON this provider's API receives, and nothing else."
-        ),
+        typer.Option("--as", help="Print only the tools JSON this provider's API receives, and nothing else."),
     ] = None,
     fmt: Annotated[CheckFormat, typer.Option("--format", help="Output format.")] = CheckFormat.text,
     strict: Annotated[bool, typer.Option(help="Exit 1 when there is at least one problem (for CI).")] = False,
-    select: Annotated[
-        list[str] | None, typer.Option(help="Only these rule code prefixes (MCP2,MCP401).")
-    ] = None,
-    ignore: Annotated[
-        list[str] | None, typer.Option(help="Skip these rule code prefixes; wins over --select.")
-    ] = None,
-    max_bytes: Annotated[int, typer.Option(help="Largest tool list or server answer read, in bytes.")] = 32
-    << 20,
+    select: Annotated[list[str] | None, typer.Option(help="Only these rule code prefixes (MCP2,MCP401).")] = None,
+    ignore: Annotated[list[str] | None, typer.Option(help="Skip these rule code prefixes; wins over --select.")] = None,
+    max_bytes: Annotated[int, typer.Option(help="Largest tool list or server answer read, in bytes.")] = 32 << 20,
     timeout: Annotated[float, typer.Option(help="Deadline for the whole server check, in seconds.")] = 30.0,
     connect_timeout: Annotated[float, typer.Option(help="Deadline to connect or spawn, in seconds.")] = 10.0,
     max_pages: Annotated[int, typer.Option(help="Most tools/list pages followed.")] = 100,
@@ -149,8 +141,7 @@ def check(
     profile: Annotated[
         str,
         typer.Option(
-            help="Client-capability profile declared to the server: rich (roots, sampling, "
-            "elicitation) or bare."
+            help="Client-capability profile declared to the server: rich (roots, sampling, elicitation) or bare."
         ),
     ] = "rich",
     save: Annotated[
@@ -174,9 +165,7 @@ def check(
         from importlib import resources
 
         tools_file = str(resources.files("scanner") / "examples" / "example-tools.json")
-    client_options = _client_options(
-        timeout, connect_timeout, max_bytes, max_pages, max_tools, max_line_bytes
-    )
+    client_options = _client_options(timeout, connect_timeout, max_bytes, max_pages, max_tools, max_line_bytes)
     request = CheckRequest(
         tools_file=tools_file,
         entry=entry,
@@ -281,6 +270,146 @@ def _render_check(result: Any, fmt: CheckFormat) -> str:
     from scanner.report import check_text
 
     return check_text.render(result, colour=_colour())
+
+
+class ScanFormat(enum.StrEnum):
+    text = "text"
+    json = "json"
+
+
+DB_HELP = "Database: a path or any SQLAlchemy URL (sqlite:///x.db, postgresql+psycopg://...)."
+
+
+def _db_url(db: str) -> str:
+    return db if "://" in db else f"sqlite:///{db}"
+
+
+@app.command(epilog=EXIT_CODES)
+def scan(
+    registry: Annotated[
+        str,
+        typer.Argument(
+            help="What to scan: an official registry base URL (https://registry.modelcontextprotocol.io), a saved "
+            'API response, a server.json, a list {"servers": [...]}, or a Claude Desktop / VS Code config file.'
+        ),
+    ],
+    db: Annotated[str, typer.Option(help=DB_HELP)] = "fathom.db",
+    kind: Annotated[
+        str | None, typer.Option(help="Force the input kind instead of detecting it (see docs/registry.md).")
+    ] = None,
+    updated_since: Annotated[
+        str | None, typer.Option(help="Registry API: only servers updated since this RFC 3339 time.")
+    ] = None,
+    run_packages: Annotated[
+        bool,
+        typer.Option(
+            help="Also run npm/PyPI/OCI packages (strangers' code) in a scrubbed environment with their own "
+            "HOME, a deadline and a memory limit. Off: recorded as skipped."
+        ),
+    ] = False,
+    allow_private: Annotated[
+        bool, typer.Option(help="Connect to loopback, private, link-local and metadata addresses too.")
+    ] = False,
+    dry_run: Annotated[bool, typer.Option(help="List the resolved entries without connecting to anything.")] = False,
+    resume: Annotated[
+        bool, typer.Option(help="Finish the newest interrupted run of this registry instead of starting anew.")
+    ] = False,
+    concurrency: Annotated[int, typer.Option(min=1, max=1024, help="Servers scanned at once.")] = 32,
+    per_host: Annotated[int, typer.Option(min=1, help="Servers scanned at once on one host.")] = 4,
+    timeout: Annotated[float, typer.Option(help="Deadline for each server, in seconds.")] = 30.0,
+    connect_timeout: Annotated[float, typer.Option(help="Deadline to connect or spawn, in seconds.")] = 10.0,
+    retries: Annotated[int, typer.Option(min=0, max=10, help="Retries for 429, 503 and connection resets.")] = 2,
+    profile: Annotated[
+        str, typer.Option(help="Client-capability profile declared to servers (rich or bare).")
+    ] = "rich",
+    fmt: Annotated[ScanFormat, typer.Option("--format", help="Output format of the summary.")] = ScanFormat.text,
+) -> None:
+    """Scan every server of a registry concurrently into the database, keeping history between runs."""
+    from scanner.crawl import CrawlSettings
+    from scanner.errors import FathomError
+    from scanner.mcp import ClientLimits
+    from scanner.scan import ScanConfig, resolve_entries, run_scan
+
+    settings = CrawlSettings(
+        concurrency=concurrency,
+        per_host=per_host,
+        limits=ClientLimits(timeout=timeout, connect_timeout=connect_timeout),
+        profile=profile,
+        retries=retries,
+        allow_private=allow_private,
+    )
+    config = ScanConfig(
+        source=registry,
+        db_url=_db_url(db),
+        kind=kind,
+        updated_since=updated_since,
+        run_packages=run_packages,
+        resume=resume,
+        crawl=settings,
+    )
+    try:
+        if dry_run:
+            _print_entries(resolve_entries(config), fmt)
+            return
+        summary = _scan_with_progress(config, run_scan)
+    except FathomError as exc:
+        _fail(str(exc), exc.exit_code)
+    if fmt is ScanFormat.json:
+        import dataclasses
+        import json
+
+        typer.echo(json.dumps(dataclasses.asdict(summary), indent=2))
+    else:
+        counts = " · ".join(f"{name} {count}" for name, count in sorted(summary.counts.items()))
+        state = "interrupted" if summary.interrupted else "finished"
+        typer.echo(f"run {summary.run_id} {state}: {summary.total} servers · {counts or 'nothing scanned'}")
+    if summary.interrupted:
+        typer.echo(f"fathom: interrupted; `fathom scan {registry} --resume` finishes the run", err=True)
+        raise typer.Exit(130)
+
+
+def _scan_with_progress(config: Any, run_scan: Any) -> Any:
+    """Run the scan with a progress bar, turning SIGTERM into the same clean stop as Ctrl-C."""
+    import signal
+
+    from scanner.progress import Progress
+
+    def stop(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    progress: Progress | None = None
+
+    def on_start(_run_id: int, total: int) -> None:
+        nonlocal progress
+        progress = Progress(total)
+
+    def on_result(_entry: Any, outcome: Any) -> None:
+        assert progress is not None
+        progress.advance(outcome.outcome)
+
+    try:
+        return run_scan(config, on_start=on_start, on_result=on_result)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if progress is not None:
+            progress.close()
+
+
+def _print_entries(entries: Any, fmt: ScanFormat) -> None:
+    import json
+
+    from scanner.registry import entries_to_json
+
+    rows = entries_to_json(entries)
+    if fmt is ScanFormat.json:
+        typer.echo(json.dumps(rows, indent=2, ensure_ascii=True))
+        return
+    from scanner.tabular import TableFormat, render_rows
+
+    columns = ["name", "transport", "target", "skip"]
+    table = [{**row, "target": row.get("url") or " ".join(row.get("command") or [])} for row in rows]
+    typer.echo(render_rows(table, TableFormat.table, columns=columns), nl=False)
 
 
 @app.command()
