@@ -1,0 +1,161 @@
+"""The official MCP registry: its list API over HTTP, and saved responses of it.
+
+``GET {base}/v0.1/servers?limit=100&version=latest[&updated_since=...][&cursor=...]`` answers
+``{"servers": [{"server": {...server.json...}, "_meta": {"io.modelcontextprotocol.registry/official":
+{"status", "isLatest", "publishedAt", "updatedAt", ...}}}], "metadata": {"nextCursor", "count"}}``. Rows are
+*versions*; with ``updated_since`` the registry also returns deleted ones. For each server name we keep the
+latest version and only if it is active (a server whose latest version is deleted or deprecated is dropped, not
+replaced by an older one). Before 2025-09-16 the same fields were snake_case (``is_latest``,
+``next_cursor``, ``published_at``) and rows could be flat server.json objects carrying their own ``_meta`` and
+``status``; both shapes are read.
+
+Reading is bounded: at most ``Options.max_pages`` pages, ``Options.max_page_bytes`` per page, a cursor seen
+twice is an error. A registry that cannot be read is a run-fatal :class:`~scanner.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from scanner.errors import InputError
+from scanner.models import ServerEntry
+from scanner.registry import _json
+from scanner.registry.interface import Options
+from scanner.registry.serverjson import resolve_server, server_name
+
+OFFICIAL = "io.modelcontextprotocol.registry/official"
+PAGE_LIMIT = 100
+
+
+def _official_meta(row: dict[str, Any], server: dict[str, Any]) -> dict[str, Any]:
+    for holder in (row, server):
+        meta = _json.obj(_json.obj(holder.get("_meta")).get(OFFICIAL))
+        if meta:
+            return meta
+    return {}
+
+
+def _split_row(row: Any) -> tuple[Any, dict[str, Any]]:
+    """(server.json, official metadata) of one row, wrapped (2025-09-29 on) or flat (before)."""
+    if not isinstance(row, dict):
+        return row, {}
+    server = row["server"] if isinstance(row.get("server"), dict) else row
+    meta = dict(_official_meta(row, server))
+    if "status" not in meta and isinstance(server.get("status"), str):
+        meta["status"] = server["status"]
+    return server, meta
+
+
+def latest_active(rows: list[Any]) -> list[Any]:
+    """One server.json per name: the latest version, if it is active; order of first appearance.
+
+    A row without registry metadata counts as latest and active (a plain list of server.json objects); if a
+    slice holds several "latest" rows for one name, the most recently updated wins.
+    """
+    best: dict[str, tuple[tuple[str, int], Any, dict[str, Any]]] = {}
+    order: list[str] = []
+    invalid: list[Any] = []
+    for index, row in enumerate(rows):
+        server, meta = _split_row(row)
+        name = server_name(server) if isinstance(server, dict) else None
+        if name is None:
+            invalid.append(server)
+            continue
+        latest = _json.field(meta, "isLatest", "is_latest")
+        if latest is False:
+            continue
+        stamp = _json.text(_json.field(meta, "updatedAt", "updated_at")) or _json.text(
+            _json.field(meta, "publishedAt", "published_at")
+        )
+        key = (stamp or "", index)
+        if name not in best:
+            order.append(name)
+        if name not in best or key >= best[name][0]:
+            best[name] = (key, server, meta)
+    kept: list[Any] = []
+    for name in order:
+        _, server, meta = best[name]
+        status = meta.get("status", "active")
+        if status == "active":
+            kept.append(server)
+    return kept + invalid
+
+
+def parse_response(document: Any, where: str) -> tuple[list[Any], str | None]:
+    """The rows and the next cursor of one API page; InputError if it is not that shape."""
+    if not isinstance(document, dict) or not isinstance(document.get("servers"), list):
+        raise InputError(f"{where}: not a registry response (no 'servers' array)")
+    metadata = _json.obj(document.get("metadata"))
+    cursor = _json.field(metadata, "nextCursor", "next_cursor")
+    return document["servers"], _json.text(cursor, limit=4096)
+
+
+def api_url(base: str) -> str:
+    """The list endpoint for a base URL; a URL already ending in ``/servers`` is used as given."""
+    trimmed = base.rstrip("/")
+    if urlsplit(trimmed).path.endswith("/servers"):
+        return trimmed
+    return f"{trimmed}/v0.1/servers"
+
+
+def _get_page(client: httpx.Client, url: str, params: dict[str, str], options: Options) -> Any:
+    try:
+        with client.stream("GET", url, params=params) as response:
+            if response.status_code != 200:
+                raise InputError(f"registry {url} answered HTTP {response.status_code}")
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body.extend(chunk)
+                if len(body) > options.max_page_bytes:
+                    raise InputError(f"registry {url}: a page is larger than {options.max_page_bytes} bytes")
+    except httpx.HTTPError as exc:
+        raise InputError(f"registry {url} cannot be read: {type(exc).__name__}: {exc}") from exc
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"registry {url}: a page is not JSON ({exc})") from exc
+
+
+def fetch_rows(base: str, options: Options, *, client: httpx.Client | None = None) -> list[Any]:
+    """Every row of the registry list (all pages), bounded; raises InputError when it cannot be read."""
+    url = api_url(base)
+    own = client is None
+    http = client or httpx.Client(timeout=options.timeout_s, follow_redirects=True, max_redirects=5)
+    rows: list[Any] = []
+    seen: set[str] = set()
+    cursor: str | None = None
+    try:
+        for page in range(1, options.max_pages + 1):
+            params = {"limit": str(PAGE_LIMIT), "version": "latest"}
+            if options.updated_since:
+                params["updated_since"] = options.updated_since
+            if cursor:
+                params["cursor"] = cursor
+            page_rows, cursor = parse_response(_get_page(http, url, params, options), f"registry {url} page {page}")
+            rows.extend(page_rows)
+            if not cursor:
+                return rows
+            if cursor in seen:
+                raise InputError(f"registry {url}: cursor {cursor[:60]!r} repeats at page {page} (a paging loop)")
+            seen.add(cursor)
+        raise InputError(f"registry {url}: more than {options.max_pages} pages; narrow it with --updated-since")
+    finally:
+        if own:
+            http.close()
+
+
+def entries_from_rows(rows: list[Any], *, source: str, options: Options) -> list[ServerEntry]:
+    """Resolve the latest active version of every server in ``rows``."""
+    return [
+        resolve_server(server, source=source, options=options, index=index)
+        for index, server in enumerate(latest_active(rows))
+    ]
+
+
+def load_api(base: str, options: Options) -> list[ServerEntry]:
+    """Entries from a live registry at ``base`` (e.g. ``https://registry.modelcontextprotocol.io``)."""
+    return entries_from_rows(fetch_rows(base, options), source=f"registry:{base}", options=options)

@@ -1,0 +1,190 @@
+"""Resolve one ``server.json`` (official registry format) into a :class:`ServerEntry`: what to connect to.
+
+Choice of target, in order:
+
+1. a remote of type ``streamable-http``, then one of type ``sse`` (``streamable`` / ``transport_type`` from
+   before 2025-09-16 are read too). URL ``{variables}`` are filled from their defaults, or from the environment
+   under the naming rule of :mod:`scanner.registry.secrets`; a variable with neither skips that remote, and a
+   *secret* URL variable always does (the URL is stored and printed, so it must not hold a secret).
+   Headers: a value in the environment under the naming rule wins; otherwise a non-secret header is sent as
+   given with its ``{placeholders}`` filled from defaults; a secret header, a required header without a value,
+   or a value whose placeholders cannot be filled is left out, the entry is marked ``anonymous`` and the header
+   names go to ``secret_header_names``.
+2. otherwise a package (see :mod:`scanner.registry.packages`), which only runs with ``run_packages``.
+3. otherwise the entry is skipped with the reason.
+
+Secret values live only in ``entry.headers`` and ``entry.env``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from scanner.models import ServerEntry, Transport
+from scanner.registry import _json
+from scanner.registry.interface import Options
+from scanner.registry.packages import resolve_packages
+from scanner.registry.secrets import lookup
+
+MAX_NAME = 200
+MAX_URL = 2048
+_PLACEHOLDER = re.compile(r"\{([^{}]{1,100})\}")
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
+_REMOTE_TYPES = {
+    "streamable-http": Transport.STREAMABLE_HTTP,
+    "streamable": Transport.STREAMABLE_HTTP,  # before 2025-09-16
+    "sse": Transport.SSE,
+}
+
+
+def server_name(server: Mapping[str, Any]) -> str | None:
+    """The server's registry name if it is a usable string."""
+    return _json.text(server.get("name"), limit=MAX_NAME)
+
+
+def server_version(server: Mapping[str, Any]) -> str | None:
+    """``version``, or ``version_detail.version`` from the July 2025 format."""
+    version = _json.text(server.get("version"), limit=255)
+    if version is None:
+        version = _json.text(_json.obj(server.get("version_detail")).get("version"), limit=255)
+    return version
+
+
+def fill(template: str, variables: Any, values: Mapping[str, str] | None = None) -> tuple[str, list[str]]:
+    """Replace ``{name}`` from ``values`` or the variables' defaults; return the text and the names left open.
+
+    A placeholder that names no declared variable stays as written (the server.json spec says so) but is still
+    reported as open, so a caller can decide whether literal braces are acceptable where it puts the text.
+    """
+    declared = _json.obj(variables)
+    supplied = values or {}
+    missing: list[str] = []
+
+    def one(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key in supplied:
+            return supplied[key]
+        spec = _json.obj(declared.get(key))
+        for candidate in (spec.get("value"), spec.get("default")):
+            if isinstance(candidate, (str, int, float)) and not isinstance(candidate, bool):
+                return str(candidate)
+            if isinstance(candidate, bool):
+                return "true" if candidate else "false"
+        missing.append(key)
+        return match.group(0)
+
+    return _PLACEHOLDER.sub(one, template), missing
+
+
+@dataclass
+class _Remote:
+    transport: Transport
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    problem: str | None = None
+
+
+def _resolve_remote(name: str, remote: dict[str, Any], environ: Mapping[str, str]) -> _Remote:
+    kind = _json.text(_json.field(remote, "type", "transport_type")) or ""
+    transport = _REMOTE_TYPES[kind]
+    url = _json.text(remote.get("url"), limit=MAX_URL)
+    result = _Remote(transport=transport)
+    if url is None:
+        result.problem = "remote has no usable url"
+        return result
+    variables = _json.obj(remote.get("variables"))
+    supplied: dict[str, str] = {}
+    for key in _PLACEHOLDER.findall(url):
+        spec = _json.obj(variables.get(key))
+        if _json.flag(spec, "isSecret", "is_secret"):
+            result.problem = f"remote URL needs secret variable {{{key}}} (not supported: URLs are stored)"
+            return result
+        from_env = lookup(environ, name, key)
+        if from_env is not None:
+            supplied[key] = from_env
+    filled, missing = fill(url, variables, supplied)
+    if missing:
+        result.problem = f"remote URL variable {{{missing[0]}}} has no default"
+        return result
+    parts = urlsplit(filled)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        result.problem = f"remote URL is not http(s): {filled[:200]}"
+        return result
+    result.url = filled
+    for header in _json.items(remote.get("headers"), limit=100):
+        header_name = _json.text(header.get("name"), limit=256)
+        if header_name is None or not _HEADER_NAME.match(header_name):
+            continue
+        value = _header_value(name, header_name, header, environ)
+        if value is None:
+            needed = _json.flag(header, "isSecret", "is_secret") or _json.flag(header, "isRequired", "is_required")
+            if needed or _PLACEHOLDER.search(_json.text(header.get("value")) or ""):
+                result.missing.append(header_name)
+            continue
+        result.headers[header_name] = value
+    return result
+
+
+def _header_value(server: str, header_name: str, header: dict[str, Any], environ: Mapping[str, str]) -> str | None:
+    """The value to send for one declared header, or None when it has to be left out."""
+    value = lookup(environ, server, header_name)
+    if value is None:
+        if _json.flag(header, "isSecret", "is_secret"):
+            return None
+        template = _json.text(header.get("value")) or _json.text(header.get("default"))
+        if template is None:
+            return None
+        value, missing = fill(template, header.get("variables"))
+        if missing:  # "Bearer {api_key}" with nothing to fill: a credential we do not have
+            return None
+    if any(char in value for char in "\r\n\0") or len(value) > _json.MAX_TEXT:
+        return None
+    return value
+
+
+def resolve_server(server: Any, *, source: str, options: Options, index: int = 0) -> ServerEntry:
+    """One server.json object → the entry to connect to (or to skip, with the reason)."""
+    if not isinstance(server, dict):
+        return ServerEntry(
+            name=f"invalid-entry-{index}", transport=Transport.HTTP, source=source, skip="not a JSON object"
+        )
+    name = server_name(server)
+    version = server_version(server)
+    if name is None:
+        return ServerEntry(
+            name=f"invalid-entry-{index}",
+            transport=Transport.HTTP,
+            version=version,
+            source=source,
+            skip="server.json has no usable name",
+        )
+    remotes = [r for r in _json.items(server.get("remotes"), limit=100) if _json.field(r, "type", "transport_type")]
+    problems: list[str] = []
+    for wanted in (Transport.STREAMABLE_HTTP, Transport.SSE):
+        for remote in remotes:
+            if _REMOTE_TYPES.get(str(_json.field(remote, "type", "transport_type"))) is not wanted:
+                continue
+            resolved = _resolve_remote(name, remote, options.environ)
+            if resolved.problem is not None:
+                problems.append(resolved.problem)
+                continue
+            return ServerEntry(
+                name=name,
+                transport=resolved.transport,
+                url=resolved.url,
+                headers=resolved.headers,
+                version=version,
+                source=source,
+                anonymous=bool(resolved.missing),
+                secret_header_names=tuple(resolved.missing),
+            )
+    packages = _json.items(_json.field(server, "packages"), limit=100)
+    if packages:
+        return resolve_packages(name, version, packages, source=source, options=options, remote_problems=problems)
+    reason = problems[0] if problems else "no remote and no package to run"
+    return ServerEntry(name=name, transport=Transport.HTTP, version=version, source=source, skip=reason)
