@@ -1,0 +1,71 @@
+"""The leaderboard as CSV (``leaderboard.csv``), one row per server, ranked first then the others.
+
+Named ``csv_out`` so it never shadows the standard library's ``csv`` inside this package.
+
+Formula injection: a spreadsheet runs a cell that starts with ``=``, ``+``, ``-`` or ``@`` (and, in some, a tab
+or carriage return) as a formula, so a server named ``=HYPERLINK("http://evil", "x")`` could act when someone
+opens the file. Every text cell that starts with one of those characters gets a leading apostrophe (``'``),
+which spreadsheets read as "this is text" and hide. Numbers are written as numbers and never prefixed. Hidden
+characters (controls, bidi overrides) are shown as ``\\uXXXX`` escapes, as on the site.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from scanner.report.data import Leaderboard, ServerRow
+from scanner.report.text import clean_text
+
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(value: Any) -> str:
+    """A server string made safe for a spreadsheet cell (see the module docstring)."""
+    raw = "" if value is None else (value if isinstance(value, str) else str(value))
+    # Check the raw first character too: a leading tab or CR is escaped by clean_text but was meant as a trigger.
+    text = clean_text(raw, limit=2000)
+    if raw.startswith(FORMULA_PREFIXES) or text.startswith(FORMULA_PREFIXES):
+        return "'" + text
+    return text
+
+
+def _row(row: ServerRow, providers: tuple[str, ...]) -> list[Any]:
+    return [
+        "" if row.rank is None else row.rank,
+        row.movement,
+        csv_text(row.name),
+        "" if row.score is None else f"{row.score:.1f}",
+        "" if row.tools_count is None else row.tools_count,
+        *("" if row.tokens.get(p) is None else row.tokens[p] for p in providers),
+        row.problems,
+        row.warnings,
+        row.notes,
+        csv_text(row.outcome),
+        csv_text(row.detail),
+    ]
+
+
+def render_csv(board: Leaderboard) -> str:
+    """The whole ``leaderboard.csv`` text (RFC 4180 quoting, ``\\r\\n`` line ends)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(
+        [
+            "rank",
+            "movement",
+            "server",
+            f"score_v{board.score_version}",
+            "tools",
+            *(f"tokens_{p}" for p in board.providers),
+            "problems",
+            "warnings",
+            "notes",
+            "outcome",
+            "detail",
+        ]
+    )
+    for row in (*board.ranked, *board.unranked):
+        writer.writerow(_row(row, board.providers))
+    return buffer.getvalue()

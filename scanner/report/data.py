@@ -1,0 +1,167 @@
+"""The report site's data: frozen dataclasses shaped from the store, and the one function that builds them.
+
+Renderers (``html``, ``markdown``, ``jsonout``, ``csv_out``, ``svg``) read only these classes, never the store,
+so every output format tells the same numbers and a test can build a site from a fixed :class:`SiteData`.
+Strings here are still the server's own text: each renderer escapes for its format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from scanner.models import PROVIDERS, Outcome
+
+
+@dataclass(frozen=True)
+class FindingView:
+    """One current finding of a server, as the server page lists it (worst first)."""
+
+    code: str
+    rule: str
+    severity: str
+    tool: str | None
+    message: str
+    hint: str
+    pointer: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerRow:
+    """One server in one run, as the leaderboard and exports show it.
+
+    ``rank`` is None for servers that are not ranked (any outcome but ok): they are listed apart, with their
+    outcome and detail, rather than ranked last. ``movement`` is ``up``, ``down``, ``same`` or ``new`` against
+    the rank in the previous finished run, and ``moved_by`` the number of places.
+    """
+
+    name: str
+    slug: str
+    outcome: str
+    detail: str
+    rank: int | None
+    movement: str
+    moved_by: int
+    score: float | None
+    tools_count: int | None
+    tokens: Mapping[str, int]
+    problems: int
+    warnings: int
+    notes: int
+    toolset_sha256: str | None
+    server_name: str | None = None
+    server_version: str | None = None
+
+    @property
+    def ranked(self) -> bool:
+        return self.rank is not None
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """The leaderboard of one run: ranked servers best first, then the unreachable and auth-only ones."""
+
+    run_id: int
+    started_at: datetime
+    finished_at: datetime | None
+    rule_version: str
+    score_version: str
+    score_formula: str
+    previous_run_id: int | None
+    providers: tuple[str, ...]
+    ranked: tuple[ServerRow, ...]
+    unranked: tuple[ServerRow, ...]
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One finished run, summarised for the trend charts."""
+
+    run_id: int
+    label: str
+    servers_scanned: int
+    servers_ok: int
+    servers_with_problems: int
+    median_tokens: int | None
+    p90_tokens: int | None
+    outcomes: Mapping[str, int]
+    findings_by_rule: Mapping[str, int]
+
+    @property
+    def problem_share(self) -> float | None:
+        """Servers with at least one problem, as a share of the servers that answered (None if none did)."""
+        return self.servers_with_problems / self.servers_ok if self.servers_ok else None
+
+
+@dataclass(frozen=True)
+class HistoryPoint:
+    """One scan of one server, for its token and findings history charts."""
+
+    run_id: int
+    label: str
+    outcome: str
+    tokens: Mapping[str, int]
+    problems: int
+    warnings: int
+    notes: int
+    tools_count: int | None
+
+
+@dataclass(frozen=True)
+class EventView:
+    """One change-log line of a server."""
+
+    run_id: int
+    at: datetime
+    kind: str
+    tool: str | None
+    code: str | None
+    summary: str
+
+
+@dataclass(frozen=True)
+class ServerPage:
+    """Everything one server's page shows."""
+
+    row: ServerRow
+    history: tuple[HistoryPoint, ...]
+    events: tuple[EventView, ...]
+    findings: tuple[FindingView, ...]
+    provider_views: Mapping[str, str]  # provider -> pretty JSON of the list as that provider receives it
+    server_info: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RuleView:
+    """One catalogue entry and how many servers it hits in the run shown."""
+
+    code: str
+    slug: str
+    severity: str
+    hint: str
+    doc: str
+    servers_hit: int
+
+
+@dataclass(frozen=True)
+class SiteData:
+    """The whole site: one leaderboard, the trend series, a page per server and the rule catalogue."""
+
+    leaderboard: Leaderboard
+    trends: tuple[TrendPoint, ...]
+    servers: tuple[ServerPage, ...]
+    rules: tuple[RuleView, ...]
+    generated_at: datetime
+
+
+def is_ranked_outcome(outcome: str) -> bool:
+    """Only servers whose tool list was read are ranked; every other outcome is listed apart."""
+    return outcome == Outcome.OK.value
+
+
+def provider_order(seen: set[str]) -> tuple[str, ...]:
+    """The providers to show as columns: the known ones in their usual order, then any others sorted."""
+    known = [name for name in PROVIDERS if name in seen]
+    return tuple(known + sorted(seen - set(PROVIDERS)))

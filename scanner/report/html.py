@@ -1,0 +1,199 @@
+"""The HTML site: Jinja2 templates (autoescape on) over :class:`scanner.report.data.SiteData`.
+
+Every page carries a Content-Security-Policy that forbids scripts, frames, forms and every fetch but the local
+stylesheet and ``data:`` images; the site needs no JavaScript and loads nothing from the network, so it works from
+``file://``. Server strings pass through the ``t`` filter (hidden characters made visible) and then through
+autoescape; the only ``|safe`` values are the SVG charts, which :mod:`scanner.report.svg` escapes itself.
+All links are relative, and no server string is ever put in a URL: server pages are named by slug.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from scanner.report.data import ServerPage, ServerRow, SiteData, TrendPoint
+from scanner.report.svg import Series, line_chart, stacked_bar_chart
+from scanner.report.text import clean_text
+
+CSP = (
+    "default-src 'none'; script-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'"
+)
+TOP_RULES_CHARTED = 8
+TREND_TABLE_ROWS = 60
+PRE_LIMIT = 400_000
+
+
+def _when(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M UTC") if value is not None else "–"
+
+
+def _num(value: int | float | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def _score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.1f}%"
+
+
+def movement_text(row: ServerRow) -> str:
+    """``▲ 2``, ``▼ 1``, ``new`` or ``=``: the leaderboard's movement column."""
+    if row.movement == "up":
+        return f"▲ {row.moved_by}"
+    if row.movement == "down":
+        return f"▼ {row.moved_by}"
+    return "new" if row.movement == "new" else "="
+
+
+def make_environment() -> Environment:
+    """The Jinja environment: package templates, autoescape for every template, undefined names are errors."""
+    env = Environment(
+        loader=PackageLoader("scanner.report", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["t"] = lambda value: clean_text(value, limit=2000)
+    env.filters["block"] = lambda value: clean_text(value, limit=PRE_LIMIT, keep_newlines=True)
+    env.filters["when"] = _when
+    env.filters["num"] = _num
+    env.filters["score"] = _score
+    env.filters["pct"] = _pct
+    env.filters["movement"] = movement_text
+    return env
+
+
+def trend_charts(trends: tuple[TrendPoint, ...]) -> list[str]:
+    """The four trend charts: problem share, tokens per turn, findings by rule, outcomes by kind."""
+    labels = [point.label for point in trends]
+    charts = [
+        line_chart(
+            "Share of answering servers with at least one problem",
+            labels,
+            [Series("servers with problems", tuple(point.problem_share for point in trends))],
+            y_label="share of servers",
+            percent=True,
+        ),
+        line_chart(
+            "Tokens per turn (dearest provider)",
+            labels,
+            [
+                Series("median", tuple(_opt(point.median_tokens) for point in trends)),
+                Series("p90", tuple(_opt(point.p90_tokens) for point in trends)),
+            ],
+            y_label="tokens",
+        ),
+    ]
+    totals: Counter[str] = Counter()
+    for point in trends:
+        totals.update(point.findings_by_rule)
+    top = [code for code, _ in sorted(totals.items(), key=lambda item: (-item[1], item[0]))[:TOP_RULES_CHARTED]]
+    charts.append(
+        line_chart(
+            f"Servers hit per rule (the {len(top)} most frequent)",
+            labels,
+            [Series(code, tuple(float(point.findings_by_rule.get(code, 0)) for point in trends)) for code in top],
+            y_label="servers",
+        )
+    )
+    kinds = sorted({kind for point in trends for kind in point.outcomes}, key=lambda kind: (kind != "ok", kind))
+    charts.append(
+        stacked_bar_chart(
+            "Outcomes by kind",
+            labels,
+            [Series(kind, tuple(float(point.outcomes.get(kind, 0)) for point in trends)) for kind in kinds],
+            y_label="servers",
+        )
+    )
+    return charts
+
+
+def _opt(value: int | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def server_charts(page: ServerPage, providers: tuple[str, ...]) -> list[str]:
+    """A server's token history (one line per provider) and findings history (one line per severity)."""
+    labels = [point.label for point in page.history]
+    ok = [point.outcome == "ok" for point in page.history]
+    tokens = [
+        Series(
+            provider,
+            tuple(
+                float(point.tokens[provider]) if good and provider in point.tokens else None
+                for point, good in zip(page.history, ok, strict=True)
+            ),
+        )
+        for provider in providers
+    ]
+    findings = [
+        Series(
+            name,
+            tuple(float(getattr(point, name)) if good else None for point, good in zip(page.history, ok, strict=True)),
+        )
+        for name in ("problems", "warnings", "notes")
+    ]
+    return [
+        line_chart("Tokens per turn, by provider", labels, tokens, y_label="tokens"),
+        line_chart("Findings over time", labels, findings, y_label="findings"),
+    ]
+
+
+def render_pages(site: SiteData, env: Environment | None = None) -> Iterator[tuple[str, str]]:
+    """Yield ``(relative path, html)`` for every page of the site, the leaderboard first."""
+    env = env or make_environment()
+    common: dict[str, Any] = {"board": site.leaderboard, "generated_at": site.generated_at, "csp": CSP}
+    yield "index.html", env.get_template("index.html").render(root="", **common)
+    yield (
+        "trends.html",
+        env.get_template("trends.html").render(
+            root="",
+            trends=site.trends,
+            table=tuple(reversed(site.trends))[:TREND_TABLE_ROWS],
+            charts=trend_charts(site.trends),
+            **common,
+        ),
+    )
+    yield "rules.html", env.get_template("rules.html").render(root="", rules=site.rules, **common)
+    server_template = env.get_template("server.html")
+    for page in site.servers:
+        yield (
+            f"servers/{page.row.slug}.html",
+            server_template.render(
+                root="../",
+                row=page.row,
+                page=page,
+                charts=server_charts(page, site.leaderboard.providers),
+                **common,
+            ),
+        )
+
+
+def stylesheet() -> str:
+    """The site's one stylesheet."""
+    return resources.files("scanner.report").joinpath("templates/style.css").read_text(encoding="utf-8")
+
+
+def write_site(site: SiteData, out_dir: Path) -> list[Path]:
+    """Write every HTML page and the stylesheet under ``out_dir``; return the paths written."""
+    (out_dir / "servers").mkdir(parents=True, exist_ok=True)
+    written = []
+    css = out_dir / "style.css"
+    css.write_text(stylesheet(), encoding="utf-8")
+    written.append(css)
+    for relative, text in render_pages(site):
+        path = out_dir / relative
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written

@@ -1,0 +1,67 @@
+"""The leaderboard as JSON (``leaderboard.json``), for people who build on the data.
+
+Named ``jsonout`` so it never shadows the standard library's ``json`` inside this package. The text is ASCII
+only, and ``<``, ``>``, ``&`` are written as ``\\u003c``-style escapes, so the file is safe even if someone
+inlines it in an HTML page, and bidi or control characters in a server's strings cannot reorder a viewer's text.
+Strings keep their full value otherwise (capped in length): JSON is data, and escaping decodes back exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from scanner.report.data import Leaderboard, ServerRow
+
+STRING_LIMIT = 4000
+FORMAT_VERSION = 1
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else str(value)
+    return text[:STRING_LIMIT]
+
+
+def _row(row: ServerRow) -> dict[str, Any]:
+    return {
+        "rank": row.rank,
+        "movement": row.movement,
+        "moved_by": row.moved_by,
+        "server": _text(row.name),
+        "slug": row.slug,
+        "score": row.score,
+        "tools": row.tools_count,
+        "tokens": dict(row.tokens),
+        "problems": row.problems,
+        "warnings": row.warnings,
+        "notes": row.notes,
+        "outcome": _text(row.outcome),
+        "detail": _text(row.detail),
+        "toolset_sha256": row.toolset_sha256,
+    }
+
+
+def leaderboard_document(board: Leaderboard) -> dict[str, Any]:
+    """The JSON document (a plain dict) for ``board``."""
+    return {
+        "format": FORMAT_VERSION,
+        "run": {
+            "id": board.run_id,
+            "started_at": board.started_at.isoformat(),
+            "finished_at": board.finished_at.isoformat() if board.finished_at else None,
+            "previous_run_id": board.previous_run_id,
+            "rule_version": _text(board.rule_version),
+        },
+        "score": {"version": board.score_version, "formula": board.score_formula},
+        "providers": list(board.providers),
+        "ranked": [_row(row) for row in board.ranked],
+        "unranked": [_row(row) for row in board.unranked],
+    }
+
+
+def render_json(board: Leaderboard) -> str:
+    """The whole ``leaderboard.json`` text: indented, ASCII only, HTML-significant characters escaped."""
+    text = json.dumps(leaderboard_document(board), indent=2, ensure_ascii=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"

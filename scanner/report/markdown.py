@@ -1,0 +1,62 @@
+"""The leaderboard as Markdown (``leaderboard.md``): one table of ranked servers, one of the others.
+
+Every server string goes through :func:`scanner.report.text.markdown_escape`: HTML characters become entities
+and Markdown syntax is backslash-escaped, so a name like ``[x](javascript:alert(1))`` or ``<script>`` shows as
+text on any renderer (GitHub, a static site generator) and never becomes a link, an image or markup.
+"""
+
+from __future__ import annotations
+
+from scanner.report.data import Leaderboard, ServerRow
+from scanner.report.html import movement_text
+from scanner.report.text import markdown_escape
+
+
+def _cell(value: int | float | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def _ranked_line(row: ServerRow, providers: tuple[str, ...]) -> str:
+    cells = [
+        str(row.rank),
+        movement_text(row),
+        markdown_escape(row.name, limit=500),
+        "–" if row.score is None else f"{row.score:.1f}",
+        _cell(row.tools_count),
+        *(_cell(row.tokens.get(provider)) for provider in providers),
+        str(row.problems),
+        str(row.warnings),
+        str(row.notes),
+        markdown_escape(row.outcome),
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def render_markdown(board: Leaderboard) -> str:
+    """The whole ``leaderboard.md`` text for ``board``."""
+    providers = board.providers
+    lines = [
+        f"# MCP tool lists: leaderboard (run {board.run_id})",
+        "",
+        f"Run {board.run_id} started {board.started_at:%Y-%m-%d %H:%M} UTC; rule catalogue "
+        f"{markdown_escape(board.rule_version)}; score version {board.score_version} (0–100, higher is better).",
+        "",
+        "| Rank | Move | Server | Score | Tools | "
+        + " | ".join(f"{markdown_escape(p)} tokens" for p in providers)
+        + (" | " if providers else "")
+        + "Problems | Warnings | Notes | Last outcome |",
+        "|" + "---:|" * 2 + "---|" + "---:|" * (2 + len(providers) + 3) + "---|",
+    ]
+    lines.extend(_ranked_line(row, providers) for row in board.ranked)
+    lines += ["", "## Not ranked: unreachable or behind authentication", ""]
+    if board.unranked:
+        lines += ["| Server | Outcome | Detail |", "|---|---|---|"]
+        lines.extend(
+            f"| {markdown_escape(row.name, limit=500)} | {markdown_escape(row.outcome)} | "
+            f"{markdown_escape(row.detail, limit=500)} |"
+            for row in board.unranked
+        )
+    else:
+        lines.append("Every server answered.")
+    lines += ["", f"Score v{board.score_version}: {markdown_escape(board.score_formula)}.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,186 @@
+"""Hand-written SVG charts for the report site: line charts and stacked bar charts, no JavaScript, no assets.
+
+Each chart is one self-contained ``<svg role="img">`` string with a ``<title>`` and ``<desc>`` (read by screen
+readers), a visible title, axes with tick labels, and a legend. Colours are presentation attributes, never
+``style=`` attributes, so the site's Content-Security-Policy (``style-src 'self'``) has nothing to block.
+
+Every text that reaches the SVG (titles, labels, series names, which may come from a server) is XML-escaped and
+stripped of control characters here; callers pass plain strings. Long series (a year of nightly runs) are drawn
+as one polyline per series, so the size grows with the points, not with any per-point markup.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scanner.report.text import clean_text, xml_escape
+
+PALETTE: tuple[str, ...] = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+
+WIDTH = 720
+HEIGHT = 300
+LEFT = 64
+RIGHT = 16
+TOP = 36
+BOTTOM = 64
+MAX_X_TICKS = 8
+
+
+@dataclass(frozen=True)
+class Series:
+    """One named line (or bar segment) of values, one per x label; None is a gap (e.g. a run with no scan)."""
+
+    name: str
+    values: tuple[float | None, ...]
+
+
+def _esc(text: str) -> str:
+    return xml_escape(clean_text(text))
+
+
+def _nice_max(value: float) -> float:
+    """The smallest 1/2/5 x 10^n at or above ``value`` (1 for an empty or all-zero chart)."""
+    if value <= 0 or not math.isfinite(value):
+        return 1.0
+    exponent = math.floor(math.log10(value))
+    for step in (1, 2, 5, 10):
+        candidate = step * 10.0**exponent
+        if candidate >= value:
+            return candidate
+    return 10.0 ** (exponent + 1)
+
+
+def _fmt(value: float, percent: bool) -> str:
+    if percent:
+        return f"{value * 100:.0f}%"
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:g}M"
+    if value >= 10_000:
+        return f"{value / 1000:g}k"
+    return f"{value:g}"
+
+
+def _frame(title: str, desc: str, body: list[str], legend: Sequence[str]) -> str:
+    # The legend grows downwards four entries a row, so many series never overlap the axis labels.
+    height = HEIGHT + 14 * max(0, math.ceil(len(legend) / 4) - 1)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" viewBox="0 0 {WIDTH} {height}" '
+        f'width="{WIDTH}" height="{height}" class="chart" font-family="sans-serif" font-size="11">',
+        f"<title>{_esc(title)}</title>",
+        f"<desc>{_esc(desc)}</desc>",
+        f'<text x="{WIDTH / 2:g}" y="18" text-anchor="middle" font-size="14" font-weight="bold">{_esc(title)}</text>',
+    ]
+    parts.extend(body)
+    for index, name in enumerate(legend):
+        x = LEFT + (index % 4) * 160
+        y = HEIGHT - 22 + (index // 4) * 14
+        colour = PALETTE[index % len(PALETTE)]
+        parts.append(f'<rect x="{x}" y="{y - 8}" width="10" height="10" fill="{colour}"/>')
+        parts.append(f'<text x="{x + 14}" y="{y + 1}">{_esc(name)}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _axes(x_labels: Sequence[str], y_max: float, y_label: str, percent: bool, slot: float, centred: bool) -> list[str]:
+    plot_w = WIDTH - LEFT - RIGHT
+    plot_h = HEIGHT - TOP - BOTTOM
+    base = TOP + plot_h
+    out = [
+        f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{base}" stroke="#333"/>',
+        f'<line x1="{LEFT}" y1="{base}" x2="{LEFT + plot_w}" y2="{base}" stroke="#333"/>',
+        f'<text x="14" y="{TOP + plot_h / 2:g}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {TOP + plot_h / 2:g})">{_esc(y_label)}</text>',
+    ]
+    for step in range(5):
+        value = y_max * step / 4
+        y = base - plot_h * step / 4
+        out.append(f'<line x1="{LEFT - 4}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" stroke="#ddd"/>')
+        out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(value, percent)}</text>')
+    count = len(x_labels)
+    if count:
+        every = max(1, math.ceil(count / MAX_X_TICKS))
+        for index in range(0, count, every):
+            x = LEFT + slot * index + (slot / 2 if centred else 0)
+            out.append(f'<line x1="{x:.1f}" y1="{base}" x2="{x:.1f}" y2="{base + 4}" stroke="#333"/>')
+            out.append(f'<text x="{x:.1f}" y="{base + 16}" text-anchor="middle">{_esc(x_labels[index])}</text>')
+    return out
+
+
+def line_chart(
+    title: str,
+    x_labels: Sequence[str],
+    series: Sequence[Series],
+    *,
+    y_label: str = "",
+    percent: bool = False,
+    desc: str = "",
+) -> str:
+    """A line chart of ``series`` over ``x_labels`` (e.g. run dates); a single point is drawn as a dot."""
+    count = len(x_labels)
+    peak = max((v for s in series for v in s.values if v is not None and math.isfinite(v)), default=0.0)
+    y_max = 1.0 if percent and peak <= 1 else _nice_max(peak)
+    plot_w = WIDTH - LEFT - RIGHT
+    plot_h = HEIGHT - TOP - BOTTOM
+    slot = plot_w / max(1, count - 1)
+    body = _axes(x_labels, y_max, y_label, percent, slot, centred=False)
+    if count == 0 or not series:
+        body.append(f'<text x="{WIDTH / 2:g}" y="{HEIGHT / 2:g}" text-anchor="middle">No data yet</text>')
+    for index, line in enumerate(series):
+        colour = PALETTE[index % len(PALETTE)]
+        points: list[str] = []
+        segments: list[list[str]] = [points]
+        for position, value in enumerate(line.values[:count]):
+            if value is None or not math.isfinite(value):
+                points = []
+                segments.append(points)
+                continue
+            x = LEFT + (slot * position if count > 1 else plot_w / 2)
+            y = TOP + plot_h - plot_h * max(0.0, value) / y_max
+            points.append(f"{x:.1f},{y:.1f}")
+        for segment in segments:
+            if len(segment) == 1:
+                cx, cy = segment[0].split(",")
+                body.append(f'<circle cx="{cx}" cy="{cy}" r="3" fill="{colour}"/>')
+            elif segment:
+                body.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(segment)}"/>')
+    return _frame(title, desc or title, body, [s.name for s in series])
+
+
+def stacked_bar_chart(
+    title: str,
+    x_labels: Sequence[str],
+    series: Sequence[Series],
+    *,
+    y_label: str = "",
+    desc: str = "",
+) -> str:
+    """Bars over ``x_labels``, each stacked from ``series`` (e.g. outcomes by kind per run)."""
+    count = len(x_labels)
+    totals = [sum((s.values[i] or 0.0) for s in series if i < len(s.values)) for i in range(count)]
+    y_max = _nice_max(max(totals, default=0.0))
+    plot_w = WIDTH - LEFT - RIGHT
+    plot_h = HEIGHT - TOP - BOTTOM
+    slot = plot_w / max(1, count)
+    bar_w = max(0.5, slot * 0.8)
+    body = _axes(x_labels, y_max, y_label, False, slot, centred=True)
+    if count == 0 or not series:
+        body.append(f'<text x="{WIDTH / 2:g}" y="{HEIGHT / 2:g}" text-anchor="middle">No data yet</text>')
+    base = TOP + plot_h
+    for index, bar in enumerate(series):
+        colour = PALETTE[index % len(PALETTE)]
+        # One <path> per series keeps a year of bars small: each bar is a rectangle sub-path.
+        path: list[str] = []
+        for position in range(count):
+            value = bar.values[position] if position < len(bar.values) else None
+            if not value or value <= 0:
+                continue
+            below = sum((series[j].values[position] or 0.0) for j in range(index) if position < len(series[j].values))
+            y_top = base - plot_h * (below + value) / y_max
+            height = plot_h * value / y_max
+            x = LEFT + slot * position + (slot - bar_w) / 2
+            path.append(f"M{x:.1f} {y_top:.1f}h{bar_w:.1f}v{height:.1f}h{-bar_w:.1f}z")
+        if path:
+            body.append(f'<path fill="{colour}" d="{"".join(path)}"/>')
+    return _frame(title, desc or title, body, [s.name for s in series])
