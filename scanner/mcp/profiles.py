@@ -1,0 +1,32 @@
+"""Named client-capability profiles: what the scanner declares it can do.
+
+What a client declares changes what some servers list (``server-everything`` lists more tools to a client that
+declares roots, sampling and elicitation), so counts are only comparable under the same declaration. Every scan
+uses one named profile and reports its name.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from scanner import __version__ as _scanner_version
+
+CLIENT_INFO: Mapping[str, str] = MappingProxyType({"name": "fathom", "version": _scanner_version})
+
+PROFILES: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {
+        # What a full-featured chat client declares: the list a typical user's model sees.
+        "rich": {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {"form": {}, "url": {}}},
+        # Nothing at all: the list any client gets.
+        "bare": {},
+    }
+)
+DEFAULT_PROFILE = "rich"
+
+
+def capabilities(profile: str) -> dict[str, Any]:
+    """A fresh copy of ``profile``'s client capabilities; an unknown name is a caller's bug (KeyError)."""
+    return copy.deepcopy(dict(PROFILES[profile]))

@@ -1,0 +1,138 @@
+"""What the two HTTP transports share: one httpx client, same-origin redirects, capped reads, error mapping.
+
+This is the boundary where httpx errors become :class:`scanner.mcp.failures.ScanFailure` (``raise ... from
+exc``). Redirects are followed by hand, at most ``max_redirects`` and only within the URL's origin: the request
+may carry secret headers, and a cross-origin hop would hand them to another host. Every body is read as a
+stream and counted (decoded bytes, so a gzip bomb counts at its real size); nothing is read unbounded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+
+from scanner.mcp import auth
+from scanner.mcp.failures import HttpStatusFailure, ScanFailure
+from scanner.mcp.limits import ClientLimits
+from scanner.models import Outcome
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+ERROR_BODY_BYTES = 64 * 1024
+
+
+def make_client(limits: ClientLimits) -> httpx.AsyncClient:
+    """A client with the scan's timeouts; proxies from the environment are ignored (``trust_env=False``)
+    so a scan goes where its URL says and loopback tests do not depend on the shell."""
+    timeout = httpx.Timeout(limits.timeout, connect=limits.connect_timeout)
+    return httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=False)
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    return (parts.scheme, (parts.hostname or "").lower(), port)
+
+
+@asynccontextmanager
+async def send(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    limits: ClientLimits,
+    *,
+    headers: Mapping[str, str],
+    content: bytes | None = None,
+) -> AsyncIterator[httpx.Response]:
+    """Send a request (following same-origin redirects) and yield the streaming response, headers read.
+
+    401, and 403 with ``insufficient_scope``, end as auth_required with the challenge and its metadata.
+    """
+    start_origin = origin(url)
+    hops = 0
+    while True:
+        request = client.build_request(method, url, headers=dict(headers), content=content)
+        response = await _send(client, request)
+        try:
+            if response.status_code in _REDIRECTS and "location" in response.headers:
+                hops += 1
+                target = urljoin(url, response.headers["location"])
+                if origin(target) != start_origin:
+                    raise ScanFailure(
+                        Outcome.HTTP_ERROR,
+                        f"HTTP {response.status_code} redirect to another origin refused",
+                        {"status": response.status_code, "redirect_origin": "{}://{}:{}".format(*origin(target))},
+                    )
+                if hops > limits.max_redirects:
+                    raise ScanFailure(
+                        Outcome.HTTP_ERROR,
+                        f"more than {limits.max_redirects} redirects",
+                        {"status": response.status_code, "redirects": hops},
+                    )
+                url = target
+                continue
+            if response.status_code == 401 or (
+                response.status_code == 403 and "insufficient_scope" in response.headers.get("www-authenticate", "")
+            ):
+                raise await auth.auth_required(client, url, response, limits)
+            yield response
+            return
+        finally:
+            await response.aclose()
+
+
+async def _send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+    try:
+        return await client.send(request, stream=True)
+    except httpx.TimeoutException as exc:
+        raise ScanFailure(Outcome.TIMEOUT, f"HTTP {type(exc).__name__}") from exc
+    except (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        raise ScanFailure(Outcome.CONNECT_ERROR, f"cannot connect: {_reason(exc)}") from exc
+    except httpx.RemoteProtocolError as exc:
+        raise ScanFailure(Outcome.INVALID_RESPONSE, f"not valid HTTP: {_reason(exc)}") from exc
+    except httpx.HTTPError as exc:
+        raise ScanFailure(Outcome.CONNECT_ERROR, f"HTTP transport error: {_reason(exc)}") from exc
+
+
+def _reason(exc: Exception) -> str:
+    return (str(exc) or type(exc).__name__)[:200]
+
+
+async def iter_capped(response: httpx.Response, cap: int, what: str = "answer") -> AsyncIterator[bytes]:
+    """The body's decoded bytes, chunk by chunk; over ``cap`` in total ends the scan as too_large."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap and "content-encoding" not in response.headers:
+        raise ScanFailure(Outcome.TOO_LARGE, f"{what} declares {declared} bytes, over {cap}", {"limit_bytes": cap})
+    total = 0
+    try:
+        async for chunk in response.aiter_bytes():
+            total += len(chunk)
+            if total > cap:
+                raise ScanFailure(Outcome.TOO_LARGE, f"{what} over {cap} bytes", {"limit_bytes": cap})
+            yield chunk
+    except httpx.TimeoutException as exc:
+        raise ScanFailure(Outcome.TIMEOUT, f"reading the {what} timed out") from exc
+    except httpx.HTTPError as exc:
+        raise ScanFailure(Outcome.CONNECT_ERROR, f"reading the {what} failed: {_reason(exc)}") from exc
+
+
+async def read_capped(response: httpx.Response, cap: int, what: str = "answer") -> bytes:
+    body = bytearray()
+    async for chunk in iter_capped(response, cap, what):
+        body += chunk
+    return bytes(body)
+
+
+async def status_failure(response: httpx.Response) -> HttpStatusFailure:
+    """An unusable status, with up to 64 KiB of its body kept (a modern error may be in it)."""
+    body = b""
+    with contextlib.suppress(ScanFailure):  # an unreadable error body is still the same HTTP error
+        body = await read_capped(response, ERROR_BODY_BYTES, "error body")
+    return HttpStatusFailure(response.status_code, body, content_type(response))
+
+
+def content_type(response: httpx.Response) -> str:
+    return response.headers.get("content-type", "").split(";")[0].strip().lower()

@@ -1,0 +1,170 @@
+"""The deprecated HTTP+SSE transport (2024-11-05): answers arrive on a long-lived GET event stream.
+
+Open: GET the URL expecting ``text/event-stream``; its first ``endpoint`` event names the URI to POST messages
+to (resolved against the SSE URL; another origin is refused, since POSTs carry the entry's headers). Each
+request is POSTed there and its response is matched by id on the GET stream. A single event larger than
+``max_answer_bytes`` ends the scan as too_large.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urljoin
+
+import anyio
+import httpx
+
+from scanner.mcp import jsonrpc
+from scanner.mcp.failures import ScanFailure
+from scanner.mcp.limits import ClientLimits
+from scanner.mcp.sse import SSEParser
+from scanner.mcp.transports import http
+from scanner.mcp.transports.base import ClientTransport
+from scanner.models import Outcome, Transport
+
+
+class LegacySseTransport(ClientTransport):
+    """GET an event stream for answers, POST requests to the endpoint it names."""
+
+    name = Transport.SSE.value
+
+    def __init__(self, url: str, headers: Mapping[str, str], limits: ClientLimits) -> None:
+        self._url = url
+        self._headers = dict(headers)
+        self._limits = limits
+        self._client: httpx.AsyncClient | None = None
+        self._endpoint: str | None = None
+        self._ready = anyio.Event()
+        self._done = anyio.Event()
+        self._failure: ScanFailure | None = None
+        self._waiters: dict[int, anyio.Event] = {}
+        self._responses: dict[int, dict[str, Any]] = {}
+
+    async def open(self) -> None:
+        self._client = http.make_client(self._limits)
+        self.task_group.start_soon(self._listen)
+        await self._ready.wait()
+        if self._endpoint is None:
+            raise self._failure or ScanFailure(Outcome.INVALID_RESPONSE, "event stream ended before an endpoint event")
+
+    async def _listen(self) -> None:
+        """Read the GET stream until it ends; every fault is stored, never raised."""
+        assert self._client is not None
+        headers = dict(self._headers)
+        headers["Accept"] = "text/event-stream"
+        try:
+            async with http.send(self._client, "GET", self._url, self._limits, headers=headers) as response:
+                if response.status_code != 200:
+                    raise await http.status_failure(response)
+                kind = http.content_type(response)
+                if kind != "text/event-stream":
+                    raise ScanFailure(
+                        Outcome.INVALID_RESPONSE,
+                        f"SSE URL answered {kind or 'untyped'}, not an event stream",
+                        {"content_type": kind[:100]},
+                    )
+                await self._read(response)
+            self._fail(ScanFailure(Outcome.INVALID_RESPONSE, "event stream closed by the server"))
+        except ScanFailure as failure:
+            self._fail(failure)
+        except Exception as exc:  # a reader must never take the task group down
+            self._fail(ScanFailure(Outcome.INVALID_RESPONSE, f"event stream failed: {type(exc).__name__}"))
+        finally:
+            self._done.set()
+            self._ready.set()
+            self._wake_all()
+
+    async def _read(self, response: httpx.Response) -> None:
+        parser = SSEParser()
+        cap = self._limits.max_answer_bytes
+        pending = 0  # bytes since the last complete event: one answer's size
+        async for chunk in response.aiter_bytes():
+            pending += len(chunk)
+            if pending > cap:
+                raise ScanFailure(Outcome.TOO_LARGE, f"event over {cap} bytes", {"limit_bytes": cap})
+            events = parser.feed(chunk)
+            if events:
+                pending = 0
+            for event in events:
+                if event.event == "endpoint":
+                    self._set_endpoint(event.data.strip())
+                elif event.event == "message" and event.data.strip():
+                    message = jsonrpc.decode(event.data, "event")
+                    if jsonrpc.is_server_request(message):
+                        self.task_group.start_soon(self._reply, jsonrpc.reply_to_server_request(message))
+                    elif jsonrpc.is_response(message):
+                        self._route(message)
+
+    def _set_endpoint(self, data: str) -> None:
+        if self._endpoint is not None:
+            return
+        target = urljoin(self._url, data)
+        if http.origin(target) != http.origin(self._url):
+            raise ScanFailure(Outcome.PROTOCOL_ERROR, "endpoint event names another origin; refused")
+        self._endpoint = target
+        self._ready.set()
+
+    def _route(self, message: dict[str, Any]) -> None:
+        request_id = message.get("id")
+        if type(request_id) is int and request_id in self._waiters:
+            self._responses[request_id] = message
+            self._waiters.pop(request_id).set()
+        else:
+            raise ScanFailure(
+                Outcome.PROTOCOL_ERROR, f"response with an id the client never sent: {str(request_id)[:40]!r}"
+            )
+
+    def _fail(self, failure: ScanFailure) -> None:
+        if self._failure is None:
+            self._failure = failure
+        self._wake_all()
+
+    def _wake_all(self) -> None:
+        for event in self._waiters.values():
+            event.set()
+
+    async def _post(self, message: Mapping[str, Any]) -> None:
+        assert self._client is not None and self._endpoint is not None
+        headers = dict(self._headers)
+        headers["Content-Type"] = "application/json"
+        if self.protocol_version is not None:
+            headers["MCP-Protocol-Version"] = self.protocol_version
+        async with http.send(
+            self._client, "POST", self._endpoint, self._limits, headers=headers, content=jsonrpc.encode(message)
+        ) as response:
+            if response.status_code >= 300:
+                raise await http.status_failure(response)
+            async for _ in http.iter_capped(response, http.ERROR_BODY_BYTES, "POST answer"):
+                pass
+
+    async def _reply(self, message: Mapping[str, Any]) -> None:
+        try:
+            await self._post(message)
+        except ScanFailure as failure:
+            self._fail(failure)
+
+    async def request(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        request_id = message["id"]
+        event = anyio.Event()
+        self._waiters[request_id] = event
+        try:
+            if self._failure is None:
+                await self._post(message)
+                await event.wait()
+        finally:
+            self._waiters.pop(request_id, None)
+        if request_id in self._responses:
+            return self._responses.pop(request_id)
+        raise self._failure or ScanFailure(Outcome.INVALID_RESPONSE, "event stream ended without an answer")
+
+    async def notify(self, message: Mapping[str, Any]) -> None:
+        if self._failure is not None:
+            raise self._failure
+        await self._post(message)
+
+    async def aclose(self) -> None:
+        with anyio.CancelScope(shield=True):
+            if self._client is not None:
+                await self._client.aclose()
+                self._client = None

@@ -1,0 +1,268 @@
+"""stdio: newline-delimited JSON-RPC with a spawned server process, and a shutdown that leaves nothing behind.
+
+The server runs in its own process group (``start_new_session``) so the whole group (``npx`` and the node
+process it starts, or a server that forks) can be signalled at the end: close stdin, wait, SIGTERM the group,
+wait, SIGKILL the group. stdout lines that are not JSON objects (banners, logging) are skipped and counted; a
+line longer than ``max_line_bytes`` ends the scan as too_large. stderr is drained all the time (a full pipe
+would block the server) and only its last ``max_stderr_bytes`` are kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from scanner.mcp import jsonrpc
+from scanner.mcp.failures import ScanFailure
+from scanner.mcp.limits import ClientLimits
+from scanner.mcp.transports.base import ClientTransport
+from scanner.models import Outcome, Transport
+
+_READ_CHUNK = 64 * 1024
+_STDERR_TAIL_LINES = 20
+_KEPT_SKIPPED_LINES = 5
+
+
+class StdioTransport(ClientTransport):
+    """A spawned server spoken to over its stdin and stdout."""
+
+    name = Transport.STDIO.value
+
+    def __init__(self, command: Sequence[str], env: Mapping[str, str] | None, limits: ClientLimits) -> None:
+        """``env`` is the exact environment of the child (None: inherit this process's)."""
+        self._command = list(command)
+        self._env = dict(env) if env is not None else None
+        self._limits = limits
+        self._process: anyio.abc.Process | None = None
+        self._waiters: dict[int, anyio.Event] = {}
+        self._responses: dict[int, dict[str, Any]] = {}
+        self._abandoned: set[int] = set()
+        self._failure: ScanFailure | None = None
+        self._stdout_done = anyio.Event()
+        self._stderr_done = anyio.Event()
+        self._stderr = bytearray()
+        self._write_lock = anyio.Lock()
+        self._skipped_lines = 0
+        self._skipped_samples: list[str] = []
+
+    async def open(self) -> None:
+        if not self._command:
+            raise ScanFailure(Outcome.SPAWN_ERROR, "no command to start")
+        try:
+            self._process = await anyio.open_process(
+                self._command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self._env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise ScanFailure(
+                Outcome.SPAWN_ERROR, f"cannot start {self._command[0]!r}: {reason}", {"errno": exc.errno}
+            ) from exc
+        self.task_group.start_soon(self._read_stdout)
+        self.task_group.start_soon(self._read_stderr)
+
+    # --- reading -------------------------------------------------------------------------------------------
+
+    async def _read_stdout(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        buffer = bytearray()
+        try:
+            while self._failure is None:
+                try:
+                    chunk = await self._process.stdout.receive(_READ_CHUNK)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    break
+                buffer += chunk
+                while self._failure is None:
+                    end = buffer.find(b"\n")
+                    if end < 0:
+                        break
+                    line = bytes(buffer[:end])
+                    del buffer[: end + 1]
+                    await self._line(line)
+                if len(buffer) > self._limits.max_line_bytes:
+                    self._fail(
+                        ScanFailure(
+                            Outcome.TOO_LARGE,
+                            f"stdout line over {self._limits.max_line_bytes} bytes",
+                            {"limit_bytes": self._limits.max_line_bytes},
+                        )
+                    )
+        except Exception as exc:  # a reader must never take the task group down
+            self._fail(ScanFailure(Outcome.INVALID_RESPONSE, f"reading stdout failed: {type(exc).__name__}"))
+        finally:
+            self._stdout_done.set()
+            self._wake_all()
+
+    async def _line(self, line: bytes) -> None:
+        if len(line) > self._limits.max_line_bytes:
+            self._fail(ScanFailure(Outcome.TOO_LARGE, f"stdout line over {self._limits.max_line_bytes} bytes"))
+            return
+        text = line.strip()
+        if not text:
+            return
+        try:
+            message = json.loads(text)
+        except (ValueError, RecursionError):
+            message = None
+        if not isinstance(message, dict):
+            self._skipped_lines += 1
+            if len(self._skipped_samples) < _KEPT_SKIPPED_LINES:
+                self._skipped_samples.append(text[:200].decode("utf-8", "replace"))
+            return
+        if jsonrpc.is_server_request(message):
+            await self._write(jsonrpc.reply_to_server_request(message))
+        elif jsonrpc.is_response(message):
+            self._route(message)
+        # Anything else is a notification (logging, progress, list_changed): nothing to do.
+
+    def _route(self, message: dict[str, Any]) -> None:
+        request_id = message.get("id")
+        if type(request_id) is int and request_id in self._waiters:
+            self._responses[request_id] = message
+            self._waiters.pop(request_id).set()
+        elif type(request_id) is int and request_id in self._abandoned:
+            self._abandoned.discard(request_id)
+        else:
+            self._fail(
+                ScanFailure(
+                    Outcome.PROTOCOL_ERROR,
+                    f"response with an id the client never sent: {str(request_id)[:40]!r}",
+                )
+            )
+
+    async def _read_stderr(self) -> None:
+        assert self._process is not None and self._process.stderr is not None
+        keep = self._limits.max_stderr_bytes
+        try:
+            while True:
+                try:
+                    chunk = await self._process.stderr.receive(_READ_CHUNK)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    break
+                self._stderr += chunk
+                if len(self._stderr) > keep:
+                    del self._stderr[: len(self._stderr) - keep]
+        except Exception:
+            pass  # stderr is only diagnostics
+        finally:
+            self._stderr_done.set()
+
+    def _fail(self, failure: ScanFailure) -> None:
+        if self._failure is None:
+            self._failure = failure
+        self._wake_all()
+
+    def _wake_all(self) -> None:
+        for event in self._waiters.values():
+            event.set()
+
+    def stderr_tail(self) -> list[str]:
+        """The last lines the server wrote to stderr (at most ``max_stderr_bytes`` worth)."""
+        return self._stderr.decode("utf-8", "replace").splitlines()[-_STDERR_TAIL_LINES:]
+
+    async def _exit_failure(self) -> ScanFailure:
+        """The failure to report when stdout closed: normally the process exited (code + stderr tail)."""
+        assert self._process is not None
+        code: int | None = None
+        with anyio.move_on_after(self._limits.shutdown_grace):
+            code = await self._process.wait()
+        with anyio.move_on_after(0.5):
+            await self._stderr_done.wait()
+        tail = self.stderr_tail()
+        last = f": {tail[-1][:200]}" if tail else ""
+        if code is None:
+            return ScanFailure(Outcome.EXITED, f"server closed stdout{last}", {"stderr_tail": tail})
+        return ScanFailure(
+            Outcome.EXITED, f"server exited with code {code}{last}", {"exit_code": code, "stderr_tail": tail}
+        )
+
+    # --- writing -------------------------------------------------------------------------------------------
+
+    async def _write(self, message: Mapping[str, Any]) -> None:
+        assert self._process is not None and self._process.stdin is not None
+        try:
+            async with self._write_lock:
+                await self._process.stdin.send(jsonrpc.encode(message) + b"\n")
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            with anyio.move_on_after(self._limits.shutdown_grace):
+                await self._stdout_done.wait()
+            if self._failure is not None:
+                raise self._failure from exc
+            raise await self._exit_failure() from exc
+
+    async def request(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        request_id = message["id"]
+        event = anyio.Event()
+        self._waiters[request_id] = event
+        try:
+            if self._failure is None and not self._stdout_done.is_set():
+                await self._write(message)
+                await event.wait()
+        finally:
+            if self._waiters.pop(request_id, None) is not None:
+                self._abandoned.add(request_id)  # cancelled (probe timeout): a late answer is not an error
+        if request_id in self._responses:
+            return self._responses.pop(request_id)
+        if self._failure is not None:
+            raise self._failure
+        raise await self._exit_failure()
+
+    async def notify(self, message: Mapping[str, Any]) -> None:
+        if self._failure is not None:
+            raise self._failure
+        await self._write(message)
+
+    # --- shutdown ------------------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        with anyio.CancelScope(shield=True):
+            process = self._process
+            if process is not None:
+                await self._stop(process)
+            if process is not None:
+                with contextlib.suppress(Exception):
+                    await process.aclose()
+
+    async def _stop(self, process: anyio.abc.Process) -> None:
+        """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group (always: children may outlive it)."""
+        grace = self._limits.shutdown_grace
+        if process.stdin is not None:
+            with contextlib.suppress(Exception):
+                await process.stdin.aclose()
+        with anyio.move_on_after(grace):
+            await process.wait()
+        if process.returncode is None:
+            _signal_group(process.pid, signal.SIGTERM)
+            with anyio.move_on_after(grace):
+                await process.wait()
+        _signal_group(process.pid, signal.SIGKILL)
+        if process.returncode is None:
+            with anyio.move_on_after(grace):
+                await process.wait()
+
+    def details(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {}
+        if self._skipped_lines:
+            facts["skipped_stdout_lines"] = self._skipped_lines
+            facts["skipped_stdout_samples"] = list(self._skipped_samples)
+        if self._process is not None and self._process.returncode is not None:
+            facts["exit_code"] = self._process.returncode
+        return facts
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)

@@ -1,0 +1,1 @@
+"""Fathom test suite."""

@@ -1,0 +1,1 @@
+"""Reusable MCP test servers: official-SDK servers and hostile ones, launchable as subprocesses on loopback."""
