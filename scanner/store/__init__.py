@@ -1,0 +1,53 @@
+"""Fathom's database: SQLAlchemy tables, Alembic migrations run on open, the crawl's write path and every query.
+
+    store = open_store("sqlite:///fathom.db")      # creates or migrates to the newest schema
+    run_id = store.start_run("registry", RULE_VERSION, options)
+    store.record_scan(run_id, entry, outcome, measure)   # one transaction per server
+    store.finish_run(run_id)
+
+See ``docs/storage.md`` for the schema and the query API.
+"""
+
+from __future__ import annotations
+
+from scanner.store.engine import open_engine
+from scanner.store.rows import (
+    Diff,
+    EventRow,
+    FindingRow,
+    LeaderRow,
+    RunRow,
+    RunTrend,
+    ScanRecord,
+    ScanRow,
+    ServerRow,
+)
+from scanner.store.store import Measure, Store
+
+DEFAULT_URL = "sqlite:///fathom.db"
+
+
+def open_store(url: str = DEFAULT_URL) -> Store:
+    """Open (creating if needed) the database at ``url`` and migrate it to the newest schema.
+
+    SQLite files get WAL, foreign keys and a busy timeout. Raises :class:`scanner.errors.StoreError` with one
+    clear line when the database cannot be opened or migrated.
+    """
+    return Store(open_engine(url))
+
+
+__all__ = [
+    "DEFAULT_URL",
+    "Diff",
+    "EventRow",
+    "FindingRow",
+    "LeaderRow",
+    "Measure",
+    "RunRow",
+    "RunTrend",
+    "ScanRecord",
+    "ScanRow",
+    "ServerRow",
+    "Store",
+    "open_store",
+]

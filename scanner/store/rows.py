@@ -1,0 +1,226 @@
+"""What the store's queries return: frozen dataclasses, never ORM objects, so callers cannot touch the session.
+
+Times are timezone-aware UTC. ``tokens`` maps a provider (``anthropic``, ``openai``, ``gemini``) to the tokens the
+whole list costs it per turn. ``problems``/``warnings``/``notes`` count findings under the run's rule version
+(plus the scan's over-time findings, MCP5xx).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from scanner.history import ChangeEvent
+from scanner.models import Finding, Severity
+
+
+@dataclass(frozen=True)
+class ScanRecord:
+    """What :meth:`Store.record_scan` wrote for one server: the scan, whether its toolset was new, what changed."""
+
+    scan_id: int
+    run_id: int
+    server: str
+    outcome: str
+    toolset_sha256: str | None
+    new_toolset: bool
+    measured: bool
+    events: tuple[ChangeEvent, ...] = ()
+    history_findings: tuple[Finding, ...] = ()
+    duplicate: bool = False  # the server already had a scan in this run; nothing was written
+
+
+@dataclass(frozen=True)
+class RunRow:
+    id: int
+    started_at: datetime
+    finished_at: datetime | None
+    status: str
+    source: str
+    rule_version: str
+    options: Mapping[str, Any]
+    servers_scanned: int
+    servers_ok: int
+
+
+@dataclass(frozen=True)
+class ServerRow:
+    """A server with its last scan's outcome and the tools and tokens of its last successful scan."""
+
+    name: str
+    first_seen: datetime
+    last_run_id: int | None
+    last_scanned_at: datetime | None
+    last_outcome: str | None
+    last_detail: str
+    last_ok_run_id: int | None
+    server_version: str | None
+    tools_count: int | None
+    tokens: Mapping[str, int]
+    toolset_sha256: str | None
+
+    @property
+    def max_tokens(self) -> int:
+        return max(self.tokens.values(), default=0)
+
+
+@dataclass(frozen=True)
+class ScanRow:
+    """One scan of one server, as ``fathom history`` shows it."""
+
+    scan_id: int
+    run_id: int
+    scanned_at: datetime
+    outcome: str
+    detail: str
+    transport: str
+    era: str | None
+    protocol_version: str | None
+    server_name: str | None
+    server_version: str | None
+    tools_count: int | None
+    tokens: Mapping[str, int]
+    problems: int
+    warnings: int
+    notes: int
+    toolset_sha256: str | None
+    rule_version: str
+
+    @property
+    def max_tokens(self) -> int:
+        return max(self.tokens.values(), default=0)
+
+
+@dataclass(frozen=True)
+class FindingRow:
+    """A finding on a server, with when it first appeared (this time round) and when it went away, if it did."""
+
+    server: str
+    code: str
+    rule: str
+    severity: Severity
+    tool: str | None
+    tool_index: int | None
+    message: str
+    hint: str
+    pointer: str | None
+    details: Mapping[str, Any]
+    run_id: int | None  # the run this row was read from (None: listed from the event history)
+    first_seen_run: int | None
+    first_seen_at: datetime | None
+    gone_run: int | None
+    gone_at: datetime | None
+
+    def to_finding(self) -> Finding:
+        return Finding(
+            code=self.code,
+            rule=self.rule,
+            severity=self.severity,
+            tool=self.tool,
+            message=self.message,
+            hint=self.hint,
+            pointer=self.pointer,
+            details=dict(self.details),
+            tool_index=self.tool_index,
+        )
+
+
+@dataclass(frozen=True)
+class EventRow:
+    id: int
+    server: str
+    run_id: int
+    scan_id: int
+    at: datetime
+    kind: str
+    tool: str | None
+    code: str | None
+    details: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Diff:
+    """What changed on a server between two successful scans (``from_run`` None: everything is new)."""
+
+    server: str
+    from_run: int | None
+    to_run: int
+    from_version: str | None
+    to_version: str | None
+    from_sha256: str | None
+    to_sha256: str
+    tools_added: tuple[str, ...]
+    tools_removed: tuple[str, ...]
+    tools_changed: tuple[tuple[str, tuple[str, ...]], ...]  # (tool, fields that changed)
+    tokens_from: Mapping[str, int]
+    tokens_to: Mapping[str, int]
+    findings_new: tuple[Finding, ...]
+    findings_fixed: tuple[Finding, ...]
+
+    @property
+    def token_deltas(self) -> dict[str, int]:
+        providers = sorted(set(self.tokens_from) | set(self.tokens_to))
+        return {p: self.tokens_to.get(p, 0) - self.tokens_from.get(p, 0) for p in providers}
+
+    @property
+    def unchanged(self) -> bool:
+        return self.from_sha256 == self.to_sha256 and not self.findings_new and not self.findings_fixed
+
+
+@dataclass(frozen=True)
+class LeaderRow:
+    """One server in one run, with everything the leaderboard needs to score and show it without a recount.
+
+    ``tool_severities[i]`` counts (problems, warnings, notes) of findings on the tool at index ``i``;
+    ``list_severities`` counts those on no single tool (list rules and removed tools).
+    """
+
+    server: str
+    scan_id: int
+    outcome: str
+    detail: str
+    transport: str
+    era: str | None
+    protocol_version: str | None
+    server_version: str | None
+    anonymous: bool
+    tools_count: int | None
+    tokens: Mapping[str, int]
+    token_methods: Mapping[str, str]
+    problems: int
+    warnings: int
+    notes: int
+    toolset_sha256: str | None
+    findings: tuple[Finding, ...] = ()
+    tool_severities: tuple[tuple[int, int, int], ...] = ()
+    list_severities: tuple[int, int, int] = (0, 0, 0)
+
+    @property
+    def max_tokens(self) -> int:
+        return max(self.tokens.values(), default=0)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+
+@dataclass(frozen=True)
+class RunTrend:
+    """One run's aggregates: a point on every trend chart."""
+
+    run_id: int
+    started_at: datetime
+    finished_at: datetime | None
+    status: str
+    rule_version: str
+    servers_scanned: int
+    servers_ok: int
+    servers_with_problems: int
+    outcomes: Mapping[str, int]
+    median_tokens: int | None
+    p90_tokens: int | None
+    median_tokens_by_provider: Mapping[str, int]
+    median_tools: int | None
+    findings_by_rule: Mapping[str, int] = field(default_factory=dict)

@@ -1,0 +1,1213 @@
+"""The store: the write path of a crawl and every query over its history (the only module that writes SQL).
+
+Each server's result is written in its own transaction, so a crawl killed at any point leaves a consistent
+database that keeps every server finished before the kill; ``mark_stale_runs_interrupted`` and ``resume_run``
+pick such a run up again. Tool lists are stored once by content hash and measured (tokens, per-tool costs,
+findings) once per rule catalogue version, so an unchanged server costs one small ``scans`` row per rescan.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, delete, func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from scanner import history
+from scanner.errors import InputError
+from scanner.models import CheckReport, Finding, ScanOutcome, ServerEntry, Severity, TokenCount, ToolCost, Toolset
+from scanner.store import codec
+from scanner.store.rows import (
+    Diff,
+    EventRow,
+    FindingRow,
+    LeaderRow,
+    RunRow,
+    RunTrend,
+    ScanRecord,
+    ScanRow,
+    ServerRow,
+)
+from scanner.store.tables import (
+    Event,
+    Measurement,
+    Run,
+    RunAggregate,
+    Scan,
+    Server,
+    ToolsetRow,
+    ToolsetToken,
+    ToolToken,
+)
+from scanner.store.tables import FindingRow as FindingTable
+
+Measure = Callable[[Toolset], CheckReport]
+RUN_STATUSES = ("running", "finished", "interrupted")
+_FINDING_EVENTS = (history.FINDING_APPEARED, history.FINDING_RESOLVED)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _finding_from_row(row: FindingTable) -> Finding:
+    try:
+        severity = Severity(row.severity)
+    except ValueError:
+        severity = Severity.NOTE
+    return Finding(
+        code=row.code,
+        rule=row.slug,
+        severity=severity,
+        tool=row.tool,
+        message=row.message,
+        hint=row.hint,
+        pointer=row.pointer,
+        details=dict(row.details or {}),
+        tool_index=row.tool_index,
+    )
+
+
+def _finding_table_row(finding: Finding, toolset_id: int, rule_version: str, scan_id: int | None) -> FindingTable:
+    return FindingTable(
+        toolset_id=toolset_id,
+        scan_id=scan_id,
+        rule_version=rule_version,
+        code=str(finding.code)[:16],
+        slug=str(finding.rule)[:64],
+        severity=int(finding.severity),
+        tool=codec.text(finding.tool, 300),
+        tool_index=finding.tool_index if isinstance(finding.tool_index, int) else None,
+        message=str(finding.message)[:2000],
+        hint=str(finding.hint)[:1000],
+        pointer=codec.text(finding.pointer, 1000),
+        details=codec.small_json(finding.details, limit=4096),
+    )
+
+
+def _counts(findings: Iterable[Finding]) -> tuple[int, int, int]:
+    counts = [0, 0, 0]
+    for finding in findings:
+        counts[int(finding.severity)] += 1
+    return counts[0], counts[1], counts[2]
+
+
+def _nearest_rank(values: list[int], fraction: float) -> int | None:
+    """The nearest-rank percentile (an actual value of the list, never an interpolation)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
+
+
+class Store:
+    """A Fathom database: open it with :func:`scanner.store.open_store`, then write runs and query them.
+
+    Not thread-safe: a crawl has one writer (``scanner.crawl``); readers in other processes are fine (WAL).
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    def close(self) -> None:
+        """Release every pooled connection (the database file is closed)."""
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # --- Runs ---------------------------------------------------------------------------------------------
+
+    def start_run(self, source: str, rule_version: str, options: Mapping[str, Any]) -> int:
+        """Open a run (status ``running``) and return its id. ``options`` are stored without secrets."""
+        with self._sessions.begin() as session:
+            run = Run(
+                started_at=_now(),
+                finished_at=None,
+                status="running",
+                source=str(source)[:1000],
+                rule_version=str(rule_version)[:64],
+                options=codec.small_json(options, limit=8192),
+                servers_scanned=0,
+                servers_ok=0,
+            )
+            session.add(run)
+            session.flush()
+            return run.id
+
+    def finish_run(self, run_id: int, status: str = "finished") -> None:
+        """Close a run as ``finished`` or ``interrupted`` and compute its aggregates (one row for trends)."""
+        if status not in ("finished", "interrupted"):
+            raise ValueError(f"a run finishes as 'finished' or 'interrupted', not {status!r}")
+        with self._sessions.begin() as session:
+            run = self._run(session, run_id)
+            run.status = status
+            run.finished_at = _now()
+            self._aggregate(session, run, run.rule_version)
+
+    def resume_run(self, run_id: int) -> set[str]:
+        """Reopen an interrupted (or still running) run; returns the names already scanned, to skip them."""
+        with self._sessions.begin() as session:
+            run = self._run(session, run_id)
+            if run.status == "finished":
+                raise InputError(f"Run {run_id} is finished; start a new run instead of resuming it.")
+            run.status = "running"
+            run.finished_at = None
+        return self.scanned_server_names(run_id)
+
+    def reopen_run(self, run_id: int) -> None:
+        """Reopen an interrupted run so a resumed crawl writes into it (``scanner.scan`` calls this)."""
+        self.resume_run(run_id)
+
+    def resumable_run(self, source: str) -> int | None:
+        """The newest unfinished run (interrupted, or left ``running`` by a killed process) of ``source``."""
+        with self._sessions() as session:
+            return session.scalar(
+                select(Run.id)
+                .where(Run.source == str(source)[:1000], Run.status.in_(("interrupted", "running")))
+                .order_by(Run.id.desc())
+                .limit(1)
+            )
+
+    def scanned_server_names(self, run_id: int) -> set[str]:
+        """The servers that already have a scan in ``run_id`` (what ``--resume`` skips)."""
+        with self._sessions() as session:
+            rows = session.scalars(
+                select(Server.name).join(Scan, Scan.server_id == Server.id).where(Scan.run_id == run_id)
+            )
+            return set(rows)
+
+    def interrupted_runs(self) -> list[RunRow]:
+        """Runs marked ``interrupted``, newest first: candidates for ``--resume``."""
+        return [row for row in reversed(self.runs()) if row.status == "interrupted"]
+
+    def mark_stale_runs_interrupted(self, older_than: timedelta = timedelta(0)) -> list[int]:
+        """Mark ``running`` runs with no activity (start or last scan) for ``older_than`` as interrupted.
+
+        A process killed mid-crawl leaves its run ``running``; call this when a new scan starts (with a margin
+        such as ten minutes if several crawls may share the database). Returns the ids it marked.
+        """
+        cutoff = _now() - older_than
+        marked = []
+        with self._sessions() as session:
+            running = session.execute(
+                select(Run.id, Run.started_at, func.max(Scan.scanned_at))
+                .outerjoin(Scan, Scan.run_id == Run.id)
+                .where(Run.status == "running")
+                .group_by(Run.id, Run.started_at)
+            ).all()
+        for run_id, started, last_scan in running:
+            last = max(started, last_scan) if last_scan is not None else started
+            if last <= cutoff:
+                self.finish_run(run_id, "interrupted")
+                marked.append(run_id)
+        return marked
+
+    @staticmethod
+    def _run(session: Session, run_id: int) -> Run:
+        run = session.get(Run, run_id)
+        if run is None:
+            raise InputError(f"No run {run_id} in this database.")
+        return run
+
+    # --- The write path -----------------------------------------------------------------------------------
+
+    def record_scan(self, run_id: int, entry: ServerEntry, outcome: ScanOutcome, measure: Measure) -> ScanRecord:
+        """Store one server's result in its own transaction, and what changed since its previous scan.
+
+        If the outcome is ok the toolset is looked up by hash; only a toolset not yet measured under the run's
+        rule version is measured (``measure`` runs outside the write transaction). Then the scan row, then the
+        history: tool events and MCP501/MCP502 against the previous successful scan, finding_appeared /
+        finding_resolved, server_version_changed and outcome_changed. A second result for a server already
+        scanned in this run writes nothing and comes back with ``duplicate=True``.
+        """
+        with self._sessions() as session:
+            rule_version = self._run(session, run_id).rule_version
+        toolset: Toolset | None = None
+        report: CheckReport | None = None
+        if outcome.ok:
+            toolset = Toolset.from_tools(tuple(outcome.tools or ()))
+            with self._sessions() as session:
+                measured = self._is_measured(session, toolset.sha256, rule_version)
+            if not measured:
+                report = measure(toolset)
+
+        with self._sessions.begin() as session:
+            server = session.scalar(select(Server).where(Server.name == entry.name))
+            if server is None:
+                server = Server(name=entry.name, first_seen=_now(), first_run_id=run_id)
+                session.add(server)
+                session.flush()
+            else:
+                existing = session.scalar(select(Scan).where(Scan.run_id == run_id, Scan.server_id == server.id))
+                if existing is not None:
+                    return self._duplicate(session, existing, entry.name)
+
+            toolset_id, new_toolset = None, False
+            if toolset is not None:
+                toolset_id, new_toolset = self._ensure_toolset(session, toolset, report, rule_version)
+
+            previous = session.scalar(select(Scan).where(Scan.server_id == server.id).order_by(Scan.id.desc()).limit(1))
+            previous_ok = session.scalar(
+                select(Scan).where(Scan.server_id == server.id, Scan.outcome == "ok").order_by(Scan.id.desc()).limit(1)
+            )
+            scan = Scan(
+                run_id=run_id,
+                server_id=server.id,
+                scanned_at=_now(),
+                outcome=str(outcome.outcome),
+                detail=(outcome.detail or "")[: codec.MAX_DETAIL],
+                transport=str(outcome.transport or entry.transport)[:32],
+                era=codec.text(outcome.era, 16),
+                protocol_version=codec.text(outcome.protocol_version, 32),
+                server_name=codec.text(outcome.server_name, 200),
+                server_version=codec.text(outcome.server_version, 100),
+                capability_profile=codec.text(outcome.capability_profile, 64),
+                timings=codec.timings(outcome.timings_ms),
+                pages=outcome.pages if isinstance(outcome.pages, int) else 0,
+                toolset_id=toolset_id,
+                anonymous=bool(entry.anonymous),
+                extra=codec.small_json(outcome.extra),
+            )
+            session.add(scan)
+            session.flush()
+
+            events = history.compare_outcomes(previous.outcome if previous else None, scan.outcome)
+            history_findings: list[Finding] = []
+            if toolset is not None and toolset_id is not None:
+                events_ok, history_findings = self._history(
+                    session, scan, toolset, toolset_id, previous_ok, rule_version
+                )
+                events.extend(events_ok)
+            for event in events:
+                session.add(
+                    Event(
+                        server_id=server.id,
+                        run_id=run_id,
+                        scan_id=scan.id,
+                        at=scan.scanned_at,
+                        kind=event.kind,
+                        tool=codec.text(event.tool, 300),
+                        code=event.code,
+                        details=codec.small_json(event.details, limit=4096),
+                    )
+                )
+            return ScanRecord(
+                scan_id=scan.id,
+                run_id=run_id,
+                server=entry.name,
+                outcome=scan.outcome,
+                toolset_sha256=toolset.sha256 if toolset else None,
+                new_toolset=new_toolset,
+                measured=report is not None,
+                events=tuple(events),
+                history_findings=tuple(history_findings),
+            )
+
+    def _duplicate(self, session: Session, scan: Scan, name: str) -> ScanRecord:
+        sha = session.scalar(select(ToolsetRow.sha256).where(ToolsetRow.id == scan.toolset_id))
+        return ScanRecord(
+            scan_id=scan.id,
+            run_id=scan.run_id,
+            server=name,
+            outcome=scan.outcome,
+            toolset_sha256=sha,
+            new_toolset=False,
+            measured=False,
+            duplicate=True,
+        )
+
+    @staticmethod
+    def _is_measured(session: Session, sha256: str, rule_version: str) -> bool:
+        found = session.scalar(
+            select(Measurement.toolset_id)
+            .join(ToolsetRow, ToolsetRow.id == Measurement.toolset_id)
+            .where(ToolsetRow.sha256 == sha256, Measurement.rule_version == rule_version)
+        )
+        return found is not None
+
+    def _ensure_toolset(
+        self, session: Session, toolset: Toolset, report: CheckReport | None, rule_version: str
+    ) -> tuple[int, bool]:
+        """The toolset's id (inserting it if new), measured under ``rule_version`` if ``report`` is given."""
+        row = session.scalar(select(ToolsetRow).where(ToolsetRow.sha256 == toolset.sha256))
+        new = row is None
+        if row is None:
+            data, size = codec.compress_tools(toolset.tools)
+            row = ToolsetRow(
+                sha256=toolset.sha256, tools_count=len(toolset), raw_size=size, data=data, first_seen=_now()
+            )
+            session.add(row)
+            session.flush()
+        if report is not None and session.get(Measurement, (row.id, rule_version)) is None:
+            self._write_measurement(session, row.id, report, rule_version)
+        return row.id, new
+
+    @staticmethod
+    def _write_measurement(session: Session, toolset_id: int, report: CheckReport, rule_version: str) -> None:
+        """Replace a toolset's tokens and per-tool costs, and its findings under ``rule_version``."""
+        session.execute(delete(ToolsetToken).where(ToolsetToken.toolset_id == toolset_id))
+        session.execute(delete(ToolToken).where(ToolToken.toolset_id == toolset_id))
+        session.execute(
+            delete(FindingTable).where(
+                FindingTable.toolset_id == toolset_id,
+                FindingTable.rule_version == rule_version,
+                FindingTable.scan_id.is_(None),
+            )
+        )
+        session.execute(
+            delete(Measurement).where(Measurement.toolset_id == toolset_id, Measurement.rule_version == rule_version)
+        )
+        for provider, count in report.tokens.items():
+            session.add(
+                ToolsetToken(
+                    toolset_id=toolset_id,
+                    provider=str(provider)[:32],
+                    tokens=int(count.tokens),
+                    method=str(count.method)[:200],
+                )
+            )
+        seen: set[int] = set()
+        for cost in report.tool_costs:
+            if cost.index in seen:
+                continue
+            seen.add(cost.index)
+            tokens = {str(p): int(n) for p, n in cost.tokens.items()}
+            session.add(
+                ToolToken(
+                    toolset_id=toolset_id,
+                    tool_index=cost.index,
+                    name=str(cost.name)[:300],
+                    tokens=tokens,
+                    max_tokens=max(tokens.values(), default=0),
+                )
+            )
+        for finding in report.findings:
+            session.add(_finding_table_row(finding, toolset_id, rule_version, None))
+        session.add(Measurement(toolset_id=toolset_id, rule_version=rule_version, measured_at=_now()))
+        session.flush()
+
+    def _history(
+        self,
+        session: Session,
+        scan: Scan,
+        toolset: Toolset,
+        toolset_id: int,
+        previous_ok: Scan | None,
+        rule_version: str,
+    ) -> tuple[list[history.ChangeEvent], list[Finding]]:
+        """Events and over-time findings of an ok scan against the server's previous successful scan."""
+        events: list[history.ChangeEvent] = []
+        history_findings: list[Finding] = []
+        previous_version = None
+        if previous_ok is not None:
+            previous_version = session.scalar(select(Run.rule_version).where(Run.id == previous_ok.run_id))
+            if previous_ok.toolset_id != toolset_id and previous_ok.toolset_id is not None:
+                data = session.scalar(select(ToolsetRow.data).where(ToolsetRow.id == previous_ok.toolset_id))
+                previous_tools = codec.decompress_tools(data) if data is not None else []
+                tool_events, history_findings = history.compare_tools(
+                    previous_tools, previous_ok.server_version, list(toolset.tools), scan.server_version
+                )
+                events.extend(tool_events)
+            events.extend(history.compare_versions(previous_ok.server_version, scan.server_version))
+        for finding in history_findings:
+            session.add(_finding_table_row(finding, toolset_id, rule_version, scan.id))
+        session.flush()
+
+        unchanged = (
+            previous_ok is not None
+            and previous_ok.toolset_id == toolset_id
+            and previous_version == rule_version
+            and not history_findings
+            and not self._has_scan_findings(session, previous_ok.id)
+        )
+        if not unchanged:
+            current = self._toolset_findings(session, toolset_id, rule_version) + history_findings
+            before: list[Finding] = []
+            if previous_ok is not None and previous_ok.toolset_id is not None and previous_version is not None:
+                before = self._toolset_findings(session, previous_ok.toolset_id, previous_version)
+                before += self._scan_findings(session, previous_ok.id)
+            events.extend(self._appeared_details(history.compare_findings(before, current), current))
+        return events, history_findings
+
+    @staticmethod
+    def _appeared_details(events: list[history.ChangeEvent], current: list[Finding]) -> list[history.ChangeEvent]:
+        """Give each finding_appeared event the finding's full text, so past findings need no recompute."""
+        by_key: dict[tuple[str, str | None], Finding] = {}
+        for finding in current:
+            by_key.setdefault(history.finding_key(finding), finding)
+        enriched = []
+        for event in events:
+            match = by_key.get((event.code or "", event.tool))
+            if event.kind == history.FINDING_APPEARED and match is not None:
+                details = {
+                    **dict(event.details),
+                    "hint": match.hint[:500],
+                    "pointer": match.pointer,
+                    "tool_index": match.tool_index,
+                }
+                event = history.ChangeEvent(event.kind, tool=event.tool, code=event.code, details=details)
+            enriched.append(event)
+        return enriched
+
+    @staticmethod
+    def _has_scan_findings(session: Session, scan_id: int) -> bool:
+        return session.scalar(select(FindingTable.id).where(FindingTable.scan_id == scan_id).limit(1)) is not None
+
+    @staticmethod
+    def _toolset_findings(session: Session, toolset_id: int, rule_version: str) -> list[Finding]:
+        rows = session.scalars(
+            select(FindingTable)
+            .where(
+                FindingTable.toolset_id == toolset_id,
+                FindingTable.rule_version == rule_version,
+                FindingTable.scan_id.is_(None),
+            )
+            .order_by(FindingTable.id)
+        )
+        return [_finding_from_row(row) for row in rows]
+
+    @staticmethod
+    def _scan_findings(session: Session, scan_id: int) -> list[Finding]:
+        rows = session.scalars(select(FindingTable).where(FindingTable.scan_id == scan_id).order_by(FindingTable.id))
+        return [_finding_from_row(row) for row in rows]
+
+    # --- Aggregates and rescoring -------------------------------------------------------------------------
+
+    def _aggregate(self, session: Session, run: Run, rule_version: str) -> None:
+        """(Re)compute a run's aggregate row and its counts, counting findings under ``rule_version``."""
+        scans = session.execute(select(Scan.id, Scan.outcome, Scan.toolset_id).where(Scan.run_id == run.id)).all()
+        ok_scans = [(scan_id, toolset_id) for scan_id, outcome, toolset_id in scans if outcome == "ok"]
+        in_run = select(Scan.toolset_id).where(Scan.run_id == run.id, Scan.toolset_id.is_not(None))
+
+        tokens: dict[int, dict[str, int]] = defaultdict(dict)
+        for toolset_id, provider, count in session.execute(
+            select(ToolsetToken.toolset_id, ToolsetToken.provider, ToolsetToken.tokens).where(
+                ToolsetToken.toolset_id.in_(in_run)
+            )
+        ):
+            tokens[toolset_id][provider] = count
+        sizes = select(ToolsetRow.id, ToolsetRow.tools_count).where(ToolsetRow.id.in_(in_run))
+        tools = dict(session.execute(sizes).tuples().all())
+        codes_by_toolset: dict[int, set[tuple[str, int]]] = defaultdict(set)
+        for toolset_id, code, severity in session.execute(
+            select(FindingTable.toolset_id, FindingTable.code, FindingTable.severity)
+            .where(
+                FindingTable.toolset_id.in_(in_run),
+                FindingTable.rule_version == rule_version,
+                FindingTable.scan_id.is_(None),
+            )
+            .distinct()
+        ):
+            codes_by_toolset[toolset_id].add((code, severity))
+        codes_by_scan: dict[int, set[tuple[str, int]]] = defaultdict(set)
+        for owner, code, severity in session.execute(
+            select(FindingTable.scan_id, FindingTable.code, FindingTable.severity)
+            .join(Scan, Scan.id == FindingTable.scan_id)
+            .where(Scan.run_id == run.id)
+            .distinct()
+        ).tuples():
+            if owner is not None:
+                codes_by_scan[owner].add((code, severity))
+
+        outcomes: dict[str, int] = defaultdict(int)
+        for _, outcome, _ in scans:
+            outcomes[outcome] += 1
+        hits: dict[str, int] = defaultdict(int)
+        with_problems = 0
+        max_tokens: list[int] = []
+        per_provider: dict[str, list[int]] = defaultdict(list)
+        tool_counts: list[int] = []
+        for scan_id, served in ok_scans:
+            found = codes_by_scan.get(scan_id, set()) | codes_by_toolset.get(served or -1, set())
+            for code in {code for code, _ in found}:
+                hits[code] += 1
+            if any(severity == int(Severity.PROBLEM) for _, severity in found):
+                with_problems += 1
+            costs = tokens.get(served or -1, {})
+            if costs:
+                max_tokens.append(max(costs.values()))
+                for provider, count in costs.items():
+                    per_provider[provider].append(count)
+            if served is not None and served in tools:
+                tool_counts.append(tools[served])
+
+        values = {
+            "rule_version": rule_version,
+            "computed_at": _now(),
+            "servers_scanned": len(scans),
+            "servers_ok": len(ok_scans),
+            "servers_with_problems": with_problems,
+            "outcomes": dict(sorted(outcomes.items())),
+            "median_tokens": int(statistics.median_low(max_tokens)) if max_tokens else None,
+            "p90_tokens": _nearest_rank(max_tokens, 0.9),
+            "median_tokens_by_provider": {
+                provider: int(statistics.median_low(counts)) for provider, counts in sorted(per_provider.items())
+            },
+            "median_tools": int(statistics.median_low(tool_counts)) if tool_counts else None,
+            "findings_by_rule": dict(sorted(hits.items())),
+        }
+        aggregate = session.get(RunAggregate, run.id)
+        if aggregate is None:
+            session.add(RunAggregate(run_id=run.id, **values))
+        else:
+            for key, value in values.items():
+                setattr(aggregate, key, value)
+        run.servers_scanned = len(scans)
+        run.servers_ok = len(ok_scans)
+        session.flush()
+
+    def rescore(self, rule_version: str, measure: Measure) -> int:
+        """Re-measure every stored toolset under ``rule_version`` and recount every closed run's aggregates.
+
+        Use after the rule catalogue (or a tokenizer) changes: findings are stored anew under ``rule_version``
+        (older versions' findings stay, so past events keep their meaning), tokens and per-tool costs are
+        replaced, and trends/leaderboards of every finished or interrupted run then count under the new
+        catalogue. One transaction per toolset. Returns how many toolsets were measured.
+        """
+        with self._sessions() as session:
+            ids = list(session.scalars(select(ToolsetRow.id).order_by(ToolsetRow.id)))
+        for toolset_id in ids:
+            with self._sessions() as session:
+                row = session.get(ToolsetRow, toolset_id)
+                if row is None:
+                    continue
+                toolset = Toolset(tools=tuple(codec.decompress_tools(row.data)), sha256=row.sha256)
+            report = measure(toolset)
+            with self._sessions.begin() as session:
+                self._write_measurement(session, toolset_id, report, rule_version)
+        with self._sessions.begin() as session:
+            for run in session.scalars(select(Run).where(Run.status != "running")):
+                self._aggregate(session, run, rule_version)
+        return len(ids)
+
+    # --- Queries ------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _scoring_versions(session: Session) -> dict[int, str]:
+        """Each run's rule version for counting findings: the rescored one if any, else the one it ran with."""
+        rows = session.execute(
+            select(Run.id, func.coalesce(RunAggregate.rule_version, Run.rule_version)).outerjoin(
+                RunAggregate, RunAggregate.run_id == Run.id
+            )
+        ).tuples()
+        return dict(rows.all())
+
+    def runs(self) -> list[RunRow]:
+        """Every run, oldest first; a running run's counts are live."""
+        with self._sessions() as session:
+            live = dict(
+                session.execute(
+                    select(Scan.run_id, func.count())
+                    .join(Run, Run.id == Scan.run_id)
+                    .where(Run.status == "running")
+                    .group_by(Scan.run_id)
+                )
+                .tuples()
+                .all()
+            )
+            live_ok = dict(
+                session.execute(
+                    select(Scan.run_id, func.count())
+                    .join(Run, Run.id == Scan.run_id)
+                    .where(Run.status == "running", Scan.outcome == "ok")
+                    .group_by(Scan.run_id)
+                )
+                .tuples()
+                .all()
+            )
+            return [
+                RunRow(
+                    id=run.id,
+                    started_at=run.started_at,
+                    finished_at=run.finished_at,
+                    status=run.status,
+                    source=run.source,
+                    rule_version=run.rule_version,
+                    options=dict(run.options or {}),
+                    servers_scanned=live.get(run.id, 0) if run.status == "running" else run.servers_scanned,
+                    servers_ok=live_ok.get(run.id, 0) if run.status == "running" else run.servers_ok,
+                )
+                for run in session.scalars(select(Run).order_by(Run.id))
+            ]
+
+    def _tokens_of(self, session: Session, toolset_ids: Iterable[int | None]) -> dict[int, dict[str, int]]:
+        wanted = sorted({tid for tid in toolset_ids if tid is not None})
+        result: dict[int, dict[str, int]] = defaultdict(dict)
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            for toolset_id, provider, count in session.execute(
+                select(ToolsetToken.toolset_id, ToolsetToken.provider, ToolsetToken.tokens).where(
+                    ToolsetToken.toolset_id.in_(chunk)
+                )
+            ):
+                result[toolset_id][provider] = count
+        return result
+
+    def servers(self) -> list[ServerRow]:
+        """Every server by name, with its last outcome and the tools and tokens of its last successful scan."""
+        with self._sessions() as session:
+            last = select(Scan.server_id, func.max(Scan.id).label("scan_id")).group_by(Scan.server_id).subquery()
+            last_ok = (
+                select(Scan.server_id, func.max(Scan.id).label("scan_id"))
+                .where(Scan.outcome == "ok")
+                .group_by(Scan.server_id)
+                .subquery()
+            )
+            last_scan = Scan.__table__.alias("last_scan")
+            ok_scan = Scan.__table__.alias("ok_scan")
+            rows = session.execute(
+                select(
+                    Server.name,
+                    Server.first_seen,
+                    last_scan.c.run_id,
+                    last_scan.c.scanned_at,
+                    last_scan.c.outcome,
+                    last_scan.c.detail,
+                    ok_scan.c.run_id,
+                    ok_scan.c.server_version,
+                    ok_scan.c.toolset_id,
+                    ToolsetRow.tools_count,
+                    ToolsetRow.sha256,
+                )
+                .outerjoin(last, last.c.server_id == Server.id)
+                .outerjoin(last_scan, last_scan.c.id == last.c.scan_id)
+                .outerjoin(last_ok, last_ok.c.server_id == Server.id)
+                .outerjoin(ok_scan, ok_scan.c.id == last_ok.c.scan_id)
+                .outerjoin(ToolsetRow, ToolsetRow.id == ok_scan.c.toolset_id)
+                .order_by(Server.name)
+            ).all()
+            tokens = self._tokens_of(session, (row[8] for row in rows))
+            utc = Scan.__table__.c.scanned_at.type
+            return [
+                ServerRow(
+                    name=row[0],
+                    first_seen=row[1],
+                    last_run_id=row[2],
+                    last_scanned_at=_as_utc(row[3], utc),
+                    last_outcome=row[4],
+                    last_detail=row[5] or "",
+                    last_ok_run_id=row[6],
+                    server_version=row[7],
+                    tools_count=row[9],
+                    tokens=dict(tokens.get(row[8], {})) if row[8] is not None else {},
+                    toolset_sha256=row[10],
+                )
+                for row in rows
+            ]
+
+    def _server_id(self, session: Session, name: str) -> int:
+        server_id = session.scalar(select(Server.id).where(Server.name == name))
+        if server_id is None:
+            raise InputError(f"No server named {name!r} in this database.")
+        return server_id
+
+    def history(self, server: str) -> list[ScanRow]:
+        """Every scan of ``server``, oldest first, with its tokens and finding counts."""
+        with self._sessions() as session:
+            server_id = self._server_id(session, server)
+            versions = self._scoring_versions(session)
+            scans = session.execute(
+                select(Scan, ToolsetRow.sha256, ToolsetRow.tools_count)
+                .outerjoin(ToolsetRow, ToolsetRow.id == Scan.toolset_id)
+                .where(Scan.server_id == server_id)
+                .order_by(Scan.id)
+            ).all()
+            tokens = self._tokens_of(session, (scan.toolset_id for scan, _, _ in scans))
+            counts = self._severity_counts(
+                session, [(scan.id, scan.toolset_id, versions[scan.run_id]) for scan, _, _ in scans]
+            )
+            return [
+                ScanRow(
+                    scan_id=scan.id,
+                    run_id=scan.run_id,
+                    scanned_at=scan.scanned_at,
+                    outcome=scan.outcome,
+                    detail=scan.detail,
+                    transport=scan.transport,
+                    era=scan.era,
+                    protocol_version=scan.protocol_version,
+                    server_name=scan.server_name,
+                    server_version=scan.server_version,
+                    tools_count=tools_count,
+                    tokens=dict(tokens.get(scan.toolset_id, {})) if scan.toolset_id is not None else {},
+                    problems=counts.get(scan.id, (0, 0, 0))[0],
+                    warnings=counts.get(scan.id, (0, 0, 0))[1],
+                    notes=counts.get(scan.id, (0, 0, 0))[2],
+                    toolset_sha256=sha,
+                    rule_version=versions[scan.run_id],
+                )
+                for scan, sha, tools_count in scans
+            ]
+
+    def server_history(self, name: str) -> list[ScanRow]:
+        """The report's name for :meth:`history`: every scan of one server, oldest first."""
+        return self.history(name)
+
+    def _severity_counts(
+        self, session: Session, scans: list[tuple[int, int | None, str]]
+    ) -> dict[int, tuple[int, int, int]]:
+        """(problems, warnings, notes) per scan id, from its toolset's findings and its own (MCP5xx)."""
+        by_toolset: dict[tuple[int, str], list[int]] = {}
+        wanted = {(toolset_id, version) for _, toolset_id, version in scans if toolset_id is not None}
+        for toolset_id, version in wanted:
+            rows = session.execute(
+                select(FindingTable.severity, func.count())
+                .where(
+                    FindingTable.toolset_id == toolset_id,
+                    FindingTable.rule_version == version,
+                    FindingTable.scan_id.is_(None),
+                )
+                .group_by(FindingTable.severity)
+            ).tuples()
+            counts = [0, 0, 0]
+            for severity, count in rows:
+                if 0 <= severity <= 2:
+                    counts[severity] += count
+            by_toolset[(toolset_id, version)] = counts
+        own: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
+        scan_ids = [scan_id for scan_id, _, _ in scans]
+        for start in range(0, len(scan_ids), 500):
+            for owner, severity, count in session.execute(
+                select(FindingTable.scan_id, FindingTable.severity, func.count())
+                .where(FindingTable.scan_id.in_(scan_ids[start : start + 500]))
+                .group_by(FindingTable.scan_id, FindingTable.severity)
+            ).tuples():
+                if owner is not None and 0 <= severity <= 2:
+                    own[owner][severity] += count
+        result = {}
+        for scan_id, served, version in scans:
+            base = by_toolset.get((served, version), [0, 0, 0]) if served is not None else [0, 0, 0]
+            extra = own.get(scan_id, [0, 0, 0])
+            result[scan_id] = (base[0] + extra[0], base[1] + extra[1], base[2] + extra[2])
+        return result
+
+    def events(self, server: str | None = None) -> list[EventRow]:
+        """Change events, oldest first, of one server or of all."""
+        with self._sessions() as session:
+            query = select(Event, Server.name).join(Server, Server.id == Event.server_id).order_by(Event.id)
+            if server is not None:
+                query = query.where(Event.server_id == self._server_id(session, server))
+            return [
+                EventRow(
+                    id=event.id,
+                    server=name,
+                    run_id=event.run_id,
+                    scan_id=event.scan_id,
+                    at=event.at,
+                    kind=event.kind,
+                    tool=event.tool,
+                    code=event.code,
+                    details=dict(event.details or {}),
+                )
+                for event, name in session.execute(query).tuples()
+            ]
+
+    def findings(
+        self,
+        rule: str | None = None,
+        server: str | None = None,
+        since: datetime | None = None,
+        run: int | None = None,
+    ) -> list[FindingRow]:
+        """Findings with when they first appeared and when they went away (None while present).
+
+        ``run`` given: exactly the findings present in that run's scans. Otherwise every occurrence in the
+        history (present and gone), from the finding events. ``rule`` is a code (``MCP205``) or a slug
+        (``param-untyped``); ``since`` keeps findings that first appeared at or after it.
+        """
+        with self._sessions() as session:
+            server_id = self._server_id(session, server) if server is not None else None
+            intervals = self._finding_intervals(session, server_id)
+            if run is not None:
+                rows = self._run_findings(session, run, server_id, intervals)
+            else:
+                rows = [interval.row for interval in intervals.values_flat()]
+        wanted = rule.strip() if rule else None
+        result = [
+            row
+            for row in rows
+            if (wanted is None or wanted.upper() == row.code or wanted.lower() == row.rule)
+            and (since is None or (row.first_seen_at is not None and row.first_seen_at >= _aware(since)))
+        ]
+        result.sort(key=lambda r: (r.server, int(r.severity), -1 if r.tool_index is None else r.tool_index, r.code))
+        return result
+
+    def _finding_intervals(self, session: Session, server_id: int | None) -> _Intervals:
+        query = (
+            select(Event, Server.name)
+            .join(Server, Server.id == Event.server_id)
+            .where(Event.kind.in_(_FINDING_EVENTS))
+            .order_by(Event.id)
+        )
+        if server_id is not None:
+            query = query.where(Event.server_id == server_id)
+        intervals = _Intervals()
+        for event, name in session.execute(query).tuples():
+            intervals.add(event, name)
+        return intervals
+
+    def _run_findings(
+        self, session: Session, run_id: int, server_id: int | None, intervals: _Intervals
+    ) -> list[FindingRow]:
+        self._run(session, run_id)
+        version = self._scoring_versions(session)[run_id]
+        query = (
+            select(Scan.id, Scan.toolset_id, Server.name, Server.id)
+            .join(Server, Server.id == Scan.server_id)
+            .where(Scan.run_id == run_id, Scan.outcome == "ok")
+        )
+        if server_id is not None:
+            query = query.where(Scan.server_id == server_id)
+        rows = []
+        for scan_id, toolset_id, name, sid in session.execute(query).tuples():
+            found = self._scan_findings(session, scan_id)
+            if toolset_id is not None:
+                found = self._toolset_findings(session, toolset_id, version) + found
+            for finding in found:
+                interval = intervals.at(sid, finding.code, finding.tool, scan_id)
+                rows.append(
+                    FindingRow(
+                        server=name,
+                        code=finding.code,
+                        rule=finding.rule,
+                        severity=finding.severity,
+                        tool=finding.tool,
+                        tool_index=finding.tool_index,
+                        message=finding.message,
+                        hint=finding.hint,
+                        pointer=finding.pointer,
+                        details=dict(finding.details),
+                        run_id=run_id,
+                        first_seen_run=interval.first_run if interval else None,
+                        first_seen_at=interval.first_at if interval else None,
+                        gone_run=interval.gone_run if interval else None,
+                        gone_at=interval.gone_at if interval else None,
+                    )
+                )
+        return rows
+
+    def _scan_of(self, session: Session, server_id: int, run_id: int | None, before: int | None) -> Scan | None:
+        query = select(Scan).where(Scan.server_id == server_id, Scan.outcome == "ok")
+        if run_id is not None:
+            query = query.where(Scan.run_id == run_id)
+        if before is not None:
+            query = query.where(Scan.id < before)
+        return session.scalar(query.order_by(Scan.id.desc()).limit(1))
+
+    def diff(self, server: str, from_run: int | None = None, to_run: int | None = None) -> Diff:
+        """What changed on ``server`` between two successful scans.
+
+        ``to_run`` None: its latest successful scan; ``from_run`` None: the successful scan before that.
+        Raises :class:`InputError` when the server had no successful scan in a run asked for.
+        """
+        with self._sessions() as session:
+            server_id = self._server_id(session, server)
+            versions = self._scoring_versions(session)
+            to_scan = self._scan_of(session, server_id, to_run, None)
+            if to_scan is None or to_scan.toolset_id is None:
+                where = f"in run {to_run}" if to_run is not None else "yet"
+                raise InputError(f"Server {server!r} has no successful scan {where}.")
+            from_scan = self._scan_of(session, server_id, from_run, None if from_run is not None else to_scan.id)
+            if from_run is not None and from_scan is None:
+                raise InputError(f"Server {server!r} has no successful scan in run {from_run}.")
+
+            def side(scan: Scan | None) -> tuple[list[Any], str | None, dict[str, int], list[Finding]]:
+                if scan is None or scan.toolset_id is None:
+                    return [], None, {}, []
+                row = session.get(ToolsetRow, scan.toolset_id)
+                assert row is not None  # a foreign key guarantees it
+                found = self._toolset_findings(session, row.id, versions[scan.run_id])
+                found += self._scan_findings(session, scan.id)
+                return (
+                    codec.decompress_tools(row.data),
+                    row.sha256,
+                    self._tokens_of(session, [row.id]).get(row.id, {}),
+                    found,
+                )
+
+            tools_from, sha_from, tokens_from, found_from = side(from_scan)
+            tools_to, sha_to, tokens_to, found_to = side(to_scan)
+            changes = history.diff_tools(tools_from, tools_to)
+            keys_from = {history.finding_key(f) for f in found_from}
+            keys_to = {history.finding_key(f) for f in found_to}
+            return Diff(
+                server=server,
+                from_run=from_scan.run_id if from_scan else None,
+                to_run=to_scan.run_id,
+                from_version=from_scan.server_version if from_scan else None,
+                to_version=to_scan.server_version,
+                from_sha256=sha_from,
+                to_sha256=sha_to or "",
+                tools_added=changes.added,
+                tools_removed=changes.removed,
+                tools_changed=changes.changed,
+                tokens_from=tokens_from,
+                tokens_to=tokens_to,
+                findings_new=tuple(
+                    sorted((f for f in found_to if history.finding_key(f) not in keys_from), key=Finding.sort_key)
+                ),
+                findings_fixed=tuple(
+                    sorted((f for f in found_from if history.finding_key(f) not in keys_to), key=Finding.sort_key)
+                ),
+            )
+
+    # --- For the report -----------------------------------------------------------------------------------
+
+    def leaderboard(self, run_id: int) -> list[LeaderRow]:
+        """Every server scanned in ``run_id`` with outcome, tokens, findings and per-tool severity counts.
+
+        Sorted by name; the report ranks. Findings are counted under the run's scoring rule version (the
+        rescored one after :meth:`rescore`).
+        """
+        with self._sessions() as session:
+            self._run(session, run_id)
+            version = self._scoring_versions(session)[run_id]
+            scans = session.execute(
+                select(Scan, Server.name, ToolsetRow.sha256, ToolsetRow.tools_count)
+                .join(Server, Server.id == Scan.server_id)
+                .outerjoin(ToolsetRow, ToolsetRow.id == Scan.toolset_id)
+                .where(Scan.run_id == run_id)
+                .order_by(Server.name)
+            ).all()
+            in_run = select(Scan.toolset_id).where(Scan.run_id == run_id, Scan.toolset_id.is_not(None))
+            tokens: dict[int, dict[str, int]] = defaultdict(dict)
+            methods: dict[int, dict[str, str]] = defaultdict(dict)
+            for token_row in session.scalars(select(ToolsetToken).where(ToolsetToken.toolset_id.in_(in_run))):
+                tokens[token_row.toolset_id][token_row.provider] = token_row.tokens
+                methods[token_row.toolset_id][token_row.provider] = token_row.method
+            by_toolset: dict[int, list[Finding]] = defaultdict(list)
+            for row in session.scalars(
+                select(FindingTable)
+                .where(
+                    FindingTable.toolset_id.in_(in_run),
+                    FindingTable.rule_version == version,
+                    FindingTable.scan_id.is_(None),
+                )
+                .order_by(FindingTable.id)
+            ):
+                by_toolset[row.toolset_id].append(_finding_from_row(row))
+            by_scan: dict[int, list[Finding]] = defaultdict(list)
+            for row in session.scalars(
+                select(FindingTable)
+                .join(Scan, Scan.id == FindingTable.scan_id)
+                .where(Scan.run_id == run_id)
+                .order_by(FindingTable.id)
+            ):
+                if row.scan_id is not None:
+                    by_scan[row.scan_id].append(_finding_from_row(row))
+
+            result = []
+            for scan, name, sha, tools_count in scans:
+                found = sorted(
+                    by_toolset.get(scan.toolset_id or -1, []) + by_scan.get(scan.id, []), key=Finding.sort_key
+                )
+                per_tool = [[0, 0, 0] for _ in range(tools_count or 0)]
+                list_wide = [0, 0, 0]
+                for finding in found:
+                    index = finding.tool_index
+                    target = per_tool[index] if index is not None and 0 <= index < len(per_tool) else list_wide
+                    target[int(finding.severity)] += 1
+                problems, warnings, notes = _counts(found)
+                result.append(
+                    LeaderRow(
+                        server=name,
+                        scan_id=scan.id,
+                        outcome=scan.outcome,
+                        detail=scan.detail,
+                        transport=scan.transport,
+                        era=scan.era,
+                        protocol_version=scan.protocol_version,
+                        server_version=scan.server_version,
+                        anonymous=scan.anonymous,
+                        tools_count=tools_count,
+                        tokens=dict(tokens.get(scan.toolset_id or -1, {})),
+                        token_methods=dict(methods.get(scan.toolset_id or -1, {})),
+                        problems=problems,
+                        warnings=warnings,
+                        notes=notes,
+                        toolset_sha256=sha,
+                        findings=tuple(found),
+                        tool_severities=tuple((p, w, n) for p, w, n in per_tool),
+                        list_severities=(list_wide[0], list_wide[1], list_wide[2]),
+                    )
+                )
+            return result
+
+    def trends(self, include_interrupted: bool = False) -> list[RunTrend]:
+        """One point per finished run (and interrupted ones if asked), oldest first, from the aggregates."""
+        with self._sessions() as session:
+            query = select(Run, RunAggregate).join(RunAggregate, RunAggregate.run_id == Run.id).order_by(Run.id)
+            statuses = ("finished", "interrupted") if include_interrupted else ("finished",)
+            query = query.where(Run.status.in_(statuses))
+            return [
+                RunTrend(
+                    run_id=run.id,
+                    started_at=run.started_at,
+                    finished_at=run.finished_at,
+                    status=run.status,
+                    rule_version=aggregate.rule_version,
+                    servers_scanned=aggregate.servers_scanned,
+                    servers_ok=aggregate.servers_ok,
+                    servers_with_problems=aggregate.servers_with_problems,
+                    outcomes=dict(aggregate.outcomes or {}),
+                    median_tokens=aggregate.median_tokens,
+                    p90_tokens=aggregate.p90_tokens,
+                    median_tokens_by_provider=dict(aggregate.median_tokens_by_provider or {}),
+                    median_tools=aggregate.median_tools,
+                    findings_by_rule=dict(aggregate.findings_by_rule or {}),
+                )
+                for run, aggregate in session.execute(query).tuples()
+            ]
+
+    def rule_hits(self, run_id: int) -> dict[str, int]:
+        """How many servers each rule hit in ``run_id`` (from its aggregate; counted live for a running run)."""
+        with self._sessions() as session:
+            aggregate = session.get(RunAggregate, run_id)
+            if aggregate is not None:
+                return dict(aggregate.findings_by_rule or {})
+        hits: dict[str, int] = defaultdict(int)
+        for row in self.leaderboard(run_id):
+            for code in {finding.code for finding in row.findings}:
+                hits[code] += 1
+        return dict(sorted(hits.items()))
+
+    def _toolset_row(self, session: Session, sha256: str) -> ToolsetRow:
+        row = session.scalar(select(ToolsetRow).where(ToolsetRow.sha256 == sha256))
+        if row is None:
+            raise InputError(f"No toolset {sha256[:12]}… in this database.")
+        return row
+
+    def toolset_tools(self, sha256: str) -> list[Any]:
+        """A stored tool list exactly as the server sent it (raw JSON values)."""
+        with self._sessions() as session:
+            return codec.decompress_tools(self._toolset_row(session, sha256).data)
+
+    def toolset_findings(self, sha256: str, rule_version: str) -> list[Finding]:
+        """A toolset's own findings under ``rule_version``, worst first (no over-time findings: those are a scan's)."""
+        with self._sessions() as session:
+            row = self._toolset_row(session, sha256)
+            return sorted(self._toolset_findings(session, row.id, rule_version), key=Finding.sort_key)
+
+    def toolset_tokens(self, sha256: str) -> dict[str, TokenCount]:
+        """A toolset's tokens per turn for each provider, with the method that counted them."""
+        with self._sessions() as session:
+            row = self._toolset_row(session, sha256)
+            return {
+                token.provider: TokenCount(provider=token.provider, tokens=token.tokens, method=token.method)
+                for token in session.scalars(select(ToolsetToken).where(ToolsetToken.toolset_id == row.id))
+            }
+
+    def toolset_costs(self, sha256: str, largest: int | None = None) -> list[ToolCost]:
+        """Each tool's own cost per provider, in list order; ``largest=5`` gives the five dearest, dearest first."""
+        with self._sessions() as session:
+            row = self._toolset_row(session, sha256)
+            query = select(ToolToken).where(ToolToken.toolset_id == row.id)
+            if largest is not None:
+                query = query.order_by(ToolToken.max_tokens.desc(), ToolToken.tool_index).limit(largest)
+            else:
+                query = query.order_by(ToolToken.tool_index)
+            return [
+                ToolCost(name=tool.name, index=tool.tool_index, tokens=dict(tool.tokens or {}))
+                for tool in session.scalars(query)
+            ]
+
+    def database_stats(self) -> dict[str, int]:
+        """Row counts per table (for ``fathom db info`` and the growth benchmark)."""
+        tables = (Server, Run, ToolsetRow, Measurement, ToolsetToken, ToolToken, FindingTable, Scan, Event)
+        with self._sessions() as session:
+            stats = {
+                table.__tablename__: int(session.scalar(select(func.count()).select_from(table)) or 0)
+                for table in tables
+            }
+            stats["run_aggregates"] = int(session.scalar(select(func.count()).select_from(RunAggregate)) or 0)
+            return stats
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def _as_utc(value: Any, _type: Any) -> datetime | None:
+    """A timestamp read through a Core alias (bypassing the ORM type's result hook), made UTC-aware."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return _aware(value) if isinstance(value, datetime) else None
+
+
+class _Interval:
+    """One stretch of a finding on a server: from a finding_appeared event to the next finding_resolved."""
+
+    __slots__ = ("first_at", "first_run", "first_scan", "gone_at", "gone_run", "row")
+
+    def __init__(self, event: Event, name: str) -> None:
+        self.first_run: int = event.run_id
+        self.first_at: datetime = event.at
+        self.first_scan: int = event.scan_id
+        self.gone_run: int | None = None
+        self.gone_at: datetime | None = None
+        details = dict(event.details or {})
+        try:
+            severity = Severity.parse(str(details.get("severity", "note")))
+        except KeyError:
+            severity = Severity.NOTE
+        index = details.get("tool_index")
+        self.row = FindingRow(
+            server=name,
+            code=event.code or "",
+            rule=str(details.get("rule", "")),
+            severity=severity,
+            tool=event.tool,
+            tool_index=index if isinstance(index, int) else None,
+            message=str(details.get("message", "")),
+            hint=str(details.get("hint", "")),
+            pointer=details.get("pointer") if isinstance(details.get("pointer"), str) else None,
+            details={},
+            run_id=None,
+            first_seen_run=self.first_run,
+            first_seen_at=self.first_at,
+            gone_run=None,
+            gone_at=None,
+        )
+
+    def close(self, event: Event) -> None:
+        self.gone_run, self.gone_at = event.run_id, event.at
+        self.row = FindingRow(**{**self.row.__dict__, "gone_run": event.run_id, "gone_at": event.at})
+
+
+class _Intervals:
+    """Finding intervals per (server id, code, tool), built from the events in id order."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[int, str, str | None], list[_Interval]] = defaultdict(list)
+
+    def add(self, event: Event, name: str) -> None:
+        key = (event.server_id, event.code or "", event.tool)
+        stretches = self._by_key[key]
+        if event.kind == history.FINDING_APPEARED:
+            if not stretches or stretches[-1].gone_run is not None:
+                stretches.append(_Interval(event, name))
+        elif stretches and stretches[-1].gone_run is None:
+            stretches[-1].close(event)
+
+    def values_flat(self) -> list[_Interval]:
+        return [interval for stretches in self._by_key.values() for interval in stretches]
+
+    def at(self, server_id: int, code: str, tool: str | None, scan_id: int) -> _Interval | None:
+        """The stretch that covers ``scan_id`` (the last one that began at or before it)."""
+        found = None
+        for interval in self._by_key.get((server_id, code, tool), []):
+            if interval.first_scan <= scan_id:
+                found = interval
+        return found

@@ -1,0 +1,228 @@
+"""The database schema as SQLAlchemy 2 typed declarative tables (SQLite and PostgreSQL).
+
+The shape follows one scale rule: a registry of 20 000 servers rescanned every night for years. An unchanged
+server therefore adds exactly one small ``scans`` row per run and nothing else: its tool list lives once in
+``toolsets`` (keyed by content hash), and the list's token counts, per-tool costs and findings hang off that
+toolset, not off the scan. Change events are written only when something changed.
+
+``migrations/versions`` must agree with this module; ``tests/store/test_migrations.py`` proves it.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+# Stable constraint names, so Alembic can drop and compare them on every backend.
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC timestamp on every backend (SQLite hands back naive values otherwise)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime(), dict[str, Any]: JSON()}
+
+
+class Server(Base):
+    """One server name as the registry spells it; scans refer to it by id."""
+
+    __tablename__ = "servers"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String, unique=True)
+    first_seen: Mapped[datetime]
+    first_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+
+
+class Run(Base):
+    """One crawl: when, of what, under which rule catalogue, with which (secret-free) options."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+    status: Mapped[str] = mapped_column(String(16), index=True)  # running | finished | interrupted
+    source: Mapped[str] = mapped_column(String)
+    rule_version: Mapped[str] = mapped_column(String(64))
+    options: Mapped[dict[str, Any]]
+    servers_scanned: Mapped[int] = mapped_column(Integer, default=0)
+    servers_ok: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class ToolsetRow(Base):
+    """A tool list stored once by content hash: zlib-compressed canonical JSON of the tools."""
+
+    __tablename__ = "toolsets"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    tools_count: Mapped[int] = mapped_column(Integer)
+    raw_size: Mapped[int] = mapped_column(Integer)  # bytes of the canonical JSON before compression
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    first_seen: Mapped[datetime]
+
+
+class Measurement(Base):
+    """That a toolset was measured under a rule catalogue version (also when it had no findings)."""
+
+    __tablename__ = "measurements"
+
+    toolset_id: Mapped[int] = mapped_column(ForeignKey("toolsets.id", ondelete="CASCADE"), primary_key=True)
+    rule_version: Mapped[str] = mapped_column(String(64), primary_key=True)
+    measured_at: Mapped[datetime]
+
+
+class ToolsetToken(Base):
+    """The tokens one provider spends per turn on a whole toolset, and how that was counted."""
+
+    __tablename__ = "toolset_tokens"
+
+    toolset_id: Mapped[int] = mapped_column(ForeignKey("toolsets.id", ondelete="CASCADE"), primary_key=True)
+    provider: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tokens: Mapped[int] = mapped_column(Integer)
+    method: Mapped[str] = mapped_column(String(200))
+
+
+class ToolToken(Base):
+    """One tool's own cost per provider, so "the five largest tools" never needs a recount."""
+
+    __tablename__ = "tool_tokens"
+
+    toolset_id: Mapped[int] = mapped_column(ForeignKey("toolsets.id", ondelete="CASCADE"), primary_key=True)
+    tool_index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String)
+    tokens: Mapped[dict[str, Any]]  # {provider: tokens}
+    max_tokens: Mapped[int] = mapped_column(Integer)
+
+
+class FindingRow(Base):
+    """A rule hit. Toolset findings have ``scan_id`` NULL; history findings (MCP5xx) belong to one scan."""
+
+    __tablename__ = "findings"
+    __table_args__ = (
+        Index("ix_findings_toolset_version", "toolset_id", "rule_version"),
+        Index("ix_findings_code", "code"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    toolset_id: Mapped[int] = mapped_column(ForeignKey("toolsets.id", ondelete="CASCADE"))
+    scan_id: Mapped[int | None] = mapped_column(ForeignKey("scans.id", ondelete="CASCADE"), index=True)
+    rule_version: Mapped[str] = mapped_column(String(64))
+    code: Mapped[str] = mapped_column(String(16))
+    slug: Mapped[str] = mapped_column(String(64))
+    severity: Mapped[int] = mapped_column(Integer)  # scanner.models.Severity value: 0 problem, 1 warning, 2 note
+    tool: Mapped[str | None] = mapped_column(String)
+    tool_index: Mapped[int | None] = mapped_column(Integer)
+    message: Mapped[str] = mapped_column(Text)
+    hint: Mapped[str] = mapped_column(Text)
+    pointer: Mapped[str | None] = mapped_column(Text)
+    details: Mapped[dict[str, Any]]
+
+
+class Scan(Base):
+    """One server in one run: how it ended, what it said about itself, and which toolset it served."""
+
+    __tablename__ = "scans"
+    __table_args__ = (
+        UniqueConstraint("run_id", "server_id"),
+        Index("ix_scans_server_outcome", "server_id", "outcome", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    server_id: Mapped[int] = mapped_column(ForeignKey("servers.id", ondelete="CASCADE"))
+    scanned_at: Mapped[datetime]
+    outcome: Mapped[str] = mapped_column(String(32))
+    detail: Mapped[str] = mapped_column(Text, default="")
+    transport: Mapped[str] = mapped_column(String(32))
+    era: Mapped[str | None] = mapped_column(String(16))
+    protocol_version: Mapped[str | None] = mapped_column(String(32))
+    server_name: Mapped[str | None] = mapped_column(String)  # serverInfo.name
+    server_version: Mapped[str | None] = mapped_column(String)  # serverInfo.version
+    capability_profile: Mapped[str | None] = mapped_column(String(64))
+    timings: Mapped[dict[str, Any]]
+    pages: Mapped[int] = mapped_column(Integer, default=0)
+    toolset_id: Mapped[int | None] = mapped_column(ForeignKey("toolsets.id"), index=True)
+    anonymous: Mapped[bool] = mapped_column(Boolean, default=False)
+    extra: Mapped[dict[str, Any]]
+
+
+class Event(Base):
+    """Something that changed on a server between two scans (a tool, a finding, its version, its outcome)."""
+
+    __tablename__ = "events"
+    __table_args__ = (
+        Index("ix_events_server", "server_id", "id"),
+        Index("ix_events_kind", "kind", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    server_id: Mapped[int] = mapped_column(ForeignKey("servers.id", ondelete="CASCADE"))
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    scan_id: Mapped[int] = mapped_column(ForeignKey("scans.id", ondelete="CASCADE"), index=True)
+    at: Mapped[datetime]
+    kind: Mapped[str] = mapped_column(String(32))
+    tool: Mapped[str | None] = mapped_column(String)
+    code: Mapped[str | None] = mapped_column(String(16))  # for finding_appeared / finding_resolved
+    details: Mapped[dict[str, Any]]
+
+
+class RunAggregate(Base):
+    """One run summarised, so trend queries read one row per run."""
+
+    __tablename__ = "run_aggregates"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    rule_version: Mapped[str] = mapped_column(String(64))  # the catalogue the findings were counted under
+    computed_at: Mapped[datetime]
+    servers_scanned: Mapped[int] = mapped_column(Integer)
+    servers_ok: Mapped[int] = mapped_column(Integer)
+    servers_with_problems: Mapped[int] = mapped_column(Integer)
+    outcomes: Mapped[dict[str, Any]]  # {outcome: servers}
+    median_tokens: Mapped[int | None] = mapped_column(Integer)  # with each server's most expensive provider
+    p90_tokens: Mapped[int | None] = mapped_column(Integer)
+    median_tokens_by_provider: Mapped[dict[str, Any]]
+    median_tools: Mapped[int | None] = mapped_column(Integer)
+    findings_by_rule: Mapped[dict[str, Any]]  # {code: servers hit}
