@@ -1,0 +1,45 @@
+"""The rule catalogue (MCP101-MCP502): what a model would stumble over in a server's tool list.
+
+Public surface::
+
+    RULES: Mapping[str, Rule]          every rule by code, in code order (code, slug, severity, hint, doc, scope)
+    RULES_VERSION: str                 bumped whenever a rule's meaning or output shape changes
+    RuleContext(count_tokens, list_tokens_max)
+    run_rules(tools, ctx, *, select=(), ignore=()) -> list[Finding]     worst first, then tool order
+    rule_selected(code, select=(), ignore=()) -> bool
+    check_prefixes(prefixes) -> None   InputError for a prefix that matches no rule
+    make_finding(code, *, tool, message, pointer=None, details=None, tool_index=None) -> Finding
+
+One module per family: :mod:`naming` (MCP1xx), :mod:`schema` (MCP2xx), :mod:`listwide` (MCP3xx),
+:mod:`safety` (MCP4xx), :mod:`history` (MCP5xx, registered for the catalogue; checked by ``scanner.history``).
+Importing this package registers them all.
+"""
+
+from __future__ import annotations
+
+from scanner.rules import history, listwide, naming, safety, schema  # noqa: F401  (registration)
+from scanner.rules.engine import run_rules
+from scanner.rules.registry import (
+    RULES,
+    RULES_VERSION,
+    Hit,
+    Rule,
+    RuleContext,
+    check_prefixes,
+    make_finding,
+    register,
+    rule_selected,
+)
+
+__all__ = [
+    "RULES",
+    "RULES_VERSION",
+    "Hit",
+    "Rule",
+    "RuleContext",
+    "check_prefixes",
+    "make_finding",
+    "register",
+    "rule_selected",
+    "run_rules",
+]

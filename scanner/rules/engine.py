@@ -1,0 +1,58 @@
+"""The rule engine: run every selected rule over a tool list and return findings, worst first.
+
+Order of findings: by severity (problems first), then by tool order; within a severity, list-wide findings
+(``tool_index`` None: too many tools, list too large) come before per-tool ones, and findings of one tool are in
+code order. Pair findings sort at their first tool. This is :meth:`scanner.models.Finding.sort_key`; the sort is
+stable, so two pair findings of the same first tool keep the order of their second tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from scanner.models import Finding
+from scanner.rules.registry import RULES, Hit, Rule, RuleContext, check_prefixes, make_finding, rule_selected
+from scanner.rules.tools import ToolInfo
+
+
+def _finding(rule: Rule, hit: Hit, tools: Sequence[ToolInfo], default: ToolInfo | None) -> Finding:
+    index = hit.tool_index if hit.tool_index is not None else (default.index if default is not None else None)
+    tool = tools[index] if index is not None and 0 <= index < len(tools) else None
+    return make_finding(
+        rule.code,
+        tool=tool.tool_name if tool is not None else None,
+        message=hit.message,
+        pointer=hit.pointer,
+        details=hit.details,
+        tool_index=index,
+    )
+
+
+def run_rules(
+    tools: Sequence[Any],
+    ctx: RuleContext,
+    *,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+) -> list[Finding]:
+    """Every finding of the selected rules on a raw tool list (as received: any JSON values), worst first.
+
+    ``select``/``ignore`` are code prefixes ("MCP2", "MCP205", case-insensitive; ignore wins). A prefix that
+    matches no rule raises :class:`~scanner.errors.InputError`. History rules (MCP5xx) never run here: they
+    compare two scans. Nothing in ``tools`` can make this raise: hostile values become findings.
+    """
+    check_prefixes(select)
+    check_prefixes(ignore)
+    infos = [ToolInfo(raw, index) for index, raw in enumerate(tools)]
+    findings: list[Finding] = []
+    chosen = [rule for rule in RULES.values() if rule.check is not None and rule_selected(rule.code, select, ignore)]
+    for info in infos:
+        for rule in chosen:
+            if rule.scope == "tool" and rule.check is not None:
+                findings.extend(_finding(rule, hit, infos, info) for hit in rule.check(info, ctx))
+    for rule in chosen:
+        if rule.scope == "list" and rule.check is not None:
+            findings.extend(_finding(rule, hit, infos, None) for hit in rule.check(infos, ctx))
+    findings.sort(key=Finding.sort_key)
+    return findings

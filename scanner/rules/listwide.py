@@ -1,0 +1,224 @@
+"""Rules on the tool list as a whole (MCP301-MCP306): tools a model would confuse, and lists too large to send.
+
+Pair rules blame the first tool of a pair (in list order) and name the other in ``details``. To keep a list of
+thousands of near-copies from producing millions of findings, each later tool is paired once: MCP301/MCP302 with
+the first tool of its group, MCP303 with the first earlier tool it is similar to. So three look-alikes A, B, C
+give (A, B) and (A, C).
+
+MCP303 runs in far less than quadratic time on real lists: word sets are computed once, and candidate pairs come
+from a prefix filter (a pair reaching 60 % overlap must share one of the rarest ``n - ceil(0.6 n) + 1`` words of
+each description), then are verified exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+
+from scanner.models import Severity
+from scanner.rules.registry import Hit, RuleContext, register
+from scanner.rules.tools import ToolInfo, label, words
+
+SIMILARITY = 0.6
+TOOLS_PROBLEM = 128
+TOOLS_WARNING = 40
+LIST_TOKEN_LIMIT = 20_000
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _pairs_by_key(tools: Sequence[ToolInfo], keys: dict[int, str]) -> Iterator[tuple[ToolInfo, ToolInfo]]:
+    first: dict[str, ToolInfo] = {}
+    for tool in tools:
+        key = keys.get(tool.index)
+        if key is None:
+            continue
+        if key in first:
+            yield first[key], tool
+        else:
+            first[key] = tool
+
+
+@register(
+    "MCP301",
+    "names-confusable",
+    Severity.PROBLEM,
+    hint="Name tools by what sets them apart.",
+    scope="list",
+    doc="""Checks that no two tool names are equal once case, `_` and `-` are ignored (exact duplicates
+    included). A model that writes `get_user` for `getUser` calls the wrong tool or one that does not exist,
+    and some clients drop one of two equal names. Bad: `search_docs` and `searchDocs`. Good: `search_docs` and
+    `search_issues`.""",
+)
+def names_confusable(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
+    keys = {
+        tool.index: tool.name.lower().replace("_", "").replace("-", "")
+        for tool in tools
+        if isinstance(tool.name, str) and tool.name
+    }
+    for first, other in _pairs_by_key(tools, keys):
+        same = first.name == other.name
+        yield Hit(
+            f"{first.subject} and {other.display} (tool #{other.index}) "
+            + ("have the same name." if same else "differ only in case, _ or -."),
+            "/name",
+            {"other": label(other.name, 200), "other_index": other.index, "identical": same},
+            tool_index=first.index,
+        )
+
+
+@register(
+    "MCP302",
+    "descriptions-identical",
+    Severity.PROBLEM,
+    hint="Say what sets them apart; a model picks tools by their descriptions.",
+    scope="list",
+    doc="""Checks that no two tools have the same non-blank description (after trimming and folding white
+    space). A model picks tools by their descriptions; with two equal ones it picks at random. Bad: `list_open`
+    and `list_closed` both "List issues.". Good: "List open issues, newest first." and "List closed issues,
+    most recently closed first.\"""",
+)
+def descriptions_identical(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
+    keys = {tool.index: _fold(text) for tool in tools if (text := tool.description_text) is not None}
+    for first, other in _pairs_by_key(tools, keys):
+        yield Hit(
+            f"{first.subject} and {other.display} have the same description.",
+            "/description",
+            {"other": other.tool_name, "other_index": other.index},
+            tool_index=first.index,
+        )
+
+
+def similar_pairs(descriptions: Sequence[str | None]) -> Iterator[tuple[int, int, float, list[str]]]:
+    """(i, j, share, shared words) for each j paired with the first earlier i whose description is similar.
+
+    Similar: not identical after folding white space, and the shared distinct words are at least 60 % of the
+    distinct words of the longer description (the one with more distinct words).
+    """
+    sets: list[frozenset[str] | None] = []
+    folded: list[str | None] = []
+    for text in descriptions:
+        found = frozenset(words(text)) if text else frozenset()
+        sets.append(found or None)
+        folded.append(_fold(text) if text else None)
+    frequency: Counter[str] = Counter()
+    for present in sets:
+        if present:
+            frequency.update(present)
+    index: dict[str, list[int]] = defaultdict(list)
+    indexed: set[str] = set()
+    for j, word_set in enumerate(sets):
+        if not word_set:
+            continue
+        ordered = sorted(word_set, key=lambda word: (frequency[word], word))
+        prefix = ordered[: len(ordered) - math.ceil(SIMILARITY * len(ordered)) + 1]
+        best: tuple[int, float, frozenset[str]] | None = None
+        for word in prefix:
+            for i in index[word]:
+                if best is not None and i >= best[0]:
+                    break
+                other = sets[i]
+                assert other is not None
+                if folded[i] == folded[j]:
+                    continue
+                larger = max(len(other), len(word_set))
+                if min(len(other), len(word_set)) < SIMILARITY * larger:
+                    continue
+                shared = other & word_set
+                if len(shared) >= SIMILARITY * larger:
+                    best = (i, len(shared) / larger, shared)
+                    break
+        if best is not None:
+            yield best[0], j, best[1], sorted(best[2])
+        # Only the first of identical descriptions is indexed: it is always an earlier, equally good partner.
+        text = folded[j]
+        if text is not None and text not in indexed:
+            indexed.add(text)
+            for word in prefix:
+                index[word].append(j)
+
+
+@register(
+    "MCP303",
+    "descriptions-similar",
+    Severity.WARNING,
+    hint="Say in each when to use it instead of the other.",
+    scope="list",
+    doc="""Warns when two descriptions are not identical but their shared distinct words are at least 60 % of the
+    distinct words of the longer one (words: lower-case runs of letters and digits; the longer description is
+    the one with more distinct words). A model cannot tell such tools apart and picks one by chance. Bad:
+    "Search the docs for a phrase." and "Search the docs for a keyword.". Good: say in each when to use it,
+    "Full-text search in the guides; use search_api for reference pages.\"""",
+)
+def descriptions_similar(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
+    texts = [tool.description_text for tool in tools]
+    for i, j, share, shared in similar_pairs(texts):
+        first, other = tools[i], tools[j]
+        yield Hit(
+            f"{first.subject} and {other.display} have similar descriptions ({round(share * 100)} % of words shared).",
+            "/description",
+            {
+                "other": other.tool_name,
+                "other_index": other.index,
+                "similarity": round(share, 3),
+                "shared_words": shared[:40],
+            },
+            tool_index=first.index,
+        )
+
+
+@register(
+    "MCP304",
+    "tools-over-128",
+    Severity.PROBLEM,
+    hint="Offer fewer, or split the server.",
+    scope="list",
+    doc="""Checks that the list has at most 128 tools: OpenAI rejects a request with more. Bad: one server
+    exposing every endpoint of an API as 300 tools. Good: a few dozen task-level tools, or one server per area.""",
+)
+def tools_over_128(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
+    if len(tools) > TOOLS_PROBLEM:
+        yield Hit(
+            f"The list has {len(tools)} tools (more than {TOOLS_PROBLEM}); OpenAI rejects it.",
+            details={"count": len(tools)},
+        )
+
+
+@register(
+    "MCP305",
+    "tools-over-40",
+    Severity.WARNING,
+    hint="A model chooses worse among many; offer fewer at once or split by topic.",
+    scope="list",
+    doc="""Warns about a list of 41 to 128 tools (above 128, MCP304 fires instead). The more tools a model sees,
+    the more often it picks the wrong one, and the list is paid for on every turn. Bad: 90 tools always on. Good:
+    the 20 that matter for the task, the rest in a second server or behind a toolset switch.""",
+)
+def tools_over_40(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
+    if TOOLS_WARNING < len(tools) <= TOOLS_PROBLEM:
+        yield Hit(
+            f"The list has {len(tools)} tools (more than {TOOLS_WARNING}).",
+            details={"count": len(tools)},
+        )
+
+
+@register(
+    "MCP306",
+    "list-over-20k-tokens",
+    Severity.WARNING,
+    hint="Shorten descriptions and schemas, or offer fewer tools.",
+    scope="list",
+    doc="""Warns when the list costs more than 20 000 tokens per turn with the most expensive provider (as
+    counted by Fathom's provider views). That is a tenth of a 200k context gone before the conversation starts,
+    on every turn. Bad: 60 tools with manual-length descriptions. Good: short descriptions, compact schemas,
+    fewer tools.""",
+)
+def list_over_20k_tokens(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
+    if ctx.list_tokens_max > LIST_TOKEN_LIMIT:
+        yield Hit(
+            f"The list costs {ctx.list_tokens_max} tokens per turn (more than {LIST_TOKEN_LIMIT}).",
+            details={"tokens": ctx.list_tokens_max},
+        )

@@ -1,0 +1,180 @@
+"""The rule registry: one table of rules that the checker, ``fathom rules`` and every report read.
+
+A rule is registered with :func:`register` (a decorator on its check function) and carries its stable ``code``,
+``slug``, :class:`~scanner.models.Severity`, ``hint`` (the fix, from the catalogue table) and ``doc`` (what it
+checks, why a model stumbles, a bad and a good example). A check *yields* :class:`Hit` records; the engine turns
+them into :class:`~scanner.models.Finding` objects, so no rule builds a finding by hand and every finding of a code
+carries the same slug, severity and hint. Codes never change meaning: a retired rule keeps its code unused.
+
+Scopes:
+
+- ``tool``: the check is called once per tool with a :class:`~scanner.rules.tools.ToolInfo`.
+- ``list``: called once with every tool's ``ToolInfo`` (pair and count rules).
+- ``history``: needs two scans of one server; registered here only so the catalogue lists it. The comparison
+  lives elsewhere (``scanner.history``) and builds its findings with :func:`make_finding`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from scanner.errors import InputError
+from scanner.models import Finding, Severity
+
+Scope = Literal["tool", "list", "history"]
+
+# Bump whenever any rule's condition, threshold or message shape changes: stored findings are keyed by it, and a
+# store re-scores its toolsets when the catalogue it was scored with is not this one.
+RULES_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """What the rules need from outside: the tokenizer and the list's price, supplied by the caller.
+
+    ``count_tokens`` counts o200k_base tokens of a text (MCP210). It must be a byte-level BPE count, which never
+    exceeds the text's UTF-8 length: MCP210 skips counting schemas whose compact JSON is at most 1000 bytes.
+    ``list_tokens_max`` is what the whole list costs per turn with the most expensive provider (MCP306).
+    """
+
+    count_tokens: Callable[[str], int]
+    list_tokens_max: int = 0
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One thing a check found. The engine adds code, slug, severity, hint and the tool's name.
+
+    ``tool_index`` is set by list rules that blame a tool (the first of a pair); tool rules leave it None and the
+    engine uses the tool being checked. A list rule with ``tool_index`` None reports on the list as a whole.
+    """
+
+    message: str
+    pointer: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    tool_index: int | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One catalogue entry. ``check`` is None for history rules (their check compares two scans elsewhere)."""
+
+    code: str
+    slug: str
+    severity: Severity
+    hint: str
+    doc: str
+    scope: Scope
+    check: Callable[..., Iterator[Hit]] | None = None
+
+
+class _Catalogue(Mapping[str, Rule]):
+    """A read-only mapping of code to rule that always iterates in code order, whatever the import order."""
+
+    def __init__(self) -> None:
+        self._rules: dict[str, Rule] = {}
+        self._order: list[str] = []
+
+    def add(self, rule: Rule) -> None:
+        if rule.code in self._rules:
+            raise ValueError(f"rule code {rule.code} is registered twice")
+        if any(existing.slug == rule.slug for existing in self._rules.values()):
+            raise ValueError(f"rule slug {rule.slug} is registered twice")
+        self._rules[rule.code] = rule
+        self._order = sorted(self._rules)
+
+    def __getitem__(self, code: str) -> Rule:
+        return self._rules[code]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._rules)
+
+    def __repr__(self) -> str:
+        return f"RULES({', '.join(self._order)})"
+
+
+RULES: Mapping[str, Rule] = _Catalogue()
+"""Every registered rule by code, in code order (MCP101 first)."""
+
+
+def register(
+    code: str, slug: str, severity: Severity, *, hint: str, doc: str, scope: Scope = "tool"
+) -> Callable[[Callable[..., Iterator[Hit]]], Callable[..., Iterator[Hit]]]:
+    """Register the decorated check function as rule ``code``; the function itself is returned unchanged."""
+
+    def decorator(check: Callable[..., Iterator[Hit]]) -> Callable[..., Iterator[Hit]]:
+        _add(Rule(code=code, slug=slug, severity=severity, hint=hint, doc=_clean(doc), scope=scope, check=check))
+        return check
+
+    return decorator
+
+
+def register_history(code: str, slug: str, severity: Severity, *, hint: str, doc: str) -> None:
+    """Register a rule whose check compares two scans and lives outside this package."""
+    _add(Rule(code=code, slug=slug, severity=severity, hint=hint, doc=_clean(doc), scope="history"))
+
+
+def _add(rule: Rule) -> None:
+    catalogue = RULES
+    assert isinstance(catalogue, _Catalogue)
+    catalogue.add(rule)
+
+
+def _clean(doc: str) -> str:
+    return " ".join(doc.split())
+
+
+def make_finding(
+    code: str,
+    *,
+    tool: str | None,
+    message: str,
+    pointer: str | None = None,
+    details: Mapping[str, Any] | None = None,
+    tool_index: int | None = None,
+) -> Finding:
+    """A :class:`Finding` of rule ``code`` with the catalogue's slug, severity and hint.
+
+    For rules whose check runs elsewhere (MCP501/MCP502, comparing two scans) and for the engine itself.
+    Raises KeyError for a code that is not registered: a finding of an unknown rule is a programming error.
+    """
+    rule = RULES[code]
+    return Finding(
+        code=rule.code,
+        rule=rule.slug,
+        severity=rule.severity,
+        tool=tool,
+        message=message,
+        hint=rule.hint,
+        pointer=pointer,
+        details=dict(details or {}),
+        tool_index=tool_index,
+    )
+
+
+def _normalise(prefixes: Sequence[str]) -> tuple[str, ...]:
+    return tuple(prefix.strip().upper() for prefix in prefixes if prefix.strip())
+
+
+def check_prefixes(prefixes: Sequence[str]) -> None:
+    """Raise :class:`~scanner.errors.InputError` (exit 2) for a code prefix that matches no rule (a typo)."""
+    for prefix in _normalise(prefixes):
+        if not any(code.startswith(prefix) for code in RULES):
+            raise InputError(f"no rule code starts with {prefix!r}; `fathom rules` lists them")
+
+
+def rule_selected(code: str, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> bool:
+    """Whether ``code`` runs under ``select``/``ignore`` code prefixes ("MCP2", "MCP205"; case-insensitive).
+
+    An empty ``select`` selects every rule. ``ignore`` wins over ``select``.
+    """
+    code = code.upper()
+    chosen = _normalise(select)
+    if chosen and not any(code.startswith(prefix) for prefix in chosen):
+        return False
+    return not any(code.startswith(prefix) for prefix in _normalise(ignore))

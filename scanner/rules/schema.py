@@ -1,0 +1,607 @@
+"""Rules on a tool's ``inputSchema`` (MCP201-MCP214): what a model needs to fill the arguments right.
+
+Every rule reads the one iterative walk of :class:`~scanner.rules.tools.ToolInfo` and reports one finding per
+tool, the parameters involved in ``details["parameters"]`` (dotted paths, ``[]`` for array items, ``$defs.X`` for
+definitions) and a JSON Pointer to the first place it applies. ``$ref`` is never resolved: where a level's keys may
+come from a reference, MCP204 and MCP206 stay silent rather than guess.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any
+
+from jsonschema.exceptions import relevance
+
+from scanner.models import SCHEMA_DEPTH_LIMIT, Severity
+from scanner.rules.metaschema import dialect_of, meta_validator
+from scanner.rules.registry import Hit, RuleContext, register
+from scanner.rules.tools import Node, ToolInfo, label, pointer, type_label
+
+_COMBINATORS = ("anyOf", "oneOf", "allOf")
+GEMINI_DROPPED = frozenset(
+    (
+        "oneOf",
+        "allOf",
+        "not",
+        "const",
+        "pattern",
+        "additionalProperties",
+        "patternProperties",
+        "propertyNames",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "uniqueItems",
+        "contains",
+        "minContains",
+        "maxContains",
+        "if",
+        "then",
+        "else",
+        "dependentRequired",
+        "dependentSchemas",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "prefixItems",
+    )
+)
+SCHEMA_TOKEN_LIMIT = 1000
+ROOT_PARAM_LIMIT = 25
+NESTING_LIMIT = 5
+ENUM_LIMIT = 40
+# Beyond this JSON nesting the meta-schema check is skipped (jsonschema recurses); MCP212 reports such schemas.
+VALIDATION_DEPTH_LIMIT = 4 * SCHEMA_DEPTH_LIMIT
+MAX_LISTED = 20
+
+
+def _paths(nodes: list[Node]) -> list[str]:
+    seen: list[str] = []
+    for node in nodes:
+        path = node.path or "(root)"
+        if path not in seen:
+            seen.append(path)
+    return seen
+
+
+def _listing(paths: list[str]) -> str:
+    shown = ", ".join(label(path, 60) for path in paths[:5])
+    return shown + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+def _root_object(tool: ToolInfo) -> dict[str, Any] | None:
+    schema = tool.schema
+    if isinstance(schema, dict) and schema.get("type") == "object":
+        return schema
+    return None
+
+
+def _is_object_type(schema: dict[str, Any]) -> bool:
+    kind = schema.get("type")
+    return kind == "object" or (isinstance(kind, list) and "object" in kind)
+
+
+def _own_keys(schema: Any) -> set[str]:
+    if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
+        return {str(key) for key in schema["properties"]}
+    return set()
+
+
+def _level_keys(node: Node) -> tuple[set[str], bool]:
+    """The property names defined at a node's level (its owner and every combinator branch or condition under it),
+    and whether a ``$ref`` there could define more (then the answer is incomplete)."""
+    keys: set[str] = set()
+    opaque = False
+    stack: list[tuple[Any, int]] = [(node.owner().schema, 0)]
+    while stack:
+        schema, depth = stack.pop()
+        if not isinstance(schema, dict):
+            continue
+        keys |= _own_keys(schema)
+        opaque = opaque or "$ref" in schema
+        if depth >= 8:
+            continue
+        for key in _COMBINATORS:
+            branches = schema.get(key)
+            if isinstance(branches, list):
+                stack.extend((branch, depth + 1) for branch in branches)
+        for key in ("if", "then", "else"):
+            stack.append((schema.get(key), depth + 1))
+    return keys, opaque
+
+
+def _is_refinement(node: Node) -> bool:
+    """A property inside a branch that re-states one its level's owner defines (adding a constraint to it)."""
+    container = node.parent
+    if node.kind != "property" or container is None or container.kind not in ("branch", "condition"):
+        return False
+    return node.name in _own_keys(container.owner().schema)
+
+
+def _typed(schema: Any, depth: int = 0) -> bool:
+    if schema is False:
+        return True
+    if not isinstance(schema, dict):
+        return False
+    if any(key in schema for key in ("type", "enum", "const", "$ref")):
+        return True
+    if depth >= SCHEMA_DEPTH_LIMIT:
+        return False
+    for key in _COMBINATORS:
+        branches = schema.get(key)
+        if isinstance(branches, list) and branches and all(_typed(branch, depth + 1) for branch in branches):
+            return True
+    return False
+
+
+@register(
+    "MCP201",
+    "schema-not-object",
+    Severity.PROBLEM,
+    hint=(
+        'Every provider wants `{"type": "object", "properties": …}`; a tool without parameters says `"properties": {}`.'
+    ),
+    doc="""Checks that `inputSchema` is present, is a JSON object and has `"type": "object"`. Providers take a
+    tool's parameters as one object schema; anything else is rejected or replaced, and the model cannot know what
+    arguments to send. Bad: no `inputSchema`, `"inputSchema": {"type": "string"}` or `{"properties": {...}}`
+    without a type. Good: `{"type": "object", "properties": {"query": {"type": "string"}}}`.""",
+)
+def schema_not_object(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    schema = tool.schema
+    if not tool.is_object:
+        yield Hit(
+            f"Tool #{tool.index} is {type_label(tool.raw)}, not an object, so it has no inputSchema.",
+            details={"problem": "not-object"},
+        )
+    elif not tool.has_schema:
+        yield Hit(f"{tool.subject} has no inputSchema.", details={"problem": "missing"})
+    elif not isinstance(schema, dict):
+        yield Hit(
+            f"The inputSchema of {tool.display} is {type_label(schema)}, not an object.",
+            "/inputSchema",
+            {"problem": "type"},
+        )
+    elif schema.get("type") != "object":
+        found = schema.get("type")
+        what = "has no type" if "type" not in schema else f"has type {label(found)}"
+        yield Hit(
+            f'The inputSchema of {tool.display} {what}; it must be "object".',
+            "/inputSchema/type" if "type" in schema else "/inputSchema",
+            {"problem": "not-object-type", "type": found if isinstance(found, (str, list)) else None},
+        )
+
+
+@register(
+    "MCP202",
+    "schema-no-properties",
+    Severity.NOTE,
+    hint='Write `"properties": {}` if there are no parameters, or describe the ones there are.',
+    doc="""Notes a root object schema without a `properties` key. Some clients and providers require the key, and
+    a reader cannot tell "takes no arguments" from "arguments not described". Bad: `{"type": "object"}`.
+    Good: `{"type": "object", "properties": {}}`.""",
+)
+def schema_no_properties(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    schema = _root_object(tool)
+    if schema is not None and "properties" not in schema:
+        yield Hit(f"The inputSchema of {tool.display} has no properties key.", "/inputSchema")
+
+
+@register(
+    "MCP203",
+    "schema-accepts-anything",
+    Severity.WARNING,
+    hint="Describe the properties the tool reads, so the model does not invent arguments.",
+    doc="""Warns when the root schema defines no parameters but explicitly allows any key, through
+    `additionalProperties` set to `true` or a schema, or through `patternProperties`. The model then invents
+    argument names and the server has to guess. Bad: `{"type": "object", "additionalProperties": true}`.
+    Good: `{"type": "object", "properties": {"path": {"type": "string", "description": "File to read"}}}`.""",
+)
+def schema_accepts_anything(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    schema = _root_object(tool)
+    if schema is None or _own_keys(schema):
+        return
+    extra = schema.get("additionalProperties", False)
+    if extra is True or isinstance(extra, dict):
+        yield Hit(
+            f"The inputSchema of {tool.display} defines no properties but accepts any key (additionalProperties).",
+            "/inputSchema/additionalProperties",
+            {"keyword": "additionalProperties"},
+        )
+    elif "patternProperties" in schema:
+        yield Hit(
+            f"The inputSchema of {tool.display} defines no properties but accepts keys by pattern.",
+            "/inputSchema/patternProperties",
+            {"keyword": "patternProperties"},
+        )
+
+
+@register(
+    "MCP204",
+    "required-undefined",
+    Severity.PROBLEM,
+    hint="Define the property, or remove it from `required`.",
+    doc="""Checks that every name in a `required` list (at any object level) is defined by that level's
+    `properties` (including the properties of its `anyOf`/`oneOf`/`allOf` branches). A model must send a required
+    argument but has no description or type for it, so it guesses the name and the value; strict validators
+    reject the schema. A level that uses `$ref` is not judged (references are never resolved). Bad:
+    `{"properties": {"q": {...}}, "required": ["query"]}`. Good: `"required": ["q"]`.""",
+)
+def required_undefined(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    missing: list[str] = []
+    first: str | None = None
+    for node in tool.walk.nodes:
+        required = node.get("required")
+        if not isinstance(required, list) or (node.conditional and node.kind != "condition"):
+            continue
+        keys, opaque = _level_keys(node)
+        if opaque:
+            continue
+        names = [name for name in required if isinstance(name, str) and name not in keys]
+        for name in names:
+            path = f"{node.path}.{name}" if node.path else name
+            if path not in missing:
+                missing.append(path)
+        if names and first is None:
+            first = pointer((*node.tokens, "required"))
+    if missing:
+        yield Hit(
+            f"{tool.subject} requires {_listing(missing)}, not defined in properties.",
+            first,
+            {"parameters": missing[:MAX_LISTED]},
+        )
+
+
+@register(
+    "MCP205",
+    "param-untyped",
+    Severity.PROBLEM,
+    hint="Give each a `type` (or an `enum`); otherwise a model guesses and OpenAI strict mode rejects it.",
+    doc="""Checks that every parameter (any schema in a `properties` map, and array `items`) has a `type`,
+    `enum`, `const` or `$ref`, or an `anyOf`/`oneOf`/`allOf` whose every branch is typed. An untyped parameter
+    accepts anything, so a model sends a string where the server wanted a number; OpenAI strict mode refuses
+    the tool. Properties that merely restate a parent's property inside a branch or condition are exempt. Bad:
+    `"limit": {"description": "How many"}`. Good: `"limit": {"type": "integer", "description": "How many, 1-100"}`.""",
+)
+def param_untyped(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    found = [
+        node for node in tool.params if not node.conditional and not _typed(node.schema) and not _is_refinement(node)
+    ]
+    if found:
+        paths = _paths(found)
+        yield Hit(
+            f"{tool.subject} has untyped parameters: {_listing(paths)}.",
+            found[0].pointer,
+            {"parameters": paths[:MAX_LISTED], "count": len(paths)},
+        )
+
+
+@register(
+    "MCP206",
+    "object-free-form",
+    Severity.WARNING,
+    hint="Describe the keys, or say in the description what is expected.",
+    doc="""Warns about a parameter of type `object` (not the root) with no non-empty `properties`, unless its
+    `additionalProperties` is a schema with a `type` (a typed map such as labels or headers). A model has no idea
+    which keys to send and invents them. Bad: `"filter": {"type": "object"}`. Good: `"filter": {"type":
+    "object", "properties": {"status": {"type": "string"}}}` or `"labels": {"type": "object",
+    "additionalProperties": {"type": "string"}}`.""",
+)
+def object_free_form(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    found: list[Node] = []
+    for node in tool.params:
+        schema = node.schema
+        if node.conditional or not isinstance(schema, dict) or not _is_object_type(schema):
+            continue
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict) and "type" in extra:
+            continue
+        keys, opaque = _level_keys(node)
+        if not keys and not opaque:
+            found.append(node)
+    if found:
+        paths = _paths(found)
+        yield Hit(
+            f"{tool.subject} has free-form object parameters: {_listing(paths)}.",
+            found[0].pointer,
+            {"parameters": paths[:MAX_LISTED], "count": len(paths)},
+        )
+
+
+@register(
+    "MCP207",
+    "param-undescribed",
+    Severity.WARNING,
+    hint="One line each: what it is, and an example value.",
+    doc="""Warns about parameters without a non-blank `description`: the root parameters and the properties of
+    nested objects (array `items` are exempt, their array is described). The model fills an argument from its
+    name alone and guesses the format. Bad: `"q": {"type": "string"}`. Good: `"q": {"type": "string",
+    "description": "Search words, e.g. 'two-person tent'"}`.""",
+)
+def param_undescribed(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    found: list[Node] = []
+    for node in tool.params:
+        if node.kind != "property" or node.conditional or _is_refinement(node):
+            continue
+        description = node.get("description")
+        if not (isinstance(description, str) and description.strip()):
+            found.append(node)
+    if found:
+        paths = _paths(found)
+        yield Hit(
+            f"{tool.subject} has parameters without a description: {_listing(paths)}.",
+            found[0].pointer,
+            {"parameters": paths[:MAX_LISTED], "count": len(paths)},
+        )
+
+
+@register(
+    "MCP208",
+    "uses-ref",
+    Severity.WARNING,
+    hint="Gemini drops it, so the parameter accepts anything there; OpenAI strict mode needs it inlined.",
+    doc="""Warns when `$ref` appears anywhere in `inputSchema`. Gemini's schema format has no references, so the
+    referenced part is dropped and the parameter accepts anything; OpenAI strict mode and several clients need
+    it inlined. Bad: `"address": {"$ref": "#/$defs/Address"}`. Good: the address object written out in place.""",
+)
+def uses_ref(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    found = [node for node in tool.walk.nodes if isinstance(node.schema, dict) and "$ref" in node.schema]
+    if found:
+        paths = _paths(found)
+        refs = [label(node.get("$ref"), 100) for node in found[:MAX_LISTED]]
+        yield Hit(
+            f"{tool.subject} uses $ref at {_listing(paths)}.",
+            pointer((*found[0].tokens, "$ref")),
+            {"parameters": paths[:MAX_LISTED], "refs": refs},
+        )
+
+
+@register(
+    "MCP209",
+    "gemini-drops-keywords",
+    Severity.NOTE,
+    hint="The constraint is lost with Gemini.",
+    doc="""Notes constraint keywords that the Gemini conversion drops: oneOf, allOf, not, const, pattern,
+    additionalProperties, patternProperties, propertyNames, exclusiveMinimum, exclusiveMaximum, multipleOf,
+    uniqueItems, contains, minContains, maxContains, if, then, else, dependentRequired, dependentSchemas,
+    unevaluatedProperties, unevaluatedItems, prefixItems. With Gemini the model never sees them, so it may send
+    values the server then rejects. Bad: `"code": {"type": "string", "pattern": "^[A-Z]{3}$"}` alone. Good: also
+    say it in the description ("three capital letters, e.g. EUR"), or use an `enum`.""",
+)
+def gemini_drops_keywords(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    keywords: list[str] = []
+    places: list[Node] = []
+    first: str | None = None
+    for node in tool.walk.nodes:
+        if not isinstance(node.schema, dict):
+            continue
+        hits = [key for key in node.schema if key in GEMINI_DROPPED]
+        if hits:
+            places.append(node)
+            if first is None:
+                first = pointer((*node.tokens, hits[0]))
+            keywords.extend(key for key in hits if key not in keywords)
+    if keywords:
+        paths = _paths(places)
+        yield Hit(
+            f"{tool.subject} uses {', '.join(sorted(keywords))}, dropped by the Gemini conversion.",
+            first,
+            {"keywords": sorted(keywords), "parameters": paths[:MAX_LISTED]},
+        )
+
+
+def compact_json(value: Any) -> str:
+    """The compact JSON text of a value (no spaces, keys as sent, UTF-8 kept), even for very deep values."""
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except RecursionError:
+        return _compact_iterative(value)
+
+
+def _compact_iterative(value: Any) -> str:
+    out: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Raw):
+            out.append(item.text)
+        elif isinstance(item, dict):
+            out.append("{")
+            parts: list[Any] = []
+            for position, (key, child) in enumerate(item.items()):
+                if position:
+                    parts.append(_Raw(","))
+                parts.append(_Raw(json.dumps(str(key), ensure_ascii=False) + ":"))
+                parts.append(child)
+            parts.append(_Raw("}"))
+            stack.extend(reversed(parts))
+        elif isinstance(item, list):
+            out.append("[")
+            parts = []
+            for position, child in enumerate(item):
+                if position:
+                    parts.append(_Raw(","))
+                parts.append(child)
+            parts.append(_Raw("]"))
+            stack.extend(reversed(parts))
+        else:
+            out.append(json.dumps(item, ensure_ascii=False))
+    return "".join(out)
+
+
+class _Raw:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+@register(
+    "MCP210",
+    "schema-large",
+    Severity.WARNING,
+    hint="Split the tool, or move rarely used options out of the schema.",
+    doc="""Warns when `inputSchema` alone costs more than 1000 tokens (o200k_base, compact JSON). The schema is
+    sent on every turn and a large one crowds out the conversation; it usually means one tool does the work of
+    several. Bad: one `manage_everything` tool with sixty options. Good: a few focused tools, rare options
+    grouped or moved to a resource.""",
+)
+def schema_large(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    if not isinstance(tool.schema, dict):
+        return
+    text = compact_json(tool.schema)
+    # A byte-level BPE token covers at least one UTF-8 byte, so a text of at most 1000 bytes is within the limit.
+    if len(text) <= SCHEMA_TOKEN_LIMIT and len(text.encode("utf-8")) <= SCHEMA_TOKEN_LIMIT:
+        return
+    tokens = ctx.count_tokens(text)
+    if tokens > SCHEMA_TOKEN_LIMIT:
+        yield Hit(
+            f"The inputSchema of {tool.display} costs {tokens} tokens (more than {SCHEMA_TOKEN_LIMIT}).",
+            "/inputSchema",
+            {"tokens": tokens},
+        )
+
+
+@register(
+    "MCP211",
+    "params-too-many",
+    Severity.WARNING,
+    hint="Split the tool, or group the options.",
+    doc="""Warns about more than 25 root parameters. With that many options a model fills the wrong ones or
+    leaves out the one that matters. Bad: a `search` tool with 40 flat flags. Good: the five common filters at
+    the root and the rest grouped in an `advanced` object, or a second tool.""",
+)
+def params_too_many(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    count = len(_own_keys(tool.schema))
+    if count > ROOT_PARAM_LIMIT:
+        yield Hit(
+            f"{tool.subject} has {count} root parameters (more than {ROOT_PARAM_LIMIT}).",
+            "/inputSchema/properties",
+            {"count": count},
+        )
+
+
+@register(
+    "MCP212",
+    "nesting-deep",
+    Severity.WARNING,
+    hint="Flatten the arguments; models fill deep structures badly.",
+    doc="""Warns when parameters nest more than 5 levels (a root parameter is level 1; each nested object
+    property or array `items` adds one), or when the schema nests deeper than Fathom follows at all (64 schema
+    levels). Models lose track of deep structures and put values at the wrong level. Bad:
+    `order.customer.address.geo.point.lat`. Good: `lat` and `lon` as parameters of their own.""",
+)
+def nesting_deep(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    deep = [node for node in tool.params if node.level > NESTING_LIMIT]
+    walk = tool.walk
+    if not deep and not walk.truncated:
+        return
+    depth = max((node.level for node in walk.nodes), default=0)
+    details: dict[str, Any] = {"depth": depth}
+    if deep:
+        crossing = [node for node in deep if node.level == NESTING_LIMIT + 1]
+        details["parameters"] = _paths(crossing)[:MAX_LISTED]
+    if walk.truncated:
+        details["truncated"] = True
+        message = (
+            f"The inputSchema of {tool.display} nests deeper than {SCHEMA_DEPTH_LIMIT} schema levels "
+            f"(parameters at least {depth} levels deep)."
+        )
+    else:
+        message = f"{tool.subject} nests parameters {depth} levels deep (more than {NESTING_LIMIT})."
+    yield Hit(message, deep[0].pointer if deep else "/inputSchema", details)
+
+
+@register(
+    "MCP213",
+    "enum-large",
+    Severity.NOTE,
+    hint="Every value is read on every turn.",
+    doc="""Notes an `enum` with more than 40 values. Every value is part of the tool list the model reads on each
+    turn, and a long list of codes is costly and rarely read closely. Bad: every ISO country code as an enum.
+    Good: `"type": "string"` with "ISO 3166 alpha-2 code, e.g. DE" in the description.""",
+)
+def enum_large(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    found = [
+        node for node in tool.walk.nodes if isinstance(node.get("enum"), list) and len(node.get("enum")) > ENUM_LIMIT
+    ]
+    if found:
+        paths = _paths(found)
+        largest = max(len(node.get("enum")) for node in found)
+        yield Hit(
+            f"{tool.subject} has an enum of {largest} values at {_listing(paths)} (more than {ENUM_LIMIT}).",
+            pointer((*found[0].tokens, "enum")),
+            {"parameters": paths[:MAX_LISTED], "values": largest},
+        )
+
+
+_cache_lock = threading.Lock()
+_validation_cache: OrderedDict[tuple[str, str], tuple[tuple[str, str], ...]] = OrderedDict()
+_CACHE_SIZE = 4096
+
+
+def _schema_errors(schema: dict[str, Any], dialect: str) -> tuple[tuple[str, str], ...]:
+    """Up to five (pointer inside the schema, message) errors against the dialect's meta-schema, cached."""
+    try:
+        key = (dialect, json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+    except (TypeError, ValueError, RecursionError):
+        key = None
+    if key is not None:
+        with _cache_lock:
+            cached = _validation_cache.get(key)
+            if cached is not None:
+                _validation_cache.move_to_end(key)
+                return cached
+    errors = sorted(meta_validator(dialect).iter_errors(schema), key=relevance)
+    result = tuple(
+        (pointer([str(part) for part in error.absolute_path]), label(error.message, 200)) for error in errors[:5]
+    )
+    if key is not None:
+        with _cache_lock:
+            _validation_cache[key] = result
+            if len(_validation_cache) > _CACHE_SIZE:
+                _validation_cache.popitem(last=False)
+    return result
+
+
+@register(
+    "MCP214",
+    "schema-invalid",
+    Severity.PROBLEM,
+    hint="Fix the schema so a client's validator accepts it.",
+    doc="""Checks `inputSchema` against the meta-schema of its dialect (`$schema`; JSON Schema 2020-12 when absent
+    or not recognised) with the `jsonschema` library, formats included (a `pattern` must compile). Clients and
+    providers validate tool schemas; an invalid one makes the tool unusable or the request fail. Schemas nested
+    deeper than Fathom follows are not checked (MCP212 reports them). Bad: `"type": "text"`, `"required": "q"`.
+    Good: `"type": "string"`, `"required": ["q"]`.""",
+)
+def schema_invalid(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    schema = tool.schema
+    if not isinstance(schema, dict) or tool.walk.truncated:
+        return
+    from scanner.rules.tools import json_too_deep
+
+    if json_too_deep(schema, VALIDATION_DEPTH_LIMIT):
+        return
+    dialect = dialect_of(schema)
+    try:
+        errors = _schema_errors(schema, dialect.name)
+    except RecursionError:
+        return
+    if not errors:
+        return
+    where, first = errors[0]
+    checked = f"JSON Schema {dialect.name}"
+    if dialect.unknown is not None:
+        checked += f" (its $schema {label(dialect.unknown, 60)!r} is not one Fathom knows)"
+    yield Hit(
+        f"The inputSchema of {tool.display} is not valid {checked}: {first}" + (f" at {where}" if where else "") + ".",
+        "/inputSchema" + where,
+        {
+            "dialect": dialect.name,
+            "errors": [{"pointer": "/inputSchema" + path, "message": message} for path, message in errors],
+            **({"declared": label(dialect.unknown, 200)} if dialect.unknown is not None else {}),
+        },
+    )

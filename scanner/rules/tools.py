@@ -1,0 +1,301 @@
+"""One tool as the rules see it: its raw fields read defensively, and its schema walked once, iteratively.
+
+Nothing a server sends is trusted. A tool may be a number, a name may be a list, a schema may nest ten thousand
+levels or hold ``$ref`` cycles. :class:`ToolInfo` reads each field without assuming its type, and
+:func:`walk_schema` visits schema nodes with an explicit stack, following at most
+:data:`~scanner.models.SCHEMA_DEPTH_LIMIT` subschema levels (deeper parts are marked ``truncated``; MCP212 reports
+them) and never resolving ``$ref``. Every rule reads the same walk, so a schema is traversed once per tool.
+
+Vocabulary (see rules.md): a *parameter* is a schema inside any ``properties`` map at any depth, or an array's
+``items`` (also ``prefixItems`` and the old array form of ``items``). Its *level* counts properties and items
+hops from the root (a root parameter is level 1). Branches of ``anyOf``/``oneOf``/``allOf``, definitions under
+``$defs``/``definitions`` and the other applicators (``not``, ``if``, ``additionalProperties``, ...) are walked at
+their parent's level and are not parameters themselves, but the properties inside them are.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from scanner.models import SCHEMA_DEPTH_LIMIT
+
+# A tool schema with more nodes than this is not walked further (the byte cap upstream makes it rare).
+MAX_NODES = 50_000
+
+_WORD = re.compile(r"[^\W_]+")
+_COMBINATORS = ("anyOf", "oneOf", "allOf")
+# Keywords whose value is one subschema, walked at the parent's level and not counted as parameters.
+_SINGLE = (
+    "additionalProperties",
+    "propertyNames",
+    "contains",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "additionalItems",
+    "contentSchema",
+)
+# Keywords whose subschema constrains the parent's own keys (``then: {"required": [...]}``) rather than defining any.
+_CONDITIONS = ("not", "if", "then", "else")
+
+
+def escape_token(token: str) -> str:
+    """One JSON Pointer reference token (RFC 6901): ``~`` becomes ``~0`` and ``/`` becomes ``~1``."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def pointer(tokens: tuple[str, ...] | list[str]) -> str:
+    """A JSON Pointer from unescaped reference tokens; the empty tuple is the whole document (``""``)."""
+    return "".join("/" + escape_token(token) for token in tokens)
+
+
+def words(text: str) -> list[str]:
+    """Lower-case runs of letters and digits (Unicode letters included), in order."""
+    return _WORD.findall(text.lower())
+
+
+def split_name(name: str) -> list[str]:
+    """The words of a tool name: split on ``_``, ``-``, ``.``, other punctuation and camelCase boundaries.
+
+    ``getUserProfile`` gives get, user, profile; ``HTTPServer`` gives http, server; ``s3Bucket`` gives s3, bucket
+    (a digit run stays with the letters before it).
+    """
+    spaced: list[str] = []
+    for position, char in enumerate(name):
+        if position and char.isupper():
+            previous = name[position - 1]
+            following = name[position + 1] if position + 1 < len(name) else ""
+            if previous.islower() or previous.isdigit() or (previous.isupper() and following.islower()):
+                spaced.append(" ")
+        spaced.append(char)
+    return words("".join(spaced))
+
+
+def label(value: Any, limit: int = 80) -> str:
+    """A short, printable rendering of an untrusted string for messages."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=True, default=str)[:limit]
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+
+
+def type_label(value: Any) -> str:
+    """The JSON type name of a value, for messages ("a number", "a list")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def json_too_deep(value: Any, limit: int) -> bool:
+    """Whether a JSON value nests more than ``limit`` containers deep (checked iteratively)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict):
+            children: Any = current.values()
+        elif isinstance(current, list):
+            children = current
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+@dataclass(frozen=True)
+class Node:
+    """One schema node met by the walk.
+
+    ``tokens`` locate it inside the tool (``("inputSchema", "properties", "q")``); ``path`` names the parameter
+    it is or belongs to (``"filter.tags[]"``, ``""`` at the root); ``level`` is the parameter level; ``kind`` says
+    how it was reached: ``root``, ``property``, ``items``, ``branch`` (anyOf/oneOf/allOf), ``condition``
+    (not/if/then/else/dependentSchemas), ``def`` ($defs/definitions) or ``sub`` (other applicators).
+    ``conditional`` marks nodes at or under a condition: their properties constrain, they define nothing.
+    """
+
+    schema: Any
+    tokens: tuple[str, ...]
+    path: str
+    level: int
+    depth: int
+    kind: str = "root"
+    parent: Node | None = None
+    conditional: bool = False
+
+    @property
+    def pointer(self) -> str:
+        return pointer(self.tokens)
+
+    @property
+    def is_param(self) -> bool:
+        return self.kind in ("property", "items")
+
+    @property
+    def name(self) -> str:
+        """The property name of a ``property`` node (its last pointer token)."""
+        return self.tokens[-1] if self.tokens else ""
+
+    def get(self, key: str) -> Any:
+        return self.schema.get(key) if isinstance(self.schema, dict) else None
+
+    def owner(self) -> Node:
+        """The node whose level this one shares: climbs out of combinator branches and conditions."""
+        node = self
+        while node.kind in ("branch", "condition") and node.parent is not None:
+            node = node.parent
+        return node
+
+
+@dataclass(frozen=True)
+class Walk:
+    nodes: tuple[Node, ...]
+    truncated: bool
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def walk_schema(schema: Any, base: tuple[str, ...] = ("inputSchema",)) -> Walk:
+    """Every schema node under ``schema`` in document order, iteratively, at most SCHEMA_DEPTH_LIMIT levels deep."""
+    nodes: list[Node] = []
+    truncated = False
+    stack: list[Node] = [Node(schema=schema, tokens=base, path="", level=0, depth=0)]
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        if len(nodes) >= MAX_NODES:
+            truncated = True
+            break
+        value = node.schema
+        if not isinstance(value, dict):
+            continue
+        children = list(_children(node, value))
+        if children and node.depth >= SCHEMA_DEPTH_LIMIT:
+            truncated = True
+            continue
+        stack.extend(reversed(children))
+    return Walk(nodes=tuple(nodes), truncated=truncated)
+
+
+def _children(node: Node, value: dict[str, Any]) -> Iterator[Node]:
+    depth = node.depth + 1
+    level = node.level
+    cond = node.conditional
+
+    def make(sub: Any, tokens: tuple[str, ...], path: str, level: int, kind: str) -> Node:
+        return Node(sub, tokens, path, level, depth, kind, node, cond or kind == "condition")
+
+    for key, child in value.items():
+        if not isinstance(key, str):
+            continue
+        tokens = (*node.tokens, key)
+        if key == "properties" and isinstance(child, dict):
+            for name, sub in child.items():
+                yield make(sub, (*tokens, str(name)), _join(node.path, str(name)), level + 1, "property")
+        elif key in ("items", "prefixItems"):
+            path = node.path + "[]"
+            if isinstance(child, list):
+                for position, sub in enumerate(child):
+                    yield make(sub, (*tokens, str(position)), path, level + 1, "items")
+            elif key == "items" and isinstance(child, (dict, bool)):
+                yield make(child, tokens, path, level + 1, "items")
+        elif key in _COMBINATORS and isinstance(child, list):
+            for position, sub in enumerate(child):
+                yield make(sub, (*tokens, str(position)), node.path, level, "branch")
+        elif key in _CONDITIONS and isinstance(child, dict):
+            yield make(child, tokens, node.path, level, "condition")
+        elif key in _SINGLE and isinstance(child, dict):
+            yield make(child, tokens, node.path, level, "sub")
+        elif key in ("$defs", "definitions") and isinstance(child, dict):
+            for name, sub in child.items():
+                yield make(sub, (*tokens, str(name)), _join(_join(node.path, key), str(name)), level, "def")
+        elif key in ("patternProperties", "dependentSchemas", "dependencies") and isinstance(child, dict):
+            kind = "sub" if key == "patternProperties" else "condition"
+            for name, sub in child.items():
+                if isinstance(sub, dict):
+                    yield make(sub, (*tokens, str(name)), node.path, level, kind)
+
+
+class ToolInfo:
+    """One raw tool read defensively, with its schema walk computed once and shared by every rule."""
+
+    def __init__(self, raw: Any, index: int) -> None:
+        self.raw = raw
+        self.index = index
+        self.is_object = isinstance(raw, dict)
+        fields: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        self.has_name = "name" in fields
+        self.name: Any = fields.get("name")
+        self.has_description = "description" in fields
+        self.description: Any = fields.get("description")
+        self.has_schema = "inputSchema" in fields
+        self.schema: Any = fields.get("inputSchema")
+        self.title: Any = fields.get("title")
+        annotations = fields.get("annotations")
+        self.annotation_title: Any = annotations.get("title") if isinstance(annotations, dict) else None
+
+    @property
+    def tool_name(self) -> str:
+        """What a finding's ``tool`` says: the name, or ``#<index>`` when it has no usable one."""
+        return self.name if isinstance(self.name, str) and self.name else f"#{self.index}"
+
+    @property
+    def display(self) -> str:
+        """How messages name the tool: ``'search'``, or ``tool #3`` when the name is unusable."""
+        if isinstance(self.name, str) and self.name:
+            return f"'{label(self.name)}'"
+        return f"tool #{self.index}"
+
+    @property
+    def subject(self) -> str:
+        """:attr:`display` at the start of a sentence."""
+        text = self.display
+        return text[0].upper() + text[1:]
+
+    @property
+    def description_text(self) -> str | None:
+        """The description when it is a non-blank string, else None."""
+        if isinstance(self.description, str) and self.description.strip():
+            return self.description
+        return None
+
+    @cached_property
+    def walk(self) -> Walk:
+        if not isinstance(self.schema, dict):
+            return Walk(nodes=(), truncated=False)
+        return walk_schema(self.schema)
+
+    @property
+    def params(self) -> Iterator[Node]:
+        return (node for node in self.walk.nodes if node.is_param)
+
+    def texts(self, *, schema_titles: bool = True) -> Iterator[tuple[str, str]]:
+        """Every text a model reads from this tool, with its pointer: name, title, description, schema texts."""
+        for key, value in (("name", self.name), ("title", self.title), ("description", self.description)):
+            if isinstance(value, str):
+                yield pointer((key,)), value
+        if isinstance(self.annotation_title, str):
+            yield "/annotations/title", self.annotation_title
+        for node in self.walk.nodes:
+            if isinstance(node.schema, dict):
+                keys = ("description", "title") if schema_titles else ("description",)
+                for key in keys:
+                    value = node.schema.get(key)
+                    if isinstance(value, str):
+                        yield pointer((*node.tokens, key)), value
