@@ -59,7 +59,7 @@ class _Budget:
 def clip_json(value: Any, limit: int = SCHEMA_DEPTH_LIMIT, budget: int = NODE_BUDGET) -> Any:
     """A plain-JSON copy of ``value``, cut at ``limit`` nested containers and ``budget`` values.
 
-    Containers deeper than the limit become empty (``{}`` or ``[]``); once the budget is spent, remaining values
+    A container at the limit is emptied (``{}`` or ``[]``); once the budget is spent, remaining values
     become None. Keys that are not strings become their text; values of non-JSON types become their ``str``.
     The copy is always a tree, so a cyclic or shared input yields a finite output.
     """
@@ -73,14 +73,14 @@ def _clip(value: Any, depth: int, limit: int, budget: _Budget) -> Any:
     if value is None or isinstance(value, str | bool | int | float):
         return value
     if isinstance(value, dict):
-        if depth >= limit:
+        if depth >= limit - 1:
             return {}
         return {
             key if isinstance(key, str) else str(key): _clip(item, depth + 1, limit, budget)
             for key, item in value.items()
         }
     if isinstance(value, list | tuple):
-        if depth >= limit:
+        if depth >= limit - 1:
             return []
         return [_clip(item, depth + 1, limit, budget) for item in value]
     return str(value)
