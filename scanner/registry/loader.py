@@ -78,7 +78,10 @@ def detect(document: Any) -> str | None:
         if ("url" in first or "command" in first) and not ("remotes" in first or "packages" in first):
             return "list"
         return "registry"
-    if isinstance(document.get("name"), str) and any(k in document for k in ("remotes", "packages", "$schema")):
+    markers = ("remotes", "packages", "$schema", "version_detail")
+    if isinstance(document.get("name"), str) and (
+        any(key in document for key in markers) or ("version" in document and "description" in document)
+    ):
         return "server-json"
     return None
 

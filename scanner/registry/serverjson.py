@@ -120,7 +120,7 @@ def _resolve_remote(name: str, remote: dict[str, Any], environ: Mapping[str, str
         header_name = _json.text(header.get("name"), limit=256)
         if header_name is None or not _HEADER_NAME.match(header_name):
             continue
-        value = _header_value(name, header_name, header, environ)
+        value = _header_value(name, header_name, header, environ, {**variables, **_json.obj(header.get("variables"))})
         if value is None:
             needed = _json.flag(header, "isSecret", "is_secret") or _json.flag(header, "isRequired", "is_required")
             if needed or _PLACEHOLDER.search(_json.text(header.get("value")) or ""):
@@ -130,8 +130,14 @@ def _resolve_remote(name: str, remote: dict[str, Any], environ: Mapping[str, str
     return result
 
 
-def _header_value(server: str, header_name: str, header: dict[str, Any], environ: Mapping[str, str]) -> str | None:
-    """The value to send for one declared header, or None when it has to be left out."""
+def _header_value(
+    server: str, header_name: str, header: dict[str, Any], environ: Mapping[str, str], variables: dict[str, Any]
+) -> str | None:
+    """The value to send for one declared header, or None when it has to be left out.
+
+    Placeholders are filled from the header's own variables, then the remote's (a ``{region}`` header beside a
+    ``{region}`` URL means the same thing).
+    """
     value = lookup(environ, server, header_name)
     if value is None:
         if _json.flag(header, "isSecret", "is_secret"):
@@ -139,7 +145,7 @@ def _header_value(server: str, header_name: str, header: dict[str, Any], environ
         template = _json.text(header.get("value")) or _json.text(header.get("default"))
         if template is None:
             return None
-        value, missing = fill(template, header.get("variables"))
+        value, missing = fill(template, variables)
         if missing:  # "Bearer {api_key}" with nothing to fill: a credential we do not have
             return None
     if any(char in value for char in "\r\n\0") or len(value) > _json.MAX_TEXT:

@@ -1,0 +1,62 @@
+"""What ``--dry-run --format json`` shows: targets and names, never a secret value."""
+
+from __future__ import annotations
+
+import json
+
+from registry_support import FIXTURES, SAMPLE
+
+from scanner.registry import entries_to_json, load_entries, secret_env_name
+
+SECRET = "sk-live-THIS-MUST-NOT-LEAK-1234"
+
+
+def test_entries_to_json_never_contains_a_secret(write_json):
+    env = {
+        "PATH": "/usr/bin",
+        secret_env_name("ai.smithery/smithery-toolbox", "Authorization"): f"Bearer {SECRET}",
+        secret_env_name("io.github.kontent-ai/mcp-server", "KONTENT_API_KEY"): SECRET,
+        secret_env_name("io.github.VictoriaMetrics-Community/mcp-victorialogs", "VL_INSTANCE_BEARER_TOKEN"): SECRET,
+        "FIXTURE_TOKEN": SECRET,
+        "NOTION_TOKEN": SECRET,
+    }
+    entries = load_entries(str(SAMPLE), environ=env, run_packages=True)
+    entries += load_entries(str(FIXTURES / "claude_desktop_config.json"), environ=env)
+    # the secrets did reach the entries (so the test can fail) ...
+    assert any(SECRET in value for entry in entries for value in entry.headers.values())
+    assert sum(SECRET in entry.env.values() for entry in entries) == 3
+    # ... and none of them reaches the dry-run output
+    rendered = json.dumps(entries_to_json(entries))
+    assert SECRET not in rendered
+
+    rows = {row["name"]: row for row in entries_to_json(entries)}
+    toolbox = rows["ai.smithery/smithery-toolbox"]
+    assert toolbox["header_names"] == ["Authorization"]
+    assert toolbox["anonymous"] is False
+    assert toolbox["transport"] == "streamable-http"
+    victoria = rows["io.github.VictoriaMetrics-Community/mcp-victorialogs"]
+    assert victoria["env_names"] == ["VL_INSTANCE_BEARER_TOKEN"]
+    assert victoria["missing_inputs"] == ["VL_INSTANCE_ENTRYPOINT"]
+    assert victoria["command"][:2] == ["docker", "run"]
+    assert rows["filesystem"]["env_names"] == ["API_TOKEN", "LOG_LEVEL"]
+
+
+def test_entries_to_json_fields():
+    entries = load_entries(str(FIXTURES / "server_variables.json"), environ={})
+    assert entries_to_json(entries) == [
+        {
+            "name": "com.example/tenant",
+            "version": "2.0.0",
+            "transport": "sse",
+            "url": "https://eu.example.com/sse",
+            "command": None,
+            "header_names": ["X-Region"],
+            "env_names": [],
+            "anonymous": True,
+            "missing_secrets": ["X-Api-Key"],
+            "missing_inputs": [],
+            "package": None,
+            "skip": None,
+            "source": str(FIXTURES / "server_variables.json"),
+        }
+    ]

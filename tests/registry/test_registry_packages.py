@@ -1,0 +1,211 @@
+"""Packages: skipped without --run-packages, exact commands and environments with it, memory capped by the OS."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from scanner.models import Transport
+from scanner.registry import load_entries, memlimit, secret_env_name
+from scanner.registry.memlimit import limit_command
+
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/root", "AWS_SECRET_ACCESS_KEY": "leak"}
+NAME = "io.github.example/pkg"
+
+
+def server(*packages, **fields):
+    return {"name": NAME, "description": "d", "version": "1.2.3", "packages": list(packages), **fields}
+
+
+def npm(**fields):
+    return {
+        "registryType": "npm",
+        "identifier": "@example/mcp",
+        "version": "1.2.3",
+        "transport": {"type": "stdio"},
+        **fields,
+    }
+
+
+def load_one(write_json, document, environ=ENV, **kwargs):
+    entries = load_entries(str(write_json("server.json", document)), environ=environ, **kwargs)
+    assert len(entries) == 1
+    return entries[0]
+
+
+def unwrap(command):
+    """The command inside the memory-limit wrapper."""
+    assert command[0].endswith("prlimit") or command[0] == sys.executable
+    if "--" in command:
+        return command[command.index("--") + 1 :]
+    return command[5:]
+
+
+def test_package_skipped_without_run_packages(write_json):
+    entry = load_one(write_json, server(npm()))
+    assert entry.skip == "package (npm @example/mcp): needs --run-packages"
+    assert entry.transport is Transport.STDIO
+    assert unwrap(entry.command) == ("npx", "-y", "@example/mcp@1.2.3")
+    assert entry.env == {}
+
+
+def test_npm_command_arguments_and_scrubbed_env(write_json):
+    package = npm(
+        runtimeHint="npx",
+        runtimeArguments=[{"type": "named", "name": "--quiet", "isRequired": True}],
+        packageArguments=[
+            {"type": "positional", "value": "stdio"},
+            {"type": "named", "name": "--port", "value": "{port}", "variables": {"port": {"default": "8080"}}},
+            {"type": "named", "name": "--read-only"},  # optional flag without value: not added
+            {"type": "positional", "valueHint": "workspace"},  # optional, no value: not added
+        ],
+        environmentVariables=[
+            {"name": "API_KEY", "isSecret": True, "isRequired": True},
+            {"name": "REGION", "default": "eu"},
+            {"name": "ACCOUNT", "isRequired": True},
+            {"name": "OPTIONAL"},
+            {"name": "PATH", "default": "/evil"},
+        ],
+    )
+    env = {**ENV, secret_env_name(NAME, "API_KEY"): "s3cret"}
+    entry = load_one(write_json, server(package), env, run_packages=True, memory_limit_mb=512)
+    assert entry.skip is None
+    assert unwrap(entry.command) == ("npx", "-y", "--quiet", "@example/mcp@1.2.3", "stdio", "--port", "8080")
+    assert "--data=536870912" in entry.command or "536870912" in entry.command
+    assert entry.env == {"PATH": ENV["PATH"], "LANG": "C.UTF-8", "API_KEY": "s3cret", "REGION": "eu"}
+    assert entry.anonymous is False
+    assert entry.package == {
+        "registryType": "npm",
+        "identifier": "@example/mcp",
+        "version": "1.2.3",
+        "runner": "npx",
+        "memory_limit_mb": 512,
+        "missing_inputs": ["ACCOUNT"],
+    }
+
+
+def test_pypi_and_missing_secret_is_anonymous(write_json):
+    package = {
+        "registryType": "pypi",
+        "identifier": "mcp-weather",
+        "version": "0.1.0",
+        "runtimeHint": "python",  # not a runner: uvx is used
+        "transport": {"type": "stdio"},
+        "environmentVariables": [{"name": "TOKEN", "isSecret": True, "isRequired": True}],
+    }
+    entry = load_one(write_json, server(package), run_packages=True)
+    assert unwrap(entry.command) == ("uvx", "mcp-weather==0.1.0")
+    assert entry.anonymous is True
+    assert entry.secret_header_names == ("TOKEN",)
+    assert "TOKEN" not in entry.env
+
+
+def test_oci_command_passes_env_by_name_and_caps_memory(write_json):
+    package = {
+        "registryType": "oci",
+        "identifier": "ghcr.io/example/mcp:1.0.0",
+        "transport": {"type": "stdio"},
+        "runtimeArguments": [{"type": "named", "name": "--init", "isRequired": True}],
+        "environmentVariables": [{"name": "TOKEN", "isSecret": True, "isRequired": True}],
+    }
+    env = {**ENV, secret_env_name(NAME, "TOKEN"): "t0k"}
+    entry = load_one(write_json, server(package), env, run_packages=True, memory_limit_mb=256)
+    assert entry.command == (
+        "docker", "run", "-i", "--rm", "--memory=256m", "--memory-swap=256m", "--init", "-e", "TOKEN",
+        "ghcr.io/example/mcp:1.0.0",
+    )  # fmt: skip
+    assert "t0k" not in " ".join(entry.command)
+    assert entry.env["TOKEN"] == "t0k"
+
+
+def test_oci_dangerous_runtime_argument_refused(write_json):
+    package = {
+        "registryType": "oci",
+        "identifier": "ghcr.io/example/mcp:1.0.0",
+        "transport": {"type": "stdio"},
+        "runtimeArguments": [{"type": "named", "name": "-v", "value": "/:/host", "isRequired": True}],
+    }
+    entry = load_one(write_json, server(package), run_packages=True)
+    assert entry.skip == "oci runtime argument '-v' is not allowed"
+    assert entry.command == ()
+
+
+def test_secret_argument_refused_and_identifier_checked(write_json):
+    secret_arg = npm(packageArguments=[{"type": "named", "name": "--token", "isSecret": True, "isRequired": True}])
+    env = {**ENV, secret_env_name(NAME, "--token"): "abc"}
+    entry = load_one(write_json, server(secret_arg), env, run_packages=True)
+    assert entry.skip == "package takes secret --token on its command line (not supported)"
+    assert "abc" not in repr(entry)
+    flag_like = npm(identifier="--registry=https://evil.example")
+    assert load_one(write_json, server(flag_like), run_packages=True).skip.startswith(
+        "npm package identifier is not usable"
+    )
+
+
+def test_required_argument_without_value_skips(write_json):
+    entry = load_one(
+        write_json,
+        server(npm(packageArguments=[{"type": "positional", "valueHint": "db_path", "isRequired": True}])),
+        run_packages=True,
+    )
+    assert entry.skip == "package needs argument db_path"
+
+
+def test_unsupported_kinds_and_local_http_servers(write_json):
+    mcpb = {"registryType": "mcpb", "identifier": "https://x.example/a.mcpb", "transport": {"type": "stdio"}}
+    http = npm(transport={"type": "streamable-http", "url": "http://localhost:3000/mcp"})
+    entry = load_one(write_json, server(mcpb, http), run_packages=True)
+    assert entry.skip == "mcpb bundles are not run (download and unpack not supported)"
+    entry = load_one(write_json, server(http), run_packages=True)
+    assert entry.skip == "package serves streamable-http on a local port (not supported)"
+    nuget = {"registryType": "nuget", "identifier": "Example.Mcp", "version": "1.0.0", "transport": {"type": "stdio"}}
+    assert "nuget" in load_one(write_json, server(nuget), run_packages=True).skip
+
+
+def test_remote_preferred_over_package(write_json):
+    doc = server(npm(), remotes=[{"type": "streamable-http", "url": "https://r.example.com/mcp"}])
+    entry = load_one(write_json, doc)
+    assert (entry.transport, entry.url, entry.skip) == (Transport.STREAMABLE_HTTP, "https://r.example.com/mcp", None)
+
+
+HOG = textwrap.dedent(
+    """
+    import sys
+    chunks = []
+    for _ in range(int(sys.argv[1])):
+        chunks.append(bytearray(8 * 1024 * 1024))
+    print("allocated", len(chunks) * 8, "MiB", flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("use_prlimit", [True, False])
+def test_memory_limit_kills_a_python_hog(tmp_path, monkeypatch, use_prlimit):
+    if use_prlimit and not shutil.which("prlimit"):
+        pytest.skip("prlimit not installed")
+    if not use_prlimit:
+        monkeypatch.setattr(memlimit.shutil, "which", lambda name: None)
+    hog = tmp_path / "hog.py"
+    hog.write_text(HOG, encoding="utf-8")
+    command = limit_command([sys.executable, str(hog)], 128)
+    hungry = subprocess.run([*command, "64"], capture_output=True, text=True, timeout=60)  # 512 MiB
+    assert hungry.returncode != 0
+    assert "MemoryError" in hungry.stderr
+    modest = subprocess.run([*command, "2"], capture_output=True, text=True, timeout=60)
+    assert modest.returncode == 0, modest.stderr
+    assert "allocated 16 MiB" in modest.stdout
+
+
+@pytest.mark.skipif(not shutil.which("node"), reason="node not installed")
+def test_memory_limit_lets_node_start_but_stops_its_hog():
+    # RLIMIT_AS would kill node before it starts (it reserves GBs of address space); RLIMIT_DATA does not.
+    script = "const a=[];for(let i=0;i<+process.argv[1];i++){a.push(Buffer.alloc(8<<20,1))};console.log('ok',a.length)"
+    command = limit_command(["node", "-e", script], 256)
+    assert subprocess.run([*command, "2"], capture_output=True, text=True, timeout=60).stdout.strip() == "ok 2"
+    hog = subprocess.run([*command, "128"], capture_output=True, text=True, timeout=60)  # 1 GiB
+    assert hog.returncode != 0
+    assert "allocation failed" in hog.stderr or "out of memory" in hog.stderr.lower()
