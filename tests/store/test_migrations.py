@@ -1,0 +1,105 @@
+"""The schema: Alembic migrations and the SQLAlchemy models agree, migrate both ways, and open cleanly."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect
+
+from scanner.errors import StoreError
+from scanner.store import open_store
+from scanner.store.engine import create_store_engine, current_revision, downgrade, head_revision, migrate
+from scanner.store.tables import Base
+
+TABLES = {
+    "servers",
+    "runs",
+    "toolsets",
+    "measurements",
+    "toolset_tokens",
+    "tool_tokens",
+    "findings",
+    "scans",
+    "events",
+    "run_aggregates",
+}
+
+
+def test_models_and_migrations_agree(db_path: Path) -> None:
+    engine = create_store_engine(f"sqlite:///{db_path}")
+    migrate(engine)
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        assert compare_metadata(context, Base.metadata) == []
+    engine.dispose()
+
+
+def test_downgrade_then_upgrade(db_path: Path) -> None:
+    engine = create_store_engine(f"sqlite:///{db_path}")
+    migrate(engine)
+    assert set(inspect(engine).get_table_names()) >= TABLES
+    assert current_revision(engine) == head_revision()
+
+    downgrade(engine, "base")
+    assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
+    assert current_revision(engine) is None
+
+    migrate(engine)
+    assert set(inspect(engine).get_table_names()) >= TABLES
+    assert current_revision(engine) == head_revision()
+    engine.dispose()
+
+
+def test_open_store_creates_and_reopens(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "dir" / "fathom.db"
+    store = open_store(f"sqlite:///{path}")
+    run_id = store.start_run("list.txt", "1", {})
+    store.close()
+    assert path.exists()
+
+    again = open_store(f"sqlite:///{path}")
+    assert [run.id for run in again.runs()] == [run_id]
+    again.close()
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_foreign_keys_and_busy_timeout_are_on(store_engine_url: str) -> None:
+    engine = create_store_engine(store_engine_url)
+    with engine.connect() as connection:
+        raw = connection.connection.dbapi_connection
+        assert raw is not None
+        assert raw.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        assert raw.execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
+    engine.dispose()
+
+
+@pytest.fixture
+def store_engine_url(db_path: Path) -> str:
+    return f"sqlite:///{db_path}"
+
+
+def test_not_a_database_is_one_clear_store_error(tmp_path: Path) -> None:
+    bogus = tmp_path / "notes.db"
+    bogus.write_text("this is not SQLite\n" * 100, encoding="utf-8")
+    with pytest.raises(StoreError) as caught:
+        open_store(f"sqlite:///{bogus}")
+    message = str(caught.value)
+    assert "notes.db" in message
+    assert "\n" not in message
+    assert caught.value.exit_code == 4
+
+
+def test_unknown_scheme_and_newer_schema_are_store_errors(db_path: Path) -> None:
+    with pytest.raises(StoreError, match="Cannot open database"):
+        open_store("nosuchdb://somewhere/x")
+
+    open_store(f"sqlite:///{db_path}").close()
+    with sqlite3.connect(db_path) as connection:
+        connection.execute("UPDATE alembic_version SET version_num = '9999_future'")
+    with pytest.raises(StoreError, match="newer than this Fathom knows"):
+        open_store(f"sqlite:///{db_path}")
