@@ -18,9 +18,12 @@ CLIENT_INFO: Mapping[str, str] = MappingProxyType({"name": "fathom", "version": 
 
 PROFILES: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     {
-        # What a full-featured chat client declares: the list a typical user's model sees.
-        "rich": {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {"form": {}, "url": {}}},
-        # Nothing at all: the list any client gets.
+        # What a full-featured chat client declares: the list a typical user's model sees. ``elicitation: {}``
+        # means form mode only (2025-11-25); server-everything lists 16 tools to it.
+        "rich": {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}},
+        # rich plus URL-mode elicitation (2025-11-25): server-everything adds trigger-url-elicitation (17).
+        "full": {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {"form": {}, "url": {}}},
+        # Nothing at all: the list any client gets (server-everything: 13).
         "bare": {},
     }
 )

@@ -1,0 +1,276 @@
+"""One HTTP server, many misbehaving MCP endpoints: every fault the client must turn into an outcome.
+
+Each path is one behaviour (``/hang``, ``/drip``, ``/huge``...; see :data:`BEHAVIOURS`). Paths that are not
+faults of the whole exchange act as a plain legacy Streamable-HTTP server (``server/discover`` gets a text 400,
+``initialize`` works) and misbehave at ``tools/list``. ``/modern-*`` paths act as 2026-07-28 servers.
+
+    python tests/servers/hostile_http.py --port 8124
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+BEHAVIOURS = {
+    "ok": "a correct legacy server with two tools",
+    "hang": "accepts the POST and never answers",
+    "drip": "answers 200 JSON one byte every 0.2 s, forever",
+    "huge": "answers a 4 MiB JSON body",
+    "malformed": "answers 200 application/json that is not JSON",
+    "html": "answers 200 text/html (a login page)",
+    "auth": "401 with WWW-Authenticate: Bearer resource_metadata=..., metadata served on the same origin",
+    "auth-foreign": "401 whose resource_metadata URL is on another origin",
+    "error500": "answers 500",
+    "sse-silent": "answers an event stream that sends a priming event and keep-alives, never the answer",
+    "sse-ping": "answers over an event stream; asks the client a ping first and answers only after the reply",
+    "endless": "tools/list always returns a fresh nextCursor",
+    "repeat": "tools/list returns the same nextCursor forever",
+    "empty-cursor": 'legacy tools/list with nextCursor "" (taken as the end)',
+    "redirect-loop": "307 to itself, forever",
+    "redirect-foreign": "307 to another origin",
+    "wrong-id": "answers with an id the client never sent",
+    "tools-not-list": "tools/list 'tools' is a number",
+    "hostile-tools": "tools/list holds a number, a string and a tool whose name is a list",
+    "many-tools": "tools/list holds 50 tools",
+    "modern": "a 2026-07-28 server whose second page is behind the empty-string cursor",
+    "modern-unsupported": "a 2026-07-28 server that only speaks a future version (-32022)",
+    "sse-legacy": "the deprecated HTTP+SSE transport (GET for events, POST to the endpoint)",
+}
+
+_ping_replies: dict[str, asyncio.Event] = {}
+
+
+def _tool(i: int) -> dict[str, Any]:
+    return {"name": f"tool_{i}", "description": f"Tool number {i}.", "inputSchema": {"type": "object"}}
+
+
+def _answer(request_id: Any, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def _initialize_result(name: str) -> dict[str, Any]:
+    return {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": f"hostile-{name}", "version": "0.0.1"},
+    }
+
+
+def _tools_page(behaviour: str, params: dict[str, Any]) -> dict[str, Any]:
+    cursor = params.get("cursor")
+    if behaviour == "endless":
+        n = int(cursor or 0) + 1
+        return {"tools": [_tool(n)], "nextCursor": str(n)}
+    if behaviour == "repeat":
+        return {"tools": [_tool(1)], "nextCursor": "same"}
+    if behaviour == "empty-cursor":
+        return {"tools": [_tool(1)], "nextCursor": ""}
+    if behaviour == "tools-not-list":
+        return {"tools": 42}
+    if behaviour == "hostile-tools":
+        return {"tools": [42, "x", {"name": ["a", "b"], "inputSchema": "nope"}]}
+    if behaviour == "many-tools":
+        return {"tools": [_tool(i) for i in range(50)]}
+    return {"tools": [_tool(1), _tool(2)]}
+
+
+async def _drip() -> AsyncIterator[bytes]:
+    while True:
+        yield b" "
+        await asyncio.sleep(0.2)
+
+
+async def _sse_silent() -> AsyncIterator[bytes]:
+    yield b"id: 0\ndata:\n\n"
+    while True:
+        await asyncio.sleep(0.2)
+        yield b": keep-alive\n\n"
+
+
+async def mcp_endpoint(request: Request) -> Response:
+    behaviour = request.path_params["behaviour"]
+    if behaviour == "redirect-loop":
+        return Response(status_code=307, headers={"Location": str(request.url)})
+    if behaviour == "redirect-foreign":
+        return Response(status_code=307, headers={"Location": "http://other.invalid/mcp"})
+    if behaviour == "auth":
+        base = f"{request.url.scheme}://{request.url.netloc}"
+        challenge = f'Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/auth", scope="tools:read"'
+        return Response("unauthorized", status_code=401, headers={"WWW-Authenticate": challenge})
+    if behaviour == "auth-foreign":
+        challenge = 'Bearer resource_metadata="http://other.invalid/.well-known/oauth-protected-resource"'
+        return Response("unauthorized", status_code=401, headers={"WWW-Authenticate": challenge})
+    if behaviour == "sse-legacy":
+        return await _sse_legacy(request)
+    if request.method == "DELETE":
+        return Response(status_code=405)
+    if request.method != "POST":
+        return Response(status_code=405)
+    if behaviour == "hang":
+        await asyncio.sleep(3600)
+    if behaviour == "drip":
+        return StreamingResponse(_drip(), media_type="application/json")
+    if behaviour == "huge":
+        return Response(b'{"x": "' + b"a" * (4 * 1024 * 1024) + b'"}', media_type="application/json")
+    if behaviour == "malformed":
+        return Response(b'{"jsonrpc": "2.0", "id": 1, "result": {', media_type="application/json")
+    if behaviour == "html":
+        return Response("<!doctype html><html><body>Please log in</body></html>", media_type="text/html")
+    if behaviour == "error500":
+        return Response("internal error", status_code=500)
+    if behaviour == "sse-silent":
+        return StreamingResponse(_sse_silent(), media_type="text/event-stream")
+    try:
+        message = json.loads(await request.body())
+    except ValueError:
+        return Response("bad json", status_code=400)
+    if not isinstance(message, dict):
+        return Response("batches not accepted", status_code=400)
+    if "id" not in message:
+        return Response(status_code=202)
+    if "method" not in message:  # the client's reply to one of our requests
+        event = _ping_replies.get(str(message.get("id")))
+        if event is not None and message.get("result") == {}:
+            event.set()
+        return Response(status_code=202)
+    return await _request(behaviour, message, request)
+
+
+async def _request(behaviour: str, message: dict[str, Any], request: Request) -> Response:
+    method, request_id = message.get("method"), message.get("id")
+    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    if behaviour.startswith("modern"):
+        return _modern(behaviour, method, request_id, params, request)
+    if method == "server/discover":
+        return Response("Bad Request: no valid session", status_code=400)
+    if behaviour == "wrong-id":
+        return JSONResponse(_answer(999, _initialize_result(behaviour)))
+    if method == "initialize":
+        result = _answer(request_id, _initialize_result(behaviour))
+        if behaviour == "sse-ping":
+            return StreamingResponse(_with_ping(result, str(request_id)), media_type="text/event-stream")
+        return JSONResponse(result, headers={"Mcp-Session-Id": "hostile-session"})
+    if method == "tools/list":
+        return JSONResponse(_answer(request_id, _tools_page(behaviour, params)))
+    return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no"}})
+
+
+async def _with_ping(result: dict[str, Any], key: str) -> AsyncIterator[bytes]:
+    ping_id = f"srv-ping-{key}"
+    event = _ping_replies.setdefault(ping_id, asyncio.Event())
+    yield b"id: 1\ndata:\n\n"
+    yield b": a comment\n\n"
+    note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hi"}}
+    yield f"event: message\ndata: {json.dumps(note)}\n\n".encode()
+    yield f"data: {json.dumps({'jsonrpc': '2.0', 'id': ping_id, 'method': 'ping'})}\n\n".encode()
+    try:
+        await asyncio.wait_for(event.wait(), 2)
+    except TimeoutError:
+        failed = {"jsonrpc": "2.0", "id": result["id"], "error": {"code": -1, "message": "ping never answered"}}
+        yield f"data: {json.dumps(failed)}\n\n".encode()
+        return
+    yield f"data: {json.dumps(result)}\n\n".encode()
+
+
+def _modern(behaviour: str, method: Any, request_id: Any, params: dict[str, Any], request: Request) -> Response:
+    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    version = meta.get("io.modelcontextprotocol/protocolVersion")
+    if behaviour == "modern-unsupported" or version != "2026-07-28":
+        error = {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2099-01-01"]}}
+        return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error}, status_code=400)
+    if request.headers.get("mcp-method") != method or request.headers.get("mcp-protocol-version") != version:
+        error = {"code": -32020, "message": "header mismatch"}
+        return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error}, status_code=400)
+    if method == "server/discover":
+        return JSONResponse(
+            _answer(
+                request_id,
+                {
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "hostile-modern", "version": "2026.1"},
+                    "resultType": "complete",
+                    "ttlMs": 0,
+                    "cacheScope": "public",
+                },
+            )
+        )
+    if method == "tools/list":
+        if params.get("cursor") == "":
+            page = {"tools": [_tool(2)], "resultType": "complete", "ttlMs": 0, "cacheScope": "public"}
+        else:
+            page = {"tools": [_tool(1)], "nextCursor": "", "resultType": "complete", "ttlMs": 0, "cacheScope": "public"}
+        return JSONResponse(_answer(request_id, page))
+    return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no"}})
+
+
+_sse_queues: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+
+
+async def _sse_legacy(request: Request) -> Response:
+    """GET opens the event stream (endpoint event first); POST ?session=... queues the answer on it."""
+    if request.method == "GET":
+        session = str(len(_sse_queues) + 1)
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        _sse_queues[session] = queue
+
+        async def events() -> AsyncIterator[bytes]:
+            yield f"event: endpoint\ndata: /sse-legacy?session={session}\n\n".encode()
+            while True:
+                answer = await queue.get()
+                yield f"event: message\ndata: {json.dumps(answer)}\n\n".encode()
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+    if request.method != "POST" or "session" not in request.query_params:
+        return Response(status_code=405)
+    message = json.loads(await request.body())
+    queue = _sse_queues[request.query_params["session"]]
+    if "id" in message and "method" in message:
+        if message["method"] == "initialize":
+            result = _initialize_result("sse-legacy") | {"protocolVersion": "2024-11-05"}
+            await queue.put(_answer(message["id"], result))
+        elif message["method"] == "tools/list":
+            await queue.put(_answer(message["id"], _tools_page("sse-legacy", {})))
+    return Response("Accepted", status_code=202)
+
+
+async def metadata(request: Request) -> Response:
+    base = f"{request.url.scheme}://{request.url.netloc}"
+    return JSONResponse(
+        {
+            "resource": f"{base}/auth",
+            "authorization_servers": ["https://auth.example.com"],
+            "scopes_supported": ["tools:read", "tools:write"],
+            "bearer_methods_supported": ["header"],
+        }
+    )
+
+
+def app() -> Starlette:
+    return Starlette(
+        routes=[
+            Route("/.well-known/oauth-protected-resource/{rest:path}", metadata, methods=["GET"]),
+            Route("/{behaviour}", mcp_endpoint, methods=["GET", "POST", "DELETE"]),
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    uvicorn.run(app(), host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
