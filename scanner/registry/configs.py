@@ -1,8 +1,9 @@
 """Simple server lists and MCP client config files (Claude Desktop, VS Code) as entries.
 
 These are the user's own files, so their commands run as written (no ``--run-packages`` gate, no memory cap:
-a user's server may legitimately need more), but with the same scrubbed environment as packages: ``PATH`` and
-``LANG`` from ours plus the file's ``env``; the spawner adds a fresh ``HOME``.
+a user's server may legitimately need more) and ``package`` stays None. ``entry.env`` holds ``PATH``, ``LANG``
+and the file's ``env``; the crawler starts such a server the way a client would, with its own environment
+underneath (only registry packages get the scrubbed environment and a throw-away ``HOME``).
 
 ``${env:NAME}``, ``${NAME}`` and ``${NAME:-default}`` in ``env`` values and header values are filled from the
 environment (VS Code and Claude Code write secrets that way). A header that still holds an unfilled

@@ -120,7 +120,8 @@ def _resolve_remote(name: str, remote: dict[str, Any], environ: Mapping[str, str
         header_name = _json.text(header.get("name"), limit=256)
         if header_name is None or not _HEADER_NAME.match(header_name):
             continue
-        value = _header_value(name, header_name, header, environ, {**variables, **_json.obj(header.get("variables"))})
+        known = {**variables, **{key: {"default": value} for key, value in supplied.items()}}
+        value = _header_value(name, header_name, header, environ, {**known, **_json.obj(header.get("variables"))})
         if value is None:
             needed = _json.flag(header, "isSecret", "is_secret") or _json.flag(header, "isRequired", "is_required")
             if needed or _PLACEHOLDER.search(_json.text(header.get("value")) or ""):

@@ -134,3 +134,19 @@ def test_secret_with_newline_is_refused(write_json):
 def test_no_remote_and_no_package(write_json):
     entry = load_one(write_json, server())
     assert entry.skip == "no remote and no package to run"
+
+
+def test_header_placeholder_uses_the_remote_variable_value(write_json):
+    doc = server(
+        remotes=[
+            {
+                "type": "streamable-http",
+                "url": "https://{region}.s.example/mcp",
+                "variables": {"region": {"isRequired": True}},
+                "headers": [{"name": "X-Region", "value": "{region}"}],
+            }
+        ]
+    )
+    entry = load_one(write_json, doc, {secret_env_name("com.example/s", "region"): "us"})
+    assert entry.url == "https://us.s.example/mcp"
+    assert entry.headers == {"X-Region": "us"}
