@@ -42,6 +42,8 @@ _FileReader = Callable[[Any, str, Options], list[ServerEntry]]
 
 def _read_registry(document: Any, where: str, options: Options) -> list[ServerEntry]:
     rows, _ = official.parse_response(document, where)
+    if options.updated_since:
+        rows = official.updated_since_filter(rows, options.updated_since)
     return official.entries_from_rows(rows, source=where, options=options)
 
 

@@ -16,6 +16,7 @@ twice is an error. A registry that cannot be read is a run-fatal :class:`~scanne
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -83,6 +84,36 @@ def latest_active(rows: list[Any]) -> list[Any]:
         if status == "active":
             kept.append(server)
     return kept + invalid
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def updated_since_filter(rows: list[Any], since: str) -> list[Any]:
+    """The rows updated at or after ``since`` (what the API's ``updated_since`` does), for saved responses.
+
+    A row without a readable timestamp is kept: dropping it would hide a server for lack of metadata.
+    """
+    cutoff = _parse_time(since)
+    if cutoff is None:
+        return rows
+    kept = []
+    for row in rows:
+        _, meta = _split_row(row)
+        stamp = _parse_time(
+            _json.text(_json.field(meta, "updatedAt", "updated_at"))
+            or _json.text(_json.field(meta, "publishedAt", "published_at"))
+        )
+        if stamp is None or stamp >= cutoff:
+            kept.append(row)
+    return kept
 
 
 def parse_response(document: Any, where: str) -> tuple[list[Any], str | None]:

@@ -185,3 +185,10 @@ def test_hostile_shapes_do_not_crash(write_json):
     assert entries["io.x/z"].skip.startswith("remote URL is not http(s)")
     assert entries["io.x/w"].headers == {}
     assert sum(1 for name in entries if name.startswith("invalid-entry-")) == 2
+
+
+def test_updated_since_filters_a_saved_response():
+    entries = load_entries(str(SAMPLE), updated_since="2025-12-18T00:00:00Z", environ=ENV)
+    # two rows of the slice were updated on December 18th (04:40 and 08:09); 17th-evening rows are left out
+    assert [e.name for e in entries] == ["biz.icecat/mcp", "io.github.homeassistant-ai/ha-mcp"]  # file order
+    assert len(load_entries(str(SAMPLE), updated_since="2020-01-01T00:00:00Z", environ=ENV)) == 57
