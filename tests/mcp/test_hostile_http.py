@@ -1,0 +1,129 @@
+"""Every HTTP fault ends as the right outcome, within its deadline, and never as an exception."""
+
+from __future__ import annotations
+
+import pytest
+
+from scanner.mcp import ClientLimits
+from scanner.models import Outcome, Transport
+from tests.mcp.helpers import FAST, http_entry, names, timed_scan
+from tests.servers.launch import free_port
+
+pytestmark = pytest.mark.timeout(30)
+
+LIMITS = ClientLimits(
+    timeout=2.0, connect_timeout=1.0, shutdown_grace=0.3, max_answer_bytes=1024 * 1024, max_pages=20, max_tools=30
+)
+SLACK = 1.5  # seconds over the deadline a scan may take to wind down (DELETE, closing sockets)
+
+
+@pytest.mark.parametrize(
+    ("path", "outcome"),
+    [
+        ("/hang", Outcome.TIMEOUT),
+        ("/drip", Outcome.TIMEOUT),
+        ("/sse-silent", Outcome.TIMEOUT),
+        ("/huge", Outcome.TOO_LARGE),
+        ("/malformed", Outcome.INVALID_RESPONSE),
+        ("/html", Outcome.INVALID_RESPONSE),
+        ("/error500", Outcome.HTTP_ERROR),
+        ("/wrong-id", Outcome.PROTOCOL_ERROR),
+        ("/repeat", Outcome.PROTOCOL_ERROR),
+        ("/endless", Outcome.PROTOCOL_ERROR),
+        ("/redirect-loop", Outcome.HTTP_ERROR),
+        ("/redirect-foreign", Outcome.HTTP_ERROR),
+        ("/tools-not-list", Outcome.INVALID_RESPONSE),
+        ("/many-tools", Outcome.TOO_LARGE),
+        ("/modern-unsupported", Outcome.PROTOCOL_ERROR),
+    ],
+)
+def test_fault_becomes_outcome_within_deadline(hostile_http, path, outcome):
+    result, elapsed = timed_scan(http_entry(hostile_http.url(path), Transport.STREAMABLE_HTTP), LIMITS)
+    assert result.outcome is outcome, result.detail
+    assert result.tools is None
+    assert result.detail
+    assert elapsed < LIMITS.timeout + SLACK
+
+
+def test_fault_details(hostile_http):
+    def scan_path(path: str):
+        return timed_scan(http_entry(hostile_http.url(path), Transport.STREAMABLE_HTTP), LIMITS)[0]
+
+    assert scan_path("/error500").extra["status"] == 500
+    html = scan_path("/html")
+    assert html.extra["content_type"] == "text/html" and "log in" in html.extra["snippet"]
+    assert scan_path("/huge").extra["limit_bytes"] == 1024 * 1024
+    endless = scan_path("/endless")
+    assert endless.pages == LIMITS.max_pages and "20 pages" in endless.detail
+    repeat = scan_path("/repeat")
+    assert repeat.pages == 2 and "repeated a cursor" in repeat.detail
+    assert scan_path("/redirect-loop").extra["redirects"] == LIMITS.max_redirects + 1
+    assert "another origin" in scan_path("/redirect-foreign").detail
+    unsupported = scan_path("/modern-unsupported")
+    assert unsupported.era == "stateless" and unsupported.extra["supported"] == ["2099-01-01"]
+
+
+def test_auth_required_with_challenge_and_metadata(hostile_http):
+    secret = "Bearer SECRET-TOKEN-123"
+    entry = http_entry(hostile_http.url("/auth"), headers={"Authorization": secret})
+    result, _ = timed_scan(entry, LIMITS, extra_headers={"X-Api-Key": "OTHER-SECRET-456"})
+    assert result.outcome is Outcome.AUTH_REQUIRED, result.detail
+    assert result.extra["status"] == 401
+    challenge = result.extra["challenge"]
+    assert challenge["scheme"] == "Bearer"
+    assert challenge["params"]["scope"] == "tools:read"
+    assert result.extra["resource_metadata_url"] == hostile_http.url("/.well-known/oauth-protected-resource/auth")
+    assert result.extra["resource_metadata"]["authorization_servers"] == ["https://auth.example.com"]
+    assert result.extra["resource_metadata"]["scopes_supported"] == ["tools:read", "tools:write"]
+    assert "SECRET-TOKEN-123" not in repr(result) and "OTHER-SECRET-456" not in repr(result)
+
+
+def test_auth_metadata_on_another_origin_is_not_fetched(hostile_http):
+    result, elapsed = timed_scan(http_entry(hostile_http.url("/auth-foreign")), LIMITS)
+    assert result.outcome is Outcome.AUTH_REQUIRED
+    assert "another origin" in result.extra["resource_metadata_error"]
+    assert "resource_metadata" not in result.extra
+    assert elapsed < 1.5
+
+
+def test_server_ping_on_the_stream_is_answered(hostile_http):
+    # The server holds the initialize answer until it has received our {} reply to its ping.
+    result, _ = timed_scan(http_entry(hostile_http.url("/sse-ping")), LIMITS)
+    assert result.outcome is Outcome.OK, result.detail
+    assert names(result) == ["tool_1", "tool_2"]
+
+
+def test_modern_server_follows_the_empty_string_cursor(hostile_http):
+    result, _ = timed_scan(http_entry(hostile_http.url("/modern")), LIMITS)
+    assert result.outcome is Outcome.OK, result.detail
+    assert (result.era, result.protocol_version, result.server_name) == ("stateless", "2026-07-28", "hostile-modern")
+    assert result.pages == 2
+    assert names(result) == ["tool_1", "tool_2"]
+
+
+def test_legacy_empty_string_cursor_is_the_end(hostile_http):
+    result, _ = timed_scan(http_entry(hostile_http.url("/empty-cursor")), LIMITS)
+    assert result.outcome is Outcome.OK
+    assert result.pages == 1 and result.extra["empty_cursor_taken_as_end"] is True
+    assert (result.era, result.protocol_version) == ("legacy", "2025-06-18")
+
+
+def test_hostile_tools_are_kept_untouched(hostile_http):
+    result, _ = timed_scan(http_entry(hostile_http.url("/hostile-tools")), LIMITS)
+    assert result.outcome is Outcome.OK, result.detail
+    assert result.tools == (42, "x", {"name": ["a", "b"], "inputSchema": "nope"})
+
+
+def test_hand_written_legacy_sse_server(hostile_http):
+    forced, _ = timed_scan(http_entry(hostile_http.url("/sse-legacy"), Transport.SSE), LIMITS)
+    fallback, _ = timed_scan(http_entry(hostile_http.url("/sse-legacy")), LIMITS)
+    for result in (forced, fallback):
+        assert result.outcome is Outcome.OK, result.detail
+        assert (result.transport, result.protocol_version) == ("sse", "2024-11-05")
+        assert names(result) == ["tool_1", "tool_2"]
+
+
+def test_nothing_listening_is_a_connect_error():
+    result, elapsed = timed_scan(http_entry(f"http://127.0.0.1:{free_port()}/mcp"), FAST)
+    assert result.outcome is Outcome.CONNECT_ERROR, result.detail
+    assert elapsed < 1.0
