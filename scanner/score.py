@@ -9,8 +9,11 @@ The formula (version :data:`SCORE_VERSION`; ``docs/score.md`` has worked example
 
     tool score   t_i = max(0, 1 - 0.50 * problems_i - 0.15 * warnings_i - 0.03 * notes_i)
     blend        b   = 0.7 * mean(t_i) + 0.3 * min(t_i)        (1.0 for a list with no tools)
-    penalty      p   = 10 * list problems + 4 * list warnings + 1 * list notes
+    penalty      p   = 10 * list problems + 4 * list warnings + 1 * list notes   (each code counted at most 3x)
     score            = clamp(100 * b - p, 0, 100), rounded to one decimal
+
+A list rule that fires once per pair (MCP303 on 45 near-identical descriptions fires 44 times) counts at most
+:data:`LIST_CAP_PER_CODE` times: the penalty says "this list has that fault", not how many pairs show it.
 
 A finding is *list-wide* when it names no tool or when its code is in the list family (``MCP3xx``: pair rules
 name their first tool, but the fault belongs to the pair). Otherwise it belongs to the tool at its
@@ -37,11 +40,12 @@ LIST_PENALTY: dict[Severity, float] = {Severity.PROBLEM: 10.0, Severity.WARNING:
 MEAN_WEIGHT = 0.7
 WORST_WEIGHT = 0.3
 LIST_FAMILY_PREFIX = "MCP3"
+LIST_CAP_PER_CODE = 3
 
 SCORE_FORMULA = (
     "tool score = max(0, 1 - 0.50 x problems - 0.15 x warnings - 0.03 x notes); "
     "score = clamp(100 x (0.7 x mean tool score + 0.3 x worst tool score) "
-    "- (10 x list problems + 4 x list warnings + 1 x list notes), 0, 100)"
+    "- (10 x list problems + 4 x list warnings + 1 x list notes, each rule counted at most 3 times), 0, 100)"
 )
 """One line for the leaderboard footer and the exports."""
 
@@ -83,14 +87,18 @@ Counts = tuple[int, int, int]
 
 
 def tally(tools_count: int, findings: Iterable[Scorable]) -> tuple[list[Counts], Counts, int]:
-    """Group findings into per-tool counts (one entry per tool hit), the list-wide counts, and how many of the
-    tools hit lie outside the list (an index out of range). A finding with no index is placed by tool name."""
+    """Group findings into per-tool counts (one entry per tool hit), the list-wide counts (each code at most
+    :data:`LIST_CAP_PER_CODE` times), and how many of the tools hit lie outside the list (an index out of range).
+    A finding with no index is placed by tool name."""
     per_tool: dict[object, list[int]] = {}
     list_counts = [0, 0, 0]
+    per_code: dict[str, int] = {}
     for finding in findings:
         severity = int(Severity(finding.severity))
         if is_list_wide(finding):
-            list_counts[severity] += 1
+            seen = per_code[finding.code] = per_code.get(finding.code, 0) + 1
+            if seen <= LIST_CAP_PER_CODE:
+                list_counts[severity] += 1
             continue
         index = finding.tool_index
         if index is None:
@@ -109,7 +117,8 @@ def score_counts(tools_count: int, tool_counts: Iterable[Counts], list_counts: C
     """The score from per-tool severity counts (tools with no findings may be left out) and list-wide counts.
 
     ``tool_counts`` holds one (problems, warnings, notes) per tool; entries beyond ``tools_count`` count as
-    extra tools, so a finding is never dropped.
+    extra tools, so a finding is never dropped. ``list_counts`` are taken as given: :func:`tally` applies the
+    per-code cap.
     """
     scores = [
         max(0.0, 1.0 - sum(TOOL_PENALTY[sev] * count for sev, count in zip(Severity, counts, strict=True)))

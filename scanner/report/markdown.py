@@ -58,5 +58,5 @@ def render_markdown(board: Leaderboard) -> str:
         )
     else:
         lines.append("Every server answered.")
-    lines += ["", f"Score v{board.score_version}: {markdown_escape(board.score_formula)}.", ""]
+    lines += ["", f"Score v{board.score_version}: `{board.score_formula}`.", ""]
     return "\n".join(lines)

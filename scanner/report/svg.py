@@ -22,7 +22,7 @@ PALETTE: tuple[str, ...] = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd
 WIDTH = 720
 HEIGHT = 300
 LEFT = 64
-RIGHT = 16
+RIGHT = 48
 TOP = 36
 BOTTOM = 64
 MAX_X_TICKS = 8
@@ -40,16 +40,21 @@ def _esc(text: str) -> str:
     return xml_escape(clean_text(text))
 
 
-def _nice_max(value: float) -> float:
-    """The smallest 1/2/5 x 10^n at or above ``value`` (1 for an empty or all-zero chart)."""
+def _nice_max(value: float, *, integer: bool = True) -> float:
+    """The top of the y axis: four equal 1/2/5 x 10^n steps reaching ``value`` (whole steps for counts)."""
     if value <= 0 or not math.isfinite(value):
-        return 1.0
-    exponent = math.floor(math.log10(value))
-    for step in (1, 2, 5, 10):
-        candidate = step * 10.0**exponent
-        if candidate >= value:
-            return candidate
-    return 10.0 ** (exponent + 1)
+        return 4.0 if integer else 1.0
+    rough = value / 4
+    exponent = math.floor(math.log10(rough))
+    step = 10.0 ** (exponent + 1)
+    for factor in (1, 2, 5, 10):
+        candidate = factor * 10.0**exponent
+        if candidate >= rough:
+            step = candidate
+            break
+    if integer:
+        step = max(1.0, math.ceil(step))
+    return step * 4
 
 
 def _fmt(value: float, percent: bool) -> str:

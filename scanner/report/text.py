@@ -61,7 +61,8 @@ def xml_escape(text: str) -> str:
     )
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}()#+!|~])")
+# Backslash, code, emphasis, link brackets, table pipes, strikethrough: the syntax that can act mid-line.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
 
 def markdown_escape(value: Any, *, limit: int | None = DEFAULT_LIMIT) -> str:

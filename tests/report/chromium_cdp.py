@@ -8,6 +8,7 @@ reported as ``Log.entryAdded`` errors, script errors as ``Runtime.exceptionThrow
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import queue
@@ -31,7 +32,15 @@ FLAGS = (
     "--disable-sync",
     "--disable-dev-shm-usage",
     "--remote-debugging-pipe",
+    "--window-size=1280,900",
+    "--hide-scrollbars",
 )
+
+
+def _high_fd(fd: int) -> int:
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return high
 
 
 def find_chromium() -> str | None:
@@ -62,14 +71,18 @@ class Chromium:
         self._profile = tempfile.mkdtemp(prefix="fathom-chromium-")
         to_child_r, self._to_child_w = os.pipe()
         self._from_child_r, from_child_w = os.pipe()
-        # The shell maps our pipe ends onto the fds 3 and 4 that --remote-debugging-pipe expects.
+        # Move the child's ends above 9 first: if one of them were fd 3 or 4, the redirections below would
+        # overwrite it before it is read.
+        to_child_r, from_child_w = (_high_fd(to_child_r), _high_fd(from_child_w))
+        # bash (dash takes single-digit fds only) maps our pipe ends onto the fds 3 and 4 that
+        # --remote-debugging-pipe expects.
         command = f'exec "$0" "$@" 3<&{to_child_r} 4>&{from_child_w}'
         self._proc = subprocess.Popen(
-            ["/bin/sh", "-c", command, binary, *FLAGS, f"--user-data-dir={self._profile}", "about:blank"],
+            ["/bin/bash", "-c", command, binary, *FLAGS, f"--user-data-dir={self._profile}", "about:blank"],
             pass_fds=(to_child_r, from_child_w),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=open(os.environ.get("FATHOM_CHROMIUM_LOG", os.devnull), "ab"),  # noqa: SIM115
         )
         os.close(to_child_r)
         os.close(from_child_w)

@@ -27,6 +27,7 @@ P, W, N = Severity.PROBLEM, Severity.WARNING, Severity.NOTE
         (4, [hit("MCP102", P, i) for i in range(4) for _ in range(3)], 0.0),
         (0, [hit("MCP302", P), hit("MCP303", W)], 86.0),
         (3, [hit("MCP102", P, 7)], 76.2),
+        (45, [*(hit("MCP303", W, i) for i in range(44)), hit("MCP305", W)], 84.0),
     ],
 )
 def test_worked_examples_from_the_docs(tools: int, findings: list[Finding], expected: float) -> None:
@@ -52,7 +53,9 @@ def test_worse_findings_never_raise_the_score() -> None:
 
 
 def test_clamped_to_zero_with_many_list_problems() -> None:
-    assert score(1, [hit("MCP304", P) for _ in range(20)]) == 0.0
+    list_problems = [hit(code, P) for code in ("MCP301", "MCP302", "MCP304", "MCP3X1") for _ in range(3)]
+    assert score(1, list_problems) == 0.0
+    assert score(1, list_problems[:3] * 10) == 70.0  # one code repeated: counted three times
 
 
 def test_counts_and_findings_agree() -> None:

@@ -1,0 +1,333 @@
+"""``fathom report``: read the store, shape :class:`SiteData`, write the site and the exports.
+
+Two steps, kept apart so each can be tested alone: :func:`site_data` reads the store through its query API (no
+SQL here) and returns frozen dataclasses; :func:`build_report` hands them to the renderers and writes the files.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from scanner.errors import InputError
+from scanner.models import Severity
+from scanner.report.csv_out import render_csv
+from scanner.report.data import (
+    EventView,
+    FindingView,
+    HistoryPoint,
+    Leaderboard,
+    RuleView,
+    ServerPage,
+    ServerRow,
+    SiteData,
+    TrendPoint,
+    is_ranked_outcome,
+    provider_order,
+)
+from scanner.report.html import write_site
+from scanner.report.jsonout import render_json
+from scanner.report.markdown import render_markdown
+from scanner.report.text import clean_text, slugify
+from scanner.score import SCORE_FORMULA, SCORE_VERSION, score_breakdown
+from scanner.store import Store
+
+PROVIDER_VIEW_LIMIT = 400_000  # characters of pretty JSON shown per provider; a huge list is cut, not rendered
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What :func:`build_report` wrote: every path, and the counts a CLI prints."""
+
+    out_dir: Path
+    run_id: int
+    paths: tuple[Path, ...]
+    servers_ranked: int
+    servers_unranked: int
+    server_pages: int
+    runs_in_trends: int
+    seconds: float
+
+
+def _label(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d") if moment is not None else "?"
+
+
+def _severity_label(value: Any) -> str:
+    try:
+        return Severity(int(value)).label
+    except (TypeError, ValueError):
+        return clean_text(value, limit=20)
+
+
+def _choose_run(store: Store, run_id: int | None) -> tuple[Any, Any | None]:
+    """The run to show (the given one, else the newest finished) and the finished run before it, if any."""
+    runs = sorted(store.runs(), key=lambda run: run.id)
+    if not runs:
+        raise InputError("the database has no runs yet: run `fathom scan` first")
+    finished = [run for run in runs if run.status == "finished"]
+    if run_id is None:
+        chosen = finished[-1] if finished else runs[-1]
+    else:
+        matches = [run for run in runs if run.id == run_id]
+        if not matches:
+            raise InputError(f"no run {run_id} in the database (runs: {runs[0].id}–{runs[-1].id})")
+        chosen = matches[0]
+    earlier = [run for run in finished if run.id < chosen.id]
+    return chosen, (earlier[-1] if earlier else None)
+
+
+def _score_of(row: Any) -> float:
+    """The score of one leaderboard row, from its findings (the toolset's and the scan's own MCP5xx)."""
+    return score_breakdown(int(row.tools_count or 0), row.findings).score
+
+
+def _ranking(rows: Iterable[Any]) -> list[tuple[Any, float]]:
+    """Ok rows with their scores, best first: score, then fewer tokens with the dearest provider, then name."""
+    scored = [(row, _score_of(row)) for row in rows if is_ranked_outcome(row.outcome)]
+    scored.sort(key=lambda pair: (-pair[1], pair[0].max_tokens, str(pair[0].server)))
+    return scored
+
+
+def _movement(rank: int, previous: int | None) -> tuple[str, int]:
+    if previous is None:
+        return "new", 0
+    if rank < previous:
+        return "up", previous - rank
+    if rank > previous:
+        return "down", rank - previous
+    return "same", 0
+
+
+def build_leaderboard(store: Store, run: Any, previous: Any | None, rows: Sequence[Any]) -> Leaderboard:
+    """Rank ``rows`` (the store's leaderboard of ``run``) and compare places with ``previous``, the finished run
+    before it (read from the store)."""
+    before: dict[str, int] = {}
+    if previous is not None:
+        before = {row.server: place for place, (row, _) in enumerate(_ranking(store.leaderboard(previous.id)), 1)}
+    providers = provider_order({provider for row in rows for provider in row.tokens})
+    ranked = []
+    for place, (row, value) in enumerate(_ranking(rows), 1):
+        movement, moved_by = _movement(place, before.get(row.server))
+        ranked.append(_server_row(row, place, movement, moved_by, value))
+    unranked = sorted(
+        (_server_row(row, None, "unranked", 0, None) for row in rows if not is_ranked_outcome(row.outcome)),
+        key=lambda item: (item.outcome, item.name),
+    )
+    return Leaderboard(
+        run_id=run.id,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        rule_version=run.rule_version,
+        score_version=SCORE_VERSION,
+        score_formula=SCORE_FORMULA,
+        previous_run_id=previous.id if previous is not None else None,
+        providers=providers,
+        ranked=tuple(ranked),
+        unranked=tuple(unranked),
+    )
+
+
+def _server_row(row: Any, rank: int | None, movement: str, moved_by: int, value: float | None) -> ServerRow:
+    return ServerRow(
+        name=row.server,
+        slug=slugify(row.server),
+        outcome=row.outcome,
+        detail=row.detail or "",
+        rank=rank,
+        movement=movement,
+        moved_by=moved_by,
+        score=value,
+        tools_count=row.tools_count,
+        tokens=dict(row.tokens),
+        problems=row.problems,
+        warnings=row.warnings,
+        notes=row.notes,
+        toolset_sha256=row.toolset_sha256,
+        server_version=row.server_version,
+    )
+
+
+def build_trends(store: Store) -> tuple[TrendPoint, ...]:
+    """One point per finished run, oldest first."""
+    points = []
+    for trend in sorted(store.trends(), key=lambda item: item.run_id):
+        if trend.status != "finished":
+            continue
+        points.append(
+            TrendPoint(
+                run_id=trend.run_id,
+                label=_label(trend.started_at),
+                servers_scanned=trend.servers_scanned,
+                servers_ok=trend.servers_ok,
+                servers_with_problems=trend.servers_with_problems,
+                median_tokens=trend.median_tokens,
+                p90_tokens=trend.p90_tokens,
+                outcomes=dict(trend.outcomes),
+                findings_by_rule=dict(trend.findings_by_rule),
+            )
+        )
+    return tuple(points)
+
+
+def _event_summary(details: Mapping[str, Any]) -> str:
+    parts = []
+    for key, value in sorted(details.items()):
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+        parts.append(f"{key}: {text}")
+    return clean_text("; ".join(parts), limit=500)
+
+
+def _finding_view(finding: Any) -> FindingView:
+    return FindingView(
+        code=str(finding.code),
+        rule=str(finding.rule),
+        severity=_severity_label(finding.severity),
+        tool=finding.tool,
+        message=finding.message,
+        hint=finding.hint,
+        pointer=finding.pointer,
+    )
+
+
+def _provider_views(tools: Sequence[Any], providers: Sequence[str]) -> dict[str, str]:
+    from scanner.providers import provider_view
+
+    views = {}
+    for provider in providers:
+        text = json.dumps(provider_view(provider, tools), indent=2, ensure_ascii=False)
+        views[provider] = text if len(text) <= PROVIDER_VIEW_LIMIT else text[:PROVIDER_VIEW_LIMIT] + "\n… (cut)"
+    return views
+
+
+def build_server_page(store: Store, row: ServerRow, leader: Any, providers: Sequence[str]) -> ServerPage:
+    """One server's page: history, change log, current findings (worst first) and provider views."""
+    history = sorted(store.server_history(row.name), key=lambda scan: scan.run_id)
+    points = tuple(
+        HistoryPoint(
+            run_id=scan.run_id,
+            label=_label(scan.scanned_at),
+            outcome=scan.outcome,
+            tokens=dict(scan.tokens),
+            problems=scan.problems,
+            warnings=scan.warnings,
+            notes=scan.notes,
+            tools_count=scan.tools_count,
+        )
+        for scan in history
+    )
+    events = tuple(
+        EventView(
+            run_id=event.run_id,
+            at=event.at,
+            kind=event.kind,
+            tool=event.tool,
+            code=event.code,
+            summary=_event_summary(event.details),
+        )
+        for event in sorted(store.events(row.name), key=lambda item: item.id, reverse=True)
+    )
+    findings: tuple[FindingView, ...] = ()
+    views: dict[str, str] = {}
+    if row.toolset_sha256 and is_ranked_outcome(row.outcome):
+        # The leaderboard row already holds the toolset's findings and the scan's own (MCP5xx), under the run's
+        # scoring rule version: no second query.
+        raw = leader.findings
+        ordered = sorted(raw, key=lambda f: (int(f.severity), -1 if f.tool_index is None else f.tool_index, f.code))
+        findings = tuple(_finding_view(finding) for finding in ordered)
+        views = _provider_views(store.toolset_tools(row.toolset_sha256), providers)
+    info: dict[str, Any] = {}
+    latest = history[-1] if history else None
+    if latest is not None:
+        for key, value in (
+            ("Server info name", latest.server_name),
+            ("Server info version", latest.server_version),
+            ("Protocol version", latest.protocol_version),
+            ("Handshake", latest.era),
+            ("Transport", latest.transport),
+        ):
+            if value:
+                info[key] = value
+    return ServerPage(row=row, history=points, events=events, findings=findings, provider_views=views, server_info=info)
+
+
+def build_rules(store: Store, run_id: int) -> tuple[RuleView, ...]:
+    """The catalogue, each rule with the number of servers it hits in ``run_id``."""
+    from scanner.rules import RULES
+
+    hits = store.rule_hits(run_id)
+    return tuple(
+        RuleView(
+            code=code,
+            slug=rule.slug,
+            severity=rule.severity.label,
+            hint=rule.hint,
+            doc=rule.doc,
+            servers_hit=int(hits.get(code, 0)),
+        )
+        for code, rule in RULES.items()
+    )
+
+
+def site_data(store: Store, *, run_id: int | None = None, now: datetime | None = None) -> SiteData:
+    """Everything the site shows for ``run_id`` (default: the newest finished run), shaped from the store."""
+    run, previous = _choose_run(store, run_id)
+    rows = list(store.leaderboard(run.id))
+    board = build_leaderboard(store, run, previous, rows)
+    leaders = {row.server: row for row in rows}
+    pages = tuple(
+        build_server_page(store, row, leaders[row.name], board.providers) for row in (*board.ranked, *board.unranked)
+    )
+    return SiteData(
+        leaderboard=board,
+        trends=build_trends(store),
+        servers=pages,
+        rules=build_rules(store, run.id),
+        generated_at=now or datetime.now(UTC),
+    )
+
+
+def write_exports(board: Leaderboard, out_dir: Path) -> list[Path]:
+    """Write ``leaderboard.md``, ``leaderboard.json`` and ``leaderboard.csv``; return their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in (
+        ("leaderboard.md", render_markdown(board)),
+        ("leaderboard.json", render_json(board)),
+        ("leaderboard.csv", render_csv(board)),
+    ):
+        path = out_dir / name
+        # newline="" keeps the CSV's \r\n as written; the other formats use \n only.
+        with path.open("w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+        written.append(path)
+    return written
+
+
+def build_report(
+    store: Store, out_dir: Path, *, run_id: int | None = None, now: datetime | None = None
+) -> ReportResult:
+    """Build the whole site for ``run_id`` (default: the newest finished run) into ``out_dir``.
+
+    Raises :class:`scanner.errors.InputError` when the database has no runs or no such run. ``now`` fixes the
+    "generated" time (for reproducible output).
+    """
+    started = time.perf_counter()
+    data = site_data(store, run_id=run_id, now=now)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [*write_site(data, out_dir), *write_exports(data.leaderboard, out_dir)]
+    return ReportResult(
+        out_dir=out_dir,
+        run_id=data.leaderboard.run_id,
+        paths=tuple(paths),
+        servers_ranked=len(data.leaderboard.ranked),
+        servers_unranked=len(data.leaderboard.unranked),
+        server_pages=len(data.servers),
+        runs_in_trends=len(data.trends),
+        seconds=time.perf_counter() - started,
+    )

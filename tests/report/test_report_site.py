@@ -1,0 +1,171 @@
+"""The site built from a real three-run database: exports compared whole to snapshots, pages checked for numbers.
+
+Snapshots live in ``tests/report/snapshots``; after a deliberate change, rewrite them with
+``FATHOM_UPDATE_SNAPSHOTS=1 pytest tests/report`` and read the diff before committing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from conftest import FIXED_NOW
+
+from scanner.errors import InputError
+from scanner.report import build_report
+from scanner.report.text import slugify
+from scanner.store import Store
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def check_snapshot(name: str, text: str) -> None:
+    path = SNAPSHOTS / name
+    if os.environ.get("FATHOM_UPDATE_SNAPSHOTS") == "1":
+        SNAPSHOTS.mkdir(exist_ok=True)
+        path.write_bytes(text.encode("utf-8"))
+    expected = path.read_bytes().decode("utf-8")
+    assert text == expected, f"{name} differs from its snapshot"
+
+
+@pytest.fixture
+def site(story_store: Store, tmp_path: Path) -> Path:
+    out = tmp_path / "site"
+    result = build_report(story_store, out, now=FIXED_NOW)
+    assert result.run_id == 3
+    assert (result.servers_ranked, result.servers_unranked, result.server_pages) == (4, 2, 6)
+    assert result.runs_in_trends == 3
+    return out
+
+
+def read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def text_of(html: str) -> str:
+    """The visible text of a page, tags removed and white space folded (for 'contains this number' checks)."""
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+@pytest.mark.parametrize("name", ["leaderboard.md", "leaderboard.json", "leaderboard.csv"])
+def test_exports_match_snapshots(site: Path, name: str) -> None:
+    check_snapshot(name, (site / name).read_bytes().decode("utf-8"))
+
+
+def test_ranking_movement_and_unranked_servers(site: Path) -> None:
+    document = json.loads(read(site / "leaderboard.json"))
+    ranked = [(row["rank"], row["server"], row["movement"]) for row in document["ranked"]]
+    names = [server for _, server, _ in ranked]
+    # beta fixed its problem in run 3, so it climbs; the two unreachable servers are not ranked at all.
+    assert names.index("beta") < names.index("gamma.tools/search")
+    assert {row["server"]: row["movement"] for row in document["ranked"]}["beta"] == "up"
+    assert sorted(names) == ["alpha", "beta", "gamma.tools/search", "zeta"]
+    assert [rank for rank, _, _ in ranked] == [1, 2, 3, 4]
+    unranked = {row["server"]: (row["outcome"], row["detail"], row["rank"]) for row in document["unranked"]}
+    assert unranked == {
+        "delta": ("connect_error", "connection refused", None),
+        "epsilon": ("auth_required", "401 Bearer: sign in at https://auth.epsilon.test", None),
+    }
+    assert document["score"]["version"] == "1"
+    scores = [row["score"] for row in document["ranked"]]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0 <= value <= 100 for value in scores)
+
+    csv_rows = list(csv.DictReader(io.StringIO(read(site / "leaderboard.csv"))))
+    # Unranked servers follow, grouped by outcome: epsilon (auth_required) before delta (connect_error).
+    assert [row["server"] for row in document["unranked"]] == ["epsilon", "delta"]
+    assert [row["server"] for row in csv_rows] == [*names, "epsilon", "delta"]
+    md = read(site / "leaderboard.md")
+    assert "| epsilon | auth\\_required | 401 Bearer: sign in at https://auth.epsilon.test |" in md
+
+    index = text_of(read(site / "index.html"))
+    assert "Score v1:" in index
+    assert "Not ranked: unreachable or behind authentication" in index
+    assert "connection refused" in index
+
+
+def test_trends_page_has_each_runs_numbers(site: Path, story_store: Store) -> None:
+    page = read(site / "trends.html")
+    visible = text_of(page)
+    trends = story_store.trends()
+    assert [t.run_id for t in trends] == [1, 2, 3]
+    for trend in trends:
+        share = f"{100 * trend.servers_with_problems / trend.servers_ok:.1f}%"
+        row = (
+            f"{trend.run_id} {trend.started_at:%Y-%m-%d} {trend.servers_scanned} {trend.servers_ok} "
+            f"{trend.servers_with_problems} {share} {trend.median_tokens:,} {trend.p90_tokens:,}"
+        )
+        assert row in visible
+    # Run 1: beta has a problem among 4 answering servers; run 2: beta and gamma among 5; run 3: beta is fixed,
+    # delta is down, gamma keeps its untyped parameter: 1 of 4.
+    assert "1 2026-03-01 5 4 1 25.0%" in visible
+    assert "2 2026-03-02 6 5 2 40.0%" in visible
+    assert "3 2026-03-03 6 4 1 25.0%" in visible
+    assert page.count("<svg") == 4
+    for title in ("Share of answering servers", "Tokens per turn", "Servers hit per rule", "Outcomes by kind"):
+        assert f"<title>{title}" in page
+
+
+def test_server_pages(site: Path, story_store: Store) -> None:
+    beta = read(site / "servers" / "beta.html")
+    visible = text_of(beta)
+    assert "finding_resolved MCP102" in visible
+    assert "server_version_changed" in visible
+    assert "Nothing a model would stumble over." in visible
+    assert beta.count("<details>") == 3
+    for provider in ("anthropic", "openai", "gemini"):
+        assert f"<summary>{provider}</summary>" in beta
+    assert "input_schema" in beta  # Anthropic's view of the list
+    assert "functionDeclarations" in beta  # Gemini's view
+
+    gamma = read(site / "servers" / f"{slugify('gamma.tools/search')}.html")
+    current = story_store.leaderboard(3)
+    gamma_row = next(row for row in current if row.server == "gamma.tools/search")
+    assert gamma_row.findings, "the fixture gives gamma an untyped parameter in run 2"
+    for finding in gamma_row.findings:
+        assert finding.code in gamma
+    severities = re.findall(r'<td class="sev (problem|warning|note)">', gamma)
+    assert severities == sorted(severities, key=["problem", "warning", "note"].index)
+    assert f"anthropic {gamma_row.tokens['anthropic']:,}, openai {gamma_row.tokens['openai']:,}" in text_of(gamma)
+    assert gamma.count("<svg") == 2
+    assert "<title>Tokens per turn, by provider</title>" in gamma
+    zeta = text_of(read(site / "servers" / "zeta.html"))
+    assert "MCP305" in zeta
+
+    delta = text_of(read(site / "servers" / "delta.html"))
+    assert "connect_error: connection refused" in delta
+    assert "No tool list was read in this run." in delta
+    assert "outcome_changed" in delta
+
+
+def test_rules_page_counts_servers_hit(site: Path, story_store: Store) -> None:
+    from scanner.rules import RULES
+
+    page = read(site / "rules.html")
+    hits = story_store.rule_hits(3)
+    assert hits.get("MCP305") == 1
+    for code, rule in RULES.items():
+        match = re.search(rf'<tr id="{code}">.*?<td class="num">(\d+)</td>', page, re.S)
+        assert match, code
+        assert int(match.group(1)) == hits.get(code, 0)
+        assert rule.slug in page
+
+
+def test_an_earlier_run_can_be_shown(story_store: Store, tmp_path: Path) -> None:
+    result = build_report(story_store, tmp_path / "run1", run_id=1, now=FIXED_NOW)
+    document = json.loads(read(tmp_path / "run1" / "leaderboard.json"))
+    assert result.run_id == 1 and document["run"]["previous_run_id"] is None
+    assert {row["movement"] for row in document["ranked"]} == {"new"}
+    assert "beta" in {row["server"] for row in document["ranked"]}
+
+
+def test_unknown_run_and_empty_database(story_store: Store, tmp_path: Path, make_store) -> None:
+    with pytest.raises(InputError, match="no run 99"):
+        build_report(story_store, tmp_path / "x", run_id=99)
+    with pytest.raises(InputError, match="no runs"):
+        build_report(make_store([]), tmp_path / "y")
