@@ -144,18 +144,16 @@ def _finding(
 ) -> Finding:
     """Build a finding through the rule registry when it exists, so slug, severity and hint have one source."""
     try:
-        from scanner.rules import make_finding  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        make_finding = None
-    if make_finding is not None:
+        from scanner.rules import make_finding
+    except ImportError:  # the rule registry is optional here: history must work on its own
+        pass
+    else:
         try:
-            built = make_finding(
+            return make_finding(
                 code, tool=tool, message=message, pointer=pointer, details=details, tool_index=tool_index
             )
-            if isinstance(built, Finding):
-                return built
-        except (KeyError, TypeError):
-            pass  # an older registry without this code: fall back to the catalogue text below
+        except KeyError:
+            pass  # a registry without this code: fall back to the catalogue text below
     slug, severity, hint = _FALLBACK_RULES[code]
     return Finding(
         code=code,

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-29 21:04:34.134694
+Create Date: 2026-11-29 21:12:13.578891
 """
 
 from __future__ import annotations
@@ -81,6 +81,8 @@ def upgrade() -> None:
         sa.Column("name", sa.String(), nullable=False),
         sa.Column("first_seen", sa.DateTime(timezone=True), nullable=False),
         sa.Column("first_run_id", sa.Integer(), nullable=True),
+        sa.Column("last_scan_id", sa.Integer(), nullable=True),
+        sa.Column("last_ok_scan_id", sa.Integer(), nullable=True),
         sa.ForeignKeyConstraint(
             ["first_run_id"], ["runs.id"], name=op.f("fk_servers_first_run_id_runs"), ondelete="SET NULL"
         ),
@@ -138,7 +140,7 @@ def upgrade() -> None:
         sa.UniqueConstraint("run_id", "server_id", name=op.f("uq_scans_run_id_server_id")),
     )
     with op.batch_alter_table("scans", schema=None) as batch_op:
-        batch_op.create_index("ix_scans_server_outcome", ["server_id", "outcome", "id"], unique=False)
+        batch_op.create_index("ix_scans_server", ["server_id", "id"], unique=False)
         batch_op.create_index(batch_op.f("ix_scans_toolset_id"), ["toolset_id"], unique=False)
 
     op.create_table(
@@ -208,7 +210,7 @@ def downgrade() -> None:
     op.drop_table("events")
     with op.batch_alter_table("scans", schema=None) as batch_op:
         batch_op.drop_index(batch_op.f("ix_scans_toolset_id"))
-        batch_op.drop_index("ix_scans_server_outcome")
+        batch_op.drop_index("ix_scans_server")
 
     op.drop_table("scans")
     op.drop_table("toolset_tokens")

@@ -256,10 +256,8 @@ class Store:
             if toolset is not None:
                 toolset_id, new_toolset = self._ensure_toolset(session, toolset, report, rule_version)
 
-            previous = session.scalar(select(Scan).where(Scan.server_id == server.id).order_by(Scan.id.desc()).limit(1))
-            previous_ok = session.scalar(
-                select(Scan).where(Scan.server_id == server.id, Scan.outcome == "ok").order_by(Scan.id.desc()).limit(1)
-            )
+            previous = session.get(Scan, server.last_scan_id) if server.last_scan_id else None
+            previous_ok = session.get(Scan, server.last_ok_scan_id) if server.last_ok_scan_id else None
             scan = Scan(
                 run_id=run_id,
                 server_id=server.id,
@@ -280,6 +278,9 @@ class Store:
             )
             session.add(scan)
             session.flush()
+            server.last_scan_id = scan.id
+            if scan.outcome == "ok":
+                server.last_ok_scan_id = scan.id
 
             events = history.compare_outcomes(previous.outcome if previous else None, scan.outcome)
             history_findings: list[Finding] = []
@@ -497,7 +498,7 @@ class Store:
         ):
             tokens[toolset_id][provider] = count
         sizes = select(ToolsetRow.id, ToolsetRow.tools_count).where(ToolsetRow.id.in_(in_run))
-        tools = dict(session.execute(sizes).tuples().all())
+        tools = dict(session.execute(sizes).all())
         codes_by_toolset: dict[int, set[tuple[str, int]]] = defaultdict(set)
         for toolset_id, code, severity in session.execute(
             select(FindingTable.toolset_id, FindingTable.code, FindingTable.severity)
@@ -515,7 +516,7 @@ class Store:
             .join(Scan, Scan.id == FindingTable.scan_id)
             .where(Scan.run_id == run.id)
             .distinct()
-        ).tuples():
+        ):
             if owner is not None:
                 codes_by_scan[owner].add((code, severity))
 
@@ -599,7 +600,7 @@ class Store:
             select(Run.id, func.coalesce(RunAggregate.rule_version, Run.rule_version)).outerjoin(
                 RunAggregate, RunAggregate.run_id == Run.id
             )
-        ).tuples()
+        )
         return dict(rows.all())
 
     def runs(self) -> list[RunRow]:
@@ -611,9 +612,7 @@ class Store:
                     .join(Run, Run.id == Scan.run_id)
                     .where(Run.status == "running")
                     .group_by(Scan.run_id)
-                )
-                .tuples()
-                .all()
+                ).all()
             )
             live_ok = dict(
                 session.execute(
@@ -621,9 +620,7 @@ class Store:
                     .join(Run, Run.id == Scan.run_id)
                     .where(Run.status == "running", Scan.outcome == "ok")
                     .group_by(Scan.run_id)
-                )
-                .tuples()
-                .all()
+                ).all()
             )
             return [
                 RunRow(
@@ -656,13 +653,6 @@ class Store:
     def servers(self) -> list[ServerRow]:
         """Every server by name, with its last outcome and the tools and tokens of its last successful scan."""
         with self._sessions() as session:
-            last = select(Scan.server_id, func.max(Scan.id).label("scan_id")).group_by(Scan.server_id).subquery()
-            last_ok = (
-                select(Scan.server_id, func.max(Scan.id).label("scan_id"))
-                .where(Scan.outcome == "ok")
-                .group_by(Scan.server_id)
-                .subquery()
-            )
             last_scan = Scan.__table__.alias("last_scan")
             ok_scan = Scan.__table__.alias("ok_scan")
             rows = session.execute(
@@ -679,21 +669,18 @@ class Store:
                     ToolsetRow.tools_count,
                     ToolsetRow.sha256,
                 )
-                .outerjoin(last, last.c.server_id == Server.id)
-                .outerjoin(last_scan, last_scan.c.id == last.c.scan_id)
-                .outerjoin(last_ok, last_ok.c.server_id == Server.id)
-                .outerjoin(ok_scan, ok_scan.c.id == last_ok.c.scan_id)
+                .outerjoin(last_scan, last_scan.c.id == Server.last_scan_id)
+                .outerjoin(ok_scan, ok_scan.c.id == Server.last_ok_scan_id)
                 .outerjoin(ToolsetRow, ToolsetRow.id == ok_scan.c.toolset_id)
                 .order_by(Server.name)
             ).all()
             tokens = self._tokens_of(session, (row[8] for row in rows))
-            utc = Scan.__table__.c.scanned_at.type
             return [
                 ServerRow(
                     name=row[0],
                     first_seen=row[1],
                     last_run_id=row[2],
-                    last_scanned_at=_as_utc(row[3], utc),
+                    last_scanned_at=row[3],
                     last_outcome=row[4],
                     last_detail=row[5] or "",
                     last_ok_run_id=row[6],
@@ -768,7 +755,7 @@ class Store:
                     FindingTable.scan_id.is_(None),
                 )
                 .group_by(FindingTable.severity)
-            ).tuples()
+            )
             counts = [0, 0, 0]
             for severity, count in rows:
                 if 0 <= severity <= 2:
@@ -781,7 +768,7 @@ class Store:
                 select(FindingTable.scan_id, FindingTable.severity, func.count())
                 .where(FindingTable.scan_id.in_(scan_ids[start : start + 500]))
                 .group_by(FindingTable.scan_id, FindingTable.severity)
-            ).tuples():
+            ):
                 if owner is not None and 0 <= severity <= 2:
                     own[owner][severity] += count
         result = {}
@@ -809,7 +796,7 @@ class Store:
                     code=event.code,
                     details=dict(event.details or {}),
                 )
-                for event, name in session.execute(query).tuples()
+                for event, name in session.execute(query)
             ]
 
     def findings(
@@ -852,7 +839,7 @@ class Store:
         if server_id is not None:
             query = query.where(Event.server_id == server_id)
         intervals = _Intervals()
-        for event, name in session.execute(query).tuples():
+        for event, name in session.execute(query):
             intervals.add(event, name)
         return intervals
 
@@ -869,7 +856,7 @@ class Store:
         if server_id is not None:
             query = query.where(Scan.server_id == server_id)
         rows = []
-        for scan_id, toolset_id, name, sid in session.execute(query).tuples():
+        for scan_id, toolset_id, name, sid in session.execute(query):
             found = self._scan_findings(session, scan_id)
             if toolset_id is not None:
                 found = self._toolset_findings(session, toolset_id, version) + found
@@ -1066,7 +1053,7 @@ class Store:
                     median_tools=aggregate.median_tools,
                     findings_by_rule=dict(aggregate.findings_by_rule or {}),
                 )
-                for run, aggregate in session.execute(query).tuples()
+                for run, aggregate in session.execute(query)
             ]
 
     def rule_hits(self, run_id: int) -> dict[str, int]:
@@ -1135,15 +1122,6 @@ class Store:
 
 def _aware(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
-
-
-def _as_utc(value: Any, _type: Any) -> datetime | None:
-    """A timestamp read through a Core alias (bypassing the ORM type's result hook), made UTC-aware."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return _aware(value) if isinstance(value, datetime) else None
 
 
 class _Interval:

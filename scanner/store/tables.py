@@ -73,6 +73,11 @@ class Server(Base):
     name: Mapped[str] = mapped_column(String, unique=True)
     first_seen: Mapped[datetime]
     first_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    # Pointers to the newest scan and newest successful scan (no foreign key: scans already point here, and a
+    # cycle would complicate SQLite's table rebuilds). They make "the previous scan" and the server list O(1)
+    # per server however many years of scans pile up.
+    last_scan_id: Mapped[int | None] = mapped_column(Integer)
+    last_ok_scan_id: Mapped[int | None] = mapped_column(Integer)
 
 
 class Run(Base):
@@ -167,7 +172,7 @@ class Scan(Base):
     __tablename__ = "scans"
     __table_args__ = (
         UniqueConstraint("run_id", "server_id"),
-        Index("ix_scans_server_outcome", "server_id", "outcome", "id"),
+        Index("ix_scans_server", "server_id", "id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
