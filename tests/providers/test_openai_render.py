@@ -1,6 +1,8 @@
 """The harmony ``namespace functions`` text OpenAI models read, compared to expected text.
 
-The first expectation is the developer-message example in openai/harmony ``docs/format.md``, byte for byte.
+The first expectation is the developer-message example in openai/harmony ``docs/format.md``, byte for byte. The
+rich one follows the reference renderer's habits (openai/harmony ``src/encoding.rs``), quirks included: a
+described nested object repeats its description before its brace, and closes at its properties' indent.
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ RICH_TOOL: dict[str, Any] = {
     "description": "Create a calendar event.\nAttendees get an e-mail.",
     "inputSchema": {
         "type": "object",
+        "description": "Event fields.",
         "properties": {
             "summary": {"type": "string", "title": "Summary", "description": "Event title"},
             "priority": {"type": "integer", "enum": [1, 2, 3], "default": 2},
@@ -128,24 +131,26 @@ RICH_TOOL: dict[str, Any] = {
 
 RICH_TEXT = """// Create a calendar event.
 // Attendees get an e-mail.
-type create_event = (_: {
+type create_event = (_: // Event fields.
+{
 // Summary
 //
 // Event title
 summary: string,
 priority?: 1 | 2 | 3, // default: 2
 // When it starts
-start: {
+start:     // When it starts
+{
     // ISO 8601
     // Examples:
     // - "2026-01-01T09:00:00Z"
     dateTime: string,
     timeZone?: string | null,
-},
+    },
 attendees?: {
     email: string,
     optional?: boolean, // default: false
-}[],
+    }[],
 labels?: (string | number)[],
 // Minutes before
 reminder?: number | null,
