@@ -1,0 +1,282 @@
+"""``fathom check --tools-file``: the whole command as a user runs it, output formats, exit codes, hostile lists."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from scanner.cli import app
+
+runner = CliRunner()
+EXAMPLE = Path(__file__).parents[2] / "scanner" / "examples" / "example-tools.json"
+GOOD = [
+    {
+        "name": "get_forecast",
+        "description": "Hourly weather forecast for the next two days at a latitude and longitude, in metric units.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "latitude": {"type": "number", "description": "Latitude in degrees, e.g. 47.37."},
+                "longitude": {"type": "number", "description": "Longitude in degrees, e.g. 8.54."},
+            },
+            "required": ["latitude", "longitude"],
+        },
+    },
+    {
+        "name": "get_alerts",
+        "description": "Current severe-weather alerts for one country, given its two-letter ISO code.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"country": {"type": "string", "description": "ISO 3166 alpha-2 code, e.g. CH."}},
+            "required": ["country"],
+        },
+    },
+]
+
+
+def write(tmp_path: Path, document: Any, name: str = "tools.json") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return str(path)
+
+
+def check_json(*args: str) -> dict[str, Any]:
+    result = runner.invoke(app, ["check", *args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_json_contract_keys_and_values() -> None:
+    data = check_json("--tools-file", str(EXAMPLE))
+    assert data["tools_count"] == 5
+    assert set(data["tokens"]) == {"anthropic", "openai", "gemini"}
+    for count in data["tokens"].values():
+        assert count["tokens"] > 0 and count["method"].startswith("o200k_base")
+    dearest = max(count["tokens"] for count in data["tokens"].values())
+    assert data["context_share"] == pytest.approx(dearest / 200_000, abs=1e-6)
+    assert len(data["largest_tools"]) == 5
+    assert data["largest_tools"][0]["name"] == "search_catalog"
+    assert set(data["largest_tools"][0]["tokens"]) == {"anthropic", "openai", "gemini"}
+    summary = data["summary"]
+    assert summary["problems"] >= 2  # check_stock: required key undefined, untyped `store`
+    finding_keys = {"code", "rule", "severity", "tool", "message", "hint", "pointer", "details"}
+    assert all(finding_keys <= set(finding) for finding in data["findings"])
+    severities = [finding["severity"] for finding in data["findings"]]
+    order = {"problem": 0, "warning": 1, "note": 2}
+    assert severities == sorted(severities, key=order.__getitem__)
+    codes = {(finding["code"], finding["tool"]) for finding in data["findings"]}
+    assert ("MCP204", "check_stock") in codes
+    assert ("MCP205", "check_stock") in codes
+    assert ("MCP103", "check_stock") in codes
+    assert ("MCP202", "list_stores") in codes
+
+
+def test_text_report_is_laid_out_like_the_card() -> None:
+    result = runner.invoke(app, ["check", "--example"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Tokens per turn" in out and "Anthropic" in out and "OpenAI" in out and "Google Gemini" in out
+    assert "5 tools ·" in out and "% of a 200k context" in out
+    assert "Largest tools" in out
+    headline = [line for line in out.splitlines() if "problem" in line and "warning" in line][0]
+    assert headline.startswith(("1 problem", "2 problems", "3 problems"))
+    assert out.index("Tokens per turn") < out.index("Largest tools") < out.index(headline)
+    assert "\x1b[" not in out  # no colour when not a terminal
+
+
+def test_clean_list_says_nothing_to_stumble_over(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["check", "--tools-file", write(tmp_path, GOOD)])
+    assert result.exit_code == 0, result.output
+    assert "Nothing a model would stumble over" in result.stdout
+
+
+def test_one_tool_list_has_no_largest_tools(tmp_path: Path) -> None:
+    data = check_json("--tools-file", write(tmp_path, GOOD[:1]))
+    assert data["largest_tools"] == []
+    result = runner.invoke(app, ["check", "--tools-file", write(tmp_path, GOOD[:1])])
+    assert "Largest tools" not in result.stdout
+
+
+def test_strict_exits_1_only_on_problems(tmp_path: Path) -> None:
+    assert runner.invoke(app, ["check", "--example", "--strict"]).exit_code == 1
+    assert runner.invoke(app, ["check", "--tools-file", write(tmp_path, GOOD), "--strict"]).exit_code == 0
+    # warnings alone do not fail --strict
+    warn_only = [dict(GOOD[0], inputSchema={"type": "object", "properties": {"q": {"type": "string"}}})]
+    result = runner.invoke(app, ["check", "--tools-file", write(tmp_path, warn_only), "--strict"])
+    assert "warning" in result.stdout and result.exit_code == 0
+
+
+def test_select_and_ignore_take_prefixes() -> None:
+    only_schema = check_json("--example", "--select", "MCP2")
+    assert only_schema["findings"] and all(f["code"].startswith("MCP2") for f in only_schema["findings"])
+    ignored = check_json("--example", "--select", "MCP2", "--ignore", "MCP205,MCP204")
+    assert not {f["code"] for f in ignored["findings"]} & {"MCP204", "MCP205"}
+
+
+def test_stdin_and_jsonrpc_shape(tmp_path: Path) -> None:
+    response = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": GOOD}})
+    result = runner.invoke(app, ["check", "--tools-file", "-", "--format", "json"], input=response)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["tools_count"] == 2
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [('{"name": "x"}', "without a tool list"), ("not json", "not valid JSON"), ('{"tools": 3}', "not an array")],
+)
+def test_bad_input_is_one_line_exit_2(tmp_path: Path, content: str, fragment: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content, encoding="utf-8")
+    result = runner.invoke(app, ["check", "--tools-file", str(path)])
+    assert result.exit_code == 2
+    assert fragment in result.stderr
+    assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_no_source_or_two_sources_is_usage_error(tmp_path: Path) -> None:
+    assert runner.invoke(app, ["check"]).exit_code == 2
+    assert runner.invoke(app, ["check", "--example", "--tools-file", write(tmp_path, GOOD)]).exit_code == 2
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "gemini"])
+def test_as_provider_prints_only_that_json(provider: str) -> None:
+    result = runner.invoke(app, ["check", "--example", "--as", provider])
+    assert result.exit_code == 0, result.output
+    view = json.loads(result.stdout)  # nothing but JSON on stdout: pipeable
+    if provider == "anthropic":
+        assert [tool["name"] for tool in view][:2] == ["search_catalog", "get_product"]
+        assert "input_schema" in view[0]
+    elif provider == "openai":
+        assert view[0]["type"] == "function" and view[0]["function"]["name"] == "search_catalog"
+        assert "parameters" in view[0]["function"]
+    else:
+        declarations = view[0]["functionDeclarations"]
+        assert declarations[1]["name"] == "get_product"
+        assert "pattern" not in json.dumps(declarations)  # Gemini's subset drops it
+
+
+def test_markdown_escapes_server_text(tmp_path: Path) -> None:
+    hostile = [{"name": "x|y", "description": "<b>bold</b> | *star*", "inputSchema": {"type": "object"}}]
+    result = runner.invoke(app, ["check", "--tools-file", write(tmp_path, hostile), "--format", "markdown"])
+    assert result.exit_code == 0, result.output
+    assert "<b>" not in result.stdout
+    assert "| Provider | Tokens per turn | Method |" in result.stdout
+
+
+def test_sarif_is_2_1_0_with_every_rule_and_results() -> None:
+    result = runner.invoke(app, ["check", "--example", "--format", "sarif"])
+    assert result.exit_code == 0, result.output
+    log = json.loads(result.stdout)
+    assert log["version"] == "2.1.0"
+    run = log["runs"][0]
+    rule_ids = [rule["id"] for rule in run["tool"]["driver"]["rules"]]
+    assert "MCP101" in rule_ids and "MCP402" in rule_ids
+    levels = {res["level"] for res in run["results"]}
+    assert "error" in levels
+    for res in run["results"]:
+        assert rule_ids[res["ruleIndex"]] == res["ruleId"]
+        assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("example-tools.json")
+
+
+def test_terminal_never_gets_control_characters(tmp_path: Path) -> None:
+    hostile = [
+        {"name": "evil\x1b[2Jname", "description": "clears\x1b]0;title\x07 the \u202escreen", "inputSchema": {}},
+        {"name": "b", "description": "x", "inputSchema": {"type": "object"}},
+    ]
+    result = runner.invoke(app, ["check", "--tools-file", write(tmp_path, hostile)])
+    assert result.exit_code == 0, result.output
+    for raw in ("\x1b", "\x07", "\u202e"):
+        assert raw not in result.stdout
+
+
+# --- Hostile lists: a clear finding or a clear error within seconds, never a crash ---------------------------
+
+
+def _timed(args: list[str], limit: float = 10.0) -> Any:
+    started = time.monotonic()
+    result = runner.invoke(app, args)
+    assert time.monotonic() - started < limit
+    assert "Traceback" not in result.output
+    return result
+
+
+def test_hostile_10000_tools(tmp_path: Path) -> None:
+    tools = [dict(GOOD[0], name=f"tool_{index}") for index in range(10_000)]
+    result = _timed(["check", "--tools-file", write(tmp_path, tools), "--format", "json"], limit=30.0)
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert data["tools_count"] == 10_000
+    assert "MCP304" in {finding["code"] for finding in data["findings"]}
+
+
+def test_hostile_deep_but_parseable_schema_is_a_finding(tmp_path: Path) -> None:
+    schema: dict[str, Any] = {"type": "string", "description": "leaf"}
+    for _ in range(450):  # 900 JSON levels: just under what the parser accepts
+        schema = {"type": "object", "description": "level", "properties": {"a": schema}}
+    tools = [{"name": "deep", "description": "A very deeply nested tool schema.", "inputSchema": schema}]
+    result = _timed(["check", "--tools-file", write(tmp_path, tools), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert "MCP212" in {finding["code"] for finding in json.loads(result.stdout)["findings"]}
+
+
+def test_hostile_10000_deep_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('[{"name":"d","inputSchema":' + '{"properties":{"a":' * 10_000 + "{}" + "}}" * 10_000 + "}]")
+    result = _timed(["check", "--tools-file", str(path)])
+    assert result.exit_code == 2 and "deeper than can be read" in result.stderr
+
+
+def test_hostile_ref_cycle_and_wrong_types(tmp_path: Path) -> None:
+    tools = [
+        {
+            "name": "cyclic",
+            "description": "Refers to itself through $defs, forever.",
+            "inputSchema": {
+                "type": "object",
+                "$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}},
+                "properties": {"root": {"$ref": "#/$defs/node"}},
+            },
+        },
+        {"name": ["not", "a", "string"], "description": 42, "inputSchema": "nope"},
+        "a tool that is a string",
+        None,
+        {"name": "ok_tool", "description": "Fine.", "inputSchema": {"type": "object", "properties": []}},
+    ]
+    result = _timed(["check", "--tools-file", write(tmp_path, tools), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    by_tool = {}
+    for finding in data["findings"]:
+        by_tool.setdefault(finding["tool"], set()).add(finding["code"])
+    assert "MCP208" in by_tool["cyclic"]
+    assert {"MCP101", "MCP102", "MCP201"} <= set().union(*by_tool.values())
+
+
+def test_hostile_100_mb_file_is_refused_fast(tmp_path: Path) -> None:
+    path = tmp_path / "huge.json"
+    with path.open("wb") as handle:
+        handle.truncate(100 * 1024 * 1024)
+    result = _timed(["check", "--tools-file", str(path)], limit=2.0)
+    assert result.exit_code == 2 and "larger than the 32 MiB limit" in result.stderr
+
+
+def test_console_script_and_module_entry_points() -> None:
+    out = subprocess.run([sys.executable, "-m", "scanner", "--help"], capture_output=True, text=True, check=True)
+    assert "Exit codes" in out.stdout and "check" in out.stdout
+
+
+def test_missing_tokenizer_says_so_and_exits_4(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "FATHOM_TOKENIZER_DIR": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-m", "scanner", "check", "--example"], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 4
+    assert "o200k_base" in out.stderr and "Traceback" not in out.stderr
+    assert out.stdout == ""  # no number printed without its tokenizer
