@@ -62,7 +62,13 @@ class _Progress:
         self.timings[name] = round((now - self.mark) * 1000, 1)
         self.mark = now
 
-    def outcome(self, outcome: Outcome, detail: str, tools: tuple[Any, ...] | None = None, **extra: Any) -> ScanOutcome:
+    def outcome(
+        self,
+        outcome: Outcome,
+        detail: str,
+        tools: tuple[Any, ...] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> ScanOutcome:
         self.timings["total"] = round((time.perf_counter() - self.started) * 1000, 1)
         return ScanOutcome(
             outcome=outcome,
@@ -76,7 +82,7 @@ class _Progress:
             capability_profile=self.profile,
             timings_ms=dict(self.timings),
             pages=self.pages,
-            extra={**self.extra, **extra},
+            extra={**self.extra, **(extra or {})},
         )
 
 
@@ -294,6 +300,8 @@ async def scan_server(
     if profile not in PROFILES:
         raise KeyError(f"unknown capability profile {profile!r}")
     progress = _Progress(transport=entry.transport.value, profile=profile)
+    if entry.skip:
+        return progress.outcome(Outcome.SKIPPED, entry.skip)
     headers = {**entry.headers, **(extra_headers or {})}
     try:
         with anyio.fail_after(limits.timeout):
@@ -314,12 +322,14 @@ async def scan_server(
     except Exception as exc:
         failure = _unwrap(exc)
         if isinstance(failure, ScanFailure):
-            return progress.outcome(failure.outcome, failure.detail, **failure.extra)
+            return progress.outcome(failure.outcome, failure.detail, extra=failure.extra)
         if isinstance(failure, TimeoutError):
             return progress.outcome(Outcome.TIMEOUT, f"no complete answer within {limits.timeout:g} s")
         # A bug in the client, not the server: still one outcome, flagged so it is not blamed on the server.
         return progress.outcome(
-            Outcome.INVALID_RESPONSE, f"client error: {type(failure).__name__}: {str(failure)[:200]}", client_error=True
+            Outcome.INVALID_RESPONSE,
+            f"client error: {type(failure).__name__}: {str(failure)[:200]}",
+            extra={"client_error": True},
         )
     raise AssertionError("unreachable: every transport either returns or raises")
 
@@ -336,8 +346,11 @@ async def _scan_with(
             progress.lap("handshake")
             tools = await session.list_tools()
             progress.lap("list")
-        finally:
-            progress.extra.update(transport.details())
+        except BaseException:
+            progress.extra.update(transport.details(failed=True))
+            raise
+        else:
+            progress.extra.update(transport.details(failed=False))
     return progress.outcome(Outcome.OK, f"{len(tools)} tools", tools=tuple(tools))
 
 

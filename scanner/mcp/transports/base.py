@@ -45,8 +45,8 @@ class ClientTransport(abc.ABC):
     async def aclose(self) -> None:
         """Release everything (process group, HTTP session); shielded from cancellation, never raises."""
 
-    def details(self) -> dict[str, Any]:
-        """Transport facts for ``ScanOutcome.extra`` (stderr tail, skipped lines, session use...)."""
+    def details(self, failed: bool) -> dict[str, Any]:
+        """Transport facts for ``ScanOutcome.extra`` (skipped lines, session use; the stderr tail if failed)."""
         return {}
 
     async def __aenter__(self) -> ClientTransport:

@@ -253,8 +253,10 @@ class StdioTransport(ClientTransport):
             with anyio.move_on_after(grace):
                 await process.wait()
 
-    def details(self) -> dict[str, Any]:
+    def details(self, failed: bool) -> dict[str, Any]:
         facts: dict[str, Any] = {}
+        if failed and self._stderr:
+            facts["stderr_tail"] = [line[:500] for line in self.stderr_tail()]
         if self._skipped_lines:
             facts["skipped_stdout_lines"] = self._skipped_lines
             facts["skipped_stdout_samples"] = list(self._skipped_samples)

@@ -150,7 +150,7 @@ class StreamableHttpTransport(ClientTransport):
                         pass
             await client.aclose()
 
-    def details(self) -> dict[str, Any]:
+    def details(self, failed: bool) -> dict[str, Any]:
         facts = dict(self._notes)
         if self.session_id is not None:
             facts["session"] = True
