@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.tools import ToolInfo, label
+from scanner.rules.tools import ToolInfo, label, pointer
 
 _HIDDEN_RANGES = (
     (0x200B, 0x200F),
@@ -58,10 +58,10 @@ def hidden_characters(text: str) -> list[str]:
 def hidden_characters_rule(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     codes: list[str] = []
     fields: list[str] = []
-    for where, text in tool.texts():
+    for tokens, text in tool.texts():
         found = hidden_characters(text)
         if found:
-            fields.append(where)
+            fields.append(pointer(tokens))
             codes.extend(code for code in found if code not in codes)
     if codes:
         shown = ", ".join(codes[:5]) + (f" and {len(codes) - 5} more" if len(codes) > 5 else "")
@@ -99,10 +99,24 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 
+# A pattern can only match a text holding its gate word, and a substring test is far cheaper than the search.
+_GATES: dict[str, tuple[str, ...]] = {
+    "tag": ("<",),
+    "ignore-instructions": ("instruction",),
+    "hide-from-user": ("user",),
+    "other-tools": ("other",),
+    "secret-path": ("ssh", "id_"),
+    "secret-request": (".env", "api", "secret", "private"),
+}
+
+
 def model_directed_phrases(text: str) -> list[tuple[str, str]]:
     """(kind, matched phrase) for each pattern that speaks to the model, first match of each kind."""
+    lowered = text.lower()
     found: list[tuple[str, str]] = []
     for kind, pattern in _PATTERNS:
+        if not any(gate in lowered for gate in _GATES[kind]):
+            continue
         match = pattern.search(text)
         if match:
             found.append((kind, " ".join(match.group(0).split())))
@@ -125,12 +139,12 @@ def model_directed_instructions(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hi
     phrases: list[str] = []
     kinds: list[str] = []
     fields: list[str] = []
-    for where, text in tool.texts(schema_titles=False):
-        if not where.endswith("/description"):
+    for tokens, text in tool.texts(schema_titles=False):
+        if tokens[-1] != "description":
             continue
         found = model_directed_phrases(text)
         if found:
-            fields.append(where)
+            fields.append(pointer(tokens))
             for kind, phrase in found:
                 if phrase not in phrases:
                     phrases.append(label(phrase, 120))

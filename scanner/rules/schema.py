@@ -452,8 +452,13 @@ def schema_large(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     if not isinstance(tool.schema, dict):
         return
     text = compact_json(tool.schema)
+    # JSON may carry lone surrogates ("\ud800"), which UTF-8 cannot encode: count them as U+FFFD, as sent.
+    encoded = text.encode("utf-8", "surrogatepass")
+    if len(encoded) != len(text.encode("utf-8", "ignore")):
+        text = encoded.decode("utf-8", "replace")
+        encoded = text.encode("utf-8")
     # A byte-level BPE token covers at least one UTF-8 byte, so a text of at most 1000 bytes is within the limit.
-    if len(text) <= SCHEMA_TOKEN_LIMIT and len(text.encode("utf-8")) <= SCHEMA_TOKEN_LIMIT:
+    if len(encoded) <= SCHEMA_TOKEN_LIMIT:
         return
     tokens = ctx.count_tokens(text)
     if tokens > SCHEMA_TOKEN_LIMIT:

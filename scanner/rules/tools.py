@@ -45,6 +45,8 @@ _CONDITIONS = ("not", "if", "then", "else")
 
 def escape_token(token: str) -> str:
     """One JSON Pointer reference token (RFC 6901): ``~`` becomes ``~0`` and ``/`` becomes ``~1``."""
+    if "~" not in token and "/" not in token:
+        return token
     return token.replace("~", "~0").replace("/", "~1")
 
 
@@ -285,17 +287,18 @@ class ToolInfo:
     def params(self) -> Iterator[Node]:
         return (node for node in self.walk.nodes if node.is_param)
 
-    def texts(self, *, schema_titles: bool = True) -> Iterator[tuple[str, str]]:
-        """Every text a model reads from this tool, with its pointer: name, title, description, schema texts."""
+    def texts(self, *, schema_titles: bool = True) -> Iterator[tuple[tuple[str, ...], str]]:
+        """Every text a model reads from this tool, with its pointer tokens: name, titles, descriptions."""
         for key, value in (("name", self.name), ("title", self.title), ("description", self.description)):
             if isinstance(value, str):
-                yield pointer((key,)), value
+                yield (key,), value
         if isinstance(self.annotation_title, str):
-            yield "/annotations/title", self.annotation_title
+            yield ("annotations", "title"), self.annotation_title
+        keys = ("description", "title") if schema_titles else ("description",)
         for node in self.walk.nodes:
-            if isinstance(node.schema, dict):
-                keys = ("description", "title") if schema_titles else ("description",)
+            schema = node.schema
+            if isinstance(schema, dict):
                 for key in keys:
-                    value = node.schema.get(key)
+                    value = schema.get(key)
                     if isinstance(value, str):
-                        yield pointer((*node.tokens, key)), value
+                        yield (*node.tokens, key), value

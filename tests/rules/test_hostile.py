@@ -1,0 +1,151 @@
+"""Hostile tool lists: nothing a server sends may crash a rule, hang the engine, or go unreported."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from scanner.models import SCHEMA_DEPTH_LIMIT
+from scanner.rules import RuleContext, run_rules
+
+
+def _codes(findings: list[Any], index: int) -> set[str]:
+    return {finding.code for finding in findings if finding.tool_index == index}
+
+
+def _deep(levels: int, how: str) -> dict[str, Any]:
+    """A schema nested ``levels`` deep, built iteratively (as a JSON parser would hand it over)."""
+    leaf: dict[str, Any] = {"type": "string", "description": "Leaf."}
+    for _ in range(levels):
+        if how == "properties":
+            leaf = {"type": "object", "description": "Level.", "properties": {"next": leaf}}
+        elif how == "items":
+            leaf = {"type": "array", "description": "Level.", "items": leaf}
+        else:
+            leaf = {"anyOf": [leaf, {"type": "null"}]}
+    return {"type": "object", "properties": {"root": leaf}}
+
+
+def test_ten_thousand_levels_deep(cheap_context: RuleContext) -> None:
+    tools = [
+        {"name": f"deep_{how}", "description": "A tool with a very deep schema.", "inputSchema": _deep(10_000, how)}
+        for how in ("properties", "items", "anyOf")
+    ]
+    started = time.perf_counter()
+    findings = run_rules(tools, cheap_context)
+    assert time.perf_counter() - started < 5
+    for index in range(3):
+        deep = [finding for finding in findings if finding.tool_index == index and finding.code == "MCP212"]
+        assert len(deep) == 1 and deep[0].details["truncated"] is True
+        assert str(SCHEMA_DEPTH_LIMIT) in deep[0].message
+    # The token count of the deep schema still works (the compact JSON is built without recursion).
+    large = [finding for finding in findings if finding.code == "MCP210"]
+    assert {finding.tool_index for finding in large} == {0, 1, 2}
+    assert not [finding for finding in findings if finding.code == "MCP214"]  # too deep to check: not guessed
+
+
+def test_ref_cycle_is_never_followed(cheap_context: RuleContext) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"x": {"$ref": "#/$defs/A", "description": "X."}},
+        "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}, "Self": {"$ref": "#"}},
+    }
+    tools = [{"name": "cyclic", "description": "Uses references that point at each other.", "inputSchema": schema}]
+    findings = run_rules(tools, cheap_context)
+    (ref,) = [finding for finding in findings if finding.code == "MCP208"]
+    assert ref.details["parameters"] == ["x", "$defs.A", "$defs.B", "$defs.Self"]
+    assert "MCP214" not in _codes(findings, 0)  # the cycle is valid JSON Schema
+
+
+def test_non_string_names_and_descriptions(cheap_context: RuleContext) -> None:
+    names: list[Any] = [5, ["list"], None, {"a": 1}, True, "", "x" * 65]
+    tools = [{"name": name, "description": 12, "inputSchema": {"type": "object", "properties": {}}} for name in names]
+    tools.append({"description": "A tool with no name at all here.", "inputSchema": {"type": "object"}})
+    findings = run_rules(tools, cheap_context)
+    for index in range(len(tools)):
+        assert "MCP101" in _codes(findings, index), index
+    for index, name in enumerate(names):
+        (finding,) = [f for f in findings if f.code == "MCP101" and f.tool_index == index]
+        assert finding.tool == (name if isinstance(name, str) and name else f"#{index}")
+        assert finding.pointer == "/name"
+        assert "MCP102" in _codes(findings, index)  # a description that is a number
+    assert not [finding for finding in findings if finding.code == "MCP301"]  # non-string names are not compared
+
+
+def test_tools_that_are_not_objects(cheap_context: RuleContext) -> None:
+    tools: list[Any] = [5, "search", None, [], [{"name": "inner"}], 1.5, True]
+    findings = run_rules(tools, cheap_context)
+    for index in range(len(tools)):
+        assert _codes(findings, index) == {"MCP101", "MCP102", "MCP201"}, index
+        (finding,) = [f for f in findings if f.code == "MCP201" and f.tool_index == index]
+        assert finding.tool == f"#{index}" and "not an object" in finding.message
+
+
+def test_wrong_types_everywhere(cheap_context: RuleContext) -> None:
+    schemas: list[Any] = [
+        {"type": "object", "properties": ["a", "b"], "required": {"a": 1}},
+        {"type": "object", "properties": {"a": "string", "b": 5, "c": None, "d": True}},
+        {"type": "object", "properties": {"a": {"type": 7, "enum": "abc", "items": "x", "description": ["d"]}}},
+        {"type": "object", "properties": {"a": {"anyOf": "x", "oneOf": [], "allOf": [1, 2]}}, "required": [1, None]},
+        {"type": ["object"], "properties": {"a": {"properties": {"b": {"items": [1, {"type": "string"}]}}}}},
+        {"type": "object", "$defs": [], "definitions": 3, "patternProperties": {"(": {"type": "string"}}},
+        {"type": "object", "properties": {1: {"type": "string"}}, "$schema": 5},
+        "schema",
+        [],
+        {"type": "object", "properties": {"a": {"type": "string", "description": "\ud800 lone surrogate"}}},
+        {"type": "object", "properties": {"a": {"type": "string", "description": "\ud800 " + "ab1 cd2 " * 800}}},
+    ]
+    tools = [
+        {"name": f"t{i}", "description": "Weird schema number one.", "inputSchema": s} for i, s in enumerate(schemas)
+    ]
+    findings = run_rules(tools, cheap_context)
+    for finding in findings:
+        json.dumps(finding.to_json())
+    assert "MCP214" in _codes(findings, 0) and "MCP214" in _codes(findings, 2)
+    assert "MCP205" in _codes(findings, 1)
+    assert "MCP201" in _codes(findings, 4) and "MCP201" in _codes(findings, 7) and "MCP201" in _codes(findings, 8)
+    invalid_regex = [f for f in findings if f.code == "MCP214" and f.tool_index == 5]
+    assert invalid_regex
+    assert "/inputSchema/patternProperties" in [error["pointer"] for error in invalid_regex[0].details["errors"]]
+    # The lone surrogate (valid JSON text, not valid UTF-8) is counted, not crashed on.
+    assert "MCP210" in _codes(findings, 10)
+
+
+def test_ten_thousand_tools(cheap_context: RuleContext) -> None:
+    tools = [
+        {
+            "name": f"tool_{index}",
+            "description": f"Handle record {index} of kind {index % 17} and return its status.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"id": {"type": "string", "description": "Record id, e.g. 'r1'."}},
+                "required": ["id"],
+            },
+        }
+        for index in range(10_000)
+    ]
+    tools[5_000] = 7
+    tools[6_000] = {"name": "tool_1", "description": None}
+    started = time.perf_counter()
+    findings = run_rules(tools, cheap_context)
+    elapsed = time.perf_counter() - started
+    assert elapsed < 10, elapsed
+    codes = {finding.code for finding in findings}
+    assert {"MCP304", "MCP301", "MCP303", "MCP101", "MCP201"} <= codes
+    assert "MCP305" not in codes
+    # Each later tool is paired at most once per pair rule, so findings stay proportional to the list.
+    assert sum(1 for finding in findings if finding.code == "MCP303") < len(tools)
+
+
+def test_ten_thousand_copies_do_not_explode(cheap_context: RuleContext) -> None:
+    tools = [
+        {"name": "search", "description": "Search the docs.", "inputSchema": {"type": "object", "properties": {}}}
+        for _ in range(10_000)
+    ]
+    started = time.perf_counter()
+    findings = run_rules(tools, cheap_context)
+    assert time.perf_counter() - started < 10
+    assert sum(1 for finding in findings if finding.code == "MCP301") == 9_999
+    assert sum(1 for finding in findings if finding.code == "MCP302") == 9_999
+    assert not [finding for finding in findings if finding.code == "MCP303"]  # identical is MCP302, not 303
