@@ -91,7 +91,8 @@ def main() -> None:
     python = startup_seconds([sys.executable, "-c", "pass"])
     helped = startup_seconds([sys.executable, "-m", "scanner", "--help"])
     print(
-        f"fathom --help: {helped * 1000:.0f} ms wall = {helped / python:.1f}x a bare python start ({python * 1000:.0f} ms)"
+        f"fathom --help: {helped * 1000:.0f} ms wall = {helped / python:.1f}x "
+        f"a bare python start ({python * 1000:.0f} ms)"
     )
 
 

@@ -40,12 +40,13 @@ def measure(toolset: Toolset, *, select: Sequence[str] = (), ignore: Sequence[st
     from scanner.rules import RuleContext, run_rules
 
     tools = list(toolset.tools)
-    tokens = {provider: providers.list_tokens(provider, tools) for provider in PROVIDERS}
+    measured = {provider: providers.measure(provider, tools) for provider in PROVIDERS}
+    tokens = {provider: measurement.total for provider, measurement in measured.items()}
     tool_costs = tuple(
         ToolCost(
             name=tool_label(tool, index),
             index=index,
-            tokens={provider: providers.tool_tokens(provider, tool) for provider in PROVIDERS},
+            tokens={provider: measurement.per_tool[index] for provider, measurement in measured.items()},
         )
         for index, tool in enumerate(tools)
     )

@@ -412,6 +412,162 @@ def _print_entries(entries: Any, fmt: ScanFormat) -> None:
     typer.echo(render_rows(table, TableFormat.table, columns=columns), nl=False)
 
 
+def _table(fmt: Any, fetch: Any, columns: list[str]) -> None:
+    """Run one query and print its rows in the chosen format (every column for JSON and CSV)."""
+    from scanner.errors import FathomError
+    from scanner.tabular import TableFormat, render_rows
+
+    try:
+        rows = fetch()
+    except FathomError as exc:
+        _fail(str(exc), exc.exit_code)
+    table_format = TableFormat(fmt.value)
+    shown = columns if table_format is TableFormat.table else None
+    typer.echo(render_rows(rows, table_format, columns=shown), nl=False)
+
+
+class QueryFormat(enum.StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+FormatOption = Annotated[QueryFormat, typer.Option("--format", help="Output format.")]
+DbOption = Annotated[str, typer.Option(help=DB_HELP)]
+
+
+@app.command()
+def runs(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table) -> None:
+    """The scan runs in the database: when, their status, how many servers were scanned and answered."""
+    from scanner import queries
+
+    _table(fmt, lambda: queries.runs(_db_url(db)), queries.RUN_COLUMNS)
+
+
+@app.command()
+def servers(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table) -> None:
+    """Every server with its last outcome, and the tools and tokens per turn of its last successful scan."""
+    from scanner import queries
+
+    _table(fmt, lambda: queries.servers(_db_url(db)), queries.SERVER_COLUMNS)
+
+
+@app.command()
+def history(
+    server: Annotated[str, typer.Argument(help="The server's name as the registry lists it.")],
+    db: DbOption = "fathom.db",
+    fmt: FormatOption = QueryFormat.table,
+) -> None:
+    """One server's scans over time: outcome, version, tools, tokens per provider and findings per scan."""
+    from scanner import queries
+
+    _table(fmt, lambda: queries.history(_db_url(db), server), queries.HISTORY_COLUMNS)
+
+
+@app.command()
+def findings(
+    rule: Annotated[str | None, typer.Option(help="Only this rule, by code (MCP205) or slug.")] = None,
+    server: Annotated[str | None, typer.Option(help="Only this server.")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only findings that first appeared at or after this date (YYYY-MM-DD[THH:MM]).")
+    ] = None,
+    run: Annotated[int | None, typer.Option(help="Exactly the findings present in this run.")] = None,
+    db: DbOption = "fathom.db",
+    fmt: FormatOption = QueryFormat.table,
+) -> None:
+    """Findings over time, with the run each first appeared in and the run it went away in (if it did)."""
+    from datetime import datetime
+
+    from scanner import queries
+
+    try:
+        when = datetime.fromisoformat(since) if since else None
+    except ValueError:
+        _fail(f"--since wants a date like 2026-11-01 or 2026-11-01T18:00, got {since!r}", 2)
+    _table(
+        fmt,
+        lambda: queries.findings(_db_url(db), rule=rule, server=server, since=when, run=run),
+        queries.FINDING_COLUMNS,
+    )
+
+
+@app.command()
+def diff(
+    server: Annotated[str, typer.Argument(help="The server's name.")],
+    from_run: Annotated[
+        int | None, typer.Option("--from", help="The earlier run (default: the successful scan before --to).")
+    ] = None,
+    to_run: Annotated[int | None, typer.Option("--to", help="The later run (default: the latest success).")] = None,
+    db: DbOption = "fathom.db",
+    fmt: FormatOption = QueryFormat.table,
+) -> None:
+    """What changed on a server between two runs: tools added, removed and changed, tokens, findings."""
+    from scanner import queries
+
+    _table(fmt, lambda: queries.diff(_db_url(db), server, from_run, to_run), queries.DIFF_COLUMNS)
+
+
+@app.command()
+def rescore(db: DbOption = "fathom.db") -> None:
+    """Recompute findings and token counts of every stored tool list under the current rule catalogue."""
+    from scanner.check import measure
+    from scanner.errors import FathomError
+    from scanner.rules import RULES_VERSION
+    from scanner.store import open_store
+
+    try:
+        count = open_store(_db_url(db)).rescore(RULES_VERSION, measure)
+    except FathomError as exc:
+        _fail(str(exc), exc.exit_code)
+    typer.echo(f"rescored {count} tool lists under rules {RULES_VERSION}")
+
+
+@app.command()
+def report(
+    out: Annotated[Path, typer.Option(help="Folder the site is written to.")] = Path("reports"),
+    run: Annotated[int | None, typer.Option(help="Report this run (default: the latest finished run).")] = None,
+    db: DbOption = "fathom.db",
+) -> None:
+    """Build the static report site: leaderboard, trends, a page per server, the rule catalogue, and
+    Markdown/JSON/CSV exports of the leaderboard. It opens from file:// with no network."""
+    from scanner.errors import FathomError
+    from scanner.report import build_report
+    from scanner.store import open_store
+
+    try:
+        result = build_report(open_store(_db_url(db)), out, run_id=run)
+    except FathomError as exc:
+        _fail(str(exc), exc.exit_code)
+    typer.echo(
+        f"run {result.run_id}: {result.servers_ranked} servers ranked, {result.servers_unranked} listed apart, "
+        f"{result.server_pages} server pages, {result.runs_in_trends} runs in trends"
+    )
+    typer.echo(f"open {(out / 'index.html').resolve().as_uri()}")
+
+
+@app.command()
+def demo(
+    workdir: Annotated[Path, typer.Option(help="Folder for the demo's database, server list and site.")] = Path(
+        "fathom-demo"
+    ),
+) -> None:
+    """Start example MCP servers of varied quality on 127.0.0.1, scan them twice with a change in between,
+    and build the report. Needs nothing of yours; its database is recreated on every run."""
+    from scanner.demo import run_demo
+    from scanner.errors import FathomError
+
+    try:
+        result = run_demo(workdir)
+    except FathomError as exc:
+        _fail(str(exc), exc.exit_code)
+    for number, summary in enumerate(result.scans, start=1):
+        counts = " · ".join(f"{name} {count}" for name, count in sorted(summary.counts.items()))
+        typer.echo(f"scan {number} (run {summary.run_id}): {summary.total} servers · {counts}")
+    database = result.database
+    typer.echo(f"database: {database}  (try: fathom servers --db {database}; fathom findings --db {database})")
+    typer.echo(f"report:   {result.report_index.resolve().as_uri()}")
+
+
 @app.command()
 def rules() -> None:
     """List the rule catalogue: code, severity, slug and the fix, worst first within each family."""

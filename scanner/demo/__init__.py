@@ -56,4 +56,4 @@ def run_demo(workdir: Path) -> DemoResult:
         host.set_sites(sites(2))
         scans.append(run_scan(config))
     report = build_report(open_store(db_url), workdir / "report")
-    return DemoResult(database=database, report_index=Path(report.index), scans=tuple(scans))
+    return DemoResult(database=database, report_index=report.out_dir / "index.html", scans=tuple(scans))

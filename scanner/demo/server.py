@@ -114,7 +114,8 @@ class _Handler(BaseHTTPRequestHandler):
         self, site: Site, message: Mapping[str, Any]
     ) -> tuple[Any, dict[str, Any] | None, dict[str, str] | None]:
         method = message.get("method")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        raw_params = message.get("params")
+        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         info = {"name": site.title or site.name, "version": site.version}
         stateless = site.mode == "stateless"
         if method == "server/discover":

@@ -85,7 +85,7 @@ def test_text_report_is_laid_out_like_the_card() -> None:
     assert "Tokens per turn" in out and "Anthropic" in out and "OpenAI" in out and "Google Gemini" in out
     assert "5 tools ·" in out and "% of a 200k context" in out
     assert "Largest tools" in out
-    headline = [line for line in out.splitlines() if "problem" in line and "warning" in line][0]
+    headline = next(line for line in out.splitlines() if "problem" in line and "warning" in line)
     assert headline.startswith(("1 problem", "2 problems", "3 problems"))
     assert out.index("Tokens per turn") < out.index("Largest tools") < out.index(headline)
     assert "\x1b[" not in out  # no colour when not a terminal

@@ -1,0 +1,321 @@
+"""Benchmark ``fathom report`` on a synthetic year: 365 nightly runs x 2 000 servers (not a test).
+
+    python bench/bench_report.py                      # generate (once, cached) then measure
+    python bench/bench_report.py --runs 30            # a smaller history, for a quick look
+    python bench/bench_report.py --profile            # also print the top of a cProfile of build_report
+
+Target: ``build_report`` under 10 s wall and 500 MB peak memory. Figures are printed as absolute numbers and as
+ratios against a baseline measured in the same process: reading the latest run's leaderboard rows alone
+(``Store.leaderboard``), the least any report must do.
+
+The database is written by a child process (so its memory does not count against the report's peak) with the
+ORM's bulk ``insert`` over the store's own table classes: ``record_scan`` does one transaction and the history
+comparison per server, about 2 ms each, which would take half an hour for 730 000 scans. No SQL text is written
+here; a ``Store.bulk_load`` method would be the right home for this (asked for in the report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import random
+import resource
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.orm import Session
+
+from scanner.report import build_report
+from scanner.rules import RULES
+from scanner.rules.registry import RULES_VERSION
+from scanner.store import open_store
+from scanner.store.codec import compress_tools
+from scanner.store.tables import (
+    Event,
+    FindingRow,
+    Measurement,
+    Run,
+    RunAggregate,
+    Scan,
+    Server,
+    ToolsetRow,
+    ToolsetToken,
+)
+
+HERE = Path(__file__).resolve().parent
+START = datetime(2025, 1, 1, 2, 0, tzinfo=UTC)
+CHUNK = 20_000
+PROVIDERS = ("anthropic", "openai", "gemini")
+FAILURES = ("timeout", "connect_error", "http_error", "protocol_error")
+
+
+def _tools(rng: random.Random, server: int, version: int) -> list[dict[str, Any]]:
+    count = rng.randint(3, 25)
+    return [
+        {
+            "name": f"s{server}_tool_{index}",
+            "description": f"Tool {index} of server {server}, version {version}: does one thing to a record.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "description": "The record's id."},
+                    "limit": {"type": "integer", "description": "How many, at most."},
+                },
+                "required": ["id"],
+            },
+        }
+        for index in range(count)
+    ]
+
+
+def generate(db: Path, runs: int, servers: int, seed: int = 7) -> None:
+    """Write the synthetic history into a fresh SQLite file at ``db``."""
+    rng = random.Random(seed)
+    if db.exists():
+        db.unlink()
+    store = open_store(f"sqlite:///{db}")
+    codes = [(code, int(rule.severity), rule.slug, rule.hint) for code, rule in RULES.items()]
+    auth_only = set(rng.sample(range(servers), servers // 25))
+    started = time.perf_counter()
+    with Session(store.engine) as session:
+
+        def bulk(model: Any, rows: list[dict[str, Any]]) -> None:
+            for start in range(0, len(rows), CHUNK):
+                session.execute(insert(model), rows[start : start + CHUNK])
+
+        bulk(Server, [{"id": i + 1, "name": f"io.github.bench/server-{i:05d}", "first_seen": START} for i in range(servers)])
+        bulk(
+            Run,
+            [
+                {
+                    "id": r + 1,
+                    "started_at": START + timedelta(days=r),
+                    "finished_at": START + timedelta(days=r, minutes=40),
+                    "status": "finished",
+                    "source": "bench",
+                    "rule_version": RULES_VERSION,
+                    "options": {},
+                    "servers_scanned": servers,
+                    "servers_ok": 0,
+                }
+                for r in range(runs)
+            ],
+        )
+        toolsets: list[dict[str, Any]] = []
+        tokens: list[dict[str, Any]] = []
+        findings: list[dict[str, Any]] = []
+        measurements: list[dict[str, Any]] = []
+        toolset_meta: dict[int, tuple[int, int, list[tuple[str, int]]]] = {}  # id -> (tools, max tokens, codes)
+
+        def new_toolset(server: int, version: int) -> int:
+            tools = _tools(rng, server, version)
+            data, size = compress_tools(tools)
+            ident = len(toolsets) + 1
+            toolsets.append(
+                {
+                    "id": ident,
+                    "sha256": f"{server:08x}{version:08x}".ljust(64, "0"),
+                    "tools_count": len(tools),
+                    "raw_size": size,
+                    "data": data,
+                    "first_seen": START,
+                }
+            )
+            measurements.append({"toolset_id": ident, "rule_version": RULES_VERSION, "measured_at": START})
+            base = 120 * len(tools)
+            costs = {"anthropic": int(base * 1.4) + 346, "openai": base, "gemini": int(base * 1.05)}
+            tokens.extend(
+                {"toolset_id": ident, "provider": p, "tokens": costs[p], "method": "bench"} for p in PROVIDERS
+            )
+            hit = []
+            for _ in range(rng.choice((0, 0, 1, 2, 4))):
+                code, severity, slug, hint = rng.choice(codes)
+                index = rng.randrange(len(tools))
+                hit.append((code, severity))
+                findings.append(
+                    {
+                        "toolset_id": ident,
+                        "scan_id": None,
+                        "rule_version": RULES_VERSION,
+                        "code": code,
+                        "slug": slug,
+                        "severity": severity,
+                        "tool": tools[index]["name"],
+                        "tool_index": index,
+                        "message": f"{code} on {tools[index]['name']}",
+                        "hint": hint,
+                        "pointer": None,
+                        "details": {},
+                    }
+                )
+            toolset_meta[ident] = (len(tools), max(costs.values()), hit)
+            return ident
+
+        current = {s: new_toolset(s, 0) for s in range(servers) if s not in auth_only}
+        version = dict.fromkeys(current, 0)
+        scans: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = []
+        aggregates: list[dict[str, Any]] = []
+        last_outcome: dict[int, str] = {}
+        for r in range(runs):
+            at = START + timedelta(days=r, minutes=5)
+            for s in rng.sample(sorted(current), max(1, servers // 200)) if r else ():
+                version[s] += 1
+                current[s] = new_toolset(s, version[s])
+                events.append(
+                    {"server_id": s + 1, "run_id": r + 1, "scan_id": r * servers + s + 1, "at": at,
+                     "kind": "tool_changed", "tool": f"s{s}_tool_0", "code": None, "details": {"fields": ["description"]}}
+                )
+            outcomes: Counter[str] = Counter()
+            ok_max: list[int] = []
+            hits: Counter[str] = Counter()
+            with_problems = 0
+            for s in range(servers):
+                if s in auth_only:
+                    outcome = "auth_required"
+                elif rng.random() < 0.04:
+                    outcome = rng.choice(FAILURES)
+                else:
+                    outcome = "ok"
+                outcomes[outcome] += 1
+                toolset_id = current.get(s) if outcome == "ok" else None
+                scan_id = r * servers + s + 1
+                scans.append(
+                    {
+                        "id": scan_id,
+                        "run_id": r + 1,
+                        "server_id": s + 1,
+                        "scanned_at": at,
+                        "outcome": outcome,
+                        "detail": "" if outcome == "ok" else f"{outcome} after 10 s",
+                        "transport": "streamable-http",
+                        "era": "legacy",
+                        "protocol_version": "2025-11-25",
+                        "server_name": f"server-{s}",
+                        "server_version": f"1.{version.get(s, 0)}.0",
+                        "capability_profile": "fathom-default",
+                        "timings": {},
+                        "pages": 1,
+                        "toolset_id": toolset_id,
+                        "anonymous": False,
+                        "extra": {},
+                    }
+                )
+                if last_outcome.get(s, "ok") != outcome:
+                    events.append(
+                        {"server_id": s + 1, "run_id": r + 1, "scan_id": scan_id, "at": at, "kind": "outcome_changed",
+                         "tool": None, "code": None, "details": {"from": last_outcome.get(s), "to": outcome}}
+                    )
+                last_outcome[s] = outcome
+                if toolset_id is not None:
+                    _, peak, hit = toolset_meta[toolset_id]
+                    ok_max.append(peak)
+                    hits.update({code for code, _ in hit})
+                    with_problems += any(sev == 0 for _, sev in hit)
+            ok_max.sort()
+            aggregates.append(
+                {
+                    "run_id": r + 1,
+                    "rule_version": RULES_VERSION,
+                    "computed_at": at,
+                    "servers_scanned": servers,
+                    "servers_ok": outcomes["ok"],
+                    "servers_with_problems": with_problems,
+                    "outcomes": dict(sorted(outcomes.items())),
+                    "median_tokens": ok_max[len(ok_max) // 2] if ok_max else None,
+                    "p90_tokens": ok_max[max(0, -(-9 * len(ok_max) // 10) - 1)] if ok_max else None,
+                    "median_tokens_by_provider": {},
+                    "median_tools": None,
+                    "findings_by_rule": dict(sorted(hits.items())),
+                }
+            )
+        bulk(ToolsetRow, toolsets)
+        bulk(Measurement, measurements)
+        bulk(ToolsetToken, tokens)
+        bulk(FindingRow, findings)
+        bulk(Scan, scans)
+        bulk(Event, events)
+        bulk(RunAggregate, aggregates)
+        session.commit()
+    store.close()
+    print(
+        f"generated {runs} runs x {servers} servers: {len(scans):,} scans, {len(toolsets):,} toolsets, "
+        f"{len(findings):,} findings, {len(events):,} events in {time.perf_counter() - started:.1f} s "
+        f"({db.stat().st_size / 1e6:.0f} MB)"
+    )
+
+
+def measure(db: Path, out: Path, profile: bool) -> None:
+    """Time the baseline and ``build_report`` in this process; print figures and ratios."""
+    store = open_store(f"sqlite:///{db}")
+    last = store.runs()[-1].id
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    rows = store.leaderboard(last)
+    base_wall, base_cpu = time.perf_counter() - wall, time.process_time() - cpu
+
+    profiler = cProfile.Profile() if profile else None
+    wall, cpu = time.perf_counter(), time.process_time()
+    if profiler:
+        profiler.enable()
+    result = build_report(store, out)
+    if profiler:
+        profiler.disable()
+    report_wall, report_cpu = time.perf_counter() - wall, time.process_time() - cpu
+    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    tracemalloc.start()
+    build_report(store, out)
+    _, traced_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+
+    size = sum(path.stat().st_size for path in result.paths)
+    print(f"baseline  Store.leaderboard({last}): {len(rows):,} rows in {base_wall:.2f} s wall, {base_cpu:.2f} s CPU")
+    print(
+        f"report    build_report: {len(result.paths):,} files ({size / 1e6:.1f} MB), {result.server_pages:,} server "
+        f"pages, {result.runs_in_trends} runs in trends"
+    )
+    print(f"          wall {report_wall:.2f} s ({report_wall / base_wall:.1f}x baseline)  target < 10 s")
+    print(f"          CPU  {report_cpu:.2f} s ({report_cpu / max(base_cpu, 1e-9):.1f}x baseline)")
+    print(f"          peak RSS {peak_rss:.0f} MB (before: {rss_before:.0f} MB)  target < 500 MB")
+    print(f"          peak Python heap during a second build (tracemalloc) {traced_peak / 1e6:.0f} MB")
+    if profiler:
+        stream = io.StringIO()
+        pstats.Stats(profiler, stream=stream).sort_stats("cumulative").print_stats(25)
+        print(stream.getvalue())
+    store.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=365)
+    parser.add_argument("--servers", type=int, default=2000)
+    parser.add_argument("--db", type=Path, default=None, help="default: bench/.data/report-<runs>x<servers>.db")
+    parser.add_argument("--out", type=Path, default=HERE / ".data" / "site")
+    parser.add_argument("--regenerate", action="store_true")
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    db = args.db or HERE / ".data" / f"report-{args.runs}x{args.servers}.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    if args.generate_only:
+        generate(db, args.runs, args.servers)
+        return
+    if args.regenerate or not db.exists():
+        command = [sys.executable, __file__, "--generate-only", f"--runs={args.runs}", f"--servers={args.servers}"]
+        subprocess.run([*command, f"--db={db}"], check=True)
+    measure(db, args.out, args.profile)
+
+
+if __name__ == "__main__":
+    main()
