@@ -16,6 +16,7 @@ Nothing here ever calls a tool or sends a batch.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -111,18 +112,26 @@ class _Session:
     # --- handshake -----------------------------------------------------------------------------------------
 
     async def handshake(self, probe: bool) -> None:
-        if probe and await self._discover():
+        if probe and await self._discover(self.limits.probe_timeout):
             return
-        await self._initialize()
+        if await self._initialize() or not probe:
+            return
+        # initialize drew a modern error: the server is modern after all (on stdio, typically one that started
+        # slower than the probe waited, then locked its connection to the 2026 era on our discover). Re-probe
+        # without the short wait, as the spec allows when a cached era assumption fails.
+        self.progress.extra["discover"] = "late: initialize answered with a modern error"
+        if not await self._discover(None):
+            raise ScanFailure(Outcome.PROTOCOL_ERROR, "server rejects initialize but does not answer server/discover")
 
-    async def _discover(self) -> bool:
-        """Probe with ``server/discover``: True if the server is modern (and now set up as such)."""
+    async def _discover(self, wait: float | None) -> bool:
+        """Probe with ``server/discover`` (waiting at most ``wait`` s): True if the server is modern (and now
+        set up as such)."""
         self.transport.modern = True
         self.transport.protocol_version = MODERN_VERSION
         message = self._request("server/discover", {"_meta": self._meta()})
         response: dict[str, Any] | None = None
         try:
-            with anyio.move_on_after(self.limits.probe_timeout):
+            with anyio.move_on_after(wait if wait is not None else math.inf):
                 response = await self.transport.request(message)
         except HttpStatusFailure as failure:
             response = _modern_error_body(failure)
@@ -195,13 +204,16 @@ class _Session:
             self.progress.server_name = name[:500] if isinstance(name, str) else None
             self.progress.server_version = version[:200] if isinstance(version, str) else None
 
-    async def _initialize(self) -> None:
+    async def _initialize(self) -> bool:
+        """The legacy handshake: True once done; False if the server answered with a modern error."""
         params = {
             "protocolVersion": LEGACY_VERSION,
             "capabilities": capabilities(self.profile),
             "clientInfo": dict(CLIENT_INFO),
         }
         response = await self.transport.request(self._request("initialize", params))
+        if jsonrpc.is_modern_error(jsonrpc.error_of(response)):
+            return False
         result = jsonrpc.result_of(response, "initialize")
         self.progress.era = "legacy"
         version = result.get("protocolVersion")
@@ -212,6 +224,7 @@ class _Session:
         # The header must carry the negotiated version; 2025-06-18 and later require it on every request.
         self.transport.protocol_version = version[:100]
         await self.transport.notify(jsonrpc.notification("notifications/initialized"))
+        return True
 
     # --- tools/list ----------------------------------------------------------------------------------------
 

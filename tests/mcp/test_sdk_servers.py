@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from scanner.mcp import ClientLimits
 from scanner.models import Outcome, Transport
 from tests.mcp.helpers import http_entry, names, scan, stdio_entry
 from tests.servers.launch import running, sdk_command, start_sdk_http
@@ -17,7 +18,7 @@ DEFAULT_NAMES = ["get_weather", "add", "ping_me"]
 
 
 def test_stdio_sdk_server_speaks_the_2026_era_and_pages():
-    outcome = scan(stdio_entry(sdk_command("stdio", page_size=2)))
+    outcome = scan(stdio_entry(sdk_command("stdio", page_size=2)), ClientLimits(timeout=10, shutdown_grace=0.3))
     assert outcome.outcome is Outcome.OK, outcome.detail
     assert names(outcome) == DEFAULT_NAMES
     assert (outcome.server_name, outcome.server_version) == ("fathom-test-sdk", "1.2.3")
@@ -26,6 +27,18 @@ def test_stdio_sdk_server_speaks_the_2026_era_and_pages():
     assert outcome.pages == 2
     assert outcome.capability_profile == "rich"
     assert set(outcome.timings_ms) == {"connect", "handshake", "list", "total"}
+    assert "discover" not in outcome.extra  # the probe was answered
+
+
+def test_stdio_server_slower_than_the_probe_is_still_found_modern():
+    # The probe gives up before the SDK server has started; the server then answers our discover, locks the
+    # connection to 2026 and refuses initialize with -32022: the client re-probes instead of failing.
+    limits = ClientLimits(timeout=10, connect_timeout=0.05, shutdown_grace=0.3)
+    outcome = scan(stdio_entry(sdk_command("stdio")), limits)
+    assert outcome.outcome is Outcome.OK, outcome.detail
+    assert (outcome.era, outcome.protocol_version) == ("stateless", "2026-07-28")
+    assert outcome.extra["discover"].startswith("late")
+    assert names(outcome) == DEFAULT_NAMES
 
 
 def test_streamable_http_sdk_server_2026_era(sdk_http):
