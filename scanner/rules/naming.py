@@ -43,14 +43,15 @@ def name_invalid(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         details: dict[str, object] = {"problem": "pattern", "length": len(name)}
         if bad:
             details["characters"] = [label(char) for char in bad[:20]]
-        why = (
-            "is empty"
-            if not name
-            else f"is {len(name)} characters long (more than 64)"
-            if len(name) > 64 and not bad
-            else f"contains {', '.join(repr(label(char)) for char in bad[:5])}"
+        if not name:
+            why = "is empty"
+        elif len(name) > 64 and not bad:
+            why = f"is {len(name)} characters long (more than 64)"
+        else:
+            why = f"contains {', '.join(repr(label(char)) for char in bad[:5])}"
+        yield Hit(
+            f"The name of {tool.display} {why}; providers accept only letters, digits, _ and -.", "/name", details
         )
-        yield Hit(f"The name {tool.display} {why}; providers accept only letters, digits, _ and -.", "/name", details)
 
 
 @register(

@@ -19,7 +19,7 @@ from jsonschema.exceptions import relevance
 from scanner.models import SCHEMA_DEPTH_LIMIT, Severity
 from scanner.rules.metaschema import dialect_of, meta_validator
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.tools import Node, ToolInfo, label, pointer, type_label
+from scanner.rules.tools import Node, ToolInfo, json_too_costly, label, pointer, type_label
 
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 GEMINI_DROPPED = frozenset(
@@ -55,6 +55,8 @@ NESTING_LIMIT = 5
 ENUM_LIMIT = 40
 # Beyond this JSON nesting the meta-schema check is skipped (jsonschema recurses); MCP212 reports such schemas.
 VALIDATION_DEPTH_LIMIT = 4 * SCHEMA_DEPTH_LIMIT
+# An array of more objects or arrays than this is not checked either: jsonschema's uniqueness test is quadratic.
+VALIDATION_CONTAINERS_LIMIT = 256
 MAX_LISTED = 20
 
 
@@ -579,16 +581,15 @@ def _schema_errors(schema: dict[str, Any], dialect: str) -> tuple[tuple[str, str
     doc="""Checks `inputSchema` against the meta-schema of its dialect (`$schema`; JSON Schema 2020-12 when absent
     or not recognised) with the `jsonschema` library, formats included (a `pattern` must compile). Clients and
     providers validate tool schemas; an invalid one makes the tool unusable or the request fail. Schemas nested
-    deeper than Fathom follows are not checked (MCP212 reports them). Bad: `"type": "text"`, `"required": "q"`.
+    deeper than Fathom follows (MCP212 reports them), or holding an array of more than 256 objects or arrays, are
+    not checked: validating them could take minutes. Bad: `"type": "text"`, `"required": "q"`.
     Good: `"type": "string"`, `"required": ["q"]`.""",
 )
 def schema_invalid(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     schema = tool.schema
     if not isinstance(schema, dict) or tool.walk.truncated:
         return
-    from scanner.rules.tools import json_too_deep
-
-    if json_too_deep(schema, VALIDATION_DEPTH_LIMIT):
+    if json_too_costly(schema, VALIDATION_DEPTH_LIMIT, VALIDATION_CONTAINERS_LIMIT):
         return
     dialect = dialect_of(schema)
     try:

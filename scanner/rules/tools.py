@@ -102,8 +102,9 @@ def type_label(value: Any) -> str:
     return type(value).__name__
 
 
-def json_too_deep(value: Any, limit: int) -> bool:
-    """Whether a JSON value nests more than ``limit`` containers deep (checked iteratively)."""
+def json_too_costly(value: Any, depth_limit: int, containers_limit: int) -> bool:
+    """Whether a JSON value nests deeper than ``depth_limit``, or holds an array of more than ``containers_limit``
+    objects or arrays (jsonschema's ``uniqueItems`` compares those pairwise: quadratic time). Iterative."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         current, depth = stack.pop()
@@ -113,9 +114,12 @@ def json_too_deep(value: Any, limit: int) -> bool:
             children = current
         else:
             continue
-        if depth > limit:
+        if depth > depth_limit:
             return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+        nested = [child for child in children if isinstance(child, (dict, list))]
+        if isinstance(current, list) and len(nested) > containers_limit:
+            return True
+        stack.extend((child, depth + 1) for child in nested)
     return False
 
 

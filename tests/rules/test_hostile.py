@@ -149,3 +149,17 @@ def test_ten_thousand_copies_do_not_explode(cheap_context: RuleContext) -> None:
     assert sum(1 for finding in findings if finding.code == "MCP301") == 9_999
     assert sum(1 for finding in findings if finding.code == "MCP302") == 9_999
     assert not [finding for finding in findings if finding.code == "MCP303"]  # identical is MCP302, not 303
+
+
+def test_quadratic_uniqueness_is_not_attempted(cheap_context: RuleContext) -> None:
+    """draft-04 wants unique enum values; jsonschema compares objects pairwise, which would take minutes here."""
+    schema = {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "type": "object",
+        "properties": {"a": {"description": "A.", "enum": [{"a": index} for index in range(20_000)]}},
+    }
+    tools = [{"name": "x", "description": "A tool with a giant enum of objects.", "inputSchema": schema}]
+    started = time.perf_counter()
+    findings = run_rules(tools, cheap_context)
+    assert time.perf_counter() - started < 5
+    assert {"MCP213", "MCP210"} <= {finding.code for finding in findings}
