@@ -1,0 +1,45 @@
+"""The write path with the real ``scanner.check.measure``: real token counts and real rule findings, stored and
+read back without a recount."""
+
+from __future__ import annotations
+
+import pytest
+
+from scanner.models import Toolset
+from scanner.store import Store
+from tests.store.conftest import entry, ok
+
+check = pytest.importorskip("scanner.check")
+
+TOOLS = [
+    {
+        "name": "search_docs",
+        "description": "Search the documentation index and return the best matching pages with their URLs.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "Words to look for, e.g. 'rate limits'."}},
+            "required": ["query"],
+        },
+    },
+    {"name": "fetch", "description": "fetch", "inputSchema": {"type": "object", "properties": {"url": {}}}},
+]
+
+
+def test_stored_numbers_are_what_measure_said(store: Store) -> None:
+    report = check.measure(Toolset.from_tools(TOOLS))
+    run = store.start_run("list.txt", "1", {})
+    record = store.record_scan(run, entry("docs"), ok(TOOLS), check.measure)
+    store.finish_run(run)
+
+    (row,) = store.leaderboard(run)
+    assert row.tokens == {provider: count.tokens for provider, count in report.tokens.items()}
+    assert row.token_methods == {provider: count.method for provider, count in report.tokens.items()}
+    assert row.findings == tuple(sorted(report.findings, key=lambda f: f.sort_key()))
+    assert (row.problems, row.warnings, row.notes) == (
+        report.summary.problems,
+        report.summary.warnings,
+        report.summary.notes,
+    )
+    sha = record.toolset_sha256 or ""
+    assert store.toolset_costs(sha, largest=5) == list(report.largest_tools)
+    assert store.trends()[0].median_tokens == report.max_tokens
