@@ -351,19 +351,19 @@ async def _scan_with(
     transport: ClientTransport, profile: str, limits: ClientLimits, progress: _Progress
 ) -> ScanOutcome:
     progress.transport = transport.name
-    async with transport:
-        progress.lap("connect")
-        session = _Session(transport, profile, limits, progress)
-        try:
+    failed = True
+    try:
+        async with transport:
+            progress.lap("connect")
+            session = _Session(transport, profile, limits, progress)
             await session.handshake(probe=transport.name != "sse")
             progress.lap("handshake")
             tools = await session.list_tools()
             progress.lap("list")
-        except BaseException:
-            progress.extra.update(transport.details(failed=True))
-            raise
-        else:
-            progress.extra.update(transport.details(failed=False))
+        failed = False
+    finally:
+        # After closing, so the facts include the shutdown (the session DELETE's status, say).
+        progress.extra.update(transport.details(failed=failed))
     return progress.outcome(Outcome.OK, f"{len(tools)} tools", tools=tuple(tools))
 
 

@@ -86,8 +86,8 @@ def test_auth_metadata_on_another_origin_is_not_fetched(hostile_http):
     assert elapsed < 1.5
 
 
-def test_server_ping_on_the_stream_is_answered(hostile_http):
-    # The server holds the initialize answer until it has received our {} reply to its ping.
+def test_server_requests_on_the_stream_are_answered(hostile_http):
+    # The server holds the initialize answer until we replied {} to its ping and -32601 to its roots/list.
     result, _ = timed_scan(http_entry(hostile_http.url("/sse-ping")), LIMITS)
     assert result.outcome is Outcome.OK, result.detail
     assert names(result) == ["tool_1", "tool_2"]
@@ -121,6 +121,13 @@ def test_hand_written_legacy_sse_server(hostile_http):
         assert result.outcome is Outcome.OK, result.detail
         assert (result.transport, result.protocol_version) == ("sse", "2024-11-05")
         assert names(result) == ["tool_1", "tool_2"]
+
+
+def test_sse_endpoint_on_another_origin_is_refused(hostile_http):
+    result, elapsed = timed_scan(http_entry(hostile_http.url("/sse-foreign-endpoint"), Transport.SSE), LIMITS)
+    assert result.outcome is Outcome.PROTOCOL_ERROR, result.detail
+    assert "another origin" in result.detail
+    assert elapsed < 1.5
 
 
 def test_nothing_listening_is_a_connect_error():

@@ -11,6 +11,8 @@ from scanner.mcp.sse import SSEParser
 from scanner.models import Outcome, ServerEntry, Transport
 from tests.mcp.helpers import scan
 
+pytestmark = pytest.mark.timeout(10)
+
 STREAM = b'id: 0\ndata:\n\n: keep-alive\r\n\r\nevent: message\r\ndata: {"a":\r\ndata: 1}\r\n\r\ndata: x\r\r\n'
 
 

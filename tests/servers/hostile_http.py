@@ -32,7 +32,7 @@ BEHAVIOURS = {
     "auth-foreign": "401 whose resource_metadata URL is on another origin",
     "error500": "answers 500",
     "sse-silent": "answers an event stream that sends a priming event and keep-alives, never the answer",
-    "sse-ping": "answers over an event stream; asks the client a ping first and answers only after the reply",
+    "sse-ping": "answers over an event stream after asking the client ping and roots/list and checking replies",
     "endless": "tools/list always returns a fresh nextCursor",
     "repeat": "tools/list returns the same nextCursor forever",
     "empty-cursor": 'legacy tools/list with nextCursor "" (taken as the end)',
@@ -45,9 +45,12 @@ BEHAVIOURS = {
     "modern": "a 2026-07-28 server whose second page is behind the empty-string cursor",
     "modern-unsupported": "a 2026-07-28 server that only speaks a future version (-32022)",
     "sse-legacy": "the deprecated HTTP+SSE transport (GET for events, POST to the endpoint)",
+    "sse-foreign-endpoint": "an HTTP+SSE stream whose endpoint event names another origin",
 }
 
-_ping_replies: dict[str, asyncio.Event] = {}
+# The client's replies to our own requests, by request id (the sse-ping behaviour waits for them).
+_replies: dict[str, dict[str, Any]] = {}
+_reply_events: dict[str, asyncio.Event] = {}
 
 
 def _tool(i: int) -> dict[str, Any]:
@@ -112,6 +115,10 @@ async def mcp_endpoint(request: Request) -> Response:
         return Response("unauthorized", status_code=401, headers={"WWW-Authenticate": challenge})
     if behaviour == "sse-legacy":
         return await _sse_legacy(request)
+    if behaviour == "sse-foreign-endpoint":
+        if request.method != "GET":
+            return Response(status_code=405)
+        return StreamingResponse(_foreign_endpoint(), media_type="text/event-stream")
     if request.method == "DELETE":
         return Response(status_code=405)
     if request.method != "POST":
@@ -139,9 +146,9 @@ async def mcp_endpoint(request: Request) -> Response:
     if "id" not in message:
         return Response(status_code=202)
     if "method" not in message:  # the client's reply to one of our requests
-        event = _ping_replies.get(str(message.get("id")))
-        if event is not None and message.get("result") == {}:
-            event.set()
+        key = str(message.get("id"))
+        _replies[key] = message
+        _reply_events.setdefault(key, asyncio.Event()).set()
         return Response(status_code=202)
     return await _request(behaviour, message, request)
 
@@ -166,19 +173,25 @@ async def _request(behaviour: str, message: dict[str, Any], request: Request) ->
 
 
 async def _with_ping(result: dict[str, Any], key: str) -> AsyncIterator[bytes]:
-    ping_id = f"srv-ping-{key}"
-    event = _ping_replies.setdefault(ping_id, asyncio.Event())
+    """Priming event, comment, notification, then a ping and a roots/list request of our own: the answer is
+    sent only if the client replied ``{}`` to the ping and method-not-found to roots/list."""
     yield b"id: 1\ndata:\n\n"
     yield b": a comment\n\n"
     note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hi"}}
     yield f"event: message\ndata: {json.dumps(note)}\n\n".encode()
-    yield f"data: {json.dumps({'jsonrpc': '2.0', 'id': ping_id, 'method': 'ping'})}\n\n".encode()
+    checks = {f"srv-ping-{key}": ("ping", {"result": {}}), f"srv-roots-{key}": ("roots/list", None)}
+    for request_id, (method, _) in checks.items():
+        _reply_events.setdefault(request_id, asyncio.Event())
+        yield f"data: {json.dumps({'jsonrpc': '2.0', 'id': request_id, 'method': method})}\n\n".encode()
     try:
-        await asyncio.wait_for(event.wait(), 2)
+        for request_id in checks:
+            await asyncio.wait_for(_reply_events[request_id].wait(), 2)
     except TimeoutError:
-        failed = {"jsonrpc": "2.0", "id": result["id"], "error": {"code": -1, "message": "ping never answered"}}
-        yield f"data: {json.dumps(failed)}\n\n".encode()
-        return
+        result = {"jsonrpc": "2.0", "id": result["id"], "error": {"code": -1, "message": "requests not answered"}}
+    ping_ok = _replies[f"srv-ping-{key}"].get("result") == {}
+    roots = _replies.get(f"srv-roots-{key}", {}).get("error")
+    if not ping_ok or not isinstance(roots, dict) or roots.get("code") != -32601:
+        result = {"jsonrpc": "2.0", "id": result["id"], "error": {"code": -2, "message": "wrong replies"}}
     yield f"data: {json.dumps(result)}\n\n".encode()
 
 
@@ -212,6 +225,11 @@ def _modern(behaviour: str, method: Any, request_id: Any, params: dict[str, Any]
             page = {"tools": [_tool(1)], "nextCursor": "", "resultType": "complete", "ttlMs": 0, "cacheScope": "public"}
         return JSONResponse(_answer(request_id, page))
     return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no"}})
+
+
+async def _foreign_endpoint() -> AsyncIterator[bytes]:
+    yield b"event: endpoint\ndata: http://other.invalid/messages\n\n"
+    await asyncio.sleep(3600)
 
 
 _sse_queues: dict[str, asyncio.Queue[dict[str, Any]]] = {}

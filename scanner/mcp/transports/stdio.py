@@ -260,8 +260,6 @@ class StdioTransport(ClientTransport):
         if self._skipped_lines:
             facts["skipped_stdout_lines"] = self._skipped_lines
             facts["skipped_stdout_samples"] = list(self._skipped_samples)
-        if self._process is not None and self._process.returncode is not None:
-            facts["exit_code"] = self._process.returncode
         return facts
 
 
