@@ -19,7 +19,7 @@ from sqlalchemy import Engine, delete, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from scanner import history
-from scanner.errors import InputError
+from scanner.errors import FathomError, InputError
 from scanner.models import CheckReport, Finding, ScanOutcome, ServerEntry, Severity, TokenCount, ToolCost, Toolset
 from scanner.store import codec
 from scanner.store.rows import (
@@ -231,15 +231,24 @@ class Store:
         scanned in this run writes nothing and comes back with ``duplicate=True``.
         """
         with self._sessions() as session:
-            rule_version = self._run(session, run_id).rule_version
+            run = self._run(session, run_id)
+            if run.status == "finished":
+                raise InputError(f"Run {run_id} is finished; its results can no longer change.")
+            rule_version = run.rule_version
         toolset: Toolset | None = None
         report: CheckReport | None = None
+        measure_error: str | None = None  # kept with the scan; the toolset is measured again next time
         if outcome.ok:
             toolset = Toolset.from_tools(tuple(outcome.tools or ()))
             with self._sessions() as session:
                 measured = self._is_measured(session, toolset.sha256, rule_version)
             if not measured:
-                report = measure(toolset)
+                try:
+                    report = measure(toolset)
+                except FathomError:
+                    raise  # run-fatal (no tokenizer, ...): stop the crawl
+                except Exception as exc:  # a checker bug on one hostile list must not abort 20 000 servers
+                    measure_error = f"{type(exc).__name__}: {exc}"[:300]
 
         with self._sessions.begin() as session:
             server = session.scalar(select(Server).where(Server.name == entry.name))
@@ -274,17 +283,22 @@ class Store:
                 pages=outcome.pages if isinstance(outcome.pages, int) else 0,
                 toolset_id=toolset_id,
                 anonymous=bool(entry.anonymous),
-                extra=codec.small_json(outcome.extra),
+                extra=codec.small_json(
+                    {**outcome.extra, "measure_error": measure_error} if measure_error else outcome.extra
+                ),
             )
             session.add(scan)
             session.flush()
             server.last_scan_id = scan.id
-            if scan.outcome == "ok":
+            # A list that could not be measured has no findings to compare: history skips it and compares the
+            # next measured scan with the last measured one.
+            comparable = toolset is not None and toolset_id is not None and measure_error is None
+            if comparable:
                 server.last_ok_scan_id = scan.id
 
             events = history.compare_outcomes(previous.outcome if previous else None, scan.outcome)
             history_findings: list[Finding] = []
-            if toolset is not None and toolset_id is not None:
+            if comparable and toolset is not None and toolset_id is not None:
                 events_ok, history_findings = self._history(
                     session, scan, toolset, toolset_id, previous_ok, rule_version
                 )
@@ -778,12 +792,25 @@ class Store:
             result[scan_id] = (base[0] + extra[0], base[1] + extra[1], base[2] + extra[2])
         return result
 
-    def events(self, server: str | None = None) -> list[EventRow]:
-        """Change events, oldest first, of one server or of all."""
+    def events(
+        self,
+        server: str | None = None,
+        *,
+        kind: str | None = None,
+        run: int | None = None,
+        since: datetime | None = None,
+    ) -> list[EventRow]:
+        """Change events, oldest first: of one server or all, optionally one kind, one run, or at/after ``since``."""
         with self._sessions() as session:
             query = select(Event, Server.name).join(Server, Server.id == Event.server_id).order_by(Event.id)
             if server is not None:
                 query = query.where(Event.server_id == self._server_id(session, server))
+            if kind is not None:
+                query = query.where(Event.kind == kind)
+            if run is not None:
+                query = query.where(Event.run_id == run)
+            if since is not None:
+                query = query.where(Event.at >= _aware(since))
             return [
                 EventRow(
                     id=event.id,

@@ -139,6 +139,10 @@ def test_events(store: Store, runs: list[int]) -> None:
     assert {event.server for event in everything} == {"a", "b", "c"}
     outcome_changes = [dict(e.details) for e in everything if e.server == "c" and e.kind == "outcome_changed"]
     assert outcome_changes == [{"from": "timeout", "to": "ok"}, {"from": "ok", "to": "auth_required"}]
+    assert [e.server for e in store.events(kind="outcome_changed")] == ["c", "c"]
+    assert {e.run_id for e in store.events(run=runs[2])} == {runs[2]}
+    assert store.events(since=everything[-1].at + timedelta(seconds=1)) == []
+    assert store.events("a", kind="server_version_changed") == []
 
 
 def test_leaderboard_and_report_helpers(store: Store, runs: list[int]) -> None:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
+import pytest
+
+from scanner.errors import InputError, TokenizerUnavailable
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.store import Store
 from tests.store.conftest import entry, failed, local_measure, ok, tool
@@ -217,3 +221,64 @@ def test_new_rule_version_measures_again_and_records_what_appeared(store: Store)
     record = store.record_scan(second, entry("a"), ok([ECHO, UNTYPED]), stricter)
     assert record.measured and not record.new_toolset
     assert [(e.kind, e.code) for e in record.events] == [("finding_appeared", "MCP999")]
+
+
+def test_a_checker_crash_on_one_list_is_kept_as_data_and_retried(store: Store) -> None:
+    first = store.start_run("list.txt", "1", {})
+    store.record_scan(first, entry("a"), ok([ECHO, UNTYPED]), local_measure)
+    store.finish_run(first)
+
+    def broken(toolset):  # type: ignore[no-untyped-def]
+        raise RecursionError("schema nested too deep for the checker")
+
+    second = store.start_run("list.txt", "1", {})
+    crashed = store.record_scan(second, entry("a"), ok([ECHO]), broken)
+    assert crashed.outcome == "ok" and crashed.new_toolset and not crashed.measured
+    assert crashed.events == ()  # nothing to compare findings with: no false "resolved"
+    store.finish_run(second)
+    assert store.history("a")[1].tokens == {}
+
+    third = store.start_run("list.txt", "1", {})
+    retried = store.record_scan(third, entry("a"), ok([ECHO]), local_measure)
+    assert retried.measured and not retried.new_toolset
+    # Compared with the last measured scan (run 1): search was removed and its finding resolved.
+    assert sorted((e.kind, e.tool, e.code) for e in retried.events) == [
+        ("finding_appeared", "search", "MCP502"),
+        ("finding_resolved", "search", "MCP205"),
+        ("tool_removed", "search", None),
+    ]
+
+
+def test_run_fatal_errors_from_measure_propagate(store: Store) -> None:
+    def no_tokenizer(toolset):  # type: ignore[no-untyped-def]
+        raise TokenizerUnavailable("o200k_base file missing")
+
+    run = store.start_run("list.txt", "1", {})
+    with pytest.raises(TokenizerUnavailable):
+        store.record_scan(run, entry("a"), ok([ECHO]), no_tokenizer)
+    assert store.scanned_server_names(run) == set()
+
+
+def test_a_finished_run_takes_no_more_results(store: Store) -> None:
+    run = store.start_run("list.txt", "1", {})
+    store.finish_run(run)
+    with pytest.raises(InputError, match="finished"):
+        store.record_scan(run, entry("a"), ok([ECHO]), local_measure)
+
+
+def test_the_writer_may_run_in_another_thread(store: Store) -> None:
+    run = store.start_run("list.txt", "1", {})
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            for i in range(5):
+                store.record_scan(run, entry(f"s{i}"), ok([tool(f"t{i}", "A tool that does a thing.")]), local_measure)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    worker = threading.Thread(target=write)
+    worker.start()
+    worker.join(30)
+    assert errors == []
+    assert store.scanned_server_names(run) == {f"s{i}" for i in range(5)}
