@@ -40,6 +40,7 @@ CLIENT_INFO_META = "io.modelcontextprotocol/clientInfo"
 SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
 # A fall back from Streamable HTTP to HTTP+SSE happens on these statuses to the handshake POST (spec).
 FALLBACK_STATUSES = frozenset({400, 404, 405})
+MAX_INSTRUCTIONS_CHARS = 64 * 1024
 
 
 @dataclass
@@ -97,6 +98,7 @@ class _Session:
         self.progress = progress
         self._next_id = 0
         self.modern = False
+        self.declares_tools = True
 
     def _request(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
         self._next_id += 1
@@ -172,6 +174,7 @@ class _Session:
         if not isinstance(info, dict) and isinstance(meta, dict):
             info = meta.get(SERVER_INFO_META)
         self._server_info(info)
+        self._server_facts(result)
         return True
 
     def _modern_error(self, error: Mapping[str, Any]) -> bool:
@@ -204,6 +207,14 @@ class _Session:
             self.progress.server_name = name[:500] if isinstance(name, str) else None
             self.progress.server_version = version[:200] if isinstance(version, str) else None
 
+    def _server_facts(self, result: Mapping[str, Any]) -> None:
+        """Keep the server's ``instructions`` (a model may see them too) and whether it declared tools."""
+        instructions = result.get("instructions")
+        if isinstance(instructions, str) and instructions:
+            self.progress.extra["instructions"] = instructions[:MAX_INSTRUCTIONS_CHARS]
+        caps = result.get("capabilities")
+        self.declares_tools = isinstance(caps, dict) and "tools" in caps
+
     async def _initialize(self) -> bool:
         """The legacy handshake: True once done; False if the server answered with a modern error."""
         params = {
@@ -221,10 +232,19 @@ class _Session:
             raise ScanFailure(Outcome.INVALID_RESPONSE, "initialize result has no protocolVersion string")
         self.progress.protocol_version = version[:100]
         self._server_info(result.get("serverInfo"))
+        self._server_facts(result)
         # The header must carry the negotiated version; 2025-06-18 and later require it on every request.
         self.transport.protocol_version = version[:100]
         await self.transport.notify(jsonrpc.notification("notifications/initialized"))
         return True
+
+    def _cache_hints(self, result: Mapping[str, Any]) -> None:
+        """2026-07-28 ``tools/list`` caching hints (``ttlMs``, ``cacheScope``), kept as sent if well-typed."""
+        ttl, scope = result.get("ttlMs"), result.get("cacheScope")
+        if type(ttl) is int:
+            self.progress.extra["ttl_ms"] = ttl
+        if isinstance(scope, str):
+            self.progress.extra["cache_scope"] = scope[:20]
 
     # --- tools/list ----------------------------------------------------------------------------------------
 
@@ -246,6 +266,10 @@ class _Session:
             if self.modern:
                 params["_meta"] = self._meta()
             response = await self.transport.request(self._request("tools/list", params or None))
+            if self.progress.pages == 0 and not self.declares_tools and jsonrpc.error_of(response) is not None:
+                # It never said it had tools, and it has none to list: an empty list, not a fault.
+                self.progress.extra["tools_capability"] = False
+                return tools
             result = jsonrpc.result_of(response, "tools/list")
             result_type = result.get("resultType", "complete")
             if self.modern and result_type != "complete":
@@ -263,6 +287,8 @@ class _Session:
                 raise ScanFailure(
                     Outcome.TOO_LARGE, f"more than {limits.max_tools} tools", {"max_tools": limits.max_tools}
                 )
+            if self.modern:
+                self._cache_hints(result)
             next_cursor = result.get("nextCursor")
             if next_cursor is None:
                 return tools

@@ -99,6 +99,15 @@ def test_modern_server_follows_the_empty_string_cursor(hostile_http):
     assert (result.era, result.protocol_version, result.server_name) == ("stateless", "2026-07-28", "hostile-modern")
     assert result.pages == 2
     assert names(result) == ["tool_1", "tool_2"]
+    assert result.extra["instructions"] == "Use tool_1 before tool_2."
+    assert (result.extra["ttl_ms"], result.extra["cache_scope"]) == (0, "public")
+
+
+def test_server_without_tools_has_an_empty_list(hostile_http):
+    result, _ = timed_scan(http_entry(hostile_http.url("/no-tools")), LIMITS)
+    assert result.outcome is Outcome.OK, result.detail
+    assert result.tools == ()
+    assert result.extra["tools_capability"] is False
 
 
 def test_legacy_empty_string_cursor_is_the_end(hostile_http):

@@ -42,6 +42,7 @@ BEHAVIOURS = {
     "tools-not-list": "tools/list 'tools' is a number",
     "hostile-tools": "tools/list holds a number, a string and a tool whose name is a list",
     "many-tools": "tools/list holds 50 tools",
+    "no-tools": "declares no tools capability and answers tools/list with method-not-found",
     "modern": "a 2026-07-28 server whose second page is behind the empty-string cursor",
     "modern-unsupported": "a 2026-07-28 server that only speaks a future version (-32022)",
     "sse-legacy": "the deprecated HTTP+SSE transport (GET for events, POST to the endpoint)",
@@ -164,10 +165,12 @@ async def _request(behaviour: str, message: dict[str, Any], request: Request) ->
         return JSONResponse(_answer(999, _initialize_result(behaviour)))
     if method == "initialize":
         result = _answer(request_id, _initialize_result(behaviour))
+        if behaviour == "no-tools":
+            result["result"]["capabilities"] = {"resources": {}}
         if behaviour == "sse-ping":
             return StreamingResponse(_with_ping(result, str(request_id)), media_type="text/event-stream")
         return JSONResponse(result, headers={"Mcp-Session-Id": "hostile-session"})
-    if method == "tools/list":
+    if method == "tools/list" and behaviour != "no-tools":
         return JSONResponse(_answer(request_id, _tools_page(behaviour, params)))
     return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no"}})
 
@@ -212,6 +215,7 @@ def _modern(behaviour: str, method: Any, request_id: Any, params: dict[str, Any]
                     "supportedVersions": ["2026-07-28"],
                     "capabilities": {"tools": {}},
                     "serverInfo": {"name": "hostile-modern", "version": "2026.1"},
+                    "instructions": "Use tool_1 before tool_2.",
                     "resultType": "complete",
                     "ttlMs": 0,
                     "cacheScope": "public",
