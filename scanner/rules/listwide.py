@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.tools import ToolInfo, label, words
+from scanner.rules.tools import ToolInfo, words
 
 SIMILARITY = 0.6
 TOOLS_PROBLEM = 128
@@ -65,7 +65,7 @@ def names_confusable(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hi
             f"{first.subject} and {other.display} (tool #{other.index}) "
             + ("have the same name." if same else "differ only in case, _ or -."),
             "/name",
-            {"other": label(other.name, 200), "other_index": other.index, "identical": same},
+            {"other": other.tool_name, "other_index": other.index, "identical": same},
             tool_index=first.index,
         )
 

@@ -587,7 +587,7 @@ def _schema_errors(schema: dict[str, Any], dialect: str) -> tuple[tuple[str, str
 )
 def schema_invalid(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     schema = tool.schema
-    if not isinstance(schema, dict) or tool.walk.truncated:
+    if not isinstance(schema, dict) or tool.walk.truncated or tool.walk.crowded:
         return
     if json_too_costly(schema, VALIDATION_DEPTH_LIMIT, VALIDATION_CONTAINERS_LIMIT):
         return

@@ -169,8 +169,12 @@ class Node:
 
 @dataclass(frozen=True)
 class Walk:
+    """The nodes of one schema. ``truncated``: some part nests deeper than SCHEMA_DEPTH_LIMIT and was not
+    followed. ``crowded``: the schema has more than MAX_NODES nodes and the walk stopped there."""
+
     nodes: tuple[Node, ...]
     truncated: bool
+    crowded: bool = False
 
 
 def _join(path: str, name: str) -> str:
@@ -180,13 +184,13 @@ def _join(path: str, name: str) -> str:
 def walk_schema(schema: Any, base: tuple[str, ...] = ("inputSchema",)) -> Walk:
     """Every schema node under ``schema`` in document order, iteratively, at most SCHEMA_DEPTH_LIMIT levels deep."""
     nodes: list[Node] = []
-    truncated = False
+    truncated = crowded = False
     stack: list[Node] = [Node(schema=schema, tokens=base, path="", level=0, depth=0)]
     while stack:
         node = stack.pop()
         nodes.append(node)
         if len(nodes) >= MAX_NODES:
-            truncated = True
+            crowded = True
             break
         value = node.schema
         if not isinstance(value, dict):
@@ -196,7 +200,7 @@ def walk_schema(schema: Any, base: tuple[str, ...] = ("inputSchema",)) -> Walk:
             truncated = True
             continue
         stack.extend(reversed(children))
-    return Walk(nodes=tuple(nodes), truncated=truncated)
+    return Walk(nodes=tuple(nodes), truncated=truncated, crowded=crowded)
 
 
 def _children(node: Node, value: dict[str, Any]) -> Iterator[Node]:

@@ -163,3 +163,19 @@ def test_quadratic_uniqueness_is_not_attempted(cheap_context: RuleContext) -> No
     findings = run_rules(tools, cheap_context)
     assert time.perf_counter() - started < 5
     assert {"MCP213", "MCP210"} <= {finding.code for finding in findings}
+
+
+def test_a_very_wide_schema_is_not_called_deep(cheap_context: RuleContext) -> None:
+    properties = {f"p{index}": {"type": "string", "description": "P."} for index in range(60_000)}
+    tools = [
+        {
+            "name": "wide",
+            "description": "A tool with far too many options.",
+            "inputSchema": {"type": "object", "properties": properties},
+        }
+    ]
+    started = time.perf_counter()
+    findings = run_rules(tools, cheap_context)
+    assert time.perf_counter() - started < 10
+    codes = {finding.code for finding in findings}
+    assert "MCP211" in codes and "MCP212" not in codes
