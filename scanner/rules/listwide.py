@@ -7,7 +7,8 @@ give (A, B) and (A, C).
 
 MCP303 runs in far less than quadratic time on real lists: word sets are computed once, and candidate pairs come
 from a prefix filter (a pair reaching 60 % overlap must share one of the rarest ``n - ceil(0.6 n) + 1`` words of
-each description), then are verified exactly.
+each description), then are verified exactly. A hostile list built to defeat the filter is compared only up to
+:data:`COMPARISON_BUDGET` pairs.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ SIMILARITY = 0.6
 TOOLS_PROBLEM = 128
 TOOLS_WARNING = 40
 LIST_TOKEN_LIMIT = 20_000
+# Candidate pairs MCP303 compares at most (a few seconds); real lists need a tiny fraction of it.
+COMPARISON_BUDGET = 2_000_000
 
 
 def _fold(text: str) -> str:
@@ -92,47 +95,54 @@ def descriptions_identical(tools: Sequence[ToolInfo], ctx: RuleContext) -> Itera
         )
 
 
-def similar_pairs(descriptions: Sequence[str | None]) -> Iterator[tuple[int, int, float, list[str]]]:
+def similar_pairs(
+    descriptions: Sequence[str | None], budget: int = COMPARISON_BUDGET
+) -> Iterator[tuple[int, int, float, list[str]]]:
     """(i, j, share, shared words) for each j paired with the first earlier i whose description is similar.
 
     Similar: not identical after folding white space, and the shared distinct words are at least 60 % of the
-    distinct words of the longer description (the one with more distinct words).
+    distinct words of the longer description (the one with more distinct words). At most ``budget`` candidate
+    pairs are looked at; a list needing more (thousands of tools written to defeat the prefix filter) is
+    reported only as far as the budget reached.
     """
-    sets: list[frozenset[str] | None] = []
+    sets: list[frozenset[str]] = []
     folded: list[str | None] = []
     for text in descriptions:
-        found = frozenset(words(text)) if text else frozenset()
-        sets.append(found or None)
+        sets.append(frozenset(words(text)) if text else frozenset())
         folded.append(_fold(text) if text else None)
+    sizes = [len(found) for found in sets]
     frequency: Counter[str] = Counter()
     for present in sets:
-        if present:
-            frequency.update(present)
+        frequency.update(present)
     index: dict[str, list[int]] = defaultdict(list)
     indexed: set[str] = set()
     for j, word_set in enumerate(sets):
-        if not word_set:
+        size = sizes[j]
+        if not size:
             continue
         ordered = sorted(word_set, key=lambda word: (frequency[word], word))
-        prefix = ordered[: len(ordered) - math.ceil(SIMILARITY * len(ordered)) + 1]
+        prefix = ordered[: size - math.ceil(SIMILARITY * size) + 1]
         best: tuple[int, float, frozenset[str]] | None = None
+        seen: set[int] = set()
         for word in prefix:
             for i in index[word]:
                 if best is not None and i >= best[0]:
                     break
-                other = sets[i]
-                assert other is not None
-                if folded[i] == folded[j]:
+                budget -= 1
+                if i in seen:
                     continue
-                larger = max(len(other), len(word_set))
-                if min(len(other), len(word_set)) < SIMILARITY * larger:
+                seen.add(i)
+                larger = max(sizes[i], size)
+                if min(sizes[i], size) < SIMILARITY * larger or folded[i] == folded[j]:
                     continue
-                shared = other & word_set
+                shared = sets[i] & word_set
                 if len(shared) >= SIMILARITY * larger:
                     best = (i, len(shared) / larger, shared)
                     break
         if best is not None:
             yield best[0], j, best[1], sorted(best[2])
+        if budget <= 0:
+            return
         # Only the first of identical descriptions is indexed: it is always an earlier, equally good partner.
         text = folded[j]
         if text is not None and text not in indexed:

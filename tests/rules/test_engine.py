@@ -200,3 +200,13 @@ def test_a_hundred_realistic_tools_are_fast(cheap_context: RuleContext) -> None:
 def test_two_thousand_tools_are_fast(cheap_context: RuleContext) -> None:
     tools = [realistic_tool(index) for index in range(2000)]
     assert _timed(tools, cheap_context) < 5
+
+
+def test_similarity_search_stops_at_its_budget() -> None:
+    texts = [f"common words here and there item{index % 7} extra{index % 5}" for index in range(400)]
+    everything = list(similar_pairs(texts))
+    assert len(everything) == 399  # every later tool pairs with an earlier similar one
+    started = time.perf_counter()
+    partial = list(similar_pairs(texts, budget=50))
+    assert len(partial) < len(everything) and partial == everything[: len(partial)]
+    assert time.perf_counter() - started < 1
