@@ -8,9 +8,17 @@ them) and never resolving ``$ref``. Every rule reads the same walk, so a schema 
 
 Vocabulary (see rules.md): a *parameter* is a schema inside any ``properties`` map at any depth, or an array's
 ``items`` (also ``prefixItems`` and the old array form of ``items``). Its *level* counts properties and items
-hops from the root (a root parameter is level 1). Branches of ``anyOf``/``oneOf``/``allOf``, definitions under
-``$defs``/``definitions`` and the other applicators (``not``, ``if``, ``additionalProperties``, ...) are walked at
-their parent's level and are not parameters themselves, but the properties inside them are.
+hops from the root (a root parameter is level 1). Parameters are named by dotted paths: ``filter.status``,
+``tags[]`` for items, ``$defs.Address.city`` inside definitions.
+
+Everything else is walked at its parent's level and is not a parameter itself, though the properties inside it
+are: branches of ``anyOf``/``oneOf``/``allOf``, definitions under ``$defs``/``definitions``, the applicators
+``additionalProperties``, ``patternProperties``, ``items``-like keywords and so on. *Conditions* (``not``,
+``if``/``then``/``else``, ``dependentSchemas``, schema-valued ``dependencies``) are special: their properties
+constrain keys the parent defines (``if: {"properties": {"kind": {"const": "a"}}}``), so the rules that ask
+"is this parameter typed, described, shaped?" skip what is inside a condition.
+
+A schema with more than :data:`MAX_NODES` nodes is walked only that far (``Walk.crowded``).
 """
 
 from __future__ import annotations
