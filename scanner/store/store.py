@@ -456,7 +456,10 @@ class Store:
 
     @staticmethod
     def _appeared_details(events: list[history.ChangeEvent], current: list[Finding]) -> list[history.ChangeEvent]:
-        """Give each finding_appeared event the finding's full text, so past findings need no recompute."""
+        """Give each finding_appeared event the finding's pointer and index, so past findings need no recompute.
+
+        The hint is left out: it is the rule's, and the catalogue gives it back by code.
+        """
         by_key: dict[tuple[str, str | None], Finding] = {}
         for finding in current:
             by_key.setdefault(history.finding_key(finding), finding)
@@ -466,7 +469,6 @@ class Store:
             if event.kind == history.FINDING_APPEARED and match is not None:
                 details = {
                     **dict(event.details),
-                    "hint": match.hint[:500],
                     "pointer": match.pointer,
                     "tool_index": match.tool_index,
                 }
@@ -1151,6 +1153,16 @@ def _aware(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
+def _rule_hint(code: str) -> str:
+    """A rule's hint from the catalogue (events do not repeat it, to stay small); empty for a retired code."""
+    try:
+        from scanner.rules import RULES
+
+        return str(RULES[code].hint)
+    except (ImportError, KeyError, AttributeError):
+        return ""
+
+
 class _Interval:
     """One stretch of a finding on a server: from a finding_appeared event to the next finding_resolved."""
 
@@ -1176,7 +1188,7 @@ class _Interval:
             tool=event.tool,
             tool_index=index if isinstance(index, int) else None,
             message=str(details.get("message", "")),
-            hint=str(details.get("hint", "")),
+            hint=str(details.get("hint") or _rule_hint(event.code or "")),
             pointer=details.get("pointer") if isinstance(details.get("pointer"), str) else None,
             details={},
             run_id=None,

@@ -10,6 +10,7 @@ import pytest
 
 from scanner.errors import InputError
 from scanner.models import CheckReport, Finding, Outcome, Severity, Toolset
+from scanner.rules import RULES
 from scanner.store import Store
 from tests.store.conftest import entry, failed, local_measure, ok, tool
 
@@ -82,7 +83,7 @@ def test_findings_with_first_seen_and_gone(store: Store, runs: list[int]) -> Non
     ]
     assert untyped[0].gone_at is not None and untyped[1].gone_at is None
     assert untyped[0].severity is Severity.PROBLEM and untyped[0].tool == "search"
-    assert untyped[0].hint == "Give each a type."
+    assert untyped[0].hint == RULES["MCP205"].hint  # listed from events: the catalogue's hint, by code
 
     assert [row.server for row in store.findings(rule="param-untyped", server="c")] == ["c"]
 
