@@ -61,12 +61,8 @@ MAX_LISTED = 20
 
 
 def _paths(nodes: list[Node]) -> list[str]:
-    seen: list[str] = []
-    for node in nodes:
-        path = node.path or "(root)"
-        if path not in seen:
-            seen.append(path)
-    return seen
+    """The distinct parameter paths of some nodes, in walk order (``(root)`` for the root schema)."""
+    return list(dict.fromkeys(node.path or "(root)" for node in nodes))
 
 
 def _listing(paths: list[str]) -> str:
@@ -92,12 +88,24 @@ def _own_keys(schema: Any) -> set[str]:
     return set()
 
 
-def _level_keys(node: Node) -> tuple[set[str], bool]:
+def _level_keys(node: Node, cache: dict[int, tuple[set[str], bool]]) -> tuple[set[str], bool]:
     """The property names defined at a node's level (its owner and every combinator branch or condition under it),
-    and whether a ``$ref`` there could define more (then the answer is incomplete)."""
+    and whether a ``$ref`` there could define more (then the answer is incomplete).
+
+    ``cache`` (per tool and rule, keyed by the owner node) keeps a wide ``anyOf`` whose every branch has a
+    ``required`` list from costing branches x branches.
+    """
+    owner = node.owner()
+    found = cache.get(id(owner))
+    if found is None:
+        found = cache[id(owner)] = _collect_level_keys(owner.schema)
+    return found
+
+
+def _collect_level_keys(root: Any) -> tuple[set[str], bool]:
     keys: set[str] = set()
     opaque = False
-    stack: list[tuple[Any, int]] = [(node.owner().schema, 0)]
+    stack: list[tuple[Any, int]] = [(root, 0)]
     while stack:
         schema, depth = stack.pop()
         if not isinstance(schema, dict):
@@ -233,18 +241,21 @@ def schema_accepts_anything(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
 )
 def required_undefined(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     missing: list[str] = []
+    listed: set[str] = set()
     first: str | None = None
+    cache: dict[int, tuple[set[str], bool]] = {}
     for node in tool.walk.nodes:
         required = node.get("required")
         if not isinstance(required, list) or (node.conditional and node.kind != "condition"):
             continue
-        keys, opaque = _level_keys(node)
+        keys, opaque = _level_keys(node, cache)
         if opaque:
             continue
         names = [name for name in required if isinstance(name, str) and name not in keys]
         for name in names:
             path = f"{node.path}.{name}" if node.path else name
-            if path not in missing:
+            if path not in listed:
+                listed.add(path)
                 missing.append(path)
         if names and first is None:
             first = pointer((*node.tokens, "required"))
@@ -293,6 +304,7 @@ def param_untyped(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
 )
 def object_free_form(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     found: list[Node] = []
+    cache: dict[int, tuple[set[str], bool]] = {}
     for node in tool.params:
         schema = node.schema
         if node.conditional or not isinstance(schema, dict) or not _is_object_type(schema):
@@ -300,7 +312,7 @@ def object_free_form(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         extra = schema.get("additionalProperties")
         if isinstance(extra, dict) and "type" in extra:
             continue
-        keys, opaque = _level_keys(node)
+        keys, opaque = _level_keys(node, cache)
         if not keys and not opaque:
             found.append(node)
     if found:

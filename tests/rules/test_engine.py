@@ -184,16 +184,17 @@ def test_dialects_are_recognised() -> None:
 
 
 def _timed(tools: list[Any], context: RuleContext) -> float:
+    """CPU seconds of one run with a cold validation cache (CPU time: other work on the machine does not count)."""
     _validation_cache.clear()
-    started = time.perf_counter()
+    started = time.process_time()
     run_rules(tools, context)
-    return time.perf_counter() - started
+    return time.process_time() - started
 
 
 def test_a_hundred_realistic_tools_are_fast(cheap_context: RuleContext) -> None:
     tools = [realistic_tool(index) for index in range(100)]
     run_rules(tools[:2], cheap_context)  # builds the meta-schema validators once
-    best = min(_timed(tools, cheap_context) for _ in range(3))
+    best = min(_timed(tools, cheap_context) for _ in range(5))
     assert best < 0.1, best  # measured about 0.03 s on 2 cores
 
 

@@ -179,3 +179,14 @@ def test_a_very_wide_schema_is_not_called_deep(cheap_context: RuleContext) -> No
     assert time.perf_counter() - started < 10
     codes = {finding.code for finding in findings}
     assert "MCP211" in codes and "MCP212" not in codes
+
+
+def test_wide_branches_with_required_lists(cheap_context: RuleContext) -> None:
+    branches = [{"required": [f"k{index}"]} for index in range(20_000)]
+    schema = {"type": "object", "properties": {"k0": {"type": "string", "description": "K."}}, "anyOf": branches}
+    tools = [{"name": "wide", "description": "A tool whose schema branches very widely.", "inputSchema": schema}]
+    started = time.perf_counter()
+    findings = run_rules(tools, cheap_context)
+    assert time.perf_counter() - started < 5
+    (missing,) = [finding for finding in findings if finding.code == "MCP204"]
+    assert missing.details["parameters"][:2] == ["k1", "k2"] and len(missing.details["parameters"]) == 20
