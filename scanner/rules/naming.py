@@ -100,14 +100,15 @@ def description_echoes_name(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     for word in words(text):
         if word not in STOP_WORDS and word not in name_words and word not in added:
             added.append(word)
-    if len(added) < 3:
-        extra = f" ({', '.join(added)})" if added else ""
-        yield Hit(
-            f"The description of {tool.display} adds only {len(added)} word{'s' if len(added) != 1 else ''}"
-            f" not in its name{extra}.",
-            "/description",
-            {"added_words": added},
-        )
+            if len(added) == 3:
+                return
+    extra = f" ({', '.join(added)})" if added else ""
+    yield Hit(
+        f"The description of {tool.display} adds only {len(added)} word{'s' if len(added) != 1 else ''}"
+        f" not in its name{extra}.",
+        "/description",
+        {"added_words": added},
+    )
 
 
 @register(
