@@ -30,17 +30,15 @@ def hidden_characters(text: str) -> list[str]:
     """The invisible or direction-changing characters in ``text`` as ``U+XXXX`` codes, each once, in order."""
     if text.isascii():
         return []
-    found: list[str] = []
-    for char in text:
-        point = ord(char)
-        if point < 0xAD:
-            continue
-        hidden = any(low <= point <= high for low, high in _HIDDEN_RANGES) or unicodedata.category(char) == "Cf"
-        if hidden:
-            code = f"U+{point:04X}"
-            if code not in found:
-                found.append(code)
-    return found
+    # Distinct characters only: a megabyte of text holds a few thousand at most.
+    hidden = [
+        char
+        for char in set(text)
+        if ord(char) >= 0xAD
+        and (any(low <= ord(char) <= high for low, high in _HIDDEN_RANGES) or unicodedata.category(char) == "Cf")
+    ]
+    hidden.sort(key=text.index)
+    return [f"U+{ord(char):04X}" for char in hidden]
 
 
 @register(
