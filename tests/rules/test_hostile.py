@@ -190,3 +190,78 @@ def test_wide_branches_with_required_lists(cheap_context: RuleContext) -> None:
     assert time.perf_counter() - started < 5
     (missing,) = [finding for finding in findings if finding.code == "MCP204"]
     assert missing.details["parameters"][:2] == ["k1", "k2"] and len(missing.details["parameters"]) == 20
+
+
+_KEYS = [
+    "name",
+    "description",
+    "inputSchema",
+    "title",
+    "type",
+    "properties",
+    "items",
+    "required",
+    "enum",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "$ref",
+    "$defs",
+    "additionalProperties",
+    "patternProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "const",
+    "pattern",
+    "prefixItems",
+    "dependencies",
+    "dependentSchemas",
+    "$schema",
+    "annotations",
+    "minimum",
+]
+_ATOMS: list[Any] = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1.5,
+    "",
+    "object",
+    "string",
+    "array",
+    "x\u200by",
+    "<system>",
+    "(",
+    "#/$defs/a",
+    "http://json-schema.org/draft-04/schema#",
+    "\ud800",
+]
+
+
+def _random_json(rng: Any, depth: int) -> Any:
+    roll = rng.random()
+    if depth > 6 or roll < 0.35:
+        return rng.choice(_ATOMS)
+    if roll < 0.5:
+        return [_random_json(rng, depth + 1) for _ in range(rng.randrange(4))]
+    return {rng.choice(_KEYS): _random_json(rng, depth + 1) for _ in range(rng.randrange(6))}
+
+
+def test_random_json_never_crashes(cheap_context: RuleContext) -> None:
+    import random
+
+    rng = random.Random(20261129)
+    tools = [_random_json(rng, 0) for _ in range(400)]
+    tools += [
+        {"name": rng.choice(_ATOMS), "description": rng.choice(_ATOMS), "inputSchema": _random_json(rng, 0)}
+        for _ in range(400)
+    ]
+    findings = run_rules(tools, cheap_context)
+    for finding in findings:
+        json.dumps(finding.to_json())
+        assert finding.tool_index is None or 0 <= finding.tool_index < len(tools)
+    assert {finding.code for finding in findings} >= {"MCP101", "MCP102", "MCP201"}
