@@ -59,7 +59,7 @@ def test_ref_cycle_is_never_followed(cheap_context: RuleContext) -> None:
 
 
 def test_non_string_names_and_descriptions(cheap_context: RuleContext) -> None:
-    names: list[Any] = [5, ["list"], None, {"a": 1}, True, "", "x" * 65]
+    names: list[Any] = [5, ["list"], None, {"a": 1}, True, "", "x" * 65, "y" * 100_000]
     tools = [{"name": name, "description": 12, "inputSchema": {"type": "object", "properties": {}}} for name in names]
     tools.append({"description": "A tool with no name at all here.", "inputSchema": {"type": "object"}})
     findings = run_rules(tools, cheap_context)
@@ -67,7 +67,9 @@ def test_non_string_names_and_descriptions(cheap_context: RuleContext) -> None:
         assert "MCP101" in _codes(findings, index), index
     for index, name in enumerate(names):
         (finding,) = [f for f in findings if f.code == "MCP101" and f.tool_index == index]
-        assert finding.tool == (name if isinstance(name, str) and name else f"#{index}")
+        expected = name if isinstance(name, str) and name else f"#{index}"
+        assert finding.tool == (expected if len(expected) <= 200 else "y" * 199 + "…")
+        assert len(finding.message) < 400
         assert finding.pointer == "/name"
         assert "MCP102" in _codes(findings, index)  # a description that is a number
     assert not [finding for finding in findings if finding.code == "MCP301"]  # non-string names are not compared
