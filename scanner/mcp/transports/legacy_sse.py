@@ -21,6 +21,7 @@ from scanner.mcp.limits import ClientLimits
 from scanner.mcp.sse import SSEParser
 from scanner.mcp.transports import http
 from scanner.mcp.transports.base import ClientTransport
+from scanner.mcp.transports.pending import Pending
 from scanner.models import Outcome, Transport
 
 
@@ -37,16 +38,16 @@ class LegacySseTransport(ClientTransport):
         self._endpoint: str | None = None
         self._ready = anyio.Event()
         self._done = anyio.Event()
-        self._failure: ScanFailure | None = None
-        self._waiters: dict[int, anyio.Event] = {}
-        self._responses: dict[int, dict[str, Any]] = {}
+        self._pending = Pending()
 
     async def open(self) -> None:
         self._client = http.make_client(self._limits)
         self.task_group.start_soon(self._listen)
         await self._ready.wait()
         if self._endpoint is None:
-            raise self._failure or ScanFailure(Outcome.INVALID_RESPONSE, "event stream ended before an endpoint event")
+            raise self._pending.failure or ScanFailure(
+                Outcome.INVALID_RESPONSE, "event stream ended before an endpoint event"
+            )
 
     async def _listen(self) -> None:
         """Read the GET stream until it ends; every fault is stored, never raised."""
@@ -65,15 +66,15 @@ class LegacySseTransport(ClientTransport):
                         {"content_type": kind[:100]},
                     )
                 await self._read(response)
-            self._fail(ScanFailure(Outcome.INVALID_RESPONSE, "event stream closed by the server"))
+            self._pending.fail(ScanFailure(Outcome.INVALID_RESPONSE, "event stream closed by the server"))
         except ScanFailure as failure:
-            self._fail(failure)
+            self._pending.fail(failure)
         except Exception as exc:  # a reader must never take the task group down
-            self._fail(ScanFailure(Outcome.INVALID_RESPONSE, f"event stream failed: {type(exc).__name__}"))
+            self._pending.fail(ScanFailure(Outcome.INVALID_RESPONSE, f"event stream failed: {type(exc).__name__}"))
         finally:
             self._done.set()
             self._ready.set()
-            self._wake_all()
+            self._pending.wake_all()
 
     async def _read(self, response: httpx.Response) -> None:
         parser = SSEParser()
@@ -94,7 +95,7 @@ class LegacySseTransport(ClientTransport):
                     if jsonrpc.is_server_request(message):
                         self.task_group.start_soon(self._reply, jsonrpc.reply_to_server_request(message))
                     elif jsonrpc.is_response(message):
-                        self._route(message)
+                        self._pending.route(message)
 
     def _set_endpoint(self, data: str) -> None:
         if self._endpoint is not None:
@@ -104,25 +105,6 @@ class LegacySseTransport(ClientTransport):
             raise ScanFailure(Outcome.PROTOCOL_ERROR, "endpoint event names another origin; refused")
         self._endpoint = target
         self._ready.set()
-
-    def _route(self, message: dict[str, Any]) -> None:
-        request_id = message.get("id")
-        if type(request_id) is int and request_id in self._waiters:
-            self._responses[request_id] = message
-            self._waiters.pop(request_id).set()
-        else:
-            raise ScanFailure(
-                Outcome.PROTOCOL_ERROR, f"response with an id the client never sent: {str(request_id)[:40]!r}"
-            )
-
-    def _fail(self, failure: ScanFailure) -> None:
-        if self._failure is None:
-            self._failure = failure
-        self._wake_all()
-
-    def _wake_all(self) -> None:
-        for event in self._waiters.values():
-            event.set()
 
     async def _post(self, message: Mapping[str, Any]) -> None:
         assert self._client is not None and self._endpoint is not None
@@ -142,25 +124,24 @@ class LegacySseTransport(ClientTransport):
         try:
             await self._post(message)
         except ScanFailure as failure:
-            self._fail(failure)
+            self._pending.fail(failure)
 
     async def request(self, message: Mapping[str, Any]) -> dict[str, Any]:
         request_id = message["id"]
-        event = anyio.Event()
-        self._waiters[request_id] = event
+        event = self._pending.expect(request_id)
         try:
-            if self._failure is None:
+            if self._pending.failure is None:
                 await self._post(message)
                 await event.wait()
         finally:
-            self._waiters.pop(request_id, None)
-        if request_id in self._responses:
-            return self._responses.pop(request_id)
-        raise self._failure or ScanFailure(Outcome.INVALID_RESPONSE, "event stream ended without an answer")
+            response = self._pending.collect(request_id)
+        if response is not None:
+            return response
+        raise self._pending.failure or ScanFailure(Outcome.INVALID_RESPONSE, "event stream ended without an answer")
 
     async def notify(self, message: Mapping[str, Any]) -> None:
-        if self._failure is not None:
-            raise self._failure
+        if self._pending.failure is not None:
+            raise self._pending.failure
         await self._post(message)
 
     async def aclose(self) -> None:

@@ -24,6 +24,7 @@ from scanner.mcp import jsonrpc
 from scanner.mcp.failures import ScanFailure
 from scanner.mcp.limits import ClientLimits
 from scanner.mcp.transports.base import ClientTransport
+from scanner.mcp.transports.pending import Pending
 from scanner.models import Outcome, Transport
 
 _READ_CHUNK = 64 * 1024
@@ -42,10 +43,7 @@ class StdioTransport(ClientTransport):
         self._env = dict(env) if env is not None else None
         self._limits = limits
         self._process: anyio.abc.Process | None = None
-        self._waiters: dict[int, anyio.Event] = {}
-        self._responses: dict[int, dict[str, Any]] = {}
-        self._abandoned: set[int] = set()
-        self._failure: ScanFailure | None = None
+        self._pending = Pending()
         self._stdout_done = anyio.Event()
         self._stderr_done = anyio.Event()
         self._stderr = bytearray()
@@ -79,13 +77,13 @@ class StdioTransport(ClientTransport):
         assert self._process is not None and self._process.stdout is not None
         buffer = bytearray()
         try:
-            while self._failure is None:
+            while self._pending.failure is None:
                 try:
                     chunk = await self._process.stdout.receive(_READ_CHUNK)
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                     break
                 buffer += chunk
-                while self._failure is None:
+                while self._pending.failure is None:
                     end = buffer.find(b"\n")
                     if end < 0:
                         break
@@ -93,7 +91,7 @@ class StdioTransport(ClientTransport):
                     del buffer[: end + 1]
                     await self._line(line)
                 if len(buffer) > self._limits.max_line_bytes:
-                    self._fail(
+                    self._pending.fail(
                         ScanFailure(
                             Outcome.TOO_LARGE,
                             f"stdout line over {self._limits.max_line_bytes} bytes",
@@ -101,14 +99,14 @@ class StdioTransport(ClientTransport):
                         )
                     )
         except Exception as exc:  # a reader must never take the task group down
-            self._fail(ScanFailure(Outcome.INVALID_RESPONSE, f"reading stdout failed: {type(exc).__name__}"))
+            self._pending.fail(ScanFailure(Outcome.INVALID_RESPONSE, f"reading stdout failed: {type(exc).__name__}"))
         finally:
             self._stdout_done.set()
-            self._wake_all()
+            self._pending.wake_all()
 
     async def _line(self, line: bytes) -> None:
         if len(line) > self._limits.max_line_bytes:
-            self._fail(ScanFailure(Outcome.TOO_LARGE, f"stdout line over {self._limits.max_line_bytes} bytes"))
+            self._pending.fail(ScanFailure(Outcome.TOO_LARGE, f"stdout line over {self._limits.max_line_bytes} bytes"))
             return
         text = line.strip()
         if not text:
@@ -125,23 +123,8 @@ class StdioTransport(ClientTransport):
         if jsonrpc.is_server_request(message):
             await self._write(jsonrpc.reply_to_server_request(message))
         elif jsonrpc.is_response(message):
-            self._route(message)
+            self._pending.route(message)
         # Anything else is a notification (logging, progress, list_changed): nothing to do.
-
-    def _route(self, message: dict[str, Any]) -> None:
-        request_id = message.get("id")
-        if type(request_id) is int and request_id in self._waiters:
-            self._responses[request_id] = message
-            self._waiters.pop(request_id).set()
-        elif type(request_id) is int and request_id in self._abandoned:
-            self._abandoned.discard(request_id)
-        else:
-            self._fail(
-                ScanFailure(
-                    Outcome.PROTOCOL_ERROR,
-                    f"response with an id the client never sent: {str(request_id)[:40]!r}",
-                )
-            )
 
     async def _read_stderr(self) -> None:
         assert self._process is not None and self._process.stderr is not None
@@ -159,15 +142,6 @@ class StdioTransport(ClientTransport):
             pass  # stderr is only diagnostics
         finally:
             self._stderr_done.set()
-
-    def _fail(self, failure: ScanFailure) -> None:
-        if self._failure is None:
-            self._failure = failure
-        self._wake_all()
-
-    def _wake_all(self) -> None:
-        for event in self._waiters.values():
-            event.set()
 
     def stderr_tail(self) -> list[str]:
         """The last lines the server wrote to stderr (at most ``max_stderr_bytes`` worth)."""
@@ -199,30 +173,28 @@ class StdioTransport(ClientTransport):
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             with anyio.move_on_after(self._limits.shutdown_grace):
                 await self._stdout_done.wait()
-            if self._failure is not None:
-                raise self._failure from exc
+            if self._pending.failure is not None:
+                raise self._pending.failure from exc
             raise await self._exit_failure() from exc
 
     async def request(self, message: Mapping[str, Any]) -> dict[str, Any]:
         request_id = message["id"]
-        event = anyio.Event()
-        self._waiters[request_id] = event
+        event = self._pending.expect(request_id)
         try:
-            if self._failure is None and not self._stdout_done.is_set():
+            if self._pending.failure is None and not self._stdout_done.is_set():
                 await self._write(message)
                 await event.wait()
         finally:
-            if self._waiters.pop(request_id, None) is not None:
-                self._abandoned.add(request_id)  # cancelled (probe timeout): a late answer is not an error
-        if request_id in self._responses:
-            return self._responses.pop(request_id)
-        if self._failure is not None:
-            raise self._failure
+            response = self._pending.collect(request_id)
+        if response is not None:
+            return response
+        if self._pending.failure is not None:
+            raise self._pending.failure
         raise await self._exit_failure()
 
     async def notify(self, message: Mapping[str, Any]) -> None:
-        if self._failure is not None:
-            raise self._failure
+        if self._pending.failure is not None:
+            raise self._pending.failure
         await self._write(message)
 
     # --- shutdown ------------------------------------------------------------------------------------------
