@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from jsonschema.exceptions import relevance
+from jsonschema.exceptions import ValidationError, relevance
 
 from scanner.models import SCHEMA_DEPTH_LIMIT, Severity
 from scanner.rules.metaschema import dialect_of, meta_validator
@@ -575,7 +575,7 @@ def _schema_errors(schema: dict[str, Any], dialect: str) -> tuple[tuple[str, str
                 return cached
     errors = sorted(meta_validator(dialect).iter_errors(schema), key=relevance)
     result = tuple(
-        (pointer([str(part) for part in error.absolute_path]), label(error.message, 200)) for error in errors[:5]
+        (pointer([str(part) for part in error.absolute_path]), label(_explain(error), 200)) for error in errors[:5]
     )
     if key is not None:
         with _cache_lock:
@@ -583,6 +583,19 @@ def _schema_errors(schema: dict[str, Any], dialect: str) -> tuple[tuple[str, str
             if len(_validation_cache) > _CACHE_SIZE:
                 _validation_cache.popitem(last=False)
     return result
+
+
+_TYPES = "array, boolean, integer, null, number, object, string"
+
+
+def _explain(error: ValidationError) -> str:
+    """jsonschema's message, made specific where it only says "not valid under any of the given schemas"."""
+    path = list(error.absolute_path)
+    if error.validator == "anyOf" and path and path[-1] == "type":
+        if isinstance(error.instance, list):
+            return f"type {label(error.instance, 60)} must list distinct JSON Schema types ({_TYPES})"
+        return f"{label(error.instance, 60)!r} is not a JSON Schema type ({_TYPES})"
+    return error.message
 
 
 @register(
