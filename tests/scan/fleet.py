@@ -78,7 +78,7 @@ FIX_V1 = [
         },
     }
 ]
-FIX_V2 = [tool("search_docs", FIX_V1[0]["description"], query=text("Words to search for, e.g. 'rate limits'."))]
+FIX_V2 = [tool("search_docs", str(FIX_V1[0]["description"]), query=text("Words to search for, e.g. 'rate limits'."))]
 SAME = [tool("get_time", "Current time in one IANA time zone, as an ISO 8601 string.", zone=text("Time zone."))]
 PAGED = [
     tool(f"lookup_{word}", f"Look up the {word} record of one customer by id and return its fields.", id=text("Id."))
@@ -194,9 +194,9 @@ def running_fleet(workdir: Path) -> Iterator[Fleet]:
     }
     tool_files = {}
     for name, tools in first_lists.items():
-        path = workdir / (name.replace("/", "_") + ".json")
-        path.write_text(json.dumps(tools), encoding="utf-8")
-        tool_files[name] = path
+        tools_path = workdir / (name.replace("/", "_") + ".json")
+        tools_path.write_text(json.dumps(tools), encoding="utf-8")
+        tool_files[name] = tools_path
     with ExitStack() as stack:
         entries: list[dict[str, Any]] = []
         for name in ("sdk/add", "sdk/remove", "sdk/rug", "sdk/fix", "sdk/same", "sdk/paged"):

@@ -1,0 +1,218 @@
+"""A ``fathom scan`` process stopped mid-crawl (SIGINT, SIGKILL), then finished with ``--resume``.
+
+The registry has six quick servers on a demo host and five that hang (a loopback listener that accepts and never
+answers, on ``localhost`` so the per-host limit does not make the quick ones wait behind them). The scan runs as
+a real subprocess; once the quick servers are in the database it is stopped. Then the listener's port is taken
+over by a demo host that answers, and ``--resume`` must finish the same run with only the five others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scanner.demo.server import DemoHost, Site, synthetic_sites
+from scanner.store import open_store
+
+pytestmark = pytest.mark.timeout(120)
+ROOT = Path(__file__).resolve().parents[2]
+QUICK = [f"quick/{site.name}" for site in synthetic_sites(6)]
+SLOW = [f"slow/h{number}" for number in range(5)]
+
+
+class HangingListener:
+    """Accepts connections on 127.0.0.1 and holds them open, never answering, until closed."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.1)
+        self.port = int(self.sock.getsockname()[1])
+        self.held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        for conn in self.held:
+            conn.close()
+        self.sock.close()
+
+
+def slow_sites() -> list[Site]:
+    tools = [
+        {
+            "name": "wait_for_it",
+            "description": "Return the current queue position of one ticket, waiting until it moves.",
+            "inputSchema": {"type": "object", "properties": {"ticket": {"type": "string"}}, "required": ["ticket"]},
+        }
+    ]
+    return [Site(name.split("/")[1], "1.0.0", tools) for name in SLOW]
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """The quick host, the hanging listener, and the list file naming all eleven servers."""
+    with DemoHost(synthetic_sites(6, tools_per_server=2)) as quick:
+        hanging = HangingListener()
+        try:
+            servers = [{"name": f"quick/{name.split('/')[1]}", "url": quick.url(name.split("/")[1])} for name in QUICK]
+            servers += [{"name": name, "url": f"http://localhost:{hanging.port}/{name[5:]}/mcp"} for name in SLOW]
+            registry = tmp_path / "servers.json"
+            registry.write_text(json.dumps({"servers": servers}), encoding="utf-8")
+            yield {"registry": registry, "db": tmp_path / "f.db", "hanging": hanging}
+        finally:
+            hanging.close()
+
+
+def start_scan(registry: Path, db: Path, *extra: str) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "scanner", "scan", str(registry), "--db", str(db), "--allow-private"]
+    command += ["--timeout", "60", "--connect-timeout", "60", "--concurrency", "8", "--per-host", "8", *extra]
+    return subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def scanned_names(db: Path) -> set[str]:
+    """What a reader sees while the scan runs (read-only; the file may not exist yet)."""
+    if not db.exists():
+        return set()
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as connection:
+            rows = connection.execute("SELECT servers.name FROM scans JOIN servers ON servers.id = scans.server_id")
+            return {name for (name,) in rows}
+    except sqlite3.OperationalError:
+        return set()  # tables not created yet
+
+
+def wait_for_quick_results(process: subprocess.Popen[str], db: Path) -> None:
+    deadline = time.monotonic() + 40
+    while scanned_names(db) != set(QUICK):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"only {sorted(scanned_names(db))} after 40 s"
+        time.sleep(0.1)
+
+
+def assert_consistent(db: Path) -> None:
+    """The file is whole and every scanned server is complete: scan, toolset, tokens per provider, per-tool rows."""
+    with sqlite3.connect(db) as connection:
+        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert connection.execute("PRAGMA foreign_key_check").fetchall() == []
+    store = open_store(f"sqlite:///{db}")
+    try:
+        for row in store.servers():
+            assert row.last_outcome == "ok" and row.toolset_sha256, row
+            assert set(row.tokens) == {"anthropic", "openai", "gemini"}, row
+            assert len(store.toolset_costs(row.toolset_sha256)) == row.tools_count, row
+    finally:
+        store.close()
+
+
+def resume_and_check(setup: dict[str, Any], run_id: int) -> None:
+    """Replace the hanging listener by servers that answer, ``--resume``, and check only the rest were scanned."""
+    db: Path = setup["db"]
+    store = open_store(f"sqlite:///{db}")
+    before = {row.name: row.last_scanned_at for row in store.servers()}
+    store.close()
+    port = setup["hanging"].port
+    setup["hanging"].close()
+    with DemoHost(slow_sites(), port=port):
+        process = start_scan(setup["registry"], db, "--resume", "--format", "json")
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    summary = json.loads(out)
+    assert (summary["run_id"], summary["resumed"], summary["already_done"]) == (run_id, True, len(QUICK))
+    assert (summary["total"], summary["counts"]) == (len(SLOW), {"ok": len(SLOW)})
+    store = open_store(f"sqlite:///{db}")
+    try:
+        (run,) = store.runs()
+        assert (run.id, run.status, run.servers_scanned, run.servers_ok) == (run_id, "finished", 11, 11)
+        rows = {row.name: row for row in store.servers()}
+        assert set(rows) == set(QUICK) | set(SLOW)
+        assert {name: rows[name].last_scanned_at for name in QUICK} == before  # not scanned again
+        assert all(len(store.history(name)) == 1 for name in rows)
+    finally:
+        store.close()
+    assert_consistent(db)
+
+
+def test_sigint_marks_the_run_interrupted_and_resume_finishes_it(setup: dict[str, Any]) -> None:
+    db: Path = setup["db"]
+    process = start_scan(setup["registry"], db, "--format", "json")
+    wait_for_quick_results(process, db)
+    time.sleep(0.3)  # the hanging five are connected and waiting
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=20)
+    assert process.returncode == 130, (out, err)
+    assert "--resume" in err
+    summary = json.loads(out)
+    assert summary["interrupted"] is True and summary["counts"] == {"ok": len(QUICK)}
+    store = open_store(f"sqlite:///{db}")
+    try:
+        (run,) = store.runs()
+        assert (run.status, run.servers_scanned, run.servers_ok) == ("interrupted", len(QUICK), len(QUICK))
+        assert run.finished_at is not None
+        assert store.scanned_server_names(run.id) == set(QUICK)
+    finally:
+        store.close()
+    assert_consistent(db)
+    resume_and_check(setup, run.id)
+
+
+def test_sigterm_stops_as_cleanly_as_ctrl_c(setup: dict[str, Any]) -> None:
+    db: Path = setup["db"]
+    process = start_scan(setup["registry"], db)
+    wait_for_quick_results(process, db)
+    process.send_signal(signal.SIGTERM)
+    _out, err = process.communicate(timeout=20)
+    assert process.returncode == 130, err
+    store = open_store(f"sqlite:///{db}")
+    try:
+        assert [run.status for run in store.runs()] == ["interrupted"]
+    finally:
+        store.close()
+    assert_consistent(db)
+
+
+def test_sigkill_leaves_a_consistent_database_that_resume_finishes(setup: dict[str, Any]) -> None:
+    db: Path = setup["db"]
+    process = start_scan(setup["registry"], db)
+    wait_for_quick_results(process, db)
+    process.kill()
+    process.communicate(timeout=20)
+    assert process.returncode == -signal.SIGKILL
+    store = open_store(f"sqlite:///{db}")
+    try:
+        (run,) = store.runs()
+        assert run.status == "running"  # nobody was left to say otherwise
+        assert store.scanned_server_names(run.id) == set(QUICK)
+    finally:
+        store.close()
+    assert_consistent(db)
+    resume_and_check(setup, run.id)
