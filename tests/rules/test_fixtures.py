@@ -136,6 +136,8 @@ def test_mcp214_unknown_dialect_is_said_in_the_message(context_for: Callable[[Se
     findings = _of(run_rules(tools, context_for(tools)), "MCP214")
     old = next(finding for finding in findings if finding.tool == "search_old")
     assert "https://example.com/my-dialect" in old.message and "2020-12" in old.message
+    new = next(finding for finding in findings if finding.tool == "search")
+    assert "'text' is not a JSON Schema type" in new.message and new.message.endswith("at /properties/q/type.")
 
 
 @pytest.mark.parametrize("code", sorted(RULES))
