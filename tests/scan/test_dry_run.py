@@ -1,0 +1,93 @@
+"""``fathom scan REGISTRY --dry-run``: the registry slice resolved as a user sees it, connecting to nothing.
+
+Uses a copy of the shared registry sample (65 server versions of the official registry API, 57 of them latest)
+in ``tests/fixtures/scan``, with secrets supplied through the environment the way a nightly job would.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from scanner.cli import app
+from scanner.registry import secret_env_name
+
+SAMPLE = Path(__file__).parents[1] / "fixtures" / "scan" / "registry-sample.json"
+SECRET = "sk-live-DRY-RUN-MUST-NOT-PRINT-9876"
+ENV = {
+    secret_env_name("ai.smithery/smithery-toolbox", "Authorization"): f"Bearer {SECRET}",
+    secret_env_name("io.github.kontent-ai/mcp-server", "KONTENT_API_KEY"): SECRET,
+    secret_env_name("io.github.VictoriaMetrics-Community/mcp-victorialogs", "VL_INSTANCE_BEARER_TOKEN"): SECRET,
+}
+runner = CliRunner()
+
+
+def latest(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The sample's latest version of each server, by name (what a scan of the registry covers)."""
+    result = {}
+    for item in document["servers"]:
+        if item["_meta"]["io.modelcontextprotocol.registry/official"].get("isLatest"):
+            result[item["server"]["name"]] = item["server"]
+    return result
+
+
+def dry_run(tmp_path: Path, *extra: str) -> tuple[list[dict[str, Any]], str]:
+    db = tmp_path / "never.db"
+    args = ["scan", str(SAMPLE), "--db", str(db), "--dry-run", *extra]
+    result = runner.invoke(app, args, env=ENV)
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    assert not db.exists()  # a dry run opens no database
+    return (json.loads(result.stdout) if "json" in extra else []), result.stdout
+
+
+def test_dry_run_lists_the_latest_version_of_every_server(tmp_path: Path) -> None:
+    servers = latest(json.loads(SAMPLE.read_text(encoding="utf-8")))
+    rows, out = dry_run(tmp_path, "--format", "json")
+    assert len(servers) == 57 and len(rows) == len(servers)
+    assert {row["name"] for row in rows} == set(servers)
+    by_name = {row["name"]: row for row in rows}
+    for name, server in servers.items():
+        row = by_name[name]
+        assert row["version"] == server["version"], name
+        if server.get("remotes"):
+            assert row["url"] in {remote.get("url") for remote in server["remotes"]} or row["skip"], name
+        elif server.get("packages"):
+            assert row["package"] is not None and row["command"], name
+    assert SECRET not in out
+
+
+def test_dry_run_says_why_each_skipped_entry_is_skipped(tmp_path: Path) -> None:
+    rows, _ = dry_run(tmp_path, "--format", "json")
+    skipped = [row for row in rows if row["skip"]]
+    packages = [row for row in rows if row["package"] is not None and row["url"] is None]
+    assert packages and all("--run-packages" in row["skip"] for row in packages)
+    assert {row["name"] for row in skipped} >= {row["name"] for row in packages}
+    assert all(row["skip"].strip() for row in skipped)
+    # With --run-packages the packages are no longer skipped for that reason.
+    rows_run, _ = dry_run(tmp_path, "--format", "json", "--run-packages")
+    assert not any("--run-packages" in (row["skip"] or "") for row in rows_run)
+    assert sum(bool(row["skip"]) for row in rows_run) < len(skipped)
+
+
+def test_dry_run_names_secrets_and_never_prints_them(tmp_path: Path) -> None:
+    rows, out = dry_run(tmp_path, "--format", "json", "--run-packages")
+    assert SECRET not in out
+    by_name = {row["name"]: row for row in rows}
+    toolbox = by_name["ai.smithery/smithery-toolbox"]
+    assert toolbox["header_names"] == ["Authorization"] and toolbox["anonymous"] is False
+    assert toolbox["missing_secrets"] == []
+    kontent = by_name["io.github.kontent-ai/mcp-server"]
+    assert "KONTENT_API_KEY" in kontent["env_names"]
+    # A server whose secret is not in the environment is listed as missing it, and scanned anonymously.
+    missing = [row for row in rows if row["missing_secrets"]]
+    assert missing and all(row["anonymous"] for row in missing)
+
+
+def test_dry_run_table_shows_targets(tmp_path: Path) -> None:
+    _, out = dry_run(tmp_path)
+    assert out.splitlines()[0].split()[:4] == ["name", "transport", "target", "skip"]
+    assert "https://server.smithery.ai/@smithery/toolbox/mcp" in out
+    assert SECRET not in out
