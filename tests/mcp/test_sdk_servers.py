@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 
-from scanner.mcp import ClientLimits
-from scanner.models import Outcome, Transport
+from scanner.mcp import ClientLimits, scan_server
+from scanner.models import Outcome, ScanOutcome, Transport
 from tests.mcp.helpers import http_entry, names, scan, stdio_entry
-from tests.servers.launch import running, sdk_command, start_sdk_http
+from tests.servers.launch import hostile_stdio_command, running, sdk_command, start_sdk_http
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -103,3 +104,25 @@ def test_profile_name_is_reported(sdk_http):
 def test_unknown_profile_is_a_caller_error(sdk_http):
     with pytest.raises(KeyError):
         scan(http_entry(sdk_http.url("/mcp")), profile="nope")
+
+
+def test_concurrent_scans_in_one_event_loop_do_not_interfere(sdk_http):
+    limits = ClientLimits(timeout=15, shutdown_grace=0.3)
+    entries = [http_entry(sdk_http.url("/mcp")) for _ in range(6)]
+    entries += [stdio_entry(hostile_stdio_command("banner")) for _ in range(4)]
+    entries.append(http_entry(sdk_http.url("/nope")))
+    outcomes: list[ScanOutcome | None] = [None] * len(entries)
+
+    async def main() -> None:
+        async def one(index: int) -> None:
+            outcomes[index] = await scan_server(entries[index], limits)
+
+        async with anyio.create_task_group() as group:
+            for index in range(len(entries)):
+                group.start_soon(one, index)
+
+    anyio.run(main)
+    done = [outcome for outcome in outcomes if outcome is not None]
+    assert [names(o) for o in done[:6]] == [DEFAULT_NAMES] * 6
+    assert [names(o) for o in done[6:10]] == [["one", "two"]] * 4
+    assert done[10].outcome is Outcome.HTTP_ERROR
