@@ -8,6 +8,7 @@ from scanner.mcp import jsonrpc
 from scanner.mcp.auth import parse_challenge
 from scanner.mcp.failures import ScanFailure
 from scanner.mcp.sse import SSEParser
+from scanner.mcp.transports import http
 from scanner.models import Outcome, ServerEntry, Transport
 from tests.mcp.helpers import scan
 
@@ -73,3 +74,18 @@ def test_skipped_entry_is_not_connected():
     entry = ServerEntry(name="x", transport=Transport.STDIO, command=("/nonexistent",), skip="needs --run-packages")
     outcome = scan(entry)
     assert (outcome.outcome, outcome.detail) == (Outcome.SKIPPED, "needs --run-packages")
+
+
+@pytest.mark.parametrize(
+    ("start", "target", "allowed"),
+    [
+        ("http://a.example/mcp", "http://a.example/mcp/", True),
+        ("http://a.example/mcp", "https://a.example/mcp", True),
+        ("https://a.example/mcp", "http://a.example/mcp", False),
+        ("http://a.example/mcp", "https://a.example:8443/mcp", False),
+        ("https://a.example/mcp", "https://b.example/mcp", False),
+        ("http://127.0.0.1:80/mcp", "http://127.0.0.1:81/mcp", False),
+    ],
+)
+def test_redirects_stay_on_the_origin(start, target, allowed):
+    assert http.redirect_allowed(http.origin(start), http.origin(target)) is allowed

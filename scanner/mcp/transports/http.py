@@ -1,9 +1,10 @@
 """What the two HTTP transports share: one httpx client, same-origin redirects, capped reads, error mapping.
 
 This is the boundary where httpx errors become :class:`scanner.mcp.failures.ScanFailure` (``raise ... from
-exc``). Redirects are followed by hand, at most ``max_redirects`` and only within the URL's origin: the request
-may carry secret headers, and a cross-origin hop would hand them to another host. Every body is read as a
-stream and counted (decoded bytes, so a gzip bomb counts at its real size); nothing is read unbounded.
+exc``). Redirects are followed by hand, at most ``max_redirects``, only within the URL's origin (or from http to
+https on the same host): the request may carry secret headers, and a cross-origin hop would hand them to
+another host. Every body is read as a stream and counted (decoded bytes, so a gzip bomb counts at its real
+size); nothing is read unbounded.
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ def origin(url: str) -> tuple[str, str, int | None]:
     return (parts.scheme, (parts.hostname or "").lower(), port)
 
 
+def redirect_allowed(start: tuple[str, str, int | None], target: tuple[str, str, int | None]) -> bool:
+    """Same origin, or the same host moving from http to https (a common upgrade that only adds safety)."""
+    if start == target:
+        return True
+    return start[1] == target[1] and (start[0], target[0], target[2]) == ("http", "https", 443)
+
+
 @asynccontextmanager
 async def send(
     client: httpx.AsyncClient,
@@ -68,7 +76,7 @@ async def send(
             if response.status_code in _REDIRECTS and "location" in response.headers:
                 hops += 1
                 target = urljoin(url, response.headers["location"])
-                if origin(target) != start_origin:
+                if not redirect_allowed(start_origin, origin(target)):
                     raise ScanFailure(
                         Outcome.HTTP_ERROR,
                         f"HTTP {response.status_code} redirect to another origin refused",
