@@ -2,7 +2,8 @@
 
 Scans N synthetic servers once, then rescans them unchanged R times, checkpointing SQLite's WAL after each run,
 and prints the file growth per server per rescan (target: under 1 KB, one ``scans`` row and its index entries;
-never another copy of a tool list). Not a test: it asserts nothing. Run:
+never another copy of a tool list), then how long the main queries take on the result. Not a test: it asserts
+nothing. Run:
 
     python bench/bench_store_growth.py [--servers 2000] [--rescans 3] [--db PATH]
 """
@@ -132,6 +133,24 @@ def main() -> None:
     print("growth per rescan:", ", ".join(f"{delta:,} bytes" for delta in growth))
     print(f"bytes per unchanged server per rescan: {sum(per_server) / len(per_server):.0f}")
     print("rows:", store.database_stats())
+
+    last = store.runs()[-1].id
+    name = entries[len(entries) // 2].name
+    for label, query in (
+        ("leaderboard(last run)", lambda: store.leaderboard(last)),
+        ("servers()", store.servers),
+        ("trends()", store.trends),
+        ("findings(run=last)", lambda: store.findings(run=last)),
+        ("findings()", store.findings),
+        ("findings(server=one)", lambda: store.findings(server=name)),
+        ("history(one)", lambda: store.history(name)),
+        ("diff(one)", lambda: store.diff(name)),
+        ("rule_hits(last run)", lambda: store.rule_hits(last)),
+    ):
+        started = time.perf_counter()
+        result = query()
+        count = len(result) if isinstance(result, list | dict) else 1
+        print(f"{label}: {count} rows in {time.perf_counter() - started:.2f} s")
     store.close()
     folder.cleanup()
 

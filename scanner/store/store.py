@@ -9,13 +9,14 @@ findings) once per rule catalogue version, so an unchanged server costs one smal
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, select
+from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from scanner import history
@@ -49,6 +50,7 @@ from scanner.store.tables import FindingRow as FindingTable
 Measure = Callable[[Toolset], CheckReport]
 RUN_STATUSES = ("running", "finished", "interrupted")
 _FINDING_EVENTS = (history.FINDING_APPEARED, history.FINDING_RESOLVED)
+_CODE = re.compile(r"[A-Z]+[0-9]+")
 
 
 def _now() -> datetime:
@@ -73,21 +75,22 @@ def _finding_from_row(row: FindingTable) -> Finding:
     )
 
 
-def _finding_table_row(finding: Finding, toolset_id: int, rule_version: str, scan_id: int | None) -> FindingTable:
-    return FindingTable(
-        toolset_id=toolset_id,
-        scan_id=scan_id,
-        rule_version=rule_version,
-        code=str(finding.code)[:16],
-        slug=str(finding.rule)[:64],
-        severity=int(finding.severity),
-        tool=codec.text(finding.tool, 300),
-        tool_index=finding.tool_index if isinstance(finding.tool_index, int) else None,
-        message=str(finding.message)[:2000],
-        hint=str(finding.hint)[:1000],
-        pointer=codec.text(finding.pointer, 1000),
-        details=codec.small_json(finding.details, limit=4096),
-    )
+def _finding_values(finding: Finding, toolset_id: int, rule_version: str, scan_id: int | None) -> dict[str, Any]:
+    """A ``findings`` row for a bulk insert, every value cut to its column's size."""
+    return {
+        "toolset_id": toolset_id,
+        "scan_id": scan_id,
+        "rule_version": rule_version,
+        "code": str(finding.code)[:16],
+        "slug": str(finding.rule)[:64],
+        "severity": int(finding.severity),
+        "tool": codec.text(finding.tool, 300),
+        "tool_index": finding.tool_index if isinstance(finding.tool_index, int) else None,
+        "message": str(finding.message)[:2000],
+        "hint": str(finding.hint)[:1000],
+        "pointer": codec.text(finding.pointer, 1000),
+        "details": codec.small_json(finding.details, limit=4096),
+    }
 
 
 def _counts(findings: Iterable[Finding]) -> tuple[int, int, int]:
@@ -303,18 +306,22 @@ class Store:
                     session, scan, toolset, toolset_id, previous_ok, rule_version
                 )
                 events.extend(events_ok)
-            for event in events:
-                session.add(
-                    Event(
-                        server_id=server.id,
-                        run_id=run_id,
-                        scan_id=scan.id,
-                        at=scan.scanned_at,
-                        kind=event.kind,
-                        tool=codec.text(event.tool, 300),
-                        code=event.code,
-                        details=codec.small_json(event.details, limit=4096),
-                    )
+            if events:
+                session.execute(
+                    insert(Event),
+                    [
+                        {
+                            "server_id": server.id,
+                            "run_id": run_id,
+                            "scan_id": scan.id,
+                            "at": scan.scanned_at,
+                            "kind": event.kind,
+                            "tool": codec.text(event.tool, 300),
+                            "code": event.code,
+                            "details": codec.small_json(event.details, limit=4096),
+                        }
+                        for event in events
+                    ],
                 )
             return ScanRecord(
                 scan_id=scan.id,
@@ -382,32 +389,31 @@ class Store:
         session.execute(
             delete(Measurement).where(Measurement.toolset_id == toolset_id, Measurement.rule_version == rule_version)
         )
-        for provider, count in report.tokens.items():
-            session.add(
-                ToolsetToken(
-                    toolset_id=toolset_id,
-                    provider=str(provider)[:32],
-                    tokens=int(count.tokens),
-                    method=str(count.method)[:200],
-                )
-            )
-        seen: set[int] = set()
+        # Core bulk inserts: a first crawl writes tens of thousands of these rows.
+        token_rows = [
+            {"toolset_id": toolset_id, "provider": str(p)[:32], "tokens": int(c.tokens), "method": str(c.method)[:200]}
+            for p, c in report.tokens.items()
+        ]
+        if token_rows:
+            session.execute(insert(ToolsetToken), token_rows)
+        cost_rows: dict[int, dict[str, Any]] = {}
         for cost in report.tool_costs:
-            if cost.index in seen:
-                continue
-            seen.add(cost.index)
             tokens = {str(p): int(n) for p, n in cost.tokens.items()}
-            session.add(
-                ToolToken(
-                    toolset_id=toolset_id,
-                    tool_index=cost.index,
-                    name=str(cost.name)[:300],
-                    tokens=tokens,
-                    max_tokens=max(tokens.values(), default=0),
-                )
+            cost_rows.setdefault(
+                cost.index,
+                {
+                    "toolset_id": toolset_id,
+                    "tool_index": cost.index,
+                    "name": str(cost.name)[:300],
+                    "tokens": tokens,
+                    "max_tokens": max(tokens.values(), default=0),
+                },
             )
-        for finding in report.findings:
-            session.add(_finding_table_row(finding, toolset_id, rule_version, None))
+        if cost_rows:
+            session.execute(insert(ToolToken), list(cost_rows.values()))
+        finding_rows = [_finding_values(f, toolset_id, rule_version, None) for f in report.findings]
+        if finding_rows:
+            session.execute(insert(FindingTable), finding_rows)
         session.add(Measurement(toolset_id=toolset_id, rule_version=rule_version, measured_at=_now()))
         session.flush()
 
@@ -434,9 +440,10 @@ class Store:
                 )
                 events.extend(tool_events)
             events.extend(history.compare_versions(previous_ok.server_version, scan.server_version))
-        for finding in history_findings:
-            session.add(_finding_table_row(finding, toolset_id, rule_version, scan.id))
-        session.flush()
+        if history_findings:
+            session.execute(
+                insert(FindingTable), [_finding_values(f, toolset_id, rule_version, scan.id) for f in history_findings]
+            )
 
         unchanged = (
             previous_ok is not None
@@ -841,14 +848,15 @@ class Store:
         history (present and gone), from the finding events. ``rule`` is a code (``MCP205``) or a slug
         (``param-untyped``); ``since`` keeps findings that first appeared at or after it.
         """
+        wanted = rule.strip() if rule else None
+        code = wanted.upper() if wanted and _CODE.fullmatch(wanted.upper()) else None
         with self._sessions() as session:
             server_id = self._server_id(session, server) if server is not None else None
-            intervals = self._finding_intervals(session, server_id)
+            intervals = self._finding_intervals(session, server_id, code)
             if run is not None:
                 rows = self._run_findings(session, run, server_id, intervals)
             else:
                 rows = [interval.row for interval in intervals.values_flat()]
-        wanted = rule.strip() if rule else None
         result = [
             row
             for row in rows
@@ -858,7 +866,7 @@ class Store:
         result.sort(key=lambda r: (r.server, int(r.severity), -1 if r.tool_index is None else r.tool_index, r.code))
         return result
 
-    def _finding_intervals(self, session: Session, server_id: int | None) -> _Intervals:
+    def _finding_intervals(self, session: Session, server_id: int | None, code: str | None = None) -> _Intervals:
         query = (
             select(Event, Server.name)
             .join(Server, Server.id == Event.server_id)
@@ -867,6 +875,8 @@ class Store:
         )
         if server_id is not None:
             query = query.where(Event.server_id == server_id)
+        if code is not None:
+            query = query.where(Event.code == code)
         intervals = _Intervals()
         for event, name in session.execute(query):
             intervals.add(event, name)
@@ -875,25 +885,13 @@ class Store:
     def _run_findings(
         self, session: Session, run_id: int, server_id: int | None, intervals: _Intervals
     ) -> list[FindingRow]:
-        self._run(session, run_id)
-        version = self._scoring_versions(session)[run_id]
-        query = (
-            select(Scan.id, Scan.toolset_id, Server.name, Server.id)
-            .join(Server, Server.id == Scan.server_id)
-            .where(Scan.run_id == run_id, Scan.outcome == "ok")
-        )
-        if server_id is not None:
-            query = query.where(Scan.server_id == server_id)
         rows = []
-        for scan_id, toolset_id, name, sid in session.execute(query):
-            found = self._scan_findings(session, scan_id)
-            if toolset_id is not None:
-                found = self._toolset_findings(session, toolset_id, version) + found
-            for finding in found:
-                interval = intervals.at(sid, finding.code, finding.tool, scan_id)
+        for leader in self._leaderboard(session, run_id, server_id):
+            for finding in leader.findings:
+                interval = intervals.at(leader.server, finding.code, finding.tool, leader.scan_id)
                 rows.append(
                     FindingRow(
-                        server=name,
+                        server=leader.server,
                         code=finding.code,
                         rule=finding.rule,
                         severity=finding.severity,
@@ -986,78 +984,86 @@ class Store:
         rescored one after :meth:`rescore`).
         """
         with self._sessions() as session:
-            self._run(session, run_id)
-            version = self._scoring_versions(session)[run_id]
-            scans = session.execute(
-                select(Scan, Server.name, ToolsetRow.sha256, ToolsetRow.tools_count)
-                .join(Server, Server.id == Scan.server_id)
-                .outerjoin(ToolsetRow, ToolsetRow.id == Scan.toolset_id)
-                .where(Scan.run_id == run_id)
-                .order_by(Server.name)
-            ).all()
-            in_run = select(Scan.toolset_id).where(Scan.run_id == run_id, Scan.toolset_id.is_not(None))
-            tokens: dict[int, dict[str, int]] = defaultdict(dict)
-            methods: dict[int, dict[str, str]] = defaultdict(dict)
-            for token_row in session.scalars(select(ToolsetToken).where(ToolsetToken.toolset_id.in_(in_run))):
-                tokens[token_row.toolset_id][token_row.provider] = token_row.tokens
-                methods[token_row.toolset_id][token_row.provider] = token_row.method
-            by_toolset: dict[int, list[Finding]] = defaultdict(list)
-            for row in session.scalars(
-                select(FindingTable)
-                .where(
-                    FindingTable.toolset_id.in_(in_run),
-                    FindingTable.rule_version == version,
-                    FindingTable.scan_id.is_(None),
-                )
-                .order_by(FindingTable.id)
-            ):
-                by_toolset[row.toolset_id].append(_finding_from_row(row))
-            by_scan: dict[int, list[Finding]] = defaultdict(list)
-            for row in session.scalars(
-                select(FindingTable)
-                .join(Scan, Scan.id == FindingTable.scan_id)
-                .where(Scan.run_id == run_id)
-                .order_by(FindingTable.id)
-            ):
-                if row.scan_id is not None:
-                    by_scan[row.scan_id].append(_finding_from_row(row))
+            return self._leaderboard(session, run_id, None)
 
-            result = []
-            for scan, name, sha, tools_count in scans:
-                found = sorted(
-                    by_toolset.get(scan.toolset_id or -1, []) + by_scan.get(scan.id, []), key=Finding.sort_key
+    def _leaderboard(self, session: Session, run_id: int, server_id: int | None) -> list[LeaderRow]:
+        self._run(session, run_id)
+        version = self._scoring_versions(session)[run_id]
+        scans_query = (
+            select(Scan, Server.name, ToolsetRow.sha256, ToolsetRow.tools_count)
+            .join(Server, Server.id == Scan.server_id)
+            .outerjoin(ToolsetRow, ToolsetRow.id == Scan.toolset_id)
+            .where(Scan.run_id == run_id)
+            .order_by(Server.name)
+        )
+        in_run = select(Scan.toolset_id).where(Scan.run_id == run_id, Scan.toolset_id.is_not(None))
+        if server_id is not None:
+            scans_query = scans_query.where(Scan.server_id == server_id)
+            in_run = in_run.where(Scan.server_id == server_id)
+        scans = session.execute(scans_query).all()
+        tokens: dict[int, dict[str, int]] = defaultdict(dict)
+        methods: dict[int, dict[str, str]] = defaultdict(dict)
+        for token_row in session.scalars(select(ToolsetToken).where(ToolsetToken.toolset_id.in_(in_run))):
+            tokens[token_row.toolset_id][token_row.provider] = token_row.tokens
+            methods[token_row.toolset_id][token_row.provider] = token_row.method
+        by_toolset: dict[int, list[Finding]] = defaultdict(list)
+        for row in session.scalars(
+            select(FindingTable)
+            .where(
+                FindingTable.toolset_id.in_(in_run),
+                FindingTable.rule_version == version,
+                FindingTable.scan_id.is_(None),
+            )
+            .order_by(FindingTable.id)
+        ):
+            by_toolset[row.toolset_id].append(_finding_from_row(row))
+        by_scan: dict[int, list[Finding]] = defaultdict(list)
+        own = (
+            select(FindingTable)
+            .join(Scan, Scan.id == FindingTable.scan_id)
+            .where(Scan.run_id == run_id)
+            .order_by(FindingTable.id)
+        )
+        if server_id is not None:
+            own = own.where(Scan.server_id == server_id)
+        for row in session.scalars(own):
+            if row.scan_id is not None:
+                by_scan[row.scan_id].append(_finding_from_row(row))
+
+        result = []
+        for scan, name, sha, tools_count in scans:
+            found = sorted(by_toolset.get(scan.toolset_id or -1, []) + by_scan.get(scan.id, []), key=Finding.sort_key)
+            per_tool = [[0, 0, 0] for _ in range(tools_count or 0)]
+            list_wide = [0, 0, 0]
+            for finding in found:
+                index = finding.tool_index
+                target = per_tool[index] if index is not None and 0 <= index < len(per_tool) else list_wide
+                target[int(finding.severity)] += 1
+            problems, warnings, notes = _counts(found)
+            result.append(
+                LeaderRow(
+                    server=name,
+                    scan_id=scan.id,
+                    outcome=scan.outcome,
+                    detail=scan.detail,
+                    transport=scan.transport,
+                    era=scan.era,
+                    protocol_version=scan.protocol_version,
+                    server_version=scan.server_version,
+                    anonymous=scan.anonymous,
+                    tools_count=tools_count,
+                    tokens=dict(tokens.get(scan.toolset_id or -1, {})),
+                    token_methods=dict(methods.get(scan.toolset_id or -1, {})),
+                    problems=problems,
+                    warnings=warnings,
+                    notes=notes,
+                    toolset_sha256=sha,
+                    findings=tuple(found),
+                    tool_severities=tuple((p, w, n) for p, w, n in per_tool),
+                    list_severities=(list_wide[0], list_wide[1], list_wide[2]),
                 )
-                per_tool = [[0, 0, 0] for _ in range(tools_count or 0)]
-                list_wide = [0, 0, 0]
-                for finding in found:
-                    index = finding.tool_index
-                    target = per_tool[index] if index is not None and 0 <= index < len(per_tool) else list_wide
-                    target[int(finding.severity)] += 1
-                problems, warnings, notes = _counts(found)
-                result.append(
-                    LeaderRow(
-                        server=name,
-                        scan_id=scan.id,
-                        outcome=scan.outcome,
-                        detail=scan.detail,
-                        transport=scan.transport,
-                        era=scan.era,
-                        protocol_version=scan.protocol_version,
-                        server_version=scan.server_version,
-                        anonymous=scan.anonymous,
-                        tools_count=tools_count,
-                        tokens=dict(tokens.get(scan.toolset_id or -1, {})),
-                        token_methods=dict(methods.get(scan.toolset_id or -1, {})),
-                        problems=problems,
-                        warnings=warnings,
-                        notes=notes,
-                        toolset_sha256=sha,
-                        findings=tuple(found),
-                        tool_severities=tuple((p, w, n) for p, w, n in per_tool),
-                        list_severities=(list_wide[0], list_wide[1], list_wide[2]),
-                    )
-                )
-            return result
+            )
+        return result
 
     def trends(self, include_interrupted: bool = False) -> list[RunTrend]:
         """One point per finished run (and interrupted ones if asked), oldest first, from the aggregates."""
@@ -1207,10 +1213,10 @@ class _Intervals:
     """Finding intervals per (server id, code, tool), built from the events in id order."""
 
     def __init__(self) -> None:
-        self._by_key: dict[tuple[int, str, str | None], list[_Interval]] = defaultdict(list)
+        self._by_key: dict[tuple[str, str, str | None], list[_Interval]] = defaultdict(list)
 
     def add(self, event: Event, name: str) -> None:
-        key = (event.server_id, event.code or "", event.tool)
+        key = (name, event.code or "", event.tool)
         stretches = self._by_key[key]
         if event.kind == history.FINDING_APPEARED:
             if not stretches or stretches[-1].gone_run is not None:
@@ -1221,10 +1227,10 @@ class _Intervals:
     def values_flat(self) -> list[_Interval]:
         return [interval for stretches in self._by_key.values() for interval in stretches]
 
-    def at(self, server_id: int, code: str, tool: str | None, scan_id: int) -> _Interval | None:
+    def at(self, server: str, code: str, tool: str | None, scan_id: int) -> _Interval | None:
         """The stretch that covers ``scan_id`` (the last one that began at or before it)."""
         found = None
-        for interval in self._by_key.get((server_id, code, tool), []):
+        for interval in self._by_key.get((server, code, tool), []):
             if interval.first_scan <= scan_id:
                 found = interval
         return found
