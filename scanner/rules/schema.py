@@ -407,9 +407,13 @@ def gemini_drops_keywords(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
 
 
 def compact_json(value: Any) -> str:
-    """The compact JSON text of a value (no spaces, keys as sent, UTF-8 kept), even for very deep values."""
+    """The compact JSON text of a value (no spaces, sorted keys, UTF-8 kept), even for very deep values.
+
+    Keys are sorted as in :func:`scanner.models.canonical_json`, the form the store keeps toolsets in, so a
+    stored toolset re-scored later counts exactly what the scan counted.
+    """
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except RecursionError:
         return _compact_iterative(value)
 
@@ -424,7 +428,7 @@ def _compact_iterative(value: Any) -> str:
         elif isinstance(item, dict):
             out.append("{")
             parts: list[Any] = []
-            for position, (key, child) in enumerate(item.items()):
+            for position, (key, child) in enumerate(sorted(item.items(), key=lambda pair: str(pair[0]))):
                 if position:
                     parts.append(_Raw(","))
                 parts.append(_Raw(json.dumps(str(key), ensure_ascii=False) + ":"))
@@ -457,10 +461,10 @@ class _Raw:
     "schema-large",
     Severity.WARNING,
     hint="Split the tool, or move rarely used options out of the schema.",
-    doc="""Warns when `inputSchema` alone costs more than 1000 tokens (o200k_base, compact JSON). The schema is
-    sent on every turn and a large one crowds out the conversation; it usually means one tool does the work of
-    several. Bad: one `manage_everything` tool with sixty options. Good: a few focused tools, rare options
-    grouped or moved to a resource.""",
+    doc="""Warns when `inputSchema` alone costs more than 1000 tokens (o200k_base, compact JSON with sorted keys).
+    The schema is sent on every turn and a large one crowds out the conversation; it usually means one tool
+    does the work of several. Bad: one `manage_everything` tool with sixty options. Good: a few focused tools,
+    rare options grouped or moved to a resource.""",
 )
 def schema_large(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     if not isinstance(tool.schema, dict):

@@ -125,7 +125,7 @@ def test_mcp210_reports_the_o200k_count(context_for: Callable[[Sequence[Any]], R
     (finding,) = _of(run_rules(tools, context_for(tools)), "MCP210")
     from scanner import tokenizer
 
-    compact = json.dumps(tools[0]["inputSchema"], separators=(",", ":"), ensure_ascii=False)
+    compact = json.dumps(tools[0]["inputSchema"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert finding.details["tokens"] == tokenizer.count(compact) > 1000
     negative = _load("MCP210", "negative")
     assert len(json.dumps(negative[0]["inputSchema"], separators=(",", ":"))) > 1000  # a real near miss

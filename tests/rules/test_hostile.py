@@ -267,3 +267,10 @@ def test_random_json_never_crashes(cheap_context: RuleContext) -> None:
         json.dumps(finding.to_json())
         assert finding.tool_index is None or 0 <= finding.tool_index < len(tools)
     assert {finding.code for finding in findings} >= {"MCP101", "MCP102", "MCP201"}
+
+
+def test_deep_schema_text_matches_json_dumps() -> None:
+    from scanner.rules.schema import _compact_iterative
+
+    value = {"b": [1, "x\u00e9", None, {"z": True, "a": 2.5}], "a": {"c": []}, "d": "\ud800"}
+    assert _compact_iterative(value) == json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
