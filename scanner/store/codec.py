@@ -11,6 +11,7 @@ import json
 import re
 import zlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from scanner.models import canonical_json
@@ -51,33 +52,54 @@ def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
 
 
-def _clean(value: Any, depth: int) -> Any:
+def _clean(value: Any, depth: int, caps: _Caps) -> Any:
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
         return round(value, 3) if value == value and abs(value) != float("inf") else None
     if isinstance(value, str):
-        return None if _SECRET_VALUE.match(value) else value[:MAX_STRING]
-    if depth >= MAX_DEPTH:
+        return None if caps.scrub and _SECRET_VALUE.match(value) else value[: caps.string]
+    if depth >= caps.depth:
         return None
     if isinstance(value, Mapping):
         cleaned: dict[str, Any] = {}
-        for key, item in list(value.items())[:MAX_ITEMS]:
+        for key, item in list(value.items())[: caps.items]:
             text = str(key)[:100]
-            if is_secret_key(text):
+            if caps.scrub and is_secret_key(text):
                 continue
-            cleaned[text] = _clean(item, depth + 1)
+            cleaned[text] = _clean(item, depth + 1, caps)
         return cleaned
     if isinstance(value, list | tuple | set | frozenset):
-        return [_clean(item, depth + 1) for item in list(value)[:MAX_ITEMS]]
-    return str(value)[:MAX_STRING]
+        return [_clean(item, depth + 1, caps) for item in list(value)[: caps.items]]
+    return str(value)[: caps.string]
 
 
-def small_json(value: Mapping[str, Any] | None, limit: int = MAX_JSON_BYTES) -> dict[str, Any]:
-    """A secret-free, size-capped copy of ``value`` for a JSON column; keys are dropped from the end to fit."""
+@dataclass(frozen=True)
+class _Caps:
+    scrub: bool
+    items: int
+    depth: int
+    string: int
+
+
+def small_json(
+    value: Mapping[str, Any] | None,
+    limit: int = MAX_JSON_BYTES,
+    *,
+    scrub: bool = True,
+    items: int = MAX_ITEMS,
+    depth: int = MAX_DEPTH,
+    string: int = MAX_STRING,
+) -> dict[str, Any]:
+    """A size-capped copy of ``value`` for a JSON column; keys are dropped from the end to fit ``limit`` bytes.
+
+    ``scrub`` (the default, for anything a server or a user's options sent) also drops credential-like keys and
+    ``Bearer``/``Basic`` values. Finding and event details are Fathom's own words about a tool: they keep every
+    key, with roomier caps.
+    """
     if not value:
         return {}
-    cleaned = _clean(value, 0)
+    cleaned = _clean(value, 0, _Caps(scrub=scrub, items=items, depth=depth, string=string))
     if not isinstance(cleaned, dict):
         return {}
     keys = [key for key in cleaned if key != "truncated"]
@@ -85,6 +107,11 @@ def small_json(value: Mapping[str, Any] | None, limit: int = MAX_JSON_BYTES) -> 
         cleaned.pop(keys.pop())
         cleaned["truncated"] = True
     return cleaned
+
+
+def details_json(value: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A finding's or event's details: every key kept, capped at 8 KB, 100 items, depth 6, 500-char strings."""
+    return small_json(value, 8192, scrub=False, items=100, depth=6, string=500)
 
 
 def timings(value: Mapping[str, Any] | None) -> dict[str, float]:

@@ -89,7 +89,7 @@ def _finding_values(finding: Finding, toolset_id: int, rule_version: str, scan_i
         "message": str(finding.message)[:2000],
         "hint": str(finding.hint)[:1000],
         "pointer": codec.text(finding.pointer, 1000),
-        "details": codec.small_json(finding.details, limit=4096),
+        "details": codec.details_json(finding.details),
     }
 
 
@@ -318,7 +318,7 @@ class Store:
                             "kind": event.kind,
                             "tool": codec.text(event.tool, 300),
                             "code": event.code,
-                            "details": codec.small_json(event.details, limit=4096),
+                            "details": codec.details_json(event.details),
                         }
                         for event in events
                     ],
