@@ -52,6 +52,7 @@ class ScanSummary:
     interrupted: bool = False
     resumed: bool = False
     already_done: int = 0
+    duplicates: int = 0
 
 
 def resolve_entries(config: ScanConfig) -> list[ServerEntry]:
@@ -92,7 +93,14 @@ def run_scan(
     resumed = run_id is not None
     if run_id is None:
         run_id = store.start_run(config.source, RULES_VERSION, config.options())
-    todo = [entry for entry in entries if entry.name not in done]
+    # A name is a server's identity in the store: a second entry with the same name would be scanned for nothing
+    # (the store keeps one scan per server per run), so only the first is scanned and the rest are counted.
+    first: dict[str, ServerEntry] = {}
+    for entry in entries:
+        first.setdefault(entry.name, entry)
+    unique = list(first.values())
+    duplicates = len(entries) - len(unique)
+    todo = [entry for entry in unique if entry.name not in done]
     counts: Counter[str] = Counter()
 
     def write(entry: ServerEntry, outcome: ScanOutcome) -> None:
@@ -107,6 +115,14 @@ def run_scan(
         anyio.run(crawl, todo, config.crawl, write)
     except KeyboardInterrupt:
         store.finish_run(run_id, "interrupted")
-        return ScanSummary(run_id, len(todo), dict(counts), interrupted=True, resumed=resumed, already_done=len(done))
+        return ScanSummary(
+            run_id,
+            len(todo),
+            dict(counts),
+            interrupted=True,
+            resumed=resumed,
+            already_done=len(done),
+            duplicates=duplicates,
+        )
     store.finish_run(run_id, "finished")
-    return ScanSummary(run_id, len(todo), dict(counts), resumed=resumed, already_done=len(done))
+    return ScanSummary(run_id, len(todo), dict(counts), resumed=resumed, already_done=len(done), duplicates=duplicates)

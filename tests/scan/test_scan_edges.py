@@ -1,0 +1,56 @@
+"""Edges of ``fathom scan`` that need no server: duplicate names in a list, ``--resume`` with nothing to resume.
+
+Every entry here is refused by the address policy (no ``--allow-private``), so nothing is connected to and each
+test takes a fraction of a second, while still going through the real CLI, crawl and store.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from scanner.cli import app
+
+runner = CliRunner()
+
+
+def fathom_json(*args: str) -> Any:
+    result = runner.invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    return json.loads(result.stdout)
+
+
+def write_list(path: Path, servers: list[dict[str, Any]]) -> Path:
+    path.write_text(json.dumps({"servers": servers}), encoding="utf-8")
+    return path
+
+
+def test_a_name_listed_twice_is_scanned_once_and_counted(tmp_path: Path) -> None:
+    registry = write_list(
+        tmp_path / "servers.json",
+        [
+            {"name": "twice", "url": "http://127.0.0.1:9/mcp"},
+            {"name": "once", "url": "http://10.1.2.3/mcp"},
+            {"name": "twice", "url": "http://10.9.9.9/mcp"},
+        ],
+    )
+    db = f"sqlite:///{tmp_path}/f.db"
+    summary = fathom_json("scan", str(registry), "--db", db)
+    assert (summary["total"], summary["duplicates"], summary["counts"]) == (2, 1, {"refused": 2})
+    (run,) = fathom_json("runs", "--db", db)
+    assert run["servers_scanned"] == summary["total"]  # the summary and the database agree
+    rows = {row["server"]: row for row in fathom_json("servers", "--db", db)}
+    assert "loopback" in rows["twice"]["detail"]  # the first entry of the name is the one scanned
+
+
+def test_resume_with_nothing_to_resume_starts_a_new_run(tmp_path: Path) -> None:
+    registry = write_list(tmp_path / "servers.json", [{"name": "a", "url": "http://127.0.0.1:9/mcp"}])
+    db = f"sqlite:///{tmp_path}/f.db"
+    first = fathom_json("scan", str(registry), "--db", db, "--resume")
+    assert (first["run_id"], first["resumed"], first["total"]) == (1, False, 1)
+    second = fathom_json("scan", str(registry), "--db", db, "--resume")  # run 1 is finished: not reopened
+    assert (second["run_id"], second["resumed"]) == (2, False)
+    assert [run["status"] for run in fathom_json("runs", "--db", db)] == ["finished", "finished"]
