@@ -596,23 +596,31 @@ class Store:
         Use after the rule catalogue (or a tokenizer) changes: findings are stored anew under ``rule_version``
         (older versions' findings stay, so past events keep their meaning), tokens and per-tool costs are
         replaced, and trends/leaderboards of every finished or interrupted run then count under the new
-        catalogue. One transaction per toolset. Returns how many toolsets were measured.
+        catalogue. One transaction per toolset. Returns how many toolsets were measured (a list the checker
+        crashes on is skipped and keeps its old numbers; a run-fatal :class:`FathomError` stops the rescore).
         """
         with self._sessions() as session:
             ids = list(session.scalars(select(ToolsetRow.id).order_by(ToolsetRow.id)))
+        skipped = 0
         for toolset_id in ids:
             with self._sessions() as session:
                 row = session.get(ToolsetRow, toolset_id)
                 if row is None:
                     continue
                 toolset = Toolset(tools=tuple(codec.decompress_tools(row.data)), sha256=row.sha256)
-            report = measure(toolset)
+            try:
+                report = measure(toolset)
+            except FathomError:
+                raise
+            except Exception:  # one list the checker cannot handle keeps its old numbers; the rest go on
+                skipped += 1
+                continue
             with self._sessions.begin() as session:
                 self._write_measurement(session, toolset_id, report, rule_version)
         with self._sessions.begin() as session:
             for run in session.scalars(select(Run).where(Run.status != "running")):
                 self._aggregate(session, run, rule_version)
-        return len(ids)
+        return len(ids) - skipped
 
     # --- Queries ------------------------------------------------------------------------------------------
 

@@ -210,3 +210,14 @@ def test_rescore_recounts_toolsets_and_trends(store: Store, runs: list[int]) -> 
     assert store.rule_hits(runs[1])["MCP999"] == 3
     assert store.leaderboard(runs[1])[0].warnings == 2  # MCP501 (a scan's) + MCP999 (the toolset's)
     assert [row.rule_version for row in store.history("a")] == ["2", "2", "2"]
+
+
+def test_rescore_skips_a_list_the_checker_crashes_on(store: Store, runs: list[int]) -> None:
+    def picky(toolset: Toolset) -> CheckReport:
+        if len(toolset) == 3:
+            raise RecursionError("too deep")
+        return local_measure(toolset)
+
+    assert store.rescore("2", picky) == 4
+    c = next(row for row in store.leaderboard(runs[1]) if row.server == "c")
+    assert c.tokens and c.findings == ()  # old tokens kept; no findings under a version it was never measured in
