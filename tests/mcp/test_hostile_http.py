@@ -143,3 +143,10 @@ def test_nothing_listening_is_a_connect_error():
     result, elapsed = timed_scan(http_entry(f"http://127.0.0.1:{free_port()}/mcp"), FAST)
     assert result.outcome is Outcome.CONNECT_ERROR, result.detail
     assert elapsed < 1.0
+
+
+@pytest.mark.parametrize("value", ["SECRET-1\nInjected: yes", "SECRÉT-1", "SECRET-1\x00"])
+def test_a_header_that_is_not_valid_http_is_refused_without_quoting_it(hostile_http, value):
+    result, _ = timed_scan(http_entry(hostile_http.url("/ok"), headers={"Authorization": value}), LIMITS)
+    assert result.outcome is Outcome.CONNECT_ERROR, result.detail
+    assert "SECRET" not in repr(result) and "CRÉT" not in repr(result)

@@ -70,7 +70,12 @@ async def send(
     start_origin = origin(url)
     hops = 0
     while True:
-        request = client.build_request(method, url, headers=dict(headers), content=content)
+        try:
+            request = client.build_request(method, url, headers=dict(headers), content=content)
+        except (ValueError, TypeError) as exc:  # UnicodeEncodeError included; its text could quote a secret
+            raise ScanFailure(
+                Outcome.CONNECT_ERROR, "request cannot be built: a header or the URL is not valid HTTP"
+            ) from exc
         response = await _send(client, request)
         try:
             if response.status_code in _REDIRECTS and "location" in response.headers:
@@ -107,6 +112,8 @@ async def _send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Resp
         raise ScanFailure(Outcome.TIMEOUT, f"HTTP {type(exc).__name__}") from exc
     except (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         raise ScanFailure(Outcome.CONNECT_ERROR, f"cannot connect: {_reason(exc)}") from exc
+    except httpx.LocalProtocolError as exc:  # an invalid header value: its text may quote a secret
+        raise ScanFailure(Outcome.CONNECT_ERROR, "request cannot be sent: a header is not valid HTTP") from exc
     except httpx.RemoteProtocolError as exc:
         raise ScanFailure(Outcome.INVALID_RESPONSE, f"not valid HTTP: {_reason(exc)}") from exc
     except httpx.HTTPError as exc:
