@@ -12,10 +12,14 @@ valid and invalid schemas. Drafts 3 to 7 are single documents already and are us
 Dialects are looked up by ``$schema`` with the trailing ``#`` and the ``http``/``https`` difference ignored.
 A ``$schema`` that names no known dialect is checked as 2020-12 (the MCP default dialect) and the finding says
 so; a ``$schema`` that is not a string is itself reported by the meta-schema (it must be a URI string).
+
+Formats are checked as ``jsonschema`` checks them, except ``regex``: JSON Schema patterns are ECMA-262, and the
+few ECMA constructs Python's ``re`` lacks are rewritten before the syntax check (:func:`_python_pattern`).
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +32,7 @@ from jsonschema import (
     Draft7Validator,
     Draft201909Validator,
     Draft202012Validator,
+    FormatChecker,
 )
 from jsonschema.protocols import Validator
 
@@ -124,6 +129,73 @@ def _flatten(name: str) -> dict[str, Any]:
     return _inline(flat, defs)
 
 
+def _python_pattern(pattern: str) -> str:
+    """An ECMA-262 pattern rewritten so Python's ``re`` can compile it, for a syntax check only.
+
+    JSON Schema patterns are ECMA-262 regular expressions; ``re`` rejects some valid ones (``\\p{L}``, named
+    groups ``(?<name>...)``, ``\\u{1F600}``, ``\\cJ``, ``[^]``), which would make MCP214 call a good schema invalid.
+    """
+    out: list[str] = []
+    position = 0
+    length = len(pattern)
+    while position < length:
+        char = pattern[position]
+        following = pattern[position + 1] if position + 1 < length else ""
+        if char == "\\" and following:
+            if following in "pP" and pattern.startswith("{", position + 2):
+                end = pattern.find("}", position + 3)
+                if end != -1:
+                    out.append("x")
+                    position = end + 1
+                    continue
+            if following == "u" and pattern.startswith("{", position + 2):
+                end = pattern.find("}", position + 3)
+                if end != -1:
+                    out.append("x")
+                    position = end + 1
+                    continue
+            if following == "k" and pattern.startswith("<", position + 2):
+                end = pattern.find(">", position + 3)
+                if end != -1:
+                    out.append(f"(?P={pattern[position + 3 : end]})")
+                    position = end + 1
+                    continue
+            if following == "c" and position + 2 < length and pattern[position + 2].isalpha():
+                out.append("x")
+                position += 3
+                continue
+            out.append(char + following)
+            position += 2
+            continue
+        if pattern.startswith("(?<", position) and not pattern.startswith(("(?<=", "(?<!"), position):
+            out.append("(?P<")
+            position += 3
+            continue
+        if pattern.startswith("[^]", position):
+            out.append("[\\s\\S]")
+            position += 3
+            continue
+        out.append(char)
+        position += 1
+    return "".join(out)
+
+
+def _is_ecma_regex(instance: object) -> bool:
+    if not isinstance(instance, str):
+        return True
+    re.compile(_python_pattern(instance))
+    return True
+
+
+def _format_checker(cls: Any) -> FormatChecker:
+    """The dialect's format checker with ``regex`` checked as ECMA-262 (see :func:`_python_pattern`)."""
+    checker = FormatChecker(formats=())
+    checker.checkers = dict(cls.FORMAT_CHECKER.checkers)
+    if "regex" in checker.checkers:
+        checker.checkers["regex"] = (_is_ecma_regex, re.error)
+    return checker
+
+
 _lock = threading.Lock()
 _validators: dict[str, Validator] = {}
 
@@ -135,7 +207,7 @@ def meta_validator(name: str) -> Validator:
         if found is None:
             cls = _CLASSES[name]
             meta = _flatten(name) if name in _SPLIT else cls.META_SCHEMA
-            found = cls(meta, format_checker=cls.FORMAT_CHECKER)
+            found = cls(meta, format_checker=_format_checker(cls))
             _validators[name] = found
         return found
 

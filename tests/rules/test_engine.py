@@ -211,3 +211,12 @@ def test_similarity_search_stops_at_its_budget() -> None:
     partial = list(similar_pairs(texts, budget=50))
     assert len(partial) < len(everything) and partial == everything[: len(partial)]
     assert time.perf_counter() - started < 1
+
+
+def test_patterns_are_checked_as_ecma_262() -> None:
+    """JSON Schema patterns are ECMA-262: constructs Python's re lacks are not errors, broken patterns are."""
+    validator = meta_validator("2020-12")
+    for good in (r"^\p{L}+$", r"(?<year>\d{4})-\k<year>", r"\u{1F600}", r"\cJ", r"[^]", r"(?<!a)b"):
+        assert validator.is_valid({"pattern": good}), good
+    for bad in ("(", "[a-", r"a{2,1}"):
+        assert not validator.is_valid({"pattern": bad}), bad
