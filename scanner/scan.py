@@ -10,10 +10,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from scanner.crawl import CrawlSettings
 from scanner.models import ScanOutcome, ServerEntry
+
+# A run still ``running`` with no new scan for this long was left by a killed process (a live crawl writes a
+# server at least every per-server deadline); a new scan marks it interrupted so ``fathom runs`` stops showing it
+# as running. ``--resume`` finishes it either way, and a live run wrongly marked (a crawl whose every worker waits
+# on a deadline longer than this) is set back to finished by its own finish_run.
+STALE_RUN_AFTER = timedelta(minutes=10)
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,7 @@ def run_scan(
             store.reopen_run(run_id)
     resumed = run_id is not None
     if run_id is None:
+        store.mark_stale_runs_interrupted(older_than=STALE_RUN_AFTER)
         run_id = store.start_run(config.source, RULES_VERSION, config.options())
     # A name is a server's identity in the store: a second entry with the same name would be scanned for nothing
     # (the store keeps one scan per server per run), so only the first is scanned and the rest are counted.

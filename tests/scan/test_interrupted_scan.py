@@ -86,11 +86,14 @@ def setup(tmp_path: Path) -> Iterator[dict[str, Any]]:
             hanging.close()
 
 
-def start_scan(registry: Path, db: Path, *extra: str) -> subprocess.Popen[str]:
+def scan_command(registry: Path, db: Path, *extra: str) -> list[str]:
     command = [sys.executable, "-m", "scanner", "scan", str(registry), "--db", str(db), "--allow-private"]
-    command += ["--timeout", "60", "--connect-timeout", "60", "--concurrency", "8", "--per-host", "8", *extra]
+    return [*command, "--timeout", "60", "--connect-timeout", "60", "--concurrency", "8", "--per-host", "8", *extra]
+
+
+def start_scan(registry: Path, db: Path, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        command,
+        scan_command(registry, db, *extra),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -216,3 +219,39 @@ def test_sigkill_leaves_a_consistent_database_that_resume_finishes(setup: dict[s
         store.close()
     assert_consistent(db)
     resume_and_check(setup, run.id)
+
+
+def age_run(db: Path, run_id: int, hours: int) -> None:
+    """Move a run's start and its scans back in time, as if the kill had happened ``hours`` ago."""
+    with sqlite3.connect(db) as connection:
+        shift = f"-{hours} hours"
+        connection.execute("UPDATE runs SET started_at = datetime(started_at, ?) WHERE id = ?", (shift, run_id))
+        connection.execute("UPDATE scans SET scanned_at = datetime(scanned_at, ?) WHERE run_id = ?", (shift, run_id))
+
+
+def test_a_new_scan_marks_a_long_dead_run_interrupted(setup: dict[str, Any], tmp_path: Path) -> None:
+    db: Path = setup["db"]
+    process = start_scan(setup["registry"], db)
+    wait_for_quick_results(process, db)
+    process.kill()
+    process.communicate(timeout=20)
+    store = open_store(f"sqlite:///{db}")
+    (killed,) = store.runs()
+    store.close()
+    other = tmp_path / "other.json"
+    missing = {"name": "x", "command": [str(tmp_path / "no-such-program")]}
+    other.write_text(json.dumps({"servers": [missing]}), encoding="utf-8")
+    # Killed a moment ago: another scan starting now leaves it alone (it may be a live crawl).
+    assert subprocess.run(scan_command(other, db), capture_output=True, timeout=60, cwd=ROOT).returncode == 0
+    store = open_store(f"sqlite:///{db}")
+    assert [run.status for run in store.runs()] == ["running", "finished"]
+    store.close()
+    age_run(db, killed.id, hours=1)
+    assert subprocess.run(scan_command(other, db), capture_output=True, timeout=60, cwd=ROOT).returncode == 0
+    store = open_store(f"sqlite:///{db}")
+    try:
+        runs = store.runs()
+        assert [(run.id, run.status) for run in runs] == [(killed.id, "interrupted"), (2, "finished"), (3, "finished")]
+        assert runs[0].servers_scanned == len(QUICK) and runs[0].finished_at is not None
+    finally:
+        store.close()
