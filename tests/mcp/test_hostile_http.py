@@ -103,6 +103,13 @@ def test_modern_server_follows_the_empty_string_cursor(hostile_http):
     assert (result.extra["ttl_ms"], result.extra["cache_scope"]) == (0, "public")
 
 
+def test_modern_error_in_an_http_400_body_is_a_protocol_error(hostile_http):
+    result, _ = timed_scan(http_entry(hostile_http.url("/modern-needs-capability")), LIMITS)
+    assert result.outcome is Outcome.PROTOCOL_ERROR, result.detail
+    assert result.era == "stateless"
+    assert result.extra["error"]["code"] == -32021
+
+
 def test_server_without_tools_has_an_empty_list(hostile_http):
     result, _ = timed_scan(http_entry(hostile_http.url("/no-tools")), LIMITS)
     assert result.outcome is Outcome.OK, result.detail

@@ -44,6 +44,7 @@ BEHAVIOURS = {
     "many-tools": "tools/list holds 50 tools",
     "no-tools": "declares no tools capability and answers tools/list with method-not-found",
     "modern": "a 2026-07-28 server whose second page is behind the empty-string cursor",
+    "modern-needs-capability": "a 2026-07-28 server refusing tools/list with 400 and -32021",
     "modern-unsupported": "a 2026-07-28 server that only speaks a future version (-32022)",
     "sse-legacy": "the deprecated HTTP+SSE transport (GET for events, POST to the endpoint)",
     "sse-foreign-endpoint": "an HTTP+SSE stream whose endpoint event names another origin",
@@ -222,6 +223,9 @@ def _modern(behaviour: str, method: Any, request_id: Any, params: dict[str, Any]
                 },
             )
         )
+    if method == "tools/list" and behaviour == "modern-needs-capability":
+        error = {"code": -32021, "message": "Missing required client capability", "data": {"required": ["x"]}}
+        return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error}, status_code=400)
     if method == "tools/list":
         if params.get("cursor") == "":
             page = {"tools": [_tool(2)], "resultType": "complete", "ttlMs": 0, "cacheScope": "public"}

@@ -68,7 +68,12 @@ class StreamableHttpTransport(ClientTransport):
             content=jsonrpc.encode(message),
         ) as response:
             if response.status_code not in (200, 201):
-                raise await http.status_failure(response)
+                failure = await http.status_failure(response)
+                answer = _error_answer(failure.body, request_id) if self.modern else None
+                if answer is None:
+                    raise failure
+                # 2026-07-28 servers answer errors with a 4xx status and the JSON-RPC error as the body.
+                return answer
             session = response.headers.get(SESSION_HEADER)
             if session and self.session_id is None and method == "initialize":
                 self.session_id = session[:1024]
@@ -155,6 +160,17 @@ class StreamableHttpTransport(ClientTransport):
         if self.session_id is not None:
             facts["session"] = True
         return facts
+
+
+def _error_answer(body: bytes, request_id: int) -> dict[str, Any] | None:
+    """The JSON-RPC error response to ``request_id`` in an HTTP error body, or None."""
+    try:
+        answer = jsonrpc.decode(body)
+    except ScanFailure:
+        return None
+    if isinstance(answer, dict) and "error" in answer and jsonrpc.same_id(answer.get("id"), request_id):
+        return answer
+    return None
 
 
 async def _snippet(response: httpx.Response) -> str:
