@@ -3,6 +3,7 @@
     python bench/bench_report.py                      # generate (once, cached) then measure
     python bench/bench_report.py --runs 30            # a smaller history, for a quick look
     python bench/bench_report.py --profile            # also print the top of a cProfile of build_report
+    python bench/bench_report.py --tracemalloc        # also the peak Python heap of a second build
 
 Target: ``build_report`` under 10 s wall and 500 MB peak memory. Figures are printed as absolute numbers and as
 ratios against a baseline measured in the same process: reading the latest run's leaderboard rows alone
@@ -92,7 +93,10 @@ def generate(db: Path, runs: int, servers: int, seed: int = 7) -> None:
             for start in range(0, len(rows), CHUNK):
                 session.execute(insert(model), rows[start : start + CHUNK])
 
-        bulk(Server, [{"id": i + 1, "name": f"io.github.bench/server-{i:05d}", "first_seen": START} for i in range(servers)])
+        bulk(
+            Server,
+            [{"id": i + 1, "name": f"io.github.bench/server-{i:05d}", "first_seen": START} for i in range(servers)],
+        )
         bulk(
             Run,
             [
@@ -172,8 +176,16 @@ def generate(db: Path, runs: int, servers: int, seed: int = 7) -> None:
                 version[s] += 1
                 current[s] = new_toolset(s, version[s])
                 events.append(
-                    {"server_id": s + 1, "run_id": r + 1, "scan_id": r * servers + s + 1, "at": at,
-                     "kind": "tool_changed", "tool": f"s{s}_tool_0", "code": None, "details": {"fields": ["description"]}}
+                    {
+                        "server_id": s + 1,
+                        "run_id": r + 1,
+                        "scan_id": r * servers + s + 1,
+                        "at": at,
+                        "kind": "tool_changed",
+                        "tool": f"s{s}_tool_0",
+                        "code": None,
+                        "details": {"fields": ["description"]},
+                    }
                 )
             outcomes: Counter[str] = Counter()
             ok_max: list[int] = []
@@ -212,8 +224,16 @@ def generate(db: Path, runs: int, servers: int, seed: int = 7) -> None:
                 )
                 if last_outcome.get(s, "ok") != outcome:
                     events.append(
-                        {"server_id": s + 1, "run_id": r + 1, "scan_id": scan_id, "at": at, "kind": "outcome_changed",
-                         "tool": None, "code": None, "details": {"from": last_outcome.get(s), "to": outcome}}
+                        {
+                            "server_id": s + 1,
+                            "run_id": r + 1,
+                            "scan_id": scan_id,
+                            "at": at,
+                            "kind": "outcome_changed",
+                            "tool": None,
+                            "code": None,
+                            "details": {"from": last_outcome.get(s), "to": outcome},
+                        }
                     )
                 last_outcome[s] = outcome
                 if toolset_id is not None:
@@ -254,7 +274,7 @@ def generate(db: Path, runs: int, servers: int, seed: int = 7) -> None:
     )
 
 
-def measure(db: Path, out: Path, profile: bool) -> None:
+def measure(db: Path, out: Path, profile: bool, traced: bool) -> None:
     """Time the baseline and ``build_report`` in this process; print figures and ratios."""
     store = open_store(f"sqlite:///{db}")
     last = store.runs()[-1].id
@@ -274,10 +294,12 @@ def measure(db: Path, out: Path, profile: bool) -> None:
     report_wall, report_cpu = time.perf_counter() - wall, time.process_time() - cpu
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    tracemalloc.start()
-    build_report(store, out)
-    _, traced_peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    traced_peak = None
+    if traced:
+        tracemalloc.start()
+        build_report(store, out)
+        traced_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
 
     size = sum(path.stat().st_size for path in result.paths)
     print(f"baseline  Store.leaderboard({last}): {len(rows):,} rows in {base_wall:.2f} s wall, {base_cpu:.2f} s CPU")
@@ -288,7 +310,8 @@ def measure(db: Path, out: Path, profile: bool) -> None:
     print(f"          wall {report_wall:.2f} s ({report_wall / base_wall:.1f}x baseline)  target < 10 s")
     print(f"          CPU  {report_cpu:.2f} s ({report_cpu / max(base_cpu, 1e-9):.1f}x baseline)")
     print(f"          peak RSS {peak_rss:.0f} MB (before: {rss_before:.0f} MB)  target < 500 MB")
-    print(f"          peak Python heap during a second build (tracemalloc) {traced_peak / 1e6:.0f} MB")
+    if traced_peak is not None:
+        print(f"          peak Python heap during a second build (tracemalloc) {traced_peak / 1e6:.0f} MB")
     if profiler:
         stream = io.StringIO()
         pstats.Stats(profiler, stream=stream).sort_stats("cumulative").print_stats(25)
@@ -304,6 +327,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / ".data" / "site")
     parser.add_argument("--regenerate", action="store_true")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--tracemalloc", action="store_true", help="build a second time under tracemalloc")
     parser.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     db = args.db or HERE / ".data" / f"report-{args.runs}x{args.servers}.db"
@@ -314,7 +338,7 @@ def main() -> None:
     if args.regenerate or not db.exists():
         command = [sys.executable, __file__, "--generate-only", f"--runs={args.runs}", f"--servers={args.servers}"]
         subprocess.run([*command, f"--db={db}"], check=True)
-    measure(db, args.out, args.profile)
+    measure(db, args.out, args.profile, args.tracemalloc)
 
 
 if __name__ == "__main__":

@@ -154,6 +154,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 1024  # the default backlog of 5 resets connections under a concurrent scan
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Quiet: a client that hangs up early (a deadline, a cancelled scan) is not the host's problem."""
+
     sites: dict[str, Site]
     base_url: str
 

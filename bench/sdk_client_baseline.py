@@ -1,0 +1,59 @@
+"""Baseline for bench_scan.py: the official ``mcp`` SDK client doing initialize + every tools/list page.
+
+Reads the same server list ``fathom scan`` reads and connects to every URL with the SDK's Streamable HTTP client
+and ClientSession, at the same concurrency. Prints one JSON line with the number of servers that answered and the
+tools listed. Stores nothing and measures nothing (the caller measures this process from outside).
+
+    python bench/sdk_client_baseline.py servers.json --concurrency 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+
+async def list_tools(url: str) -> int:
+    async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1]) as session:
+        await session.initialize()
+        count, cursor = 0, None
+        while True:
+            result = await session.list_tools(params={"cursor": cursor} if cursor else None)  # type: ignore[arg-type]
+            count += len(result.tools)
+            cursor = result.next_cursor
+            if not cursor:
+                return count
+
+
+async def main(urls: list[str], concurrency: int) -> None:
+    limiter = anyio.CapacityLimiter(concurrency)
+    answered, tools, failed = 0, 0, 0
+
+    async def one(url: str) -> None:
+        nonlocal answered, tools, failed
+        async with limiter:
+            try:
+                with anyio.fail_after(30):
+                    tools += await list_tools(url)
+                answered += 1
+            except Exception:
+                failed += 1
+
+    async with anyio.create_task_group() as group:
+        for url in urls:
+            group.start_soon(one, url)
+    print(json.dumps({"answered": answered, "failed": failed, "tools": tools}))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("servers")
+    parser.add_argument("--concurrency", type=int, default=64)
+    args = parser.parse_args()
+    with open(args.servers, encoding="utf-8") as handle:
+        listed = json.load(handle)["servers"]
+    anyio.run(main, [server["url"] for server in listed], args.concurrency)
