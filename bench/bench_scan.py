@@ -98,7 +98,7 @@ def main() -> None:
     scans = [json.loads(run.stdout) for run in (first, second)]
     print(f"{count} loopback servers, concurrency {concurrency}")
     print(f"  SDK client (initialize + tools/list): answered {sdk_result['answered']}, failed {sdk_result['failed']}")
-    for label, run, summary in (("fathom scan, first", first, scans[0]), ("fathom scan, rescan", second, scans[1])):
+    for label, summary in (("fathom scan, first", scans[0]), ("fathom scan, rescan", scans[1])):
         print(f"  {label}: {summary['counts']}")
     print()
     header = f"  {'':34}{'servers/s':>10}{'CPU ms/server':>15}{'peak MB':>9}{'CPU vs SDK':>12}"
@@ -110,11 +110,8 @@ def main() -> None:
         ("fathom scan, unchanged rescan", second),
     ):
         per = run.cpu / count
-        print(
-            f"  {label:<34}{count / run.wall:>10.0f}{per * 1000:>15.2f}{run.max_rss_mb:>9.0f}{sdk_cpu / per:>11.1f}x less"
-            if run is not sdk
-            else f"  {label:<34}{count / run.wall:>10.0f}{per * 1000:>15.2f}{run.max_rss_mb:>9.0f}{'1.0x':>12}"
-        )
+        ratio = "1.0x" if run is sdk else f"{sdk_cpu / per:.1f}x less"
+        print(f"  {label:<34}{count / run.wall:>10.0f}{per * 1000:>15.2f}{run.max_rss_mb:>9.0f}{ratio:>12}")
     growth = (after_second - after_first) / count
     print()
     print(f"  database after first scan: {after_first / 1024:.0f} KiB ({after_first / count:.0f} B/server)")
