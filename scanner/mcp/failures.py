@@ -6,6 +6,7 @@ translates an httpx, anyio or OS error) so deep code can stop at once; ``scan_se
 
     ScanFailure              outcome + one-line detail + extra
      └── HttpStatusFailure   a non-success HTTP status, with the (capped) body kept for era detection
+          └── SessionExpired  404 to a request carrying our Mcp-Session-Id: initialize again
 """
 
 from __future__ import annotations
@@ -38,3 +39,10 @@ class HttpStatusFailure(ScanFailure):
         self.status = status
         self.body = body
         self.content_type = content_type
+
+
+class SessionExpired(HttpStatusFailure):
+    """The server forgot the session (404 with ``Mcp-Session-Id``); the spec says start a new one."""
+
+    def __init__(self, body: bytes, content_type: str) -> None:
+        super().__init__(404, body, content_type, "HTTP 404: the server ended the session")

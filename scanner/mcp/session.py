@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 
 from scanner.mcp import jsonrpc
-from scanner.mcp.failures import HttpStatusFailure, ScanFailure
+from scanner.mcp.failures import HttpStatusFailure, ScanFailure, SessionExpired
 from scanner.mcp.limits import ClientLimits
 from scanner.mcp.profiles import CLIENT_INFO, PROFILES, capabilities
 from scanner.mcp.transports import ClientTransport, candidates
@@ -248,6 +248,21 @@ class _Session:
 
     # --- tools/list ----------------------------------------------------------------------------------------
 
+    async def list_tools_once_more_if_expired(self) -> list[Any]:
+        """:meth:`list_tools`; if the server ends the legacy session meanwhile, initialize once more and
+        list again from the first page (a 404 on the new session too is the outcome)."""
+        try:
+            return await self.list_tools()
+        except SessionExpired:
+            if self.modern:
+                raise
+        self.progress.extra["session_restarted"] = True
+        self.progress.pages = 0
+        self.transport.protocol_version = None
+        if not await self._initialize():
+            raise ScanFailure(Outcome.PROTOCOL_ERROR, "initialize refused after the session ended")
+        return await self.list_tools()
+
     async def list_tools(self) -> list[Any]:
         tools: list[Any] = []
         seen: set[str] = set()
@@ -385,7 +400,7 @@ async def _scan_with(
             session = _Session(transport, profile, limits, progress)
             await session.handshake(probe=transport.name != "sse")
             progress.lap("handshake")
-            tools = await session.list_tools()
+            tools = await session.list_tools_once_more_if_expired()
             progress.lap("list")
         failed = False
     finally:

@@ -110,6 +110,14 @@ def test_modern_error_in_an_http_400_body_is_a_protocol_error(hostile_http):
     assert result.extra["error"]["code"] == -32021
 
 
+def test_an_ended_session_is_started_again_once(hostile_http):
+    result, _ = timed_scan(http_entry(hostile_http.url("/session-expire")), LIMITS)
+    assert result.outcome is Outcome.OK, result.detail
+    assert names(result) == ["tool_1", "tool_2"]
+    assert result.extra["session_restarted"] is True
+    assert result.pages == 1
+
+
 def test_server_without_tools_has_an_empty_list(hostile_http):
     result, _ = timed_scan(http_entry(hostile_http.url("/no-tools")), LIMITS)
     assert result.outcome is Outcome.OK, result.detail

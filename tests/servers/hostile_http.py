@@ -42,6 +42,7 @@ BEHAVIOURS = {
     "tools-not-list": "tools/list 'tools' is a number",
     "hostile-tools": "tools/list holds a number, a string and a tool whose name is a list",
     "many-tools": "tools/list holds 50 tools",
+    "session-expire": "the first session ends (404) at tools/list; the next one works",
     "no-tools": "declares no tools capability and answers tools/list with method-not-found",
     "modern": "a 2026-07-28 server whose second page is behind the empty-string cursor",
     "modern-needs-capability": "a 2026-07-28 server refusing tools/list with 400 and -32021",
@@ -164,6 +165,8 @@ async def _request(behaviour: str, message: dict[str, Any], request: Request) ->
         return Response("Bad Request: no valid session", status_code=400)
     if behaviour == "wrong-id":
         return JSONResponse(_answer(999, _initialize_result(behaviour)))
+    if behaviour == "session-expire":
+        return _session_expire(method, request_id, request)
     if method == "initialize":
         result = _answer(request_id, _initialize_result(behaviour))
         if behaviour == "no-tools":
@@ -173,6 +176,26 @@ async def _request(behaviour: str, message: dict[str, Any], request: Request) ->
         return JSONResponse(result, headers={"Mcp-Session-Id": "hostile-session"})
     if method == "tools/list" and behaviour != "no-tools":
         return JSONResponse(_answer(request_id, _tools_page(behaviour, params)))
+    return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no"}})
+
+
+_sessions_started = 0
+
+
+def _session_expire(method: Any, request_id: Any, request: Request) -> Response:
+    """Sessions 1, 3, 5... expire at their first tools/list (404); 2, 4, 6... work."""
+    global _sessions_started
+    if method == "initialize":
+        _sessions_started += 1
+        headers = {"Mcp-Session-Id": f"s-{_sessions_started}"}
+        return JSONResponse(_answer(request_id, _initialize_result("session-expire")), headers=headers)
+    session = request.headers.get("mcp-session-id", "")
+    if not session.startswith("s-"):
+        return Response("Bad Request: no session", status_code=400)
+    if method == "tools/list":
+        if int(session[2:]) % 2:
+            return Response("session not found", status_code=404)
+        return JSONResponse(_answer(request_id, _tools_page("session-expire", {})))
     return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no"}})
 
 

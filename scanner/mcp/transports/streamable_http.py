@@ -17,7 +17,7 @@ import anyio
 import httpx
 
 from scanner.mcp import jsonrpc
-from scanner.mcp.failures import ScanFailure
+from scanner.mcp.failures import ScanFailure, SessionExpired
 from scanner.mcp.limits import ClientLimits
 from scanner.mcp.sse import SSEParser
 from scanner.mcp.transports import http
@@ -69,6 +69,9 @@ class StreamableHttpTransport(ClientTransport):
         ) as response:
             if response.status_code not in (200, 201):
                 failure = await http.status_failure(response)
+                if failure.status == 404 and self.session_id is not None and method != "initialize":
+                    self.session_id = None
+                    raise SessionExpired(failure.body, failure.content_type)
                 answer = _error_answer(failure.body, request_id) if self.modern else None
                 if answer is None:
                     raise failure
