@@ -32,8 +32,12 @@ _SECRET_VALUE = re.compile(r"^\s*(bearer|basic)\s+\S", re.IGNORECASE)
 
 
 def compress_tools(tools: tuple[Any, ...] | list[Any]) -> tuple[bytes, int]:
-    """The canonical JSON of a tool list, zlib-compressed, and its uncompressed size in bytes."""
-    raw = canonical_json(list(tools)).encode("utf-8")
+    """A tool list as compact JSON in the server's own key order, zlib-compressed, and its size in bytes.
+
+    Not the sorted canonical form the hash is taken over: some provider views keep the key order they are given
+    (Gemini's), so a rescore must see the same document the scan measured to give the same counts.
+    """
+    raw = json.dumps(list(tools), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return zlib.compress(raw, 6), len(raw)
 
 

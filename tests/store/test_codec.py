@@ -16,6 +16,7 @@ def test_tool_lists_round_trip_exactly() -> None:
     data, size = codec.compress_tools(tools)
     assert size == len(canonical_json(tools).encode("utf-8")) and len(data) < size + 20
     assert codec.decompress_tools(data) == tools
+    assert list(codec.decompress_tools(data)[0]["inputSchema"]) == ["b", "a"]  # the server's key order is kept
 
 
 def test_a_zip_bomb_row_is_refused() -> None:

@@ -43,3 +43,29 @@ def test_stored_numbers_are_what_measure_said(store: Store) -> None:
     sha = record.toolset_sha256 or ""
     assert store.toolset_costs(sha, largest=5) == list(report.largest_tools)
     assert store.trends()[0].median_tokens == report.max_tokens
+
+
+def test_rescore_under_the_same_rules_reproduces_every_count(store: Store) -> None:
+    # Keys out of alphabetical order: a provider view that keeps the given order must see the same document.
+    tools = [
+        {
+            "name": "lookup",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "zone": {"type": "string", "description": "Time zone, e.g. Europe/Paris."},
+                    "at": {"type": "string", "description": "When, ISO 8601."},
+                },
+                "required": ["zone"],
+            },
+            "description": "Look up the local time in a zone at a moment.",
+        }
+    ]
+    run = store.start_run("list.txt", "1", {})
+    record = store.record_scan(run, entry("clock"), ok(tools), check.measure)
+    store.finish_run(run)
+    sha = record.toolset_sha256 or ""
+    assert list(store.toolset_tools(sha)[0]) == ["name", "inputSchema", "description"]
+    before = (store.leaderboard(run), store.toolset_costs(sha), store.toolset_findings(sha, "1"))
+    assert store.rescore("1", check.measure) == 1
+    assert (store.leaderboard(run), store.toolset_costs(sha), store.toolset_findings(sha, "1")) == before
