@@ -350,6 +350,15 @@ async def scan_server(
     values ever appear in the outcome. ``env``, for stdio, is the child's exact environment (e.g. scrubbed,
     with its own temporary HOME); None means this process's environment plus ``entry.env``. The whole scan
     runs under ``limits.timeout``; shutting a stdio server down adds at most ~3 × ``limits.shutdown_grace``.
+
+    ``timings_ms``: ``connect`` (spawn, or HTTP client ready / SSE stream open), ``handshake``, ``list``,
+    ``total``. ``extra`` keys, when they apply: ``discover`` (why the 2026 probe did not make the server modern),
+    ``fallback``, ``session``, ``delete_status``, ``session_restarted``, ``instructions``, ``ttl_ms``,
+    ``cache_scope``, ``tools_capability``, ``empty_cursor_taken_as_end``, ``skipped_stdout_lines`` and
+    ``skipped_stdout_samples``; and per failure: ``status``, ``challenge``, ``resource_metadata_url``,
+    ``resource_metadata``, ``resource_metadata_error``, ``exit_code``, ``stderr_tail``, ``error`` (a JSON-RPC
+    error's code and message), ``supported``, ``limit_bytes``, ``max_pages``, ``max_tools``, ``redirects``,
+    ``content_type``, ``snippet``.
     """
     if profile not in PROFILES:
         raise KeyError(f"unknown capability profile {profile!r}")
@@ -366,10 +375,10 @@ async def scan_server(
                 except Exception as exc:
                     failure = _unwrap(exc)
                     last = index + 1 == len(factories)
-                    if last or not isinstance(failure, HttpStatusFailure) or failure.status not in FALLBACK_STATUSES:
+                    # Only a refused handshake moves on; a 4xx after a good handshake is no reason to.
+                    if last or not isinstance(failure, HttpStatusFailure) or not _handshake_refused(failure, progress):
                         raise failure from None
                     progress.extra["fallback"] = f"{progress.transport} answered HTTP {failure.status}"
-                    progress.era = progress.protocol_version = None
                     progress.mark = time.perf_counter()
     except TimeoutError:
         return progress.outcome(Outcome.TIMEOUT, f"no complete answer within {limits.timeout:g} s")
@@ -387,6 +396,10 @@ async def scan_server(
             extra={"client_error": True},
         )
     raise AssertionError("unreachable: every transport either returns or raises")
+
+
+def _handshake_refused(failure: HttpStatusFailure, progress: _Progress) -> bool:
+    return failure.status in FALLBACK_STATUSES and progress.era is None
 
 
 async def _scan_with(

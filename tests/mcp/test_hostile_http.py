@@ -118,6 +118,13 @@ def test_an_ended_session_is_started_again_once(hostile_http):
     assert result.pages == 1
 
 
+def test_a_4xx_after_the_handshake_is_not_a_reason_to_try_sse(hostile_http):
+    result, _ = timed_scan(http_entry(hostile_http.url("/list-400")), LIMITS)
+    assert result.outcome is Outcome.HTTP_ERROR, result.detail
+    assert (result.transport, result.era, result.extra["status"]) == ("streamable-http", "legacy", 400)
+    assert "fallback" not in result.extra
+
+
 def test_server_without_tools_has_an_empty_list(hostile_http):
     result, _ = timed_scan(http_entry(hostile_http.url("/no-tools")), LIMITS)
     assert result.outcome is Outcome.OK, result.detail

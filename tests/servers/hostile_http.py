@@ -43,6 +43,7 @@ BEHAVIOURS = {
     "hostile-tools": "tools/list holds a number, a string and a tool whose name is a list",
     "many-tools": "tools/list holds 50 tools",
     "session-expire": "the first session ends (404) at tools/list; the next one works",
+    "list-400": "a good legacy handshake, then 400 to tools/list",
     "no-tools": "declares no tools capability and answers tools/list with method-not-found",
     "modern": "a 2026-07-28 server whose second page is behind the empty-string cursor",
     "modern-needs-capability": "a 2026-07-28 server refusing tools/list with 400 and -32021",
@@ -174,6 +175,8 @@ async def _request(behaviour: str, message: dict[str, Any], request: Request) ->
         if behaviour == "sse-ping":
             return StreamingResponse(_with_ping(result, str(request_id)), media_type="text/event-stream")
         return JSONResponse(result, headers={"Mcp-Session-Id": "hostile-session"})
+    if method == "tools/list" and behaviour == "list-400":
+        return Response("Bad Request", status_code=400)
     if method == "tools/list" and behaviour != "no-tools":
         return JSONResponse(_answer(request_id, _tools_page(behaviour, params)))
     return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no"}})
