@@ -53,6 +53,8 @@ from scanner.store.tables import (
 )
 
 HERE = Path(__file__).resolve().parent
+# Under artifacts/ (gitignored): the database and the site are hundreds of MB of generated files.
+WORK = HERE.parent / "artifacts" / "bench-report"
 START = datetime(2025, 1, 1, 2, 0, tzinfo=UTC)
 CHUNK = 20_000
 PROVIDERS = ("anthropic", "openai", "gemini")
@@ -323,14 +325,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=365)
     parser.add_argument("--servers", type=int, default=2000)
-    parser.add_argument("--db", type=Path, default=None, help="default: bench/.data/report-<runs>x<servers>.db")
-    parser.add_argument("--out", type=Path, default=HERE / ".data" / "site")
+    parser.add_argument("--db", type=Path, default=None, help="default: artifacts/bench-report/<runs>x<servers>.db")
+    parser.add_argument("--out", type=Path, default=WORK / "site")
     parser.add_argument("--regenerate", action="store_true")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--tracemalloc", action="store_true", help="build a second time under tracemalloc")
     parser.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    db = args.db or HERE / ".data" / f"report-{args.runs}x{args.servers}.db"
+    db = args.db or WORK / f"{args.runs}x{args.servers}.db"
     db.parent.mkdir(parents=True, exist_ok=True)
     if args.generate_only:
         generate(db, args.runs, args.servers)

@@ -7,7 +7,7 @@ Strings here are still the server's own text: each renderer escapes for its form
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -147,11 +147,15 @@ class RuleView:
 
 @dataclass(frozen=True)
 class SiteData:
-    """The whole site: one leaderboard, the trend series, a page per server and the rule catalogue."""
+    """The whole site: one leaderboard, the trend series, a page per server and the rule catalogue.
+
+    ``servers`` is a tuple, or a one-shot iterator when the site is built for writing: ``build_report`` shapes,
+    renders and drops one server page at a time, so memory stays flat however long the history is.
+    """
 
     leaderboard: Leaderboard
     trends: tuple[TrendPoint, ...]
-    servers: tuple[ServerPage, ...]
+    servers: Iterable[ServerPage]
     rules: tuple[RuleView, ...]
     generated_at: datetime
 

@@ -113,6 +113,30 @@ def _axes(x_labels: Sequence[str], y_max: float, y_label: str, percent: bool, sl
     return out
 
 
+def _segments(values: Sequence[float | None]) -> list[list[tuple[int, float]]]:
+    """Runs of drawable (position, value) points split at gaps, without the middle of any flat stretch.
+
+    A year of an unchanged list draws as two points instead of 365: the line looks the same, and a site of
+    thousands of charts stays small and fast to write.
+    """
+    segments: list[list[tuple[int, float]]] = []
+    current: list[tuple[int, float]] = []
+    previous: float | None = None
+    for position, value in enumerate(values):
+        if value is None or not math.isfinite(value):
+            if current:
+                segments.append(current)
+            current, previous = [], None
+            continue
+        nxt = values[position + 1] if position + 1 < len(values) else None
+        if not (current and value == previous and value == nxt):
+            current.append((position, value))
+        previous = value
+    if current:
+        segments.append(current)
+    return segments
+
+
 def line_chart(
     title: str,
     x_labels: Sequence[str],
@@ -134,22 +158,17 @@ def line_chart(
         body.append(f'<text x="{WIDTH / 2:g}" y="{HEIGHT / 2:g}" text-anchor="middle">No data yet</text>')
     for index, line in enumerate(series):
         colour = PALETTE[index % len(PALETTE)]
-        points: list[str] = []
-        segments: list[list[str]] = [points]
-        for position, value in enumerate(line.values[:count]):
-            if value is None or not math.isfinite(value):
-                points = []
-                segments.append(points)
-                continue
-            x = LEFT + (slot * position if count > 1 else plot_w / 2)
-            y = TOP + plot_h - plot_h * max(0.0, value) / y_max
-            points.append(f"{x:.1f},{y:.1f}")
-        for segment in segments:
-            if len(segment) == 1:
-                cx, cy = segment[0].split(",")
+        for segment in _segments(line.values[:count]):
+            coords = [
+                f"{LEFT + (slot * position if count > 1 else plot_w / 2):.1f},"
+                f"{TOP + plot_h - plot_h * max(0.0, value) / y_max:.1f}"
+                for position, value in segment
+            ]
+            if len(coords) == 1:
+                cx, cy = coords[0].split(",")
                 body.append(f'<circle cx="{cx}" cy="{cy}" r="3" fill="{colour}"/>')
-            elif segment:
-                body.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(segment)}"/>')
+            else:
+                body.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(coords)}"/>')
     return _frame(title, desc or title, body, [s.name for s in series])
 
 

@@ -9,8 +9,10 @@ isolates, zero-width characters, tag characters) and line/paragraph separators a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
+import sys
 import unicodedata
 from typing import Any
 
@@ -26,6 +28,31 @@ def _escape_char(char: str) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
+@functools.cache
+def _hidden_pattern(keep_newlines: bool) -> re.Pattern[str]:
+    """One character class of every hidden code point, built once from ``unicodedata`` (about 0.2 s).
+
+    A regular expression over the whole text is ~50x faster than asking for each character's category, which
+    matters on a site with thousands of pages of pretty-printed tool lists.
+    """
+    ranges: list[str] = []
+    start = None
+    for code in range(sys.maxunicode + 2):
+        hidden = code <= sys.maxunicode and unicodedata.category(chr(code)) in _HIDDEN_CATEGORIES
+        if keep_newlines and code in (0x09, 0x0A):
+            hidden = False
+        if hidden and start is None:
+            start = code
+        elif not hidden and start is not None:
+            ranges.append(f"\\U{start:08x}-\\U{code - 1:08x}")
+            start = None
+    return re.compile("[" + "".join(ranges) + "]")
+
+
+def _escape_match(match: re.Match[str]) -> str:
+    return _escape_char(match.group())
+
+
 def clean_text(value: Any, *, limit: int | None = DEFAULT_LIMIT, keep_newlines: bool = False) -> str:
     """``value`` as a string a person can read safely: hidden characters escaped, capped at ``limit`` chars.
 
@@ -39,15 +66,7 @@ def clean_text(value: Any, *, limit: int | None = DEFAULT_LIMIT, keep_newlines: 
         text = text[:limit] + "…"
     if text.isascii() and text.isprintable():
         return text
-    out: list[str] = []
-    for char in text:
-        if keep_newlines and char in "\n\t":
-            out.append(char)
-        elif unicodedata.category(char) in _HIDDEN_CATEGORIES:
-            out.append(_escape_char(char))
-        else:
-            out.append(char)
-    return "".join(out)
+    return _hidden_pattern(keep_newlines).sub(_escape_match, text)
 
 
 def xml_escape(text: str) -> str:
