@@ -302,12 +302,8 @@ def test_rescore_under_the_same_rules_keeps_every_finding(scanned: Scanned, tmp_
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="store keeps toolsets as sorted-key JSON, the Gemini view keeps the key order it is given, so a "
-    "rescore recounts Gemini tokens on a different document than the scan measured (e.g. 339 -> 335)",
-)
 def test_rescore_under_the_same_rules_keeps_every_token_count(scanned: Scanned, tmp_path: Path) -> None:
+    # The stored list must be the document the scan measured (the Gemini view keeps the key order it is given).
     db = copy_db(scanned, tmp_path)
     before = query("servers", "--db", db)
     fathom("rescore", "--db", db)
