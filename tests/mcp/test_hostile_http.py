@@ -35,6 +35,7 @@ SLACK = 1.5  # seconds over the deadline a scan may take to wind down (DELETE, c
         ("/tools-not-list", Outcome.INVALID_RESPONSE),
         ("/many-tools", Outcome.TOO_LARGE),
         ("/modern-unsupported", Outcome.PROTOCOL_ERROR),
+        ("/bad-session", Outcome.INVALID_RESPONSE),
     ],
 )
 def test_fault_becomes_outcome_within_deadline(hostile_http, path, outcome):

@@ -44,6 +44,7 @@ BEHAVIOURS = {
     "many-tools": "tools/list holds 50 tools",
     "session-expire": "the first session ends (404) at tools/list; the next one works",
     "list-400": "a good legacy handshake, then 400 to tools/list",
+    "bad-session": "an Mcp-Session-Id that is not visible ASCII",
     "no-tools": "declares no tools capability and answers tools/list with method-not-found",
     "modern": "a 2026-07-28 server whose second page is behind the empty-string cursor",
     "modern-needs-capability": "a 2026-07-28 server refusing tools/list with 400 and -32021",
@@ -174,7 +175,8 @@ async def _request(behaviour: str, message: dict[str, Any], request: Request) ->
             result["result"]["capabilities"] = {"resources": {}}
         if behaviour == "sse-ping":
             return StreamingResponse(_with_ping(result, str(request_id)), media_type="text/event-stream")
-        return JSONResponse(result, headers={"Mcp-Session-Id": "hostile-session"})
+        session = "s\u00e9ssion with spaces" if behaviour == "bad-session" else "hostile-session"
+        return JSONResponse(result, headers={"Mcp-Session-Id": session})
     if method == "tools/list" and behaviour == "list-400":
         return Response("Bad Request", status_code=400)
     if method == "tools/list" and behaviour != "no-tools":

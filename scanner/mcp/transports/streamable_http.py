@@ -79,7 +79,10 @@ class StreamableHttpTransport(ClientTransport):
                 return answer
             session = response.headers.get(SESSION_HEADER)
             if session and self.session_id is None and method == "initialize":
-                self.session_id = session[:1024]
+                if len(session) > 1024 or not all("!" <= char <= "~" for char in session):
+                    # The spec allows only visible ASCII; anything else could not even be sent back.
+                    raise ScanFailure(Outcome.INVALID_RESPONSE, "Mcp-Session-Id is not visible ASCII (or too long)")
+                self.session_id = session
             kind = http.content_type(response)
             if kind == "application/json" or kind.endswith("+json"):
                 body = await http.read_capped(response, self._limits.max_answer_bytes)
