@@ -61,6 +61,14 @@ def test_huge_line_is_too_large():
     limits = ClientLimits(timeout=3.0, shutdown_grace=0.3, max_line_bytes=1024 * 1024)
     result, _ = timed_scan(stdio_entry(hostile_stdio_command("huge-line")), limits)
     assert result.outcome is Outcome.TOO_LARGE, result.detail
+    assert result.extra["limit_bytes"] == 1024 * 1024
+
+
+def test_a_big_answer_under_the_caps_arrives_whole():
+    result, _ = timed_scan(stdio_entry(hostile_stdio_command("big-list")), ClientLimits(timeout=10, shutdown_grace=0.3))
+    assert result.outcome is Outcome.OK, result.detail
+    assert len(result.tools or ()) == 3000
+    assert result.tools is not None and result.tools[-1]["name"] == "t2999"
 
 
 def test_wrong_id_is_a_protocol_error():

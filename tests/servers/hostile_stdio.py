@@ -21,6 +21,7 @@ MODES = {
     "fork-ignore-term": "ignores SIGTERM, forks a child that ignores it too (pid written to --pid-file), never answers",
     "huge-line": "answers with one 3 MiB line",
     "wrong-id": "answers every request with id 999",
+    "big-list": "a legacy server listing 3000 tools in one 3 MB line",
     "noisy-stderr": "writes 1 MiB to stderr before answering as a legacy server",
 }
 
@@ -30,7 +31,7 @@ def send(message: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def legacy_server() -> None:
+def legacy_server(tool_count: int = 2) -> None:
     """A minimal correct legacy server: -32601 to server/discover, initialize, two tools."""
     for line in sys.stdin:
         message = json.loads(line)
@@ -45,7 +46,12 @@ def legacy_server() -> None:
             }
             send({"jsonrpc": "2.0", "id": request_id, "result": result})
         elif method == "tools/list":
-            tools = [{"name": "one", "inputSchema": {"type": "object"}}, {"name": "two", "inputSchema": {}}]
+            tools: list[dict[str, Any]] = [
+                {"name": "one", "inputSchema": {"type": "object"}},
+                {"name": "two", "inputSchema": {}},
+            ]
+            if tool_count > 2:
+                tools = [{"name": f"t{i}", "description": "d" * 1000, "inputSchema": {}} for i in range(tool_count)]
             send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools}})
         else:
             send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "Method not found"}})
@@ -61,6 +67,8 @@ def main() -> None:
         print("42", flush=True)
         print("[info] listening on stdio", flush=True)
         legacy_server()
+    elif args.mode == "big-list":
+        legacy_server(tool_count=3000)
     elif args.mode == "noisy-stderr":
         for i in range(1024):
             sys.stderr.write(f"log line {i} " + "x" * 1000 + "\n")

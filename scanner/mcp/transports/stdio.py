@@ -76,6 +76,7 @@ class StdioTransport(ClientTransport):
     async def _read_stdout(self) -> None:
         assert self._process is not None and self._process.stdout is not None
         buffer = bytearray()
+        searched = 0  # bytes of ``buffer`` known to hold no newline: a long line is scanned once, not per chunk
         try:
             while self._pending.failure is None:
                 try:
@@ -84,29 +85,31 @@ class StdioTransport(ClientTransport):
                     break
                 buffer += chunk
                 while self._pending.failure is None:
-                    end = buffer.find(b"\n")
+                    end = buffer.find(b"\n", searched)
                     if end < 0:
+                        searched = len(buffer)
                         break
                     line = bytes(buffer[:end])
                     del buffer[: end + 1]
+                    searched = 0
                     await self._line(line)
                 if len(buffer) > self._limits.max_line_bytes:
-                    self._pending.fail(
-                        ScanFailure(
-                            Outcome.TOO_LARGE,
-                            f"stdout line over {self._limits.max_line_bytes} bytes",
-                            {"limit_bytes": self._limits.max_line_bytes},
-                        )
-                    )
+                    self._pending.fail(self._too_long())
+        except ScanFailure as failure:
+            self._pending.fail(failure)
         except Exception as exc:  # a reader must never take the task group down
             self._pending.fail(ScanFailure(Outcome.INVALID_RESPONSE, f"reading stdout failed: {type(exc).__name__}"))
         finally:
             self._stdout_done.set()
             self._pending.wake_all()
 
+    def _too_long(self) -> ScanFailure:
+        limit = self._limits.max_line_bytes
+        return ScanFailure(Outcome.TOO_LARGE, f"stdout line over {limit} bytes", {"limit_bytes": limit})
+
     async def _line(self, line: bytes) -> None:
         if len(line) > self._limits.max_line_bytes:
-            self._pending.fail(ScanFailure(Outcome.TOO_LARGE, f"stdout line over {self._limits.max_line_bytes} bytes"))
+            self._pending.fail(self._too_long())
             return
         text = line.strip()
         if not text:
