@@ -141,7 +141,8 @@ async def crawl(
     ``sink`` is the single writer (the store, a progress bar); it never runs concurrently with itself. ``scan``
     replaces the MCP client (benchmarks, fault tests); by default each entry goes through
     :func:`scanner.mcp.scan_server`. Returns when every entry has been written; cancelling it (Ctrl-C) stops the
-    workers and lets the writer finish the server it is writing.
+    workers and lets the writer finish the server it is writing. If ``sink`` raises, the crawl stops and that
+    exception (not an exception group) propagates.
     """
     crawler = _Crawler(settings, scan)
     workers = max(1, min(settings.concurrency, len(entries)))
@@ -163,8 +164,15 @@ async def crawl(
             async for entry, outcome in result_receive:
                 await anyio.to_thread.run_sync(sink, entry, outcome)
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(writer)
-        async with result_send:
-            for _ in range(workers):
-                group.start_soon(worker, result_send.clone())
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(writer)
+            async with result_send:
+                for _ in range(workers):
+                    group.start_soon(worker, result_send.clone())
+    except BaseExceptionGroup as failed:
+        # Servers' faults are outcomes, so the one way a crawl fails is its writer raising (a store or tokenizer
+        # error, run-fatal). Raise that error itself, so callers catch it by its type (FathomError -> exit code).
+        if len(failed.exceptions) == 1:
+            raise failed.exceptions[0] from None
+        raise

@@ -7,6 +7,7 @@ unfinished run of the same source with only the servers it has not written yet.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -121,6 +122,12 @@ def run_scan(
         on_start(run_id, len(todo))
     try:
         anyio.run(crawl, todo, config.crawl, write)
+    except Exception:
+        # A run-fatal error while writing (no tokenizer, the database refusing writes): keep what was written
+        # resumable, then let the caller report the error. Best effort: the database may be what failed.
+        with contextlib.suppress(Exception):
+            store.finish_run(run_id, "interrupted")
+        raise
     except KeyboardInterrupt:
         store.finish_run(run_id, "interrupted")
         return ScanSummary(

@@ -18,6 +18,7 @@ import anyio
 import pytest
 
 from scanner.crawl import CrawlSettings, crawl, host_key, interleave_by_host, retry_delay
+from scanner.errors import StoreError
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 
 pytestmark = pytest.mark.timeout(30)
@@ -276,3 +277,12 @@ def test_host_key_is_case_insensitive_and_ignores_port_and_path() -> None:
     two = ServerEntry(name="y", transport=Transport.HTTP, url="https://api.example.com/b/mcp")
     assert host_key(one) == host_key(two) == "api.example.com"
     assert host_key(stdio("p")) == "(local processes)"
+
+
+def test_a_failing_writer_stops_the_crawl_with_its_own_error() -> None:
+    def sink(_entry: ServerEntry, _outcome: ScanOutcome) -> None:
+        raise StoreError("the database refused the write")
+
+    fake = InFlight()
+    with pytest.raises(StoreError, match="refused the write"):
+        anyio.run(lambda: crawl([http(f"s{i}") for i in range(5)], settings(concurrency=2), sink, scan=fake))

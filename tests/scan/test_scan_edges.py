@@ -1,20 +1,25 @@
-"""Edges of ``fathom scan`` that need no server: duplicate names in a list, ``--resume`` with nothing to resume.
+"""Edges of ``fathom scan``: duplicate names in a list, ``--resume`` with nothing to resume, a run-fatal error.
 
-Every entry here is refused by the address policy (no ``--allow-private``), so nothing is connected to and each
-test takes a fraction of a second, while still going through the real CLI, crawl and store.
+Most entries here are refused by the address policy (no ``--allow-private``), so nothing is connected to and
+each test takes a fraction of a second, while still going through the real CLI, crawl and store.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from typer.testing import CliRunner
 
 from scanner.cli import app
+from scanner.demo.server import DemoHost, synthetic_sites
 
 runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def fathom_json(*args: str) -> Any:
@@ -54,3 +59,20 @@ def test_resume_with_nothing_to_resume_starts_a_new_run(tmp_path: Path) -> None:
     second = fathom_json("scan", str(registry), "--db", db, "--resume")  # run 1 is finished: not reopened
     assert (second["run_id"], second["resumed"]) == (2, False)
     assert [run["status"] for run in fathom_json("runs", "--db", db)] == ["finished", "finished"]
+
+
+def test_a_run_fatal_error_mid_scan_exits_cleanly_and_leaves_the_run_resumable(tmp_path: Path) -> None:
+    # A missing tokenizer is only noticed when the first tool list is measured, deep in the crawl's writer.
+    # Its own process: the tokenizer is cached once loaded, and this one must never find its file.
+    with DemoHost(synthetic_sites(2)) as host:
+        servers = [{"name": site.name, "url": host.url(site.name)} for site in synthetic_sites(2)]
+        registry = write_list(tmp_path / "servers.json", servers)
+        db = tmp_path / "f.db"
+        command = [sys.executable, "-m", "scanner", "scan", str(registry), "--db", str(db), "--allow-private"]
+        env = {**os.environ, "FATHOM_TOKENIZER_DIR": str(tmp_path)}
+        result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60, cwd=ROOT)
+    assert result.returncode == 4, result.stderr
+    assert result.stderr.startswith("fathom: ") and "tokenizer" in result.stderr
+    assert "Traceback" not in result.stderr
+    (run,) = fathom_json("runs", "--db", f"sqlite:///{db}")
+    assert run["status"] == "interrupted"  # --resume can finish it once the tokenizer is back
