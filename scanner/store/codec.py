@@ -29,6 +29,11 @@ _SECRET_KEY = re.compile(
     re.IGNORECASE,
 )
 _SECRET_VALUE = re.compile(r"^\s*(bearer|basic)\s+\S", re.IGNORECASE)
+_INLINE_CREDENTIAL = re.compile(r"\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE)
+_QUERY_CREDENTIAL = re.compile(
+    r"([?&][^=&\s#]*(?:key|token|secret|passw|auth|sig|credential)[^=&\s#]*=)[^&\s#]+", re.IGNORECASE
+)
+_URL_PASSWORD = re.compile(r"(//[^/\s:@]+:)[^@/\s]+@")
 
 
 def compress_tools(tools: tuple[Any, ...] | list[Any]) -> tuple[bytes, int]:
@@ -51,6 +56,16 @@ def decompress_tools(data: bytes) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def redact(text: str) -> str:
+    """``text`` with inline credentials masked: ``Bearer …`` tokens, key-like URL query values, URL passwords.
+
+    Error details quote URLs and headers back; the store keeps the sentence, never the secret in it.
+    """
+    text = _INLINE_CREDENTIAL.sub(lambda m: f"{m.group(1)} [redacted]", text)
+    text = _QUERY_CREDENTIAL.sub(lambda m: f"{m.group(1)}[redacted]", text)
+    return _URL_PASSWORD.sub(lambda m: f"{m.group(1)}[redacted]@", text)
+
+
 def is_secret_key(key: str) -> bool:
     """True for a mapping key whose value is (or may be) a credential and is never stored."""
     return bool(_SECRET_KEY.search(key))
@@ -62,7 +77,9 @@ def _clean(value: Any, depth: int, caps: _Caps) -> Any:
     if isinstance(value, float):
         return round(value, 3) if value == value and abs(value) != float("inf") else None
     if isinstance(value, str):
-        return None if caps.scrub and _SECRET_VALUE.match(value) else value[: caps.string]
+        if caps.scrub:
+            return None if _SECRET_VALUE.match(value) else redact(value[: caps.string * 2])[: caps.string]
+        return value[: caps.string]
     if depth >= caps.depth:
         return None
     if isinstance(value, Mapping):

@@ -137,7 +137,7 @@ class Store:
                 started_at=_now(),
                 finished_at=None,
                 status="running",
-                source=str(source)[:1000],
+                source=codec.redact(str(source))[:1000],
                 rule_version=str(rule_version)[:64],
                 options=codec.small_json(options, limit=8192),
                 servers_scanned=0,
@@ -176,7 +176,7 @@ class Store:
         with self._sessions() as session:
             return session.scalar(
                 select(Run.id)
-                .where(Run.source == str(source)[:1000], Run.status.in_(("interrupted", "running")))
+                .where(Run.source == codec.redact(str(source))[:1000], Run.status.in_(("interrupted", "running")))
                 .order_by(Run.id.desc())
                 .limit(1)
             )
@@ -275,7 +275,7 @@ class Store:
                 server_id=server.id,
                 scanned_at=_now(),
                 outcome=str(outcome.outcome),
-                detail=(outcome.detail or "")[: codec.MAX_DETAIL],
+                detail=codec.redact(str(outcome.detail or "")[: codec.MAX_DETAIL * 2])[: codec.MAX_DETAIL],
                 transport=str(outcome.transport or entry.transport)[:32],
                 era=codec.text(outcome.era, 16),
                 protocol_version=codec.text(outcome.protocol_version, 32),

@@ -59,3 +59,17 @@ def test_oversized_json_is_cut_to_the_limit() -> None:
 def test_finding_details_keep_every_key() -> None:
     details = codec.details_json({"tokens": 1234, "parameters": [f"p{i}" for i in range(60)], "token": "t"})
     assert details["tokens"] == 1234 and details["token"] == "t" and len(details["parameters"]) == 60
+
+
+def test_credentials_inside_sentences_are_masked() -> None:
+    text = (
+        "GET https://user:hunter2pass@api.example.com/mcp?api_key=SECRET123&page=2 failed; "
+        "sent Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig"
+    )
+    masked = codec.redact(text)
+    for secret in ("hunter2pass", "SECRET123", "eyJhbGciOiJIUzI1NiJ9"):
+        assert secret not in masked
+    assert "page=2" in masked and "api.example.com/mcp" in masked and "Bearer [redacted]" in masked
+    assert codec.small_json({"url": "https://x.example/?token=abc123"}) == {
+        "url": "https://x.example/?token=[redacted]"
+    }

@@ -125,7 +125,7 @@ def test_failures_are_rows_and_outcome_changes_are_events(store: Store) -> None:
 def test_secrets_never_reach_the_database(store: Store, db_path: Path) -> None:
     secret = "sk-live-DO-NOT-STORE-1234567890"
     run = store.start_run(
-        "registry",
+        f"https://registry.example/v0.1/servers?token={secret}",
         "1",
         {
             "concurrency": 8,
@@ -147,7 +147,7 @@ def test_secrets_never_reach_the_database(store: Store, db_path: Path) -> None:
     outcome = ScanOutcome(
         outcome=Outcome.AUTH_REQUIRED,
         transport="streamable-http",
-        detail="401 Unauthorized; needs a bearer token",
+        detail=f"401 Unauthorized at https://example.com/mcp?apiKey={secret} (sent Bearer {secret})",
         extra={
             "status": 401,
             "www_authenticate": {"resource_metadata": "https://example.com/.well-known/x", "scope": "read"},
@@ -162,6 +162,8 @@ def test_secrets_never_reach_the_database(store: Store, db_path: Path) -> None:
     wal = db_path.with_name(db_path.name + "-wal")
     if wal.exists():
         assert secret.encode() not in wal.read_bytes()
+    assert store.history("io.example/secretive")[0].detail.startswith("401 Unauthorized at https://example.com/mcp")
+    assert store.runs()[0].source == "https://registry.example/v0.1/servers?token=[redacted]"
     options = store.runs()[0].options
     assert options["concurrency"] == 8 and options["nested"] == {"kept": "yes"}
     with sqlite3.connect(db_path) as connection:
