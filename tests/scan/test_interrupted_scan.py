@@ -25,6 +25,7 @@ import pytest
 
 from scanner.demo.server import DemoHost, Site, synthetic_sites
 from scanner.store import open_store
+from tests.servers.launch import hostile_stdio_command
 
 pytestmark = pytest.mark.timeout(120)
 ROOT = Path(__file__).resolve().parents[2]
@@ -255,3 +256,43 @@ def test_a_new_scan_marks_a_long_dead_run_interrupted(setup: dict[str, Any], tmp
         assert runs[0].servers_scanned == len(QUICK) and runs[0].finished_at is not None
     finally:
         store.close()
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie waiting for a parent to reap it counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_ctrl_c_leaves_no_stdio_server_running(tmp_path: Path) -> None:
+    # A server that ignores SIGTERM and forks a child that ignores it too: Ctrl-C must still end both.
+    pid_files = [tmp_path / f"pids-{number}" for number in range(2)]
+    servers = [
+        {
+            "name": f"stubborn/{number}",
+            "command": list(hostile_stdio_command("fork-ignore-term", "--pid-file", str(path))),
+        }
+        for number, path in enumerate(pid_files)
+    ]
+    registry = tmp_path / "servers.json"
+    registry.write_text(json.dumps({"servers": servers}), encoding="utf-8")
+    process = start_scan(registry, tmp_path / "f.db")
+    deadline = time.monotonic() + 30
+    while not all(path.exists() and path.read_text(encoding="utf-8").strip() for path in pid_files):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
+    pids = [int(pid) for path in pid_files for pid in path.read_text(encoding="utf-8").split()]
+    assert all(alive(pid) for pid in pids)
+    process.send_signal(signal.SIGINT)
+    _out, err = process.communicate(timeout=20)
+    assert process.returncode == 130, err
+    deadline = time.monotonic() + 5
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in pids if alive(pid)]
+    for pid in left:  # do not leave them behind whatever the verdict
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
