@@ -21,7 +21,7 @@ from scanner.report.csv_out import render_csv
 from scanner.report.data import (
     EventView,
     FindingView,
-    HistoryPoint,
+    History,
     Leaderboard,
     RuleView,
     ServerPage,
@@ -227,25 +227,34 @@ def _provider_views(tools: Sequence[Any], providers: Sequence[str]) -> dict[str,
     return views
 
 
+def _history_columns(scans: Sequence[Any], providers: Sequence[str]) -> History:
+    """The store's scans of one server (oldest first) as chart columns; failed scans are gaps."""
+    ok = [scan.outcome == "ok" for scan in scans]
+
+    def column(name: str) -> tuple[int | None, ...]:
+        return tuple(getattr(scan, name) if good else None for scan, good in zip(scans, ok, strict=True))
+
+    return History(
+        run_ids=tuple(scan.run_id for scan in scans),
+        labels=tuple(_label(scan.scanned_at) for scan in scans),
+        outcomes=tuple(scan.outcome for scan in scans),
+        tokens={
+            provider: tuple(scan.tokens.get(provider) if good else None for scan, good in zip(scans, ok, strict=True))
+            for provider in providers
+        },
+        problems=column("problems"),
+        warnings=column("warnings"),
+        notes=column("notes"),
+    )
+
+
 def build_server_page(
     store: Store, row: ServerRow, leader: Any, providers: Sequence[str], server_events: Sequence[Any]
 ) -> ServerPage:
     """One server's page: history, change log (``server_events``, its events from the store), current findings
     (worst first) and provider views."""
     history = sorted(store.server_history(row.name), key=lambda scan: scan.run_id)
-    points = tuple(
-        HistoryPoint(
-            run_id=scan.run_id,
-            label=_label(scan.scanned_at),
-            outcome=scan.outcome,
-            tokens=dict(scan.tokens),
-            problems=scan.problems,
-            warnings=scan.warnings,
-            notes=scan.notes,
-            tools_count=scan.tools_count,
-        )
-        for scan in history
-    )
+    points = _history_columns(history, providers)
     events = tuple(
         EventView(
             run_id=event.run_id,

@@ -10,7 +10,7 @@ All links are relative, and no server string is ever put in a URL: server pages 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -123,27 +123,23 @@ def _opt(value: int | None) -> float | None:
     return None if value is None else float(value)
 
 
+def _floats(column: Sequence[int | None]) -> tuple[float | None, ...]:
+    return tuple(None if value is None else float(value) for value in column)
+
+
 def server_charts(page: ServerPage, providers: tuple[str, ...]) -> list[str]:
     """A server's token history (one line per provider) and findings history (one line per severity)."""
-    labels = [point.label for point in page.history]
-    ok = [point.outcome == "ok" for point in page.history]
-    tokens = [
-        Series(
-            provider,
-            tuple(
-                float(point.tokens[provider]) if good and provider in point.tokens else None
-                for point, good in zip(page.history, ok, strict=True)
-            ),
-        )
-        for provider in providers
-    ]
+    history = page.history
+    tokens = [Series(provider, _floats(history.tokens.get(provider, ()))) for provider in providers]
     findings = [
-        Series(
-            name,
-            tuple(float(getattr(point, name)) if good else None for point, good in zip(page.history, ok, strict=True)),
+        Series(name, _floats(column))
+        for name, column in (
+            ("problems", history.problems),
+            ("warnings", history.warnings),
+            ("notes", history.notes),
         )
-        for name in ("problems", "warnings", "notes")
     ]
+    labels = history.labels
     return [
         line_chart("Tokens per turn, by provider", labels, tokens, y_label="tokens"),
         line_chart("Findings over time", labels, findings, y_label="findings"),
