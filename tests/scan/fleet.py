@@ -108,6 +108,9 @@ HOSTILE_HTTP_PATHS = {
     "hostile/tools-not-list": ("/tools-not-list", "invalid_response"),
     "hostile/redirect-loop": ("/redirect-loop", "http_error"),
 }
+# Sent as a header to two servers (one that answers 401, one that answers): it must never reach the database.
+SECRET = "sk-fleet-NEVER-STORED-5150"
+WITH_SECRET = {"hostile/auth", "demo/s00000"}
 HOSTILE_STDIO_MODES = {"stdio/exit": ("exit", "exited"), "stdio/hang": ("hang", "timeout")}
 SYNTHETIC = 8
 
@@ -217,6 +220,9 @@ def running_fleet(workdir: Path) -> Iterator[Fleet]:
         for site in _demo_sites(second=False):
             entries.append({"name": f"demo/{site.name}", "url": host.url(site.name)})
         entries.append({"name": "down/closed-port", "url": f"http://127.0.0.1:{_closed_port()}/mcp"})
+        for entry in entries:
+            if entry["name"] in WITH_SECRET:
+                entry["headers"] = {"Authorization": f"Bearer {SECRET}"}
         list_file = workdir / "servers.json"
         list_file.write_text(json.dumps({"servers": entries}, indent=2), encoding="utf-8")
         assert sorted(entry["name"] for entry in entries) == sorted(FIRST)

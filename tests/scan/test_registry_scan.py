@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 
 from scanner.cli import app
 from scanner.store import open_store
-from tests.scan.fleet import CHANGED, FIRST, SECOND, UNCHANGED_OK, running_fleet
+from tests.scan.fleet import CHANGED, FIRST, SECOND, SECRET, UNCHANGED_OK, WITH_SECRET, running_fleet
 
 runner = CliRunner()
 pytestmark = pytest.mark.timeout(120)
@@ -135,6 +135,16 @@ def test_history_of_every_server_has_both_scans(scanned: Scanned) -> None:
     bump = scanned.q("history", "demo/bump")
     assert [row["version"] for row in bump] == ["1.0.0", "1.1.0"]
     assert bump[0]["toolset_sha256"] != bump[1]["toolset_sha256"]
+
+
+def test_header_secrets_from_the_list_are_never_stored(scanned: Scanned) -> None:
+    assert sum("headers" in entry for entry in scanned.entries) == len(WITH_SECRET)
+    path = Path(scanned.db.removeprefix("sqlite:///"))
+    stored = b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))
+    assert len(stored) > 100_000 and SECRET.encode() not in stored
+    for name in WITH_SECRET:
+        assert SECRET not in json.dumps(scanned.q("history", name))
+    assert SECRET not in json.dumps(scanned.q("runs"))
 
 
 def test_runs_are_finished_with_their_counts(scanned: Scanned) -> None:
