@@ -1,7 +1,8 @@
 """A progress bar for long scans, on standard error, with counts by outcome.
 
-Drawn in place on a terminal; when standard error is not a terminal (a nightly job's log) it prints nothing until
-the final summary line, so logs stay small. Only the crawl's single writer calls it, so it needs no locking.
+Drawn in place on a terminal; when standard error is not a terminal (a nightly job's log) it prints nothing, so
+logs stay small (``fathom scan`` prints its own one-line summary at the end). Only the crawl's single writer calls
+it, so it needs no locking.
 """
 
 from __future__ import annotations

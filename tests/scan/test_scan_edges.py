@@ -76,3 +76,11 @@ def test_a_run_fatal_error_mid_scan_exits_cleanly_and_leaves_the_run_resumable(t
     assert "Traceback" not in result.stderr
     (run,) = fathom_json("runs", "--db", f"sqlite:///{db}")
     assert run["status"] == "interrupted"  # --resume can finish it once the tokenizer is back
+
+
+def test_text_summary_and_no_progress_noise_off_a_terminal(tmp_path: Path) -> None:
+    registry = write_list(tmp_path / "servers.json", [{"name": "a", "url": "http://127.0.0.1:9/mcp"}])
+    result = runner.invoke(app, ["scan", str(registry), "--db", f"sqlite:///{tmp_path}/f.db"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "run 1 finished: 1 servers · refused 1\n"
+    assert result.stderr == ""  # standard error is not a terminal here: no progress bar drawn into a log
