@@ -37,7 +37,6 @@ class LegacySseTransport(ClientTransport):
         self._client: httpx.AsyncClient | None = None
         self._endpoint: str | None = None
         self._ready = anyio.Event()
-        self._done = anyio.Event()
         self._pending = Pending()
 
     async def open(self) -> None:
@@ -50,31 +49,28 @@ class LegacySseTransport(ClientTransport):
             )
 
     async def _listen(self) -> None:
-        """Read the GET stream until it ends; every fault is stored, never raised."""
+        try:
+            await self._pending.read_guarded(self._read_stream, "event stream")
+        finally:
+            self._ready.set()
+
+    async def _read_stream(self) -> None:
+        """GET the event stream and read it to its end (which is a fault: answers were still expected)."""
         assert self._client is not None
         headers = dict(self._headers)
         headers["Accept"] = "text/event-stream"
-        try:
-            async with http.send(self._client, "GET", self._url, self._limits, headers=headers) as response:
-                if response.status_code != 200:
-                    raise await http.status_failure(response)
-                kind = http.content_type(response)
-                if kind != "text/event-stream":
-                    raise ScanFailure(
-                        Outcome.INVALID_RESPONSE,
-                        f"SSE URL answered {kind or 'untyped'}, not an event stream",
-                        {"content_type": kind[:100]},
-                    )
-                await self._read(response)
-            self._pending.fail(ScanFailure(Outcome.INVALID_RESPONSE, "event stream closed by the server"))
-        except ScanFailure as failure:
-            self._pending.fail(failure)
-        except Exception as exc:  # a reader must never take the task group down
-            self._pending.fail(ScanFailure(Outcome.INVALID_RESPONSE, f"event stream failed: {type(exc).__name__}"))
-        finally:
-            self._done.set()
-            self._ready.set()
-            self._pending.wake_all()
+        async with http.send(self._client, "GET", self._url, self._limits, headers=headers) as response:
+            if response.status_code != 200:
+                raise await http.status_failure(response)
+            kind = http.content_type(response)
+            if kind != "text/event-stream":
+                raise ScanFailure(
+                    Outcome.INVALID_RESPONSE,
+                    f"SSE URL answered {kind or 'untyped'}, not an event stream",
+                    {"content_type": kind[:100]},
+                )
+            await self._read(response)
+        raise ScanFailure(Outcome.INVALID_RESPONSE, "event stream closed by the server")
 
     async def _read(self, response: httpx.Response) -> None:
         parser = SSEParser()
@@ -127,14 +123,7 @@ class LegacySseTransport(ClientTransport):
             self._pending.fail(failure)
 
     async def request(self, message: Mapping[str, Any]) -> dict[str, Any]:
-        request_id = message["id"]
-        event = self._pending.expect(request_id)
-        try:
-            if self._pending.failure is None:
-                await self._post(message)
-                await event.wait()
-        finally:
-            response = self._pending.collect(request_id)
+        response = await self._pending.call(message["id"], lambda: self._post(message))
         if response is not None:
             return response
         raise self._pending.failure or ScanFailure(Outcome.INVALID_RESPONSE, "event stream ended without an answer")

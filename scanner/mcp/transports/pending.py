@@ -7,6 +7,7 @@ answer is dropped quietly, while an id never sent is the server's protocol_error
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -23,6 +24,33 @@ class Pending:
         self._responses: dict[int, dict[str, Any]] = {}
         self._abandoned: set[int] = set()
         self.failure: ScanFailure | None = None
+        #: Set when the reader has stopped (end of stream or a fault): nothing more will be routed.
+        self.closed = anyio.Event()
+
+    async def read_guarded(self, reader: Callable[[], Awaitable[None]], what: str) -> None:
+        """Run the background ``reader``: its ScanFailure (or any error) fails the stream, never the task group;
+        when it returns, the stream is closed and every waiter wakes."""
+        try:
+            await reader()
+        except ScanFailure as failure:
+            self.fail(failure)
+        except Exception as exc:
+            self.fail(ScanFailure(Outcome.INVALID_RESPONSE, f"{what} failed: {type(exc).__name__}"))
+        finally:
+            self.closed.set()
+            self.wake_all()
+
+    async def call(self, request_id: int, send: Callable[[], Awaitable[None]]) -> dict[str, Any] | None:
+        """Expect ``request_id``, ``send`` the request, wait for its response: the response, or None when the
+        stream failed or closed first (or the caller gave up: then a late answer is dropped quietly)."""
+        event = self.expect(request_id)
+        try:
+            if self.failure is None and not self.closed.is_set():
+                await send()
+                await event.wait()
+        finally:
+            response = self.collect(request_id)
+        return response
 
     def expect(self, request_id: int) -> anyio.Event:
         """Register a request before it is sent (its answer may arrive before the send returns)."""

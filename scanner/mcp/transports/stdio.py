@@ -44,7 +44,6 @@ class StdioTransport(ClientTransport):
         self._limits = limits
         self._process: anyio.abc.Process | None = None
         self._pending = Pending()
-        self._stdout_done = anyio.Event()
         self._stderr_done = anyio.Event()
         self._stderr = bytearray()
         self._write_lock = anyio.Lock()
@@ -68,40 +67,33 @@ class StdioTransport(ClientTransport):
             raise ScanFailure(
                 Outcome.SPAWN_ERROR, f"cannot start {self._command[0]!r}: {reason}", {"errno": exc.errno}
             ) from exc
-        self.task_group.start_soon(self._read_stdout)
+        self.task_group.start_soon(self._pending.read_guarded, self._read_stdout, "reading stdout")
         self.task_group.start_soon(self._read_stderr)
 
     # --- reading -------------------------------------------------------------------------------------------
 
     async def _read_stdout(self) -> None:
+        """Route every JSON object line; skip and count the rest. Runs under :meth:`Pending.read_guarded`."""
         assert self._process is not None and self._process.stdout is not None
         buffer = bytearray()
         searched = 0  # bytes of ``buffer`` known to hold no newline: a long line is scanned once, not per chunk
-        try:
+        while self._pending.failure is None:
+            try:
+                chunk = await self._process.stdout.receive(_READ_CHUNK)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+            buffer += chunk
             while self._pending.failure is None:
-                try:
-                    chunk = await self._process.stdout.receive(_READ_CHUNK)
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                end = buffer.find(b"\n", searched)
+                if end < 0:
+                    searched = len(buffer)
                     break
-                buffer += chunk
-                while self._pending.failure is None:
-                    end = buffer.find(b"\n", searched)
-                    if end < 0:
-                        searched = len(buffer)
-                        break
-                    line = bytes(buffer[:end])
-                    del buffer[: end + 1]
-                    searched = 0
-                    await self._line(line)
-                if len(buffer) > self._limits.max_line_bytes:
-                    self._pending.fail(self._too_long())
-        except ScanFailure as failure:
-            self._pending.fail(failure)
-        except Exception as exc:  # a reader must never take the task group down
-            self._pending.fail(ScanFailure(Outcome.INVALID_RESPONSE, f"reading stdout failed: {type(exc).__name__}"))
-        finally:
-            self._stdout_done.set()
-            self._pending.wake_all()
+                line = bytes(buffer[:end])
+                del buffer[: end + 1]
+                searched = 0
+                await self._line(line)
+            if len(buffer) > self._limits.max_line_bytes:
+                raise self._too_long()
 
     def _too_long(self) -> ScanFailure:
         limit = self._limits.max_line_bytes
@@ -175,20 +167,13 @@ class StdioTransport(ClientTransport):
                 await self._process.stdin.send(jsonrpc.encode(message) + b"\n")
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             with anyio.move_on_after(self._limits.shutdown_grace):
-                await self._stdout_done.wait()
+                await self._pending.closed.wait()
             if self._pending.failure is not None:
                 raise self._pending.failure from exc
             raise await self._exit_failure() from exc
 
     async def request(self, message: Mapping[str, Any]) -> dict[str, Any]:
-        request_id = message["id"]
-        event = self._pending.expect(request_id)
-        try:
-            if self._pending.failure is None and not self._stdout_done.is_set():
-                await self._write(message)
-                await event.wait()
-        finally:
-            response = self._pending.collect(request_id)
+        response = await self._pending.call(message["id"], lambda: self._write(message))
         if response is not None:
             return response
         if self._pending.failure is not None:

@@ -11,6 +11,7 @@ session is DELETEd at the end (405 is fine). After a legacy handshake every POST
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
@@ -55,18 +56,18 @@ class StreamableHttpTransport(ClientTransport):
             headers["Mcp-Method"] = method
         return headers
 
-    async def request(self, message: Mapping[str, Any]) -> dict[str, Any]:
+    def _post(self, message: Mapping[str, Any], method: str | None) -> AbstractAsyncContextManager[httpx.Response]:
+        """POST one message; ``method`` names it in ``Mcp-Method`` (2026 era), None for replies."""
         assert self._client is not None
+        headers = self._post_headers(method)
+        return http.send(
+            self._client, "POST", self._url, self._limits, headers=headers, content=jsonrpc.encode(message)
+        )
+
+    async def request(self, message: Mapping[str, Any]) -> dict[str, Any]:
         method = str(message.get("method"))
         request_id = message["id"]
-        async with http.send(
-            self._client,
-            "POST",
-            self._url,
-            self._limits,
-            headers=self._post_headers(method),
-            content=jsonrpc.encode(message),
-        ) as response:
+        async with self._post(message, method) as response:
             if response.status_code not in (200, 201):
                 failure = await http.status_failure(response)
                 if failure.status == 404 and self.session_id is not None and method != "initialize":
@@ -117,24 +118,13 @@ class StreamableHttpTransport(ClientTransport):
                     continue  # priming events, keep-alives, other event types
                 message = jsonrpc.decode(event.data, f"{method} stream event")
                 if jsonrpc.is_server_request(message):
-                    await self._post_reply(jsonrpc.reply_to_server_request(message))
+                    await self._post_discarding(jsonrpc.reply_to_server_request(message), None)
                 elif jsonrpc.is_response(message):
                     return self._check_id(message, request_id, method)
         raise ScanFailure(Outcome.INVALID_RESPONSE, f"{method}: event stream ended without an answer")
 
-    async def _post_reply(self, message: Mapping[str, Any]) -> None:
-        await self._post_discarding(message, None)
-
     async def _post_discarding(self, message: Mapping[str, Any], method: str | None) -> int:
-        assert self._client is not None
-        async with http.send(
-            self._client,
-            "POST",
-            self._url,
-            self._limits,
-            headers=self._post_headers(method),
-            content=jsonrpc.encode(message),
-        ) as response:
+        async with self._post(message, method) as response:
             async for _ in http.iter_capped(response, http.ERROR_BODY_BYTES, "notification answer"):
                 pass
             return response.status_code
