@@ -101,8 +101,7 @@ class StdioTransport(ClientTransport):
 
     async def _line(self, line: bytes) -> None:
         if len(line) > self._limits.max_line_bytes:
-            self._pending.fail(self._too_long())
-            return
+            raise self._too_long()
         text = line.strip()
         if not text:
             return
@@ -192,7 +191,6 @@ class StdioTransport(ClientTransport):
             process = self._process
             if process is not None:
                 await self._stop(process)
-            if process is not None:
                 with contextlib.suppress(Exception):
                     await process.aclose()
 
