@@ -280,8 +280,14 @@ class ScanFormat(enum.StrEnum):
 DB_HELP = "Database: a path or any SQLAlchemy URL (sqlite:///x.db, postgresql+psycopg://...)."
 
 
-def _db_url(db: str) -> str:
-    return db if "://" in db else f"sqlite:///{db}"
+def _db_url(db: str, *, existing: bool = False) -> str:
+    """A SQLAlchemy URL for ``--db``; with ``existing``, a SQLite file that is not there is an error (a query on
+    a mistyped path must not create an empty database and answer "none")."""
+    if "://" in db:
+        return db
+    if existing and not Path(db).is_file():
+        _fail(f"no database at {db} (fathom scan writes one; --db names another)", 2)
+    return f"sqlite:///{db}"
 
 
 @app.command(epilog=EXIT_CODES)
@@ -441,7 +447,7 @@ def runs(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table) -> N
     """The scan runs in the database: when, their status, how many servers were scanned and answered."""
     from scanner import queries
 
-    _table(fmt, lambda: queries.runs(_db_url(db)), queries.RUN_COLUMNS)
+    _table(fmt, lambda: queries.runs(_db_url(db, existing=True)), queries.RUN_COLUMNS)
 
 
 @app.command()
@@ -449,7 +455,7 @@ def servers(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table) -
     """Every server with its last outcome, and the tools and tokens per turn of its last successful scan."""
     from scanner import queries
 
-    _table(fmt, lambda: queries.servers(_db_url(db)), queries.SERVER_COLUMNS)
+    _table(fmt, lambda: queries.servers(_db_url(db, existing=True)), queries.SERVER_COLUMNS)
 
 
 @app.command()
@@ -461,7 +467,7 @@ def history(
     """One server's scans over time: outcome, version, tools, tokens per provider and findings per scan."""
     from scanner import queries
 
-    _table(fmt, lambda: queries.history(_db_url(db), server), queries.HISTORY_COLUMNS)
+    _table(fmt, lambda: queries.history(_db_url(db, existing=True), server), queries.HISTORY_COLUMNS)
 
 
 @app.command()
@@ -486,7 +492,7 @@ def findings(
         _fail(f"--since wants a date like 2026-11-01 or 2026-11-01T18:00, got {since!r}", 2)
     _table(
         fmt,
-        lambda: queries.findings(_db_url(db), rule=rule, server=server, since=when, run=run),
+        lambda: queries.findings(_db_url(db, existing=True), rule=rule, server=server, since=when, run=run),
         queries.FINDING_COLUMNS,
     )
 
@@ -504,7 +510,7 @@ def diff(
     """What changed on a server between two runs: tools added, removed and changed, tokens, findings."""
     from scanner import queries
 
-    _table(fmt, lambda: queries.diff(_db_url(db), server, from_run, to_run), queries.DIFF_COLUMNS)
+    _table(fmt, lambda: queries.diff(_db_url(db, existing=True), server, from_run, to_run), queries.DIFF_COLUMNS)
 
 
 @app.command()
@@ -516,7 +522,7 @@ def rescore(db: DbOption = "fathom.db") -> None:
     from scanner.store import open_store
 
     try:
-        count = open_store(_db_url(db)).rescore(RULES_VERSION, measure)
+        count = open_store(_db_url(db, existing=True)).rescore(RULES_VERSION, measure)
     except FathomError as exc:
         _fail(str(exc), exc.exit_code)
     typer.echo(f"rescored {count} tool lists under rules {RULES_VERSION}")
@@ -535,7 +541,7 @@ def report(
     from scanner.store import open_store
 
     try:
-        result = build_report(open_store(_db_url(db)), out, run_id=run)
+        result = build_report(open_store(_db_url(db, existing=True)), out, run_id=run)
     except FathomError as exc:
         _fail(str(exc), exc.exit_code)
     typer.echo(

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from scanner.crawl import CrawlSettings
@@ -63,6 +64,15 @@ class ScanSummary:
     duplicates: int = 0
 
 
+def source_key(source: str) -> str:
+    """How a run records its source: a file as its absolute path, so ``--resume`` finds the run however the path
+    was typed (``servers.json``, ``./servers.json``); a URL or ``-`` as given."""
+    if source == "-" or "://" in source:
+        return source
+    path = Path(source)
+    return str(path.resolve()) if path.exists() else source
+
+
 def resolve_entries(config: ScanConfig) -> list[ServerEntry]:
     from scanner.registry import load_entries
 
@@ -92,16 +102,17 @@ def run_scan(
 
     entries = resolve_entries(config)
     store = open_store(config.db_url)
+    source = source_key(config.source)
     run_id, done = None, set[str]()
     if config.resume:
-        run_id = store.resumable_run(config.source)
+        run_id = store.resumable_run(source)
         if run_id is not None:
             done = store.scanned_server_names(run_id)
             store.reopen_run(run_id)
     resumed = run_id is not None
     if run_id is None:
         store.mark_stale_runs_interrupted(older_than=STALE_RUN_AFTER)
-        run_id = store.start_run(config.source, RULES_VERSION, config.options())
+        run_id = store.start_run(source, RULES_VERSION, config.options())
     # A name is a server's identity in the store: a second entry with the same name would be scanned for nothing
     # (the store keeps one scan per server per run), so only the first is scanned and the rest are counted.
     first: dict[str, ServerEntry] = {}
