@@ -74,9 +74,7 @@ class CheckRequest:
     max_bytes: int | None = None
     client_options: dict[str, Any] = field(default_factory=dict)
     save: Path | None = None
-    measure: bool = (
-        True  # False: only fetch the list (``--as`` prints a provider view and needs no tokenizer)
-    )
+    measure: bool = True  # False: only fetch the list (``--as`` prints a provider view and needs no tokenizer)
 
 
 @dataclass(frozen=True)

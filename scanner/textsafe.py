@@ -26,6 +26,4 @@ def clean(text: object, *, keep_newlines: bool = False) -> str:
     value = _UNSAFE.sub(lambda match: _escape(match.group()), value)
     if value.isascii():
         return value
-    return "".join(
-        _escape(char) if unicodedata.category(char) in ("Cf", "Co", "Cs") else char for char in value
-    )
+    return "".join(_escape(char) if unicodedata.category(char) in ("Cf", "Co", "Cs") else char for char in value)

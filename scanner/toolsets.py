@@ -64,9 +64,7 @@ def parse_json(data: bytes, label: str) -> Any:
     except RecursionError as exc:
         raise InputError(f"{label} nests JSON deeper than can be read (about 1000 levels)") from exc
     except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{label} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from exc
+        raise InputError(f"{label} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
 
 
 def _kind(value: Any) -> str:

@@ -22,8 +22,7 @@ def report_dict(report: CheckReport) -> dict[str, Any]:
         "tools_count": report.tools_count,
         "toolset_sha256": report.toolset_sha256,
         "tokens": {
-            provider: {"tokens": count.tokens, "method": count.method}
-            for provider, count in report.tokens.items()
+            provider: {"tokens": count.tokens, "method": count.method} for provider, count in report.tokens.items()
         },
         "context_share": round(report.context_share, 6),
         "largest_tools": [{"name": cost.name, "tokens": dict(cost.tokens)} for cost in report.largest_tools],

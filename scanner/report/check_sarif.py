@@ -59,9 +59,7 @@ def render(result: CheckResult) -> str:
                         ],
                     }
                 ],
-                "partialFingerprints": {
-                    "fathomFinding/v1": hashlib.sha256(identity.encode()).hexdigest()[:32]
-                },
+                "partialFingerprints": {"fathomFinding/v1": hashlib.sha256(identity.encode()).hexdigest()[:32]},
                 "properties": {
                     "rule": finding.rule,
                     "pointer": finding.pointer,
