@@ -89,13 +89,17 @@ def test_a_500_is_not_retried(busy: BusyServer) -> None:
     assert outcome.extra["status"] == 500 and "attempts" not in outcome.extra
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scanner.mcp never reads the Retry-After header: ScanOutcome.extra has no 'retry_after', so the "
-    "crawl's Retry-After branch (scanner.crawl.retry_delay) is never taken against a real server",
-)
 def test_the_client_reports_retry_after_for_the_crawl_to_honour(busy: BusyServer) -> None:
     busy.retry_after = "7"
     outcome = anyio.run(scan_server, entry_for(busy), ClientLimits(timeout=5), "rich")
     assert outcome.extra["status"] == 429
     assert outcome.extra.get("retry_after") == 7
+
+
+def test_a_real_429_with_retry_after_is_waited_for(busy: BusyServer) -> None:
+    busy.status = 429
+    busy.retry_after = "1"
+    started = time.monotonic()
+    outcome = crawl_one(entry_for(busy), CrawlSettings(retries=1, backoff=0.01, allow_private=True))
+    assert outcome.extra["attempts"] == 2
+    assert time.monotonic() - started >= 1.0  # Retry-After, not the 10 ms backoff

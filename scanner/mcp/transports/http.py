@@ -10,10 +10,12 @@ size); nothing is read unbounded.
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import functools
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -154,7 +156,30 @@ async def status_failure(response: httpx.Response) -> HttpStatusFailure:
     body = b""
     with contextlib.suppress(ScanFailure):  # an unreadable error body is still the same HTTP error
         body = await read_capped(response, ERROR_BODY_BYTES, "error body")
-    return HttpStatusFailure(response.status_code, body, content_type(response))
+    failure = HttpStatusFailure(response.status_code, body, content_type(response))
+    wait = retry_after_seconds(response.headers.get("retry-after"))
+    if wait is not None:
+        failure.extra["retry_after"] = wait
+    return failure
+
+
+def retry_after_seconds(value: str | None) -> float | int | None:
+    """``Retry-After`` (RFC 9110: delay-seconds or an HTTP-date) as seconds from now, or None if absent or junk.
+
+    The crawl decides whether to wait that long (it caps the wait); this only reads what the server asked for.
+    """
+    if not value:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return int(text[:9])
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, round((when - datetime.now(UTC)).total_seconds(), 1))
 
 
 def content_type(response: httpx.Response) -> str:
