@@ -286,6 +286,24 @@ def measure(db: Path, out: Path, profile: bool, traced: bool) -> None:
     rows = store.leaderboard(last)
     base_wall, base_cpu = time.perf_counter() - wall, time.process_time() - cpu
 
+    # Time spent inside each store query during the build, to split "the store" from "shaping and writing".
+    in_store: Counter[str] = Counter()
+    cpu_in_store: Counter[str] = Counter()
+    calls: Counter[str] = Counter()
+    for name in ("leaderboard", "server_history", "events", "trends", "rule_hits", "toolset_tools", "runs"):
+        original = getattr(store, name)
+
+        def timed(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+            began, began_cpu = time.perf_counter(), time.process_time()
+            try:
+                return _original(*args, **kwargs)
+            finally:
+                in_store[_name] += time.perf_counter() - began
+                cpu_in_store[_name] += time.process_time() - began_cpu
+                calls[_name] += 1
+
+        setattr(store, name, timed)
+
     profiler = cProfile.Profile() if profile else None
     wall, cpu = time.perf_counter(), time.process_time()
     if profiler:
@@ -296,6 +314,7 @@ def measure(db: Path, out: Path, profile: bool, traced: bool) -> None:
     report_wall, report_cpu = time.perf_counter() - wall, time.process_time() - cpu
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
+    store_seconds, store_cpu, store_calls = Counter(in_store), Counter(cpu_in_store), Counter(calls)
     traced_peak = None
     if traced:
         tracemalloc.start()
@@ -312,6 +331,21 @@ def measure(db: Path, out: Path, profile: bool, traced: bool) -> None:
     print(f"          wall {report_wall:.2f} s ({report_wall / base_wall:.1f}x baseline)  target < 10 s")
     print(f"          CPU  {report_cpu:.2f} s ({report_cpu / max(base_cpu, 1e-9):.1f}x baseline)")
     print(f"          peak RSS {peak_rss:.0f} MB (before: {rss_before:.0f} MB)  target < 500 MB")
+    store_total, store_cpu_total = sum(store_seconds.values()), sum(store_cpu.values())
+    print(
+        f"          of which in store queries {store_total:.2f} s wall, {store_cpu_total:.2f} s CPU "
+        f"({store_cpu_total / max(base_cpu, 1e-9):.1f}x baseline CPU):"
+    )
+    for name, seconds in store_seconds.most_common():
+        print(
+            f"            Store.{name:<15} {store_calls[name]:>6,} calls {seconds:7.2f} s wall "
+            f"{store_cpu[name]:7.2f} s CPU"
+        )
+    rest, rest_cpu = report_wall - store_total, report_cpu - store_cpu_total
+    print(
+        f"          shaping, rendering and writing: {rest:.2f} s wall, {rest_cpu:.2f} s CPU "
+        f"({rest_cpu / max(base_cpu, 1e-9):.1f}x baseline CPU)"
+    )
     if traced_peak is not None:
         print(f"          peak Python heap during a second build (tracemalloc) {traced_peak / 1e6:.0f} MB")
     if profiler:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from scanner.errors import InputError
-from scanner.models import Severity
+from scanner.models import SCHEMA_DEPTH_LIMIT, Severity
 from scanner.report.csv_out import render_csv
 from scanner.report.data import (
     EventView,
@@ -197,24 +197,22 @@ def _finding_view(finding: Any) -> FindingView:
     )
 
 
-def pretty_json(value: Any, levels: int = 3, depth: int = 0) -> str:
-    """JSON with the outer ``levels`` of containers broken over lines and everything deeper on one line.
+def pretty_json(value: Any, depth: int = 0) -> str:
+    """JSON with one tool per line: lists are broken over lines (and a one-key object holding a list, like
+    Gemini's ``{"functionDeclarations": [...]}``); everything else, a tool with its schema, stays on one line.
 
-    ``json.dumps(indent=2)`` falls back to the pure-Python encoder; this keeps the C encoder for the bulk (a
-    tool's schema), which makes a site of thousands of lists several times faster to write, and still reads
-    as one tool (or one declaration) per block.
+    ``json.dumps(indent=2)`` falls back to the pure-Python encoder and spreads a schema over hundreds of lines;
+    this keeps the C encoder for the bulk, several times faster on a site of thousands of lists, and the page
+    reads as one tool per block (``<pre>`` wraps long lines).
     """
     pad, inner = "  " * depth, "  " * (depth + 1)
-    if levels > 0 and isinstance(value, list) and value:
-        items = (inner + pretty_json(item, levels - 1, depth + 1) for item in value)
-        return "[\n" + ",\n".join(items) + "\n" + pad + "]"
-    if levels > 0 and isinstance(value, dict) and value:
-        pairs = (
-            f"{inner}{json.dumps(str(key), ensure_ascii=False)}: {pretty_json(item, levels - 1, depth + 1)}"
-            for key, item in value.items()
-        )
-        return "{\n" + ",\n".join(pairs) + "\n" + pad + "}"
-    return json.dumps(value, ensure_ascii=False)
+    if depth < SCHEMA_DEPTH_LIMIT and isinstance(value, list) and value:
+        return "[\n" + ",\n".join(inner + pretty_json(item, depth + 1) for item in value) + "\n" + pad + "]"
+    if depth < SCHEMA_DEPTH_LIMIT and isinstance(value, dict) and len(value) == 1:
+        ((key, item),) = value.items()
+        if isinstance(item, list):
+            return "{" + json.dumps(str(key), ensure_ascii=False) + ": " + pretty_json(item, depth) + "}"
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
 def _provider_views(tools: Sequence[Any], providers: Sequence[str]) -> dict[str, str]:
