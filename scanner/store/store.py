@@ -16,7 +16,21 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy import (
+    Connection,
+    CursorResult,
+    Engine,
+    Row,
+    Select,
+    Table,
+    and_,
+    bindparam,
+    delete,
+    exists,
+    func,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session, sessionmaker
 
 from scanner import history
@@ -35,6 +49,7 @@ from scanner.store.rows import (
     ServerRow,
 )
 from scanner.store.tables import (
+    Base,
     Event,
     Measurement,
     Run,
@@ -57,7 +72,8 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _finding_from_row(row: FindingTable) -> Finding:
+def _finding_from_row(row: Any) -> Finding:
+    """A finding from a ``findings`` row: an ORM object, a Core result row or a :class:`_StoredFinding`."""
     try:
         severity = Severity(row.severity)
     except ValueError:
@@ -91,6 +107,94 @@ def _finding_values(finding: Finding, toolset_id: int, rule_version: str, scan_i
         "pointer": codec.text(finding.pointer, 1000),
         "details": codec.details_json(finding.details),
     }
+
+
+class _StoredFinding:
+    """The values of a ``findings`` row just inserted, read like a result row (for :func:`_finding_from_row`)."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self.__dict__.update(values)
+
+
+def _new_id(result: CursorResult[Any]) -> int:
+    """The primary key of the one row an ``INSERT`` just wrote."""
+    key = result.inserted_primary_key
+    assert key is not None and key[0] is not None  # every table's key is an autoincrement integer
+    return int(key[0])
+
+
+def _table(name: str) -> Table:
+    return Base.metadata.tables[name]
+
+
+# Core tables for the write path: prepared once, each statement's compiled form is cached by SQLAlchemy.
+_SERVERS = _table("servers")
+_RUNS = _table("runs")
+_SCANS = _table("scans")
+_TOOLSETS = _table("toolsets")
+_MEASUREMENTS = _table("measurements")
+_TOOLSET_TOKENS = _table("toolset_tokens")
+_TOOL_TOKENS = _table("tool_tokens")
+_FINDINGS = _table("findings")
+_EVENTS = _table("events")
+_FINDING_COLUMNS = tuple(
+    _FINDINGS.c[name]
+    for name in ("code", "slug", "severity", "tool", "message", "hint", "pointer", "details", "tool_index")
+)
+
+
+def _state_query() -> Select[Any]:
+    """Everything :meth:`Store.record_scan` must know before writing, in one round trip.
+
+    One row per run (none if the run does not exist): its status and rule version; the server by name (NULLs if
+    new); its last scan's outcome; its last successful scan (``ok_*``: toolset, server version, its run's rule
+    version, whether it has over-time findings); a scan already written for it in this run (``duplicate_*``);
+    the toolset with this hash, if stored, and whether it is measured under the run's rule version.
+    """
+    run, last, ok, ok_run = (
+        _RUNS.alias("run"),
+        _SCANS.alias("last_scan"),
+        _SCANS.alias("ok_scan"),
+        _RUNS.alias("ok_run"),
+    )
+    duplicate, duplicate_toolset = _SCANS.alias("duplicate"), _TOOLSETS.alias("duplicate_toolset")
+    measured = _MEASUREMENTS.alias("measured")
+    ok_findings = exists(select(_FINDINGS.c.id).where(_FINDINGS.c.scan_id == ok.c.id))
+    joined = (
+        run.outerjoin(_SERVERS, _SERVERS.c.name == bindparam("name"))
+        .outerjoin(last, last.c.id == _SERVERS.c.last_scan_id)
+        .outerjoin(ok, ok.c.id == _SERVERS.c.last_ok_scan_id)
+        .outerjoin(ok_run, ok_run.c.id == ok.c.run_id)
+        .outerjoin(duplicate, and_(duplicate.c.run_id == run.c.id, duplicate.c.server_id == _SERVERS.c.id))
+        .outerjoin(duplicate_toolset, duplicate_toolset.c.id == duplicate.c.toolset_id)
+        .outerjoin(_TOOLSETS, _TOOLSETS.c.sha256 == bindparam("sha256"))
+        .outerjoin(
+            measured, and_(measured.c.toolset_id == _TOOLSETS.c.id, measured.c.rule_version == run.c.rule_version)
+        )
+    )
+    return (
+        select(
+            run.c.status.label("run_status"),
+            run.c.rule_version.label("rule_version"),
+            _SERVERS.c.id.label("server_id"),
+            last.c.outcome.label("last_outcome"),
+            ok.c.id.label("ok_id"),
+            ok.c.toolset_id.label("ok_toolset_id"),
+            ok.c.server_version.label("ok_server_version"),
+            ok_run.c.rule_version.label("ok_rule_version"),
+            ok_findings.label("ok_has_findings"),
+            duplicate.c.id.label("duplicate_id"),
+            duplicate.c.outcome.label("duplicate_outcome"),
+            duplicate_toolset.c.sha256.label("duplicate_sha256"),
+            _TOOLSETS.c.id.label("toolset_id"),
+            measured.c.toolset_id.label("measured_id"),
+        )
+        .select_from(joined)
+        .where(run.c.id == bindparam("run_id"))
+    )
+
+
+_STATE = _state_query()
 
 
 def _counts(findings: Iterable[Finding]) -> tuple[int, int, int]:
@@ -232,20 +336,35 @@ class Store:
         history: tool events and MCP501/MCP502 against the previous successful scan, finding_appeared /
         finding_resolved, server_version_changed and outcome_changed. A second result for a server already
         scanned in this run writes nothing and comes back with ``duplicate=True``.
+
+        This is the crawl's hot path, so it speaks SQLAlchemy Core over one connection: one read (the run, the
+        server, its previous scans and the toolset, :data:`_STATE`), then a few prepared inserts and one update
+        in a single transaction. Findings it has just written are handed to the history, never read back.
         """
-        with self._sessions() as session:
-            run = self._run(session, run_id)
-            if run.status == "finished":
+        toolset = Toolset.from_tools(tuple(outcome.tools or ())) if outcome.ok else None
+        with self.engine.connect() as connection:
+            state = connection.execute(
+                _STATE, {"run_id": run_id, "name": entry.name, "sha256": toolset.sha256 if toolset else None}
+            ).one_or_none()
+            connection.commit()  # end the read; the write below is its own transaction
+            if state is None:
+                raise InputError(f"No run {run_id} in this database.")
+            if state.run_status == "finished":
                 raise InputError(f"Run {run_id} is finished; its results can no longer change.")
-            rule_version = run.rule_version
-        toolset: Toolset | None = None
-        report: CheckReport | None = None
-        measure_error: str | None = None  # kept with the scan; the toolset is measured again next time
-        if outcome.ok:
-            toolset = Toolset.from_tools(tuple(outcome.tools or ()))
-            with self._sessions() as session:
-                measured = self._is_measured(session, toolset.sha256, rule_version)
-            if not measured:
+            if state.server_id is not None and state.duplicate_id is not None:
+                return ScanRecord(
+                    scan_id=state.duplicate_id,
+                    run_id=run_id,
+                    server=entry.name,
+                    outcome=state.duplicate_outcome,
+                    toolset_sha256=state.duplicate_sha256,
+                    new_toolset=False,
+                    measured=False,
+                    duplicate=True,
+                )
+            report: CheckReport | None = None
+            measure_error: str | None = None  # kept with the scan; the toolset is measured again next time
+            if toolset is not None and state.measured_id is None:
                 try:
                     report = measure(toolset)
                 except FathomError:
@@ -253,149 +372,156 @@ class Store:
                 except Exception as exc:  # a checker bug on one hostile list must not abort 20 000 servers
                     measure_error = f"{type(exc).__name__}: {exc}"[:300]
 
-        with self._sessions.begin() as session:
-            server = session.scalar(select(Server).where(Server.name == entry.name))
-            if server is None:
-                server = Server(name=entry.name, first_seen=_now(), first_run_id=run_id)
-                session.add(server)
-                session.flush()
-            else:
-                existing = session.scalar(select(Scan).where(Scan.run_id == run_id, Scan.server_id == server.id))
-                if existing is not None:
-                    return self._duplicate(session, existing, entry.name)
+            with connection.begin():
+                return self._write_scan(connection, run_id, entry, outcome, state, toolset, report, measure_error)
 
-            toolset_id, new_toolset = None, False
-            if toolset is not None:
-                toolset_id, new_toolset = self._ensure_toolset(session, toolset, report, rule_version)
-
-            previous = session.get(Scan, server.last_scan_id) if server.last_scan_id else None
-            previous_ok = session.get(Scan, server.last_ok_scan_id) if server.last_ok_scan_id else None
-            scan = Scan(
-                run_id=run_id,
-                server_id=server.id,
-                scanned_at=_now(),
-                outcome=str(outcome.outcome),
-                detail=codec.redact(str(outcome.detail or "")[: codec.MAX_DETAIL * 2])[: codec.MAX_DETAIL],
-                transport=str(outcome.transport or entry.transport)[:32],
-                era=codec.text(outcome.era, 16),
-                protocol_version=codec.text(outcome.protocol_version, 32),
-                server_name=codec.text(outcome.server_name, 200),
-                server_version=codec.text(outcome.server_version, 100),
-                capability_profile=codec.text(outcome.capability_profile, 64),
-                timings=codec.timings(outcome.timings_ms),
-                pages=outcome.pages if isinstance(outcome.pages, int) else 0,
-                toolset_id=toolset_id,
-                anonymous=bool(entry.anonymous),
-                extra=codec.small_json(
-                    {**outcome.extra, "measure_error": measure_error} if measure_error else outcome.extra
-                ),
-            )
-            session.add(scan)
-            session.flush()
-            server.last_scan_id = scan.id
-            # A list that could not be measured has no findings to compare: history skips it and compares the
-            # next measured scan with the last measured one.
-            comparable = toolset is not None and toolset_id is not None and measure_error is None
-            if comparable:
-                server.last_ok_scan_id = scan.id
-
-            events = history.compare_outcomes(previous.outcome if previous else None, scan.outcome)
-            history_findings: list[Finding] = []
-            if comparable and toolset is not None and toolset_id is not None:
-                events_ok, history_findings = self._history(
-                    session, scan, toolset, toolset_id, previous_ok, rule_version
+    def _write_scan(
+        self,
+        connection: Connection,
+        run_id: int,
+        entry: ServerEntry,
+        outcome: ScanOutcome,
+        state: Row[Any],
+        toolset: Toolset | None,
+        report: CheckReport | None,
+        measure_error: str | None,
+    ) -> ScanRecord:
+        """The writes of :meth:`record_scan`, inside its transaction, in the order the ORM used to emit them."""
+        rule_version: str = state.rule_version
+        server_id: int | None = state.server_id
+        if server_id is None:
+            server_id = _new_id(
+                connection.execute(
+                    _SERVERS.insert(), {"name": entry.name, "first_seen": _now(), "first_run_id": run_id}
                 )
-                events.extend(events_ok)
-            if events:
-                session.execute(
-                    insert(Event),
-                    [
-                        {
-                            "server_id": server.id,
-                            "run_id": run_id,
-                            "scan_id": scan.id,
-                            "at": scan.scanned_at,
-                            "kind": event.kind,
-                            "tool": codec.text(event.tool, 300),
-                            "code": event.code,
-                            "details": codec.details_json(event.details),
-                        }
-                        for event in events
-                    ],
-                )
-            return ScanRecord(
-                scan_id=scan.id,
-                run_id=run_id,
-                server=entry.name,
-                outcome=scan.outcome,
-                toolset_sha256=toolset.sha256 if toolset else None,
-                new_toolset=new_toolset,
-                measured=report is not None,
-                events=tuple(events),
-                history_findings=tuple(history_findings),
             )
+        toolset_id: int | None = state.toolset_id
+        new_toolset = False
+        written: list[Finding] | None = None  # the toolset findings this call stored, for the history
+        if toolset is not None:
+            if toolset_id is None:
+                data, size = codec.compress_tools(toolset.tools)
+                values = {
+                    "sha256": toolset.sha256,
+                    "tools_count": len(toolset),
+                    "raw_size": size,
+                    "data": data,
+                    "first_seen": _now(),
+                }
+                toolset_id = _new_id(connection.execute(_TOOLSETS.insert(), values))
+                new_toolset = True
+            if report is not None:
+                written = self._write_measurement(connection, toolset_id, report, rule_version, fresh=new_toolset)
 
-    def _duplicate(self, session: Session, scan: Scan, name: str) -> ScanRecord:
-        sha = session.scalar(select(ToolsetRow.sha256).where(ToolsetRow.id == scan.toolset_id))
+        # Every row's own reading of the clock, in this order (the report tests' clock ticks once per reading).
+        now = _now()
+        scan_outcome = str(outcome.outcome)
+        server_version = codec.text(outcome.server_version, 100)
+        scan_id = _new_id(
+            connection.execute(
+                _SCANS.insert(),
+                {
+                    "run_id": run_id,
+                    "server_id": server_id,
+                    "scanned_at": now,
+                    "outcome": scan_outcome,
+                    "detail": codec.redact(str(outcome.detail or "")[: codec.MAX_DETAIL * 2])[: codec.MAX_DETAIL],
+                    "transport": str(outcome.transport or entry.transport)[:32],
+                    "era": codec.text(outcome.era, 16),
+                    "protocol_version": codec.text(outcome.protocol_version, 32),
+                    "server_name": codec.text(outcome.server_name, 200),
+                    "server_version": server_version,
+                    "capability_profile": codec.text(outcome.capability_profile, 64),
+                    "timings": codec.timings(outcome.timings_ms),
+                    "pages": outcome.pages if isinstance(outcome.pages, int) else 0,
+                    "toolset_id": toolset_id,
+                    "anonymous": bool(entry.anonymous),
+                    "extra": codec.small_json(
+                        {**outcome.extra, "measure_error": measure_error} if measure_error else outcome.extra
+                    ),
+                },
+            )
+        )
+        # A list that could not be measured has no findings to compare: history skips it and compares the next
+        # measured scan with the last measured one.
+        comparable = toolset is not None and toolset_id is not None and measure_error is None
+        pointers: dict[str, Any] = {"last_scan_id": scan_id}
+        if comparable:
+            pointers["last_ok_scan_id"] = scan_id
+        connection.execute(update(_SERVERS).where(_SERVERS.c.id == server_id).values(**pointers))
+
+        events = history.compare_outcomes(state.last_outcome, scan_outcome)
+        history_findings: list[Finding] = []
+        if comparable and toolset is not None and toolset_id is not None:
+            events_ok, history_findings = self._history(
+                connection, scan_id, server_version, toolset, toolset_id, state, rule_version, written
+            )
+            events.extend(events_ok)
+        if events:
+            connection.execute(
+                _EVENTS.insert(),
+                [
+                    {
+                        "server_id": server_id,
+                        "run_id": run_id,
+                        "scan_id": scan_id,
+                        "at": now,
+                        "kind": event.kind,
+                        "tool": codec.text(event.tool, 300),
+                        "code": event.code,
+                        "details": codec.details_json(event.details),
+                    }
+                    for event in events
+                ],
+            )
         return ScanRecord(
-            scan_id=scan.id,
-            run_id=scan.run_id,
-            server=name,
-            outcome=scan.outcome,
-            toolset_sha256=sha,
-            new_toolset=False,
-            measured=False,
-            duplicate=True,
+            scan_id=scan_id,
+            run_id=run_id,
+            server=entry.name,
+            outcome=scan_outcome,
+            toolset_sha256=toolset.sha256 if toolset else None,
+            new_toolset=new_toolset,
+            measured=report is not None,
+            events=tuple(events),
+            history_findings=tuple(history_findings),
         )
 
     @staticmethod
-    def _is_measured(session: Session, sha256: str, rule_version: str) -> bool:
-        found = session.scalar(
-            select(Measurement.toolset_id)
-            .join(ToolsetRow, ToolsetRow.id == Measurement.toolset_id)
-            .where(ToolsetRow.sha256 == sha256, Measurement.rule_version == rule_version)
-        )
-        return found is not None
+    def _write_measurement(
+        connection: Connection | Session,
+        toolset_id: int,
+        report: CheckReport,
+        rule_version: str,
+        *,
+        fresh: bool = False,
+    ) -> list[Finding]:
+        """Replace a toolset's tokens and per-tool costs, and its findings under ``rule_version``.
 
-    def _ensure_toolset(
-        self, session: Session, toolset: Toolset, report: CheckReport | None, rule_version: str
-    ) -> tuple[int, bool]:
-        """The toolset's id (inserting it if new), measured under ``rule_version`` if ``report`` is given."""
-        row = session.scalar(select(ToolsetRow).where(ToolsetRow.sha256 == toolset.sha256))
-        new = row is None
-        if row is None:
-            data, size = codec.compress_tools(toolset.tools)
-            row = ToolsetRow(
-                sha256=toolset.sha256, tools_count=len(toolset), raw_size=size, data=data, first_seen=_now()
+        ``fresh`` says the toolset row was inserted in this transaction, so there is nothing to replace. Returns
+        the findings as stored (cut to their columns), which is what reading them back would give.
+        """
+        if not fresh:
+            connection.execute(delete(_TOOLSET_TOKENS).where(_TOOLSET_TOKENS.c.toolset_id == toolset_id))
+            connection.execute(delete(_TOOL_TOKENS).where(_TOOL_TOKENS.c.toolset_id == toolset_id))
+            connection.execute(
+                delete(_FINDINGS).where(
+                    _FINDINGS.c.toolset_id == toolset_id,
+                    _FINDINGS.c.rule_version == rule_version,
+                    _FINDINGS.c.scan_id.is_(None),
+                )
             )
-            session.add(row)
-            session.flush()
-        if report is not None and session.get(Measurement, (row.id, rule_version)) is None:
-            self._write_measurement(session, row.id, report, rule_version)
-        return row.id, new
-
-    @staticmethod
-    def _write_measurement(session: Session, toolset_id: int, report: CheckReport, rule_version: str) -> None:
-        """Replace a toolset's tokens and per-tool costs, and its findings under ``rule_version``."""
-        session.execute(delete(ToolsetToken).where(ToolsetToken.toolset_id == toolset_id))
-        session.execute(delete(ToolToken).where(ToolToken.toolset_id == toolset_id))
-        session.execute(
-            delete(FindingTable).where(
-                FindingTable.toolset_id == toolset_id,
-                FindingTable.rule_version == rule_version,
-                FindingTable.scan_id.is_(None),
+            connection.execute(
+                delete(_MEASUREMENTS).where(
+                    _MEASUREMENTS.c.toolset_id == toolset_id, _MEASUREMENTS.c.rule_version == rule_version
+                )
             )
-        )
-        session.execute(
-            delete(Measurement).where(Measurement.toolset_id == toolset_id, Measurement.rule_version == rule_version)
-        )
-        # Core bulk inserts: a first crawl writes tens of thousands of these rows.
+        # Core bulk inserts (executemany): a first crawl writes tens of thousands of these rows.
         token_rows = [
             {"toolset_id": toolset_id, "provider": str(p)[:32], "tokens": int(c.tokens), "method": str(c.method)[:200]}
             for p, c in report.tokens.items()
         ]
         if token_rows:
-            session.execute(insert(ToolsetToken), token_rows)
+            connection.execute(_TOOLSET_TOKENS.insert(), token_rows)
         cost_rows: dict[int, dict[str, Any]] = {}
         for cost in report.tool_costs:
             tokens = {str(p): int(n) for p, n in cost.tokens.items()}
@@ -410,54 +536,66 @@ class Store:
                 },
             )
         if cost_rows:
-            session.execute(insert(ToolToken), list(cost_rows.values()))
+            connection.execute(_TOOL_TOKENS.insert(), list(cost_rows.values()))
         finding_rows = [_finding_values(f, toolset_id, rule_version, None) for f in report.findings]
         if finding_rows:
-            session.execute(insert(FindingTable), finding_rows)
-        session.add(Measurement(toolset_id=toolset_id, rule_version=rule_version, measured_at=_now()))
-        session.flush()
+            connection.execute(_FINDINGS.insert(), finding_rows)
+        connection.execute(
+            _MEASUREMENTS.insert(), {"toolset_id": toolset_id, "rule_version": rule_version, "measured_at": _now()}
+        )
+        return [_finding_from_row(_StoredFinding(values)) for values in finding_rows]
 
     def _history(
         self,
-        session: Session,
-        scan: Scan,
+        connection: Connection,
+        scan_id: int,
+        server_version: str | None,
         toolset: Toolset,
         toolset_id: int,
-        previous_ok: Scan | None,
+        state: Row[Any],
         rule_version: str,
+        written: list[Finding] | None,
     ) -> tuple[list[history.ChangeEvent], list[Finding]]:
-        """Events and over-time findings of an ok scan against the server's previous successful scan."""
+        """Events and over-time findings of an ok scan against the server's previous successful scan.
+
+        ``state`` is the :data:`_STATE` row (the previous successful scan's columns are ``ok_*``); ``written`` the
+        toolset's findings when this scan measured it, so they need not be read back.
+        """
         events: list[history.ChangeEvent] = []
         history_findings: list[Finding] = []
-        previous_version = None
-        if previous_ok is not None:
-            previous_version = session.scalar(select(Run.rule_version).where(Run.id == previous_ok.run_id))
-            if previous_ok.toolset_id != toolset_id and previous_ok.toolset_id is not None:
-                data = session.scalar(select(ToolsetRow.data).where(ToolsetRow.id == previous_ok.toolset_id))
+        has_previous = state.ok_id is not None
+        previous_toolset: int | None = state.ok_toolset_id
+        previous_version: str | None = state.ok_rule_version if has_previous else None
+        if has_previous:
+            if previous_toolset != toolset_id and previous_toolset is not None:
+                data = connection.execute(
+                    select(_TOOLSETS.c.data).where(_TOOLSETS.c.id == previous_toolset)
+                ).scalar_one_or_none()
                 previous_tools = codec.decompress_tools(data) if data is not None else []
                 tool_events, history_findings = history.compare_tools(
-                    previous_tools, previous_ok.server_version, list(toolset.tools), scan.server_version
+                    previous_tools, state.ok_server_version, list(toolset.tools), server_version
                 )
                 events.extend(tool_events)
-            events.extend(history.compare_versions(previous_ok.server_version, scan.server_version))
+            events.extend(history.compare_versions(state.ok_server_version, server_version))
         if history_findings:
-            session.execute(
-                insert(FindingTable), [_finding_values(f, toolset_id, rule_version, scan.id) for f in history_findings]
+            connection.execute(
+                _FINDINGS.insert(), [_finding_values(f, toolset_id, rule_version, scan_id) for f in history_findings]
             )
 
         unchanged = (
-            previous_ok is not None
-            and previous_ok.toolset_id == toolset_id
+            has_previous
+            and previous_toolset == toolset_id
             and previous_version == rule_version
             and not history_findings
-            and not self._has_scan_findings(session, previous_ok.id)
+            and not state.ok_has_findings
         )
         if not unchanged:
-            current = self._toolset_findings(session, toolset_id, rule_version) + history_findings
+            current = written if written is not None else self._toolset_findings(connection, toolset_id, rule_version)
+            current = current + history_findings
             before: list[Finding] = []
-            if previous_ok is not None and previous_ok.toolset_id is not None and previous_version is not None:
-                before = self._toolset_findings(session, previous_ok.toolset_id, previous_version)
-                before += self._scan_findings(session, previous_ok.id)
+            if has_previous and previous_toolset is not None and previous_version is not None:
+                before = self._toolset_findings(connection, previous_toolset, previous_version)
+                before += self._scan_findings(connection, state.ok_id)
             events.extend(self._appeared_details(history.compare_findings(before, current), current))
         return events, history_findings
 
@@ -484,25 +622,23 @@ class Store:
         return enriched
 
     @staticmethod
-    def _has_scan_findings(session: Session, scan_id: int) -> bool:
-        return session.scalar(select(FindingTable.id).where(FindingTable.scan_id == scan_id).limit(1)) is not None
-
-    @staticmethod
-    def _toolset_findings(session: Session, toolset_id: int, rule_version: str) -> list[Finding]:
-        rows = session.scalars(
-            select(FindingTable)
+    def _toolset_findings(connection: Connection | Session, toolset_id: int, rule_version: str) -> list[Finding]:
+        rows = connection.execute(
+            select(*_FINDING_COLUMNS)
             .where(
-                FindingTable.toolset_id == toolset_id,
-                FindingTable.rule_version == rule_version,
-                FindingTable.scan_id.is_(None),
+                _FINDINGS.c.toolset_id == toolset_id,
+                _FINDINGS.c.rule_version == rule_version,
+                _FINDINGS.c.scan_id.is_(None),
             )
-            .order_by(FindingTable.id)
+            .order_by(_FINDINGS.c.id)
         )
         return [_finding_from_row(row) for row in rows]
 
     @staticmethod
-    def _scan_findings(session: Session, scan_id: int) -> list[Finding]:
-        rows = session.scalars(select(FindingTable).where(FindingTable.scan_id == scan_id).order_by(FindingTable.id))
+    def _scan_findings(connection: Connection | Session, scan_id: int) -> list[Finding]:
+        rows = connection.execute(
+            select(*_FINDING_COLUMNS).where(_FINDINGS.c.scan_id == scan_id).order_by(_FINDINGS.c.id)
+        )
         return [_finding_from_row(row) for row in rows]
 
     # --- Aggregates and rescoring -------------------------------------------------------------------------
@@ -615,8 +751,8 @@ class Store:
             except Exception:  # one list the checker cannot handle keeps its old numbers; the rest go on
                 skipped += 1
                 continue
-            with self._sessions.begin() as session:
-                self._write_measurement(session, toolset_id, report, rule_version)
+            with self.engine.begin() as connection:
+                self._write_measurement(connection, toolset_id, report, rule_version)
         with self._sessions.begin() as session:
             for run in session.scalars(select(Run).where(Run.status != "running")):
                 self._aggregate(session, run, rule_version)

@@ -1,0 +1,115 @@
+"""Profile (not a test): the store's write path in-process, no network, the same tool lists as ``bench_scan``.
+
+Writes N servers (the demo host's synthetic 8-tool lists, all distinct) into a fresh SQLite file with the real
+``scanner.check.measure`` (a first night: every list new), then rescans them unchanged (every list known), and
+prints CPU milliseconds per server for each pass and for ``measure`` alone. ``--profile first|rescan|measure``
+prints the top of a cProfile of that pass instead, sorted by cumulative or own time.
+
+    .venv/bin/python bench/profile_write.py [--servers 500] [--profile first] [--sort tottime] [--top 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from scanner.check import measure
+from scanner.demo.server import synthetic_sites
+from scanner.models import CheckReport, Outcome, ScanOutcome, ServerEntry, Toolset, Transport
+from scanner.rules import RULES_VERSION
+from scanner.store import Measure, Store, open_store
+
+
+def outcomes(count: int) -> list[tuple[ServerEntry, ScanOutcome]]:
+    """What the crawler hands the writer for the demo host's ``count`` synthetic servers."""
+    result = []
+    for site in synthetic_sites(count):
+        entry = ServerEntry(
+            name=f"bench/{site.name}", transport=Transport.HTTP, url=f"http://127.0.0.1:1/{site.name}/mcp"
+        )
+        outcome = ScanOutcome(
+            outcome=Outcome.OK,
+            transport="streamable-http",
+            tools=tuple(site.tools),
+            server_name=site.name,
+            server_version=site.version,
+            protocol_version="2025-11-25",
+            era="legacy",
+            capability_profile="rich",
+            timings_ms={"connect": 1.234, "initialize": 2.5, "list": 1.75, "total": 5.6},
+            pages=1,
+            extra={"session": True},
+        )
+        result.append((entry, outcome))
+    return result
+
+
+def write_pass(store: Store, items: list[tuple[ServerEntry, ScanOutcome]], measurer: Measure = measure) -> None:
+    run_id = store.start_run("bench", RULES_VERSION, {})
+    for entry, outcome in items:
+        store.record_scan(run_id, entry, outcome, measurer)
+    store.finish_run(run_id)
+
+
+def timed(label: str, count: int, action: Callable[[], None], profile: bool, sort: str, top: int) -> None:
+    if profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        action()
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats(sort).print_stats(top)
+        return
+    started = time.process_time()
+    action()
+    print(f"  {label:<28}{(time.process_time() - started) * 1000 / count:8.2f} CPU ms/server")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--servers", type=int, default=500)
+    parser.add_argument("--profile", choices=("first", "rescan", "measure"))
+    parser.add_argument("--sort", default="cumulative")
+    parser.add_argument("--top", type=int, default=40)
+    parser.add_argument(
+        "--premeasured", action="store_true", help="measure every list beforehand: time the store's own work only"
+    )
+    args = parser.parse_args()
+    items = outcomes(args.servers)
+    toolsets = [Toolset.from_tools(outcome.tools or ()) for _, outcome in items]
+    measure(toolsets[0])  # load the tokenizer and the rule catalogue outside the figures
+    measurer: Measure = measure
+    if args.premeasured:
+        reports = {toolset.sha256: measure(toolset) for toolset in toolsets}
+
+        def lookup(toolset: Toolset) -> CheckReport:
+            return reports[toolset.sha256]
+
+        measurer = lookup
+
+    def measure_all() -> None:
+        for toolset in toolsets:
+            measure(toolset)
+
+    with tempfile.TemporaryDirectory(prefix="fathom-profile-") as scratch:
+        store = open_store(f"sqlite:///{Path(scratch) / 'profile.db'}")
+        with store:
+            print(f"{args.servers} servers, 8 tools each, in-process")
+            for label, action in (
+                ("measure alone", measure_all),
+                ("record_scan, first night", lambda: write_pass(store, items, measurer)),
+                ("record_scan, unchanged", lambda: write_pass(store, items, measurer)),
+            ):
+                wanted = {"measure alone": "measure", "record_scan, first night": "first"}.get(label, "rescan")
+                if args.profile is None or args.profile == wanted:
+                    timed(label, args.servers, action, args.profile is not None, args.sort, args.top)
+                elif wanted == "first":
+                    write_pass(store, items, measurer)  # the rescan profile needs the first night written
+
+
+if __name__ == "__main__":
+    main()
