@@ -2,9 +2,9 @@
 
 Keys kept stable: ``tools_count``, ``tokens`` ({provider: {tokens, method}}), ``context_share``, ``largest_tools``
 ([{name, tokens}]), ``summary`` ({problems, warnings, notes}), ``findings`` ([{code, rule, severity, tool,
-message, hint, pointer, details}]). A server check adds ``server`` and ``outcome``; a server that could not be
-listed has ``outcome`` and no measurement keys. Output is ASCII-escaped JSON, so nothing a server wrote reaches
-a terminal raw.
+message, hint, pointer, details}]). A server check adds ``server`` and ``outcome`` ({status, detail, extra});
+a server that could not be listed has ``outcome`` and no measurement keys. Output is ASCII-escaped JSON, so
+nothing a server wrote reaches a terminal raw.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def server_dict(outcome: ScanOutcome) -> dict[str, Any]:
 
 
 def outcome_dict(outcome: ScanOutcome) -> dict[str, Any]:
-    return {"status": outcome.outcome.value, "detail": outcome.detail, **dict(outcome.extra)}
+    """How the connection ended; outcome-specific data (HTTP status, auth challenge, exit code...) under ``extra``."""
+    return {"status": outcome.outcome.value, "detail": outcome.detail, "extra": dict(outcome.extra)}
 
 
 def result_dict(result: CheckResult) -> dict[str, Any]:
