@@ -576,7 +576,9 @@ def demo(
 
 @app.command()
 def rules() -> None:
-    """List the rule catalogue: code, severity, slug and the fix, worst first within each family."""
+    """List the rule catalogue in code order: code, severity, slug and the fix.
+
+    `fathom rule CODE` explains one; `fathom check --select/--ignore` take code prefixes (MCP2, MCP401)."""
     from scanner.rules import RULES
 
     for rule in RULES.values():
