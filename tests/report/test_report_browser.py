@@ -12,12 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chromium_cdp import Chromium, find_chromium
-from conftest import FIXED_NOW
-from test_report_safety import hostile_runs
 
 from scanner.report import build_report
 from scanner.store import Store
+
+from .chromium_cdp import Chromium, find_chromium
+from .conftest import FIXED_NOW
+from .test_report_safety import hostile_runs
 
 CHROMIUM = find_chromium()
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"

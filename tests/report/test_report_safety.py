@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ALPHA, FIXED_NOW, failed, ok, tool
 
 from scanner.models import Outcome
 from scanner.report import build_report
 from scanner.report.csv_out import csv_text
 from scanner.report.text import clean_text, markdown_escape, slugify
+
+from .conftest import ALPHA, FIXED_NOW, failed, ok, tool
 
 SCRIPT = "<script>alert(1)</script>"
 BREAKOUT = '"><img src=x onerror=alert(1)>'

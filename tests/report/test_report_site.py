@@ -14,12 +14,13 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import FIXED_NOW
 
 from scanner.errors import InputError
 from scanner.report import build_report
 from scanner.report.text import slugify
 from scanner.store import Store
+
+from .conftest import FIXED_NOW
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 

@@ -1,0 +1,1 @@
+"""Tests of the published report site, the score and its browser check."""
