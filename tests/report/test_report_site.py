@@ -170,3 +170,15 @@ def test_unknown_run_and_empty_database(story_store: Store, tmp_path: Path, make
         build_report(story_store, tmp_path / "x", run_id=99)
     with pytest.raises(InputError, match="no runs"):
         build_report(make_store([]), tmp_path / "y")
+
+
+def test_leaderboard_scores_are_the_score_of_the_stored_findings(site: Path, story_store: Store) -> None:
+    from scanner.score import score
+
+    document = json.loads(read(site / "leaderboard.json"))
+    stored = {row.server: row for row in story_store.leaderboard(3)}
+    for row in document["ranked"]:
+        leader = stored[row["server"]]
+        assert row["score"] == score(leader.tools_count or 0, leader.findings)
+        assert (row["problems"], row["warnings"], row["notes"]) == (leader.problems, leader.warnings, leader.notes)
+        assert row["tokens"] == dict(leader.tokens)
