@@ -522,7 +522,8 @@ def rescore(db: DbOption = "fathom.db") -> None:
     from scanner.store import open_store
 
     try:
-        count = open_store(_db_url(db, existing=True)).rescore(RULES_VERSION, measure)
+        with open_store(_db_url(db, existing=True)) as store:
+            count = store.rescore(RULES_VERSION, measure)
     except FathomError as exc:
         _fail(str(exc), exc.exit_code)
     typer.echo(f"rescored {count} tool lists under rules {RULES_VERSION}")
@@ -541,7 +542,8 @@ def report(
     from scanner.store import open_store
 
     try:
-        result = build_report(open_store(_db_url(db, existing=True)), out, run_id=run)
+        with open_store(_db_url(db, existing=True)) as store:
+            result = build_report(store, out, run_id=run)
     except FathomError as exc:
         _fail(str(exc), exc.exit_code)
     typer.echo(

@@ -20,6 +20,8 @@ DIFF_COLUMNS = ["change", "tool", "detail"]
 
 
 def runs(db_url: str) -> list[dict[str, Any]]:
+    with open_store(db_url) as store:
+        found = store.runs()
     return [
         {
             "run": run.id,
@@ -31,11 +33,13 @@ def runs(db_url: str) -> list[dict[str, Any]]:
             "source": run.source,
             "rule_version": run.rule_version,
         }
-        for run in open_store(db_url).runs()
+        for run in found
     ]
 
 
 def servers(db_url: str) -> list[dict[str, Any]]:
+    with open_store(db_url) as store:
+        found = store.servers()
     return [
         {
             "server": row.name,
@@ -48,11 +52,13 @@ def servers(db_url: str) -> list[dict[str, Any]]:
             "detail": row.last_detail,
             "toolset_sha256": row.toolset_sha256,
         }
-        for row in open_store(db_url).servers()
+        for row in found
     ]
 
 
 def history(db_url: str, server: str) -> list[dict[str, Any]]:
+    with open_store(db_url) as store:
+        found = store.history(server)
     return [
         {
             "run": row.run_id,
@@ -70,13 +76,15 @@ def history(db_url: str, server: str) -> list[dict[str, Any]]:
             "notes": row.notes,
             "toolset_sha256": row.toolset_sha256,
         }
-        for row in open_store(db_url).history(server)
+        for row in found
     ]
 
 
 def findings(
     db_url: str, *, rule: str | None, server: str | None, since: datetime | None, run: int | None
 ) -> list[dict[str, Any]]:
+    with open_store(db_url) as store:
+        found = store.findings(rule=rule, server=server, since=since, run=run)
     return [
         {
             "server": row.server,
@@ -94,13 +102,14 @@ def findings(
             "gone_run": row.gone_run,
             "gone_at": row.gone_at,
         }
-        for row in open_store(db_url).findings(rule=rule, server=server, since=since, run=run)
+        for row in found
     ]
 
 
 def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> list[dict[str, Any]]:
     """One row per change: tools added/removed/changed, token deltas, findings new/fixed."""
-    change = open_store(db_url).diff(server, from_run, to_run)
+    with open_store(db_url) as store:
+        change = store.diff(server, from_run, to_run)
     rows: list[dict[str, Any]] = []
     rows += [{"change": "tool added", "tool": name, "detail": ""} for name in change.tools_added]
     rows += [{"change": "tool removed", "tool": name, "detail": ""} for name in change.tools_removed]

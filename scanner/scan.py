@@ -93,15 +93,26 @@ def run_scan(
     writer, never concurrently. A KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the CLI) marks the
     run interrupted, keeps every server already written, and returns a summary with ``interrupted=True``.
     """
+    from scanner.store import open_store
+
+    entries = resolve_entries(config)
+    with open_store(config.db_url) as store:
+        return _scan_into(store, config, entries, on_start, on_result)
+
+
+def _scan_into(
+    store: Any,
+    config: ScanConfig,
+    entries: list[ServerEntry],
+    on_start: Callable[[int, int], None] | None,
+    on_result: Callable[[ServerEntry, ScanOutcome], None] | None,
+) -> ScanSummary:
     import anyio
 
     from scanner.check import measure
     from scanner.crawl import crawl
     from scanner.rules import RULES_VERSION
-    from scanner.store import open_store
 
-    entries = resolve_entries(config)
-    store = open_store(config.db_url)
     source = source_key(config.source)
     run_id, done = None, set[str]()
     if config.resume:

@@ -55,5 +55,6 @@ def run_demo(workdir: Path) -> DemoResult:
         scans.append(run_scan(config))
         host.set_sites(sites(2))
         scans.append(run_scan(config))
-    report = build_report(open_store(db_url), workdir / "report")
+    with open_store(db_url) as store:
+        report = build_report(store, workdir / "report")
     return DemoResult(database=database, report_index=report.out_dir / "index.html", scans=tuple(scans))
