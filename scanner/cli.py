@@ -73,6 +73,14 @@ def _codes(values: list[str] | None) -> tuple[str, ...]:
     return tuple(part.strip().upper() for value in values or () for part in value.split(",") if part.strip())
 
 
+def _known_profile(profile: str) -> str:
+    from scanner.mcp import PROFILES
+
+    if profile not in PROFILES:
+        _fail(f"--profile {profile!r} is not one of {', '.join(PROFILES)}", 2)
+    return profile
+
+
 def _colour() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
@@ -141,7 +149,8 @@ def check(
     profile: Annotated[
         str,
         typer.Option(
-            help="Client-capability profile declared to the server: rich (roots, sampling, elicitation) or bare."
+            help="Client-capability profile declared to the server: rich (roots, sampling, form elicitation; "
+            "the default), full (also URL elicitation) or bare (nothing)."
         ),
     ] = "rich",
     save: Annotated[
@@ -172,7 +181,7 @@ def check(
         select=_codes(select),
         ignore=_codes(ignore),
         max_bytes=max_bytes,
-        client_options={**client_options, "profile": profile},
+        client_options={**client_options, "profile": _known_profile(profile)},
         save=save,
         measure=as_provider is None,
     )
@@ -313,8 +322,11 @@ def scan(
             "HOME, a deadline and a memory limit. Off: recorded as skipped."
         ),
     ] = False,
+    memory_limit_mb: Annotated[
+        int, typer.Option(min=64, help="With --run-packages: the memory each package's process may use, in MiB.")
+    ] = 1024,
     allow_private: Annotated[
-        bool, typer.Option(help="Connect to loopback, private, link-local and metadata addresses too.")
+        bool, typer.Option(help="Connect to loopback, private and link-local addresses too (never cloud metadata).")
     ] = False,
     dry_run: Annotated[bool, typer.Option(help="List the resolved entries without connecting to anything.")] = False,
     resume: Annotated[
@@ -326,7 +338,7 @@ def scan(
     connect_timeout: Annotated[float, typer.Option(help="Deadline to connect or spawn, in seconds.")] = 10.0,
     retries: Annotated[int, typer.Option(min=0, max=10, help="Retries for 429, 503 and connection resets.")] = 2,
     profile: Annotated[
-        str, typer.Option(help="Client-capability profile declared to servers (rich or bare).")
+        str, typer.Option(help="Client-capability profile declared to servers: rich (default), full or bare.")
     ] = "rich",
     fmt: Annotated[ScanFormat, typer.Option("--format", help="Output format of the summary.")] = ScanFormat.text,
 ) -> None:
@@ -340,7 +352,7 @@ def scan(
         concurrency=concurrency,
         per_host=per_host,
         limits=ClientLimits(timeout=timeout, connect_timeout=connect_timeout),
-        profile=profile,
+        profile=_known_profile(profile),
         retries=retries,
         allow_private=allow_private,
     )
@@ -350,6 +362,7 @@ def scan(
         kind=kind,
         updated_since=updated_since,
         run_packages=run_packages,
+        memory_limit_mb=memory_limit_mb,
         resume=resume,
         crawl=settings,
     )

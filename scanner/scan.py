@@ -34,6 +34,7 @@ class ScanConfig:
     kind: str | None = None
     updated_since: str | None = None
     run_packages: bool = False
+    memory_limit_mb: int = 1024
     resume: bool = False
     crawl: CrawlSettings = field(default_factory=CrawlSettings)
 
@@ -44,6 +45,7 @@ class ScanConfig:
             "kind": self.kind,
             "updated_since": self.updated_since,
             "run_packages": self.run_packages,
+            "memory_limit_mb": self.memory_limit_mb,
             "allow_private": self.crawl.allow_private,
             "concurrency": self.crawl.concurrency,
             "per_host": self.crawl.per_host,
@@ -77,7 +79,11 @@ def resolve_entries(config: ScanConfig) -> list[ServerEntry]:
     from scanner.registry import load_entries
 
     return load_entries(
-        config.source, kind=config.kind, updated_since=config.updated_since, run_packages=config.run_packages
+        config.source,
+        kind=config.kind,
+        updated_since=config.updated_since,
+        run_packages=config.run_packages,
+        memory_limit_mb=config.memory_limit_mb,
     )
 
 
