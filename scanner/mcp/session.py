@@ -352,13 +352,15 @@ async def scan_server(
     runs under ``limits.timeout``; shutting a stdio server down adds at most ~3 × ``limits.shutdown_grace``.
 
     ``timings_ms``: ``connect`` (spawn, or HTTP client ready / SSE stream open), ``handshake``, ``list``,
-    ``total``. ``extra`` keys, when they apply: ``discover`` (why the 2026 probe did not make the server modern),
-    ``fallback``, ``session``, ``delete_status``, ``session_restarted``, ``instructions``, ``ttl_ms``,
-    ``cache_scope``, ``tools_capability``, ``empty_cursor_taken_as_end``, ``skipped_stdout_lines`` and
+    ``shutdown`` (closing the transport: stdin, signals, the session DELETE), ``total`` (all of it). ``extra``
+    keys, when they apply: ``discover`` (why the 2026 probe did not make the server modern), ``fallback``,
+    ``session``, ``delete_status``, ``session_restarted``, ``instructions``, ``ttl_ms``, ``cache_scope``,
+    ``tools_capability``, ``empty_cursor_taken_as_end``, ``skipped_stdout_lines`` and
     ``skipped_stdout_samples``; and per failure: ``status``, ``challenge``, ``resource_metadata_url``,
     ``resource_metadata``, ``resource_metadata_error``, ``exit_code``, ``stderr_tail``, ``error`` (a JSON-RPC
     error's code and message), ``supported``, ``limit_bytes``, ``max_pages``, ``max_tools``, ``redirects``,
-    ``content_type``, ``snippet``.
+    ``content_type``, ``snippet``, ``reason`` (an HTTP error body's one-line reason, also quoted in the detail;
+    request header values are scrubbed out of it, the detail and ``snippet``).
     """
     if profile not in PROFILES:
         raise KeyError(f"unknown capability profile {profile!r}")
@@ -381,13 +383,14 @@ async def scan_server(
                     progress.extra["fallback"] = f"{progress.transport} answered HTTP {failure.status}"
                     progress.mark = time.perf_counter()
     except TimeoutError:
-        return progress.outcome(Outcome.TIMEOUT, f"no complete answer within {limits.timeout:g} s")
+        return progress.outcome(Outcome.TIMEOUT, _timeout_detail(limits, progress))
     except Exception as exc:
         failure = _unwrap(exc)
         if isinstance(failure, ScanFailure):
-            return progress.outcome(failure.outcome, failure.detail, extra=failure.extra)
+            detail, extra = _scrubbed(failure.detail, failure.extra, headers)
+            return progress.outcome(failure.outcome, detail, extra=extra)
         if isinstance(failure, TimeoutError):
-            return progress.outcome(Outcome.TIMEOUT, f"no complete answer within {limits.timeout:g} s")
+            return progress.outcome(Outcome.TIMEOUT, _timeout_detail(limits, progress))
         # A bug in the client, not the server: still one outcome, flagged so it is not blamed on the server. The
         # exception's text is left out: it could quote a header value.
         return progress.outcome(
@@ -396,6 +399,43 @@ async def scan_server(
             extra={"client_error": True},
         )
     raise AssertionError("unreachable: every transport either returns or raises")
+
+
+def _timeout_detail(limits: ClientLimits, progress: _Progress) -> str:
+    """The deadline, plus the last thing a stdio server said on stderr: a server stuck at start-up (fetching a
+    model, waiting for a login) usually says so there, and the detail is all a person sees first."""
+    detail = f"no complete answer within {limits.timeout:g} s"
+    tail = progress.extra.get("stderr_tail")
+    last = next((line.strip() for line in reversed(tail) if line.strip()), "") if isinstance(tail, list) else ""
+    return f"{detail}; last stderr line: {last[:200]}" if last else detail
+
+
+# A header value this short could be a common word in an error text; scrubbing it would mangle the text.
+_SCRUB_MIN_CHARS = 6
+
+
+def _scrubbed(detail: str, extra: Mapping[str, Any], headers: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
+    """``detail`` and the server-quoted texts in ``extra`` with every request header value (and the credential
+    after an auth scheme, ``Bearer <token>``) blanked: a server may echo what it was sent into an error body."""
+    secrets: set[str] = set()
+    for value in headers.values():
+        secrets.add(value.strip())
+        secrets.update(part for part in value.split() if len(part) >= _SCRUB_MIN_CHARS)
+    secrets = {secret for secret in secrets if len(secret) >= _SCRUB_MIN_CHARS}
+    if not secrets:
+        return detail, dict(extra)
+    ordered = sorted(secrets, key=len, reverse=True)
+
+    def scrub(text: str) -> str:
+        for secret in ordered:
+            text = text.replace(secret, "[header value]")
+        return text
+
+    cleaned = dict(extra)
+    for key in ("reason", "snippet"):
+        if isinstance(cleaned.get(key), str):
+            cleaned[key] = scrub(cleaned[key])
+    return scrub(detail), cleaned
 
 
 def _handshake_refused(failure: HttpStatusFailure, progress: _Progress) -> bool:
@@ -416,6 +456,8 @@ async def _scan_with(
             tools = await session.list_tools_once_more_if_expired()
             progress.lap("list")
         failed = False
+        # Closing is timed apart: a stdio server that ignores the end of its input costs the shutdown grace.
+        progress.lap("shutdown")
     finally:
         # After closing, so the facts include the shutdown (the session DELETE's status, say).
         progress.extra.update(transport.details(failed=failed))

@@ -27,7 +27,7 @@ def test_stdio_sdk_server_speaks_the_2026_era_and_pages():
     assert outcome.transport == "stdio"
     assert outcome.pages == 2
     assert outcome.capability_profile == "rich"
-    assert set(outcome.timings_ms) == {"connect", "handshake", "list", "total"}
+    assert set(outcome.timings_ms) == {"connect", "handshake", "list", "shutdown", "total"}
     assert "discover" not in outcome.extra  # the probe was answered
 
 

@@ -12,6 +12,9 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import functools
+import html
+import json
+import re
 import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -27,6 +30,8 @@ from scanner.models import Outcome
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 ERROR_BODY_BYTES = 64 * 1024
+REASON_CHARS = 200
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
 
 
 def make_client(limits: ClientLimits) -> httpx.AsyncClient:
@@ -100,7 +105,12 @@ async def send(
             if response.status_code == 401 or (
                 response.status_code == 403 and "insufficient_scope" in response.headers.get("www-authenticate", "")
             ):
-                raise await auth.auth_required(client, url, response, limits)
+                reason = body_reason(await _error_body(response), content_type(response))
+                failure = await auth.auth_required(client, url, response, limits)
+                if reason:
+                    failure.detail = f"{failure.detail} ({reason})"
+                    failure.extra["reason"] = reason
+                raise failure
             yield response
             return
         finally:
@@ -151,12 +161,27 @@ async def read_capped(response: httpx.Response, cap: int, what: str = "answer") 
     return bytes(body)
 
 
+async def _error_body(response: httpx.Response) -> bytes:
+    """Up to 64 KiB of an error answer's body; an unreadable body is an empty one (the status says enough)."""
+    with contextlib.suppress(ScanFailure):
+        return await read_capped(response, ERROR_BODY_BYTES, "error body")
+    return b""
+
+
 async def status_failure(response: httpx.Response) -> HttpStatusFailure:
-    """An unusable status, with up to 64 KiB of its body kept (a modern error may be in it)."""
-    body = b""
-    with contextlib.suppress(ScanFailure):  # an unreadable error body is still the same HTTP error
-        body = await read_capped(response, ERROR_BODY_BYTES, "error body")
-    failure = HttpStatusFailure(response.status_code, body, content_type(response))
+    """An unusable status, with up to 64 KiB of its body kept (a modern error may be in it).
+
+    The detail quotes the body's reason when there is one (``HTTP 403: Access is only allowed at
+    localhost:8931``): a bare status leaves a person guessing what the server wanted.
+    """
+    body = await _error_body(response)
+    kind = content_type(response)
+    reason = body_reason(body, kind)
+    failure = HttpStatusFailure(
+        response.status_code, body, kind, f"HTTP {response.status_code}: {reason}" if reason else ""
+    )
+    if reason:
+        failure.extra["reason"] = reason
     wait = retry_after_seconds(response.headers.get("retry-after"))
     if wait is not None:
         failure.extra["retry_after"] = wait
@@ -180,6 +205,39 @@ def retry_after_seconds(value: str | None) -> float | int | None:
     if when.tzinfo is None:
         return None
     return max(0.0, round((when - datetime.now(UTC)).total_seconds(), 1))
+
+
+def body_reason(body: bytes, kind: str) -> str:
+    """One line saying why, from an error body: a JSON ``error``/``message``/``detail`` string (or
+    ``error.message``), an HTML page's ``<title>``, else the first non-blank line of text; "" if none.
+
+    White space is folded and the line capped at :data:`REASON_CHARS`; it is the server's text, so whoever
+    prints it still escapes control characters, and the scan scrubs request header values out of it.
+    """
+    text = ""
+    if kind == "application/json" or kind.endswith("+json") or body[:1] in (b"{", b"["):
+        text = _json_reason(body)
+    elif kind == "text/html" or body.lstrip()[:1] == b"<":
+        match = _TITLE.search(body)
+        text = html.unescape(match.group(1).decode("utf-8", "replace")) if match else ""
+    else:
+        decoded = body.decode("utf-8", "replace")
+        text = next((line for line in decoded.splitlines() if line.strip()), "")
+    return " ".join(text.split())[:REASON_CHARS]
+
+
+def _json_reason(body: bytes) -> str:
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return ""
+    for _ in range(3):  # {"error": {"message": ...}} and the like, never deeper
+        if isinstance(value, str):
+            return value
+        if not isinstance(value, dict):
+            return ""
+        value = next((value[key] for key in ("error", "message", "detail", "error_description") if key in value), None)
+    return value if isinstance(value, str) else ""
 
 
 def content_type(response: httpx.Response) -> str:
