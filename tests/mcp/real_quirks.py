@@ -13,7 +13,9 @@ stdio (``--stdio MODE``):
 * ``stuck-start``: ``mcp-server-qdrant`` offline retries a model download for minutes, saying so on stderr,
   before it reads a single message;
 * ``ignores-eof``: ``server-everything`` keeps running after its stdin closes (timers keep node alive), so
-  every stop costs the shutdown grace.
+  every stop costs the shutdown grace;
+* ``set-default``: ``mcp-atlassian`` joins a Python ``set`` of field names into a parameter's default, so the
+  list changes with the interpreter's hash salt at every start.
 
     python tests/mcp/real_quirks.py --port 8125
     python tests/mcp/real_quirks.py --stdio ignores-eof
@@ -96,29 +98,44 @@ def stuck_start() -> None:
         time.sleep(wait)
 
 
-def ignores_eof() -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+def serve_stdio(tools: list[dict[str, Any]]) -> None:
     for line in sys.stdin:
         line = line.strip()
         if not line:
             continue
         reply = answer(json.loads(line))
+        if reply is not None and "result" in reply and "tools" in reply["result"]:
+            reply["result"]["tools"] = tools
         if reply is not None:
             sys.stdout.write(json.dumps(reply) + "\n")
             sys.stdout.flush()
+
+
+def ignores_eof() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    serve_stdio(TOOLS)
     while True:  # stdin is closed; keep running until a signal, like a node process with live timers
         time.sleep(0.05)
+
+
+def set_default() -> None:
+    fields = {"summary", "status", "labels", "assignee", "reporter", "priority", "created", "updated", "issuetype"}
+    fields |= {"description", "versions", "components", "duedate", "resolution", "watches", "parent", "project"}
+    schema = {"type": "object", "properties": {"fields": {"type": "string", "default": ",".join(fields)}}}
+    serve_stdio([{"name": "get_issue", "description": "Get one issue by its key.", "inputSchema": schema}])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int)
-    parser.add_argument("--stdio", choices=["stuck-start", "ignores-eof"])
+    parser.add_argument("--stdio", choices=["stuck-start", "ignores-eof", "set-default"])
     args = parser.parse_args()
     if args.stdio == "stuck-start":
         stuck_start()
     elif args.stdio == "ignores-eof":
         ignores_eof()
+    elif args.stdio == "set-default":
+        set_default()
     else:
         import uvicorn
 

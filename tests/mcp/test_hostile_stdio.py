@@ -91,7 +91,8 @@ def test_command_that_cannot_start_is_a_spawn_error(command):
 
 def test_exact_environment_replaces_the_inherited_one():
     entry = stdio_entry((sys.executable,), env={"FROM_ENTRY": "1"})
-    assert stdio_env(entry, {"HOME": "/tmp/x"}) == {"HOME": "/tmp/x"}
+    assert stdio_env(entry, {"HOME": "/tmp/x"}) == {"HOME": "/tmp/x", "PYTHONHASHSEED": "0"}
+    assert stdio_env(entry, {"PYTHONHASHSEED": "random"}) == {"PYTHONHASHSEED": "random"}  # the caller's wins
     merged = stdio_env(entry, None)
     assert merged["FROM_ENTRY"] == "1" and merged["PATH"] == os.environ["PATH"]
 

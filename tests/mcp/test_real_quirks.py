@@ -82,3 +82,17 @@ def test_a_server_that_outlives_its_stdin_costs_shutdown_not_list_time():
     assert timings["list"] < limits.shutdown_grace * 1000
     parts = timings["connect"] + timings["handshake"] + timings["list"] + timings["shutdown"]
     assert abs(timings["total"] - parts) < 50
+
+
+def test_a_python_server_listing_a_set_lists_the_same_bytes_every_start(monkeypatch):
+    # mcp-atlassian: a default joined from a set changed with each start's hash salt (a new toolset per scan).
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    entry = stdio_entry((sys.executable, QUIRKS, "--stdio", "set-default"))
+    defaults = set()
+    for _ in range(3):
+        result, _ = timed_scan(entry, FAST)
+        assert result.outcome is Outcome.OK, result.detail
+        assert result.tools is not None
+        defaults.add(result.tools[0]["inputSchema"]["properties"]["fields"]["default"])
+    assert len(defaults) == 1
+    assert len(next(iter(defaults)).split(",")) == 17

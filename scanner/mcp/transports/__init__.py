@@ -19,15 +19,22 @@ from scanner.models import ServerEntry, Transport
 
 TransportFactory = Callable[[], ClientTransport]
 
-__all__ = ["ClientTransport", "TransportFactory", "candidates", "stdio_env"]
+__all__ = ["DETERMINISM_ENV", "ClientTransport", "TransportFactory", "candidates", "stdio_env"]
+
+
+# Python salts str hashes per process unless this is set. A server that builds a schema from a set (mcp-atlassian
+# 0.23 joins a set of field names into a parameter's default) then lists different bytes at every start, so its
+# toolset hash churns and the history flags a silent change on each scan. A fixed seed makes it repeatable; the
+# scanner never calls a tool, so the salt's protection (hash flooding by untrusted input) is not needed here.
+DETERMINISM_ENV: Mapping[str, str] = {"PYTHONHASHSEED": "0"}
 
 
 def stdio_env(entry: ServerEntry, env: Mapping[str, str] | None) -> dict[str, str]:
-    """The child's environment: exactly ``env`` if given, else this process's environment plus ``entry.env``."""
-    if env is not None:
-        return dict(env)
-    merged = dict(os.environ)
-    merged.update(entry.env)
+    """The child's environment: ``env`` if given, else this process's environment plus ``entry.env``; either way
+    with :data:`DETERMINISM_ENV` for the variables it does not set itself."""
+    merged = dict(env) if env is not None else {**os.environ, **entry.env}
+    for key, value in DETERMINISM_ENV.items():
+        merged.setdefault(key, value)
     return merged
 
 
