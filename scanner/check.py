@@ -37,10 +37,12 @@ def measure(toolset: Toolset, *, select: Sequence[str] = (), ignore: Sequence[st
     without its tokenizer is never reported.
     """
     from scanner import providers, tokenizer
+    from scanner.providers.base import read_tool
     from scanner.rules import RuleContext, run_rules
 
     tools = list(toolset.tools)
-    measured = {provider: providers.measure(provider, tools) for provider in PROVIDERS}
+    parts = [read_tool(tool) for tool in tools]  # copied and bounded once, shared by the three providers
+    measured = {provider: providers.get(provider).measure_parts(parts) for provider in PROVIDERS}
     tokens = {provider: measurement.total for provider, measurement in measured.items()}
     tool_costs = tuple(
         ToolCost(

@@ -13,13 +13,14 @@ models up to 4.6, ~1.4x on 4.7 and later; the current models (4.7+) are the defa
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from scanner import tokenizer
 from scanner.models import TokenCount
-from scanner.providers.base import EMPTY_OBJECT_SCHEMA, Measurement, Provider, ToolParts, read_tool, scaled
+from scanner.providers.base import EMPTY_OBJECT_SCHEMA, Measurement, Provider, ToolParts, scaled
 
 FACTOR = 1.40
 """Claude 4.7+ tokens per o200k_base token on tool-definition text (1.07-1.09 for models up to 4.6)."""
@@ -32,6 +33,12 @@ CLOSE = "</functions>"
 
 METHOD = f"o200k_base(<functions> block)x{FACTOR:.2f}+{SYSTEM_PROMPT_TOKENS} system prompt"
 TOOL_METHOD = f"o200k_base(<function> line)x{FACTOR:.2f}"
+
+
+@functools.cache
+def _frame_tokens() -> int:
+    """Tokens of the block's opening and closing tags (constant text: counted once per process)."""
+    return tokenizer.count(OPEN) + tokenizer.count(CLOSE)
 
 
 class Anthropic(Provider):
@@ -52,12 +59,11 @@ class Anthropic(Provider):
             model_side["description"] = declaration["description"]
         return f"<function>{json.dumps(model_side, sort_keys=True, ensure_ascii=False)}</function>\n"
 
-    def measure(self, tools: Sequence[Any]) -> Measurement:
+    def measure_parts(self, tools: Sequence[ToolParts | None]) -> Measurement:
         per_tool: list[int] = []
         raw_total = 0
         sent = 0
-        for tool in tools:
-            parts = read_tool(tool)
+        for parts in tools:
             if parts is None:
                 per_tool.append(0)
                 continue
@@ -69,7 +75,7 @@ class Anthropic(Provider):
             sent += 1
         if not sent:
             return Measurement(TokenCount(self.name, 0, METHOD), tuple(per_tool))
-        raw_total += tokenizer.count(OPEN) + tokenizer.count(CLOSE)
+        raw_total += _frame_tokens()
         total = scaled(raw_total, FACTOR) + SYSTEM_PROMPT_TOKENS
         return Measurement(TokenCount(self.name, total, METHOD), tuple(per_tool))
 

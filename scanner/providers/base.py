@@ -133,9 +133,17 @@ class Provider(ABC):
         declarations = [self.declaration(parts) for parts in map(read_tool, tools) if parts is not None]
         return self.wrap(declarations) if declarations else []
 
-    @abstractmethod
     def measure(self, tools: Sequence[Any]) -> Measurement:
         """Tokens per turn for the whole list, and each tool's own cost, from one rendering."""
+        return self.measure_parts([read_tool(tool) for tool in tools])
+
+    @abstractmethod
+    def measure_parts(self, parts: Sequence[ToolParts | None]) -> Measurement:
+        """:meth:`measure` of tools already read with :func:`read_tool` (None for a tool that is not an object).
+
+        Lets a caller measuring one list for every provider copy each tool once, not once per provider. The
+        parts are shared between providers, so an implementation must not modify them.
+        """
 
     def tool_tokens(self, tool: Any) -> int:
         """One tool's own cost in this provider's format, without per-list overhead."""

@@ -23,13 +23,15 @@ serialised for the model, so this is the least certain of the three estimates; s
 
 from __future__ import annotations
 
+import functools
 import json
+import string
 from collections.abc import Sequence
 from typing import Any
 
 from scanner import tokenizer
 from scanner.models import TokenCount
-from scanner.providers.base import Measurement, Provider, ToolParts, read_tool, scaled
+from scanner.providers.base import Measurement, Provider, ToolParts, scaled
 
 FACTOR = 1.04
 """Gemini tokens per o200k_base token on declaration JSON."""
@@ -55,21 +57,74 @@ class Gemini(Provider):
     def wrap(self, declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [{"functionDeclarations": declarations}]
 
-    def measure(self, tools: Sequence[Any]) -> Measurement:
+    def measure_parts(self, tools: Sequence[ToolParts | None]) -> Measurement:
         texts: list[str] = []
+        counts: list[int] = []
         per_tool: list[int] = []
-        for tool in tools:
-            parts = read_tool(tool)
+        for parts in tools:
             if parts is None:
                 per_tool.append(0)
                 continue
             text = _json(self.declaration(parts))
             texts.append(text)
-            per_tool.append(scaled(tokenizer.count(text), FACTOR))
+            raw = tokenizer.count(text)
+            counts.append(raw)
+            per_tool.append(scaled(raw, FACTOR))
         if not texts:
             return Measurement(TokenCount(self.name, 0, METHOD), tuple(per_tool))
-        total = scaled(tokenizer.count("[" + ", ".join(texts) + "]"), FACTOR)
+        total = scaled(array_tokens(texts, counts), FACTOR)
         return Measurement(TokenCount(self.name, total, METHOD), tuple(per_tool))
+
+
+_PUNCTUATION = frozenset(string.punctuation)  # ASCII: none is whitespace, a letter or a number
+_MAX_TAIL = 64
+
+
+def array_tokens(texts: list[str], counts: list[int]) -> int:
+    """``tokenizer.count("[" + ", ".join(texts) + "]")`` from ``counts[i] = tokenizer.count(texts[i])``.
+
+    o200k_base counts each pre-token (regex piece) on its own, so the array costs the sum of its declarations
+    except at the seams. Each declaration starts with ``{"name"`` (first piece ``{"``, which becomes ``[{"`` or
+    `` {"`` in the array) and ends with a run of punctuation such as ``"]}}``, optionally after one space; that
+    last piece absorbs the ``,`` or ``]`` that follows. When the piece before that run is plainly a word or a
+    number (an ASCII letter or digit), the seam's correction is read from short strings; otherwise (any other
+    text before the run) the whole array is counted, so the result is always the whole array's count (tests
+    compare the two on hostile lists).
+    """
+    total = sum(counts) + _seam("", "[")
+    last = len(texts) - 1
+    for index, text in enumerate(texts):
+        tail = _last_piece(text)
+        if tail is None or not text.startswith('{"name"'):
+            return tokenizer.count("[" + ", ".join(texts) + "]")
+        total += _seam(tail, ", " if index < last else "]")
+    return total
+
+
+def _last_piece(text: str) -> str | None:
+    """The final pre-token of a declaration when it is provably its trailing ASCII punctuation run."""
+    start = len(text)
+    while start > 0 and text[start - 1] in _PUNCTUATION and len(text) - start <= _MAX_TAIL:
+        start -= 1
+    if start == len(text) or len(text) - start > _MAX_TAIL:
+        return None
+    before = text[start - 1] if start > 0 else ""
+    if before.isascii() and before.isalnum():
+        return text[start:]
+    if before == " " and start > 1 and text[start - 2].isascii() and text[start - 2].isalnum():
+        return text[start - 1 :]
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _seam(tail: str, joint: str) -> int:
+    """Tokens a seam adds: ``tail`` (a declaration's last piece, "" for the array's start) meeting ``joint``."""
+    count = tokenizer.count
+    if joint == "[":
+        return count('[{"') - count('{"')
+    if joint == "]":
+        return count(tail + "]") - count(tail)
+    return count(tail + ', {"') - count(tail) - count('{"')
 
 
 def _json(value: Any) -> str:
