@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +39,9 @@ from scanner.score import SCORE_FORMULA, SCORE_VERSION, score_breakdown
 from scanner.store import Store
 
 PROVIDER_VIEW_LIMIT = 400_000  # characters of pretty JSON shown per provider; a huge list is cut, not rendered
+# Servers whose histories are read in one bulk query: a year of nightly scans is 365 rows each, so 250 servers
+# hold about 90 000 scan rows in memory at a time.
+PAGE_CHUNK = 250
 
 
 @dataclass(frozen=True)
@@ -247,11 +250,17 @@ def _history_columns(scans: Sequence[Any], providers: Sequence[str]) -> History:
 
 
 def build_server_page(
-    store: Store, row: ServerRow, leader: Any, providers: Sequence[str], server_events: Sequence[Any]
+    row: ServerRow,
+    leader: Any,
+    providers: Sequence[str],
+    server_events: Sequence[Any],
+    scans: Sequence[Any],
+    tools: Sequence[Any] | None,
 ) -> ServerPage:
-    """One server's page: history, change log (``server_events``, its events from the store), current findings
-    (worst first) and provider views."""
-    history = sorted(store.server_history(row.name), key=lambda scan: scan.run_id)
+    """One server's page from what the store returned for it: ``scans`` (its history, :meth:`Store.histories`),
+    ``server_events`` (its change log), ``leader`` (its leaderboard row, whose findings are shown worst first)
+    and ``tools`` (its stored tool list, for the provider views; None when the list was not read)."""
+    history = sorted(scans, key=lambda scan: scan.run_id)
     points = _history_columns(history, providers)
     events = tuple(
         EventView(
@@ -266,13 +275,13 @@ def build_server_page(
     )
     findings: tuple[FindingView, ...] = ()
     views: dict[str, str] = {}
-    if row.toolset_sha256 and is_ranked_outcome(row.outcome):
+    if row.toolset_sha256 and is_ranked_outcome(row.outcome) and tools is not None:
         # The leaderboard row already holds the toolset's findings and the scan's own (MCP5xx), under the run's
         # scoring rule version: no second query.
         raw = leader.findings
         ordered = sorted(raw, key=lambda f: (int(f.severity), -1 if f.tool_index is None else f.tool_index, f.code))
         findings = tuple(_finding_view(finding) for finding in ordered)
-        views = _provider_views(store.toolset_tools(row.toolset_sha256), providers)
+        views = _provider_views(tools, providers)
     info: dict[str, Any] = {}
     latest = history[-1] if history else None
     if latest is not None:
@@ -286,6 +295,33 @@ def build_server_page(
             if value:
                 info[key] = value
     return ServerPage(row=row, history=points, events=events, findings=findings, provider_views=views, server_info=info)
+
+
+def server_pages(
+    store: Store,
+    rows: Sequence[ServerRow],
+    leaders: Mapping[str, Any],
+    providers: Sequence[str],
+    events: Mapping[str, Sequence[Any]],
+    chunk: int = PAGE_CHUNK,
+) -> Iterator[ServerPage]:
+    """The pages of ``rows`` in order, reading the store ``chunk`` servers at a time: one bulk history query
+    and one bulk tool-list query per chunk, never one per server, and only a chunk's histories in memory."""
+    for start in range(0, len(rows), chunk):
+        part = rows[start : start + chunk]
+        histories = store.histories([row.name for row in part])
+        wanted = {row.toolset_sha256 for row in part if row.toolset_sha256 and is_ranked_outcome(row.outcome)}
+        tools = store.toolsets_tools(wanted) if wanted else {}
+        for row in part:
+            yield build_server_page(
+                row,
+                leaders[row.name],
+                providers,
+                events.get(row.name, ()),
+                histories.get(row.name, ()),
+                tools.get(row.toolset_sha256) if row.toolset_sha256 else None,
+            )
+        del histories, tools
 
 
 def build_rules(store: Store, run_id: int) -> tuple[RuleView, ...]:
@@ -322,10 +358,7 @@ def site_data(
     for event in store.events():
         if event.server in leaders:
             events[event.server].append(event)
-    pages = (
-        build_server_page(store, row, leaders[row.name], board.providers, events.get(row.name, ()))
-        for row in (*board.ranked, *board.unranked)
-    )
+    pages = server_pages(store, (*board.ranked, *board.unranked), leaders, board.providers, events)
     return SiteData(
         leaderboard=board,
         trends=build_trends(store),

@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from scanner import history
 from scanner.errors import FathomError, InputError
 from scanner.models import CheckReport, Finding, ScanOutcome, ServerEntry, Severity, TokenCount, ToolCost, Toolset
-from scanner.store import codec
+from scanner.store import bulk, codec
 from scanner.store.rows import (
     Diff,
     EventRow,
@@ -907,6 +907,13 @@ class Store:
         """The report's name for :meth:`history`: every scan of one server, oldest first."""
         return self.history(name)
 
+    def histories(self, names: Iterable[str] | None = None) -> dict[str, list[ScanRow]]:
+        """:meth:`history` of many servers (all when None) in four queries per 500; unknown names left out.
+
+        See :func:`scanner.store.bulk.histories`: ask for a few hundred servers at a time on a long history.
+        """
+        return bulk.histories(self.engine, names)
+
     def _severity_counts(
         self, session: Session, scans: list[tuple[int, int | None, str]]
     ) -> dict[int, tuple[int, int, int]]:
@@ -954,30 +961,7 @@ class Store:
         since: datetime | None = None,
     ) -> list[EventRow]:
         """Change events, oldest first: of one server or all, optionally one kind, one run, or at/after ``since``."""
-        with self._sessions() as session:
-            query = select(Event, Server.name).join(Server, Server.id == Event.server_id).order_by(Event.id)
-            if server is not None:
-                query = query.where(Event.server_id == self._server_id(session, server))
-            if kind is not None:
-                query = query.where(Event.kind == kind)
-            if run is not None:
-                query = query.where(Event.run_id == run)
-            if since is not None:
-                query = query.where(Event.at >= _aware(since))
-            return [
-                EventRow(
-                    id=event.id,
-                    server=name,
-                    run_id=event.run_id,
-                    scan_id=event.scan_id,
-                    at=event.at,
-                    kind=event.kind,
-                    tool=event.tool,
-                    code=event.code,
-                    details=dict(event.details or {}),
-                )
-                for event, name in session.execute(query)
-            ]
+        return bulk.events(self.engine, server, kind=kind, run=run, since=since)
 
     def findings(
         self,
@@ -1257,6 +1241,14 @@ class Store:
         """A stored tool list exactly as the server sent it (raw JSON values)."""
         with self._sessions() as session:
             return codec.decompress_tools(self._toolset_row(session, sha256).data)
+
+    def toolsets_tools(self, shas: Iterable[str]) -> dict[str, list[Any]]:
+        """:meth:`toolset_tools` of many hashes in one query per 500; unknown hashes are left out."""
+        return bulk.toolsets_tools(self.engine, shas)
+
+    def bulk_load(self, rows: Mapping[str, Iterable[Mapping[str, Any]]]) -> dict[str, int]:
+        """Insert trusted, already-shaped rows straight into tables (benchmarks, imports): see :func:`bulk.load`."""
+        return bulk.load(self.engine, rows)
 
     def toolset_findings(self, sha256: str, rule_version: str) -> list[Finding]:
         """A toolset's own findings under ``rule_version``, worst first (no over-time findings: those are a scan's)."""
