@@ -6,7 +6,9 @@ HTTP (``--port N``), one behaviour per path, each a plain legacy Streamable-HTTP
   (text/plain) to any request whose ``Host`` is not ``localhost:PORT``;
 * ``/json-401``: ``mcp-atlassian`` over HTTP answers 401 with a JSON ``{"error": "..."}`` body and no
   ``WWW-Authenticate`` header;
-* ``/echo-403``: a 403 whose body quotes the request's ``Authorization`` header (the scan must not repeat it).
+* ``/echo-403``: a 403 whose body quotes the request's ``Authorization`` header (the scan must not repeat it);
+* ``/drip-401``, ``/drip-403``: the status at once, then a body of one byte every 0.2 s, forever (reading the
+  reason must not turn an auth or HTTP error into a timeout).
 
 stdio (``--stdio MODE``):
 
@@ -24,6 +26,7 @@ stdio (``--stdio MODE``):
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import signal
 import sys
@@ -59,7 +62,7 @@ def answer(message: dict[str, Any]) -> dict[str, Any] | None:
 def http_app(port: int) -> Any:
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import JSONResponse, PlainTextResponse, Response
+    from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
     from starlette.routing import Route
 
     async def serve(request: Request) -> Response:
@@ -79,8 +82,24 @@ def http_app(port: int) -> Any:
         sent = request.headers.get("authorization", "")
         return PlainTextResponse(f"Forbidden: token {sent} is not allowed here", status_code=403)
 
+    async def drip(status: int) -> Response:
+        async def forever() -> Any:
+            while True:
+                yield b" "
+                await asyncio.sleep(0.2)
+
+        return StreamingResponse(forever(), status_code=status, media_type="application/json")
+
+    async def drip_401(request: Request) -> Response:
+        return await drip(401)
+
+    async def drip_403(request: Request) -> Response:
+        return await drip(403)
+
     return Starlette(
         routes=[
+            Route("/drip-401", drip_401, methods=["POST", "GET", "DELETE"]),
+            Route("/drip-403", drip_403, methods=["POST", "GET", "DELETE"]),
             Route("/host-check", host_check, methods=["POST", "GET", "DELETE"]),
             Route("/json-401", json_401, methods=["POST", "GET", "DELETE"]),
             Route("/echo-403", echo_403, methods=["POST", "GET", "DELETE"]),

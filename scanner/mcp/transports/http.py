@@ -21,6 +21,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
 
+import anyio
 import httpx
 
 from scanner.mcp import auth
@@ -105,7 +106,7 @@ async def send(
             if response.status_code == 401 or (
                 response.status_code == 403 and "insufficient_scope" in response.headers.get("www-authenticate", "")
             ):
-                reason = body_reason(await _error_body(response), content_type(response))
+                reason = body_reason(await _error_body(response, limits), content_type(response))
                 failure = await auth.auth_required(client, url, response, limits)
                 if reason:
                     failure.detail = f"{failure.detail} ({reason})"
@@ -161,20 +162,21 @@ async def read_capped(response: httpx.Response, cap: int, what: str = "answer") 
     return bytes(body)
 
 
-async def _error_body(response: httpx.Response) -> bytes:
-    """Up to 64 KiB of an error answer's body; an unreadable body is an empty one (the status says enough)."""
-    with contextlib.suppress(ScanFailure):
+async def _error_body(response: httpx.Response, limits: ClientLimits) -> bytes:
+    """Up to 64 KiB of an error answer's body, read for at most ``connect_timeout``; an unreadable or endless
+    body is an empty one (the status says enough, and a dripping 401 must still end as auth_required)."""
+    with anyio.move_on_after(limits.connect_timeout), contextlib.suppress(ScanFailure):
         return await read_capped(response, ERROR_BODY_BYTES, "error body")
     return b""
 
 
-async def status_failure(response: httpx.Response) -> HttpStatusFailure:
+async def status_failure(response: httpx.Response, limits: ClientLimits) -> HttpStatusFailure:
     """An unusable status, with up to 64 KiB of its body kept (a modern error may be in it).
 
     The detail quotes the body's reason when there is one (``HTTP 403: Access is only allowed at
     localhost:8931``): a bare status leaves a person guessing what the server wanted.
     """
-    body = await _error_body(response)
+    body = await _error_body(response, limits)
     kind = content_type(response)
     reason = body_reason(body, kind)
     failure = HttpStatusFailure(

@@ -61,7 +61,7 @@ class LegacySseTransport(ClientTransport):
         headers["Accept"] = "text/event-stream"
         async with http.send(self._client, "GET", self._url, self._limits, headers=headers) as response:
             if response.status_code != 200:
-                raise await http.status_failure(response)
+                raise await http.status_failure(response, self._limits)
             kind = http.content_type(response)
             if kind != "text/event-stream":
                 raise ScanFailure(
@@ -112,7 +112,7 @@ class LegacySseTransport(ClientTransport):
             self._client, "POST", self._endpoint, self._limits, headers=headers, content=jsonrpc.encode(message)
         ) as response:
             if response.status_code >= 300:
-                raise await http.status_failure(response)
+                raise await http.status_failure(response, self._limits)
             async for _ in http.iter_capped(response, http.ERROR_BODY_BYTES, "POST answer"):
                 pass
 

@@ -69,7 +69,7 @@ class StreamableHttpTransport(ClientTransport):
         request_id = message["id"]
         async with self._post(message, method) as response:
             if response.status_code not in (200, 201):
-                failure = await http.status_failure(response)
+                failure = await http.status_failure(response, self._limits)
                 if failure.status == 404 and self.session_id is not None and method != "initialize":
                     self.session_id = None
                     raise SessionExpired(failure.body, failure.content_type)
