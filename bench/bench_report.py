@@ -290,7 +290,7 @@ def measure(db: Path, out: Path, profile: bool, traced: bool) -> None:
     in_store: Counter[str] = Counter()
     cpu_in_store: Counter[str] = Counter()
     calls: Counter[str] = Counter()
-    for name in ("leaderboard", "histories", "events", "trends", "rule_hits", "toolsets_tools", "runs"):
+    for name in ("leaderboard", "history_columns", "events", "trends", "rule_hits", "toolsets_tools", "runs"):
         original = getattr(store, name)
 
         def timed(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:

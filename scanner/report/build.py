@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import methodcaller
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +38,13 @@ from scanner.report.markdown import render_markdown
 from scanner.report.text import clean_text, slugify
 from scanner.score import SCORE_FORMULA, SCORE_VERSION, score_breakdown
 from scanner.store import Store
+from scanner.store.bulk import HistoryColumns
 
 PROVIDER_VIEW_LIMIT = 400_000  # characters of pretty JSON shown per provider; a huge list is cut, not rendered
 # Servers whose histories are read in one bulk query: a year of nightly scans is 365 rows each, so 250 servers
 # hold about 90 000 scan rows in memory at a time.
 PAGE_CHUNK = 250
+_NO_HISTORY = HistoryColumns((), (), (), (), (), (), (), (), None)
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,14 @@ class ReportResult:
 def _label(moment: datetime | None) -> str:
     # date().isoformat() rather than strftime: it runs once per scan, 730 000 times for a year of 2 000 servers.
     return moment.date().isoformat() if moment is not None else "?"
+
+
+class _Labels(dict[datetime, str]):
+    """Chart labels by scan time, each computed once (a year of 2 000 servers is 730 000 scans, few dates)."""
+
+    def __missing__(self, moment: datetime) -> str:
+        label = self[moment] = _label(moment)
+        return label
 
 
 def _severity_label(value: Any) -> str:
@@ -228,24 +239,33 @@ def _provider_views(tools: Sequence[Any], providers: Sequence[str]) -> dict[str,
     return views
 
 
-def _history_columns(scans: Sequence[Any], providers: Sequence[str]) -> History:
-    """The store's scans of one server (oldest first) as chart columns; failed scans are gaps."""
-    ok = [scan.outcome == "ok" for scan in scans]
+_NO_TOKENS: Mapping[str, int] = {}
 
-    def column(name: str) -> tuple[int | None, ...]:
-        return tuple(getattr(scan, name) if good else None for scan, good in zip(scans, ok, strict=True))
 
+def _history_columns(scans: HistoryColumns, providers: Sequence[str], labels: Mapping[datetime, str]) -> History:
+    """The store's history of one server (ordered by run) as chart columns; failed scans are gaps.
+
+    ``labels`` maps a scan time to its label, shared by every page (a run's scans share dates). The per-scan
+    work is ``map`` over columns, in C: 2 000 pages of a year's nightly scans are 730 000 entries per column.
+    """
+    outcomes = scans.outcomes
+    all_ok = outcomes.count("ok") == len(outcomes)
+    ok = (True,) * len(outcomes) if all_ok else tuple(outcome == "ok" for outcome in outcomes)
+
+    def column(values: tuple[int, ...]) -> tuple[int | None, ...]:
+        return values if all_ok else tuple(value if good else None for value, good in zip(values, ok, strict=True))
+
+    tokens = (
+        scans.tokens if all_ok else tuple(t if good else _NO_TOKENS for t, good in zip(scans.tokens, ok, strict=True))
+    )
     return History(
-        run_ids=tuple(scan.run_id for scan in scans),
-        labels=tuple(_label(scan.scanned_at) for scan in scans),
-        outcomes=tuple(scan.outcome for scan in scans),
-        tokens={
-            provider: tuple(scan.tokens.get(provider) if good else None for scan, good in zip(scans, ok, strict=True))
-            for provider in providers
-        },
-        problems=column("problems"),
-        warnings=column("warnings"),
-        notes=column("notes"),
+        run_ids=scans.run_ids,
+        labels=tuple(map(labels.__getitem__, scans.scanned_at)),
+        outcomes=outcomes,
+        tokens={provider: tuple(map(methodcaller("get", provider), tokens)) for provider in providers},
+        problems=column(scans.problems),
+        warnings=column(scans.warnings),
+        notes=column(scans.notes),
     )
 
 
@@ -254,14 +274,15 @@ def build_server_page(
     leader: Any,
     providers: Sequence[str],
     server_events: Sequence[Any],
-    scans: Sequence[Any],
+    scans: HistoryColumns,
     tools: Sequence[Any] | None,
+    labels: Mapping[datetime, str] | None = None,
 ) -> ServerPage:
-    """One server's page from what the store returned for it: ``scans`` (its history, :meth:`Store.histories`),
-    ``server_events`` (its change log), ``leader`` (its leaderboard row, whose findings are shown worst first)
-    and ``tools`` (its stored tool list, for the provider views; None when the list was not read)."""
-    history = sorted(scans, key=lambda scan: scan.run_id)
-    points = _history_columns(history, providers)
+    """One server's page from what the store returned for it: ``scans`` (its history as columns,
+    :meth:`Store.history_columns`), ``server_events`` (its change log), ``leader`` (its leaderboard row, whose
+    findings are shown worst first) and ``tools`` (its stored tool list, for the provider views; None when the
+    list was not read). ``labels`` caches chart labels by scan time across pages."""
+    points = _history_columns(scans, providers, labels if labels is not None else _Labels())
     events = tuple(
         EventView(
             run_id=event.run_id,
@@ -283,7 +304,7 @@ def build_server_page(
         findings = tuple(_finding_view(finding) for finding in ordered)
         views = _provider_views(tools, providers)
     info: dict[str, Any] = {}
-    latest = history[-1] if history else None
+    latest = scans.latest
     if latest is not None:
         for key, value in (
             ("Server info name", latest.server_name),
@@ -307,9 +328,10 @@ def server_pages(
 ) -> Iterator[ServerPage]:
     """The pages of ``rows`` in order, reading the store ``chunk`` servers at a time: one bulk history query
     and one bulk tool-list query per chunk, never one per server, and only a chunk's histories in memory."""
+    labels = _Labels()
     for start in range(0, len(rows), chunk):
         part = rows[start : start + chunk]
-        histories = store.histories([row.name for row in part])
+        histories = store.history_columns([row.name for row in part])
         wanted = {row.toolset_sha256 for row in part if row.toolset_sha256 and is_ranked_outcome(row.outcome)}
         tools = store.toolsets_tools(wanted) if wanted else {}
         for row in part:
@@ -318,8 +340,9 @@ def server_pages(
                 leaders[row.name],
                 providers,
                 events.get(row.name, ()),
-                histories.get(row.name, ()),
+                histories.get(row.name, _NO_HISTORY),
                 tools.get(row.toolset_sha256) if row.toolset_sha256 else None,
+                labels,
             )
         del histories, tools
 

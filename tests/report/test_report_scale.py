@@ -1,0 +1,71 @@
+"""The report reads the store in a fixed number of queries, and its pages stay what the per-server reads gave.
+
+``Store.history_columns`` and ``Store.toolsets_tools`` replaced one history query and one tool-list query per
+server; these tests would catch a per-server query creeping back (the statement count grows with the servers)
+and any change in what a server page or the trends page shows (whole-page snapshots, written by the per-server
+code before the bulk reads replaced it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+from sqlalchemy import event
+
+from scanner.models import Outcome, ScanOutcome
+from scanner.report import build_report
+from scanner.store import Store
+
+from .conftest import ALPHA, FIXED_NOW, RUNS, failed, ok
+from .test_report_site import check_snapshot
+
+
+def statements_of_build(store: Store, out: Path) -> int:
+    """How many SQL statements one whole ``build_report`` sends."""
+    count = 0
+
+    def counted(*_args: object) -> None:
+        nonlocal count
+        count += 1
+
+    event.listen(store.engine, "before_cursor_execute", counted)
+    try:
+        build_report(store, out, now=FIXED_NOW)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", counted)
+    return count
+
+
+def test_statements_do_not_grow_with_servers(
+    make_store: Callable[[Sequence[dict[str, ScanOutcome]]], Store], tmp_path: Path
+) -> None:
+    def crowd(extra: int) -> list[dict[str, ScanOutcome]]:
+        """The story's runs plus ``extra`` more servers, a third of them failing in the last run."""
+        runs = []
+        for number, run in enumerate(RUNS):
+            more = {
+                f"extra-{index:03d}": failed(Outcome.TIMEOUT, "no answer")
+                if number == len(RUNS) - 1 and index % 3 == 0
+                else ok(ALPHA, f"extra-{index}")
+                for index in range(extra)
+            }
+            runs.append({**run, **more})
+        return runs
+
+    small = statements_of_build(make_store(crowd(0)), tmp_path / "small")
+    large = statements_of_build(make_store(crowd(40)), tmp_path / "large")
+    assert small == large, f"{small} statements for 6 servers, {large} for 46: a per-server query is back"
+    assert small < 40
+
+
+@pytest.mark.parametrize("page", ["beta.html", "delta.html", "epsilon.html", "gamma-tools-search-14ea7698.html"])
+def test_server_pages_match_snapshots(story_store: Store, tmp_path: Path, page: str) -> None:
+    build_report(story_store, tmp_path / "site", now=FIXED_NOW)
+    check_snapshot(f"servers/{page}", (tmp_path / "site" / "servers" / page).read_bytes().decode("utf-8"))
+
+
+def test_trends_page_matches_snapshot(story_store: Store, tmp_path: Path) -> None:
+    build_report(story_store, tmp_path / "site", now=FIXED_NOW)
+    check_snapshot("trends.html", (tmp_path / "site" / "trends.html").read_bytes().decode("utf-8"))
