@@ -33,7 +33,9 @@ def server_lines(outcome: ScanOutcome, paint: _Painter) -> list[str]:
         parts.append(f"client profile {outcome.capability_profile}")
     total = outcome.timings_ms.get("total")
     if total is not None:
-        parts.append(f"{total:.0f} ms")
+        # A server that ignores a closed stdin costs the shutdown grace; that is not its answer time.
+        stopping = outcome.timings_ms.get("shutdown", 0.0)
+        parts.append(f"{total - stopping:.0f} ms" + (f" (+{stopping:.0f} ms to stop)" if stopping >= 100 else ""))
     return [paint(f"Server: {name}{version}", "1"), "  " + " · ".join(parts)]
 
 
