@@ -9,10 +9,10 @@ Target: ``build_report`` under 10 s wall and 500 MB peak memory. Figures are pri
 ratios against a baseline measured in the same process: reading the latest run's leaderboard rows alone
 (``Store.leaderboard``), the least any report must do.
 
-The database is written by a child process (so its memory does not count against the report's peak) with the
-ORM's bulk ``insert`` over the store's own table classes: ``record_scan`` does one transaction and the history
-comparison per server, about 2 ms each, which would take half an hour for 730 000 scans. No SQL text is written
-here; a ``Store.bulk_load`` method would be the right home for this (asked for in the report).
+The database is written by a child process (so its memory does not count against the report's peak) through
+``Store.bulk_load``, which inserts already-shaped rows in one transaction: ``record_scan`` does one transaction and
+the history comparison per server, about 2 ms each, which would take half an hour for 730 000 scans. The events
+and run aggregates that ``record_scan`` and ``finish_run`` would derive are written here from the same story.
 """
 
 from __future__ import annotations
@@ -27,36 +27,21 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from collections import Counter
+from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-
-from sqlalchemy import insert
-from sqlalchemy.orm import Session
 
 from scanner.report import build_report
 from scanner.rules import RULES
 from scanner.rules.registry import RULES_VERSION
 from scanner.store import open_store
 from scanner.store.codec import compress_tools
-from scanner.store.tables import (
-    Event,
-    FindingRow,
-    Measurement,
-    Run,
-    RunAggregate,
-    Scan,
-    Server,
-    ToolsetRow,
-    ToolsetToken,
-)
 
 HERE = Path(__file__).resolve().parent
 # Under artifacts/ (gitignored): the database and the site are hundreds of MB of generated files.
 WORK = HERE.parent / "artifacts" / "bench-report"
 START = datetime(2025, 1, 1, 2, 0, tzinfo=UTC)
-CHUNK = 20_000
 PROVIDERS = ("anthropic", "openai", "gemini")
 FAILURES = ("timeout", "connect_error", "http_error", "protocol_error")
 
@@ -89,185 +74,178 @@ def generate(db: Path, runs: int, servers: int, seed: int = 7) -> None:
     codes = [(code, int(rule.severity), rule.slug, rule.hint) for code, rule in RULES.items()]
     auth_only = set(rng.sample(range(servers), servers // 25))
     started = time.perf_counter()
-    with Session(store.engine) as session:
+    server_rows = [
+        {"id": i + 1, "name": f"io.github.bench/server-{i:05d}", "first_seen": START} for i in range(servers)
+    ]
+    run_rows = [
+        {
+            "id": r + 1,
+            "started_at": START + timedelta(days=r),
+            "finished_at": START + timedelta(days=r, minutes=40),
+            "status": "finished",
+            "source": "bench",
+            "rule_version": RULES_VERSION,
+            "options": {},
+            "servers_scanned": servers,
+            "servers_ok": 0,
+        }
+        for r in range(runs)
+    ]
+    toolsets: list[dict[str, Any]] = []
+    tokens: list[dict[str, Any]] = []
+    findings: list[dict[str, Any]] = []
+    measurements: list[dict[str, Any]] = []
+    toolset_meta: dict[int, tuple[int, int, list[tuple[str, int]]]] = {}  # id -> (tools, max tokens, codes)
 
-        def bulk(model: Any, rows: list[dict[str, Any]]) -> None:
-            for start in range(0, len(rows), CHUNK):
-                session.execute(insert(model), rows[start : start + CHUNK])
-
-        bulk(
-            Server,
-            [{"id": i + 1, "name": f"io.github.bench/server-{i:05d}", "first_seen": START} for i in range(servers)],
+    def new_toolset(server: int, version: int) -> int:
+        tools = _tools(rng, server, version)
+        data, size = compress_tools(tools)
+        ident = len(toolsets) + 1
+        toolsets.append(
+            {
+                "id": ident,
+                "sha256": f"{server:08x}{version:08x}".ljust(64, "0"),
+                "tools_count": len(tools),
+                "raw_size": size,
+                "data": data,
+                "first_seen": START,
+            }
         )
-        bulk(
-            Run,
-            [
+        measurements.append({"toolset_id": ident, "rule_version": RULES_VERSION, "measured_at": START})
+        base = 120 * len(tools)
+        costs = {"anthropic": int(base * 1.4) + 346, "openai": base, "gemini": int(base * 1.05)}
+        tokens.extend({"toolset_id": ident, "provider": p, "tokens": costs[p], "method": "bench"} for p in PROVIDERS)
+        hit = []
+        for _ in range(rng.choice((0, 0, 1, 2, 4))):
+            code, severity, slug, hint = rng.choice(codes)
+            index = rng.randrange(len(tools))
+            hit.append((code, severity))
+            findings.append(
                 {
-                    "id": r + 1,
-                    "started_at": START + timedelta(days=r),
-                    "finished_at": START + timedelta(days=r, minutes=40),
-                    "status": "finished",
-                    "source": "bench",
+                    "toolset_id": ident,
+                    "scan_id": None,
                     "rule_version": RULES_VERSION,
-                    "options": {},
-                    "servers_scanned": servers,
-                    "servers_ok": 0,
+                    "code": code,
+                    "slug": slug,
+                    "severity": severity,
+                    "tool": tools[index]["name"],
+                    "tool_index": index,
+                    "message": f"{code} on {tools[index]['name']}",
+                    "hint": hint,
+                    "pointer": None,
+                    "details": {},
                 }
-                for r in range(runs)
-            ],
-        )
-        toolsets: list[dict[str, Any]] = []
-        tokens: list[dict[str, Any]] = []
-        findings: list[dict[str, Any]] = []
-        measurements: list[dict[str, Any]] = []
-        toolset_meta: dict[int, tuple[int, int, list[tuple[str, int]]]] = {}  # id -> (tools, max tokens, codes)
+            )
+        toolset_meta[ident] = (len(tools), max(costs.values()), hit)
+        return ident
 
-        def new_toolset(server: int, version: int) -> int:
-            tools = _tools(rng, server, version)
-            data, size = compress_tools(tools)
-            ident = len(toolsets) + 1
-            toolsets.append(
+    current = {s: new_toolset(s, 0) for s in range(servers) if s not in auth_only}
+    version = dict.fromkeys(current, 0)
+    scans: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    aggregates: list[dict[str, Any]] = []
+    last_outcome: dict[int, str] = {}
+    for r in range(runs):
+        at = START + timedelta(days=r, minutes=5)
+        for s in rng.sample(sorted(current), max(1, servers // 200)) if r else ():
+            version[s] += 1
+            current[s] = new_toolset(s, version[s])
+            events.append(
                 {
-                    "id": ident,
-                    "sha256": f"{server:08x}{version:08x}".ljust(64, "0"),
-                    "tools_count": len(tools),
-                    "raw_size": size,
-                    "data": data,
-                    "first_seen": START,
+                    "server_id": s + 1,
+                    "run_id": r + 1,
+                    "scan_id": r * servers + s + 1,
+                    "at": at,
+                    "kind": "tool_changed",
+                    "tool": f"s{s}_tool_0",
+                    "code": None,
+                    "details": {"fields": ["description"]},
                 }
             )
-            measurements.append({"toolset_id": ident, "rule_version": RULES_VERSION, "measured_at": START})
-            base = 120 * len(tools)
-            costs = {"anthropic": int(base * 1.4) + 346, "openai": base, "gemini": int(base * 1.05)}
-            tokens.extend(
-                {"toolset_id": ident, "provider": p, "tokens": costs[p], "method": "bench"} for p in PROVIDERS
+        outcomes: Counter[str] = Counter()
+        ok_max: list[int] = []
+        hits: Counter[str] = Counter()
+        with_problems = 0
+        for s in range(servers):
+            if s in auth_only:
+                outcome = "auth_required"
+            elif rng.random() < 0.04:
+                outcome = rng.choice(FAILURES)
+            else:
+                outcome = "ok"
+            outcomes[outcome] += 1
+            toolset_id = current.get(s) if outcome == "ok" else None
+            scan_id = r * servers + s + 1
+            scans.append(
+                {
+                    "id": scan_id,
+                    "run_id": r + 1,
+                    "server_id": s + 1,
+                    "scanned_at": at,
+                    "outcome": outcome,
+                    "detail": "" if outcome == "ok" else f"{outcome} after 10 s",
+                    "transport": "streamable-http",
+                    "era": "legacy",
+                    "protocol_version": "2025-11-25",
+                    "server_name": f"server-{s}",
+                    "server_version": f"1.{version.get(s, 0)}.0",
+                    "capability_profile": "fathom-default",
+                    "timings": {},
+                    "pages": 1,
+                    "toolset_id": toolset_id,
+                    "anonymous": False,
+                    "extra": {},
+                }
             )
-            hit = []
-            for _ in range(rng.choice((0, 0, 1, 2, 4))):
-                code, severity, slug, hint = rng.choice(codes)
-                index = rng.randrange(len(tools))
-                hit.append((code, severity))
-                findings.append(
-                    {
-                        "toolset_id": ident,
-                        "scan_id": None,
-                        "rule_version": RULES_VERSION,
-                        "code": code,
-                        "slug": slug,
-                        "severity": severity,
-                        "tool": tools[index]["name"],
-                        "tool_index": index,
-                        "message": f"{code} on {tools[index]['name']}",
-                        "hint": hint,
-                        "pointer": None,
-                        "details": {},
-                    }
-                )
-            toolset_meta[ident] = (len(tools), max(costs.values()), hit)
-            return ident
-
-        current = {s: new_toolset(s, 0) for s in range(servers) if s not in auth_only}
-        version = dict.fromkeys(current, 0)
-        scans: list[dict[str, Any]] = []
-        events: list[dict[str, Any]] = []
-        aggregates: list[dict[str, Any]] = []
-        last_outcome: dict[int, str] = {}
-        for r in range(runs):
-            at = START + timedelta(days=r, minutes=5)
-            for s in rng.sample(sorted(current), max(1, servers // 200)) if r else ():
-                version[s] += 1
-                current[s] = new_toolset(s, version[s])
+            if last_outcome.get(s, "ok") != outcome:
                 events.append(
                     {
                         "server_id": s + 1,
                         "run_id": r + 1,
-                        "scan_id": r * servers + s + 1,
+                        "scan_id": scan_id,
                         "at": at,
-                        "kind": "tool_changed",
-                        "tool": f"s{s}_tool_0",
+                        "kind": "outcome_changed",
+                        "tool": None,
                         "code": None,
-                        "details": {"fields": ["description"]},
+                        "details": {"from": last_outcome.get(s), "to": outcome},
                     }
                 )
-            outcomes: Counter[str] = Counter()
-            ok_max: list[int] = []
-            hits: Counter[str] = Counter()
-            with_problems = 0
-            for s in range(servers):
-                if s in auth_only:
-                    outcome = "auth_required"
-                elif rng.random() < 0.04:
-                    outcome = rng.choice(FAILURES)
-                else:
-                    outcome = "ok"
-                outcomes[outcome] += 1
-                toolset_id = current.get(s) if outcome == "ok" else None
-                scan_id = r * servers + s + 1
-                scans.append(
-                    {
-                        "id": scan_id,
-                        "run_id": r + 1,
-                        "server_id": s + 1,
-                        "scanned_at": at,
-                        "outcome": outcome,
-                        "detail": "" if outcome == "ok" else f"{outcome} after 10 s",
-                        "transport": "streamable-http",
-                        "era": "legacy",
-                        "protocol_version": "2025-11-25",
-                        "server_name": f"server-{s}",
-                        "server_version": f"1.{version.get(s, 0)}.0",
-                        "capability_profile": "fathom-default",
-                        "timings": {},
-                        "pages": 1,
-                        "toolset_id": toolset_id,
-                        "anonymous": False,
-                        "extra": {},
-                    }
-                )
-                if last_outcome.get(s, "ok") != outcome:
-                    events.append(
-                        {
-                            "server_id": s + 1,
-                            "run_id": r + 1,
-                            "scan_id": scan_id,
-                            "at": at,
-                            "kind": "outcome_changed",
-                            "tool": None,
-                            "code": None,
-                            "details": {"from": last_outcome.get(s), "to": outcome},
-                        }
-                    )
-                last_outcome[s] = outcome
-                if toolset_id is not None:
-                    _, peak, hit = toolset_meta[toolset_id]
-                    ok_max.append(peak)
-                    hits.update({code for code, _ in hit})
-                    with_problems += any(sev == 0 for _, sev in hit)
-            ok_max.sort()
-            aggregates.append(
-                {
-                    "run_id": r + 1,
-                    "rule_version": RULES_VERSION,
-                    "computed_at": at,
-                    "servers_scanned": servers,
-                    "servers_ok": outcomes["ok"],
-                    "servers_with_problems": with_problems,
-                    "outcomes": dict(sorted(outcomes.items())),
-                    "median_tokens": ok_max[len(ok_max) // 2] if ok_max else None,
-                    "p90_tokens": ok_max[max(0, -(-9 * len(ok_max) // 10) - 1)] if ok_max else None,
-                    "median_tokens_by_provider": {},
-                    "median_tools": None,
-                    "findings_by_rule": dict(sorted(hits.items())),
-                }
-            )
-        bulk(ToolsetRow, toolsets)
-        bulk(Measurement, measurements)
-        bulk(ToolsetToken, tokens)
-        bulk(FindingRow, findings)
-        bulk(Scan, scans)
-        bulk(Event, events)
-        bulk(RunAggregate, aggregates)
-        session.commit()
+            last_outcome[s] = outcome
+            if toolset_id is not None:
+                _, peak, hit = toolset_meta[toolset_id]
+                ok_max.append(peak)
+                hits.update({code for code, _ in hit})
+                with_problems += any(sev == 0 for _, sev in hit)
+        ok_max.sort()
+        aggregates.append(
+            {
+                "run_id": r + 1,
+                "rule_version": RULES_VERSION,
+                "computed_at": at,
+                "servers_scanned": servers,
+                "servers_ok": outcomes["ok"],
+                "servers_with_problems": with_problems,
+                "outcomes": dict(sorted(outcomes.items())),
+                "median_tokens": ok_max[len(ok_max) // 2] if ok_max else None,
+                "p90_tokens": ok_max[max(0, -(-9 * len(ok_max) // 10) - 1)] if ok_max else None,
+                "median_tokens_by_provider": {},
+                "median_tools": None,
+                "findings_by_rule": dict(sorted(hits.items())),
+            }
+        )
+    store.bulk_load(
+        {
+            "servers": server_rows,
+            "runs": run_rows,
+            "toolsets": toolsets,
+            "measurements": measurements,
+            "toolset_tokens": tokens,
+            "findings": findings,
+            "scans": scans,
+            "events": events,
+            "run_aggregates": aggregates,
+        }
+    )
     store.close()
     print(
         f"generated {runs} runs x {servers} servers: {len(scans):,} scans, {len(toolsets):,} toolsets, "
@@ -287,8 +265,8 @@ def measure(db: Path, out: Path, profile: bool, traced: bool) -> None:
     base_wall, base_cpu = time.perf_counter() - wall, time.process_time() - cpu
 
     # Time spent inside each store query during the build, to split "the store" from "shaping and writing".
-    in_store: Counter[str] = Counter()
-    cpu_in_store: Counter[str] = Counter()
+    in_store: defaultdict[str, float] = defaultdict(float)
+    cpu_in_store: defaultdict[str, float] = defaultdict(float)
     calls: Counter[str] = Counter()
     for name in ("leaderboard", "history_columns", "events", "trends", "rule_hits", "toolsets_tools", "runs"):
         original = getattr(store, name)
@@ -314,7 +292,7 @@ def measure(db: Path, out: Path, profile: bool, traced: bool) -> None:
     report_wall, report_cpu = time.perf_counter() - wall, time.process_time() - cpu
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    store_seconds, store_cpu, store_calls = Counter(in_store), Counter(cpu_in_store), Counter(calls)
+    store_seconds, store_cpu, store_calls = dict(in_store), dict(cpu_in_store), Counter(calls)
     traced_peak = None
     if traced:
         tracemalloc.start()
@@ -336,7 +314,7 @@ def measure(db: Path, out: Path, profile: bool, traced: bool) -> None:
         f"          of which in store queries {store_total:.2f} s wall, {store_cpu_total:.2f} s CPU "
         f"({store_cpu_total / max(base_cpu, 1e-9):.1f}x baseline CPU):"
     )
-    for name, seconds in store_seconds.most_common():
+    for name, seconds in sorted(store_seconds.items(), key=lambda item: -item[1]):
         print(
             f"            Store.{name:<15} {store_calls[name]:>6,} calls {seconds:7.2f} s wall "
             f"{store_cpu[name]:7.2f} s CPU"

@@ -6,10 +6,12 @@ SQL here) and returns frozen dataclasses; :func:`build_report` hands them to the
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import methodcaller
@@ -230,11 +232,21 @@ def pretty_json(value: Any, depth: int = 0) -> str:
 
 
 def _provider_views(tools: Sequence[Any], providers: Sequence[str]) -> dict[str, str]:
-    from scanner.providers import provider_view
+    """Each provider's view of ``tools`` (``scanner.providers.provider_view``) as pretty JSON, cut at the limit.
 
+    Each tool is read (copied with its depth and size caps) once for all providers rather than once per
+    provider: the copy is most of a view's cost, and a site holds thousands of lists.
+    """
+    from scanner.providers import get
+    from scanner.providers.base import read_tool
+
+    parts = [part for part in map(read_tool, tools) if part is not None]
     views = {}
     for provider in providers:
-        text = pretty_json(provider_view(provider, tools))
+        implementation = get(provider)
+        # What Provider.view does, over parts read once.
+        declarations = [implementation.declaration(part) for part in parts]
+        text = pretty_json(implementation.wrap(declarations) if declarations else [])
         views[provider] = text if len(text) <= PROVIDER_VIEW_LIMIT else text[:PROVIDER_VIEW_LIMIT] + "\n… (cut)"
     return views
 
@@ -408,6 +420,22 @@ def write_exports(board: Leaderboard, out_dir: Path) -> list[Path]:
     return written
 
 
+@contextmanager
+def _long_lived_frozen() -> Iterator[None]:
+    """Keep what is alive now (the leaderboard, every event, the trends) out of the garbage collector's full
+    passes while the pages are written, then hand it back.
+
+    Writing 2 000 pages allocates enough to start dozens of full collections, each walking every object of the
+    process; the report's own data lives until the end anyway. Objects made inside the block are collected as
+    usual, so a page's garbage never piles up.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def build_report(
     store: Store, out_dir: Path, *, run_id: int | None = None, now: datetime | None = None
 ) -> ReportResult:
@@ -419,7 +447,8 @@ def build_report(
     started = time.perf_counter()
     data = site_data(store, run_id=run_id, now=now, stream=True)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [*write_site(data, out_dir), *write_exports(data.leaderboard, out_dir)]
+    with _long_lived_frozen():
+        paths = [*write_site(data, out_dir), *write_exports(data.leaderboard, out_dir)]
     pages = sum(1 for path in paths if path.parent.name == "servers")
     return ReportResult(
         out_dir=out_dir,

@@ -49,6 +49,10 @@ def _hidden_pattern(keep_newlines: bool) -> re.Pattern[str]:
     return re.compile("[" + "".join(ranges) + "]")
 
 
+_ASCII_HIDDEN = re.compile("[\x00-\x1f\x7f]")  # category Cc within ASCII
+_ASCII_KEEP_NEWLINES = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # the same but tab and newline
+
+
 def _escape_match(match: re.Match[str]) -> str:
     return _escape_char(match.group())
 
@@ -64,7 +68,13 @@ def clean_text(value: Any, *, limit: int | None = DEFAULT_LIMIT, keep_newlines: 
     text = value if isinstance(value, str) else str(value)
     if limit is not None and len(text) > limit:
         text = text[:limit] + "…"
-    if text.isascii() and text.isprintable():
+    if text.isascii():
+        # The only hidden ASCII characters are the C0 controls and DEL: a small class, scanned ~20x faster than
+        # the whole-Unicode one (a site's pretty-printed tool lists are tens of MB of mostly ASCII text).
+        ascii_hidden = _ASCII_KEEP_NEWLINES if keep_newlines else _ASCII_HIDDEN
+        return text if ascii_hidden.search(text) is None else ascii_hidden.sub(_escape_match, text)
+    # Printable text has no hidden characters (``str.isprintable`` is false for every hidden category).
+    if (text.replace("\n", " ").replace("\t", " ") if keep_newlines else text).isprintable():
         return text
     return _hidden_pattern(keep_newlines).sub(_escape_match, text)
 
