@@ -7,14 +7,13 @@ scan row stays small however chatty or hostile the server was.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from scanner.models import canonical_json
 
 MAX_DETAIL = 500  # characters of a scan's one-line detail
 MAX_STRING = 300  # characters of any string inside a stored JSON value
@@ -72,6 +71,29 @@ def is_secret_key(key: str) -> bool:
 
 
 def _clean(value: Any, depth: int, caps: _Caps) -> Any:
+    # Exact-type fast paths for what JSON values are made of (every finding, event and scan goes through here);
+    # anything else, subclasses included, takes the general path below with the same result.
+    kind = type(value)
+    if kind is str:
+        if caps.scrub:
+            return None if _SECRET_VALUE.match(value) else redact(value[: caps.string * 2])[: caps.string]
+        return value[: caps.string]
+    if kind is int or kind is bool or value is None:
+        return value
+    if kind is dict and depth < caps.depth:
+        cleaned: dict[str, Any] = {}
+        for key, item in itertools.islice(value.items(), caps.items):
+            text = key[:100] if type(key) is str else str(key)[:100]
+            if caps.scrub and is_secret_key(text):
+                continue
+            cleaned[text] = _clean(item, depth + 1, caps)
+        return cleaned
+    if kind is list and depth < caps.depth:
+        return [_clean(item, depth + 1, caps) for item in value[: caps.items]]
+    return _clean_any(value, depth, caps)
+
+
+def _clean_any(value: Any, depth: int, caps: _Caps) -> Any:
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
@@ -84,7 +106,7 @@ def _clean(value: Any, depth: int, caps: _Caps) -> Any:
         return None
     if isinstance(value, Mapping):
         cleaned: dict[str, Any] = {}
-        for key, item in list(value.items())[: caps.items]:
+        for key, item in itertools.islice(value.items(), caps.items):
             text = str(key)[:100]
             if caps.scrub and is_secret_key(text):
                 continue
@@ -124,7 +146,8 @@ def small_json(
     if not isinstance(cleaned, dict):
         return {}
     keys = [key for key in cleaned if key != "truncated"]
-    while keys and len(canonical_json(cleaned).encode("utf-8")) > limit:
+    # The size of the canonical text without sorting its keys: the same characters in another order.
+    while keys and len(json.dumps(cleaned, separators=(",", ":"), ensure_ascii=False).encode("utf-8")) > limit:
         cleaned.pop(keys.pop())
         cleaned["truncated"] = True
     return cleaned
