@@ -261,15 +261,22 @@ def _history_columns(scans: HistoryColumns, providers: Sequence[str], labels: Ma
     work is ``map`` over columns, in C: 2 000 pages of a year's nightly scans are 730 000 entries per column.
     """
     outcomes = scans.outcomes
-    all_ok = outcomes.count("ok") == len(outcomes)
-    ok = (True,) * len(outcomes) if all_ok else tuple(outcome == "ok" for outcome in outcomes)
+    # Positions of the failed scans (a few per server-year): their values become gaps.
+    failed = [index for index, outcome in enumerate(outcomes) if outcome != "ok"]
 
     def column(values: tuple[int, ...]) -> tuple[int | None, ...]:
-        return values if all_ok else tuple(value if good else None for value, good in zip(values, ok, strict=True))
+        if not failed:
+            return values
+        gapped: list[int | None] = list(values)
+        for index in failed:
+            gapped[index] = None
+        return tuple(gapped)
 
-    tokens = (
-        scans.tokens if all_ok else tuple(t if good else _NO_TOKENS for t, good in zip(scans.tokens, ok, strict=True))
-    )
+    tokens: Sequence[Mapping[str, int]] = scans.tokens
+    if failed:
+        tokens = list(tokens)
+        for index in failed:
+            tokens[index] = _NO_TOKENS
     return History(
         run_ids=scans.run_ids,
         labels=tuple(map(labels.__getitem__, scans.scanned_at)),

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import groupby
+from typing import cast
 
 from scanner.report.text import clean_text, xml_escape
 
@@ -121,17 +123,21 @@ def _segments(values: Sequence[float | None]) -> list[list[tuple[int, float]]]:
     """
     segments: list[list[tuple[int, float]]] = []
     current: list[tuple[int, float]] = []
-    previous: float | None = None
-    for position, value in enumerate(values):
+    position = 0
+    # A stretch of equal values keeps its first and last point; grouping runs in C, so a year of a flat
+    # history costs one step, not 365.
+    for value, group in groupby(values):
+        run = list(group)
         if value is None or not math.isfinite(value):
             if current:
                 segments.append(current)
-            current, previous = [], None
-            continue
-        nxt = values[position + 1] if position + 1 < len(values) else None
-        if not (current and value == previous and value == nxt):
-            current.append((position, value))
-        previous = value
+            current = []
+        else:
+            finite = cast("list[float]", run)  # every member equals a finite number, so none is None
+            current.append((position, finite[0]))
+            if len(finite) > 1:
+                current.append((position + len(finite) - 1, finite[-1]))
+        position += len(run)
     if current:
         segments.append(current)
     return segments
@@ -148,7 +154,12 @@ def line_chart(
 ) -> str:
     """A line chart of ``series`` over ``x_labels`` (e.g. run dates); a single point is drawn as a dot."""
     count = len(x_labels)
-    peak = max((v for s in series for v in s.values if v is not None and math.isfinite(v)), default=0.0)
+    drawn = [_segments(line.values[:count]) for line in series]
+    if all(len(line.values) <= count for line in series):
+        # The segments hold every distinct value of each flat stretch, so their maximum is the series'.
+        peak = max((v for segments in drawn for segment in segments for _, v in segment), default=0.0)
+    else:
+        peak = max((v for s in series for v in s.values if v is not None and math.isfinite(v)), default=0.0)
     y_max = 1.0 if percent and peak <= 1 else _nice_max(peak)
     plot_w = WIDTH - LEFT - RIGHT
     plot_h = HEIGHT - TOP - BOTTOM
@@ -156,9 +167,9 @@ def line_chart(
     body = _axes(x_labels, y_max, y_label, percent, slot, centred=False)
     if count == 0 or not series:
         body.append(f'<text x="{WIDTH / 2:g}" y="{HEIGHT / 2:g}" text-anchor="middle">No data yet</text>')
-    for index, line in enumerate(series):
+    for index, segments in enumerate(drawn):
         colour = PALETTE[index % len(PALETTE)]
-        for segment in _segments(line.values[:count]):
+        for segment in segments:
             coords = [
                 f"{LEFT + (slot * position if count > 1 else plot_w / 2):.1f},"
                 f"{TOP + plot_h - plot_h * max(0.0, value) / y_max:.1f}"

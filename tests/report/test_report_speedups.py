@@ -1,4 +1,5 @@
-"""The report's fast paths give exactly what the plain code gives: hidden-character escaping and provider views.
+"""The report's fast paths give exactly what the plain code gives: hidden-character escaping, provider views and
+the flat-stretch thinning of chart lines.
 
 ``clean_text`` checks ASCII text with a small character class and skips printable text; ``_provider_views``
 reads each tool once for all providers instead of calling ``provider_view`` per provider. Both are compared
@@ -7,7 +8,10 @@ here with the reference (the whole-Unicode pattern; ``provider_view``) on hostil
 
 from __future__ import annotations
 
+import math
+import random
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -15,6 +19,7 @@ import pytest
 from scanner.models import SCHEMA_DEPTH_LIMIT
 from scanner.providers import PROVIDER_NAMES, provider_view
 from scanner.report.build import _provider_views, pretty_json
+from scanner.report.svg import _segments
 from scanner.report.text import _escape_match, _hidden_pattern, clean_text
 
 SPECIAL = [0x00, 0x07, 0x09, 0x0A, 0x0D, 0x1B, 0x7F, 0x85, 0xA0, 0xAD, 0x200B, 0x200E, 0x2028, 0x2029, 0x202E]
@@ -61,3 +66,33 @@ HOSTILE: list[Any] = [
 def test_provider_views_equal_provider_view(tools: list[Any]) -> None:
     views = _provider_views(tools, PROVIDER_NAMES)
     assert views == {provider: pretty_json(provider_view(provider, tools)) for provider in PROVIDER_NAMES}
+
+
+def reference_segments(values: Sequence[float | None]) -> list[list[tuple[int, float]]]:
+    """The point-by-point definition: split at gaps, drop a point equal to both its neighbours."""
+    segments: list[list[tuple[int, float]]] = []
+    current: list[tuple[int, float]] = []
+    previous: float | None = None
+    for position, value in enumerate(values):
+        if value is None or not math.isfinite(value):
+            if current:
+                segments.append(current)
+            current, previous = [], None
+            continue
+        following = values[position + 1] if position + 1 < len(values) else None
+        if not (current and value == previous and value == following):
+            current.append((position, value))
+        previous = value
+    if current:
+        segments.append(current)
+    return segments
+
+
+def test_chart_segments_equal_the_point_by_point_definition() -> None:
+    rng = random.Random(5)
+    pool: list[float | None] = [None, 0.0, -0.0, 1.0, 1, 2.5, math.nan, math.inf, -math.inf, 3.0]
+    for _ in range(20_000):
+        values = tuple(rng.choice(pool[: rng.randint(1, len(pool))]) for _ in range(rng.randint(0, 12)))
+        assert repr(_segments(values)) == repr(reference_segments(values)), values
+    flat = (7.0,) * 365
+    assert _segments(flat) == [[(0, 7.0), (364, 7.0)]]
