@@ -445,14 +445,16 @@ def load(engine: Engine, rows: Mapping[str, Iterable[Mapping[str, Any]]], *, chu
 
     For benchmarks and imports of trusted, already-shaped rows (ids included or left to the database): nothing is
     capped, redacted or compared, and no change events are derived; the caller writes the events and run
-    aggregates it wants. Tables go in :data:`LOAD_ORDER` so foreign keys hold. Afterwards each loaded server's
-    newest-scan pointers (``last_scan_id``, ``last_ok_scan_id``) are set from its scans, so queries and later
-    crawls see the loaded history. Returns rows written per table. Raises ``ValueError`` for an unknown table.
+    aggregates it wants. Tables go in :data:`LOAD_ORDER` so foreign keys hold. Afterwards the newest-scan
+    pointers (``last_scan_id``, ``last_ok_scan_id``: the newest ok scan with a toolset) of every server that got
+    scans are set from its scans, so queries and later crawls see the loaded history. Returns rows written per
+    table. Raises ``ValueError`` for an unknown table.
     """
     unknown = sorted(set(rows) - set(LOAD_ORDER))
     if unknown:
         raise ValueError(f"cannot bulk-load {', '.join(unknown)}: tables are {', '.join(LOAD_ORDER)}")
     written: dict[str, int] = {}
+    touched: set[int] = set()  # servers that got scans
     with engine.begin() as connection:
         for name in LOAD_ORDER:
             if name not in rows:
@@ -460,6 +462,8 @@ def load(engine: Engine, rows: Mapping[str, Iterable[Mapping[str, Any]]], *, chu
             table, batch, count = _T[name], [], 0
             for row in rows[name]:
                 batch.append(row)
+                if name == "scans" and isinstance(row.get("server_id"), int):
+                    touched.add(row["server_id"])
                 if len(batch) >= chunk:
                     connection.execute(table.insert(), batch)
                     count, batch = count + len(batch), []
@@ -467,12 +471,16 @@ def load(engine: Engine, rows: Mapping[str, Iterable[Mapping[str, Any]]], *, chu
                 connection.execute(table.insert(), batch)
                 count += len(batch)
             written[name] = count
-        if written.get("scans"):
+        for servers in _chunks(sorted(touched)):
             newest = select(func.max(_SCANS.c.id)).where(_SCANS.c.server_id == _SERVERS.c.id).scalar_subquery()
             newest_ok = (
                 select(func.max(_SCANS.c.id))
                 .where(_SCANS.c.server_id == _SERVERS.c.id, _SCANS.c.outcome == "ok", _SCANS.c.toolset_id.is_not(None))
                 .scalar_subquery()
             )
-            connection.execute(update(_SERVERS).values(last_scan_id=newest, last_ok_scan_id=newest_ok))
+            connection.execute(
+                update(_SERVERS)
+                .where(_SERVERS.c.id.in_(servers))
+                .values(last_scan_id=newest, last_ok_scan_id=newest_ok)
+            )
     return written

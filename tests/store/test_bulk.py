@@ -7,8 +7,10 @@ over-time findings of a scan's own (MCP501, MCP502), a rescore under a new catal
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -234,3 +236,32 @@ def test_bulk_load_refuses_an_unknown_table_and_writes_nothing(store: Store) -> 
     with pytest.raises(ValueError, match="cannot bulk-load nope"):
         store.bulk_load({"servers": [{"name": "x", "first_seen": datetime.now(UTC)}], "nope": []})
     assert store.servers() == []
+
+
+def test_bulk_load_sets_pointers_only_of_servers_it_loaded(store: Store, db_path: Path) -> None:
+    run = store.start_run("list.txt", "1", {})
+    store.record_scan(run, entry("crawled"), ok([ECHO]), local_measure)
+    store.finish_run(run)
+    with sqlite3.connect(db_path) as connection:  # a pointer the loader must not recompute
+        connection.execute("UPDATE servers SET last_ok_scan_id = NULL WHERE name = 'crawled'")
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    store.bulk_load(
+        {
+            "servers": [{"id": 50, "name": "loaded", "first_seen": start}],
+            "scans": [
+                {
+                    "run_id": run,
+                    "server_id": 50,
+                    "scanned_at": start,
+                    "outcome": "timeout",
+                    "detail": "no answer",
+                    "transport": "stdio",
+                    "timings": {},
+                    "extra": {},
+                }
+            ],
+        }
+    )
+    servers = {row.name: row for row in store.servers()}
+    assert servers["crawled"].last_ok_run_id is None and servers["crawled"].last_run_id == run
+    assert (servers["loaded"].last_outcome, servers["loaded"].last_ok_run_id) == ("timeout", None)
