@@ -143,6 +143,23 @@ _FINDING_COLUMNS = tuple(
 )
 
 
+# Prepared once: building a statement per call costs more than executing it (its cache key is recomputed).
+_INSERT_SERVER = _SERVERS.insert()
+_INSERT_TOOLSET = _TOOLSETS.insert()
+_INSERT_SCAN = _SCANS.insert()
+_INSERT_EVENTS = _EVENTS.insert()
+_INSERT_TOOLSET_TOKENS = _TOOLSET_TOKENS.insert()
+_INSERT_TOOL_TOKENS = _TOOL_TOKENS.insert()
+_INSERT_FINDINGS = _FINDINGS.insert()
+_INSERT_MEASUREMENT = _MEASUREMENTS.insert()
+_SET_LAST = update(_SERVERS).where(_SERVERS.c.id == bindparam("server")).values(last_scan_id=bindparam("last"))
+_SET_LAST_OK = (
+    update(_SERVERS)
+    .where(_SERVERS.c.id == bindparam("server"))
+    .values(last_scan_id=bindparam("last"), last_ok_scan_id=bindparam("last_ok"))
+)
+
+
 def _state_query() -> Select[Any]:
     """Everything :meth:`Store.record_scan` must know before writing, in one round trip.
 
@@ -391,9 +408,7 @@ class Store:
         server_id: int | None = state.server_id
         if server_id is None:
             server_id = _new_id(
-                connection.execute(
-                    _SERVERS.insert(), {"name": entry.name, "first_seen": _now(), "first_run_id": run_id}
-                )
+                connection.execute(_INSERT_SERVER, {"name": entry.name, "first_seen": _now(), "first_run_id": run_id})
             )
         toolset_id: int | None = state.toolset_id
         new_toolset = False
@@ -408,7 +423,7 @@ class Store:
                     "data": data,
                     "first_seen": _now(),
                 }
-                toolset_id = _new_id(connection.execute(_TOOLSETS.insert(), values))
+                toolset_id = _new_id(connection.execute(_INSERT_TOOLSET, values))
                 new_toolset = True
             if report is not None:
                 written = self._write_measurement(connection, toolset_id, report, rule_version, fresh=new_toolset)
@@ -419,7 +434,7 @@ class Store:
         server_version = codec.text(outcome.server_version, 100)
         scan_id = _new_id(
             connection.execute(
-                _SCANS.insert(),
+                _INSERT_SCAN,
                 {
                     "run_id": run_id,
                     "server_id": server_id,
@@ -445,10 +460,9 @@ class Store:
         # A list that could not be measured has no findings to compare: history skips it and compares the next
         # measured scan with the last measured one.
         comparable = toolset is not None and toolset_id is not None and measure_error is None
-        pointers: dict[str, Any] = {"last_scan_id": scan_id}
-        if comparable:
-            pointers["last_ok_scan_id"] = scan_id
-        connection.execute(update(_SERVERS).where(_SERVERS.c.id == server_id).values(**pointers))
+        connection.execute(
+            _SET_LAST_OK if comparable else _SET_LAST, {"server": server_id, "last": scan_id, "last_ok": scan_id}
+        )
 
         events = history.compare_outcomes(state.last_outcome, scan_outcome)
         history_findings: list[Finding] = []
@@ -459,7 +473,7 @@ class Store:
             events.extend(events_ok)
         if events:
             connection.execute(
-                _EVENTS.insert(),
+                _INSERT_EVENTS,
                 [
                     {
                         "server_id": server_id,
@@ -521,7 +535,7 @@ class Store:
             for p, c in report.tokens.items()
         ]
         if token_rows:
-            connection.execute(_TOOLSET_TOKENS.insert(), token_rows)
+            connection.execute(_INSERT_TOOLSET_TOKENS, token_rows)
         cost_rows: dict[int, dict[str, Any]] = {}
         for cost in report.tool_costs:
             tokens = {str(p): int(n) for p, n in cost.tokens.items()}
@@ -536,12 +550,12 @@ class Store:
                 },
             )
         if cost_rows:
-            connection.execute(_TOOL_TOKENS.insert(), list(cost_rows.values()))
+            connection.execute(_INSERT_TOOL_TOKENS, list(cost_rows.values()))
         finding_rows = [_finding_values(f, toolset_id, rule_version, None) for f in report.findings]
         if finding_rows:
-            connection.execute(_FINDINGS.insert(), finding_rows)
+            connection.execute(_INSERT_FINDINGS, finding_rows)
         connection.execute(
-            _MEASUREMENTS.insert(), {"toolset_id": toolset_id, "rule_version": rule_version, "measured_at": _now()}
+            _INSERT_MEASUREMENT, {"toolset_id": toolset_id, "rule_version": rule_version, "measured_at": _now()}
         )
         return [_finding_from_row(_StoredFinding(values)) for values in finding_rows]
 
@@ -579,7 +593,7 @@ class Store:
             events.extend(history.compare_versions(state.ok_server_version, server_version))
         if history_findings:
             connection.execute(
-                _FINDINGS.insert(), [_finding_values(f, toolset_id, rule_version, scan_id) for f in history_findings]
+                _INSERT_FINDINGS, [_finding_values(f, toolset_id, rule_version, scan_id) for f in history_findings]
             )
 
         unchanged = (
