@@ -434,8 +434,12 @@ def _long_lived_frozen() -> Iterator[None]:
 
     Writing 2 000 pages allocates enough to start dozens of full collections, each walking every object of the
     process; the report's own data lives until the end anyway. Objects made inside the block are collected as
-    usual, so a page's garbage never piles up.
+    usual, so a page's garbage never piles up. Left alone when the caller already froze objects itself (unfreezing
+    would thaw theirs too).
     """
+    if gc.get_freeze_count():
+        yield
+        return
     gc.freeze()
     try:
         yield

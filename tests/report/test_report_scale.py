@@ -8,6 +8,7 @@ code before the bulk reads replaced it).
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -69,3 +70,16 @@ def test_server_pages_match_snapshots(story_store: Store, tmp_path: Path, page: 
 def test_trends_page_matches_snapshot(story_store: Store, tmp_path: Path) -> None:
     build_report(story_store, tmp_path / "site", now=FIXED_NOW)
     check_snapshot("trends.html", (tmp_path / "site" / "trends.html").read_bytes().decode("utf-8"))
+
+
+def test_build_leaves_the_garbage_collector_as_it_found_it(story_store: Store, tmp_path: Path) -> None:
+    """The build pauses the collector and freezes its long-lived data for speed; neither may outlive it."""
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    build_report(story_store, tmp_path / "a", now=FIXED_NOW)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.freeze()  # a caller that froze objects of its own (say, before forking workers) keeps them frozen
+    try:
+        build_report(story_store, tmp_path / "b", now=FIXED_NOW)
+        assert gc.isenabled() and gc.get_freeze_count() > 0  # (objects that died meanwhile leave the count)
+    finally:
+        gc.unfreeze()
