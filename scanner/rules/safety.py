@@ -90,7 +90,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("secret-path", r"~/\.ssh\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b"),
         (
             "secret-request",
-            rf"\b{_SECRET_VERB}\b[^.\n]{{0,60}}?(?:(?<![\w/.-])\.env\b|\bapi[\s_-]?keys?\b|\bsecret\s+keys?\b"
+            # "Do not include API keys" warns against a leak; only an unnegated verb asks for one.
+            rf"(?<!not )(?<!never )(?<!n't )(?<!n’t )(?<!avoid )\b{_SECRET_VERB}\b[^.\n]{{0,60}}?"
+            r"(?:(?<![\w/.-])\.env\b|\bapi[\s_-]?keys?\b|\bsecret\s+keys?\b"
             r"|\bprivate\s+keys?\b)",
         ),
     )
