@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from scanner.errors import InputError
+from scanner.models import may_hold_lone_surrogate, replace_lone_surrogates
 
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 
@@ -60,11 +61,12 @@ def parse_json(data: bytes, label: str) -> Any:
     except UnicodeDecodeError as exc:
         raise InputError(f"{label} is not UTF-8 text (byte {exc.start})") from exc
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except RecursionError as exc:
         raise InputError(f"{label} nests JSON deeper than can be read (about 1000 levels)") from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"{label} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+    return replace_lone_surrogates(value) if may_hold_lone_surrogate(text) else value
 
 
 def _kind(value: Any) -> str:

@@ -80,3 +80,11 @@ def test_not_utf8(tmp_path: Path) -> None:
     path.write_bytes(b'[{"name": "caf\xe9"}]')
     with pytest.raises(InputError, match="not UTF-8"):
         load_tools(str(path))
+
+
+def test_lone_surrogates_become_replacement_characters(tmp_path: Path) -> None:
+    path = tmp_path / "surrogate.json"
+    path.write_text('[{"name": "a\\ud800b", "description": "ok \\ud83d\\ude00", "inputSchema": {}}]', encoding="utf-8")
+    tools = load_tools(str(path))
+    assert tools[0]["name"] == "a\ufffdb"
+    assert tools[0]["description"] == "ok \U0001f600"  # a proper pair is kept

@@ -10,7 +10,6 @@ would block the server) and only its last ``max_stderr_bytes`` are kept.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -106,8 +105,8 @@ class StdioTransport(ClientTransport):
         if not text:
             return
         try:
-            message = json.loads(text)
-        except (ValueError, RecursionError):
+            message = jsonrpc.decode(text)
+        except ScanFailure:  # not JSON: a banner or log line on stdout
             message = None
         if not isinstance(message, dict):
             self._skipped_lines += 1
