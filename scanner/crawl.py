@@ -159,10 +159,22 @@ async def crawl(
             async for entry in entry_receive:
                 await results.send((entry, await crawler.outcome_for(entry)))
 
+    def write_all(batch: list[tuple[ServerEntry, ScanOutcome]]) -> None:
+        for entry, outcome in batch:
+            sink(entry, outcome)
+
     async def writer() -> None:
+        # Whatever results are waiting go to the thread together: one hand-off per batch, not per server (each
+        # server still gets its own transaction in the sink).
         async with result_receive:
-            async for entry, outcome in result_receive:
-                await anyio.to_thread.run_sync(sink, entry, outcome)
+            async for first in result_receive:
+                batch = [first]
+                while len(batch) < workers:
+                    try:
+                        batch.append(result_receive.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                await anyio.to_thread.run_sync(write_all, batch)
 
     try:
         async with anyio.create_task_group() as group:

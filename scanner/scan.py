@@ -8,6 +8,7 @@ unfinished run of the same source with only the servers it has not written yet.
 from __future__ import annotations
 
 import contextlib
+import gc
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -99,11 +100,20 @@ def run_scan(
     writer, never concurrently. A KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the CLI) marks the
     run interrupted, keeps every server already written, and returns a summary with ``interrupted=True``.
     """
+    from scanner import tokenizer
     from scanner.store import open_store
 
     entries = resolve_entries(config)
+    # Fail before connecting to anything if token counts cannot be made (no silent heuristic, no wasted crawl).
+    tokenizer.encoding()
     with open_store(config.db_url) as store:
-        return _scan_into(store, config, entries, on_start, on_result)
+        # The encoding, the modules and the store's statements live as long as the run: keep them out of every
+        # garbage collection the crawl triggers (measured: ~0.4 ms CPU per server on a 2 000-server scan).
+        gc.freeze()
+        try:
+            return _scan_into(store, config, entries, on_start, on_result)
+        finally:
+            gc.unfreeze()
 
 
 def _scan_into(
