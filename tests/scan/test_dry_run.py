@@ -1,7 +1,7 @@
 """``fathom scan REGISTRY --dry-run``: the registry slice resolved as a user sees it, connecting to nothing.
 
 Uses a copy of the shared registry sample (65 server versions of the official registry API, 57 of them latest)
-in ``tests/fixtures/scan``, with secrets supplied through the environment the way a nightly job would.
+in ``tests/fixtures/registry``, with secrets supplied through the environment the way a nightly job would.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from scanner.cli import app
 from scanner.registry import secret_env_name
 
-SAMPLE = Path(__file__).parents[1] / "fixtures" / "scan" / "registry-sample.json"
+SAMPLE = Path(__file__).parents[1] / "fixtures" / "registry" / "registry-sample.json"
 SECRET = "sk-live-DRY-RUN-MUST-NOT-PRINT-9876"
 ENV = {
     secret_env_name("ai.smithery/smithery-toolbox", "Authorization"): f"Bearer {SECRET}",
