@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scanner.models import Finding, Severity, canonical_json
+from scanner.models import Finding, canonical_json
+from scanner.rules import make_finding
 
 TOOL_ADDED = "tool_added"
 TOOL_REMOVED = "tool_removed"
@@ -40,20 +41,6 @@ EVENT_KINDS: tuple[str, ...] = (
 # The fields whose change makes MCP501 fire: what a model reads to decide and to fill arguments.
 WATCHED_FIELDS: tuple[str, ...] = ("description", "inputSchema")
 MAX_LABEL = 200  # a tool label longer than this is cut: names come from servers and are not trusted
-
-# Used until scanner.rules lands (it owns slugs, severities and hints); see _finding().
-_FALLBACK_RULES: dict[str, tuple[str, Severity, str]] = {
-    "MCP501": (
-        "tool-changed-silently",
-        Severity.WARNING,
-        "Bump the server version whenever a tool's description or schema changes, so clients can review it.",
-    ),
-    "MCP502": (
-        "tool-removed",
-        Severity.NOTE,
-        "Deprecate a tool for a release before removing it, and bump the server version.",
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -133,41 +120,6 @@ def diff_tools(previous: Sequence[Any], current: Sequence[Any]) -> ToolChanges:
     return ToolChanges(added=added, removed=removed, changed=tuple(changed))
 
 
-def _finding(
-    code: str,
-    *,
-    tool: str | None,
-    message: str,
-    pointer: str | None = None,
-    details: Mapping[str, Any] | None = None,
-    tool_index: int | None = None,
-) -> Finding:
-    """Build a finding through the rule registry when it exists, so slug, severity and hint have one source."""
-    try:
-        from scanner.rules import make_finding
-    except ImportError:  # the rule registry is optional here: history must work on its own
-        pass
-    else:
-        try:
-            return make_finding(
-                code, tool=tool, message=message, pointer=pointer, details=details, tool_index=tool_index
-            )
-        except KeyError:
-            pass  # a registry without this code: fall back to the catalogue text below
-    slug, severity, hint = _FALLBACK_RULES[code]
-    return Finding(
-        code=code,
-        rule=slug,
-        severity=severity,
-        tool=tool,
-        message=message,
-        hint=hint,
-        pointer=pointer,
-        details=dict(details or {}),
-        tool_index=tool_index,
-    )
-
-
 def _version_text(version: str | None) -> str:
     return "no version" if version is None else f"version {version}"
 
@@ -195,7 +147,7 @@ def compare_tools(
         old_index = before[label].index
         events.append(ChangeEvent(TOOL_REMOVED, tool=label, details={"previous_index": old_index}))
         findings.append(
-            _finding(
+            make_finding(
                 "MCP502",
                 tool=label,
                 message=f"Tool {label!r} was offered in the previous scan and is gone "
@@ -225,7 +177,7 @@ def compare_tools(
         if watched and same_version:
             what = " and ".join(watched)
             findings.append(
-                _finding(
+                make_finding(
                     "MCP501",
                     tool=label,
                     message=f"Tool {label!r} changed its {what} while the server still reports "
