@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from scanner.cli import app
@@ -61,8 +62,7 @@ def test_resume_with_nothing_to_resume_starts_a_new_run(tmp_path: Path) -> None:
     assert [run["status"] for run in fathom_json("runs", "--db", db)] == ["finished", "finished"]
 
 
-def test_a_run_fatal_error_mid_scan_exits_cleanly_and_leaves_the_run_resumable(tmp_path: Path) -> None:
-    # A missing tokenizer is only noticed when the first tool list is measured, deep in the crawl's writer.
+def test_a_missing_tokenizer_stops_the_scan_before_it_connects(tmp_path: Path) -> None:
     # Its own process: the tokenizer is cached once loaded, and this one must never find its file.
     with DemoHost(synthetic_sites(2)) as host:
         servers = [{"name": site.name, "url": host.url(site.name)} for site in synthetic_sites(2)]
@@ -74,8 +74,37 @@ def test_a_run_fatal_error_mid_scan_exits_cleanly_and_leaves_the_run_resumable(t
     assert result.returncode == 4, result.stderr
     assert result.stderr.startswith("fathom: ") and "tokenizer" in result.stderr
     assert "Traceback" not in result.stderr
-    (run,) = fathom_json("runs", "--db", f"sqlite:///{db}")
-    assert run["status"] == "interrupted"  # --resume can finish it once the tokenizer is back
+    assert not db.exists()  # no run was started: nothing to resume, nothing half-done
+
+
+def test_a_run_fatal_error_mid_scan_exits_cleanly_and_leaves_the_run_resumable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A database that starts refusing writes mid-crawl cannot be produced for real as root: fake that one fault.
+    from scanner.errors import StoreError
+    from scanner.store import Store
+
+    real_record = Store.record_scan
+    calls = []
+
+    def record_then_fail(self: Store, *args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) > 1:
+            raise StoreError("database is locked")
+        return real_record(self, *args, **kwargs)
+
+    monkeypatch.setattr(Store, "record_scan", record_then_fail)
+    with DemoHost(synthetic_sites(3)) as host:
+        servers = [{"name": site.name, "url": host.url(site.name)} for site in synthetic_sites(3)]
+        registry = write_list(tmp_path / "servers.json", servers)
+        db = f"sqlite:///{tmp_path}/f.db"
+        result = runner.invoke(app, ["scan", str(registry), "--db", db, "--allow-private", "--concurrency", "1"])
+    assert result.exit_code == 4
+    assert result.stderr == "fathom: database is locked\n"
+    monkeypatch.undo()
+    (run,) = fathom_json("runs", "--db", db)
+    assert run["status"] == "interrupted"  # --resume can finish it
+    assert run["servers_scanned"] == 1  # the server written before the fault is kept, whole
 
 
 def test_text_summary_and_no_progress_noise_off_a_terminal(tmp_path: Path) -> None:
