@@ -1,22 +1,19 @@
 """``fathom check --format markdown``: the same report as a Markdown section, for a PR comment or a CI summary.
 
-Server text is escaped for Markdown (table pipes, emphasis, HTML) and stripped of control characters.
+Server text is escaped for Markdown (table pipes, emphasis, HTML) and stripped of control characters; the
+catalogue's own hints keep their code spans.
 """
 
 from __future__ import annotations
 
-import re
-
 from scanner.check import CheckResult
 from scanner.report.check_text import PROVIDER_LABELS
-from scanner.textsafe import clean
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+from scanner.report.text import markdown_escape
 
 
 def md(text: object) -> str:
-    """Escape text for use inside Markdown prose or a table cell."""
-    return _MD_SPECIAL.sub(r"\\\1", clean(text)).replace("&", "&amp;")
+    """Text safe inside Markdown prose or a table cell (the report's own escaping, never cut)."""
+    return markdown_escape(text, limit=None)
 
 
 def render(result: CheckResult) -> str:
@@ -52,7 +49,7 @@ def render(result: CheckResult) -> str:
             tool = md(finding.tool) if finding.tool is not None else "(list)"
             out.append(
                 f"| {finding.severity.label} | {finding.code} {finding.rule} | {tool} | "
-                f"{md(finding.message)} | {md(finding.hint)} |"
+                f"{md(finding.message)} | {finding.hint} |"
             )
         out.append("")
     return "\n".join(out)

@@ -2,81 +2,27 @@
 
 Everything a server sends (names, descriptions, details, serverInfo) is untrusted. Escaping for the output format
 (HTML by Jinja's autoescape, XML here, Markdown here, CSV formulas in ``csv_out``) stops it from running; this
-module also stops it from *hiding*: C0/C1 control characters, Unicode format characters (bidi overrides and
-isolates, zero-width characters, tag characters) and line/paragraph separators are replaced by a visible
+module also stops it from *hiding*, through :mod:`scanner.textsafe`: control characters, format characters (bidi
+overrides and isolates, zero-width characters, tag characters) and line/paragraph separators become a visible
 ``\\u202e``-style escape, so a reader sees that they are there instead of having the text reordered under them.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
-import sys
-import unicodedata
 from typing import Any
 
-# Categories replaced by an escape: control, format (bidi, zero-width, tags), surrogate, line/para separators.
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+from scanner import textsafe
+
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9_-]+")
 SLUG_MAX = 60
 DEFAULT_LIMIT = 4000
 
 
-def _escape_char(char: str) -> str:
-    code = ord(char)
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
-
-
-@functools.cache
-def _hidden_pattern(keep_newlines: bool) -> re.Pattern[str]:
-    """One character class of every hidden code point, built once from ``unicodedata`` (about 0.2 s).
-
-    A regular expression over the whole text is ~50x faster than asking for each character's category, which
-    matters on a site with thousands of pages of pretty-printed tool lists.
-    """
-    ranges: list[str] = []
-    start = None
-    for code in range(sys.maxunicode + 2):
-        hidden = code <= sys.maxunicode and unicodedata.category(chr(code)) in _HIDDEN_CATEGORIES
-        if keep_newlines and code in (0x09, 0x0A):
-            hidden = False
-        if hidden and start is None:
-            start = code
-        elif not hidden and start is not None:
-            ranges.append(f"\\U{start:08x}-\\U{code - 1:08x}")
-            start = None
-    return re.compile("[" + "".join(ranges) + "]")
-
-
-_ASCII_HIDDEN = re.compile("[\x00-\x1f\x7f]")  # category Cc within ASCII
-_ASCII_KEEP_NEWLINES = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # the same but tab and newline
-
-
-def _escape_match(match: re.Match[str]) -> str:
-    return _escape_char(match.group())
-
-
 def clean_text(value: Any, *, limit: int | None = DEFAULT_LIMIT, keep_newlines: bool = False) -> str:
-    """``value`` as a string a person can read safely: hidden characters escaped, capped at ``limit`` chars.
-
-    Non-strings (a name that is a list, a number) are shown as their ``repr``-free ``str``; ``None`` is empty.
-    With ``keep_newlines``, ``\\n`` and ``\\t`` stay (for ``<pre>`` blocks); otherwise they are escaped too.
-    """
-    if value is None:
-        return ""
-    text = value if isinstance(value, str) else str(value)
-    if limit is not None and len(text) > limit:
-        text = text[:limit] + "…"
-    if text.isascii():
-        # The only hidden ASCII characters are the C0 controls and DEL: a small class, scanned ~20x faster than
-        # the whole-Unicode one (a site's pretty-printed tool lists are tens of MB of mostly ASCII text).
-        ascii_hidden = _ASCII_KEEP_NEWLINES if keep_newlines else _ASCII_HIDDEN
-        return text if ascii_hidden.search(text) is None else ascii_hidden.sub(_escape_match, text)
-    # Printable text has no hidden characters (``str.isprintable`` is false for every hidden category).
-    if (text.replace("\n", " ").replace("\t", " ") if keep_newlines else text).isprintable():
-        return text
-    return _hidden_pattern(keep_newlines).sub(_escape_match, text)
+    """:func:`scanner.textsafe.clean_text`, capped at :data:`DEFAULT_LIMIT` characters unless told otherwise."""
+    return textsafe.clean_text(value, limit=limit, keep_newlines=keep_newlines)
 
 
 def xml_escape(text: str) -> str:

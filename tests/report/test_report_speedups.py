@@ -20,7 +20,8 @@ from scanner.models import SCHEMA_DEPTH_LIMIT
 from scanner.providers import PROVIDER_NAMES, provider_view
 from scanner.report.build import _provider_views, pretty_json
 from scanner.report.svg import _segments
-from scanner.report.text import _escape_match, _hidden_pattern, clean_text
+from scanner.report.text import clean_text
+from scanner.textsafe import _escape_match, _hidden_pattern
 
 SPECIAL = [0x00, 0x07, 0x09, 0x0A, 0x0D, 0x1B, 0x7F, 0x85, 0xA0, 0xAD, 0x200B, 0x200E, 0x2028, 0x2029, 0x202E]
 SPECIAL += [0x2066, 0xFEFF, 0xD800, 0xE000, 0xE0001, 0xE007F, 0x10FFFF, sys.maxunicode]
