@@ -2,7 +2,7 @@
 
 Rows are mappings of column name to a plain value. The table strips control characters from every cell (server
 strings end up here); CSV guards against formula injection (a cell starting with ``= + - @`` gets a leading
-apostrophe, the usual spreadsheet convention) while JSON stays exact for machines.
+apostrophe, the usual spreadsheet convention, as in the report's CSV) while JSON stays exact for machines.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from scanner.report.csv_out import csv_text
 from scanner.textsafe import clean
 
 
@@ -49,10 +50,11 @@ def _csv_cell(value: Any) -> str:
     value = _plain(value)
     if value is None:
         return ""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)  # numbers stay numbers (a negative delta is not a formula)
     if isinstance(value, Mapping | list | tuple):
         value = json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
-    text = str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    return csv_text(value)
 
 
 def render_rows(
