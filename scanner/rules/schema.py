@@ -147,6 +147,16 @@ def _typed(schema: Any, depth: int = 0) -> bool:
     return False
 
 
+def _parameters_hit(tool: ToolInfo, what: str, found: list[Node]) -> Hit:
+    """One hit naming every parameter involved (a finding per rule and tool, never per parameter)."""
+    paths = _paths(found)
+    return Hit(
+        f"{tool.subject} {what}: {_listing(paths)}.",
+        found[0].pointer,
+        {"parameters": paths[:MAX_LISTED], "count": len(paths)},
+    )
+
+
 @register(
     "MCP201",
     "schema-not-object",
@@ -283,12 +293,7 @@ def param_untyped(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         node for node in tool.params if not node.conditional and not _typed(node.schema) and not _is_refinement(node)
     ]
     if found:
-        paths = _paths(found)
-        yield Hit(
-            f"{tool.subject} has untyped parameters: {_listing(paths)}.",
-            found[0].pointer,
-            {"parameters": paths[:MAX_LISTED], "count": len(paths)},
-        )
+        yield _parameters_hit(tool, "has untyped parameters", found)
 
 
 @register(
@@ -316,12 +321,7 @@ def object_free_form(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         if not keys and not opaque:
             found.append(node)
     if found:
-        paths = _paths(found)
-        yield Hit(
-            f"{tool.subject} has free-form object parameters: {_listing(paths)}.",
-            found[0].pointer,
-            {"parameters": paths[:MAX_LISTED], "count": len(paths)},
-        )
+        yield _parameters_hit(tool, "has free-form object parameters", found)
 
 
 @register(
@@ -343,12 +343,7 @@ def param_undescribed(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         if not (isinstance(description, str) and description.strip()):
             found.append(node)
     if found:
-        paths = _paths(found)
-        yield Hit(
-            f"{tool.subject} has parameters without a description: {_listing(paths)}.",
-            found[0].pointer,
-            {"parameters": paths[:MAX_LISTED], "count": len(paths)},
-        )
+        yield _parameters_hit(tool, "has parameters without a description", found)
 
 
 @register(
