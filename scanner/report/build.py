@@ -193,7 +193,20 @@ def build_trends(store: Store) -> tuple[TrendPoint, ...]:
     return tuple(points)
 
 
-def _event_summary(details: Mapping[str, Any]) -> str:
+def _event_summary(kind: str, details: Mapping[str, Any]) -> str:
+    """One readable line for the change log; the full details stay in the store (``fathom history`` / JSON)."""
+    fields = details.get("fields")
+    if kind == "tool_changed" and isinstance(fields, list):
+        return clean_text("changed: " + ", ".join(str(name) for name in fields), limit=500)
+    if kind in ("finding_appeared", "finding_resolved") and isinstance(details.get("rule"), str):
+        message = details.get("message")
+        severity = details.get("severity", "")
+        line = f"{severity} {details['rule']}" + (f": {message}" if isinstance(message, str) else "")
+        return clean_text(line.strip(), limit=500)
+    if kind in ("server_version_changed", "outcome_changed") and {"from", "to"} <= set(details):
+        return clean_text(f"{details['from']} → {details['to']}", limit=500)
+    if kind in ("tool_added", "tool_removed"):
+        return ""
     parts = []
     for key, value in sorted(details.items()):
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
@@ -309,7 +322,7 @@ def build_server_page(
             kind=event.kind,
             tool=event.tool,
             code=event.code,
-            summary=_event_summary(event.details),
+            summary=_event_summary(event.kind, event.details),
         )
         for event in sorted(server_events, key=lambda item: item.id, reverse=True)
     )
