@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PROVIDERS: tuple[str, ...] = ("anthropic", "openai", "gemini")
+PROVIDER_LABELS: dict[str, str] = {"anthropic": "Anthropic", "openai": "OpenAI", "gemini": "Google Gemini"}
 CONTEXT_WINDOW = 200_000
 
 

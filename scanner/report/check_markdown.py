@@ -7,7 +7,7 @@ catalogue's own hints keep their code spans.
 from __future__ import annotations
 
 from scanner.check import CheckResult
-from scanner.report.check_text import PROVIDER_LABELS
+from scanner.models import PROVIDER_LABELS
 from scanner.report.text import markdown_escape
 
 

@@ -8,10 +8,9 @@ every string from the list goes through :func:`scanner.textsafe.clean`.
 from __future__ import annotations
 
 from scanner.check import CheckResult
-from scanner.models import CheckReport, ScanOutcome, Severity
+from scanner.models import PROVIDER_LABELS, CheckReport, ScanOutcome, Severity
 from scanner.textsafe import clean
 
-PROVIDER_LABELS = {"anthropic": "Anthropic", "openai": "OpenAI", "gemini": "Google Gemini"}
 _SEVERITY_STYLE = {Severity.PROBLEM: "31;1", Severity.WARNING: "33;1", Severity.NOTE: "36"}
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from scanner.models import PROVIDER_LABELS
 from scanner.report.data import ServerPage, ServerRow, SiteData, TrendPoint
 from scanner.report.svg import Series, line_chart, stacked_bar_chart
 from scanner.report.text import clean_text
@@ -65,6 +66,7 @@ def make_environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["t"] = lambda value: clean_text(value, limit=2000)
+    env.filters["provider"] = lambda name: PROVIDER_LABELS.get(name, clean_text(name, limit=100))
     env.filters["block"] = lambda value: clean_text(value, limit=PRE_LIMIT, keep_newlines=True)
     env.filters["when"] = _when
     env.filters["num"] = _num

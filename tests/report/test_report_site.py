@@ -119,7 +119,7 @@ def test_server_pages(site: Path, story_store: Store) -> None:
     assert "server_version_changed" in visible
     assert "Nothing a model would stumble over." in visible
     assert beta.count("<details>") == 3
-    for provider in ("anthropic", "openai", "gemini"):
+    for provider in ("Anthropic", "OpenAI", "Google Gemini"):
         assert f"<summary>{provider}</summary>" in beta
     assert "input_schema" in beta  # Anthropic's view of the list
     assert "functionDeclarations" in beta  # Gemini's view
@@ -132,7 +132,7 @@ def test_server_pages(site: Path, story_store: Store) -> None:
         assert finding.code in gamma
     severities = re.findall(r'<td class="sev (problem|warning|note)">', gamma)
     assert severities == sorted(severities, key=["problem", "warning", "note"].index)
-    assert f"anthropic {gamma_row.tokens['anthropic']:,}, openai {gamma_row.tokens['openai']:,}" in text_of(gamma)
+    assert f"Anthropic {gamma_row.tokens['anthropic']:,}, OpenAI {gamma_row.tokens['openai']:,}" in text_of(gamma)
     assert gamma.count("<svg") == 2
     assert "<title>Tokens per turn, by provider</title>" in gamma
     zeta = text_of(read(site / "servers" / "zeta.html"))
