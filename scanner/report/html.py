@@ -141,7 +141,10 @@ def _floats(column: Sequence[int | None]) -> tuple[float | None, ...]:
 def server_charts(page: ServerPage, providers: tuple[str, ...]) -> list[str]:
     """A server's token history (one line per provider) and findings history (one line per severity)."""
     history = page.history
-    tokens = [Series(provider, _floats(history.tokens.get(provider, ()))) for provider in providers]
+    tokens = [
+        Series(PROVIDER_LABELS.get(provider, provider), _floats(history.tokens.get(provider, ())))
+        for provider in providers
+    ]
     findings = [
         Series(name, _floats(column))
         for name, column in (
