@@ -134,8 +134,7 @@ def _scan_into(
     if config.resume:
         run_id = store.resumable_run(source)
         if run_id is not None:
-            done = store.scanned_server_names(run_id)
-            store.reopen_run(run_id)
+            done = store.resume_run(run_id)
     resumed = run_id is not None
     if run_id is None:
         store.mark_stale_runs_interrupted(older_than=STALE_RUN_AFTER)

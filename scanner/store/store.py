@@ -288,10 +288,6 @@ class Store:
             run.finished_at = None
         return self.scanned_server_names(run_id)
 
-    def reopen_run(self, run_id: int) -> None:
-        """Reopen an interrupted run so a resumed crawl writes into it (``scanner.scan`` calls this)."""
-        self.resume_run(run_id)
-
     def resumable_run(self, source: str) -> int | None:
         """The newest unfinished run (interrupted, or left ``running`` by a killed process) of ``source``."""
         with self._sessions() as session:
@@ -916,10 +912,6 @@ class Store:
                 )
                 for scan, sha, tools_count in scans
             ]
-
-    def server_history(self, name: str) -> list[ScanRow]:
-        """The report's name for :meth:`history`: every scan of one server, oldest first."""
-        return self.history(name)
 
     def histories(self, names: Iterable[str] | None = None) -> dict[str, list[ScanRow]]:
         """:meth:`history` of many servers (all when None) in four queries per 500; unknown names left out.

@@ -74,7 +74,7 @@ def test_histories_equal_history_for_every_server(story: Store) -> None:
     everything = story.histories()
     assert list(everything) == sorted(NAMES)
     for name in NAMES:
-        assert everything[name] == story.history(name) == story.server_history(name)
+        assert everything[name] == story.history(name)
     assert story.histories(["b", ODD]) == {"b": story.history("b"), ODD: story.history(ODD)}
 
 
