@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scanner.models import (
     CONTEXT_WINDOW,
@@ -22,6 +22,9 @@ from scanner.models import (
     ToolCost,
     Toolset,
 )
+
+if TYPE_CHECKING:
+    from scanner.mcp import ClientLimits
 
 
 def tool_label(tool: Any, index: int) -> str:
@@ -74,7 +77,8 @@ class CheckRequest:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     max_bytes: int | None = None
-    client_options: dict[str, Any] = field(default_factory=dict)
+    limits: ClientLimits | None = None  # the MCP client's limits (its defaults when None)
+    profile: str = "rich"
     save: Path | None = None
     measure: bool = True  # False: only fetch the list (``--as`` prints a provider view and needs no tokenizer)
 
@@ -105,17 +109,16 @@ def run_check(request: CheckRequest) -> CheckResult:
 
     import anyio
 
-    from scanner.mcp import scan_server
+    from scanner.mcp import ClientLimits, scan_server
 
-    outcome = anyio.run(lambda: scan_server(request.entry, **request.client_options))  # type: ignore[arg-type]
+    entry = request.entry
+    outcome = anyio.run(scan_server, entry, request.limits or ClientLimits(), request.profile)
     if not outcome.ok or outcome.tools is None:
-        return CheckResult(report=None, outcome=outcome, source=request.entry.target())
+        return CheckResult(report=None, outcome=outcome, source=entry.target())
     if request.save is not None:
         request.save.write_text(json.dumps({"tools": list(outcome.tools)}, indent=2) + "\n", encoding="utf-8")
     toolset = Toolset.from_tools(list(outcome.tools))
-    return CheckResult(
-        report=_measure(request, toolset), tools=toolset.tools, outcome=outcome, source=request.entry.target()
-    )
+    return CheckResult(report=_measure(request, toolset), tools=toolset.tools, outcome=outcome, source=entry.target())
 
 
 def _measure(request: CheckRequest, toolset: Toolset) -> CheckReport | None:

@@ -174,14 +174,24 @@ def check(
         from importlib import resources
 
         tools_file = str(resources.files("scanner") / "examples" / "example-tools.json")
-    client_options = _client_options(timeout, connect_timeout, max_bytes, max_pages, max_tools, max_line_bytes)
+    from scanner.mcp import ClientLimits
+
+    limits = ClientLimits(
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        max_answer_bytes=max_bytes,
+        max_pages=max_pages,
+        max_tools=max_tools,
+        max_line_bytes=max_line_bytes,
+    )
     request = CheckRequest(
         tools_file=tools_file,
         entry=entry,
         select=_codes(select),
         ignore=_codes(ignore),
         max_bytes=max_bytes,
-        client_options={**client_options, "profile": _known_profile(profile)},
+        limits=limits,
+        profile=_known_profile(profile),
         save=save,
         measure=as_provider is None,
     )
@@ -239,28 +249,6 @@ def _server_entry(
     if not argv:
         _fail("--stdio needs a command", 2)
     return ServerEntry(name=argv[0], transport=Transport.STDIO, command=tuple(argv), source="command line")
-
-
-def _client_options(
-    timeout: float,
-    connect_timeout: float,
-    max_bytes: int,
-    max_pages: int,
-    max_tools: int,
-    max_line_bytes: int,
-) -> dict[str, Any]:
-    from scanner.mcp import ClientLimits
-
-    return {
-        "limits": ClientLimits(
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            max_answer_bytes=max_bytes,
-            max_pages=max_pages,
-            max_tools=max_tools,
-            max_line_bytes=max_line_bytes,
-        )
-    }
 
 
 def _render_check(result: Any, fmt: CheckFormat) -> str:
