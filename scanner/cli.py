@@ -17,10 +17,16 @@ from __future__ import annotations
 import enum
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+
+if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
+    from scanner.check import CheckResult
+    from scanner.models import ScanOutcome, ServerEntry
+    from scanner.scan import ScanConfig, ScanSummary
 
 EXIT_CODES = """\b
 Exit codes:
@@ -227,7 +233,7 @@ def _server_entry(
     command: list[str] | None,
     transport: TransportChoice,
     headers: dict[str, str],
-) -> Any:
+) -> ServerEntry | None:
     from scanner.models import ServerEntry, Transport
 
     if url is not None:
@@ -251,7 +257,7 @@ def _server_entry(
     return ServerEntry(name=argv[0], transport=Transport.STDIO, command=tuple(argv), source="command line")
 
 
-def _render_check(result: Any, fmt: CheckFormat) -> str:
+def _render_check(result: CheckResult, fmt: CheckFormat) -> str:
     if fmt is CheckFormat.json:
         from scanner.report import check_json
 
@@ -375,7 +381,7 @@ def scan(
         raise typer.Exit(130)
 
 
-def _scan_with_progress(config: Any, run_scan: Any) -> Any:
+def _scan_with_progress(config: ScanConfig, run_scan: Callable[..., ScanSummary]) -> ScanSummary:
     """Run the scan with a progress bar, turning SIGTERM into the same clean stop as Ctrl-C."""
     import signal
 
@@ -391,7 +397,7 @@ def _scan_with_progress(config: Any, run_scan: Any) -> Any:
         nonlocal progress
         progress = Progress(total)
 
-    def on_result(_entry: Any, outcome: Any) -> None:
+    def on_result(_entry: ServerEntry, outcome: ScanOutcome) -> None:
         assert progress is not None
         progress.advance(outcome.outcome)
 
@@ -403,7 +409,7 @@ def _scan_with_progress(config: Any, run_scan: Any) -> Any:
             progress.close()
 
 
-def _print_entries(entries: Any, fmt: ScanFormat) -> None:
+def _print_entries(entries: list[ServerEntry], fmt: ScanFormat) -> None:
     import json
 
     from scanner.registry import entries_to_json
@@ -419,7 +425,7 @@ def _print_entries(entries: Any, fmt: ScanFormat) -> None:
     typer.echo(render_rows(table, TableFormat.table, columns=columns), nl=False)
 
 
-def _table(fmt: Any, fetch: Any, columns: list[str]) -> None:
+def _table(fmt: QueryFormat, fetch: Callable[[], list[dict[str, Any]]], columns: list[str]) -> None:
     """Run one query and print its rows in the chosen format (every column for JSON and CSV)."""
     from scanner.errors import FathomError
     from scanner.tabular import TableFormat, render_rows
