@@ -10,7 +10,6 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,29 +33,6 @@ class Severity(enum.IntEnum):
     @classmethod
     def parse(cls, text: str) -> Severity:
         return cls[text.upper()]
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def may_hold_lone_surrogate(raw: bytes | str) -> bool:
-    """Cheap gate: could JSON text ``raw`` decode to a lone surrogate (an escape, or raw surrogate bytes)?"""
-    if isinstance(raw, bytes):
-        return b"\\ud" in raw or b"\\uD" in raw or b"\xed" in raw
-    return "\\ud" in raw or "\\uD" in raw or _LONE_SURROGATE.search(raw) is not None
-
-
-def replace_lone_surrogates(value: Any) -> Any:
-    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD.
-
-    JSON may escape a lone surrogate (``"\\ud800"``) and Python decodes it, but no UTF-8 writer (SQLite, a file,
-    a terminal) accepts one: a single such name would otherwise abort a whole registry scan. Parsers at the edge
-    call this when :func:`may_hold_lone_surrogate` says so; everything else in the list stays exact.
-    """
-    text = json.dumps(value, ensure_ascii=False)
-    if _LONE_SURROGATE.search(text) is None:
-        return value
-    return json.loads(_LONE_SURROGATE.sub("\ufffd", text))
 
 
 def canonical_json(value: Any) -> str:

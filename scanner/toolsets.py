@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from scanner import wire
 from scanner.errors import InputError
-from scanner.models import may_hold_lone_surrogate, replace_lone_surrogates
 
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 
@@ -66,7 +66,7 @@ def parse_json(data: bytes, label: str) -> Any:
         raise InputError(f"{label} nests JSON deeper than can be read (about 1000 levels)") from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"{label} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
-    return replace_lone_surrogates(value) if may_hold_lone_surrogate(text) else value
+    return wire.sanitize(value) if wire.may_hold_unwritable(text) else value
 
 
 def _kind(value: Any) -> str:

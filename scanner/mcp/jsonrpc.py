@@ -10,8 +10,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from scanner import wire
 from scanner.mcp.failures import ScanFailure
-from scanner.models import Outcome, may_hold_lone_surrogate, replace_lone_surrogates
+from scanner.models import Outcome
 
 METHOD_NOT_FOUND = -32601
 # 2026-07-28 errors that only a modern server sends (spec basic/versioning, schema).
@@ -42,11 +43,10 @@ def encode(message: Mapping[str, Any]) -> bytes:
 def decode(raw: bytes | str, what: str = "answer") -> Any:
     """Parse one JSON text; anything unparsable is the server's ``invalid_response``."""
     try:
-        value = json.loads(raw)
+        return wire.loads(raw)
     except (ValueError, RecursionError) as exc:
         snippet = raw[:80].decode("utf-8", "replace") if isinstance(raw, bytes) else raw[:80]
         raise ScanFailure(Outcome.INVALID_RESPONSE, f"{what} is not JSON: {snippet!r}", {"snippet": snippet}) from exc
-    return replace_lone_surrogates(value) if may_hold_lone_surrogate(raw) else value
 
 
 def same_id(value: Any, request_id: int) -> bool:
