@@ -40,13 +40,13 @@ from scanner.report.markdown import render_markdown
 from scanner.report.text import clean_text, slugify
 from scanner.score import SCORE_FORMULA, SCORE_VERSION, score_breakdown
 from scanner.store import Store
-from scanner.store.bulk import HistoryColumns
+from scanner.store.rows import HistoryColumns
 
 PROVIDER_VIEW_LIMIT = 400_000  # characters of pretty JSON shown per provider; a huge list is cut, not rendered
 # Servers whose histories are read in one bulk query: a year of nightly scans is 365 rows each, so 250 servers
 # hold about 90 000 scan rows in memory at a time.
 PAGE_CHUNK = 250
-_NO_HISTORY = HistoryColumns((), (), (), (), (), (), (), (), None)
+_NO_HISTORY = HistoryColumns.empty()
 
 
 @dataclass(frozen=True)
