@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from scanner.history import ChangeEvent
 from scanner.models import Finding, Severity
@@ -43,7 +42,7 @@ class RunRow:
     status: str
     source: str
     rule_version: str
-    options: Mapping[str, Any]
+    options: Mapping[str, object]  # JSON values
     servers_scanned: int
     servers_ok: int
 
@@ -51,7 +50,7 @@ class RunRow:
 @dataclass(frozen=True, kw_only=True)
 class ServerSummary:
     """A server with its last scan's outcome and the tools and tokens of its last successful scan
-    (:meth:`Store.servers`; the report's leaderboard line is ``scanner.report.data.BoardRow``)."""
+    (:meth:`Store.servers`; a leaderboard line of the report is ``scanner.report.data.ServerRow``)."""
 
     name: str
     first_seen: datetime
@@ -149,7 +148,7 @@ class FindingRow:
     message: str
     hint: str
     pointer: str | None
-    details: Mapping[str, Any]
+    details: Mapping[str, object]  # JSON values
     run_id: int | None  # the run this row was read from (None: listed from the event history)
     first_seen_run: int | None
     first_seen_at: datetime | None
@@ -180,7 +179,7 @@ class EventRow:
     kind: str
     tool: str | None
     code: str | None
-    details: Mapping[str, Any]
+    details: Mapping[str, object]  # JSON values
 
 
 @dataclass(frozen=True, kw_only=True)
