@@ -319,7 +319,7 @@ class _Memo(dict[Any, Any]):
 class _Facts:
     """What the scans of a set of servers share, read in three grouped queries: each toolset's size, hash and
     tokens; its own findings counted by (rule version, severity); and the scans' own (MCP5xx) findings counted
-    by severity. ``counts`` adds them up per scan the way :meth:`Store.history` does."""
+    by severity. ``counts`` adds them up per scan."""
 
     def __init__(
         self,
