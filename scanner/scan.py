@@ -8,16 +8,20 @@ unfinished run of the same source with only the servers it has not written yet.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scanner.crawl import CrawlSettings
 from scanner.models import ScanOutcome, ServerEntry
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 # A run still ``running`` with no new scan for this long was left by a killed process (a live crawl writes a
 # server at least every per-server deadline); a new scan marks it interrupted so ``fathom runs`` stops showing it
@@ -40,20 +44,35 @@ class ScanConfig:
     crawl: CrawlSettings = field(default_factory=CrawlSettings)
 
     def options(self) -> dict[str, Any]:
-        """The run's options as stored with it (no secrets, nothing a person could not reproduce)."""
-        limits = self.crawl.limits
-        return {
-            "kind": self.kind,
-            "updated_since": self.updated_since,
-            "run_packages": self.run_packages,
-            "memory_limit_mb": self.memory_limit_mb,
-            "allow_private": self.crawl.allow_private,
-            "concurrency": self.crawl.concurrency,
-            "per_host": self.crawl.per_host,
-            "timeout": limits.timeout,
-            "retries": self.crawl.retries,
-            "profile": self.crawl.profile,
-        }
+        """The run's options as stored with it: every field of this config, of its crawl settings and of their
+        client limits, flattened to one level (``timeout``, not ``crawl.limits.timeout``), minus
+        :data:`OPTIONS_EXCLUDED`. Derived, not listed, so a new setting is stored the day it is added."""
+        return _flat_fields(self, OPTIONS_EXCLUDED)
+
+
+# Config fields never stored with a run. ``source`` is stored apart, redacted (``runs.source``); ``db_url`` can
+# carry a database password; ``resume`` says how this process started, not what the run does. A field that
+# holds a secret or a callable must be added here.
+OPTIONS_EXCLUDED = frozenset({"source", "db_url", "resume"})
+
+
+def _flat_fields(settings: DataclassInstance, excluded: frozenset[str]) -> dict[str, Any]:
+    """The fields of a dataclass instance, nested dataclasses merged in (their own field names, no prefix)."""
+    flat: dict[str, Any] = {}
+    for item in dataclasses.fields(settings):
+        if item.name in excluded:
+            continue
+        value = getattr(settings, item.name)
+        inner = (
+            _flat_fields(value, excluded)
+            if dataclasses.is_dataclass(value) and not isinstance(value, type)
+            else {item.name: value}
+        )
+        clash = flat.keys() & inner.keys()
+        if clash:
+            raise ValueError(f"run option {sorted(clash)[0]!r} is defined twice; rename one of the settings")
+        flat.update(inner)
+    return flat
 
 
 @dataclass(frozen=True)

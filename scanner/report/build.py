@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import methodcaller
 from pathlib import Path
-from typing import Any
 
 from scanner.errors import InputError
-from scanner.models import SCHEMA_DEPTH_LIMIT, Severity
+from scanner.models import SCHEMA_DEPTH_LIMIT, Finding, Severity
 from scanner.report.csv_out import render_csv
 from scanner.report.data import (
     EventView,
@@ -40,13 +39,13 @@ from scanner.report.markdown import render_markdown
 from scanner.report.text import clean_text, slugify
 from scanner.score import SCORE_FORMULA, SCORE_VERSION, score_breakdown
 from scanner.store import Store
-from scanner.store.bulk import HistoryColumns
+from scanner.store.rows import EventRow, HistoryColumns, LeaderRow, RunRow
 
 PROVIDER_VIEW_LIMIT = 400_000  # characters of pretty JSON shown per provider; a huge list is cut, not rendered
 # Servers whose histories are read in one bulk query: a year of nightly scans is 365 rows each, so 250 servers
 # hold about 90 000 scan rows in memory at a time.
 PAGE_CHUNK = 250
-_NO_HISTORY = HistoryColumns((), (), (), (), (), (), (), (), None)
+_NO_HISTORY = HistoryColumns.empty()
 
 
 @dataclass(frozen=True)
@@ -76,14 +75,14 @@ class _Labels(dict[datetime, str]):
         return label
 
 
-def _severity_label(value: Any) -> str:
+def _severity_label(value: Severity | int) -> str:
     try:
         return Severity(int(value)).label
     except (TypeError, ValueError):
         return clean_text(value, limit=20)
 
 
-def _choose_run(store: Store, run_id: int | None) -> tuple[Any, Any | None]:
+def _choose_run(store: Store, run_id: int | None) -> tuple[RunRow, RunRow | None]:
     """The run to show (the given one, else the newest finished) and the finished run before it, if any."""
     runs = sorted(store.runs(), key=lambda run: run.id)
     if not runs:
@@ -100,12 +99,12 @@ def _choose_run(store: Store, run_id: int | None) -> tuple[Any, Any | None]:
     return chosen, (earlier[-1] if earlier else None)
 
 
-def _score_of(row: Any) -> float:
+def _score_of(row: LeaderRow) -> float:
     """The score of one leaderboard row, from its findings (the toolset's and the scan's own MCP5xx)."""
     return score_breakdown(int(row.tools_count or 0), row.findings).score
 
 
-def _ranking(rows: Iterable[Any]) -> list[tuple[Any, float]]:
+def _ranking(rows: Iterable[LeaderRow]) -> list[tuple[LeaderRow, float]]:
     """Ok rows with their scores, best first: score, then fewer tokens with the dearest provider, then name."""
     scored = [(row, _score_of(row)) for row in rows if is_ranked_outcome(row.outcome)]
     scored.sort(key=lambda pair: (-pair[1], pair[0].max_tokens, str(pair[0].server)))
@@ -122,7 +121,7 @@ def _movement(rank: int, previous: int | None) -> tuple[str, int]:
     return "same", 0
 
 
-def build_leaderboard(store: Store, run: Any, previous: Any | None, rows: Sequence[Any]) -> Leaderboard:
+def build_leaderboard(store: Store, run: RunRow, previous: RunRow | None, rows: Sequence[LeaderRow]) -> Leaderboard:
     """Rank ``rows`` (the store's leaderboard of ``run``) and compare places with ``previous``, the finished run
     before it (read from the store)."""
     before: dict[str, int] = {}
@@ -151,7 +150,7 @@ def build_leaderboard(store: Store, run: Any, previous: Any | None, rows: Sequen
     )
 
 
-def _server_row(row: Any, rank: int | None, movement: str, moved_by: int, value: float | None) -> ServerRow:
+def _server_row(row: LeaderRow, rank: int | None, movement: str, moved_by: int, value: float | None) -> ServerRow:
     return ServerRow(
         name=row.server,
         slug=slugify(row.server),
@@ -193,7 +192,7 @@ def build_trends(store: Store) -> tuple[TrendPoint, ...]:
     return tuple(points)
 
 
-def _event_summary(kind: str, details: Mapping[str, Any]) -> str:
+def _event_summary(kind: str, details: Mapping[str, object]) -> str:
     """One readable line for the change log; the full details stay in the store (``fathom history`` / JSON)."""
     fields = details.get("fields")
     if kind == "tool_changed" and isinstance(fields, list):
@@ -214,7 +213,7 @@ def _event_summary(kind: str, details: Mapping[str, Any]) -> str:
     return clean_text("; ".join(parts), limit=500)
 
 
-def _finding_view(finding: Any) -> FindingView:
+def _finding_view(finding: Finding) -> FindingView:
     return FindingView(
         code=str(finding.code),
         rule=str(finding.rule),
@@ -226,7 +225,7 @@ def _finding_view(finding: Any) -> FindingView:
     )
 
 
-def pretty_json(value: Any, depth: int = 0) -> str:
+def pretty_json(value: object, depth: int = 0) -> str:
     """JSON with one tool per line: lists are broken over lines (and a one-key object holding a list, like
     Gemini's ``{"functionDeclarations": [...]}``); everything else, a tool with its schema, stays on one line.
 
@@ -244,7 +243,7 @@ def pretty_json(value: Any, depth: int = 0) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
-def _provider_views(tools: Sequence[Any], providers: Sequence[str]) -> dict[str, str]:
+def _provider_views(tools: Sequence[object], providers: Sequence[str]) -> dict[str, str]:
     """Each provider's view of ``tools`` (``scanner.providers.provider_view``) as pretty JSON, cut at the limit.
 
     Each tool is read (copied with its depth and size caps) once for all providers rather than once per
@@ -303,11 +302,11 @@ def _history_columns(scans: HistoryColumns, providers: Sequence[str], labels: Ma
 
 def build_server_page(
     row: ServerRow,
-    leader: Any,
+    leader: LeaderRow,
     providers: Sequence[str],
-    server_events: Sequence[Any],
+    server_events: Sequence[EventRow],
     scans: HistoryColumns,
-    tools: Sequence[Any] | None,
+    tools: Sequence[object] | None,
     labels: Mapping[datetime, str] | None = None,
 ) -> ServerPage:
     """One server's page from what the store returned for it: ``scans`` (its history as columns,
@@ -335,7 +334,7 @@ def build_server_page(
         ordered = sorted(raw, key=lambda f: (int(f.severity), -1 if f.tool_index is None else f.tool_index, f.code))
         findings = tuple(_finding_view(finding) for finding in ordered)
         views = _provider_views(tools, providers)
-    info: dict[str, Any] = {}
+    info: dict[str, str] = {}
     latest = scans.latest
     if latest is not None:
         for key, value in (
@@ -353,9 +352,9 @@ def build_server_page(
 def server_pages(
     store: Store,
     rows: Sequence[ServerRow],
-    leaders: Mapping[str, Any],
+    leaders: Mapping[str, LeaderRow],
     providers: Sequence[str],
-    events: Mapping[str, Sequence[Any]],
+    events: Mapping[str, Sequence[EventRow]],
     chunk: int = PAGE_CHUNK,
 ) -> Iterator[ServerPage]:
     """The pages of ``rows`` in order, reading the store ``chunk`` servers at a time: one bulk history query
@@ -409,7 +408,7 @@ def site_data(
     board = build_leaderboard(store, run, previous, rows)
     leaders = {row.server: row for row in rows}
     # Every event in one query, grouped here: one query per server costs seconds on a registry-sized site.
-    events: dict[str, list[Any]] = defaultdict(list)
+    events: dict[str, list[EventRow]] = defaultdict(list)
     for event in store.events():
         if event.server in leaders:
             events[event.server].append(event)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from scanner.models import PROVIDERS, Outcome
 
@@ -137,7 +136,7 @@ class ServerPage:
     events: tuple[EventView, ...]
     findings: tuple[FindingView, ...]
     provider_views: Mapping[str, str]  # provider -> pretty JSON of the list as that provider receives it
-    server_info: Mapping[str, Any] = field(default_factory=dict)
+    server_info: Mapping[str, str] = field(default_factory=dict)  # label -> the server's own text
 
 
 @dataclass(frozen=True)

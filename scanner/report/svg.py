@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import cast
 
-from scanner.report.text import clean_text, xml_escape
+from scanner.report.text import DEFAULT_LIMIT, clean_text, xml_escape
 
 PALETTE: tuple[str, ...] = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
@@ -39,7 +39,7 @@ class Series:
 
 
 def _esc(text: str) -> str:
-    return xml_escape(clean_text(text))
+    return xml_escape(clean_text(text, limit=DEFAULT_LIMIT))
 
 
 def _nice_max(value: float, *, integer: bool = True) -> float:

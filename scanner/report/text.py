@@ -13,16 +13,13 @@ import hashlib
 import re
 from typing import Any
 
-from scanner import textsafe
+from scanner.textsafe import clean_text
+
+__all__ = ["DEFAULT_LIMIT", "clean_text", "markdown_escape", "slugify", "xml_escape"]
 
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9_-]+")
 SLUG_MAX = 60
-DEFAULT_LIMIT = 4000
-
-
-def clean_text(value: Any, *, limit: int | None = DEFAULT_LIMIT, keep_newlines: bool = False) -> str:
-    """:func:`scanner.textsafe.clean_text`, capped at :data:`DEFAULT_LIMIT` characters unless told otherwise."""
-    return textsafe.clean_text(value, limit=limit, keep_newlines=keep_newlines)
+DEFAULT_LIMIT = 4000  # characters of one server-written string a report shows, unless the caller says otherwise
 
 
 def xml_escape(text: str) -> str:

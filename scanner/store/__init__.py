@@ -1,5 +1,7 @@
 """Fathom's database: SQLAlchemy tables, Alembic migrations run on open, the crawl's write path and every query.
 
+The package is the only place that writes SQL; ``store.py`` explains which module does what.
+
     store = open_store("sqlite:///fathom.db")      # creates or migrates to the newest schema
     run_id = store.start_run("registry", RULE_VERSION, options)
     store.record_scan(run_id, entry, outcome, measure)   # one transaction per server
@@ -15,12 +17,13 @@ from scanner.store.rows import (
     Diff,
     EventRow,
     FindingRow,
+    HistoryColumns,
     LeaderRow,
     RunRow,
     RunTrend,
     ScanRecord,
     ScanRow,
-    ServerRow,
+    ServerSummary,
 )
 from scanner.store.store import Measure, Store
 
@@ -41,13 +44,14 @@ __all__ = [
     "Diff",
     "EventRow",
     "FindingRow",
+    "HistoryColumns",
     "LeaderRow",
     "Measure",
     "RunRow",
     "RunTrend",
     "ScanRecord",
     "ScanRow",
-    "ServerRow",
+    "ServerSummary",
     "Store",
     "open_store",
 ]

@@ -1,5 +1,8 @@
 """What the store's queries return: frozen dataclasses, never ORM objects, so callers cannot touch the session.
 
+Every row is keyword-only (``kw_only``): a row is built by naming its fields, so two fields of one type cannot
+swap silently when a field is added.
+
 Times are timezone-aware UTC. ``tokens`` maps a provider (``anthropic``, ``openai``, ``gemini``) to the tokens the
 whole list costs it per turn. ``problems``/``warnings``/``notes`` count findings under the run's rule version
 (plus the scan's over-time findings, MCP5xx).
@@ -10,13 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from scanner.history import ChangeEvent
 from scanner.models import Finding, Severity
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ScanRecord:
     """What :meth:`Store.record_scan` wrote for one server: the scan, whether its toolset was new, what changed."""
 
@@ -32,7 +34,7 @@ class ScanRecord:
     duplicate: bool = False  # the server already had a scan in this run; nothing was written
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunRow:
     id: int
     started_at: datetime
@@ -40,14 +42,15 @@ class RunRow:
     status: str
     source: str
     rule_version: str
-    options: Mapping[str, Any]
+    options: Mapping[str, object]  # JSON values
     servers_scanned: int
     servers_ok: int
 
 
-@dataclass(frozen=True)
-class ServerRow:
-    """A server with its last scan's outcome and the tools and tokens of its last successful scan."""
+@dataclass(frozen=True, kw_only=True)
+class ServerSummary:
+    """A server with its last scan's outcome and the tools and tokens of its last successful scan
+    (:meth:`Store.servers`; a leaderboard line of the report is ``scanner.report.data.ServerRow``)."""
 
     name: str
     first_seen: datetime
@@ -66,7 +69,7 @@ class ServerRow:
         return max(self.tokens.values(), default=0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ScanRow:
     """One scan of one server, as ``fathom history`` shows it."""
 
@@ -93,7 +96,46 @@ class ScanRow:
         return max(self.tokens.values(), default=0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class HistoryColumns:
+    """One server's scans ordered by run (oldest first) as columns, and its newest scan in full.
+
+    Entry ``i`` of every column is the same scan; each value is the one :meth:`Store.history` gives that scan
+    (``tokens[i]`` its toolset's tokens, empty without a toolset and shared by the scans of one toolset: read
+    it, never change it). ``latest`` is the scan of the highest run id as a full :class:`ScanRow`. Columns rather
+    than a row object per scan: a chart reads whole columns, and a year of 2 000 servers is 730 000 scans.
+    """
+
+    scan_ids: tuple[int, ...]
+    run_ids: tuple[int, ...]
+    scanned_at: tuple[datetime, ...]
+    outcomes: tuple[str, ...]
+    tokens: tuple[Mapping[str, int], ...]
+    problems: tuple[int, ...]
+    warnings: tuple[int, ...]
+    notes: tuple[int, ...]
+    latest: ScanRow | None
+
+    def __len__(self) -> int:
+        return len(self.scan_ids)
+
+    @classmethod
+    def empty(cls) -> HistoryColumns:
+        """A server with no scans."""
+        return cls(
+            scan_ids=(),
+            run_ids=(),
+            scanned_at=(),
+            outcomes=(),
+            tokens=(),
+            problems=(),
+            warnings=(),
+            notes=(),
+            latest=None,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class FindingRow:
     """A finding on a server, with when it first appeared (this time round) and when it went away, if it did."""
 
@@ -106,7 +148,7 @@ class FindingRow:
     message: str
     hint: str
     pointer: str | None
-    details: Mapping[str, Any]
+    details: Mapping[str, object]  # JSON values
     run_id: int | None  # the run this row was read from (None: listed from the event history)
     first_seen_run: int | None
     first_seen_at: datetime | None
@@ -127,7 +169,7 @@ class FindingRow:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EventRow:
     id: int
     server: str
@@ -137,10 +179,10 @@ class EventRow:
     kind: str
     tool: str | None
     code: str | None
-    details: Mapping[str, Any]
+    details: Mapping[str, object]  # JSON values
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Diff:
     """What changed on a server between two successful scans (``from_run`` None: everything is new)."""
 
@@ -169,7 +211,7 @@ class Diff:
         return self.from_sha256 == self.to_sha256 and not self.findings_new and not self.findings_fixed
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LeaderRow:
     """One server in one run, with everything the leaderboard needs to score and show it without a recount.
 
@@ -206,7 +248,7 @@ class LeaderRow:
         return self.outcome == "ok"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunTrend:
     """One run's aggregates: a point on every trend chart."""
 

@@ -142,7 +142,7 @@ class ToolToken(Base):
     max_tokens: Mapped[int] = mapped_column(Integer)
 
 
-class FindingRow(Base):
+class StoredFinding(Base):
     """A rule hit. Toolset findings have ``scan_id`` NULL; history findings (MCP5xx) belong to one scan."""
 
     __tablename__ = "findings"

@@ -9,7 +9,7 @@ The story the tests check (run 1 → 2 → 3):
 - ``epsilon``: answers 401 every run (auth_required).
 - ``zeta``: first seen in run 2, with 45 tools (MCP305 tools-over-40).
 
-The store stamps rows with its own clock (``scanner.store.store._now``); the fixture replaces it with a fixed
+The store stamps rows with its own clock (``scanner.store.common.now``); the fixture replaces it with a fixed
 one (run *n* happens on 2026-03-0*n*), so every rendered date, and so every snapshot, is deterministic.
 """
 
@@ -140,7 +140,7 @@ def write_runs(store: Store, clock: FixedClock, runs: Sequence[dict[str, ScanOut
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FixedClock:
     fixed = FixedClock()
-    monkeypatch.setattr("scanner.store.store._now", fixed)
+    monkeypatch.setattr("scanner.store.common.now", fixed)
     return fixed
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from scanner.errors import InputError
 from scanner.models import CheckReport, Finding, Outcome, Severity, Toolset
-from scanner.store import Store, bulk
+from scanner.store import Store, common
 from scanner.store.codec import compress_tools
 from tests.store.conftest import entry, failed, local_measure, ok, tool
 
@@ -86,7 +86,7 @@ def test_histories_leave_out_unknown_names_and_handle_wrong_types(story: Store) 
 
 def test_histories_in_many_small_chunks(story: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunked IN lists (one server per query) give the same rows as one pass over everything."""
-    monkeypatch.setattr(bulk, "IN_CHUNK", 1)
+    monkeypatch.setattr(common, "IN_CHUNK", 1)
     assert story.histories(NAMES) == {name: story.history(name) for name in NAMES}
     assert story.history_columns(NAMES) == story.history_columns()
 

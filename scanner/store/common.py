@@ -1,0 +1,165 @@
+"""What every room of the store shares: the clock, the Core tables, the findings' row <-> object mapping, and the
+few lookups the run, write, aggregate and read sides all need (one copy each).
+
+``now`` is read through this module (``common.now()``), never imported by name, so a test can fix the store's
+clock in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Table, func, select
+from sqlalchemy.orm import Session
+
+from scanner.errors import InputError
+from scanner.models import Finding, Severity
+from scanner.store import codec
+from scanner.store.tables import Base, Run
+
+# Bound parameters per ``IN (...)`` list: well under SQLite's limit (32 766; 999 before 3.32) and PostgreSQL's.
+IN_CHUNK = 500
+
+
+def now() -> datetime:
+    """The store's clock: every timestamp it writes comes from here."""
+    return datetime.now(UTC)
+
+
+def aware(moment: datetime) -> datetime:
+    """``moment`` as timezone-aware UTC (a naive time is taken to be UTC already)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def chunks(values: Sequence[Any], size: int | None = None) -> Iterator[Sequence[Any]]:
+    """``values`` in slices of ``size`` (default :data:`IN_CHUNK`, read at call time) for ``IN (...)`` lists."""
+    step = size if size is not None else IN_CHUNK
+    for start in range(0, len(values), step):
+        yield values[start : start + step]
+
+
+TABLES: Mapping[str, Table] = Base.metadata.tables
+
+
+def _table(name: str) -> Table:
+    return TABLES[name]
+
+
+# Core tables: the write path and the bulk reads speak Core (no ORM objects per row).
+SERVERS = _table("servers")
+RUNS = _table("runs")
+SCANS = _table("scans")
+TOOLSETS = _table("toolsets")
+MEASUREMENTS = _table("measurements")
+TOOLSET_TOKENS = _table("toolset_tokens")
+TOOL_TOKENS = _table("tool_tokens")
+FINDINGS = _table("findings")
+EVENTS = _table("events")
+AGGREGATES = _table("run_aggregates")
+FINDING_COLUMNS = tuple(
+    FINDINGS.c[name]
+    for name in ("code", "slug", "severity", "tool", "message", "hint", "pointer", "details", "tool_index")
+)
+
+
+def finding_from_row(row: Any) -> Finding:
+    """A finding from a ``findings`` row: a Core result row, an ORM object, or anything with its column names.
+
+    A severity the catalogue does not know (a row written by a newer Fathom) reads as a note.
+    """
+    try:
+        severity = Severity(row.severity)
+    except ValueError:
+        severity = Severity.NOTE
+    return Finding(
+        code=row.code,
+        rule=row.slug,
+        severity=severity,
+        tool=row.tool,
+        message=row.message,
+        hint=row.hint,
+        pointer=row.pointer,
+        details=dict(row.details or {}),
+        tool_index=row.tool_index,
+    )
+
+
+def finding_values(finding: Finding, toolset_id: int, rule_version: str, scan_id: int | None) -> dict[str, Any]:
+    """A ``findings`` row for a bulk insert, every value cut to its column's size."""
+    return {
+        "toolset_id": toolset_id,
+        "scan_id": scan_id,
+        "rule_version": rule_version,
+        "code": str(finding.code)[:16],
+        "slug": str(finding.rule)[:64],
+        "severity": int(finding.severity),
+        "tool": codec.text(finding.tool, 300),
+        "tool_index": finding.tool_index if isinstance(finding.tool_index, int) else None,
+        "message": str(finding.message)[:2000],
+        "hint": str(finding.hint)[:1000],
+        "pointer": codec.text(finding.pointer, 1000),
+        "details": codec.details_json(finding.details),
+    }
+
+
+def add_severity(counts: list[int], severity: object, count: int = 1) -> None:
+    """Add ``count`` findings of ``severity`` to ``counts`` = [problems, warnings, notes]; other values are
+    ignored (a stored severity outside the three). The one place findings are counted by severity."""
+    if isinstance(severity, int) and 0 <= severity <= 2:
+        counts[severity] += count
+
+
+def severity_counts(findings: Iterable[Finding]) -> tuple[int, int, int]:
+    """(problems, warnings, notes) of ``findings``."""
+    counts = [0, 0, 0]
+    for finding in findings:
+        add_severity(counts, int(finding.severity))
+    return counts[0], counts[1], counts[2]
+
+
+def scoring_versions(connection: Connection | Session) -> dict[int, str]:
+    """Each run's rule version for counting findings: the rescored one (its aggregate's) if any, else its own."""
+    rows = connection.execute(
+        select(RUNS.c.id, func.coalesce(AGGREGATES.c.rule_version, RUNS.c.rule_version)).outerjoin(
+            AGGREGATES, AGGREGATES.c.run_id == RUNS.c.id
+        )
+    )
+    return {run_id: version for run_id, version in rows}
+
+
+def server_id(connection: Connection | Session, name: str) -> int:
+    """The id of the server named ``name``; :class:`InputError` if the database has none."""
+    found = connection.execute(select(SERVERS.c.id).where(SERVERS.c.name == name)).scalar()
+    if found is None:
+        raise InputError(f"No server named {name!r} in this database.")
+    return int(found)
+
+
+def get_run(session: Session, run_id: int) -> Run:
+    """The run ``run_id`` as an ORM object (to change it); :class:`InputError` if there is none."""
+    run = session.get(Run, run_id)
+    if run is None:
+        raise InputError(f"No run {run_id} in this database.")
+    return run
+
+
+def toolset_findings(connection: Connection | Session, toolset_id: int, rule_version: str) -> list[Finding]:
+    """A toolset's own findings under ``rule_version``, in the order they were written."""
+    rows = connection.execute(
+        select(*FINDING_COLUMNS)
+        .where(
+            FINDINGS.c.toolset_id == toolset_id,
+            FINDINGS.c.rule_version == rule_version,
+            FINDINGS.c.scan_id.is_(None),
+        )
+        .order_by(FINDINGS.c.id)
+    )
+    return [finding_from_row(row) for row in rows]
+
+
+def scan_findings(connection: Connection | Session, scan_id: int) -> list[Finding]:
+    """A scan's own (over-time, MCP5xx) findings, in the order they were written."""
+    rows = connection.execute(select(*FINDING_COLUMNS).where(FINDINGS.c.scan_id == scan_id).order_by(FINDINGS.c.id))
+    return [finding_from_row(row) for row in rows]

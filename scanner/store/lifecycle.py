@@ -1,0 +1,105 @@
+"""A run's lifecycle: open it, finish or interrupt it (computing its aggregates), resume it, find stale ones.
+
+A run is ``running`` while a crawl writes it, ``finished`` when every entry was written and ``interrupted`` when
+stopped; a process killed mid-crawl leaves it ``running`` until :func:`mark_stale_runs_interrupted` sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from scanner.errors import InputError
+from scanner.store import codec, common
+from scanner.store.aggregate import aggregate
+from scanner.store.tables import Run, Scan, Server
+
+
+def _source(source: str) -> str:
+    """How a run's source is stored and looked up: redacted, cut to its column."""
+    return codec.redact(str(source))[:1000]
+
+
+def start_run(sessions: sessionmaker[Session], source: str, rule_version: str, options: Mapping[str, Any]) -> int:
+    """Open a run (status ``running``) and return its id. ``options`` are stored without secrets."""
+    with sessions.begin() as session:
+        run = Run(
+            started_at=common.now(),
+            finished_at=None,
+            status="running",
+            source=_source(source),
+            rule_version=str(rule_version)[:64],
+            options=codec.small_json(options, limit=8192),
+            servers_scanned=0,
+            servers_ok=0,
+        )
+        session.add(run)
+        session.flush()
+        return run.id
+
+
+def finish_run(sessions: sessionmaker[Session], run_id: int, status: str = "finished") -> None:
+    """Close a run as ``finished`` or ``interrupted`` and compute its aggregates (one row for trends)."""
+    if status not in ("finished", "interrupted"):
+        raise ValueError(f"a run finishes as 'finished' or 'interrupted', not {status!r}")
+    with sessions.begin() as session:
+        run = common.get_run(session, run_id)
+        run.status = status
+        run.finished_at = common.now()
+        aggregate(session, run, run.rule_version)
+
+
+def resume_run(sessions: sessionmaker[Session], run_id: int) -> set[str]:
+    """Reopen an interrupted (or still running) run; returns the names already scanned, to skip them."""
+    with sessions.begin() as session:
+        run = common.get_run(session, run_id)
+        if run.status == "finished":
+            raise InputError(f"Run {run_id} is finished; start a new run instead of resuming it.")
+        run.status = "running"
+        run.finished_at = None
+    return scanned_server_names(sessions, run_id)
+
+
+def resumable_run(sessions: sessionmaker[Session], source: str) -> int | None:
+    """The newest unfinished run (interrupted, or left ``running`` by a killed process) of ``source``."""
+    with sessions() as session:
+        return session.scalar(
+            select(Run.id)
+            .where(Run.source == _source(source), Run.status.in_(("interrupted", "running")))
+            .order_by(Run.id.desc())
+            .limit(1)
+        )
+
+
+def scanned_server_names(sessions: sessionmaker[Session], run_id: int) -> set[str]:
+    """The servers that already have a scan in ``run_id`` (what ``--resume`` skips)."""
+    with sessions() as session:
+        rows = session.scalars(select(Server.name).join(Scan, Scan.server_id == Server.id).where(Scan.run_id == run_id))
+        return set(rows)
+
+
+def mark_stale_runs_interrupted(sessions: sessionmaker[Session], older_than: timedelta = timedelta(0)) -> list[int]:
+    """Mark ``running`` runs with no activity (start or last scan) for ``older_than`` as interrupted.
+
+    A process killed mid-crawl leaves its run ``running``; call this when a new scan starts (with a margin such
+    as ten minutes if several crawls may share the database). Returns the ids it marked.
+    """
+    cutoff = common.now() - older_than
+    marked = []
+    with sessions() as session:
+        running = session.execute(
+            select(Run.id, Run.started_at, func.max(Scan.scanned_at))
+            .outerjoin(Scan, Scan.run_id == Run.id)
+            .where(Run.status == "running")
+            .group_by(Run.id, Run.started_at)
+        ).all()
+    for run_id, started, last_scan in running:
+        last = max(started, last_scan) if last_scan is not None else started
+        if last <= cutoff:
+            finish_run(sessions, run_id, "interrupted")
+            marked.append(run_id)
+    return marked

@@ -1,0 +1,908 @@
+"""Every query over the store's history, and the bulk reads the report uses: a few column queries per chunk of
+servers, never one per server.
+
+One read path: a server's history (:func:`history`) is :func:`histories` of one name, so the CLI's table and the
+report's charts count tokens and findings the same way. The bulk reads select only the columns they need and
+group finding counts in SQL; a report over 2 000 servers and a year of nightly runs (730 000 scans) reads them
+in seconds. Findings are counted under each run's scoring rule version (the rescored one after a rescore).
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import datetime
+from itertools import groupby, repeat
+from operator import itemgetter
+from typing import Any
+
+from sqlalchemy import Connection, Engine, func, select, type_coerce
+from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.types import NullType
+
+from scanner import history as changes
+from scanner.errors import InputError
+from scanner.models import Finding, Severity, TokenCount, ToolCost
+from scanner.store import codec, common
+from scanner.store.rows import (
+    Diff,
+    EventRow,
+    FindingRow,
+    HistoryColumns,
+    LeaderRow,
+    RunRow,
+    RunTrend,
+    ScanRow,
+    ServerSummary,
+)
+from scanner.store.tables import (
+    Event,
+    Measurement,
+    Run,
+    RunAggregate,
+    Scan,
+    Server,
+    StoredFinding,
+    ToolsetRow,
+    ToolsetToken,
+    ToolToken,
+)
+
+_SERVERS, _SCANS, _TOOLSETS, _TOKENS, _FINDINGS, _EVENTS = (
+    common.SERVERS,
+    common.SCANS,
+    common.TOOLSETS,
+    common.TOOLSET_TOKENS,
+    common.FINDINGS,
+    common.EVENTS,
+)
+_FINDING_EVENTS = (changes.FINDING_APPEARED, changes.FINDING_RESOLVED)
+_CODE = re.compile(r"[A-Z]+[0-9]+")
+
+
+# --- Runs ---------------------------------------------------------------------------------------------------
+
+
+def runs(sessions: sessionmaker[Session]) -> list[RunRow]:
+    """Every run, oldest first; a running run's counts are live."""
+    with sessions() as session:
+        live = dict(
+            session.execute(
+                select(Scan.run_id, func.count())
+                .join(Run, Run.id == Scan.run_id)
+                .where(Run.status == "running")
+                .group_by(Scan.run_id)
+            ).all()
+        )
+        live_ok = dict(
+            session.execute(
+                select(Scan.run_id, func.count())
+                .join(Run, Run.id == Scan.run_id)
+                .where(Run.status == "running", Scan.outcome == "ok")
+                .group_by(Scan.run_id)
+            ).all()
+        )
+        return [
+            RunRow(
+                id=run.id,
+                started_at=run.started_at,
+                finished_at=run.finished_at,
+                status=run.status,
+                source=run.source,
+                rule_version=run.rule_version,
+                options=dict(run.options or {}),
+                servers_scanned=live.get(run.id, 0) if run.status == "running" else run.servers_scanned,
+                servers_ok=live_ok.get(run.id, 0) if run.status == "running" else run.servers_ok,
+            )
+            for run in session.scalars(select(Run).order_by(Run.id))
+        ]
+
+
+def trends(sessions: sessionmaker[Session], include_interrupted: bool = False) -> list[RunTrend]:
+    """One point per finished run (and interrupted ones if asked), oldest first, from the aggregates."""
+    with sessions() as session:
+        query = select(Run, RunAggregate).join(RunAggregate, RunAggregate.run_id == Run.id).order_by(Run.id)
+        statuses = ("finished", "interrupted") if include_interrupted else ("finished",)
+        query = query.where(Run.status.in_(statuses))
+        return [
+            RunTrend(
+                run_id=run.id,
+                started_at=run.started_at,
+                finished_at=run.finished_at,
+                status=run.status,
+                rule_version=aggregate.rule_version,
+                servers_scanned=aggregate.servers_scanned,
+                servers_ok=aggregate.servers_ok,
+                servers_with_problems=aggregate.servers_with_problems,
+                outcomes=dict(aggregate.outcomes or {}),
+                median_tokens=aggregate.median_tokens,
+                p90_tokens=aggregate.p90_tokens,
+                median_tokens_by_provider=dict(aggregate.median_tokens_by_provider or {}),
+                median_tools=aggregate.median_tools,
+                findings_by_rule=dict(aggregate.findings_by_rule or {}),
+            )
+            for run, aggregate in session.execute(query)
+        ]
+
+
+def rule_hits(sessions: sessionmaker[Session], run_id: int) -> dict[str, int]:
+    """How many servers each rule hit in ``run_id`` (from its aggregate; counted live for a running run)."""
+    with sessions() as session:
+        aggregate = session.get(RunAggregate, run_id)
+        if aggregate is not None:
+            return dict(aggregate.findings_by_rule or {})
+    hits: dict[str, int] = defaultdict(int)
+    for row in leaderboard(sessions, run_id):
+        for code in {finding.code for finding in row.findings}:
+            hits[code] += 1
+    return dict(sorted(hits.items()))
+
+
+def database_stats(sessions: sessionmaker[Session]) -> dict[str, int]:
+    """Row counts per table (for ``fathom db info`` and the growth benchmark)."""
+    tables = (Server, Run, ToolsetRow, Measurement, ToolsetToken, ToolToken, StoredFinding, Scan, Event)
+    with sessions() as session:
+        stats = {
+            table.__tablename__: int(session.scalar(select(func.count()).select_from(table)) or 0) for table in tables
+        }
+        stats["run_aggregates"] = int(session.scalar(select(func.count()).select_from(RunAggregate)) or 0)
+        return stats
+
+
+# --- Toolsets -----------------------------------------------------------------------------------------------
+
+
+def _toolsets(
+    connection: Connection | Session, ids: Sequence[int] | None
+) -> tuple[dict[int, tuple[int, str]], dict[int, dict[str, int]]]:
+    """Each toolset's (tools count, sha256) and its tokens per provider: of ``ids`` (in chunks), or of every
+    toolset when None. The one read of toolset sizes and tokens behind every query that shows them."""
+    sizes: dict[int, tuple[int, str]] = {}
+    tokens: dict[int, dict[str, int]] = defaultdict(dict)
+    query = select(
+        _TOOLSETS.c.id, _TOOLSETS.c.tools_count, _TOOLSETS.c.sha256, _TOKENS.c.provider, _TOKENS.c.tokens
+    ).outerjoin(_TOKENS, _TOKENS.c.toolset_id == _TOOLSETS.c.id)
+    for chunk in [None] if ids is None else common.chunks(ids):
+        part = query if chunk is None else query.where(_TOOLSETS.c.id.in_(chunk))
+        for toolset_id, tools_count, sha256, provider, count in connection.execute(part):
+            sizes[toolset_id] = (tools_count, sha256)
+            if provider is not None:
+                tokens[toolset_id][provider] = count
+    return sizes, tokens
+
+
+def _toolset_row(session: Session, sha256: str) -> ToolsetRow:
+    row = session.scalar(select(ToolsetRow).where(ToolsetRow.sha256 == sha256))
+    if row is None:
+        raise InputError(f"No toolset {sha256[:12]}… in this database.")
+    return row
+
+
+def toolset_tools(sessions: sessionmaker[Session], sha256: str) -> list[Any]:
+    """A stored tool list exactly as the server sent it (raw JSON values)."""
+    with sessions() as session:
+        return codec.decompress_tools(_toolset_row(session, sha256).data)
+
+
+def toolset_findings(sessions: sessionmaker[Session], sha256: str, rule_version: str) -> list[Finding]:
+    """A toolset's own findings under ``rule_version``, worst first (no over-time findings: those are a scan's)."""
+    with sessions() as session:
+        row = _toolset_row(session, sha256)
+        return sorted(common.toolset_findings(session, row.id, rule_version), key=Finding.sort_key)
+
+
+def toolset_tokens(sessions: sessionmaker[Session], sha256: str) -> dict[str, TokenCount]:
+    """A toolset's tokens per turn for each provider, with the method that counted them."""
+    with sessions() as session:
+        row = _toolset_row(session, sha256)
+        return {
+            token.provider: TokenCount(provider=token.provider, tokens=token.tokens, method=token.method)
+            for token in session.scalars(select(ToolsetToken).where(ToolsetToken.toolset_id == row.id))
+        }
+
+
+def toolset_costs(sessions: sessionmaker[Session], sha256: str, largest: int | None = None) -> list[ToolCost]:
+    """Each tool's own cost per provider, in list order; ``largest=5`` gives the five dearest, dearest first."""
+    with sessions() as session:
+        row = _toolset_row(session, sha256)
+        query = select(ToolToken).where(ToolToken.toolset_id == row.id)
+        if largest is not None:
+            query = query.order_by(ToolToken.max_tokens.desc(), ToolToken.tool_index).limit(largest)
+        else:
+            query = query.order_by(ToolToken.tool_index)
+        return [
+            ToolCost(name=tool.name, index=tool.tool_index, tokens=dict(tool.tokens or {}))
+            for tool in session.scalars(query)
+        ]
+
+
+# --- Servers and their histories ----------------------------------------------------------------------------
+
+
+def servers(engine: Engine) -> list[ServerSummary]:
+    """Every server by name, with its last outcome and the tools and tokens of its last successful scan."""
+    last_scan, ok_scan = _SCANS.alias("last_scan"), _SCANS.alias("ok_scan")
+    query = (
+        select(
+            _SERVERS.c.name,
+            _SERVERS.c.first_seen,
+            last_scan.c.run_id,
+            last_scan.c.scanned_at,
+            last_scan.c.outcome,
+            last_scan.c.detail,
+            ok_scan.c.run_id,
+            ok_scan.c.server_version,
+            ok_scan.c.toolset_id,
+        )
+        .outerjoin(last_scan, last_scan.c.id == _SERVERS.c.last_scan_id)
+        .outerjoin(ok_scan, ok_scan.c.id == _SERVERS.c.last_ok_scan_id)
+        .order_by(_SERVERS.c.name)
+    )
+    with engine.connect() as connection:
+        rows = connection.execute(query).all()
+        sizes, tokens = _toolsets(connection, sorted({row[8] for row in rows if row[8] is not None}))
+    return [
+        ServerSummary(
+            name=name,
+            first_seen=first_seen,
+            last_run_id=last_run,
+            last_scanned_at=last_at,
+            last_outcome=last_outcome,
+            last_detail=last_detail or "",
+            last_ok_run_id=ok_run,
+            server_version=version,
+            tools_count=sizes[toolset_id][0] if toolset_id in sizes else None,
+            tokens=dict(tokens.get(toolset_id, {})) if toolset_id is not None else {},
+            toolset_sha256=sizes[toolset_id][1] if toolset_id in sizes else None,
+        )
+        for name, first_seen, last_run, last_at, last_outcome, last_detail, ok_run, version, toolset_id in rows
+    ]
+
+
+def history(engine: Engine, server: str) -> list[ScanRow]:
+    """Every scan of ``server``, oldest first, with its tokens and finding counts (:func:`histories` of one name).
+
+    Raises :class:`InputError` for a server not in the database.
+    """
+    found = histories(engine, [server])
+    if server not in found:
+        raise InputError(f"No server named {server!r} in this database.")
+    return found[server]
+
+
+def server_ids(connection: Connection, names: Iterable[str] | None) -> dict[int, str]:
+    """Server id -> name for ``names`` (every server when None); names not in the database are left out."""
+    if names is None:
+        return {ident: name for ident, name in connection.execute(select(_SERVERS.c.id, _SERVERS.c.name))}
+    wanted = sorted({name for name in names if isinstance(name, str)})
+    found: dict[int, str] = {}
+    for chunk in common.chunks(wanted):
+        query = select(_SERVERS.c.id, _SERVERS.c.name).where(_SERVERS.c.name.in_(chunk))
+        found.update({ident: name for ident, name in connection.execute(query)})
+    return found
+
+
+_SCAN_COLUMNS = (
+    _SCANS.c.server_id,
+    _SCANS.c.id,
+    _SCANS.c.run_id,
+    # The timestamp as the driver returns it, converted by :class:`_Facts` once per distinct value with the
+    # column type's own conversion, so the value is what an ORM read gives.
+    type_coerce(_SCANS.c.scanned_at, NullType()),
+    _SCANS.c.outcome,
+    _SCANS.c.detail,
+    _SCANS.c.transport,
+    _SCANS.c.era,
+    _SCANS.c.protocol_version,
+    _SCANS.c.server_name,
+    _SCANS.c.server_version,
+    _SCANS.c.toolset_id,
+)
+
+
+class _Memo(dict[Any, Any]):
+    """A dict that computes a missing value with ``function`` and keeps it (``map(memo.__getitem__, ...)``)."""
+
+    def __init__(self, function: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.function = function
+
+    def __missing__(self, key: Any) -> Any:
+        value = self[key] = self.function(key)
+        return value
+
+
+class _Facts:
+    """What the scans of a set of servers share, read in three grouped queries: each toolset's size, hash and
+    tokens; its own findings counted by (rule version, severity); and the scans' own (MCP5xx) findings counted
+    by severity. ``counts`` adds them up per scan."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        versions: Mapping[int, str],
+        ids: Sequence[int] | None,
+        served: Iterable[int | None],
+    ) -> None:
+        self.versions = versions
+        # Every server: read every toolset (a few thousand rows) rather than filter by a huge list.
+        wanted = None if ids is None else sorted({tid for tid in served if tid is not None})
+        self.toolsets, self.tokens = _toolsets(connection, wanted)
+        by_toolset: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+        toolset_counts = (
+            select(_FINDINGS.c.toolset_id, _FINDINGS.c.rule_version, _FINDINGS.c.severity, func.count())
+            .where(_FINDINGS.c.scan_id.is_(None))
+            .group_by(_FINDINGS.c.toolset_id, _FINDINGS.c.rule_version, _FINDINGS.c.severity)
+        )
+        for chunk in [None] if wanted is None else common.chunks(wanted):
+            counted = toolset_counts if chunk is None else toolset_counts.where(_FINDINGS.c.toolset_id.in_(chunk))
+            for toolset_id, version, severity, count in connection.execute(counted):
+                common.add_severity(by_toolset[(toolset_id, version)], severity, count)
+        self._by_toolset = by_toolset
+
+        self.own: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
+        own_counts = (
+            select(_FINDINGS.c.scan_id, _FINDINGS.c.severity, func.count())
+            .where(_FINDINGS.c.scan_id.is_not(None))
+            .group_by(_FINDINGS.c.scan_id, _FINDINGS.c.severity)
+        )
+        if ids is not None:
+            own_counts = own_counts.join(_SCANS, _SCANS.c.id == _FINDINGS.c.scan_id).where(_SCANS.c.server_id.in_(ids))
+        for scan_id, severity, count in connection.execute(own_counts):
+            common.add_severity(self.own[scan_id], severity, count)
+
+        dialect = connection.dialect
+        stamp = _SCANS.c.scanned_at.type.dialect_impl(dialect).result_processor(dialect, None)
+        self.moments = _Memo(stamp if stamp is not None else _same)
+        # (toolset id, rule version) -> the toolset's (problems, warnings, notes), None for no toolset.
+        self.base = _Memo(self._toolset_counts)
+
+    def _toolset_counts(self, key: tuple[int | None, str]) -> tuple[int, int, int]:
+        found = self._by_toolset.get(key) if key[0] is not None else None  # type: ignore[arg-type]
+        return (found[0], found[1], found[2]) if found else (0, 0, 0)
+
+    def counts(self, scan_id: int, toolset_id: int | None, run_id: int) -> tuple[int, int, int]:
+        """(problems, warnings, notes) of one scan: its toolset's under the run's version, plus its own."""
+        counts: tuple[int, int, int] = self.base[(toolset_id, self.versions[run_id])]
+        extra = self.own.get(scan_id)
+        if extra is not None:
+            counts = (counts[0] + extra[0], counts[1] + extra[1], counts[2] + extra[2])
+        return counts
+
+    def count_columns(
+        self, scan_ids: Sequence[int], toolset_ids: Sequence[int | None], run_ids: Sequence[int]
+    ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """:meth:`counts` of many scans as three columns; the per-scan work runs in C except for the few
+        scans with findings of their own."""
+        keys = zip(toolset_ids, map(self.versions.__getitem__, run_ids), strict=True)
+        counts = list(map(self.base.__getitem__, keys))
+        mine = self.own.keys() & scan_ids if self.own else ()
+        if mine:
+            for index, scan_id in enumerate(scan_ids):
+                if scan_id in mine:
+                    counts[index] = self.counts(scan_id, toolset_ids[index], run_ids[index])
+        if not counts:
+            return (), (), ()
+        problems, warnings, notes = zip(*counts, strict=True)
+        return problems, warnings, notes
+
+    def scan_row(self, row: Sequence[Any]) -> ScanRow:
+        """A :class:`ScanRow` from a row of :data:`_SCAN_COLUMNS`."""
+        (
+            _,
+            scan_id,
+            run_id,
+            raw_moment,
+            outcome,
+            detail,
+            transport,
+            era,
+            protocol_version,
+            server_name,
+            server_version,
+            toolset_id,
+        ) = row
+        problems, warnings, notes = self.counts(scan_id, toolset_id, run_id)
+        tools_count, sha256 = self.toolsets.get(toolset_id, _NO_TOOLSET) if toolset_id is not None else _NO_TOOLSET
+        return ScanRow(
+            scan_id=scan_id,
+            run_id=run_id,
+            scanned_at=self.moments[raw_moment],
+            outcome=outcome,
+            detail=detail,
+            transport=transport,
+            era=era,
+            protocol_version=protocol_version,
+            server_name=server_name,
+            server_version=server_version,
+            tools_count=tools_count,
+            tokens=dict(self.tokens.get(toolset_id, _EMPTY)) if toolset_id is not None else {},
+            problems=problems,
+            warnings=warnings,
+            notes=notes,
+            toolset_sha256=sha256,
+            rule_version=self.versions[run_id],
+        )
+
+
+_EMPTY: Mapping[str, int] = {}  # shared by every scan without tokens in :class:`HistoryColumns`: never changed
+_NO_TOOLSET = (None, None)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while rows are turned into values.
+
+    A chunk of history is ~100 000 result rows and as many tuples, none of them in a cycle; each 700 allocations
+    would start a collection that walks every young object, and now and then every object of the process (the
+    report keeps its leaderboard and events alive), which cost a year's report ~2 s. Reference counting still
+    frees everything at once; the collector is switched back on (if it was on) when the block ends.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _start(
+    engine: Engine, names: Iterable[str] | None
+) -> tuple[Connection, dict[int, str], dict[int, str], list[Sequence[int] | None]]:
+    connection = engine.connect()
+    versions = common.scoring_versions(connection)
+    servers = server_ids(connection, names)
+    chunks: list[Sequence[int] | None] = [None] if names is None else list(common.chunks(sorted(servers)))
+    return connection, versions, servers, chunks
+
+
+def histories(engine: Engine, names: Iterable[str] | None = None) -> dict[str, list[ScanRow]]:
+    """Every scan of each server in ``names`` (every server when None), oldest first, keyed by server name.
+
+    Each list equals what :meth:`Store.history` returns for that server; names not in the database are left out
+    (``history`` raises for them instead). Four queries per 500 servers, whatever the length of the history:
+    the scans' columns; their toolsets' sizes, hashes and tokens; toolset finding counts grouped by (toolset,
+    rule version, severity); and scan-owned (MCP5xx) finding counts grouped by (scan, severity); plus the run
+    versions and server names once. Keys come in name order.
+
+    A year of nightly scans of 2 000 servers is 730 000 rows: ask for a few hundred servers at a time to keep
+    memory flat, or use :func:`history_columns` (the report does).
+    """
+    connection, versions, servers, chunks = _start(engine, names)
+    result: dict[int, list[ScanRow]] = {ident: [] for ident in servers}
+    with connection, _collector_paused():
+        for chunk in chunks if servers else ():
+            query = select(*_SCAN_COLUMNS).order_by(_SCANS.c.server_id, _SCANS.c.id)
+            scans = connection.execute(query if chunk is None else query.where(_SCANS.c.server_id.in_(chunk))).all()
+            facts = _Facts(connection, versions, chunk, (row[11] for row in scans))
+            for row in scans:
+                result[row[0]].append(facts.scan_row(row))
+    return {servers[ident]: result[ident] for ident in sorted(servers, key=servers.__getitem__)}
+
+
+def history_columns(engine: Engine, names: Iterable[str] | None = None) -> dict[str, HistoryColumns]:
+    """Each server's history as :class:`HistoryColumns` (every server when ``names`` is None), keyed by name.
+
+    What :func:`histories` gives, ordered by run, for a chart rather than a table: five queries per 500 servers
+    (four narrow columns of every scan, the three grouped reads of :class:`_Facts`, then the newest scan of each
+    server in full), and no object per scan. Names not in the database are left out; keys in name order.
+    """
+    connection, versions, servers, chunks = _start(engine, names)
+    result: dict[int, HistoryColumns] = {}
+    with connection, _collector_paused():
+        for chunk in chunks if servers else ():
+            query = select(
+                _SCANS.c.server_id,
+                _SCANS.c.id,
+                _SCANS.c.run_id,
+                _SCAN_COLUMNS[3],
+                _SCANS.c.outcome,
+                _SCANS.c.toolset_id,
+            ).order_by(_SCANS.c.server_id, _SCANS.c.run_id)
+            scans = connection.execute(query if chunk is None else query.where(_SCANS.c.server_id.in_(chunk))).all()
+            facts = _Facts(connection, versions, chunk, (row[5] for row in scans))
+            newest: dict[int, int] = {}
+            for server_id, group in groupby(scans, key=itemgetter(0)):
+                _, scan_ids, run_ids, raw_moments, outcomes, toolset_ids = zip(*group, strict=True)
+                problems, warnings, notes = facts.count_columns(scan_ids, toolset_ids, run_ids)
+                result[server_id] = HistoryColumns(
+                    scan_ids=scan_ids,
+                    run_ids=run_ids,
+                    scanned_at=tuple(map(facts.moments.__getitem__, raw_moments)),
+                    outcomes=outcomes,
+                    tokens=tuple(map(facts.tokens.get, toolset_ids, repeat(_EMPTY))),
+                    problems=problems,
+                    warnings=warnings,
+                    notes=notes,
+                    latest=None,
+                )
+                newest[server_id] = scan_ids[-1]
+            for part in common.chunks(sorted(newest.values())):
+                for row in connection.execute(select(*_SCAN_COLUMNS).where(_SCANS.c.id.in_(part))):
+                    result[row[0]] = replace(result[row[0]], latest=facts.scan_row(row))
+    empty = HistoryColumns.empty()
+    return {servers[ident]: result.get(ident, empty) for ident in sorted(servers, key=servers.__getitem__)}
+
+
+def events(
+    engine: Engine,
+    server: str | None = None,
+    *,
+    kind: str | None = None,
+    run: int | None = None,
+    since: datetime | None = None,
+) -> list[EventRow]:
+    """Change events, oldest first, read as plain columns (no ORM rows): see :meth:`Store.events`.
+
+    Raises :class:`InputError` for a server name not in the database.
+    """
+    query = (
+        select(
+            _EVENTS.c.id,
+            _SERVERS.c.name,
+            _EVENTS.c.run_id,
+            _EVENTS.c.scan_id,
+            _EVENTS.c.at,
+            _EVENTS.c.kind,
+            _EVENTS.c.tool,
+            _EVENTS.c.code,
+            _EVENTS.c.details,
+        )
+        .join(_SERVERS, _SERVERS.c.id == _EVENTS.c.server_id)
+        .order_by(_EVENTS.c.id)
+    )
+    with engine.connect() as connection:
+        if server is not None:
+            query = query.where(_EVENTS.c.server_id == common.server_id(connection, server))
+        if kind is not None:
+            query = query.where(_EVENTS.c.kind == kind)
+        if run is not None:
+            query = query.where(_EVENTS.c.run_id == run)
+        if since is not None:
+            query = query.where(_EVENTS.c.at >= common.aware(since))
+        return [
+            EventRow(
+                id=ident,
+                server=name,
+                run_id=run_id,
+                scan_id=scan_id,
+                at=at,
+                kind=event_kind,
+                tool=tool,
+                code=code,
+                details=dict(details) if isinstance(details, dict) else {},
+            )
+            for ident, name, run_id, scan_id, at, event_kind, tool, code, details in connection.execute(query)
+        ]
+
+
+def toolsets_tools(engine: Engine, shas: Iterable[str]) -> dict[str, list[Any]]:
+    """Stored tool lists by hash, each exactly as :meth:`Store.toolset_tools` returns it; unknown hashes are left
+    out. One query per 500 hashes."""
+    wanted = sorted({sha for sha in shas if isinstance(sha, str)})
+    found: dict[str, list[Any]] = {}
+    with engine.connect() as connection:
+        for chunk in common.chunks(wanted):
+            query = select(_TOOLSETS.c.sha256, _TOOLSETS.c.data).where(_TOOLSETS.c.sha256.in_(chunk))
+            for sha, data in connection.execute(query):
+                found[sha] = codec.decompress_tools(data)
+    return found
+
+
+# --- The leaderboard of a run -------------------------------------------------------------------------------
+
+
+def leaderboard(sessions: sessionmaker[Session], run_id: int) -> list[LeaderRow]:
+    """Every server scanned in ``run_id`` with outcome, tokens, findings and per-tool severity counts.
+
+    Sorted by name; the report ranks. Findings are counted under the run's scoring rule version (the rescored
+    one after a rescore).
+    """
+    with sessions() as session:
+        return _leaderboard(session, run_id, None)
+
+
+def _leaderboard(session: Session, run_id: int, server_id: int | None) -> list[LeaderRow]:
+    common.get_run(session, run_id)
+    version = common.scoring_versions(session)[run_id]
+    scans_query = (
+        select(Scan, Server.name, ToolsetRow.sha256, ToolsetRow.tools_count)
+        .join(Server, Server.id == Scan.server_id)
+        .outerjoin(ToolsetRow, ToolsetRow.id == Scan.toolset_id)
+        .where(Scan.run_id == run_id)
+        .order_by(Server.name)
+    )
+    in_run = select(Scan.toolset_id).where(Scan.run_id == run_id, Scan.toolset_id.is_not(None))
+    if server_id is not None:
+        scans_query = scans_query.where(Scan.server_id == server_id)
+        in_run = in_run.where(Scan.server_id == server_id)
+    scans = session.execute(scans_query).all()
+    tokens: dict[int, dict[str, int]] = defaultdict(dict)
+    methods: dict[int, dict[str, str]] = defaultdict(dict)
+    for token_row in session.scalars(select(ToolsetToken).where(ToolsetToken.toolset_id.in_(in_run))):
+        tokens[token_row.toolset_id][token_row.provider] = token_row.tokens
+        methods[token_row.toolset_id][token_row.provider] = token_row.method
+    by_toolset: dict[int, list[Finding]] = defaultdict(list)
+    for row in session.scalars(
+        select(StoredFinding)
+        .where(
+            StoredFinding.toolset_id.in_(in_run),
+            StoredFinding.rule_version == version,
+            StoredFinding.scan_id.is_(None),
+        )
+        .order_by(StoredFinding.id)
+    ):
+        by_toolset[row.toolset_id].append(common.finding_from_row(row))
+    by_scan: dict[int, list[Finding]] = defaultdict(list)
+    own = select(StoredFinding).join(Scan, Scan.id == StoredFinding.scan_id).where(Scan.run_id == run_id)
+    if server_id is not None:
+        own = own.where(Scan.server_id == server_id)
+    for row in session.scalars(own.order_by(StoredFinding.id)):
+        if row.scan_id is not None:
+            by_scan[row.scan_id].append(common.finding_from_row(row))
+
+    result = []
+    for scan, name, sha, tools_count in scans:
+        found = sorted(by_toolset.get(scan.toolset_id or -1, []) + by_scan.get(scan.id, []), key=Finding.sort_key)
+        per_tool = [[0, 0, 0] for _ in range(tools_count or 0)]
+        list_wide = [0, 0, 0]
+        for finding in found:
+            index = finding.tool_index
+            target = per_tool[index] if index is not None and 0 <= index < len(per_tool) else list_wide
+            common.add_severity(target, int(finding.severity))
+        problems, warnings, notes = common.severity_counts(found)
+        result.append(
+            LeaderRow(
+                server=name,
+                scan_id=scan.id,
+                outcome=scan.outcome,
+                detail=scan.detail,
+                transport=scan.transport,
+                era=scan.era,
+                protocol_version=scan.protocol_version,
+                server_version=scan.server_version,
+                anonymous=scan.anonymous,
+                tools_count=tools_count,
+                tokens=dict(tokens.get(scan.toolset_id or -1, {})),
+                token_methods=dict(methods.get(scan.toolset_id or -1, {})),
+                problems=problems,
+                warnings=warnings,
+                notes=notes,
+                toolset_sha256=sha,
+                findings=tuple(found),
+                tool_severities=tuple((p, w, n) for p, w, n in per_tool),
+                list_severities=(list_wide[0], list_wide[1], list_wide[2]),
+            )
+        )
+    return result
+
+
+# --- Findings over time -------------------------------------------------------------------------------------
+
+
+def findings(
+    sessions: sessionmaker[Session],
+    rule: str | None = None,
+    server: str | None = None,
+    since: datetime | None = None,
+    run: int | None = None,
+) -> list[FindingRow]:
+    """Findings with when they first appeared and when they went away (None while present).
+
+    ``run`` given: exactly the findings present in that run's scans. Otherwise every occurrence in the history
+    (present and gone), from the finding events. ``rule`` is a code (``MCP205``) or a slug (``param-untyped``);
+    ``since`` keeps findings that first appeared at or after it.
+    """
+    wanted = rule.strip() if rule else None
+    code = wanted.upper() if wanted and _CODE.fullmatch(wanted.upper()) else None
+    with sessions() as session:
+        server_id = common.server_id(session, server) if server is not None else None
+        intervals = _finding_intervals(session, server_id, code)
+        if run is not None:
+            rows = _run_findings(session, run, server_id, intervals)
+        else:
+            rows = [interval.row for interval in intervals.values_flat()]
+    result = [
+        row
+        for row in rows
+        if (wanted is None or wanted.upper() == row.code or wanted.lower() == row.rule)
+        and (since is None or (row.first_seen_at is not None and row.first_seen_at >= common.aware(since)))
+    ]
+    result.sort(key=lambda r: (r.server, int(r.severity), -1 if r.tool_index is None else r.tool_index, r.code))
+    return result
+
+
+def _finding_intervals(session: Session, server_id: int | None, code: str | None = None) -> _Intervals:
+    query = (
+        select(Event, Server.name)
+        .join(Server, Server.id == Event.server_id)
+        .where(Event.kind.in_(_FINDING_EVENTS))
+        .order_by(Event.id)
+    )
+    if server_id is not None:
+        query = query.where(Event.server_id == server_id)
+    if code is not None:
+        query = query.where(Event.code == code)
+    intervals = _Intervals()
+    for event, name in session.execute(query):
+        intervals.add(event, name)
+    return intervals
+
+
+def _run_findings(session: Session, run_id: int, server_id: int | None, intervals: _Intervals) -> list[FindingRow]:
+    rows = []
+    for leader in _leaderboard(session, run_id, server_id):
+        for finding in leader.findings:
+            interval = intervals.at(leader.server, finding.code, finding.tool, leader.scan_id)
+            rows.append(
+                FindingRow(
+                    server=leader.server,
+                    code=finding.code,
+                    rule=finding.rule,
+                    severity=finding.severity,
+                    tool=finding.tool,
+                    tool_index=finding.tool_index,
+                    message=finding.message,
+                    hint=finding.hint,
+                    pointer=finding.pointer,
+                    details=dict(finding.details),
+                    run_id=run_id,
+                    first_seen_run=interval.first_run if interval else None,
+                    first_seen_at=interval.first_at if interval else None,
+                    gone_run=interval.gone_run if interval else None,
+                    gone_at=interval.gone_at if interval else None,
+                )
+            )
+    return rows
+
+
+def _rule_hint(code: str) -> str:
+    """A rule's hint from the catalogue (events do not repeat it, to stay small); empty for a retired code."""
+    try:
+        from scanner.rules import RULES
+
+        return str(RULES[code].hint)
+    except (ImportError, KeyError, AttributeError):
+        return ""
+
+
+class _Interval:
+    """One stretch of a finding on a server: from a finding_appeared event to the next finding_resolved."""
+
+    __slots__ = ("first_at", "first_run", "first_scan", "gone_at", "gone_run", "row")
+
+    def __init__(self, event: Event, name: str) -> None:
+        self.first_run: int = event.run_id
+        self.first_at: datetime = event.at
+        self.first_scan: int = event.scan_id
+        self.gone_run: int | None = None
+        self.gone_at: datetime | None = None
+        details = dict(event.details or {})
+        try:
+            severity = Severity.parse(str(details.get("severity", "note")))
+        except KeyError:
+            severity = Severity.NOTE
+        index = details.get("tool_index")
+        self.row = FindingRow(
+            server=name,
+            code=event.code or "",
+            rule=str(details.get("rule", "")),
+            severity=severity,
+            tool=event.tool,
+            tool_index=index if isinstance(index, int) else None,
+            message=str(details.get("message", "")),
+            hint=str(details.get("hint") or _rule_hint(event.code or "")),
+            pointer=details.get("pointer") if isinstance(details.get("pointer"), str) else None,
+            details={},
+            run_id=None,
+            first_seen_run=self.first_run,
+            first_seen_at=self.first_at,
+            gone_run=None,
+            gone_at=None,
+        )
+
+    def close(self, event: Event) -> None:
+        self.gone_run, self.gone_at = event.run_id, event.at
+        self.row = replace(self.row, gone_run=event.run_id, gone_at=event.at)
+
+
+class _Intervals:
+    """Finding intervals per (server, code, tool), built from the events in id order."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[str, str, str | None], list[_Interval]] = defaultdict(list)
+
+    def add(self, event: Event, name: str) -> None:
+        key = (name, event.code or "", event.tool)
+        stretches = self._by_key[key]
+        if event.kind == changes.FINDING_APPEARED:
+            if not stretches or stretches[-1].gone_run is not None:
+                stretches.append(_Interval(event, name))
+        elif stretches and stretches[-1].gone_run is None:
+            stretches[-1].close(event)
+
+    def values_flat(self) -> list[_Interval]:
+        return [interval for stretches in self._by_key.values() for interval in stretches]
+
+    def at(self, server: str, code: str, tool: str | None, scan_id: int) -> _Interval | None:
+        """The stretch that covers ``scan_id`` (the last one that began at or before it)."""
+        found = None
+        for interval in self._by_key.get((server, code, tool), []):
+            if interval.first_scan <= scan_id:
+                found = interval
+        return found
+
+
+# --- What changed between two scans -------------------------------------------------------------------------
+
+
+def _scan_of(session: Session, server_id: int, run_id: int | None, before: int | None) -> Scan | None:
+    query = select(Scan).where(Scan.server_id == server_id, Scan.outcome == "ok")
+    if run_id is not None:
+        query = query.where(Scan.run_id == run_id)
+    if before is not None:
+        query = query.where(Scan.id < before)
+    return session.scalar(query.order_by(Scan.id.desc()).limit(1))
+
+
+def diff(sessions: sessionmaker[Session], server: str, from_run: int | None = None, to_run: int | None = None) -> Diff:
+    """What changed on ``server`` between two successful scans.
+
+    ``to_run`` None: its latest successful scan; ``from_run`` None: the successful scan before that.
+    Raises :class:`InputError` when the server had no successful scan in a run asked for.
+    """
+    with sessions() as session:
+        server_id = common.server_id(session, server)
+        versions = common.scoring_versions(session)
+        to_scan = _scan_of(session, server_id, to_run, None)
+        if to_scan is None or to_scan.toolset_id is None:
+            where = f"in run {to_run}" if to_run is not None else "yet"
+            raise InputError(f"Server {server!r} has no successful scan {where}.")
+        from_scan = _scan_of(session, server_id, from_run, None if from_run is not None else to_scan.id)
+        if from_run is not None and from_scan is None:
+            raise InputError(f"Server {server!r} has no successful scan in run {from_run}.")
+
+        def side(scan: Scan | None) -> tuple[list[Any], str | None, dict[str, int], list[Finding]]:
+            if scan is None or scan.toolset_id is None:
+                return [], None, {}, []
+            row = session.get(ToolsetRow, scan.toolset_id)
+            assert row is not None  # a foreign key guarantees it
+            found = common.toolset_findings(session, row.id, versions[scan.run_id])
+            found += common.scan_findings(session, scan.id)
+            _, tokens = _toolsets(session, [row.id])
+            return codec.decompress_tools(row.data), row.sha256, dict(tokens.get(row.id, {})), found
+
+        tools_from, sha_from, tokens_from, found_from = side(from_scan)
+        tools_to, sha_to, tokens_to, found_to = side(to_scan)
+        tool_changes = changes.diff_tools(tools_from, tools_to)
+        keys_from = {changes.finding_key(f) for f in found_from}
+        keys_to = {changes.finding_key(f) for f in found_to}
+        return Diff(
+            server=server,
+            from_run=from_scan.run_id if from_scan else None,
+            to_run=to_scan.run_id,
+            from_version=from_scan.server_version if from_scan else None,
+            to_version=to_scan.server_version,
+            from_sha256=sha_from,
+            to_sha256=sha_to or "",
+            tools_added=tool_changes.added,
+            tools_removed=tool_changes.removed,
+            tools_changed=tool_changes.changed,
+            tokens_from=tokens_from,
+            tokens_to=tokens_to,
+            findings_new=tuple(
+                sorted((f for f in found_to if changes.finding_key(f) not in keys_from), key=Finding.sort_key)
+            ),
+            findings_fixed=tuple(
+                sorted((f for f in found_from if changes.finding_key(f) not in keys_to), key=Finding.sort_key)
+            ),
+        )

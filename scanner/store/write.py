@@ -1,0 +1,479 @@
+"""The write path: one server's result in one transaction (:func:`record_scan`), a toolset's measurement, and a
+bulk loader of already-shaped rows for benchmarks and imports (:func:`load`).
+
+Each server's result is written in its own transaction, so a crawl killed at any point leaves a consistent
+database that keeps every server finished before the kill. Tool lists are stored once by content hash and
+measured (tokens, per-tool costs, findings) once per rule catalogue version, so an unchanged server costs one
+small ``scans`` row per rescan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    CursorResult,
+    Engine,
+    Row,
+    Select,
+    and_,
+    bindparam,
+    delete,
+    exists,
+    func,
+    select,
+    update,
+)
+from sqlalchemy.orm import Session
+
+from scanner import history
+from scanner.errors import FathomError, InputError
+from scanner.models import CheckReport, Finding, ScanOutcome, ServerEntry, Toolset
+from scanner.store import codec, common
+from scanner.store.rows import ScanRecord
+
+Measure = Callable[[Toolset], CheckReport]
+
+# Rows per ``executemany`` in :func:`load`, so a year of scans is never one statement's worth of parameters.
+LOAD_CHUNK = 20_000
+# The order :func:`load` writes tables in, so every foreign key points at a row already written.
+LOAD_ORDER = (
+    "runs",
+    "servers",
+    "toolsets",
+    "measurements",
+    "toolset_tokens",
+    "tool_tokens",
+    "scans",
+    "findings",
+    "events",
+    "run_aggregates",
+)
+
+_SERVERS, _RUNS, _SCANS, _TOOLSETS = common.SERVERS, common.RUNS, common.SCANS, common.TOOLSETS
+_MEASUREMENTS, _TOOLSET_TOKENS, _TOOL_TOKENS = common.MEASUREMENTS, common.TOOLSET_TOKENS, common.TOOL_TOKENS
+_FINDINGS, _EVENTS = common.FINDINGS, common.EVENTS
+
+
+class _StoredFinding:
+    """The values of a ``findings`` row just inserted, read like a result row (for ``common.finding_from_row``)."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self.__dict__.update(values)
+
+
+def _new_id(result: CursorResult[Any]) -> int:
+    """The primary key of the one row an ``INSERT`` just wrote."""
+    key = result.inserted_primary_key
+    assert key is not None and key[0] is not None  # every table's key is an autoincrement integer
+    return int(key[0])
+
+
+# Prepared once: building a statement per call costs more than executing it (its cache key is recomputed).
+_INSERT_SERVER = _SERVERS.insert()
+_INSERT_TOOLSET = _TOOLSETS.insert()
+_INSERT_SCAN = _SCANS.insert()
+_INSERT_EVENTS = _EVENTS.insert()
+_INSERT_TOOLSET_TOKENS = _TOOLSET_TOKENS.insert()
+_INSERT_TOOL_TOKENS = _TOOL_TOKENS.insert()
+_INSERT_FINDINGS = _FINDINGS.insert()
+_INSERT_MEASUREMENT = _MEASUREMENTS.insert()
+_SET_LAST = update(_SERVERS).where(_SERVERS.c.id == bindparam("server")).values(last_scan_id=bindparam("last"))
+_SET_LAST_OK = (
+    update(_SERVERS)
+    .where(_SERVERS.c.id == bindparam("server"))
+    .values(last_scan_id=bindparam("last"), last_ok_scan_id=bindparam("last_ok"))
+)
+
+
+def _state_query() -> Select[Any]:
+    """Everything :meth:`Store.record_scan` must know before writing, in one round trip.
+
+    One row per run (none if the run does not exist): its status and rule version; the server by name (NULLs if
+    new); its last scan's outcome; its last successful scan (``ok_*``: toolset, server version, its run's rule
+    version, whether it has over-time findings); a scan already written for it in this run (``duplicate_*``);
+    the toolset with this hash, if stored, and whether it is measured under the run's rule version.
+    """
+    run, last, ok, ok_run = (
+        _RUNS.alias("run"),
+        _SCANS.alias("last_scan"),
+        _SCANS.alias("ok_scan"),
+        _RUNS.alias("ok_run"),
+    )
+    duplicate, duplicate_toolset = _SCANS.alias("duplicate"), _TOOLSETS.alias("duplicate_toolset")
+    measured = _MEASUREMENTS.alias("measured")
+    ok_findings = exists(select(_FINDINGS.c.id).where(_FINDINGS.c.scan_id == ok.c.id))
+    joined = (
+        run.outerjoin(_SERVERS, _SERVERS.c.name == bindparam("name"))
+        .outerjoin(last, last.c.id == _SERVERS.c.last_scan_id)
+        .outerjoin(ok, ok.c.id == _SERVERS.c.last_ok_scan_id)
+        .outerjoin(ok_run, ok_run.c.id == ok.c.run_id)
+        .outerjoin(duplicate, and_(duplicate.c.run_id == run.c.id, duplicate.c.server_id == _SERVERS.c.id))
+        .outerjoin(duplicate_toolset, duplicate_toolset.c.id == duplicate.c.toolset_id)
+        .outerjoin(_TOOLSETS, _TOOLSETS.c.sha256 == bindparam("sha256"))
+        .outerjoin(
+            measured, and_(measured.c.toolset_id == _TOOLSETS.c.id, measured.c.rule_version == run.c.rule_version)
+        )
+    )
+    return (
+        select(
+            run.c.status.label("run_status"),
+            run.c.rule_version.label("rule_version"),
+            _SERVERS.c.id.label("server_id"),
+            last.c.outcome.label("last_outcome"),
+            ok.c.id.label("ok_id"),
+            ok.c.toolset_id.label("ok_toolset_id"),
+            ok.c.server_version.label("ok_server_version"),
+            ok_run.c.rule_version.label("ok_rule_version"),
+            ok_findings.label("ok_has_findings"),
+            duplicate.c.id.label("duplicate_id"),
+            duplicate.c.outcome.label("duplicate_outcome"),
+            duplicate_toolset.c.sha256.label("duplicate_sha256"),
+            _TOOLSETS.c.id.label("toolset_id"),
+            measured.c.toolset_id.label("measured_id"),
+        )
+        .select_from(joined)
+        .where(run.c.id == bindparam("run_id"))
+    )
+
+
+_STATE = _state_query()
+
+
+def record_scan(engine: Engine, run_id: int, entry: ServerEntry, outcome: ScanOutcome, measure: Measure) -> ScanRecord:
+    """Store one server's result in its own transaction, and what changed since its previous scan.
+
+    If the outcome is ok the toolset is looked up by hash; only a toolset not yet measured under the run's
+    rule version is measured (``measure`` runs outside the write transaction). Then the scan row, then the
+    history: tool events and MCP501/MCP502 against the previous successful scan, finding_appeared /
+    finding_resolved, server_version_changed and outcome_changed. A second result for a server already
+    scanned in this run writes nothing and comes back with ``duplicate=True``.
+
+    This is the crawl's hot path, so it speaks SQLAlchemy Core over one connection: one read (the run, the
+    server, its previous scans and the toolset, :data:`_STATE`), then a few prepared inserts and one update
+    in a single transaction. Findings it has just written are handed to the history, never read back.
+    """
+    toolset = Toolset.from_tools(tuple(outcome.tools or ())) if outcome.ok else None
+    with engine.connect() as connection:
+        state = connection.execute(
+            _STATE, {"run_id": run_id, "name": entry.name, "sha256": toolset.sha256 if toolset else None}
+        ).one_or_none()
+        connection.commit()  # end the read; the write below is its own transaction
+        if state is None:
+            raise InputError(f"No run {run_id} in this database.")
+        if state.run_status == "finished":
+            raise InputError(f"Run {run_id} is finished; its results can no longer change.")
+        if state.server_id is not None and state.duplicate_id is not None:
+            return ScanRecord(
+                scan_id=state.duplicate_id,
+                run_id=run_id,
+                server=entry.name,
+                outcome=state.duplicate_outcome,
+                toolset_sha256=state.duplicate_sha256,
+                new_toolset=False,
+                measured=False,
+                duplicate=True,
+            )
+        report: CheckReport | None = None
+        measure_error: str | None = None  # kept with the scan; the toolset is measured again next time
+        if toolset is not None and state.measured_id is None:
+            try:
+                report = measure(toolset)
+            except FathomError:
+                raise  # run-fatal (no tokenizer, ...): stop the crawl
+            except Exception as exc:  # a checker bug on one hostile list must not abort 20 000 servers
+                measure_error = f"{type(exc).__name__}: {exc}"[:300]
+
+        with connection.begin():
+            return _write_scan(connection, run_id, entry, outcome, state, toolset, report, measure_error)
+
+
+def _write_scan(
+    connection: Connection,
+    run_id: int,
+    entry: ServerEntry,
+    outcome: ScanOutcome,
+    state: Row[Any],
+    toolset: Toolset | None,
+    report: CheckReport | None,
+    measure_error: str | None,
+) -> ScanRecord:
+    """The writes of :meth:`record_scan`, inside its transaction, in the order the ORM used to emit them."""
+    rule_version: str = state.rule_version
+    server_id: int | None = state.server_id
+    if server_id is None:
+        server_id = _new_id(
+            connection.execute(_INSERT_SERVER, {"name": entry.name, "first_seen": common.now(), "first_run_id": run_id})
+        )
+    toolset_id: int | None = state.toolset_id
+    new_toolset = False
+    written: list[Finding] | None = None  # the toolset findings this call stored, for the history
+    if toolset is not None:
+        if toolset_id is None:
+            data, size = codec.compress_tools(toolset.tools)
+            values = {
+                "sha256": toolset.sha256,
+                "tools_count": len(toolset),
+                "raw_size": size,
+                "data": data,
+                "first_seen": common.now(),
+            }
+            toolset_id = _new_id(connection.execute(_INSERT_TOOLSET, values))
+            new_toolset = True
+        if report is not None:
+            written = write_measurement(connection, toolset_id, report, rule_version, fresh=new_toolset)
+
+    # Every row's own reading of the clock, in this order (the report tests' clock ticks once per reading).
+    now = common.now()
+    scan_outcome = str(outcome.outcome)
+    server_version = codec.text(outcome.server_version, 100)
+    scan_id = _new_id(
+        connection.execute(
+            _INSERT_SCAN,
+            {
+                "run_id": run_id,
+                "server_id": server_id,
+                "scanned_at": now,
+                "outcome": scan_outcome,
+                "detail": codec.redact(str(outcome.detail or "")[: codec.MAX_DETAIL * 2])[: codec.MAX_DETAIL],
+                "transport": str(outcome.transport or entry.transport)[:32],
+                "era": codec.text(outcome.era, 16),
+                "protocol_version": codec.text(outcome.protocol_version, 32),
+                "server_name": codec.text(outcome.server_name, 200),
+                "server_version": server_version,
+                "capability_profile": codec.text(outcome.capability_profile, 64),
+                "timings": codec.timings(outcome.timings_ms),
+                "pages": outcome.pages if isinstance(outcome.pages, int) else 0,
+                "toolset_id": toolset_id,
+                "anonymous": bool(entry.anonymous),
+                "extra": codec.small_json(
+                    {**outcome.extra, "measure_error": measure_error} if measure_error else outcome.extra
+                ),
+            },
+        )
+    )
+    # A list that could not be measured has no findings to compare: history skips it and compares the next
+    # measured scan with the last measured one.
+    comparable = toolset is not None and toolset_id is not None and measure_error is None
+    connection.execute(
+        _SET_LAST_OK if comparable else _SET_LAST, {"server": server_id, "last": scan_id, "last_ok": scan_id}
+    )
+
+    events = history.compare_outcomes(state.last_outcome, scan_outcome)
+    history_findings: list[Finding] = []
+    if comparable and toolset is not None and toolset_id is not None:
+        events_ok, history_findings = _history(
+            connection, scan_id, server_version, toolset, toolset_id, state, rule_version, written
+        )
+        events.extend(events_ok)
+    if events:
+        connection.execute(
+            _INSERT_EVENTS,
+            [
+                {
+                    "server_id": server_id,
+                    "run_id": run_id,
+                    "scan_id": scan_id,
+                    "at": now,
+                    "kind": event.kind,
+                    "tool": codec.text(event.tool, 300),
+                    "code": event.code,
+                    "details": codec.details_json(event.details),
+                }
+                for event in events
+            ],
+        )
+    return ScanRecord(
+        scan_id=scan_id,
+        run_id=run_id,
+        server=entry.name,
+        outcome=scan_outcome,
+        toolset_sha256=toolset.sha256 if toolset else None,
+        new_toolset=new_toolset,
+        measured=report is not None,
+        events=tuple(events),
+        history_findings=tuple(history_findings),
+    )
+
+
+def write_measurement(
+    connection: Connection | Session,
+    toolset_id: int,
+    report: CheckReport,
+    rule_version: str,
+    *,
+    fresh: bool = False,
+) -> list[Finding]:
+    """Replace a toolset's tokens and per-tool costs, and its findings under ``rule_version``.
+
+    ``fresh`` says the toolset row was inserted in this transaction, so there is nothing to replace. Returns
+    the findings as stored (cut to their columns), which is what reading them back would give.
+    """
+    if not fresh:
+        connection.execute(delete(_TOOLSET_TOKENS).where(_TOOLSET_TOKENS.c.toolset_id == toolset_id))
+        connection.execute(delete(_TOOL_TOKENS).where(_TOOL_TOKENS.c.toolset_id == toolset_id))
+        connection.execute(
+            delete(_FINDINGS).where(
+                _FINDINGS.c.toolset_id == toolset_id,
+                _FINDINGS.c.rule_version == rule_version,
+                _FINDINGS.c.scan_id.is_(None),
+            )
+        )
+        connection.execute(
+            delete(_MEASUREMENTS).where(
+                _MEASUREMENTS.c.toolset_id == toolset_id, _MEASUREMENTS.c.rule_version == rule_version
+            )
+        )
+    # Core bulk inserts (executemany): a first crawl writes tens of thousands of these rows.
+    token_rows = [
+        {"toolset_id": toolset_id, "provider": str(p)[:32], "tokens": int(c.tokens), "method": str(c.method)[:200]}
+        for p, c in report.tokens.items()
+    ]
+    if token_rows:
+        connection.execute(_INSERT_TOOLSET_TOKENS, token_rows)
+    cost_rows: dict[int, dict[str, Any]] = {}
+    for cost in report.tool_costs:
+        tokens = {str(p): int(n) for p, n in cost.tokens.items()}
+        cost_rows.setdefault(
+            cost.index,
+            {
+                "toolset_id": toolset_id,
+                "tool_index": cost.index,
+                "name": str(cost.name)[:300],
+                "tokens": tokens,
+                "max_tokens": max(tokens.values(), default=0),
+            },
+        )
+    if cost_rows:
+        connection.execute(_INSERT_TOOL_TOKENS, list(cost_rows.values()))
+    finding_rows = [common.finding_values(f, toolset_id, rule_version, None) for f in report.findings]
+    if finding_rows:
+        connection.execute(_INSERT_FINDINGS, finding_rows)
+    connection.execute(
+        _INSERT_MEASUREMENT, {"toolset_id": toolset_id, "rule_version": rule_version, "measured_at": common.now()}
+    )
+    return [common.finding_from_row(_StoredFinding(values)) for values in finding_rows]
+
+
+def _history(
+    connection: Connection,
+    scan_id: int,
+    server_version: str | None,
+    toolset: Toolset,
+    toolset_id: int,
+    state: Row[Any],
+    rule_version: str,
+    written: list[Finding] | None,
+) -> tuple[list[history.ChangeEvent], list[Finding]]:
+    """Events and over-time findings of an ok scan against the server's previous successful scan.
+
+    ``state`` is the :data:`_STATE` row (the previous successful scan's columns are ``ok_*``); ``written`` the
+    toolset's findings when this scan measured it, so they need not be read back.
+    """
+    events: list[history.ChangeEvent] = []
+    history_findings: list[Finding] = []
+    has_previous = state.ok_id is not None
+    previous_toolset: int | None = state.ok_toolset_id
+    previous_version: str | None = state.ok_rule_version if has_previous else None
+    if has_previous:
+        if previous_toolset != toolset_id and previous_toolset is not None:
+            data = connection.execute(
+                select(_TOOLSETS.c.data).where(_TOOLSETS.c.id == previous_toolset)
+            ).scalar_one_or_none()
+            previous_tools = codec.decompress_tools(data) if data is not None else []
+            tool_events, history_findings = history.compare_tools(
+                previous_tools, state.ok_server_version, list(toolset.tools), server_version
+            )
+            events.extend(tool_events)
+        events.extend(history.compare_versions(state.ok_server_version, server_version))
+    if history_findings:
+        connection.execute(
+            _INSERT_FINDINGS, [common.finding_values(f, toolset_id, rule_version, scan_id) for f in history_findings]
+        )
+
+    unchanged = (
+        has_previous
+        and previous_toolset == toolset_id
+        and previous_version == rule_version
+        and not history_findings
+        and not state.ok_has_findings
+    )
+    if not unchanged:
+        current = written if written is not None else common.toolset_findings(connection, toolset_id, rule_version)
+        current = current + history_findings
+        before: list[Finding] = []
+        if has_previous and previous_toolset is not None and previous_version is not None:
+            before = common.toolset_findings(connection, previous_toolset, previous_version)
+            before += common.scan_findings(connection, state.ok_id)
+        events.extend(_appeared_details(history.compare_findings(before, current), current))
+    return events, history_findings
+
+
+def _appeared_details(events: list[history.ChangeEvent], current: list[Finding]) -> list[history.ChangeEvent]:
+    """Give each finding_appeared event the finding's pointer and index, so past findings need no recompute.
+
+    The hint is left out: it is the rule's, and the catalogue gives it back by code.
+    """
+    by_key: dict[tuple[str, str | None], Finding] = {}
+    for finding in current:
+        by_key.setdefault(history.finding_key(finding), finding)
+    enriched = []
+    for event in events:
+        match = by_key.get((event.code or "", event.tool))
+        if event.kind == history.FINDING_APPEARED and match is not None:
+            details = {
+                **dict(event.details),
+                "pointer": match.pointer,
+                "tool_index": match.tool_index,
+            }
+            event = history.ChangeEvent(event.kind, tool=event.tool, code=event.code, details=details)
+        enriched.append(event)
+    return enriched
+
+
+def load(engine: Engine, rows: Mapping[str, Iterable[Mapping[str, Any]]], *, chunk: int = LOAD_CHUNK) -> dict[str, int]:
+    """Insert rows straight into tables (``{"scans": [{column: value}, ...], ...}``) in one transaction.
+
+    For benchmarks and imports of trusted, already-shaped rows (ids included or left to the database): nothing is
+    capped, redacted or compared, and no change events are derived; the caller writes the events and run
+    aggregates it wants. Tables go in :data:`LOAD_ORDER` so foreign keys hold. Afterwards the newest-scan
+    pointers (``last_scan_id``, ``last_ok_scan_id``: the newest ok scan with a toolset) of every server that got
+    scans are set from its scans, so queries and later crawls see the loaded history. Returns rows written per
+    table. Raises ``ValueError`` for an unknown table.
+    """
+    unknown = sorted(set(rows) - set(LOAD_ORDER))
+    if unknown:
+        raise ValueError(f"cannot bulk-load {', '.join(unknown)}: tables are {', '.join(LOAD_ORDER)}")
+    written: dict[str, int] = {}
+    touched: set[int] = set()  # servers that got scans
+    with engine.begin() as connection:
+        for name in LOAD_ORDER:
+            if name not in rows:
+                continue
+            table, batch, count = common.TABLES[name], [], 0
+            for row in rows[name]:
+                batch.append(row)
+                if name == "scans" and isinstance(row.get("server_id"), int):
+                    touched.add(row["server_id"])
+                if len(batch) >= chunk:
+                    connection.execute(table.insert(), batch)
+                    count, batch = count + len(batch), []
+            if batch:
+                connection.execute(table.insert(), batch)
+                count += len(batch)
+            written[name] = count
+        for servers in common.chunks(sorted(touched)):
+            newest = select(func.max(_SCANS.c.id)).where(_SCANS.c.server_id == _SERVERS.c.id).scalar_subquery()
+            newest_ok = (
+                select(func.max(_SCANS.c.id))
+                .where(_SCANS.c.server_id == _SERVERS.c.id, _SCANS.c.outcome == "ok", _SCANS.c.toolset_id.is_not(None))
+                .scalar_subquery()
+            )
+            connection.execute(
+                update(_SERVERS)
+                .where(_SERVERS.c.id.in_(servers))
+                .values(last_scan_id=newest, last_ok_scan_id=newest_ok)
+            )
+    return written
