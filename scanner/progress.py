@@ -17,7 +17,6 @@ from typing import TextIO
 
 from scanner.models import Outcome
 
-
 LOG_INTERVAL_S = 10.0
 
 
