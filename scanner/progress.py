@@ -1,8 +1,9 @@
 """A progress bar for long scans, on standard error, with counts by outcome.
 
-Drawn in place on a terminal; when standard error is not a terminal (a nightly job's log) it prints nothing, so
-logs stay small (``fathom scan`` prints its own one-line summary at the end). Only the crawl's single writer calls
-it, so it needs no locking.
+Drawn in place on a terminal. When standard error is not a terminal (a nightly job's log), it writes a plain line
+at most every ``interval`` seconds (done/total, elapsed time, outcomes so far), so a cron log shows the scan moving
+without filling up: a scan shorter than ``interval`` writes nothing, and ``fathom scan`` prints its own one-line
+summary at the end. Only the crawl's single writer calls it, so it needs no locking.
 """
 
 from __future__ import annotations
@@ -11,28 +12,54 @@ import shutil
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import TextIO
 
 from scanner.models import Outcome
 
+LOG_INTERVAL_S = 10.0
+
+
+def _elapsed(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
+
 
 class Progress:
-    def __init__(self, total: int, *, stream: TextIO | None = None, enabled: bool | None = None) -> None:
+    """Counts by outcome; a bar on a terminal (``enabled``), otherwise a log line every ``interval`` seconds."""
+
+    def __init__(
+        self,
+        total: int,
+        *,
+        stream: TextIO | None = None,
+        enabled: bool | None = None,
+        interval: float = LOG_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.total = total
         self.done = 0
         self.counts: Counter[str] = Counter()
         self.stream = stream or sys.stderr
         self.enabled = self.stream.isatty() if enabled is None else enabled
-        self.started = time.monotonic()
+        self.interval = interval
+        self.clock = clock
+        self.started = clock()
         self._last_draw = 0.0
+        self._last_line = self.started
 
     def advance(self, outcome: Outcome) -> None:
         self.done += 1
         self.counts[outcome.value] += 1
-        now = time.monotonic()
-        if self.enabled and (now - self._last_draw > 0.1 or self.done == self.total):
-            self._last_draw = now
-            self._draw()
+        now = self.clock()
+        if self.enabled:
+            if now - self._last_draw > 0.1 or self.done == self.total:
+                self._last_draw = now
+                self._draw()
+        elif now - self._last_line >= self.interval:
+            self._last_line = now
+            self._log_line(now)
 
     def breakdown(self) -> str:
         ordered = sorted(self.counts.items(), key=lambda item: (item[0] != Outcome.OK.value, -item[1], item[0]))
@@ -45,6 +72,13 @@ class Progress:
         bar = "█" * filled + "░" * (bar_width - filled)
         line = f"{bar} {self.done}/{self.total}  {self.breakdown()}"
         self.stream.write("\r" + line[: width - 1].ljust(width - 1))
+        self.stream.flush()
+
+    def _log_line(self, now: float) -> None:
+        share = f" ({100 * self.done // self.total}%)" if self.total else ""
+        noun = "server" if self.total == 1 else "servers"
+        line = f"fathom: {self.done}/{self.total} {noun}{share} in {_elapsed(now - self.started)}: {self.breakdown()}"
+        self.stream.write(line + "\n")
         self.stream.flush()
 
     def close(self) -> None:

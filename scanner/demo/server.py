@@ -1,9 +1,12 @@
 """A small MCP server host for the demo and the benchmarks: many servers on one loopback port, one per path.
 
 Each path ``/<name>/mcp`` is one server with its own tool list, speaking Streamable HTTP with JSON answers in one
-of three modes: ``legacy`` (the ``initialize`` handshake, protocol 2025-11-25, a session id), ``stateless`` (the
-2026-07-28 revision: ``server/discover``, no session), or ``auth`` (401 with an RFC 9728 challenge and its
-metadata document). Tool lists page ``PAGE_SIZE`` tools at a time. The host never runs a tool.
+of four modes: ``legacy`` (the ``initialize`` handshake, protocol 2025-11-25, a session id), ``stateless`` (the
+2026-07-28 revision: ``server/discover``, no session), ``auth`` (401 with an RFC 9728 challenge and its
+metadata document), or ``lanes`` (tools registered by scope: each bearer token in :attr:`Site.tokens` sees its own
+tools, a caller without one sees :attr:`Site.public` with a 200, or a 401; the challenge and the metadata are
+switched on and off per site, and the metadata names an authorization server on the same host). Tool lists page
+``PAGE_SIZE`` tools at a time. The host never runs a tool.
 
 It uses only the standard library (a threading HTTP server), so ``fathom demo`` needs nothing beyond Fathom
 itself. Sites can be replaced while it runs (:meth:`DemoHost.set_sites`), which is how the demo makes a change
@@ -34,9 +37,15 @@ class Site:
     name: str
     version: str
     tools: Sequence[Mapping[str, Any]]
-    mode: str = "legacy"  # legacy | stateless | auth
+    mode: str = "legacy"  # legacy | stateless | auth | lanes
     instructions: str | None = None
     title: str = field(default="")
+    # mode "lanes": the tools each bearer token sees, and what a caller without one gets
+    tokens: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    public: Sequence[str] = ()  # the tools a caller without a credential sees (anonymous="list")
+    anonymous: str = "list"  # list: 200 with the public tools | 401
+    challenge: bool = True  # a 401 names its resource_metadata in WWW-Authenticate
+    metadata: bool = True  # protected-resource metadata is served at the well-known URL
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -65,15 +74,36 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         prefix = "/.well-known/oauth-protected-resource/"
+        as_prefix = "/.well-known/oauth-authorization-server/as/"
         if self.path.startswith(prefix):
             resource = self.path[len(prefix) :]
+            site = self.server.sites.get(resource.split("/")[0])
+            if site is None or not site.metadata:
+                self._send(404)
+                return
+            lanes = site.mode == "lanes"
+            issuer = f"{self.server.base_url}/as/{site.name}" if lanes else "https://auth.example.invalid"
             self._send(
                 200,
                 {
                     "resource": f"{self.server.base_url}/{resource}",
-                    "authorization_servers": ["https://auth.example.invalid"],
-                    "scopes_supported": ["tools:read"],
+                    "authorization_servers": [issuer],
+                    "scopes_supported": ["tools:read", "tools:admin"] if lanes else ["tools:read"],
                     "bearer_methods_supported": ["header"],
+                },
+            )
+            return
+        if self.path.startswith(as_prefix) and self.path[len(as_prefix) :] in self.server.sites:
+            issuer = f"{self.server.base_url}/as/{self.path[len(as_prefix) :]}"
+            self._send(
+                200,
+                {
+                    "issuer": issuer,
+                    "authorization_endpoint": f"{issuer}/authorize",
+                    "token_endpoint": f"{issuer}/token",
+                    "scopes_supported": ["tools:read", "tools:admin"],
+                    "response_types_supported": ["code"],
+                    "code_challenge_methods_supported": ["S256"],
                 },
             )
             return
@@ -89,11 +119,11 @@ class _Handler(BaseHTTPRequestHandler):
         if site is None:
             self._send(404)
             return
-        if site.mode == "auth":
-            metadata = f"{self.server.base_url}/.well-known/oauth-protected-resource/{site.name}/mcp"
-            challenge = f'Bearer resource_metadata="{metadata}", scope="tools:read"'
-            self._send(401, {"error": "unauthorized"}, {"WWW-Authenticate": challenge})
-            return
+        visible: set[str] | None = None
+        if site.mode in ("auth", "lanes"):
+            visible = self._lane(site)
+            if visible is None:
+                return
         try:
             message = json.loads(raw)
         except ValueError:
@@ -102,7 +132,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(message, dict) or "id" not in message:
             self._send(202)  # a notification
             return
-        result, error, headers = self._answer(site, message)
+        result, error, headers = self._answer(site, message, visible)
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
         if error is not None:
             reply["error"] = error
@@ -110,8 +140,26 @@ class _Handler(BaseHTTPRequestHandler):
             reply["result"] = result
         self._send(200, reply, headers)
 
+    def _lane(self, site: Site) -> set[str] | None:
+        """The tool names this caller's lane sees, or None once a 401 has been sent."""
+        header = self.headers.get("Authorization") or ""
+        token = header[len("Bearer ") :].strip() if header.startswith("Bearer ") else ""
+        if site.mode == "lanes" and token in site.tokens:
+            return set(site.tokens[token])
+        if site.mode == "lanes" and not token and site.anonymous == "list":
+            return set(site.public)
+        if site.challenge:
+            metadata = f"{self.server.base_url}/.well-known/oauth-protected-resource/{site.name}/mcp"
+            challenge = f'Bearer resource_metadata="{metadata}", scope="tools:read"'
+        else:
+            challenge = 'Bearer realm="demo"'
+        if token:
+            challenge += ', error="invalid_token"'
+        self._send(401, {"error": "unauthorized"}, {"WWW-Authenticate": challenge})
+        return None
+
     def _answer(
-        self, site: Site, message: Mapping[str, Any]
+        self, site: Site, message: Mapping[str, Any], visible: set[str] | None = None
     ) -> tuple[Any, dict[str, Any] | None, dict[str, str] | None]:
         method = message.get("method")
         raw_params = message.get("params")
@@ -142,9 +190,10 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "tools/list":
             cursor = params.get("cursor")
             start = int(cursor) if isinstance(cursor, str) and cursor.isdigit() else 0
-            page = list(site.tools[start : start + PAGE_SIZE])
+            tools = [tool for tool in site.tools if visible is None or tool.get("name") in visible]
+            page = tools[start : start + PAGE_SIZE]
             result = {"tools": page}
-            if start + PAGE_SIZE < len(site.tools):
+            if start + PAGE_SIZE < len(tools):
                 result["nextCursor"] = str(start + PAGE_SIZE)
             if stateless:
                 result.update({"resultType": "complete", "ttlMs": 0, "cacheScope": "public"})

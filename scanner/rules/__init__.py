@@ -1,4 +1,4 @@
-"""The rule catalogue (MCP101-MCP502): what a model would stumble over in a server's tool list.
+"""The rule catalogue (MCP101-MCP602): what a model would stumble over in a server's tool list.
 
 Public surface::
 
@@ -11,13 +11,14 @@ Public surface::
     make_finding(code, *, tool, message, pointer=None, details=None, tool_index=None) -> Finding
 
 One module per family: :mod:`naming` (MCP1xx), :mod:`schema` (MCP2xx), :mod:`listwide` (MCP3xx),
-:mod:`safety` (MCP4xx), :mod:`history` (MCP5xx, registered for the catalogue; checked by ``scanner.history``).
+:mod:`safety` (MCP4xx), :mod:`history` (MCP5xx, registered for the catalogue; checked by ``scanner.history``),
+:mod:`lanes` (MCP6xx, what each credential sees; checked by :func:`lanes.lane_findings` for ``fathom doctor``).
 Importing this package registers them all.
 """
 
 from __future__ import annotations
 
-from scanner.rules import history, listwide, naming, safety, schema  # noqa: F401  (registration)
+from scanner.rules import history, lanes, listwide, naming, safety, schema  # noqa: F401  (registration)
 from scanner.rules.engine import run_rules
 from scanner.rules.registry import (
     RULES,

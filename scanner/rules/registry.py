@@ -12,6 +12,8 @@ Scopes:
 - ``list``: called once with every tool's ``ToolInfo`` (pair and count rules).
 - ``history``: needs two scans of one server; registered here only so the catalogue lists it. The comparison
   lives elsewhere (``scanner.history``) and builds its findings with :func:`make_finding`.
+- ``lanes``: needs connections with and without a credential; likewise registered for the catalogue, checked by
+  :func:`scanner.rules.lanes.lane_findings`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any, Literal
 from scanner.errors import InputError
 from scanner.models import Finding, Severity
 
-Scope = Literal["tool", "list", "history"]
+Scope = Literal["tool", "list", "history", "lanes"]
 
 # Bump whenever any rule's condition, threshold or message shape changes: stored findings are keyed by it, and a
 # store re-scores its toolsets when the catalogue it was scored with is not this one.
@@ -114,9 +116,11 @@ def register(
     return decorator
 
 
-def register_history(code: str, slug: str, severity: Severity, *, hint: str, doc: str) -> None:
-    """Register a rule whose check compares two scans and lives outside this package."""
-    _add(Rule(code=code, slug=slug, severity=severity, hint=hint, doc=_clean(doc), scope="history"))
+def register_history(
+    code: str, slug: str, severity: Severity, *, hint: str, doc: str, scope: Scope = "history"
+) -> None:
+    """Register a rule whose check compares two scans (or two lanes) and is called outside the engine."""
+    _add(Rule(code=code, slug=slug, severity=severity, hint=hint, doc=_clean(doc), scope=scope))
 
 
 def _add(rule: Rule) -> None:

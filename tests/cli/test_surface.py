@@ -35,6 +35,7 @@ def test_every_command_has_help_and_a_readme_mention() -> None:
         "rescore",
         "report",
         "demo",
+        "doctor",
     } <= set(names)
     for name in names:
         result = runner.invoke(app, [name, "--help"])
@@ -63,7 +64,7 @@ def test_rules_lists_the_whole_catalogue() -> None:
     assert result.exit_code == 0
     listed = re.findall(r"^(MCP\d{3})\s", result.stdout, re.M)
     assert listed == list(RULES)
-    assert len(listed) == 28 and listed[0] == "MCP101" and listed[-1] == "MCP502"
+    assert len(listed) == 30 and listed[0] == "MCP101" and listed[-1] == "MCP602"
 
 
 def test_rule_explains_one_and_refuses_unknown_codes() -> None:

@@ -1,0 +1,171 @@
+"""``fathom doctor`` against loopback servers that register tools by scope (the demo host's ``lanes`` mode).
+
+Each variant of the issue: anonymous callers get a subset with a 200 and no sign (a silent lane); the same with
+protected-resource metadata (healthy); a 401 with a challenge and metadata (healthy); a 401 with neither
+(undiscoverable); and a server that is not there (exit 3). A token's value never appears in any output.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from scanner.cli import app
+from scanner.demo.server import DemoHost, Site
+
+runner = CliRunner()
+MEMBER = "member-token-5f1c9a7e"
+ADMIN = "admin-token-0b6d2e44"
+NAMES = [f"tool_{index:02d}" for index in range(15)]
+TOOLS = [
+    {
+        "name": name,
+        "description": f"Does task {name} for the team and returns the result as JSON.",
+        "inputSchema": {"type": "object", "properties": {}},
+    }
+    for name in NAMES
+]
+
+
+def _site(name: str, **kwargs: Any) -> Site:
+    return Site(
+        name=name,
+        version="1.0.0",
+        tools=TOOLS,
+        mode="lanes",
+        tokens={MEMBER: NAMES[:14], ADMIN: NAMES},
+        public=NAMES[:3],
+        **kwargs,
+    )
+
+
+@pytest.fixture(scope="module")
+def host() -> Iterator[DemoHost]:
+    sites = [
+        _site("silent", metadata=False),
+        _site("told", metadata=True),
+        _site("challenged", anonymous="401", challenge=True, metadata=True),
+        _site("undiscoverable", anonymous="401", challenge=False, metadata=False),
+    ]
+    with DemoHost(sites) as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMBER_TOKEN", MEMBER)
+    monkeypatch.setenv("ADMIN_TOKEN", ADMIN)
+
+
+def _doctor(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["doctor", *args, "--timeout", "10", "--connect-timeout", "5"])
+    assert MEMBER not in result.output and ADMIN not in result.output
+    return result.exit_code, result.stdout
+
+
+def _json(*args: str) -> tuple[int, list[dict[str, Any]]]:
+    code, out = _doctor(*args, "--format", "json")
+    return code, json.loads(out)
+
+
+def test_a_silent_lane_is_diagnosed_in_plain_words(host: DemoHost) -> None:
+    code, out = _doctor("--url", host.url("silent"), "--bearer-env", "MEMBER_TOKEN")
+    assert code == 1, out
+    assert "verdict: a silent lane" in out
+    assert "diagnosis: this configuration is in the anonymous lane: no credential was sent;" in out
+    assert "the server answers 3 tools without a credential; with MEMBER_TOKEN it lists 14 tools;" in out
+    assert "it gives callers without a credential no sign that they see less" in out
+    assert "MCP601 silent-lane (warning)" in out
+    assert "only in this lane: tool_03, tool_04" in out
+
+
+def test_silent_lane_json_has_every_lane_and_the_tools_only_each_sees(host: DemoHost) -> None:
+    code, (diagnosis,) = _json(
+        "--url", host.url("silent"), "--bearer-env", "MEMBER_TOKEN", "--bearer-env", "ADMIN_TOKEN"
+    )
+    assert code == 1
+    lanes = {lane["lane"]: lane for lane in diagnosis["lanes"]}
+    assert [lanes[name]["tools"] for name in ("anonymous", "MEMBER_TOKEN", "ADMIN_TOKEN")] == [3, 14, 15]
+    assert lanes["ADMIN_TOKEN"]["only_this_lane"] == NAMES[3:]
+    assert diagnosis["auth_signals"]["status"] == 200
+    assert diagnosis["auth_signals"]["www_authenticate"] is None
+    assert diagnosis["auth_signals"]["resource_metadata"] is None
+    assert [finding["code"] for finding in diagnosis["findings"]] == ["MCP601", "MCP601"]
+    assert diagnosis["findings"][1]["details"]["only_with_credential"] == NAMES[3:]
+
+
+def test_metadata_at_the_well_known_url_is_a_sign(host: DemoHost) -> None:
+    code, (diagnosis,) = _json("--url", host.url("told"), "--bearer-env", "MEMBER_TOKEN")
+    assert code == 0, diagnosis
+    assert diagnosis["verdict"] == "healthy" and diagnosis["findings"] == []
+    signals = diagnosis["auth_signals"]
+    assert signals["resource_metadata_url"] == f"{host.base_url}/.well-known/oauth-protected-resource/told/mcp"
+    assert signals["resource_metadata"]["scopes_supported"] == ["tools:read", "tools:admin"]
+    # the authorization server the document names, found at its RFC 8414 location
+    assert signals["authorization_server_url"] == f"{host.base_url}/.well-known/oauth-authorization-server/as/told"
+    assert signals["authorization_server"]["issuer"] == f"{host.base_url}/as/told"
+    assert "callers without a credential are told how to authenticate" in diagnosis["explanation"]
+
+
+def test_a_401_with_challenge_and_metadata_is_healthy(host: DemoHost) -> None:
+    code, out = _doctor("--url", host.url("challenged"), "--bearer-env", "MEMBER_TOKEN")
+    assert code == 0, out
+    assert "anonymous" in out and "auth_required" in out
+    assert "anonymous answer: HTTP 401; WWW-Authenticate: Bearer resource_metadata=" in out
+    assert "with MEMBER_TOKEN it lists 14 tools" in out
+
+
+def test_a_401_without_any_way_to_discover_auth(host: DemoHost) -> None:
+    code, (diagnosis,) = _json("--url", host.url("undiscoverable"))
+    assert code == 1
+    assert diagnosis["verdict"] == "auth-undiscoverable"
+    assert [finding["code"] for finding in diagnosis["findings"]] == ["MCP602"]
+    assert diagnosis["auth_signals"]["www_authenticate"] == {"scheme": "Bearer", "params": {"realm": "demo"}}
+
+
+def test_a_closed_port_exits_3() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    code, out = _doctor("--url", f"http://127.0.0.1:{port}/mcp")
+    assert code == 3
+    assert "verdict: could not connect" in out
+
+
+def test_a_config_file_that_forgot_its_token(host: DemoHost, tmp_path: Path) -> None:
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "team": {"url": host.url("silent")},
+                    "team-with-token": {
+                        "url": host.url("silent"),
+                        "headers": {"Authorization": "Bearer ${MEMBER_TOKEN}"},
+                    },
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
+    code, diagnoses = _json(str(config), "--bearer-env", "ADMIN_TOKEN")
+    assert code == 1
+    by_name = {diagnosis["server"]: diagnosis for diagnosis in diagnoses}
+    forgot, configured = by_name["team"], by_name["team-with-token"]
+    assert forgot["configured_lane"] == "anonymous"
+    assert forgot["explanation"].startswith("this configuration is in the anonymous lane: no credential was sent")
+    assert configured["configured_lane"] == "the configuration's headers"
+    assert [lane["tools"] for lane in configured["lanes"]] == [3, 14, 15]
+
+
+def test_url_and_config_together_are_a_usage_error(host: DemoHost, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["doctor", str(tmp_path / "x.json"), "--url", host.url("silent")])
+    assert result.exit_code == 2
+    result = runner.invoke(app, ["doctor", "--url", host.url("silent"), "--bearer-env", "NOT_SET_ANYWHERE_X"])
+    assert result.exit_code == 2 and "NOT_SET_ANYWHERE_X" in result.output
