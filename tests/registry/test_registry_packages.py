@@ -56,7 +56,7 @@ def test_package_skipped_without_run_packages(write_json):
 def test_npm_command_arguments_and_scrubbed_env(write_json):
     package = npm(
         runtimeHint="npx",
-        runtimeArguments=[{"type": "named", "name": "--quiet", "isRequired": True}],
+        runtimeArguments=[{"type": "named", "name": "--quiet", "isRequired": True, "format": "boolean"}],
         packageArguments=[
             {"type": "positional", "value": "stdio"},
             {"type": "named", "name": "--port", "value": "{port}", "variables": {"port": {"default": "8080"}}},
@@ -83,6 +83,8 @@ def test_npm_command_arguments_and_scrubbed_env(write_json):
         "identifier": "@example/mcp",
         "version": "1.2.3",
         "runner": "npx",
+        "spec": "@example/mcp@1.2.3",
+        "pinned": True,
         "memory_limit_mb": 512,
         "missing_inputs": ["ACCOUNT"],
     }
@@ -152,7 +154,10 @@ def test_required_argument_without_value_skips(write_json):
         server(npm(packageArguments=[{"type": "positional", "valueHint": "db_path", "isRequired": True}])),
         run_packages=True,
     )
-    assert entry.skip == "package needs argument db_path"
+    assert entry.skip == (
+        "needs configuration: argument db_path has no value (set FATHOM_SECRET_IO_GITHUB_EXAMPLE_PKG_DB_PATH)"
+    )
+    assert entry.package == {"skip_outcome": "needs_configuration"}
 
 
 def test_unsupported_kinds_and_local_http_servers(write_json):
