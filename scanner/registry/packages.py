@@ -56,7 +56,11 @@ _IDENTIFIER = {
 }
 _VERSION = re.compile(r"^[A-Za-z0-9][\w.+!-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-_OURS = frozenset({"PATH", "HOME"})
+_OURS = frozenset({"PATH", "HOME", "TMPDIR"})
+# Installer settings (registry, index, proxy, cache): Fathom sets these, never a registry entry.
+_INSTALLER_NAME = re.compile(
+    r"^(npm_config_|UV_|PIP_|NODE_EXTRA_CA_CERTS$|SSL_CERT_|REQUESTS_CA_BUNDLE$|(HTTPS?|ALL|NO)_PROXY$)", re.I
+)
 # docker flags a registry may pass: nothing that mounts, elevates, shares namespaces or lifts our limits.
 _DOCKER_FLAGS = frozenset({"-e", "--env", "-p", "--publish", "--platform", "--init", "-t", "--tty", "-w", "--workdir"})
 _DOCKER_OWN = frozenset({"-i", "--interactive", "--rm"})  # always given by us
@@ -315,6 +319,8 @@ def _build_env(
             if _json.flag(var, "isRequired", "is_required"):
                 (missing_secret if _json.flag(var, "isSecret", "is_secret") else missing_other).append(name)
             continue
+        if _INSTALLER_NAME.match(name):
+            continue  # a registry must not point the installer at another index or registry
         env[name] = value
     return env, missing_secret, missing_other
 
@@ -436,6 +442,9 @@ def resolve_packages(
             "memory_limit_mb": int(options.memory_limit_mb),
             "missing_inputs": missing_other,
         }
+        secret_names = _secret_names(package)
+        if secret_names:
+            description["secret_env_names"] = secret_names
         if plan.notes:
             description["notes"] = list(plan.notes)
         skip = None
@@ -464,6 +473,13 @@ def resolve_packages(
     return ServerEntry(
         name=name, transport=Transport.STDIO, version=version, source=source, skip=reason, package=package_facts
     )
+
+
+def _secret_names(package: dict[str, Any]) -> list[str]:
+    """The declared secret variables' names: their values are blanked from anything kept of a run."""
+    variables = _json.items(_json.field(package, "environmentVariables", "environment_variables"))
+    names = [_json.text(var.get("name"), limit=128) for var in variables if _json.flag(var, "isSecret", "is_secret")]
+    return [name for name in names if name]
 
 
 def runner_path(runner: str, environ: Mapping[str, str]) -> str | None:
