@@ -87,6 +87,7 @@ def test_npm_command_arguments_and_scrubbed_env(write_json):
         "pinned": True,
         "memory_limit_mb": 512,
         "missing_inputs": ["ACCOUNT"],
+        "secret_env_names": ["API_KEY"],
     }
 
 
