@@ -47,6 +47,9 @@ class ScanConfig:
             "updated_since": self.updated_since,
             "run_packages": self.run_packages,
             "memory_limit_mb": self.memory_limit_mb,
+            "cache_dir": str(self.crawl.packages.cache()) if self.run_packages else None,
+            "disk_limit_mb": self.crawl.packages.disk_limit_mb,
+            "pass_env": list(self.crawl.packages.pass_env),  # names only
             "allow_private": self.crawl.allow_private,
             "concurrency": self.crawl.concurrency,
             "per_host": self.crawl.per_host,
@@ -93,6 +96,7 @@ def run_scan(
     *,
     on_start: Callable[[int, int], None] | None = None,
     on_result: Callable[[ServerEntry, ScanOutcome], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> ScanSummary:
     """Scan every entry of ``config.source`` into the database at ``config.db_url``.
 
@@ -104,6 +108,11 @@ def run_scan(
     from scanner.store import open_store
 
     entries = resolve_entries(config)
+    from scanner.packages.runners import warning_lines
+
+    if on_warning is not None:
+        for line in warning_lines(entries):
+            on_warning(line)  # once per missing runner, before connecting to anything
     # Fail before connecting to anything if token counts cannot be made (no silent heuristic, no wasted crawl).
     tokenizer.encoding()
     with open_store(config.db_url) as store:

@@ -129,9 +129,13 @@ def _npm_cause(errors: list[str]) -> str:
     return errors[0].strip()
 
 
+_NPM_CHATTER = re.compile(r"^\s*npm (notice|warn|error (code|errno|A complete log|Log files))\b", re.IGNORECASE)
+
+
 def _first(pattern: re.Pattern[str], lines: Sequence[str]) -> str | None:
+    """The first line matching ``pattern`` that is not npm's chatter (a notice, a code, a log pointer)."""
     for line in lines:
-        if pattern.search(line) and not line.lstrip().startswith(("npm notice", "npm warn")):
+        if pattern.search(line) and not _NPM_CHATTER.match(line):
             return line.strip()
     return None
 
