@@ -13,6 +13,7 @@ import io
 import json
 import tarfile
 import threading
+import time
 import zipfile
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -72,8 +73,10 @@ def wheel(version: str = PY_VERSION) -> tuple[str, bytes]:
 class LocalRegistry:
     """npm registry at ``npm_url``, PyPI simple index at ``simple_url``, on 127.0.0.1; ``hits`` counts paths."""
 
-    def __init__(self) -> None:
+    def __init__(self, latency_s: float = 0.0) -> None:
+        """``latency_s`` delays every answer (the benchmark's stand-in for a real registry's round trip)."""
         self.hits: Counter[str] = Counter()
+        self.latency_s = latency_s
         self.tarballs = {version: npm_tarball(version) for version in NPM_VERSIONS}
         self.wheel_name, self.wheel_bytes = wheel()
         registry = self
@@ -90,6 +93,8 @@ class LocalRegistry:
                 self._reply(head=False)
 
             def _reply(self, head: bool) -> None:
+                if registry.latency_s:
+                    time.sleep(registry.latency_s)
                 found = registry.answer(self.path)
                 if found is None:
                     self.send_response(404)
