@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -49,6 +50,28 @@ def folder_bytes(root: Path) -> int:
     return total
 
 
+class _Meter:
+    """Sizes of the shared cache, shared by the packages running at once: one walk serves every entry that
+    asks within ``fresh_s`` of it, so eight concurrent packages do not walk a large cache eight times."""
+
+    def __init__(self, fresh_s: float = _MIN_INTERVAL) -> None:
+        self.fresh_s = fresh_s
+        self.lock = threading.Lock()
+        self.samples: dict[Path, tuple[float, int]] = {}
+
+    def size(self, root: Path) -> int:
+        with self.lock:
+            taken = self.samples.get(root)
+            if taken is not None and time.monotonic() - taken[0] < self.fresh_s:
+                return taken[1]
+            size = folder_bytes(root)
+            self.samples[root] = (time.monotonic(), size)
+            return size
+
+
+_CACHE_METER = _Meter()
+
+
 async def run_package(
     entry: ServerEntry, limits: ClientLimits, profile: str, settings: PackageSettings | None = None
 ) -> ScanOutcome:
@@ -63,7 +86,7 @@ async def run_package(
         over: list[str] = []
         result: list[ScanOutcome] = []
         budget = int(settings.disk_limit_mb) * _MB
-        cache_before = await anyio.to_thread.run_sync(folder_bytes, cache)
+        cache_before = await anyio.to_thread.run_sync(_CACHE_METER.size, cache)
 
         async def scan(scope: anyio.CancelScope) -> None:
             result.append(await scan_server(entry, limits, profile, env=env))
@@ -71,7 +94,7 @@ async def run_package(
 
         async def over_budget() -> bool:
             own = await anyio.to_thread.run_sync(folder_bytes, home)
-            grown = max(0, await anyio.to_thread.run_sync(folder_bytes, cache) - cache_before)
+            grown = max(0, await anyio.to_thread.run_sync(_CACHE_METER.size, cache) - cache_before)
             if own + grown <= budget:
                 return False
             over.append(
