@@ -7,6 +7,7 @@ package_not_found, too_large under the disk budget); installer settings reach th
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -161,3 +162,39 @@ def test_pypi_wheel_through_uvx_runs_then_crash_reports_the_traceback(registry, 
     assert outcome.outcome is Outcome.CRASHED
     assert outcome.detail == "RuntimeError: index /var/lib/fathom-test/index.db is corrupt"
     assert registry.downloads(".whl") == fetched  # the second start came from the shared uv cache
+
+
+@needs_npx
+def test_fathom_scan_end_to_end_with_cache_dir_and_runner_check(registry, tmp_path):
+    """``fathom scan --run-packages --cache-dir`` into a real SQLite file: the right package is credited, a crash
+    and a missing runner are recorded by cause, and the missing runner is said once before the scan."""
+    from typer.testing import CliRunner
+
+    from scanner import queries
+    from scanner.cli import app
+
+    def server(name: str, package: dict[str, Any]) -> dict[str, Any]:
+        return {"server": {"name": name, "description": "d", "version": "1.0.0", "packages": [package]}}
+
+    pypi = {"registryType": "pypi", "identifier": PY_NAME, "version": "1.0.0", "transport": {"type": "stdio"}}
+    rows_in = [
+        server("io.github.t/good", npm_package("1.0.0")),
+        server("io.github.t/crash", npm_package("1.0.0", "crash")),
+        server("io.github.t/python", pypi),
+    ]
+    source = tmp_path / "registry.json"  # a saved registry API response
+    source.write_text(json.dumps({"servers": rows_in, "metadata": {"count": 3}}), encoding="utf-8")
+    node_dir = str(Path(shutil.which("npx") or "/usr/bin/npx").parent)
+    env = {"PATH": f"{node_dir}{os.pathsep}/bin", "npm_config_registry": registry.npm_url}  # no uvx on PATH
+    db = tmp_path / "fathom.db"
+    cache = tmp_path / "cache"
+    args = ["scan", str(source), "--db", str(db), "--run-packages", "--cache-dir", str(cache), "--timeout", "60"]
+    result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("uvx is not on PATH: 1 entry will be recorded runner_missing") == 1
+    rows = {row["server"]: row for row in queries.servers(f"sqlite:///{db}")}
+    assert rows["io.github.t/good"]["last_outcome"] == "ok" and rows["io.github.t/good"]["version"] == "1.0.0"
+    assert rows["io.github.t/crash"]["last_outcome"] == "crashed"
+    assert rows["io.github.t/crash"]["detail"] == "Error: cannot open the index at /var/lib/fathom-test/index.db"
+    assert rows["io.github.t/python"]["last_outcome"] == "runner_missing"
+    assert (cache / "npm" / "_npx").is_dir()
