@@ -67,18 +67,22 @@ _NOISE = re.compile(
     r"command\b|signal\b|Log files)|npm ERR! (A complete log|code|errno)|\s*at\s|\s*\^+\s*$|node:internal|"
     r"Node\.js v\d|-+$|\s*File \"|Traceback \(most recent call last\)|\s*\.\.\.\s*$|  +\S)"
 )
+# Only the runners' own phrasing: a server that hits a 404 or a refused connection of its own at start-up has
+# crashed (or needs configuration), it was not "not found" or "not installed".
 _NOT_FOUND = re.compile(
-    r"E404|404 Not Found|is not in (this|the npm) registry|ETARGET|No matching version found|"
-    r"not found in the package registry|no version of [\w.\[\]-]+==|versions? of [\w.-]+ (is|are) not available|"
-    r"Because there is no version|manifest unknown|pull access denied|repository does not exist",
+    r"npm (error|ERR!) 404|E404|ETARGET|No matching version found|is not in (this|the npm) registry|"
+    r"not found in the package registry|no version of [\w.\[\]-]+==|Because there is no version|"
+    r"versions? of [\w.-]+ (is|are) not available|manifest unknown|pull access denied|repository does not exist",
     re.IGNORECASE,
 )
 _INSTALL = re.compile(
-    r"ENOTFOUND|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EAI_AGAIN|UNABLE_TO_GET_ISSUER_CERT|SELF_SIGNED_CERT|"
-    r"CERT_|invalid peer certificate|certificate verify failed|Failed to (download|fetch|build|prepare)|"
-    r"could not determine executable to run|An executable named .* is not provided|ENOSPC|EACCES|"
-    r"No solution found when resolving|gyp ERR|error: subprocess-exited-with-error|Failed to resolve|"
-    r"requires a different Python|No interpreter found|Cannot connect to the Docker daemon|error pulling",
+    r"npm (error|ERR!) (network|request to|code (ENOTFOUND|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EAI_AGAIN|ENOSPC|"
+    r"EACCES|EINTEGRITY|UNABLE_TO_GET_ISSUER_CERT_LOCALLY|SELF_SIGNED_CERT_IN_CHAIN|CERT_\w+))|"
+    r"npm (error|ERR!) .*(unable to get local issuer certificate|self[- ]signed certificate)|"
+    r"could not determine executable to run|An executable named .* is not provided|invalid peer certificate|"
+    r"Failed to (download|fetch|build|prepare|install|resolve)|No solution found when resolving|gyp ERR|"
+    r"subprocess-exited-with-error|requires a different Python|No interpreter found|"
+    r"Cannot connect to the Docker daemon|error pulling image",
     re.IGNORECASE,
 )
 _CONFIG = re.compile(
@@ -133,11 +137,12 @@ _NPM_CHATTER = re.compile(r"^\s*npm (notice|warn|error (code|errno|A complete lo
 
 
 def _first(pattern: re.Pattern[str], lines: Sequence[str]) -> str | None:
-    """The first line matching ``pattern`` that is not npm's chatter (a notice, a code, a log pointer)."""
-    for line in lines:
-        if pattern.search(line) and not _NPM_CHATTER.match(line):
-            return line.strip()
-    return None
+    """The first line matching ``pattern`` that is not npm's chatter (a notice, a code, a log pointer), else the
+    first matching line at all (``npm error code ENOTFOUND`` when npm said nothing more)."""
+    matching = [line.strip() for line in lines if pattern.search(line)]
+    said = [line for line in matching if not _NPM_CHATTER.match(line)]
+    chosen = said or matching
+    return chosen[0] if chosen else None
 
 
 # --- classification --------------------------------------------------------------------------------------

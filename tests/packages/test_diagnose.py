@@ -124,3 +124,23 @@ def test_installer_settings_pass_through_secrets_do_not(tmp_path):
     assert (env["npm_config_update_notifier"], env["npm_config_fund"], env["npm_config_audit"]) == ("false",) * 3
     assert env["CORP_TOKEN"] == "corp" and env["SSL_CERT_FILE"] == "/etc/corp-ca.pem"
     assert "AWS_SECRET_ACCESS_KEY" not in env and "npm_config__authToken" not in env and "HTTP_PROXY" not in env
+
+
+def test_runner_trouble_is_told_apart_from_the_server_own_trouble():
+    offline = exited(
+        "npm error code ENOTFOUND",
+        "npm error syscall getaddrinfo",
+        "npm error network request to https://registry.npmjs.org/@acme%2fmcp failed, reason: getaddrinfo ENOTFOUND",
+        "npm error A complete log of this run can be found in: /root/.npm/_logs/2026-11-30T02_00_01_123Z-debug-0.log",
+    )
+    install = classify(entry(), offline)
+    assert install.outcome is Outcome.INSTALL_FAILED
+    assert install.detail.startswith("npm error network request to https://registry.npmjs.org/@acme%2fmcp failed")
+    # The server's own connection refused, or its own API's 404, at start-up: it crashed; npm was fine.
+    own = exited("Error: connect ECONNREFUSED 127.0.0.1:5432", "    at TCPConnectWrap.afterConnect [as oncomplete]")
+    assert (classify(entry(), own).outcome, classify(entry(), own).detail) == (
+        Outcome.CRASHED,
+        "Error: connect ECONNREFUSED 127.0.0.1:5432",
+    )
+    api = exited("Error: GET https://api.acme.example/v1/me: 404 Not Found")
+    assert classify(entry(), api).outcome is Outcome.CRASHED
