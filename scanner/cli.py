@@ -388,7 +388,7 @@ def scan(
     try:
         if dry_run:
             entries = resolve_entries(config)
-            for line in warning_lines(entries):
+            for line in warning_lines(entries, settings.packages):
                 typer.echo(f"fathom: {line}", err=True)
             _print_entries(entries, fmt)
             return

@@ -111,7 +111,7 @@ def run_scan(
     from scanner.packages.runners import warning_lines
 
     if on_warning is not None:
-        for line in warning_lines(entries):
+        for line in warning_lines(entries, config.crawl.packages):
             on_warning(line)  # once per missing runner, before connecting to anything
     # Fail before connecting to anything if token counts cannot be made (no silent heuristic, no wasted crawl).
     tokenizer.encoding()

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from scanner.models import Outcome, ServerEntry
+from scanner.packages.settings import PackageSettings
 
 
 def skip_outcome(entry: ServerEntry) -> Outcome:
@@ -31,9 +32,15 @@ def missing_runners(entries: Iterable[ServerEntry]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def warning_lines(entries: Iterable[ServerEntry]) -> list[str]:
-    """One line per missing runner, for the start of a scan or a dry run."""
-    return [
+def warning_lines(entries: Iterable[ServerEntry], settings: PackageSettings | None = None) -> list[str]:
+    """One line per missing runner, and per ``--pass-env`` name that is not set, for the start of a scan or a
+    dry run."""
+    entries = list(entries)
+    lines = [
         f"{runner} is not on PATH: {count} {'entry' if count == 1 else 'entries'} will be recorded runner_missing"
         for runner, count in missing_runners(entries).items()
     ]
+    if settings is not None and any(entry.package and not entry.skip for entry in entries):
+        source = settings.source()
+        lines += [f"--pass-env {name} is not set: nothing passed" for name in settings.pass_env if not source.get(name)]
+    return lines

@@ -72,3 +72,9 @@ def test_package_settings_defaults_and_stored_options(tmp_path):
     config = ScanConfig(source="x", run_packages=True, crawl=CrawlSettings(packages=settings))
     options = config.options()
     assert (options["cache_dir"], options["disk_limit_mb"], options["pass_env"]) == (str(tmp_path), 512, ["CORP_TOKEN"])
+
+
+def test_a_pass_env_name_that_is_not_set_is_said(tmp_path):
+    entries = load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True)
+    settings = PackageSettings(pass_env=("CORP_CA", "CORP_TOKEN"), environ={"CORP_CA": "/etc/ca.pem"})
+    assert warning_lines(entries, settings)[-1:] == ["--pass-env CORP_TOKEN is not set: nothing passed"]

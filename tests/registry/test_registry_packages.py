@@ -215,3 +215,26 @@ def test_memory_limit_lets_node_start_but_stops_its_hog():
     hog = subprocess.run([*command, "128"], capture_output=True, text=True, timeout=60)  # 1 GiB
     assert hog.returncode != 0
     assert "allocation failed" in hog.stderr or "out of memory" in hog.stderr.lower()
+
+
+def test_argument_values_from_the_naming_rule_and_publisher_mistakes(write_json):
+    flag = npm(packageArguments=[{"type": "named", "name": "--api-key", "isRequired": True}])
+    entry = load_one(write_json, server(flag), run_packages=True)
+    variable = secret_env_name(NAME, "--api-key")
+    assert entry.skip == f"needs configuration: --api-key needs a value (set {variable})"
+    entry = load_one(write_json, server(flag), {**ENV, variable: "k-123"}, run_packages=True)
+    assert unwrap(entry.command)[-2:] == ("--api-key", "k-123")
+    no_dash = npm(packageArguments=[{"type": "named", "name": "engine", "value": "v8", "isRequired": True}])
+    entry = load_one(write_json, server(no_dash), run_packages=True)
+    assert entry.skip.startswith("registry data: named argument 'engine' has no leading dash")
+    # A positional runtime argument would be the package npx runs: the declared package never becomes another.
+    positional = npm(runtimeArguments=[{"type": "positional", "value": "other-pkg"}])
+    entry = load_one(write_json, server(positional), run_packages=True)
+    assert entry.command == () and "runtimeArguments put 'other-pkg' before the package" in entry.skip
+    # The runner's own -y and the package again (at another version) are dropped, with notes.
+    repeated = npm(
+        runtimeArguments=[{"type": "named", "name": "-y"}, {"type": "positional", "value": "@example/mcp@latest"}]
+    )
+    entry = load_one(write_json, server(repeated), run_packages=True)
+    assert unwrap(entry.command) == ("npx", "-y", "@example/mcp@1.2.3")
+    assert len(entry.package["notes"]) == 1  # the optional valueless -y was never a word; the package was
