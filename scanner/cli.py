@@ -322,8 +322,9 @@ def scan(
     cache_dir: Annotated[
         Path | None,
         typer.Option(
+            metavar="DIR",
             help="With --run-packages: the npm/uv cache shared by all packages and nights. "
-            "[default: $XDG_CACHE_HOME/fathom or ~/.cache/fathom]"
+            "[default: $XDG_CACHE_HOME/fathom or ~/.cache/fathom]",
         ),
     ] = None,
     disk_limit_mb: Annotated[
@@ -337,8 +338,9 @@ def scan(
     pass_env: Annotated[
         list[str] | None,
         typer.Option(
+            metavar="NAME",
             help="With --run-packages: also hand this variable to every package (repeatable). Proxies, "
-            "CA bundles and npm/uv/pip index settings pass already (docs/registry.md)."
+            "CA bundles and npm/uv/pip index settings pass already (docs/registry.md).",
         ),
     ] = None,
     allow_private: Annotated[
