@@ -9,7 +9,7 @@ this module adds, in this order (a later step never overrides an earlier one's n
    npm, uv and pip), taken from Fathom's environment when set there. A value holding credentials in a URL
    (``https://user:token@proxy``) is a secret and is left out: pass it with ``--pass-env NAME`` if the
    installer needs it, knowing the package sees it too;
-3. every ``--pass-env NAME`` set in Fathom's environment, as is;
+3. every ``--pass-env NAME`` set in Fathom's environment, as is (except ``HOME``, ``TMPDIR`` and ``PATH``);
 4. the runner's cache and quiet settings (``npm_config_cache``, ``UV_CACHE_DIR``, update notices, funding and
    audit messages off), which always win: they keep the cache shared and the stderr tail readable.
 """
@@ -72,6 +72,9 @@ INSTALLER_SETTINGS: tuple[str, ...] = (
     "PIP_FIND_LINKS",
 )
 
+# Names Fathom sets for every package; ``--pass-env`` cannot replace them (the throwaway HOME is the point).
+OWN = frozenset({"HOME", "TMPDIR", "PATH"})
+
 _CREDENTIALS_IN_URL = re.compile(r"://[^/@\s]+@")
 
 # The runner's own settings, keyed by runner; "{cache}" and "{home}" are filled in.
@@ -125,6 +128,8 @@ def package_env(entry: ServerEntry, home: Path, settings: PackageSettings) -> di
     for name, value in passed.items():
         env.setdefault(name, value)
     for name in settings.pass_env:
+        if name in OWN:
+            continue
         given = source.get(name)
         if given and "\0" not in given:
             env[name] = given

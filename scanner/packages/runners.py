@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from scanner.models import Outcome, ServerEntry
+from scanner.packages.environment import OWN
 from scanner.packages.settings import PackageSettings
 
 
@@ -42,5 +43,9 @@ def warning_lines(entries: Iterable[ServerEntry], settings: PackageSettings | No
     ]
     if settings is not None and any(entry.package and not entry.skip for entry in entries):
         source = settings.source()
-        lines += [f"--pass-env {name} is not set: nothing passed" for name in settings.pass_env if not source.get(name)]
+        for name in settings.pass_env:
+            if name in OWN:
+                lines.append(f"--pass-env {name}: Fathom sets {name} for every package itself; not passed")
+            elif not source.get(name):
+                lines.append(f"--pass-env {name} is not set: nothing passed")
     return lines

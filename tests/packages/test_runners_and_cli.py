@@ -76,5 +76,8 @@ def test_package_settings_defaults_and_stored_options(tmp_path):
 
 def test_a_pass_env_name_that_is_not_set_is_said(tmp_path):
     entries = load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True)
-    settings = PackageSettings(pass_env=("CORP_CA", "CORP_TOKEN"), environ={"CORP_CA": "/etc/ca.pem"})
-    assert warning_lines(entries, settings)[-1:] == ["--pass-env CORP_TOKEN is not set: nothing passed"]
+    settings = PackageSettings(pass_env=("CORP_CA", "CORP_TOKEN", "HOME"), environ={"CORP_CA": "/e", "HOME": "/h"})
+    assert warning_lines(entries, settings)[-2:] == [
+        "--pass-env CORP_TOKEN is not set: nothing passed",
+        "--pass-env HOME: Fathom sets HOME for every package itself; not passed",
+    ]
