@@ -395,6 +395,30 @@ def scan(
     memory_limit_mb: Annotated[
         int, typer.Option(min=64, help="With --run-packages: the memory each package's process may use, in MiB.")
     ] = 1024,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="With --run-packages: the npm/uv cache shared by all packages and nights. "
+            "[default: $XDG_CACHE_HOME/fathom or ~/.cache/fathom]",
+        ),
+    ] = None,
+    disk_limit_mb: Annotated[
+        int,
+        typer.Option(
+            min=16,
+            help="With --run-packages: what one package may write (its HOME, TMPDIR and "
+            "the cache's growth), in MiB; over it: too_large.",
+        ),
+    ] = 4096,
+    pass_env: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="NAME",
+            help="With --run-packages: also hand this variable to every package (repeatable). Proxies, "
+            "CA bundles and npm/uv/pip index settings pass already (docs/registry.md).",
+        ),
+    ] = None,
     allow_private: Annotated[
         bool, typer.Option(help="Connect to loopback, private and link-local addresses too (never cloud metadata).")
     ] = False,
@@ -416,6 +440,8 @@ def scan(
     from scanner.crawl import CrawlSettings
     from scanner.errors import FathomError
     from scanner.mcp import ClientLimits
+    from scanner.packages import PackageSettings
+    from scanner.packages.runners import warning_lines
     from scanner.scan import ScanConfig, resolve_entries, run_scan
 
     settings = CrawlSettings(
@@ -425,6 +451,7 @@ def scan(
         profile=_known_profile(profile),
         retries=retries,
         allow_private=allow_private,
+        packages=PackageSettings(cache_dir=cache_dir, disk_limit_mb=disk_limit_mb, pass_env=tuple(pass_env or ())),
     )
     config = ScanConfig(
         source=registry,
@@ -438,7 +465,10 @@ def scan(
     )
     try:
         if dry_run:
-            _print_entries(resolve_entries(config), fmt)
+            entries = resolve_entries(config)
+            for line in warning_lines(entries, settings.packages):
+                typer.echo(f"fathom: {line}", err=True)
+            _print_entries(entries, fmt)
             return
         summary = _scan_with_progress(config, run_scan)
     except FathomError as exc:
@@ -477,8 +507,11 @@ def _scan_with_progress(config: ScanConfig, run_scan: Callable[..., ScanSummary]
         assert progress is not None
         progress.advance(outcome.outcome)
 
+    def on_warning(line: str) -> None:
+        typer.echo(f"fathom: {line}", err=True)
+
     try:
-        return run_scan(config, on_start=on_start, on_result=on_result)
+        return run_scan(config, on_start=on_start, on_result=on_result, on_warning=on_warning)
     finally:
         signal.signal(signal.SIGTERM, previous)
         if progress is not None:

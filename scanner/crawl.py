@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import random
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -29,6 +28,7 @@ from anyio.abc import ObjectSendStream
 
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
+from scanner.packages import PackageSettings, run_package, skip_outcome
 
 Sink = Callable[[ServerEntry, ScanOutcome], None]
 ScanFn = Callable[[ServerEntry], Awaitable[ScanOutcome]]
@@ -48,6 +48,7 @@ class CrawlSettings:
     backoff: float = 1.0
     max_backoff: float = 30.0
     allow_private: bool = False
+    packages: PackageSettings = field(default_factory=PackageSettings)
 
 
 def host_key(entry: ServerEntry) -> str:
@@ -98,15 +99,13 @@ class _Crawler:
     async def _scan_with_client(self, entry: ServerEntry) -> ScanOutcome:
         if entry.package is None:
             return await scan_server(entry, self.settings.limits, self.settings.profile)
-        # A stranger's package: its own empty HOME, thrown away afterwards; the entry's env is already scrubbed.
-        with tempfile.TemporaryDirectory(prefix="fathom-home-") as home:
-            env = {**entry.env, "HOME": home, "TMPDIR": home}
-            return await scan_server(entry, self.settings.limits, self.settings.profile, env=env)
+        # A stranger's package: its own throwaway HOME, the shared cache, a disk budget, its failure classified.
+        return await run_package(entry, self.settings.limits, self.settings.profile, self.settings.packages)
 
     async def outcome_for(self, entry: ServerEntry) -> ScanOutcome:
         transport = entry.transport.value
         if entry.skip:
-            return ScanOutcome(outcome=Outcome.SKIPPED, transport=transport, detail=entry.skip)
+            return ScanOutcome(outcome=skip_outcome(entry), transport=transport, detail=entry.skip)
         if entry.url and entry.transport is not Transport.STDIO:
             from scanner.registry import refuse_reason
 

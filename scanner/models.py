@@ -211,6 +211,12 @@ class Outcome(enum.StrEnum):
     EXITED = "exited"
     SKIPPED = "skipped"
     REFUSED = "refused"  # e.g. a URL resolving to a private address without --allow-private
+    # Registry packages that did not answer, by cause (see scanner.packages.diagnose).
+    RUNNER_MISSING = "runner_missing"  # npx, uvx or docker is not installed
+    PACKAGE_NOT_FOUND = "package_not_found"  # no such package, or not at the declared version
+    INSTALL_FAILED = "install_failed"  # network, TLS, build or missing-executable trouble while installing
+    NEEDS_CONFIGURATION = "needs_configuration"  # a variable, argument or file it needs is not set
+    CRASHED = "crashed"  # started, then died before answering
 
 
 @dataclass(frozen=True)

@@ -51,9 +51,19 @@ class ScanConfig:
 
 
 # Config fields never stored with a run. ``source`` is stored apart, redacted (``runs.source``); ``db_url`` can
-# carry a database password; ``resume`` says how this process started, not what the run does. A field that
-# holds a secret or a callable must be added here.
-OPTIONS_EXCLUDED = frozenset({"source", "db_url", "resume"})
+# carry a database password; ``resume`` says how this process started, not what the run does; ``environ`` (the
+# packages' settings) is where installer settings are read, values that may be secrets. A field that holds a
+# secret or a callable must be added here.
+OPTIONS_EXCLUDED = frozenset({"source", "db_url", "resume", "environ"})
+
+
+def _json_ready(value: Any) -> Any:
+    """An option value as it is stored (JSON): a path as its text, a tuple as a list."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return [_json_ready(item) for item in value]
+    return value
 
 
 def _flat_fields(settings: DataclassInstance, excluded: frozenset[str]) -> dict[str, Any]:
@@ -66,7 +76,7 @@ def _flat_fields(settings: DataclassInstance, excluded: frozenset[str]) -> dict[
         inner = (
             _flat_fields(value, excluded)
             if dataclasses.is_dataclass(value) and not isinstance(value, type)
-            else {item.name: value}
+            else {item.name: _json_ready(value)}
         )
         clash = flat.keys() & inner.keys()
         if clash:
@@ -112,6 +122,7 @@ def run_scan(
     *,
     on_start: Callable[[int, int], None] | None = None,
     on_result: Callable[[ServerEntry, ScanOutcome], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> ScanSummary:
     """Scan every entry of ``config.source`` into the database at ``config.db_url``.
 
@@ -123,6 +134,11 @@ def run_scan(
     from scanner.store import open_store
 
     entries = resolve_entries(config)
+    from scanner.packages.runners import warning_lines
+
+    if on_warning is not None:
+        for line in warning_lines(entries, config.crawl.packages):
+            on_warning(line)  # once per missing runner, before connecting to anything
     # Fail before connecting to anything if token counts cannot be made (no silent heuristic, no wasted crawl).
     tokenizer.encoding()
     with open_store(config.db_url) as store:

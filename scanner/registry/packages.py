@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from scanner.models import ServerEntry, Transport
 from scanner.registry import _json
 from scanner.registry.interface import Options
 from scanner.registry.memlimit import limit_command
-from scanner.registry.secrets import lookup
+from scanner.registry.secrets import lookup, secret_env_name
 
 _RUNNERS: dict[str, tuple[str, frozenset[str]]] = {
     "npm": ("npx", frozenset({"npx", "bunx", "pnpx"})),
@@ -54,14 +56,37 @@ _IDENTIFIER = {
 }
 _VERSION = re.compile(r"^[A-Za-z0-9][\w.+!-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-_OURS = frozenset({"PATH", "HOME"})
+_OURS = frozenset({"PATH", "HOME", "TMPDIR"})
+# Installer settings (registry, index, proxy, cache): Fathom sets these, never a registry entry.
+_INSTALLER_NAME = re.compile(
+    r"^(npm_config_|UV_|PIP_|NODE_EXTRA_CA_CERTS$|SSL_CERT_|REQUESTS_CA_BUNDLE$|(HTTPS?|ALL|NO)_PROXY$)", re.I
+)
 # docker flags a registry may pass: nothing that mounts, elevates, shares namespaces or lifts our limits.
 _DOCKER_FLAGS = frozenset({"-e", "--env", "-p", "--publish", "--platform", "--init", "-t", "--tty", "-w", "--workdir"})
+_DOCKER_OWN = frozenset({"-i", "--interactive", "--rm"})  # always given by us
+_DOCKER_BOOLEAN = frozenset({*_DOCKER_OWN, "--init", "-t", "--tty"})  # flags that never take a value
+_IMAGE_PINNED = re.compile(r"(:[\w][\w.-]*$)|(@sha256:[0-9a-f]{64}$)")  # a tag on the last part, or a digest
+# Runner options a registry may put before the package (they change how, not what, runs); the runner's own
+# flags that Fathom always gives are dropped when repeated.
+_RUNNER_OPTIONS = {"uvx": frozenset({"--python", "--prerelease"}), "npx": frozenset({"--quiet", "--silent"})}
+_RUNNER_OWN = {"npx": frozenset({"-y", "--yes"}), "bunx": frozenset(), "pnpx": frozenset(), "uvx": frozenset()}
 MAX_ARGS = 64
 
 
 class _Unusable(Exception):
-    """This package cannot be run under the policy; the message is the skip reason."""
+    """This package cannot be run as declared; the message is the skip reason, ``outcome`` what to record."""
+
+    def __init__(self, reason: str, outcome: str = "skipped") -> None:
+        super().__init__(reason)
+        self.outcome = outcome
+
+
+def _needs(reason: str) -> _Unusable:
+    return _Unusable(f"needs configuration: {reason}", "needs_configuration")
+
+
+def _bad_data(reason: str) -> _Unusable:
+    return _Unusable(f"registry data: {reason} (a publisher's mistake)")
 
 
 def _registry_type(package: dict[str, Any]) -> str:
@@ -86,10 +111,26 @@ def _sort_key(indexed: tuple[int, dict[str, Any]]) -> tuple[int, int, int]:
     return (0 if _transport_type(package) == "stdio" else 1, _PREFERENCE.get(_registry_type(package), 9), index)
 
 
-def _render_args(server: str, args: list[dict[str, Any]], environ: Mapping[str, str]) -> list[str]:
-    """Command-line words for ``runtimeArguments`` / ``packageArguments``; raises _Unusable."""
-    words: list[str] = []
-    for arg in args[:MAX_ARGS]:
+@dataclass(frozen=True)
+class _Arg:
+    """One ``runtimeArguments`` / ``packageArguments`` item, its value resolved (None: no value)."""
+
+    kind: str  # "named" or "positional"
+    flag: str | None
+    label: str
+    value: str | None
+    required: bool
+    boolean: bool
+
+
+def _resolve_args(server: str, args: list[dict[str, Any]], environ: Mapping[str, str]) -> list[_Arg]:
+    """Each argument with its value: ``value`` (its ``{variables}`` filled), else ``default``, else one set in the
+    environment under the secrets naming rule. Raises _Unusable for a secret on the command line or a required
+    value whose variable has no value."""
+    resolved: list[_Arg] = []
+    if len(args) > MAX_ARGS:
+        raise _Unusable(f"package declares {len(args)} arguments (at most {MAX_ARGS} are read)")
+    for arg in args:
         kind = _json.text(arg.get("type")) or ("named" if _json.text(arg.get("name")) else "positional")
         flag = _json.text(arg.get("name"), limit=200) if kind == "named" else None
         label = flag or _json.text(_json.field(arg, "valueHint", "value_hint"), limit=200) or "argument"
@@ -107,25 +148,146 @@ def _render_args(server: str, args: list[dict[str, Any]], environ: Mapping[str, 
             supplied = {k: v for k in variables if (v := lookup(environ, server, k)) is not None}
             if any(_json.flag(_json.obj(variables.get(k)), "isSecret", "is_secret") for k in supplied):
                 raise _Unusable(f"package takes a secret in {label} on its command line (not supported)")
-            value, missing = fill_declared(template, variables, supplied)
-            if missing:
-                if required:
-                    raise _Unusable(f"package argument {label} needs {{{missing[0]}}}")
-                continue
-        if kind == "named":
-            if flag is None:
-                continue
-            if value is None and not required:
-                continue  # an optional flag without a value changes behaviour we were not asked for
-            words.extend([flag] if value is None else [flag, value])
-        elif value is not None:
-            words.append(value)
-        elif required:
-            raise _Unusable(f"package needs argument {label}")
-    for word in words:
-        if "\0" in word or len(word) > _json.MAX_TEXT:
+            filled, missing = fill_declared(template, variables, supplied)
+            if any(_json.flag(_json.obj(variables.get(k)), "isSecret", "is_secret") for k in missing):
+                raise _Unusable(f"package takes a secret in {label} on its command line (not supported)")
+            if missing and required:
+                raise _needs(f"argument {label} needs {{{missing[0]}}} (set {secret_env_name(server, missing[0])})")
+            value = None if missing else filled
+        if value is not None and ("\0" in value or len(value) > _json.MAX_TEXT):
             raise _Unusable("package argument is not usable text")
+        boolean = _json.text(arg.get("format")) == "boolean"
+        resolved.append(_Arg(kind, flag, label, value, required, boolean))
+    return resolved
+
+
+def _words(server: str, args: list[_Arg]) -> list[str]:
+    """Command-line words for resolved arguments (schema: a named argument is ``--flag value``, a positional one
+    its value verbatim). An optional argument without a value is left out, since a client would have asked; a
+    required one without a value skips the entry, except a required ``boolean`` flag, which is the flag alone."""
+    words: list[str] = []
+    for arg in args:
+        if arg.kind == "named":
+            if arg.flag is None:
+                continue
+            if arg.value is None and not (arg.required and arg.boolean):
+                if arg.required:
+                    raise _needs(f"{arg.flag} needs a value (set {secret_env_name(server, arg.flag)})")
+                continue
+            if not arg.flag.startswith("-"):
+                raise _bad_data(f"named argument {arg.flag[:40]!r} has no leading dash (the schema's name has them)")
+            words.extend([arg.flag] if arg.value is None else [arg.flag, arg.value])
+        elif arg.value is not None:
+            words.append(arg.value)
+        elif arg.required:
+            raise _needs(f"argument {arg.label} has no value (set {secret_env_name(server, arg.label)})")
     return words
+
+
+def _same_package(kind: str, word: str, identifier: str) -> bool:
+    """Whether ``word`` names the declared package again (any version): ``mirror-mcp@latest``, an image's repo."""
+    if kind == "npm":
+        name = word[1:].split("@", 1)[0] if word.startswith("@") else word.split("@", 1)[0]
+        return (("@" + name) if word.startswith("@") else name) == identifier
+    if kind == "pypi":
+        return re.split(r"[=<>~!@\[ ]", word, maxsplit=1)[0].lower() == identifier.lower()
+    return _image_repo(word) == _image_repo(identifier)
+
+
+def _image_repo(image: str) -> str:
+    """An image reference without tag or digest and without the implied ``docker.io/`` / ``library/``."""
+    repo = image.split("@", 1)[0]
+    head, _, last = repo.rpartition("/")
+    repo = f"{head}/{last.split(':', 1)[0]}" if head else last.split(":", 1)[0]
+    for prefix in ("docker.io/", "index.docker.io/", "library/"):
+        repo = repo.removeprefix(prefix)
+    return repo
+
+
+def _runner_words(
+    kind: str, runner: str, identifier: str, server: str, args: list[_Arg], notes: list[str]
+) -> list[str]:
+    """The ``runtimeArguments`` words that may go before an npm or PyPI package.
+
+    npx and uvx take the first word that is not an option as the package to run, so a positional runtime
+    argument would run another package: the runner's own flags repeated (``-y``) and the package repeated
+    (``mirror-mcp@latest``) are dropped with a note, anything else skips the entry as a registry mistake."""
+    allowed = _RUNNER_OPTIONS.get(runner, frozenset())
+    kept: list[str] = []
+    for word in _words(server, args):
+        if word in _RUNNER_OWN.get(runner, frozenset()):
+            notes.append(f"runtime argument {word!r} dropped ({runner} already gets it)")
+        elif not word.startswith("-") and _same_package(kind, word, identifier):
+            notes.append(f"runtime argument {word[:80]!r} dropped (repeats the package; the declared version runs)")
+        elif word.startswith("-") and word.split("=", 1)[0] in allowed:
+            kept.append(word)
+        elif kept and kept[-1] in allowed and "=" not in kept[-1]:
+            kept.append(word)  # the value of an allowed option
+        elif word.startswith("-"):
+            raise _bad_data(
+                f"runtime argument {word[:40]!r} is not one of the {runner} options Fathom passes; it belongs in "
+                "packageArguments"
+            )
+        else:
+            raise _bad_data(
+                f"runtimeArguments put {word[:40]!r} before the package, where {runner} would run it as the "
+                "package; it belongs in packageArguments"
+            )
+    return kept
+
+
+def _docker_words(identifier: str, server: str, args: list[_Arg], notes: list[str]) -> list[str]:
+    """The ``runtimeArguments`` words for ``docker run``: docker's own ``run -i --rm`` repeated and the image
+    repeated are dropped; ``-e NAME`` is dropped (declared variables are passed by name anyway); a flag outside
+    the allow-list, or any other positional word (docker would take it as the image), skips the entry."""
+    pairs: list[tuple[str | None, str | None]] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        following = args[index + 1] if index + 1 < len(args) else None
+        if (
+            arg.kind == "named"
+            and arg.value is None
+            and arg.flag not in _DOCKER_BOOLEAN
+            and following is not None
+            and following.kind == "positional"
+        ):
+            pairs.append((arg.flag, following.value))  # a flag and its value written as two arguments
+            index += 2
+            continue
+        if arg.kind == "named" and arg.value is None:
+            if arg.flag in _DOCKER_BOOLEAN:
+                pairs.append((arg.flag, None))
+            elif arg.required:
+                _words(server, [arg])  # a required flag without a value: raises "needs configuration"
+            index += 1
+            continue
+        pairs.append((arg.flag, arg.value) if arg.kind == "named" else (None, arg.value))
+        index += 1
+    kept: list[str] = []
+    for position, (flag, value) in enumerate(pairs):
+        if flag is None:
+            if value is None:
+                continue
+            if position == 0 and value == "run":
+                notes.append("runtime argument 'run' dropped (docker run is the runner)")
+            elif value in _DOCKER_OWN:
+                notes.append(f"runtime argument {value!r} dropped (docker run already gets it)")
+            elif _same_package("oci", value, identifier):
+                notes.append(f"runtime argument {value[:80]!r} dropped (repeats the image; the declared one runs)")
+            else:
+                raise _bad_data(f"runtimeArguments put {value[:40]!r} where docker expects the image")
+            continue
+        name = flag.split("=", 1)[0]
+        if name in _DOCKER_OWN:
+            notes.append(f"runtime argument {flag!r} dropped (docker run already gets it)")
+        elif name in ("-e", "--env") and (value is None or "=" not in value):
+            notes.append(f"runtime argument {flag} {value or ''} dropped (declared variables are passed by name)")
+        elif name not in _DOCKER_FLAGS:
+            raise _Unusable(f"oci runtime argument {flag[:40]!r} is not allowed")
+        else:
+            kept.extend([flag] if value is None else [flag, value])
+    return kept
 
 
 def fill_declared(template: str, variables: dict[str, Any], supplied: Mapping[str, str]) -> tuple[str, list[str]]:
@@ -157,11 +319,37 @@ def _build_env(
             if _json.flag(var, "isRequired", "is_required"):
                 (missing_secret if _json.flag(var, "isSecret", "is_secret") else missing_other).append(name)
             continue
+        if _INSTALLER_NAME.match(name):
+            continue  # a registry must not point the installer at another index or registry
         env[name] = value
     return env, missing_secret, missing_other
 
 
-def _command(server: str, package: dict[str, Any], env: Mapping[str, str], options: Options) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class _Plan:
+    command: tuple[str, ...]
+    runner: str
+    spec: str
+    pinned: bool
+    notes: tuple[str, ...]
+
+
+def _version(kind: str, package: dict[str, Any], identifier: str, notes: list[str]) -> str | None:
+    """The declared version, or None where the entry pins none (the schema requires one: run latest, flagged)."""
+    version = _json.text(package.get("version"), limit=100)
+    if kind == "oci" and _IMAGE_PINNED.search(identifier):
+        if version is not None and not identifier.endswith((f":{version}", version)):
+            raise _bad_data(f"image {identifier[:80]!r} and version {version[:40]!r} disagree")
+        return None
+    if version == "latest" or version is None:
+        notes.append("registry data: no version pinned (the schema requires one); latest is run")
+        return None
+    if not _VERSION.match(version):
+        raise _bad_data(f"{kind} package version {version[:80]!r} is not an exact version")
+    return version
+
+
+def _command(server: str, package: dict[str, Any], env: Mapping[str, str], options: Options) -> _Plan:
     kind = _registry_type(package)
     if kind in _UNSUPPORTED:
         raise _Unusable(_UNSUPPORTED[kind])
@@ -173,45 +361,49 @@ def _command(server: str, package: dict[str, Any], env: Mapping[str, str], optio
     identifier = _identifier(package)
     if identifier is None or not _IDENTIFIER[kind].match(identifier):
         raise _Unusable(f"{kind} package identifier is not usable: {str(identifier)[:80]!r}")
-    version = _json.text(package.get("version"), limit=100)
-    if version is not None and (not _VERSION.match(version) or version == "latest"):
-        version = None if version == "latest" else version
-        if version is not None:
-            raise _Unusable(f"{kind} package version is not usable: {version[:80]!r}")
+    notes: list[str] = []
+    version = _version(kind, package, identifier, notes)
     default_runner, known = _RUNNERS[kind]
     hint = _json.text(_json.field(package, "runtimeHint", "runtime_hint"), limit=50)
     runner = hint if hint in known else default_runner
-    runtime_args = _render_args(
+    runtime = _resolve_args(
         server, _json.items(_json.field(package, "runtimeArguments", "runtime_arguments")), options.environ
     )
-    package_args = _render_args(
-        server, _json.items(_json.field(package, "packageArguments", "package_arguments")), options.environ
+    package_args = _words(
+        server,
+        _resolve_args(
+            server, _json.items(_json.field(package, "packageArguments", "package_arguments")), options.environ
+        ),
     )
     if kind == "npm":
-        spec = f"{identifier}@{version}" if version else identifier
+        runtime_words = _runner_words(kind, runner, identifier, server, runtime, notes)
+        spec = f"{identifier}@{version or 'latest'}"
         head = [runner, "-y"] if runner == "npx" else [runner]
-        return limit_command([*head, *runtime_args, spec, *package_args], options.memory_limit_mb)
+        command = limit_command([*head, *runtime_words, spec, *package_args], options.memory_limit_mb)
+        return _Plan(command, runner, spec, version is not None, tuple(notes))
     if kind == "pypi":
-        spec = f"{identifier}=={version}" if version else identifier
-        return limit_command([runner, *runtime_args, spec, *package_args], options.memory_limit_mb)
-    for word in runtime_args:
-        if word.startswith("-") and word.split("=", 1)[0] not in _DOCKER_FLAGS:
-            raise _Unusable(f"oci runtime argument {word[:40]!r} is not allowed")
-    image = identifier if version is None or ":" in identifier.rsplit("/", 1)[-1] else f"{identifier}:{version}"
+        runtime_words = _runner_words(kind, runner, identifier, server, runtime, notes)
+        spec = f"{identifier}=={version}" if version else f"{identifier}@latest"
+        command = limit_command([runner, *runtime_words, spec, *package_args], options.memory_limit_mb)
+        return _Plan(command, runner, spec, version is not None, tuple(notes))
+    runtime_words = _docker_words(identifier, server, runtime, notes)
+    pinned = version is not None or bool(_IMAGE_PINNED.search(identifier))
+    image = identifier if _IMAGE_PINNED.search(identifier) else f"{identifier}:{version or 'latest'}"
     limit = f"{int(options.memory_limit_mb)}m"
     passed = [word for name in env if name not in ("PATH", "LANG") for word in ("-e", name)]
-    return (
+    command = (
         runner,
         "run",
         "-i",
         "--rm",
         f"--memory={limit}",
         f"--memory-swap={limit}",
-        *runtime_args,
+        *runtime_words,
         *passed,
         image,
         *package_args,
     )
+    return _Plan(command, runner, image, pinned, tuple(notes))
 
 
 def resolve_packages(
@@ -223,34 +415,49 @@ def resolve_packages(
     options: Options,
     remote_problems: list[str] | None = None,
 ) -> ServerEntry:
-    """The entry for the first runnable package (stdio first; npm, then PyPI, then OCI), or a skipped one."""
-    reasons: list[str] = []
+    """The entry for the first runnable package (stdio first; npm, then PyPI, then OCI), or a skipped one.
+
+    A package that cannot run as declared is passed over for the next; when none can, the entry is skipped with
+    the first reason, and ``package["skip_outcome"]`` says what to record (``needs_configuration`` for a missing
+    argument value, ``runner_missing`` when the runner is not on ``PATH``, else ``skipped``).
+    """
+    failures: list[_Unusable] = []
     for _, package in sorted(enumerate(packages), key=_sort_key):
         env, missing_secret, missing_other = _build_env(
             name, _json.items(_json.field(package, "environmentVariables", "environment_variables")), options.environ
         )
         try:
-            command = _command(name, package, env, options)
+            plan = _command(name, package, env, options)
         except _Unusable as exc:
-            reasons.append(str(exc))
+            failures.append(exc)
             continue
         kind = _registry_type(package)
         description: dict[str, Any] = {
             "registryType": kind,
             "identifier": _identifier(package),
             "version": _json.text(package.get("version"), limit=100),
-            "runner": command[0] if kind == "oci" else os.path.basename(_runner_of(command)),
+            "runner": plan.runner,
+            "spec": plan.spec,
+            "pinned": plan.pinned,
             "memory_limit_mb": int(options.memory_limit_mb),
             "missing_inputs": missing_other,
         }
+        secret_names = _secret_names(package)
+        if secret_names:
+            description["secret_env_names"] = secret_names
+        if plan.notes:
+            description["notes"] = list(plan.notes)
         skip = None
         if not options.run_packages:
             skip = f"package ({kind} {description['identifier']}): needs --run-packages"
             env = {}
+        elif runner_path(plan.runner, options.environ) is None:
+            skip = f"runner missing: {plan.runner} is not on PATH (needed for {kind} packages)"
+            description["skip_outcome"] = "runner_missing"
         return ServerEntry(
             name=name,
             transport=Transport.STDIO,
-            command=command,
+            command=plan.command,
             env=env,
             version=version,
             source=source,
@@ -259,14 +466,22 @@ def resolve_packages(
             secret_header_names=tuple(missing_secret),
             package=description,
         )
-    reason = reasons[0] if reasons else "no runnable package"
+    reason = str(failures[0]) if failures else "no runnable package"
     if remote_problems:
         reason = f"{remote_problems[0]}; {reason}"
-    return ServerEntry(name=name, transport=Transport.STDIO, version=version, source=source, skip=reason)
+    package_facts = {"skip_outcome": failures[0].outcome} if failures and options.run_packages else None
+    return ServerEntry(
+        name=name, transport=Transport.STDIO, version=version, source=source, skip=reason, package=package_facts
+    )
 
 
-def _runner_of(command: tuple[str, ...]) -> str:
-    """The runner inside a memory-limit wrapper (the word after ``--``, or after the limit for the Python form)."""
-    if "--" in command:
-        return command[command.index("--") + 1]
-    return command[5] if len(command) > 5 else command[0]
+def _secret_names(package: dict[str, Any]) -> list[str]:
+    """The declared secret variables' names: their values are blanked from anything kept of a run."""
+    variables = _json.items(_json.field(package, "environmentVariables", "environment_variables"))
+    names = [_json.text(var.get("name"), limit=128) for var in variables if _json.flag(var, "isSecret", "is_secret")]
+    return [name for name in names if name]
+
+
+def runner_path(runner: str, environ: Mapping[str, str]) -> str | None:
+    """Where ``runner`` is on the ``PATH`` the package will get (ours when the environment has none)."""
+    return shutil.which(runner, path=environ.get("PATH") or os.defpath)

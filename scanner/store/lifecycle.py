@@ -33,7 +33,7 @@ def start_run(sessions: sessionmaker[Session], source: str, rule_version: str, o
             status="running",
             source=_source(source),
             rule_version=str(rule_version)[:64],
-            options=codec.small_json(options, limit=8192),
+            options=codec.small_json(options, limit=8192, items=100),
             servers_scanned=0,
             servers_ok=0,
         )

@@ -56,7 +56,7 @@ def test_package_skipped_without_run_packages(write_json):
 def test_npm_command_arguments_and_scrubbed_env(write_json):
     package = npm(
         runtimeHint="npx",
-        runtimeArguments=[{"type": "named", "name": "--quiet", "isRequired": True}],
+        runtimeArguments=[{"type": "named", "name": "--quiet", "isRequired": True, "format": "boolean"}],
         packageArguments=[
             {"type": "positional", "value": "stdio"},
             {"type": "named", "name": "--port", "value": "{port}", "variables": {"port": {"default": "8080"}}},
@@ -83,8 +83,11 @@ def test_npm_command_arguments_and_scrubbed_env(write_json):
         "identifier": "@example/mcp",
         "version": "1.2.3",
         "runner": "npx",
+        "spec": "@example/mcp@1.2.3",
+        "pinned": True,
         "memory_limit_mb": 512,
         "missing_inputs": ["ACCOUNT"],
+        "secret_env_names": ["API_KEY"],
     }
 
 
@@ -152,7 +155,10 @@ def test_required_argument_without_value_skips(write_json):
         server(npm(packageArguments=[{"type": "positional", "valueHint": "db_path", "isRequired": True}])),
         run_packages=True,
     )
-    assert entry.skip == "package needs argument db_path"
+    assert entry.skip == (
+        "needs configuration: argument db_path has no value (set FATHOM_SECRET_IO_GITHUB_EXAMPLE_PKG_DB_PATH)"
+    )
+    assert entry.package == {"skip_outcome": "needs_configuration"}
 
 
 def test_unsupported_kinds_and_local_http_servers(write_json):
@@ -209,3 +215,26 @@ def test_memory_limit_lets_node_start_but_stops_its_hog():
     hog = subprocess.run([*command, "128"], capture_output=True, text=True, timeout=60)  # 1 GiB
     assert hog.returncode != 0
     assert "allocation failed" in hog.stderr or "out of memory" in hog.stderr.lower()
+
+
+def test_argument_values_from_the_naming_rule_and_publisher_mistakes(write_json):
+    flag = npm(packageArguments=[{"type": "named", "name": "--api-key", "isRequired": True}])
+    entry = load_one(write_json, server(flag), run_packages=True)
+    variable = secret_env_name(NAME, "--api-key")
+    assert entry.skip == f"needs configuration: --api-key needs a value (set {variable})"
+    entry = load_one(write_json, server(flag), {**ENV, variable: "k-123"}, run_packages=True)
+    assert unwrap(entry.command)[-2:] == ("--api-key", "k-123")
+    no_dash = npm(packageArguments=[{"type": "named", "name": "engine", "value": "v8", "isRequired": True}])
+    entry = load_one(write_json, server(no_dash), run_packages=True)
+    assert entry.skip.startswith("registry data: named argument 'engine' has no leading dash")
+    # A positional runtime argument would be the package npx runs: the declared package never becomes another.
+    positional = npm(runtimeArguments=[{"type": "positional", "value": "other-pkg"}])
+    entry = load_one(write_json, server(positional), run_packages=True)
+    assert entry.command == () and "runtimeArguments put 'other-pkg' before the package" in entry.skip
+    # The runner's own -y and the package again (at another version) are dropped, with notes.
+    repeated = npm(
+        runtimeArguments=[{"type": "named", "name": "-y"}, {"type": "positional", "value": "@example/mcp@latest"}]
+    )
+    entry = load_one(write_json, server(repeated), run_packages=True)
+    assert unwrap(entry.command) == ("npx", "-y", "@example/mcp@1.2.3")
+    assert len(entry.package["notes"]) == 1  # the optional valueless -y was never a word; the package was

@@ -88,4 +88,6 @@ def test_sample_with_secrets_and_packages():
     }
     assert kontent.anonymous is False
     runnable = [entry for entry in entries.values() if entry.skip is None]
-    assert len(runnable) == 55
+    assert len(runnable) == 38  # PATH here has npx but neither uvx nor docker:
+    missing = [entry for entry in entries.values() if entry.package and entry.package.get("skip_outcome")]
+    assert {entry.package["runner"] for entry in missing} == {"uvx", "docker"} and len(missing) == 17

@@ -9,6 +9,7 @@ import pytest
 
 from scanner.crawl import CrawlSettings
 from scanner.mcp.limits import ClientLimits
+from scanner.packages.settings import PackageSettings
 from scanner.scan import OPTIONS_EXCLUDED, ScanConfig, _flat_fields
 from scanner.store import Store
 
@@ -43,12 +44,12 @@ def test_stored_options_are_every_setting_of_the_config(store: Store) -> None:
     assert stored["concurrency"] == 7 and stored["per_host"] == 3 and stored["retries"] == 1
     assert stored["timeout"] == 9.5 and stored["allow_private"] is True
     assert stored["kind"] == "official" and stored["updated_since"] == "2026-01-01"
-    # Every field of the three settings objects is there, unless excluded; nothing else is.
+    # Every field of the settings objects is there, unless excluded; nothing else is.
     every = {
         item.name
-        for settings in (ScanConfig, CrawlSettings, ClientLimits)
+        for settings in (ScanConfig, CrawlSettings, ClientLimits, PackageSettings)
         for item in dataclasses.fields(settings)
-        if item.name not in ("crawl", "limits")
+        if item.name not in ("crawl", "limits", "packages")
     }
     assert stored.keys() == every - OPTIONS_EXCLUDED
     # No secret and no trace of the excluded fields.

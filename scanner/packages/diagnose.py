@@ -1,0 +1,213 @@
+"""Why a package did not answer, in one line that reads the same every night.
+
+A package's failure arrives from the MCP client as ``exited`` / ``spawn_error`` / ``timeout`` with the last
+lines of its stderr. :func:`classify` turns that into the outcome a person can act on:
+
+==========================  ===========================================================================
+``runner_missing``          the runner (npx, uvx, docker) could not be started
+``package_not_found``       the registry has no such package, or not at the declared version
+``install_failed``          the package exists but could not be installed (network, TLS, build, no binary)
+``needs_configuration``     it stopped asking for a variable, argument or file (known from the entry, or
+                            recognised in its output)
+``crashed``                 it started and died: the most telling line (a traceback's last line, an
+                            ``Error:`` line), never an npm notice or a pointer to a log file
+``timeout``                 no answer in time (kept; the detail gets the telling line when there is one)
+==========================  ===========================================================================
+
+:func:`normalise` takes the entry's temporary folder, the cache, other absolute paths under temporary or home
+folders, temporary names, timestamps, durations and process ids out of a message, so one failure groups with
+itself across nights. Secret values the package was given are blanked before anything is kept.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from scanner.models import Outcome, ScanOutcome, ServerEntry
+
+MAX_DETAIL = 300
+
+# --- normalisation ---------------------------------------------------------------------------------------
+
+_TIMESTAMP = re.compile(
+    r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?\b|\b\d{2}:\d{2}:\d{2}(\.\d+)?\b"
+)
+_TEMP_PATH = re.compile(r"(/(?:private/)?(?:tmp|var/folders|var/tmp)/[^\s'\"():,]*)")
+_HOME_PATH = re.compile(r"(/(?:home|Users)/[^/\s'\"():,]+|/root)(?=/|\b)")
+_HEX_RUN = re.compile(r"\b[0-9a-f]{12,}\b")
+_DURATION = re.compile(r"\b\d+(\.\d+)?\s?(ms|s)\b")
+_PID = re.compile(r"\b(pid|PID|process)\s*[:=]?\s*\d+\b")
+_SPACES = re.compile(r"\s+")
+
+
+def normalise(text: str, places: Iterable[tuple[str, str]] = ()) -> str:
+    """``text`` without what changes from night to night: known folders become ``<home>`` / ``<cache>``, other
+    temporary paths ``<tmp>``, home folders ``~``, timestamps ``<time>``, durations ``<n>s``, hex runs
+    (temporary and content hashes) ``<hash>``, process ids ``pid <n>``."""
+    for path, label in sorted(places, key=lambda item: len(item[0]), reverse=True):
+        if path:
+            text = text.replace(path, label)
+    text = _TIMESTAMP.sub("<time>", text)
+    text = _TEMP_PATH.sub("<tmp>", text)
+    text = _HOME_PATH.sub("~", text)
+    text = _HEX_RUN.sub("<hash>", text)
+    text = _DURATION.sub(lambda m: f"<n>{m.group(2)}", text)
+    text = _PID.sub(lambda m: f"{m.group(1)} <n>", text)
+    return _SPACES.sub(" ", text).strip()
+
+
+# --- recognising causes ----------------------------------------------------------------------------------
+
+# Lines that are never the cause: npm's notices, warnings and log pointers, stack frames, blank decoration.
+_NOISE = re.compile(
+    r"^(npm (notice|warn|WARN|http|timing|verb)\b|npm error (A complete log|code\b|errno\b|syscall\b|path\b|"
+    r"command\b|signal\b|Log files)|npm ERR! (A complete log|code|errno)|\s*at\s|\s*\^+\s*$|node:internal|"
+    r"Node\.js v\d|-+$|\s*File \"|Traceback \(most recent call last\)|\s*\.\.\.\s*$|  +\S)"
+)
+# Only the runners' own phrasing: a server that hits a 404 or a refused connection of its own at start-up has
+# crashed (or needs configuration), it was not "not found" or "not installed".
+_NOT_FOUND = re.compile(
+    r"npm (error|ERR!) 404|E404|ETARGET|No matching version found|is not in (this|the npm) registry|"
+    r"not found in the package registry|no version of [\w.\[\]-]+==|Because there is no version|"
+    r"versions? of [\w.-]+ (is|are) not available|manifest unknown|pull access denied|repository does not exist",
+    re.IGNORECASE,
+)
+_INSTALL = re.compile(
+    r"npm (error|ERR!) (network|request to|code (ENOTFOUND|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EAI_AGAIN|ENOSPC|"
+    r"EACCES|EINTEGRITY|UNABLE_TO_GET_ISSUER_CERT_LOCALLY|SELF_SIGNED_CERT_IN_CHAIN|CERT_\w+))|"
+    r"npm (error|ERR!) .*(unable to get local issuer certificate|self[- ]signed certificate)|"
+    r"could not determine executable to run|An executable named .* is not provided|invalid peer certificate|"
+    r"Failed to (download|fetch|build|prepare|install|resolve)|No solution found when resolving|gyp ERR|"
+    r"subprocess-exited-with-error|requires a different Python|No interpreter found|"
+    r"Cannot connect to the Docker daemon|error pulling image",
+    re.IGNORECASE,
+)
+_CONFIG = re.compile(
+    r"(environment variable|env var|API[_ ]?key|token|credential|config(uration)? file|\.env\b).{0,60}"
+    r"(required|not set|missing|must be (set|provided)|is not defined|not found|not provided|undefined)|"
+    r"(missing|required|no|please set|please provide|set the).{0,40}(environment variable|API[_ ]?key|token|"
+    r"credential)|KeyError: '[A-Z][A-Z0-9_]+'|Field required|the following arguments are required|"
+    r"missing required (argument|option)|required option|error: missing|ENOENT: no such file or directory, open|"
+    r"No such file or directory: '[^']*\.(json|ya?ml|toml|env|ini|cfg|conf)'",
+    re.IGNORECASE,
+)
+_ERROR_LINE = re.compile(
+    r"^(\w+\.)*\w*(Error|Exception|Exit|Interrupt|Fault)\b(:|$)|\bError:|^error(\[\w+\])?:|^fatal:|^panic:|"
+    r"npm error (?!A complete log|code\b|errno\b|syscall\b|path\b|command\b|signal\b)\S",
+    re.IGNORECASE,
+)
+
+
+def _meaningful(lines: Sequence[str]) -> list[str]:
+    return [line.rstrip() for line in lines if line.strip() and not _NOISE.match(line)]
+
+
+def telling_line(lines: Sequence[str]) -> str | None:
+    """The line that says most: a traceback's last line, else the last ``Error:``-like line, else the last line
+    that is not noise (npm notices, log pointers, stack frames)."""
+    raw = [line.rstrip() for line in lines]
+    for index in range(len(raw) - 1, -1, -1):
+        if raw[index].startswith("Traceback (most recent call last)"):
+            after = _meaningful(raw[index + 1 :])
+            errors = [line for line in after if _ERROR_LINE.search(line.strip())]
+            if errors:
+                return errors[-1].strip()
+            if after:
+                return after[-1].strip()
+    meaningful = _meaningful(raw)
+    errors = [line for line in meaningful if _ERROR_LINE.search(line.strip())]
+    if errors:
+        # npm prints the cause first ("npm error 404 Not Found ...") and pointers after; keep the first of the
+        # last run of error lines that says something.
+        return errors[-1].strip() if not errors[-1].lower().startswith("npm error") else _npm_cause(errors)
+    return meaningful[-1].strip() if meaningful else None
+
+
+def _npm_cause(errors: list[str]) -> str:
+    for line in errors:
+        if _NOT_FOUND.search(line) or _INSTALL.search(line):
+            return line.strip()
+    return errors[0].strip()
+
+
+_NPM_CHATTER = re.compile(r"^\s*npm (notice|warn|error (code|errno|A complete log|Log files))\b", re.IGNORECASE)
+
+
+def _first(pattern: re.Pattern[str], lines: Sequence[str]) -> str | None:
+    """The first line matching ``pattern`` that is not npm's chatter (a notice, a code, a log pointer), else the
+    first matching line at all (``npm error code ENOTFOUND`` when npm said nothing more)."""
+    matching = [line.strip() for line in lines if pattern.search(line)]
+    said = [line for line in matching if not _NPM_CHATTER.match(line)]
+    chosen = said or matching
+    return chosen[0] if chosen else None
+
+
+# --- classification --------------------------------------------------------------------------------------
+
+_CLASSIFIED = frozenset({Outcome.EXITED, Outcome.SPAWN_ERROR, Outcome.TIMEOUT})
+
+
+def classify(
+    entry: ServerEntry,
+    outcome: ScanOutcome,
+    *,
+    places: Iterable[tuple[str, str]] = (),
+    secrets: Iterable[str] = (),
+) -> ScanOutcome:
+    """``outcome`` of a package run, reclassified and with its detail and stderr tail normalised.
+
+    ``places`` are (path, label) pairs to name in messages (the entry's HOME as ``<home>``, the cache as
+    ``<cache>``); ``secrets`` are values the package was given that must not be kept. An ok outcome, or one the
+    client already named precisely (too_large, auth_required, protocol-level failures after start), only gets
+    its texts cleaned.
+    """
+    places = list(places)
+    hidden = sorted((value for value in secrets if len(value) >= 6), key=len, reverse=True)
+
+    def clean(text: str) -> str:
+        for value in hidden:
+            text = text.replace(value, "<secret>")
+        return normalise(text, places)
+
+    tail_raw = outcome.extra.get("stderr_tail")
+    tail = [clean(str(line)) for line in tail_raw] if isinstance(tail_raw, list) else []
+    extra: dict[str, Any] = {**outcome.extra}
+    if tail:
+        extra["stderr_tail"] = tail
+    if outcome.ok or outcome.outcome not in _CLASSIFIED:
+        return replace(outcome, detail=clean(outcome.detail)[:MAX_DETAIL], extra=extra)
+    status, detail = _cause(entry, outcome, tail, clean)
+    extra["client_outcome"] = outcome.outcome.value
+    return replace(outcome, outcome=status, detail=detail[:MAX_DETAIL], extra=extra)
+
+
+def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any) -> tuple[Outcome, str]:
+    package = entry.package or {}
+    runner = str(package.get("runner") or (entry.command[0] if entry.command else "runner"))
+    code = outcome.extra.get("exit_code")
+    if outcome.outcome is Outcome.SPAWN_ERROR or (
+        code == 127 and any("failed to execute" in line or "No such file" in line for line in tail[-3:])
+    ):
+        return Outcome.RUNNER_MISSING, f"{runner} could not be started"
+    line = telling_line(tail)
+    if outcome.outcome is Outcome.TIMEOUT:
+        base = clean(outcome.detail).split("; last stderr line:", 1)[0]
+        return Outcome.TIMEOUT, f"{base}; {line}" if line else base
+    spec = str(package.get("spec") or "the package")
+    if found := _first(_NOT_FOUND, tail):
+        return Outcome.PACKAGE_NOT_FOUND, f"{spec} not found: {found}"
+    if found := _first(_INSTALL, tail):
+        return Outcome.INSTALL_FAILED, found
+    if found := _first(_CONFIG, tail):
+        return Outcome.NEEDS_CONFIGURATION, found
+    missing = [*package.get("missing_inputs", []), *entry.secret_header_names]
+    if missing:
+        said = f": {line}" if line else ""
+        return Outcome.NEEDS_CONFIGURATION, f"needs {', '.join(map(str, missing))} (not set){said}"
+    if line:
+        return Outcome.CRASHED, line
+    ended = f"exited with code {code}" if code is not None else "closed its output"
+    return Outcome.CRASHED, f"{ended} before answering, with nothing on stderr"

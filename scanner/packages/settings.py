@@ -1,0 +1,40 @@
+"""How packages run on this machine: where the shared cache lives, the disk budget, extra variables passed."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_DISK_LIMIT_MB = 4096
+
+
+def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/fathom``, or ``~/.cache/fathom`` (the XDG default) when it is unset or relative."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CACHE_HOME", "")
+    if not base or not os.path.isabs(base):
+        base = str(Path(env.get("HOME") or Path.home()) / ".cache")
+    return Path(base) / "fathom"
+
+
+@dataclass(frozen=True)
+class PackageSettings:
+    """``--cache-dir``, ``--disk-limit-mb`` and ``--pass-env`` as data.
+
+    ``cache_dir`` None means :func:`default_cache_dir`. ``pass_env`` names variables of this process's
+    environment handed to every package as they are (the user's explicit choice, like a proxy password).
+    ``environ`` is where installer settings and ``pass_env`` values are read (None: this process's).
+    """
+
+    cache_dir: Path | None = None
+    disk_limit_mb: int = DEFAULT_DISK_LIMIT_MB
+    pass_env: tuple[str, ...] = ()
+    environ: Mapping[str, str] | None = None
+
+    def source(self) -> Mapping[str, str]:
+        return os.environ if self.environ is None else self.environ
+
+    def cache(self) -> Path:
+        return self.cache_dir if self.cache_dir is not None else default_cache_dir(self.source())

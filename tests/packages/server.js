@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+// A plain-node MCP server for Fathom's package tests (no dependencies). Its one tool is named after its own
+// package version, so a test sees which package answered. argv[2] picks a behaviour: serve (default), crash,
+// needs-key, fill MB.
+"use strict";
+const fs = require("fs");
+const os = require("os");
+const path = require("path");
+const version = require("./package.json").version;
+const mode = process.argv[2] || "serve";
+
+if (mode === "crash") {
+  console.error("starting fathom-test-server " + version);
+  throw new Error("cannot open the index at /var/lib/fathom-test/index.db");
+}
+if (mode === "needs-key" && !process.env.FATHOM_TEST_API_KEY) {
+  console.error("Error: environment variable FATHOM_TEST_API_KEY is required");
+  process.exit(1);
+}
+if (mode === "fill") {
+  const file = path.join(os.tmpdir(), "filler.bin");
+  const chunk = Buffer.alloc(1 << 20, 7);
+  const fd = fs.openSync(file, "w");
+  for (let i = 0; i < Number(process.argv[3] || 64); i++) fs.writeSync(fd, chunk);
+  fs.closeSync(fd);
+}
+
+let buffer = "";
+process.stdin.setEncoding("utf8");
+process.stdin.on("data", (chunk) => {
+  buffer += chunk;
+  let end;
+  while ((end = buffer.indexOf("\n")) >= 0) {
+    const line = buffer.slice(0, end);
+    buffer = buffer.slice(end + 1);
+    if (line.trim()) answer(JSON.parse(line));
+  }
+});
+process.stdin.on("end", () => process.exit(0));
+
+function send(message) {
+  process.stdout.write(JSON.stringify(message) + "\n");
+}
+
+function answer(request) {
+  if (request.id === undefined) return;
+  if (request.method === "initialize") {
+    send({ jsonrpc: "2.0", id: request.id, result: {
+      protocolVersion: request.params.protocolVersion,
+      capabilities: { tools: {} },
+      serverInfo: { name: "fathom-test-server", version: version },
+    } });
+  } else if (request.method === "tools/list") {
+    send({ jsonrpc: "2.0", id: request.id, result: { tools: [{
+      name: "version_" + version.replace(/\./g, "_"),
+      description: "Says which version of fathom-test-server answered.",
+      inputSchema: { type: "object", properties: {} },
+    }] } });
+  } else {
+    send({ jsonrpc: "2.0", id: request.id, error: { code: -32601, message: "Method not found" } });
+  }
+}

@@ -1,0 +1,200 @@
+"""Registry packages run for real: npx and uvx install test-built packages from a loopback registry.
+
+The right package at the declared version answers; a second night starts from the shared cache without
+downloading again; failures are classified (crashed with the traceback's last line, needs_configuration,
+package_not_found, too_large under the disk budget); installer settings reach the runner, secrets do not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from scanner.mcp import ClientLimits
+from scanner.models import Outcome, ScanOutcome, ServerEntry
+from scanner.packages import PackageSettings, run_package
+from scanner.registry.interface import Options
+from scanner.registry.packages import resolve_packages
+from tests.packages.local_registry import NPM_NAME, PY_NAME, LocalRegistry
+
+NAME = "io.github.fathom-tests/pkg"
+needs_npx = pytest.mark.skipif(not shutil.which("npx"), reason="npx not installed")
+needs_uvx = pytest.mark.skipif(
+    not (shutil.which("uvx") or (Path(sys.executable).parent / "uvx").exists()), reason="uvx not installed"
+)
+
+
+@pytest.fixture(scope="module")
+def registry() -> Iterator[LocalRegistry]:
+    served = LocalRegistry()
+    yield served
+    served.close()
+
+
+def environ(registry: LocalRegistry, **more: str) -> dict[str, str]:
+    """Fathom's environment in these tests: the runners on PATH, the installers pointed at the loopback
+    registry (allow-listed settings), and a secret-looking variable that must not reach any package."""
+    return {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
+        "LANG": "C.UTF-8",
+        "npm_config_registry": registry.npm_url,
+        "UV_INDEX_URL": registry.simple_url,
+        "UV_PYTHON_DOWNLOADS": "never",
+        "AWS_SECRET_ACCESS_KEY": "must-not-leak",
+        **more,
+    }
+
+
+def npm_package(version: str = "1.0.0", *args: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "registryType": "npm",
+        "identifier": NPM_NAME,
+        "version": version,
+        "transport": {"type": "stdio"},
+        "packageArguments": [{"type": "positional", "value": arg} for arg in args],
+        **fields,
+    }
+
+
+def resolve(package: dict[str, Any], env: dict[str, str]) -> ServerEntry:
+    entry = resolve_packages(NAME, "1.0.0", [package], source="test", options=Options(run_packages=True, environ=env))
+    assert entry.skip is None, entry.skip
+    return entry
+
+
+def run(entry: ServerEntry, settings: PackageSettings, timeout: float = 90) -> ScanOutcome:
+    return anyio.run(run_package, entry, ClientLimits(timeout=timeout), "rich", settings)
+
+
+def tool_names(outcome: ScanOutcome) -> list[str]:
+    assert outcome.ok, (outcome.outcome, outcome.detail, outcome.extra.get("stderr_tail"))
+    return [tool["name"] for tool in outcome.tools or ()]
+
+
+@needs_npx
+def test_npm_runs_the_declared_version_and_the_second_night_uses_the_cache(registry, tmp_path):
+    env = environ(registry)
+    settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
+    entry = resolve(npm_package("1.0.0"), env)
+    first = run(entry, settings)
+    # 1.0.0 answered although the registry's latest is 2.0.0: the declared version, not another.
+    assert tool_names(first) == ["version_1_0_0"]
+    assert first.server_version == "1.0.0"
+    assert registry.downloads(f"{NPM_NAME}-1.0.0.tgz") == 1
+    assert (tmp_path / "cache" / "npm" / "_npx").is_dir()  # installed into the shared cache, not the HOME
+    second = run(entry, settings)
+    assert tool_names(second) == ["version_1_0_0"]
+    assert registry.downloads(f"{NPM_NAME}-1.0.0.tgz") == 1  # the second night did not download again
+
+
+@needs_npx
+def test_unpinned_npm_entry_runs_latest_flagged(registry, tmp_path):
+    env = environ(registry)
+    package = npm_package()
+    del package["version"]
+    entry = resolve(package, env)
+    assert entry.package["spec"] == f"{NPM_NAME}@latest" and entry.package["pinned"] is False
+    assert tool_names(run(entry, PackageSettings(cache_dir=tmp_path, environ=env))) == ["version_2_0_0"]
+
+
+@needs_npx
+def test_version_not_in_the_registry_is_package_not_found(registry, tmp_path):
+    env = environ(registry)
+    outcome = run(resolve(npm_package("9.9.9"), env), PackageSettings(cache_dir=tmp_path, environ=env))
+    assert outcome.outcome is Outcome.PACKAGE_NOT_FOUND
+    assert outcome.detail.startswith(f"{NPM_NAME}@9.9.9 not found: npm error")
+    assert "ETARGET" in outcome.detail or "No matching version" in outcome.detail
+    assert str(tmp_path) not in outcome.detail and "complete log" not in outcome.detail
+
+
+@needs_npx
+def test_crash_at_start_reports_the_error_line_normalised(registry, tmp_path):
+    env = environ(registry)
+    outcome = run(resolve(npm_package("1.0.0", "crash"), env), PackageSettings(cache_dir=tmp_path, environ=env))
+    assert outcome.outcome is Outcome.CRASHED
+    assert outcome.detail == "Error: cannot open the index at /var/lib/fathom-test/index.db"
+    assert outcome.extra["client_outcome"] == "exited"
+    tail = "\n".join(outcome.extra["stderr_tail"])
+    assert str(tmp_path) not in tail and "fathom-home-" not in tail
+
+
+@needs_npx
+def test_missing_variable_is_needs_configuration_and_secrets_stay_home(registry, tmp_path):
+    env = environ(registry)
+    package = npm_package(
+        "1.0.0", "needs-key", environmentVariables=[{"name": "FATHOM_TEST_API_KEY", "isRequired": True}]
+    )
+    entry = resolve(package, env)
+    assert entry.package["missing_inputs"] == ["FATHOM_TEST_API_KEY"]
+    assert "AWS_SECRET_ACCESS_KEY" not in entry.env
+    outcome = run(entry, PackageSettings(cache_dir=tmp_path, environ=env))
+    assert outcome.outcome is Outcome.NEEDS_CONFIGURATION
+    assert outcome.detail == "Error: environment variable FATHOM_TEST_API_KEY is required"
+
+
+@needs_npx
+def test_a_package_that_fills_the_disk_is_stopped_as_too_large(registry, tmp_path):
+    env = environ(registry)
+    entry = resolve(npm_package("1.0.0", "fill", "48"), env)
+    outcome = run(entry, PackageSettings(cache_dir=tmp_path, environ=env, disk_limit_mb=16))
+    assert outcome.outcome is Outcome.TOO_LARGE
+    assert "over the 16 MiB disk budget" in outcome.detail and "in its own folder" in outcome.detail
+
+
+@needs_uvx
+def test_pypi_wheel_through_uvx_runs_then_crash_reports_the_traceback(registry, tmp_path):
+    env = environ(registry)
+    settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
+    package = {"registryType": "pypi", "identifier": PY_NAME, "version": "1.0.0", "transport": {"type": "stdio"}}
+    assert tool_names(run(resolve(package, env), settings)) == ["version_1_0_0"]
+    fetched = registry.downloads(".whl")  # uv may read a wheel's metadata by range first, then the whole
+    assert fetched >= 1 and any((tmp_path / "cache" / "uv").iterdir())
+    crash = {**package, "packageArguments": [{"type": "positional", "value": "crash"}]}
+    outcome = run(resolve(crash, env), settings)
+    assert outcome.outcome is Outcome.CRASHED
+    assert outcome.detail == "RuntimeError: index /var/lib/fathom-test/index.db is corrupt"
+    assert registry.downloads(".whl") == fetched  # the second start came from the shared uv cache
+
+
+@needs_npx
+def test_fathom_scan_end_to_end_with_cache_dir_and_runner_check(registry, tmp_path):
+    """``fathom scan --run-packages --cache-dir`` into a real SQLite file: the right package is credited, a crash
+    and a missing runner are recorded by cause, and the missing runner is said once before the scan."""
+    from typer.testing import CliRunner
+
+    from scanner import queries
+    from scanner.cli import app
+
+    def server(name: str, package: dict[str, Any]) -> dict[str, Any]:
+        return {"server": {"name": name, "description": "d", "version": "1.0.0", "packages": [package]}}
+
+    pypi = {"registryType": "pypi", "identifier": PY_NAME, "version": "1.0.0", "transport": {"type": "stdio"}}
+    rows_in = [
+        server("io.github.t/good", npm_package("1.0.0")),
+        server("io.github.t/crash", npm_package("1.0.0", "crash")),
+        server("io.github.t/python", pypi),
+    ]
+    source = tmp_path / "registry.json"  # a saved registry API response
+    source.write_text(json.dumps({"servers": rows_in, "metadata": {"count": 3}}), encoding="utf-8")
+    node_dir = str(Path(shutil.which("npx") or "/usr/bin/npx").parent)
+    env = {"PATH": f"{node_dir}{os.pathsep}/bin", "npm_config_registry": registry.npm_url}  # no uvx on PATH
+    db = tmp_path / "fathom.db"
+    cache = tmp_path / "cache"
+    args = ["scan", str(source), "--db", str(db), "--run-packages", "--cache-dir", str(cache), "--timeout", "60"]
+    result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("uvx is not on PATH: 1 entry will be recorded runner_missing") == 1
+    rows = {row["server"]: row for row in queries.servers(f"sqlite:///{db}")}
+    assert rows["io.github.t/good"]["last_outcome"] == "ok" and rows["io.github.t/good"]["version"] == "1.0.0"
+    assert rows["io.github.t/crash"]["last_outcome"] == "crashed"
+    assert rows["io.github.t/crash"]["detail"] == "Error: cannot open the index at /var/lib/fathom-test/index.db"
+    assert rows["io.github.t/python"]["last_outcome"] == "runner_missing"
+    assert (cache / "npm" / "_npx").is_dir()

@@ -1,0 +1,83 @@
+"""A missing runner is said once before a scan (and in a dry run), and its entries are recorded runner_missing;
+the new flags reach the crawl and the run's stored options."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+from typer.testing import CliRunner
+
+from scanner.cli import app
+from scanner.crawl import CrawlSettings, crawl
+from scanner.models import Outcome, ScanOutcome, ServerEntry
+from scanner.packages import PackageSettings, default_cache_dir
+from scanner.packages.runners import missing_runners, warning_lines
+from scanner.registry import load_entries
+from scanner.scan import ScanConfig
+
+SAMPLE = Path(__file__).parents[1] / "fixtures" / "registry" / "registry-sample.json"
+
+
+def only_npx(tmp_path: Path) -> str:
+    """A PATH holding a stub npx and nothing else."""
+    stub = tmp_path / "npx"
+    stub.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    stub.chmod(0o755)
+    return str(tmp_path)
+
+
+def test_missing_runners_are_recorded_runner_missing_without_connecting(tmp_path):
+    entries = load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True)
+    assert missing_runners(entries) == {"docker": 2, "uvx": 15}
+    assert warning_lines(entries) == [
+        "docker is not on PATH: 2 entries will be recorded runner_missing",
+        "uvx is not on PATH: 15 entries will be recorded runner_missing",
+    ]
+    missing = [entry for entry in entries if entry.package and entry.package.get("skip_outcome") == "runner_missing"]
+    seen: list[tuple[ServerEntry, ScanOutcome]] = []
+    anyio.run(crawl, missing, CrawlSettings(concurrency=4), lambda entry, outcome: seen.append((entry, outcome)))
+    assert {outcome.outcome for _, outcome in seen} == {Outcome.RUNNER_MISSING}
+    assert {outcome.detail for _, outcome in seen} == {
+        "runner missing: uvx is not on PATH (needed for pypi packages)",
+        "runner missing: docker is not on PATH (needed for oci packages)",
+    }
+    # Without --run-packages nothing would run anyway: no warning, plain "needs --run-packages" skips.
+    assert warning_lines(load_entries(str(SAMPLE), environ={"PATH": str(tmp_path)})) == []
+
+
+def test_dry_run_says_each_missing_runner_once(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(
+        app,
+        ["scan", str(SAMPLE), "--dry-run", "--run-packages", "--format", "json"],
+        env={"PATH": only_npx(tmp_path)},
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        "fathom: docker is not on PATH: 2 entries will be recorded runner_missing",
+        "fathom: uvx is not on PATH: 15 entries will be recorded runner_missing",
+    ]
+    rows = json.loads(result.stdout)
+    assert (
+        sum(row["package"] is not None and row["package"].get("skip_outcome") == "runner_missing" for row in rows) == 17
+    )
+
+
+def test_package_settings_defaults_and_stored_options(tmp_path):
+    assert default_cache_dir({"XDG_CACHE_HOME": "/x/cache", "HOME": "/h"}) == Path("/x/cache/fathom")
+    assert default_cache_dir({"XDG_CACHE_HOME": "relative", "HOME": "/h"}) == Path("/h/.cache/fathom")
+    settings = PackageSettings(cache_dir=tmp_path, disk_limit_mb=512, pass_env=("CORP_TOKEN",))
+    config = ScanConfig(source="x", run_packages=True, crawl=CrawlSettings(packages=settings))
+    options = config.options()
+    assert (options["cache_dir"], options["disk_limit_mb"], options["pass_env"]) == (str(tmp_path), 512, ["CORP_TOKEN"])
+
+
+def test_a_pass_env_name_that_is_not_set_is_said(tmp_path):
+    entries = load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True)
+    settings = PackageSettings(pass_env=("CORP_CA", "CORP_TOKEN", "HOME"), environ={"CORP_CA": "/e", "HOME": "/h"})
+    assert warning_lines(entries, settings)[-2:] == [
+        "--pass-env CORP_TOKEN is not set: nothing passed",
+        "--pass-env HOME: Fathom sets HOME for every package itself; not passed",
+    ]
