@@ -37,10 +37,23 @@ class RuleContext:
     ``count_tokens`` counts o200k_base tokens of a text (MCP210). It must be a byte-level BPE count, which never
     exceeds the text's UTF-8 length: MCP210 skips counting schemas whose compact JSON is at most 1000 bytes.
     ``list_tokens_max`` is what the whole list costs per turn with the most expensive provider (MCP306).
+    ``cost_text`` counts what a piece of a tool's text costs per turn with the most expensive provider (MCP215,
+    MCP307); ``cost_method`` says how (stored in the finding's details).
     """
 
     count_tokens: Callable[[str], int]
     list_tokens_max: int = 0
+    cost_text: Callable[[str], int] | None = None
+    cost_method: str = ""
+
+    def cost(self, text: str) -> tuple[int, str]:
+        """What ``text`` costs per turn with the most expensive provider, and how that was counted.
+
+        Uses ``cost_text`` (the caller's provider-aware count) when given, else the plain o200k_base count.
+        """
+        if self.cost_text is not None:
+            return self.cost_text(text), self.cost_method
+        return self.count_tokens(text), "o200k_base"
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,11 @@ def test_ref_cycle_is_never_followed(cheap_context: RuleContext) -> None:
     tools = [{"name": "cyclic", "description": "Uses references that point at each other.", "inputSchema": schema}]
     findings = run_rules(tools, cheap_context)
     (ref,) = [finding for finding in findings if finding.code == "MCP208"]
-    assert ref.details["parameters"] == ["x", "$defs.A", "$defs.B", "$defs.Self"]
+    # x -> A -> B, and B's reference back to A is not followed again: the model meets all of it at x.
+    assert ref.details["parameters"] == ["x"]
+    assert ref.details["refs"] == ["#/$defs/A", "#/$defs/B"]
+    (unused,) = [finding for finding in findings if finding.code == "MCP215"]
+    assert unused.details["definitions"] == ["Self"]
     assert "MCP214" not in _codes(findings, 0)  # the cycle is valid JSON Schema
 
 
