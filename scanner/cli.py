@@ -585,13 +585,14 @@ def demo(
 
 @app.command()
 def rules() -> None:
-    """List the rule catalogue in code order: code, severity, slug and the fix.
+    """List the rule catalogue in code order: code, severity, status (stable, preview, deprecated, removed),
+    slug and the fix.
 
     `fathom rule CODE` explains one; `fathom check --select/--ignore` take code prefixes (MCP2, MCP401)."""
     from scanner.rules import RULES
 
     for rule in RULES.values():
-        typer.echo(f"{rule.code}  {rule.severity.label:<8} {rule.slug:<30} {rule.hint}")
+        typer.echo(f"{rule.code}  {rule.severity.label:<8} {rule.status:<10} {rule.slug:<30} {rule.hint}")
 
 
 @app.command()
@@ -602,7 +603,9 @@ def rule(code: Annotated[str, typer.Argument(help="A rule code, e.g. MCP205.")])
     found = RULES.get(code.strip().upper())
     if found is None:
         _fail(f"no rule {code!r}; `fathom rules` lists them", 2)
-    typer.echo(f"{found.code} {found.slug} ({found.severity.label})\n\n{found.doc}\n\nFix: {found.hint}")
+    typer.echo(
+        f"{found.code} {found.slug} ({found.severity.label}, {found.status})\n\n{found.doc}\n\nFix: {found.hint}"
+    )
 
 
 def main() -> None:

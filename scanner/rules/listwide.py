@@ -294,6 +294,7 @@ def list_over_20k_tokens(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterato
         "and copies drift apart."
     ),
     scope="list",
+    status="preview",
     doc="""Warns when the same sentence appears in the descriptions of 3 or more tools (a sentence: the text
     between `.`, `!`, `?`, `;` or a line break, at least 8 words, compared as its words). One finding per
     repeated sentence, on the first tool that has it, with the tools and what the copies cost per turn together
@@ -312,7 +313,7 @@ def doctrine_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[H
         total = one * len(indexes)
         names = [tools[index].tool_name for index in indexes]
         yield Hit(
-            f"{first.subject} and {len(indexes) - 1} other tools repeat the sentence \"{label(sentence, 80)}\" "
+            f'{first.subject} and {len(indexes) - 1} other tools repeat the sentence "{label(sentence, 80)}" '
             f"({total} tokens per turn together).",
             "/description",
             {

@@ -90,9 +90,7 @@ def _own_keys(schema: Any) -> set[str]:
     return set()
 
 
-def _level_keys(
-    tool: ToolInfo, node: Node, cache: dict[int, tuple[set[str], bool]]
-) -> tuple[set[str], bool]:
+def _level_keys(tool: ToolInfo, node: Node, cache: dict[int, tuple[set[str], bool]]) -> tuple[set[str], bool]:
     """The property names defined at a node's level (its owner and every combinator branch, condition or local
     ``$ref`` under it), and whether a ``$ref`` there that cannot be resolved could define more (then the answer
     is incomplete).
@@ -685,6 +683,7 @@ def _definition_text(name: str, schema: Any) -> str:
     "defs-unused",
     Severity.NOTE,
     hint="Remove the definitions this tool does not use; every provider sends them on every turn.",
+    status="preview",
     doc="""Notes definitions (`$defs` or `definitions` of `inputSchema`) that no parameter reaches through a
     `$ref`, with what they cost per turn (tokens with the most expensive provider). A model never needs them to
     fill the arguments, but the schema is sent whole, so they are paid for on every turn; servers that share one
