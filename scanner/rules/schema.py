@@ -408,7 +408,8 @@ def uses_ref(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     unevaluatedProperties, unevaluatedItems, prefixItems. Where a client converts the schema to Gemini's
     `parameters` field (an OpenAPI subset) the model never sees them, so it may send values the server then
     rejects; clients that send `parametersJsonSchema` keep them. Bad: `"code": {"type": "string", "pattern":
-    "^[A-Z]{3}$"}` alone. Good: also say it in the description ("three capital letters, e.g. EUR"), or use an `enum`.""",
+    "^[A-Z]{3}$"}` alone. Good: also say it in the description ("three capital letters, e.g. EUR"), or use an
+    `enum`.""",
 )
 def gemini_drops_keywords(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     keywords: list[str] = []
