@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from scanner.models import ProviderView  # the one table of provider names (a light module, no heavy imports)
+
 if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
     from scanner.check import CheckResult
     from scanner.models import ScanOutcome, ServerEntry
@@ -53,12 +55,6 @@ class CheckFormat(enum.StrEnum):
     json = "json"
     markdown = "markdown"
     sarif = "sarif"
-
-
-class Provider(enum.StrEnum):
-    anthropic = "anthropic"
-    openai = "openai"
-    gemini = "gemini"
 
 
 class TransportChoice(enum.StrEnum):
@@ -128,8 +124,12 @@ def check(
     ] = None,
     example: Annotated[bool, typer.Option("--example", help="Check the bundled example tool list.")] = False,
     as_provider: Annotated[
-        Provider | None,
-        typer.Option("--as", help="Print only the tools JSON this provider's API receives, and nothing else."),
+        ProviderView | None,
+        typer.Option(
+            "--as",
+            help="Print only the tools JSON this provider's API receives, and nothing else. gemini is what "
+            "current Google-SDK clients send (parametersJsonSchema); gemini-openapi the parameters subset.",
+        ),
     ] = None,
     fmt: Annotated[CheckFormat, typer.Option("--format", help="Output format.")] = CheckFormat.text,
     strict: Annotated[bool, typer.Option(help="Exit 1 when there is at least one problem (for CI).")] = False,
