@@ -51,8 +51,8 @@ class Generation:
     error: str
 
 
-CURRENT = Generation("anthropic", "Claude Opus 4.7+", "4.7", 1.42, "±4 %")
-EARLIER = Generation("anthropic-v3", "Claude 3 to Opus 4.6", "3.0", 1.16, "±3 %")
+CURRENT = Generation("anthropic", "Claude Opus 4.7+", "4.7", 1.49, "±8 %")
+EARLIER = Generation("anthropic-v3", "Claude 3 to Opus 4.6", "3.0", 1.10, "±4 %")
 
 
 @functools.cache
