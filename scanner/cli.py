@@ -133,6 +133,21 @@ def check(
     ] = None,
     fmt: Annotated[CheckFormat, typer.Option("--format", help="Output format.")] = CheckFormat.text,
     strict: Annotated[bool, typer.Option(help="Exit 1 when there is at least one problem (for CI).")] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="List every finding; by default a rule firing on more than 5 tools is shown once with its count "
+            "(text and Markdown; JSON and SARIF always list every finding).",
+        ),
+    ] = False,
+    all_tools: Annotated[
+        bool,
+        typer.Option(
+            "--tools", help="List every tool's tokens per provider, most expensive first (not only the top five)."
+        ),
+    ] = False,
     select: Annotated[list[str] | None, typer.Option(help="Only these rule code prefixes (MCP2,MCP401).")] = None,
     ignore: Annotated[list[str] | None, typer.Option(help="Skip these rule code prefixes; wins over --select.")] = None,
     max_bytes: Annotated[int, typer.Option(help="Largest tool list or server answer read, in bytes.")] = 32 << 20,
@@ -222,7 +237,7 @@ def check(
         view = provider_view(as_provider.value, list(result.tools))
         typer.echo(json.dumps(view, indent=2, ensure_ascii=True))
         return
-    typer.echo(_render_check(result, fmt), nl=False)
+    typer.echo(_render_check(result, fmt, verbose=verbose, all_tools=all_tools), nl=False)
     if strict and result.report is not None and result.report.summary.problems:
         raise typer.Exit(1)
 
@@ -257,7 +272,7 @@ def _server_entry(
     return ServerEntry(name=argv[0], transport=Transport.STDIO, command=tuple(argv), source="command line")
 
 
-def _render_check(result: CheckResult, fmt: CheckFormat) -> str:
+def _render_check(result: CheckResult, fmt: CheckFormat, *, verbose: bool = False, all_tools: bool = False) -> str:
     if fmt is CheckFormat.json:
         from scanner.report import check_json
 
@@ -265,14 +280,14 @@ def _render_check(result: CheckResult, fmt: CheckFormat) -> str:
     if fmt is CheckFormat.markdown:
         from scanner.report import check_markdown
 
-        return check_markdown.render(result)
+        return check_markdown.render(result, verbose=verbose, all_tools=all_tools)
     if fmt is CheckFormat.sarif:
         from scanner.report import check_sarif
 
         return check_sarif.render(result)
     from scanner.report import check_text
 
-    return check_text.render(result, colour=_colour())
+    return check_text.render(result, colour=_colour(), verbose=verbose, all_tools=all_tools)
 
 
 class ScanFormat(enum.StrEnum):

@@ -187,12 +187,16 @@ class CheckReport:
         return Summary.of(self.findings)
 
     @property
+    def tools_by_cost(self) -> tuple[ToolCost, ...]:
+        """Every tool, most expensive first (by its dearest provider), then in list order."""
+        return tuple(sorted(self.tool_costs, key=lambda cost: (-max(cost.tokens.values(), default=0), cost.index)))
+
+    @property
     def largest_tools(self) -> tuple[ToolCost, ...]:
         """The five most expensive tools (by their dearest provider), left out for a one-tool list."""
         if self.tools_count <= 1:
             return ()
-        ranked = sorted(self.tool_costs, key=lambda cost: (-max(cost.tokens.values(), default=0), cost.index))
-        return tuple(ranked[:5])
+        return self.tools_by_cost[:5]
 
     @property
     def max_tokens(self) -> int:
