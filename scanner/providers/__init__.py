@@ -47,12 +47,12 @@ __all__ = [
     "Measurement",
     "Provider",
     "get",
-    "measure_all",
-    "text_cost",
-    "text_cost_method",
     "list_tokens",
     "measure",
+    "measure_all",
     "provider_view",
+    "text_cost",
+    "text_cost_method",
     "tool_tokens",
 ]
 

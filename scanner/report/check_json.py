@@ -2,8 +2,9 @@
 
 Keys kept stable: ``tools_count``, ``tokens`` ({provider: {tokens, method}}; ``anthropic`` is Claude's current
 tokenizer, ``anthropic-v3`` the earlier one), ``context_share``, ``largest_tools`` ([{name, tokens}], the five
-dearest), ``tools`` (every tool, [{name, index, tokens}] sorted by cost, dearest first), ``summary`` ({problems, warnings, notes}), ``findings`` ([{code, rule, severity, tool,
-message, hint, pointer, details}]). A server check adds ``server`` and ``outcome`` ({status, detail, extra});
+dearest), ``tools`` (every tool, [{name, index, tokens}] sorted by cost, dearest first), ``summary``
+({problems, warnings, notes}), ``findings`` ([{code, rule, severity, tool, message, hint, pointer, details}],
+every finding, never grouped). A server check adds ``server`` and ``outcome`` ({status, detail, extra});
 a server that could not be listed has ``outcome`` and no measurement keys. Output is ASCII-escaped JSON, so
 nothing a server wrote reaches a terminal raw.
 """
