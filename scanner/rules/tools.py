@@ -230,30 +230,39 @@ def resolve_ref(root: Any, ref: Any) -> tuple[tuple[str, ...], Any] | None:
     return tokens, value
 
 
-def walk_schema(schema: Any, base: tuple[str, ...] = ("inputSchema",), root: Any = None) -> Walk:
+def walk_schema(
+    schema: Any,
+    base: tuple[str, ...] = ("inputSchema",),
+    root: Any = None,
+    *,
+    follow_refs: bool = True,
+    max_nodes: int = MAX_NODES,
+) -> Walk:
     """Every schema node under ``schema`` in document order, iteratively, at most SCHEMA_DEPTH_LIMIT levels deep.
 
-    A local ``$ref`` is followed to the schema it names once per path, resolved against ``root`` (whose pointer
-    in the tool is ``("inputSchema",)``); ``root`` defaults to ``schema`` itself, walked from ``base``.
+    A local ``$ref`` is followed to the schema it names once per path (unless ``follow_refs`` is false),
+    resolved against ``root`` (whose pointer in the tool is ``("inputSchema",)``); ``root`` defaults to
+    ``schema`` itself, walked from ``base``. At most ``max_nodes`` nodes are visited (then ``crowded``).
     """
-    if root is None:
+    if root is None or not follow_refs:
         root = schema
         root_base = base
     else:
         root_base = ("inputSchema",)
     nodes: list[Node] = []
+    resolved: dict[str, tuple[tuple[str, ...], Any] | None] = {}  # each reference resolved once per walk
     truncated = crowded = False
     stack: list[Node] = [Node(schema=schema, tokens=base, path="", level=0, depth=0)]
     while stack:
         node = stack.pop()
         nodes.append(node)
-        if len(nodes) >= MAX_NODES:
+        if len(nodes) >= max_nodes:
             crowded = True
             break
         value = node.schema
         if not isinstance(value, dict):
             continue
-        children = list(_children(node, value, root, root_base))
+        children = list(_children(node, value, root if follow_refs else None, root_base, resolved))
         if children and node.depth >= SCHEMA_DEPTH_LIMIT:
             truncated = True
             continue
@@ -261,7 +270,13 @@ def walk_schema(schema: Any, base: tuple[str, ...] = ("inputSchema",), root: Any
     return Walk(nodes=tuple(nodes), truncated=truncated, crowded=crowded)
 
 
-def _children(node: Node, value: dict[str, Any], root: Any, base: tuple[str, ...]) -> Iterator[Node]:
+def _children(
+    node: Node,
+    value: dict[str, Any],
+    root: Any,
+    base: tuple[str, ...],
+    resolved: dict[str, tuple[tuple[str, ...], Any] | None],
+) -> Iterator[Node]:
     depth = node.depth + 1
     level = node.level
     cond = node.conditional
@@ -290,8 +305,10 @@ def _children(node: Node, value: dict[str, Any], root: Any, base: tuple[str, ...
             yield make(child, tokens, node.path, level, "condition")
         elif key in _SINGLE and isinstance(child, dict):
             yield make(child, tokens, node.path, level, "sub")
-        elif key == "$ref" and isinstance(child, str) and child not in node.refs:
-            found = resolve_ref(root, child)
+        elif key == "$ref" and root is not None and isinstance(child, str) and child not in node.refs:
+            if child not in resolved:
+                resolved[child] = resolve_ref(root, child)
+            found = resolved[child]
             if found is not None:
                 target_tokens, target = found
                 yield Node(
@@ -386,22 +403,32 @@ class ToolInfo:
     @cached_property
     def unreached_definitions(self) -> tuple[tuple[tuple[str, ...], str, Any], ...]:
         """Root definitions no parameter reaches through a ``$ref`` (nor any part of them)."""
-        targets = self.walk.ref_targets
-        return tuple(
-            entry
-            for entry in self.definitions
-            if not any(target[: len(entry[0])] == entry[0] or entry[0][: len(target)] == target for target in targets)
-        )
+        reached: set[tuple[str, ...]] = set()
+        whole = False
+        for target in self.walk.ref_targets:
+            if len(target) >= 3:
+                reached.add(target[:3])
+            elif len(target) == 2:  # "#/$defs" itself: every definition is referenced
+                whole = True
+        if whole:
+            return ()
+        return tuple(entry for entry in self.definitions if entry[0] not in reached)
 
     def _all_nodes(self) -> Iterator[Node]:
-        """Every schema node once: the walk, then definitions no parameter reaches (still sent to the model)."""
+        """Every schema node once: the walk, then definitions no parameter reaches (still sent to the model),
+        walked without following references, all within one :data:`MAX_NODES` budget."""
         seen: set[tuple[str, ...]] = set()
         for node in self.walk.nodes:
             if node.tokens not in seen:
                 seen.add(node.tokens)
                 yield node
+        budget = MAX_NODES - len(self.walk.nodes)
         for tokens, _name, sub in self.unreached_definitions:
-            for node in walk_schema(sub, tokens, root=self.schema).nodes:
+            if budget <= 0:
+                return
+            walk = walk_schema(sub, tokens, follow_refs=False, max_nodes=budget)
+            budget -= len(walk.nodes)
+            for node in walk.nodes:
                 if node.tokens not in seen:
                     seen.add(node.tokens)
                     yield node
