@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from scanner.models import (
     CONTEXT_WINDOW,
-    PROVIDERS,
     CheckReport,
     ScanOutcome,
     ServerEntry,
@@ -44,8 +43,8 @@ def measure(toolset: Toolset, *, select: Sequence[str] = (), ignore: Sequence[st
     from scanner.rules import RuleContext, run_rules
 
     tools = list(toolset.tools)
-    parts = [read_tool(tool) for tool in tools]  # copied and bounded once, shared by the three providers
-    measured = {provider: providers.get(provider).measure_parts(parts) for provider in PROVIDERS}
+    parts = [read_tool(tool) for tool in tools]  # copied and bounded once, shared by every provider
+    measured = providers.measure_all(parts)
     tokens = {provider: measurement.total for provider, measurement in measured.items()}
     tool_costs = tuple(
         ToolCost(
@@ -56,7 +55,12 @@ def measure(toolset: Toolset, *, select: Sequence[str] = (), ignore: Sequence[st
         for index, tool in enumerate(tools)
     )
     most = max(count.tokens for count in tokens.values())
-    context = RuleContext(count_tokens=tokenizer.count, list_tokens_max=most)
+    context = RuleContext(
+        count_tokens=tokenizer.count,
+        list_tokens_max=most,
+        cost_text=providers.text_cost,
+        cost_method=providers.text_cost_method(),
+    )
     findings = run_rules(tools, context, select=select, ignore=ignore)
     return CheckReport(
         tools_count=len(tools),

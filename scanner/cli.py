@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from scanner.models import ProviderView  # the one table of provider names (a light module, no heavy imports)
+
 if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
     from scanner.check import CheckResult
     from scanner.models import ScanOutcome, ServerEntry
@@ -53,12 +55,6 @@ class CheckFormat(enum.StrEnum):
     json = "json"
     markdown = "markdown"
     sarif = "sarif"
-
-
-class Provider(enum.StrEnum):
-    anthropic = "anthropic"
-    openai = "openai"
-    gemini = "gemini"
 
 
 class TransportChoice(enum.StrEnum):
@@ -128,11 +124,30 @@ def check(
     ] = None,
     example: Annotated[bool, typer.Option("--example", help="Check the bundled example tool list.")] = False,
     as_provider: Annotated[
-        Provider | None,
-        typer.Option("--as", help="Print only the tools JSON this provider's API receives, and nothing else."),
+        ProviderView | None,
+        typer.Option(
+            "--as",
+            help="Print only the tools JSON this provider's API receives, and nothing else. gemini is what "
+            "current Google-SDK clients send (parametersJsonSchema); gemini-openapi the parameters subset.",
+        ),
     ] = None,
     fmt: Annotated[CheckFormat, typer.Option("--format", help="Output format.")] = CheckFormat.text,
     strict: Annotated[bool, typer.Option(help="Exit 1 when there is at least one problem (for CI).")] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="List every finding; by default a rule firing on more than 5 tools is shown once with its count "
+            "(text and Markdown; JSON and SARIF always list every finding).",
+        ),
+    ] = False,
+    all_tools: Annotated[
+        bool,
+        typer.Option(
+            "--tools", help="List every tool's tokens per provider, most expensive first (not only the top five)."
+        ),
+    ] = False,
     select: Annotated[list[str] | None, typer.Option(help="Only these rule code prefixes (MCP2,MCP401).")] = None,
     ignore: Annotated[list[str] | None, typer.Option(help="Skip these rule code prefixes; wins over --select.")] = None,
     max_bytes: Annotated[int, typer.Option(help="Largest tool list or server answer read, in bytes.")] = 32 << 20,
@@ -222,7 +237,7 @@ def check(
         view = provider_view(as_provider.value, list(result.tools))
         typer.echo(json.dumps(view, indent=2, ensure_ascii=True))
         return
-    typer.echo(_render_check(result, fmt), nl=False)
+    typer.echo(_render_check(result, fmt, verbose=verbose, all_tools=all_tools), nl=False)
     if strict and result.report is not None and result.report.summary.problems:
         raise typer.Exit(1)
 
@@ -257,7 +272,7 @@ def _server_entry(
     return ServerEntry(name=argv[0], transport=Transport.STDIO, command=tuple(argv), source="command line")
 
 
-def _render_check(result: CheckResult, fmt: CheckFormat) -> str:
+def _render_check(result: CheckResult, fmt: CheckFormat, *, verbose: bool = False, all_tools: bool = False) -> str:
     if fmt is CheckFormat.json:
         from scanner.report import check_json
 
@@ -265,14 +280,14 @@ def _render_check(result: CheckResult, fmt: CheckFormat) -> str:
     if fmt is CheckFormat.markdown:
         from scanner.report import check_markdown
 
-        return check_markdown.render(result)
+        return check_markdown.render(result, verbose=verbose, all_tools=all_tools)
     if fmt is CheckFormat.sarif:
         from scanner.report import check_sarif
 
         return check_sarif.render(result)
     from scanner.report import check_text
 
-    return check_text.render(result, colour=_colour())
+    return check_text.render(result, colour=_colour(), verbose=verbose, all_tools=all_tools)
 
 
 DOCTOR_EXIT_CODES = """\b
@@ -694,13 +709,14 @@ def demo(
 
 @app.command()
 def rules() -> None:
-    """List the rule catalogue in code order: code, severity, slug and the fix.
+    """List the rule catalogue in code order: code, severity, status (stable, preview, deprecated, removed),
+    slug and the fix.
 
     `fathom rule CODE` explains one; `fathom check --select/--ignore` take code prefixes (MCP2, MCP401)."""
     from scanner.rules import RULES
 
     for rule in RULES.values():
-        typer.echo(f"{rule.code}  {rule.severity.label:<8} {rule.slug:<30} {rule.hint}")
+        typer.echo(f"{rule.code}  {rule.severity.label:<8} {rule.status:<10} {rule.slug:<30} {rule.hint}")
 
 
 @app.command()
@@ -711,7 +727,9 @@ def rule(code: Annotated[str, typer.Argument(help="A rule code, e.g. MCP205.")])
     found = RULES.get(code.strip().upper())
     if found is None:
         _fail(f"no rule {code!r}; `fathom rules` lists them", 2)
-    typer.echo(f"{found.code} {found.slug} ({found.severity.label})\n\n{found.doc}\n\nFix: {found.hint}")
+    typer.echo(
+        f"{found.code} {found.slug} ({found.severity.label}, {found.status})\n\n{found.doc}\n\nFix: {found.hint}"
+    )
 
 
 def main() -> None:

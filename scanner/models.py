@@ -14,8 +14,48 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-PROVIDERS: tuple[str, ...] = ("anthropic", "openai", "gemini")
-PROVIDER_LABELS: dict[str, str] = {"anthropic": "Anthropic", "openai": "OpenAI", "gemini": "Google Gemini"}
+
+@dataclass(frozen=True)
+class ProviderName:
+    """One key token counts are stored under, and how people see it. The one table of provider names."""
+
+    key: str
+    label: str
+    short: str
+    headline: bool = True
+
+
+PROVIDER_TABLE: tuple[ProviderName, ...] = (
+    ProviderName("anthropic", "Anthropic (Claude Opus 4.7+ tokenizer)", "Claude 4.7+"),
+    ProviderName("anthropic-v3", "Anthropic (Claude 3 to Opus 4.6 tokenizer)", "Claude 3-4.6", headline=False),
+    ProviderName("openai", "OpenAI", "OpenAI"),
+    ProviderName("gemini", "Google Gemini", "Gemini"),
+)
+"""Every provider key a measurement stores, in display order. ``anthropic`` is the tokenizer of Claude's current
+flagship models (Opus 4.7 and later); ``anthropic-v3`` the earlier one, still used by Sonnet 4.x, Opus 4.5/4.6
+and Haiku 4.5 (see docs/tokens.md)."""
+
+MEASURED_PROVIDERS: tuple[str, ...] = tuple(name.key for name in PROVIDER_TABLE)
+"""Every key ``fathom check`` and a scan count and store."""
+PROVIDERS: tuple[str, ...] = tuple(name.key for name in PROVIDER_TABLE if name.headline)
+"""The headline keys: leaderboards, query columns and the 200k share use these."""
+PROVIDER_LABELS: dict[str, str] = {name.key: name.label for name in PROVIDER_TABLE} | {
+    "gemini-openapi": "Google Gemini (parameters, OpenAPI subset)"
+}
+PROVIDER_SHORT: dict[str, str] = {name.key: name.short for name in PROVIDER_TABLE}
+
+
+class ProviderView(enum.StrEnum):
+    """What ``fathom check --as`` prints: the ``tools`` JSON each API receives. ``gemini`` is what current clients
+    built on Google's SDKs send (``parametersJsonSchema``); ``gemini_openapi`` the ``parameters`` subset."""
+
+    anthropic = "anthropic"
+    openai = "openai"
+    gemini = "gemini"
+    gemini_openapi = "gemini-openapi"
+
+
+VIEW_NAMES: tuple[str, ...] = tuple(view.value for view in ProviderView)
 CONTEXT_WINDOW = 200_000
 
 
@@ -147,12 +187,16 @@ class CheckReport:
         return Summary.of(self.findings)
 
     @property
+    def tools_by_cost(self) -> tuple[ToolCost, ...]:
+        """Every tool, most expensive first (by its dearest provider), then in list order."""
+        return tuple(sorted(self.tool_costs, key=lambda cost: (-max(cost.tokens.values(), default=0), cost.index)))
+
+    @property
     def largest_tools(self) -> tuple[ToolCost, ...]:
         """The five most expensive tools (by their dearest provider), left out for a one-tool list."""
         if self.tools_count <= 1:
             return ()
-        ranked = sorted(self.tool_costs, key=lambda cost: (-max(cost.tokens.values(), default=0), cost.index))
-        return tuple(ranked[:5])
+        return self.tools_by_cost[:5]
 
     @property
     def max_tokens(self) -> int:

@@ -1,24 +1,31 @@
-"""Gemini API: the ``tools`` it receives, and what the list costs per turn.
+"""Gemini API: the ``tools`` it receives, and what the list costs per turn, in both of its schema fields.
 
-The request carries ``[{"functionDeclarations": [{"name", "description", "parameters"}, ...]}]`` where
-``parameters`` is Gemini's ``Schema``: a subset of OpenAPI 3.0. :func:`convert_schema` maps an MCP tool's JSON
-Schema onto it:
+A ``FunctionDeclaration`` takes its parameters in one of two mutually exclusive fields:
 
-* kept: ``type`` (as the API's ``Type`` enum name: ``STRING``, ``NUMBER``, ``INTEGER``, ``BOOLEAN``, ``ARRAY``,
-  ``OBJECT``, ``NULL``), ``format``, ``title``, ``description``, ``nullable``, ``enum`` (as strings, the field's
-  type), ``default``, ``items``, ``minItems``, ``maxItems``, ``minimum``, ``maximum``, ``properties``,
-  ``required``, ``anyOf``, ``propertyOrdering``;
-* a type array such as ``["string", "null"]`` becomes ``type: STRING`` plus ``nullable: true``; several non-null
-  types become an ``anyOf`` of one branch per type; an ``anyOf`` branch that is only ``null`` becomes
-  ``nullable``, and a single remaining branch is folded into its parent;
-* an empty ``properties`` map is left out (the API rejects ``properties: {}`` on an OBJECT: "should be non-empty
-  for OBJECT type"), and a tool without parameters gets no ``parameters`` at all;
-* ``$ref`` (never resolved), ``$defs`` and every other keyword are dropped: ``oneOf``, ``allOf``, ``const``,
-  ``pattern``, ``additionalProperties`` ... (the list in rules.md, MCP209), and annotations like ``examples``.
+* ``parametersJsonSchema``: JSON Schema, as the MCP tool's ``inputSchema`` already is. Current clients built on
+  Google's SDKs pass the MCP schema through unchanged: Gemini CLI (``DiscoveredMCPTool``) and the @google/genai
+  SDK's own MCP adapter (``mcpToTool``). :class:`Gemini` (``--as gemini``, key ``gemini``) is this shape, and the
+  one counted.
+* ``parameters``: Gemini's ``Schema``, a subset of OpenAPI 3.0, which google-genai's Python MCP adapter and many
+  hand-written clients convert to. :class:`GeminiOpenAPI` (``--as gemini-openapi``) is this shape, and
+  :func:`convert_schema` the conversion:
+
+  * kept: ``type`` (as the API's ``Type`` enum name: ``STRING``, ``NUMBER``, ``INTEGER``, ``BOOLEAN``,
+    ``ARRAY``, ``OBJECT``, ``NULL``), ``format``, ``title``, ``description``, ``nullable``, ``enum`` (as strings,
+    the field's type), ``default``, ``items``, ``minItems``, ``maxItems``, ``minimum``, ``maximum``,
+    ``properties``, ``required``, ``anyOf``, ``propertyOrdering``;
+  * a type array such as ``["string", "null"]`` becomes ``type: STRING`` plus ``nullable: true``; several
+    non-null types become an ``anyOf`` of one branch per type; an ``anyOf`` branch that is only ``null`` becomes
+    ``nullable``, and a single remaining branch is folded into its parent;
+  * an empty ``properties`` map is left out (the API rejects ``properties: {}`` on an OBJECT: "should be
+    non-empty for OBJECT type"), and a tool without parameters gets no ``parameters`` at all;
+  * ``$ref`` (never resolved), ``$defs`` and every other keyword are dropped: ``oneOf``, ``allOf``, ``const``,
+    ``pattern``, ``additionalProperties`` ... (the list in rules.md, MCP209), and annotations like ``examples``.
 
 Gemini's tokenizer (Gemma 3's SentencePiece) is not available offline. The count is o200k_base over the
 declarations as JSON text (ordinary separators) times 1.04. Google does not document how declarations are
-serialised for the model, so this is the least certain of the three estimates; see ``docs/tokens.md``.
+serialised for the model, so this is the least certain of the estimates, and the method string says which
+shape was counted; see ``docs/tokens.md``.
 """
 
 from __future__ import annotations
@@ -31,27 +38,34 @@ from typing import Any
 
 from scanner import tokenizer
 from scanner.models import TokenCount
-from scanner.providers.base import Measurement, Provider, ToolParts, scaled
+from scanner.providers.base import EMPTY_OBJECT_SCHEMA, Measurement, Provider, ToolParts, scaled
 
 FACTOR = 1.04
 """Gemini tokens per o200k_base token on declaration JSON."""
 
-METHOD = f"o200k_base(functionDeclarations JSON)x{FACTOR:.2f}, serialisation undocumented by Google"
+METHOD = (
+    f"o200k_base(functionDeclarations JSON, parametersJsonSchema as Gemini CLI and @google/genai send it)"
+    f"x{FACTOR:.2f}, serialisation undocumented by Google"
+)
+OPENAPI_METHOD = (
+    f"o200k_base(functionDeclarations JSON, parameters converted to the OpenAPI subset)x{FACTOR:.2f}, "
+    "serialisation undocumented by Google"
+)
 
 TYPES = {"string", "number", "integer", "boolean", "array", "object", "null"}
 
 
 class Gemini(Provider):
+    """``parametersJsonSchema``: the MCP schema as sent (what current Google-SDK-based clients do)."""
+
     name = "gemini"
+    method = METHOD
 
     def declaration(self, parts: ToolParts) -> dict[str, Any]:
         out: dict[str, Any] = {"name": parts.name}
         if parts.description is not None:
             out["description"] = parts.description
-        if parts.schema is not None:
-            parameters = convert_schema(parts.schema)
-            if parameters.get("properties"):
-                out["parameters"] = parameters
+        out["parametersJsonSchema"] = parts.schema if parts.schema is not None else dict(EMPTY_OBJECT_SCHEMA)
         return out
 
     def wrap(self, declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -71,9 +85,26 @@ class Gemini(Provider):
             counts.append(raw)
             per_tool.append(scaled(raw, FACTOR))
         if not texts:
-            return Measurement(TokenCount(self.name, 0, METHOD), tuple(per_tool))
+            return Measurement(TokenCount(self.name, 0, self.method), tuple(per_tool))
         total = scaled(array_tokens(texts, counts), FACTOR)
-        return Measurement(TokenCount(self.name, total, METHOD), tuple(per_tool))
+        return Measurement(TokenCount(self.name, total, self.method), tuple(per_tool))
+
+
+class GeminiOpenAPI(Gemini):
+    """``parameters``: the schema converted to Gemini's OpenAPI subset (``--as gemini-openapi``)."""
+
+    name = "gemini-openapi"
+    method = OPENAPI_METHOD
+
+    def declaration(self, parts: ToolParts) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": parts.name}
+        if parts.description is not None:
+            out["description"] = parts.description
+        if parts.schema is not None:
+            parameters = convert_schema(parts.schema)
+            if parameters.get("properties"):
+                out["parameters"] = parameters
+        return out
 
 
 _PUNCTUATION = frozenset(string.punctuation)  # ASCII: none is whitespace, a letter or a number

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from scanner.errors import InputError
 from scanner.models import SCHEMA_DEPTH_LIMIT, Finding, Severity
+from scanner.report.check_groups import FindingGroup, group_findings
 from scanner.report.csv_out import render_csv
 from scanner.report.data import (
     EventView,
@@ -213,7 +214,20 @@ def _event_summary(kind: str, details: Mapping[str, object]) -> str:
     return clean_text("; ".join(parts), limit=500)
 
 
-def _finding_view(finding: Finding) -> FindingView:
+def _finding_view(item: Finding | FindingGroup) -> FindingView:
+    if isinstance(item, FindingGroup):
+        first = item.first
+        return FindingView(
+            code=str(first.code),
+            rule=str(first.rule),
+            severity=_severity_label(first.severity),
+            tool=item.summary(),
+            message=first.message,
+            hint=first.hint,
+            pointer=first.pointer,
+            grouped=len(item.findings),
+        )
+    finding = item
     return FindingView(
         code=str(finding.code),
         rule=str(finding.rule),
@@ -332,7 +346,7 @@ def build_server_page(
         # scoring rule version: no second query.
         raw = leader.findings
         ordered = sorted(raw, key=lambda f: (int(f.severity), -1 if f.tool_index is None else f.tool_index, f.code))
-        findings = tuple(_finding_view(finding) for finding in ordered)
+        findings = tuple(_finding_view(finding) for finding in group_findings(ordered))
         views = _provider_views(tools, providers)
     info: dict[str, str] = {}
     latest = scans.latest

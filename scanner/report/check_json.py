@@ -1,8 +1,10 @@
 """``fathom check --format json``: the machine contract other tools parse.
 
-Keys kept stable: ``tools_count``, ``tokens`` ({provider: {tokens, method}}), ``context_share``, ``largest_tools``
-([{name, tokens}]), ``summary`` ({problems, warnings, notes}), ``findings`` ([{code, rule, severity, tool,
-message, hint, pointer, details}]). A server check adds ``server`` and ``outcome`` ({status, detail, extra});
+Keys kept stable: ``tools_count``, ``tokens`` ({provider: {tokens, method}}; ``anthropic`` is Claude's current
+tokenizer, ``anthropic-v3`` the earlier one), ``context_share``, ``largest_tools`` ([{name, tokens}], the five
+dearest), ``tools`` (every tool, [{name, index, tokens}] sorted by cost, dearest first), ``summary``
+({problems, warnings, notes}), ``findings`` ([{code, rule, severity, tool, message, hint, pointer, details}],
+every finding, never grouped). A server check adds ``server`` and ``outcome`` ({status, detail, extra});
 a server that could not be listed has ``outcome`` and no measurement keys. Output is ASCII-escaped JSON, so
 nothing a server wrote reaches a terminal raw.
 """
@@ -26,6 +28,9 @@ def report_dict(report: CheckReport) -> dict[str, Any]:
         },
         "context_share": round(report.context_share, 6),
         "largest_tools": [{"name": cost.name, "tokens": dict(cost.tokens)} for cost in report.largest_tools],
+        "tools": [
+            {"name": cost.name, "index": cost.index, "tokens": dict(cost.tokens)} for cost in report.tools_by_cost
+        ],
         "summary": {"problems": summary.problems, "warnings": summary.warnings, "notes": summary.notes},
         "findings": [finding.to_json() for finding in report.findings],
     }

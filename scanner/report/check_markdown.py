@@ -1,13 +1,15 @@
 """``fathom check --format markdown``: the same report as a Markdown section, for a PR comment or a CI summary.
 
 Server text is escaped for Markdown (table pipes, emphasis, HTML) and stripped of control characters; the
-catalogue's own hints keep their code spans.
+catalogue's own hints keep their code spans. A rule firing on more than five tools is one row with its count
+(``--verbose`` lists each); ``--tools`` lists every tool's cost instead of the five largest.
 """
 
 from __future__ import annotations
 
 from scanner.check import CheckResult
 from scanner.models import PROVIDER_LABELS
+from scanner.report.check_groups import FindingGroup, group_findings
 from scanner.report.text import markdown_escape
 
 
@@ -16,7 +18,7 @@ def md(text: object) -> str:
     return markdown_escape(text, limit=None)
 
 
-def render(result: CheckResult) -> str:
+def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = False) -> str:
     out = [f"## Tool list check: {md(result.source)}", ""]
     outcome = result.outcome
     if outcome is not None:
@@ -33,20 +35,25 @@ def render(result: CheckResult) -> str:
     for provider, count in report.tokens.items():
         out.append(f"| {PROVIDER_LABELS.get(provider, provider)} | {count.tokens:,} | {md(count.method)} |")
     out += ["", f"{report.tools_count} tools · {report.context_share * 100:.1f} % of a 200k context", ""]
-    if report.largest_tools:
+    shown = report.tools_by_cost if all_tools else report.largest_tools
+    if shown:
         providers = list(report.tokens)
-        out += ["### Largest tools", ""]
+        out += ["### Tools, most expensive first" if all_tools else "### Largest tools", ""]
         out.append("| Tool | " + " | ".join(PROVIDER_LABELS.get(p, p) for p in providers) + " |")
         out.append("|---|" + "---:|" * len(providers))
-        for cost in report.largest_tools:
+        for cost in shown:
             counts = " | ".join(f"{cost.tokens.get(p, 0):,}" for p in providers)
             out.append(f"| {md(cost.name)} | {counts} |")
         out.append("")
     out += [f"### {report.summary.headline()}", ""]
     if report.findings:
         out += ["| Severity | Code | Tool | Finding | Fix |", "|---|---|---|---|---|"]
-        for finding in report.findings:
-            tool = md(finding.tool) if finding.tool is not None else "(list)"
+        for item in group_findings(report.findings, verbose=verbose):
+            finding = item.first if isinstance(item, FindingGroup) else item
+            if isinstance(item, FindingGroup):
+                tool = md(item.summary())
+            else:
+                tool = md(finding.tool) if finding.tool is not None else "(list)"
             out.append(
                 f"| {finding.severity.label} | {finding.code} {finding.rule} | {tool} | "
                 f"{md(finding.message)} | {finding.hint} |"

@@ -1,14 +1,17 @@
 """``fathom check`` in a terminal: laid out like the product card.
 
-Tokens per provider, the tool count and the 200k share, the biggest tools, then findings worst first under
-``1 problem, 2 warnings, 3 notes`` (or ``Nothing a model would stumble over``). Colour only when asked (on a TTY);
-every string from the list goes through :func:`scanner.textsafe.clean`.
+Tokens per provider (both Claude tokenizer generations, each named by its models), the tool count and the 200k
+share, the biggest tools (every tool with ``--tools``), then findings worst first under ``1 problem, 2 warnings,
+3 notes`` (or ``Nothing a model would stumble over``); a rule firing on more than five tools is shown once with
+its count (``--verbose`` lists each). Colour only when asked (on a TTY); every string from the list goes through
+:func:`scanner.textsafe.clean`.
 """
 
 from __future__ import annotations
 
 from scanner.check import CheckResult
-from scanner.models import PROVIDER_LABELS, CheckReport, ScanOutcome, Severity
+from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT, CheckReport, ScanOutcome, Severity, ToolCost
+from scanner.report.check_groups import FindingGroup, group_findings
 from scanner.textsafe import clean
 
 _SEVERITY_STYLE = {Severity.PROBLEM: "31;1", Severity.WARNING: "33;1", Severity.NOTE: "36"}
@@ -38,36 +41,52 @@ def server_lines(outcome: ScanOutcome, paint: _Painter) -> list[str]:
     return [paint(f"Server: {name}{version}", "1"), "  " + " · ".join(parts)]
 
 
-def report_lines(report: CheckReport, paint: _Painter) -> list[str]:
+def report_lines(report: CheckReport, paint: _Painter, *, verbose: bool = False, all_tools: bool = False) -> list[str]:
     lines = [paint("Tokens per turn", "1")]
+    width = max(len(PROVIDER_LABELS.get(provider, provider)) for provider in report.tokens) + 2
     for provider, count in report.tokens.items():
         label = PROVIDER_LABELS.get(provider, provider)
-        lines.append(f"  {label:<14}{count.tokens:>9,}   {paint(count.method, '2')}")
+        lines.append(f"  {label:<{width}}{count.tokens:>9,}   {paint(count.method, '2')}")
     dearest = max(report.tokens.values(), key=lambda count: count.tokens)
     tools = f"{report.tools_count} tool{'' if report.tools_count == 1 else 's'}"
     share = f"{report.context_share * 100:.1f} % of a 200k context"
     lines.append(f"  {tools} · {share} ({PROVIDER_LABELS.get(dearest.provider, dearest.provider)})")
-    if report.largest_tools:
-        lines += ["", paint("Largest tools", "1")]
-        width = min(40, max(len(clean(cost.name)) for cost in report.largest_tools))
-        header = "".join(f"{PROVIDER_LABELS.get(p, p).split()[-1]:>11}" for p in report.tokens)
-        lines.append(f"  {'':<{width}}{header}")
-        for cost in report.largest_tools:
-            name = clean(cost.name)
-            name = name if len(name) <= width else name[: width - 1] + "…"
-            counts = "".join(f"{cost.tokens.get(p, 0):>11,}" for p in report.tokens)
-            lines.append(f"  {name:<{width}}{counts}")
+    shown = report.tools_by_cost if all_tools else report.largest_tools
+    if shown:
+        title = "Tools, most expensive first" if all_tools else "Largest tools"
+        lines += ["", paint(title, "1")]
+        lines += _cost_table(shown, list(report.tokens))
     lines += ["", paint(report.summary.headline(), "1")]
-    for finding in report.findings:
-        where = f" · {clean(finding.tool)}" if finding.tool is not None else ""
+    for item in group_findings(report.findings, verbose=verbose):
+        finding = item.first if isinstance(item, FindingGroup) else item
+        if isinstance(item, FindingGroup):
+            where = f" · {clean(item.summary())}"
+        else:
+            where = f" · {clean(finding.tool)}" if finding.tool is not None else ""
         label = paint(f"{finding.severity.label:<8}", _SEVERITY_STYLE[finding.severity])
         lines.append(f"  {label} {finding.code} {finding.rule}{where}")
-        lines.append(f"           {clean(finding.message)}")
+        prefix = "e.g. " if isinstance(item, FindingGroup) else ""
+        lines.append(f"           {prefix}{clean(finding.message)}")
         lines.append(f"           {paint('fix: ' + clean(finding.hint), '2')}")
+    if not verbose and any(isinstance(item, FindingGroup) for item in group_findings(report.findings)):
+        lines += ["", paint("  (rules firing on more than 5 tools are shown once; --verbose lists each)", "2")]
     return lines
 
 
-def render(result: CheckResult, *, colour: bool = False) -> str:
+def _cost_table(costs: tuple[ToolCost, ...], providers: list[str]) -> list[str]:
+    width = min(40, max(len(clean(cost.name)) for cost in costs))
+    columns = [max(9, len(PROVIDER_SHORT.get(p, p)) + 2) for p in providers]
+    header = "".join(f"{PROVIDER_SHORT.get(p, p):>{w}}" for p, w in zip(providers, columns, strict=True))
+    out = [f"  {'':<{width}}{header}"]
+    for cost in costs:
+        name = clean(cost.name)
+        name = name if len(name) <= width else name[: width - 1] + "…"
+        counts = "".join(f"{cost.tokens.get(p, 0):>{w},}" for p, w in zip(providers, columns, strict=True))
+        out.append(f"  {name:<{width}}{counts}")
+    return out
+
+
+def render(result: CheckResult, *, colour: bool = False, verbose: bool = False, all_tools: bool = False) -> str:
     paint = _Painter(colour)
     lines = [paint(f"Tool list: {clean(result.source)}", "1")] if result.outcome is None else []
     if result.outcome is not None:
@@ -79,5 +98,5 @@ def render(result: CheckResult, *, colour: bool = False) -> str:
         )
         return "\n".join(lines) + "\n"
     lines.append("")
-    lines += report_lines(result.report, paint)
+    lines += report_lines(result.report, paint, verbose=verbose, all_tools=all_tools)
     return "\n".join(lines) + "\n"

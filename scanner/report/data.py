@@ -11,12 +11,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from scanner.models import PROVIDERS, Outcome
+from scanner.models import MEASURED_PROVIDERS, PROVIDERS, Outcome
 
 
 @dataclass(frozen=True)
 class FindingView:
-    """One current finding of a server, as the server page lists it (worst first)."""
+    """One current finding of a server, as the server page lists it (worst first); a rule firing on more than
+    five tools is one row (``scanner.report.check_groups``)."""
 
     code: str
     rule: str
@@ -25,6 +26,7 @@ class FindingView:
     message: str
     hint: str
     pointer: str | None = None
+    grouped: int = 0  # >0: this row stands for that many findings of one rule (``tool`` then names the tools)
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,7 @@ def is_ranked_outcome(outcome: str) -> bool:
 
 
 def provider_order(seen: set[str]) -> tuple[str, ...]:
-    """The providers to show as columns: the known ones in their usual order, then any others sorted."""
+    """The providers to show as columns: the headline ones in their usual order (Claude's current tokenizer
+    generation, not the earlier one, which is stored but not a column), then any unknown others sorted."""
     known = [name for name in PROVIDERS if name in seen]
-    return tuple(known + sorted(seen - set(PROVIDERS)))
+    return tuple(known + sorted(seen - set(MEASURED_PROVIDERS)))

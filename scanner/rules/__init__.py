@@ -1,10 +1,13 @@
 """The rule catalogue (MCP101-MCP602): what a model would stumble over in a server's tool list.
 
+``docs/rules.md`` is generated from it (:mod:`scanner.rules.catalogue`); each rule has a status (stable, preview,
+deprecated, removed), and ``catalogue_digest()`` pins the catalogue a ``RULES_VERSION`` names.
+
 Public surface::
 
-    RULES: Mapping[str, Rule]          every rule by code, in code order (code, slug, severity, hint, doc, scope)
+    RULES: Mapping[str, Rule]          every rule by code, in code order (code, slug, severity, hint, doc, status)
     RULES_VERSION: str                 bumped whenever a rule's meaning or output shape changes
-    RuleContext(count_tokens, list_tokens_max)
+    RuleContext(count_tokens, list_tokens_max, cost_text, cost_method)
     run_rules(tools, ctx, *, select=(), ignore=()) -> list[Finding]     worst first, then tool order
     rule_selected(code, select=(), ignore=()) -> bool
     check_prefixes(prefixes) -> None   InputError for a prefix that matches no rule

@@ -1,9 +1,14 @@
-"""Rules on the tool list as a whole (MCP301-MCP306): tools a model would confuse, and lists too large to send.
+"""Rules on the tool list as a whole (MCP301-MCP307): tools a model would confuse, lists too large to send, and
+doctrine copied into every description.
 
 Pair rules blame the first tool of a pair (in list order) and name the other in ``details``. To keep a list of
 thousands of near-copies from producing millions of findings, each later tool is paired once: MCP301/MCP302 with
 the first tool of its group, MCP303 with the first earlier tool it is similar to. So three look-alikes A, B, C
 give (A, B) and (A, C).
+
+Before MCP303 compares two descriptions, the sentences MCP307 finds repeated in 3 or more descriptions (shared
+boilerplate such as "IMPORTANT: Always use absolute paths ...") are left out of both: they say nothing about
+what sets two tools apart, and MCP307 reports them once.
 
 MCP303 runs in far less than quadratic time on real lists: word sets are computed once, and candidate pairs come
 from a prefix filter (a pair reaching 60 % overlap must share one of the rarest ``n - ceil(0.6 n) + 1`` words of
@@ -14,12 +19,13 @@ each description), then are verified exactly. A hostile list built to defeat the
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.tools import ToolInfo, words
+from scanner.rules.tools import ToolInfo, label, words
 
 SIMILARITY = 0.6
 TOOLS_PROBLEM = 128
@@ -27,6 +33,45 @@ TOOLS_WARNING = 40
 LIST_TOKEN_LIMIT = 20_000
 # Candidate pairs MCP303 compares at most (a few seconds); real lists need a tiny fraction of it.
 COMPARISON_BUDGET = 2_000_000
+DOCTRINE_TOOLS = 3
+DOCTRINE_WORDS = 8
+_SENTENCE_END = re.compile(r"[.!?;\r\n]+")
+
+
+def sentences(text: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The sentences of a description with their words: text between ``.``, ``!``, ``?``, ``;`` or a line break."""
+    out = []
+    for piece in _SENTENCE_END.split(text):
+        found = tuple(words(piece))
+        if found:
+            out.append((" ".join(piece.split()), found))
+    return out
+
+
+def doctrine(descriptions: Sequence[str | None]) -> dict[tuple[str, ...], list[int]]:
+    """Sentences of at least 8 words found in 3 or more descriptions: their words -> the indexes that have them."""
+    where: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for index, text in enumerate(descriptions):
+        if not text:
+            continue
+        for key in dict.fromkeys(key for _, key in sentences(text) if len(key) >= DOCTRINE_WORDS):
+            where[key].append(index)
+    return {key: indexes for key, indexes in where.items() if len(indexes) >= DOCTRINE_TOOLS}
+
+
+def without_doctrine(descriptions: Sequence[str | None]) -> list[str | None]:
+    """Each description with its repeated sentences (see :func:`doctrine`) left out; None stays None."""
+    repeated = doctrine(descriptions)
+    if not repeated:
+        return list(descriptions)
+    out: list[str | None] = []
+    for text in descriptions:
+        if text is None:
+            out.append(None)
+            continue
+        kept = [sentence for sentence, key in sentences(text) if key not in repeated]
+        out.append(" ".join(kept))
+    return out
 
 
 def _fold(text: str) -> str:
@@ -96,19 +141,23 @@ def descriptions_identical(tools: Sequence[ToolInfo], ctx: RuleContext) -> Itera
 
 
 def similar_pairs(
-    descriptions: Sequence[str | None], budget: int = COMPARISON_BUDGET
+    descriptions: Sequence[str | None],
+    budget: int = COMPARISON_BUDGET,
+    compared: Sequence[str | None] | None = None,
 ) -> Iterator[tuple[int, int, float, list[str]]]:
     """(i, j, share, shared words) for each j paired with the first earlier i whose description is similar.
 
-    Similar: not identical after folding white space, and the shared distinct words are at least 60 % of the
-    distinct words of the longer description (the one with more distinct words). At most ``budget`` candidate
-    pairs are looked at; a list needing more (thousands of tools written to defeat the prefix filter) is
-    reported only as far as the budget reached.
+    Similar: not identical after folding white space, and the shared distinct words (of ``compared``, the texts
+    whose words are compared; the descriptions themselves by default) are at least 60 % of the distinct words
+    of the longer one (the one with more distinct words). At most ``budget`` candidate pairs are looked at; a
+    list needing more (thousands of tools written to defeat the prefix filter) is reported only as far as the
+    budget reached.
     """
     sets: list[frozenset[str]] = []
     folded: list[str | None] = []
-    for text in descriptions:
-        sets.append(frozenset(words(text)) if text else frozenset())
+    for position, text in enumerate(descriptions):
+        source = text if compared is None else compared[position]
+        sets.append(frozenset(words(source)) if text and source else frozenset())
         folded.append(_fold(text) if text else None)
     sizes = [len(found) for found in sets]
     frequency: Counter[str] = Counter()
@@ -159,13 +208,15 @@ def similar_pairs(
     scope="list",
     doc="""Warns when two descriptions are not identical but their shared distinct words are at least 60 % of the
     distinct words of the longer one (words: lower-case runs of letters and digits; the longer description is
-    the one with more distinct words). A model cannot tell such tools apart and picks one by chance. Bad:
+    the one with more distinct words). Sentences that MCP307 finds in 3 or more descriptions are left out first:
+    shared boilerplate does not make two tools alike. A model cannot tell such tools apart and picks one by
+    chance. Bad:
     "Search the docs for a phrase." and "Search the docs for a keyword.". Good: say in each when to use it,
     "Full-text search in the guides; use search_api for reference pages.\"""",
 )
 def descriptions_similar(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
     texts = [tool.description_text for tool in tools]
-    for i, j, share, shared in similar_pairs(texts):
+    for i, j, share, shared in similar_pairs(texts, compared=without_doctrine(texts)):
         first, other = tools[i], tools[j]
         yield Hit(
             f"{first.subject} and {other.display} have similar descriptions ({round(share * 100)} % of words shared).",
@@ -231,4 +282,46 @@ def list_over_20k_tokens(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterato
         yield Hit(
             f"The list costs {ctx.list_tokens_max} tokens per turn (more than {LIST_TOKEN_LIMIT}).",
             details={"tokens": ctx.list_tokens_max},
+        )
+
+
+@register(
+    "MCP307",
+    "doctrine-repeated",
+    Severity.WARNING,
+    hint=(
+        "Say it once, in the server's instructions or an Agent Skill: every copy is read on every turn, "
+        "and copies drift apart."
+    ),
+    scope="list",
+    status="preview",
+    doc="""Warns when the same sentence appears in the descriptions of 3 or more tools (a sentence: the text
+    between `.`, `!`, `?`, `;` or a line break, at least 8 words, compared as its words). One finding per
+    repeated sentence, on the first tool that has it, with the tools and what the copies cost per turn together
+    (tokens with the most expensive provider). Doctrine pasted into every description is read again for every
+    tool on every turn, and the copies drift apart as the server changes. Bad: "IMPORTANT: Always use absolute
+    paths for reliability, relative paths may fail" at the end of twenty descriptions. Good: say it once in the
+    server's instructions.""",
+)
+def doctrine_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
+    texts = [tool.description_text for tool in tools]
+    repeated = doctrine(texts)
+    for key, indexes in sorted(repeated.items(), key=lambda item: (item[1][0], item[1])):
+        first = tools[indexes[0]]
+        sentence = next(text for text, found in sentences(texts[indexes[0]] or "") if found == key)
+        one, method = ctx.cost(sentence)
+        total = one * len(indexes)
+        names = [tools[index].tool_name for index in indexes]
+        yield Hit(
+            f'{first.subject} and {len(indexes) - 1} other tools repeat the sentence "{label(sentence, 80)}" '
+            f"({total} tokens per turn together).",
+            "/description",
+            {
+                "sentence": label(sentence, 500),
+                "tools": names[:40],
+                "count": len(indexes),
+                "tokens": total,
+                "method": method,
+            },
+            tool_index=first.index,
         )

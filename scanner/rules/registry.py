@@ -26,10 +26,17 @@ from scanner.errors import InputError
 from scanner.models import Finding, Severity
 
 Scope = Literal["tool", "list", "history", "lanes"]
+Status = Literal["stable", "preview", "deprecated", "removed"]
+"""``stable``: its meaning holds. ``preview``: new, its condition may still be tuned (it still runs and counts).
+``deprecated``: still runs, will be removed; the doc says what replaces it. ``removed``: never runs; the code
+stays listed so it is never reused."""
+
+STATUSES: tuple[Status, ...] = ("stable", "preview", "deprecated", "removed")
 
 # Bump whenever any rule's condition, threshold or message shape changes: stored findings are keyed by it, and a
-# store re-scores its toolsets when the catalogue it was scored with is not this one.
-RULES_VERSION = "1"
+# store re-scores its toolsets when the catalogue it was scored with is not this one. tests/rules/test_catalogue.py
+# ties every version to the digest of the catalogue it names (see :func:`catalogue_digest`).
+RULES_VERSION = "2"
 
 
 @dataclass(frozen=True)
@@ -39,10 +46,23 @@ class RuleContext:
     ``count_tokens`` counts o200k_base tokens of a text (MCP210). It must be a byte-level BPE count, which never
     exceeds the text's UTF-8 length: MCP210 skips counting schemas whose compact JSON is at most 1000 bytes.
     ``list_tokens_max`` is what the whole list costs per turn with the most expensive provider (MCP306).
+    ``cost_text`` counts what a piece of a tool's text costs per turn with the most expensive provider (MCP215,
+    MCP307); ``cost_method`` says how (stored in the finding's details).
     """
 
     count_tokens: Callable[[str], int]
     list_tokens_max: int = 0
+    cost_text: Callable[[str], int] | None = None
+    cost_method: str = ""
+
+    def cost(self, text: str) -> tuple[int, str]:
+        """What ``text`` costs per turn with the most expensive provider, and how that was counted.
+
+        Uses ``cost_text`` (the caller's provider-aware count) when given, else the plain o200k_base count.
+        """
+        if self.cost_text is not None:
+            return self.cost_text(text), self.cost_method
+        return self.count_tokens(text), "o200k_base"
 
 
 @dataclass(frozen=True)
@@ -70,6 +90,7 @@ class Rule:
     doc: str
     scope: Scope
     check: Callable[..., Iterator[Hit]] | None = None
+    status: Status = "stable"
 
 
 class _Catalogue(Mapping[str, Rule]):
@@ -105,22 +126,70 @@ RULES: Mapping[str, Rule] = _Catalogue()
 
 
 def register(
-    code: str, slug: str, severity: Severity, *, hint: str, doc: str, scope: Scope = "tool"
+    code: str,
+    slug: str,
+    severity: Severity,
+    *,
+    hint: str,
+    doc: str,
+    scope: Scope = "tool",
+    status: Status = "stable",
 ) -> Callable[[Callable[..., Iterator[Hit]]], Callable[..., Iterator[Hit]]]:
     """Register the decorated check function as rule ``code``; the function itself is returned unchanged."""
 
     def decorator(check: Callable[..., Iterator[Hit]]) -> Callable[..., Iterator[Hit]]:
-        _add(Rule(code=code, slug=slug, severity=severity, hint=hint, doc=_clean(doc), scope=scope, check=check))
+        _add(
+            Rule(
+                code=code,
+                slug=slug,
+                severity=severity,
+                hint=hint,
+                doc=_clean(doc),
+                scope=scope,
+                check=None if status == "removed" else check,
+                status=status,
+            )
+        )
         return check
 
     return decorator
 
 
 def register_history(
-    code: str, slug: str, severity: Severity, *, hint: str, doc: str, scope: Scope = "history"
+    code: str,
+    slug: str,
+    severity: Severity,
+    *,
+    hint: str,
+    doc: str,
+    status: Status = "stable",
+    scope: Scope = "history",
 ) -> None:
     """Register a rule whose check compares two scans (or two lanes) and is called outside the engine."""
-    _add(Rule(code=code, slug=slug, severity=severity, hint=hint, doc=_clean(doc), scope=scope))
+    _add(Rule(code=code, slug=slug, severity=severity, hint=hint, doc=_clean(doc), scope=scope, status=status))
+
+
+def catalogue_digest() -> str:
+    """sha256 over every rule's code, slug, severity, status, scope, hint, doc and check function's source.
+
+    Any change to what a rule is or says, or to its check function, changes the digest; the catalogue tests pin
+    one digest per :data:`RULES_VERSION`, so such a change fails until the version is bumped (and stored history
+    is re-scored). Shared helpers a check calls are not part of it: a change there needs the same care.
+    """
+    import hashlib
+    import inspect
+    import json
+
+    parts = []
+    for rule in RULES.values():
+        source = ""
+        if rule.check is not None:
+            try:
+                source = inspect.getsource(rule.check)
+            except (OSError, TypeError):  # pragma: no cover - only without source files (a zipped install)
+                source = rule.check.__qualname__
+        parts.append([rule.code, rule.slug, rule.severity.label, rule.status, rule.scope, rule.hint, rule.doc, source])
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 def _add(rule: Rule) -> None:

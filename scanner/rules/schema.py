@@ -1,9 +1,11 @@
-"""Rules on a tool's ``inputSchema`` (MCP201-MCP214): what a model needs to fill the arguments right.
+"""Rules on a tool's ``inputSchema`` (MCP201-MCP215): what a model needs to fill the arguments right.
 
 Every rule reads the one iterative walk of :class:`~scanner.rules.tools.ToolInfo` and reports one finding per
-tool, the parameters involved in ``details["parameters"]`` (dotted paths, ``[]`` for array items, ``$defs.X`` for
-definitions) and a JSON Pointer to the first place it applies. ``$ref`` is never resolved: where a level's keys may
-come from a reference, MCP204 and MCP206 stay silent rather than guess.
+tool, the parameters involved in ``details["parameters"]`` (the paths where a model meets them: dotted, ``[]``
+for array items) and a JSON Pointer to the first place it applies (where the schema is written, inside
+``$defs`` when it came from a definition; ``details["definitions"]`` then maps the path to the ``$ref``). Local
+``$ref``s are followed once per path; where a level's keys may come from a reference that cannot be resolved
+(remote, an anchor, missing), MCP204 and MCP206 stay silent rather than guess.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from jsonschema.exceptions import ValidationError, relevance
 from scanner.models import SCHEMA_DEPTH_LIMIT, Severity
 from scanner.rules.metaschema import dialect_of, meta_validator
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.tools import Node, ToolInfo, json_too_costly, label, pointer, type_label
+from scanner.rules.tools import Node, ToolInfo, json_too_costly, label, pointer, resolve_ref, type_label
 
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 GEMINI_DROPPED = frozenset(
@@ -88,9 +90,10 @@ def _own_keys(schema: Any) -> set[str]:
     return set()
 
 
-def _level_keys(node: Node, cache: dict[int, tuple[set[str], bool]]) -> tuple[set[str], bool]:
-    """The property names defined at a node's level (its owner and every combinator branch or condition under it),
-    and whether a ``$ref`` there could define more (then the answer is incomplete).
+def _level_keys(tool: ToolInfo, node: Node, cache: dict[int, tuple[set[str], bool]]) -> tuple[set[str], bool]:
+    """The property names defined at a node's level (its owner and every combinator branch, condition or local
+    ``$ref`` under it), and whether a ``$ref`` there that cannot be resolved could define more (then the answer
+    is incomplete).
 
     ``cache`` (per tool and rule, keyed by the owner node) keeps a wide ``anyOf`` whose every branch has a
     ``required`` list from costing branches x branches.
@@ -98,22 +101,28 @@ def _level_keys(node: Node, cache: dict[int, tuple[set[str], bool]]) -> tuple[se
     owner = node.owner()
     found = cache.get(id(owner))
     if found is None:
-        found = cache[id(owner)] = _collect_level_keys(owner.schema)
+        found = cache[id(owner)] = _collect_level_keys(owner.schema, tool.schema)
     return found
 
 
-def _collect_level_keys(root: Any) -> tuple[set[str], bool]:
+def _collect_level_keys(start: Any, root: Any) -> tuple[set[str], bool]:
     keys: set[str] = set()
     opaque = False
-    stack: list[tuple[Any, int]] = [(root, 0)]
+    stack: list[tuple[Any, int]] = [(start, 0)]
     while stack:
         schema, depth = stack.pop()
         if not isinstance(schema, dict):
             continue
         keys |= _own_keys(schema)
-        opaque = opaque or "$ref" in schema
         if depth >= 8:
+            opaque = opaque or "$ref" in schema
             continue
+        if "$ref" in schema:
+            target = resolve_ref(root, schema["$ref"])
+            if target is None:
+                opaque = True
+            else:
+                stack.append((target[1], depth + 1))
         for key in _COMBINATORS:
             branches = schema.get(key)
             if isinstance(branches, list):
@@ -147,14 +156,23 @@ def _typed(schema: Any, depth: int = 0) -> bool:
     return False
 
 
+def _definitions(nodes: list[Node]) -> dict[str, str]:
+    """Parameter path -> the ``$ref`` its schema came through, for the parameters written in a definition."""
+    out: dict[str, str] = {}
+    for node in nodes:
+        if node.via is not None and len(out) < MAX_LISTED:
+            out.setdefault(node.path or "(root)", label(node.via, 100))
+    return out
+
+
 def _parameters_hit(tool: ToolInfo, what: str, found: list[Node]) -> Hit:
     """One hit naming every parameter involved (a finding per rule and tool, never per parameter)."""
     paths = _paths(found)
-    return Hit(
-        f"{tool.subject} {what}: {_listing(paths)}.",
-        found[0].pointer,
-        {"parameters": paths[:MAX_LISTED], "count": len(paths)},
-    )
+    details: dict[str, Any] = {"parameters": paths[:MAX_LISTED], "count": len(paths)}
+    definitions = _definitions(found)
+    if definitions:
+        details["definitions"] = definitions
+    return Hit(f"{tool.subject} {what}: {_listing(paths)}.", found[0].pointer, details)
 
 
 @register(
@@ -246,7 +264,8 @@ def schema_accepts_anything(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     doc="""Checks that every name in a `required` list (at any object level) is defined by that level's
     `properties` (including the properties of its `anyOf`/`oneOf`/`allOf` branches). A model must send a required
     argument but has no description or type for it, so it guesses the name and the value; strict validators
-    reject the schema. A level that uses `$ref` is not judged (references are never resolved). Bad:
+    reject the schema. Local `$ref`s are followed; a level whose `$ref` cannot be resolved (remote, an anchor) is
+    not judged. Bad:
     `{"properties": {"q": {...}}, "required": ["query"]}`. Good: `"required": ["q"]`.""",
 )
 def required_undefined(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
@@ -258,7 +277,7 @@ def required_undefined(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         required = node.get("required")
         if not isinstance(required, list) or (node.conditional and node.kind != "condition"):
             continue
-        keys, opaque = _level_keys(node, cache)
+        keys, opaque = _level_keys(tool, node, cache)
         if opaque:
             continue
         names = [name for name in required if isinstance(name, str) and name not in keys]
@@ -285,7 +304,8 @@ def required_undefined(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     doc="""Checks that every parameter (any schema in a `properties` map, and array `items`) has a `type`,
     `enum`, `const` or `$ref`, or an `anyOf`/`oneOf`/`allOf` whose every branch is typed. An untyped parameter
     accepts anything, so a model sends a string where the server wanted a number; OpenAI strict mode refuses
-    the tool. Properties that merely restate a parent's property inside a branch or condition are exempt. Bad:
+    the tool. Properties that merely restate a parent's property inside a branch or condition are exempt; a
+    local `$ref` is followed to the definition it names. Bad:
     `"limit": {"description": "How many"}`. Good: `"limit": {"type": "integer", "description": "How many, 1-100"}`.""",
 )
 def param_untyped(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
@@ -317,11 +337,15 @@ def object_free_form(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         extra = schema.get("additionalProperties")
         if isinstance(extra, dict) and "type" in extra:
             continue
-        keys, opaque = _level_keys(node, cache)
+        keys, opaque = _level_keys(tool, node, cache)
         if not keys and not opaque:
             found.append(node)
     if found:
         yield _parameters_hit(tool, "has free-form object parameters", found)
+
+
+def _described(description: Any) -> bool:
+    return isinstance(description, str) and bool(description.strip())
 
 
 @register(
@@ -332,16 +356,18 @@ def object_free_form(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     doc="""Warns about parameters without a non-blank `description`: the root parameters and the properties of
     nested objects (array `items` are exempt, their array is described). The model fills an argument from its
     name alone and guesses the format. Bad: `"q": {"type": "string"}`. Good: `"q": {"type": "string",
-    "description": "Search words, e.g. 'two-person tent'"}`.""",
+    "description": "Search words, e.g. 'two-person tent'"}`. A property that is only a `$ref` is described
+    by the definition it names, when that has a description.""",
 )
 def param_undescribed(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     found: list[Node] = []
     for node in tool.params:
         if node.kind != "property" or node.conditional or _is_refinement(node):
             continue
-        description = node.get("description")
-        if not (isinstance(description, str) and description.strip()):
-            found.append(node)
+        if not _described(node.get("description")):
+            target = resolve_ref(tool.schema, node.get("$ref"))
+            if target is None or not _described(target[1].get("description") if isinstance(target[1], dict) else None):
+                found.append(node)
     if found:
         yield _parameters_hit(tool, "has parameters without a description", found)
 
@@ -351,17 +377,21 @@ def param_undescribed(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     "uses-ref",
     Severity.WARNING,
     hint="Gemini drops it, so the parameter accepts anything there; OpenAI strict mode needs it inlined.",
-    doc="""Warns when `$ref` appears anywhere in `inputSchema`. Gemini's schema format has no references, so the
-    referenced part is dropped and the parameter accepts anything; OpenAI strict mode and several clients need
-    it inlined. Bad: `"address": {"$ref": "#/$defs/Address"}`. Good: the address object written out in place.""",
+    doc="""Warns when a parameter uses `$ref` (a reference inside a definition that no parameter reaches does not
+    count; MCP215 reports such definitions). Clients that convert the schema to Gemini's `parameters` field (an
+    OpenAPI subset, e.g. google-genai's Python MCP support) have no references, so the referenced part is dropped
+    and the parameter accepts anything there; clients that send `parametersJsonSchema` (Gemini CLI, the
+    @google/genai MCP adapter) keep it. OpenAI strict mode and several clients need it inlined. Bad: `"address":
+    {"$ref": "#/$defs/Address"}`. Good: the address object written out in place.""",
 )
 def uses_ref(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     found = [node for node in tool.walk.nodes if isinstance(node.schema, dict) and "$ref" in node.schema]
     if found:
         paths = _paths(found)
-        refs = [label(node.get("$ref"), 100) for node in found[:MAX_LISTED]]
+        refs = list(dict.fromkeys(label(node.get("$ref"), 100) for node in found))[:MAX_LISTED]
         yield Hit(
-            f"{tool.subject} uses $ref at {_listing(paths)}.",
+            f"{tool.subject} uses $ref at {_listing(paths)}: lost where a client sends Gemini's `parameters` "
+            "(OpenAPI subset), kept with `parametersJsonSchema`.",
             pointer((*found[0].tokens, "$ref")),
             {"parameters": paths[:MAX_LISTED], "refs": refs},
         )
@@ -375,9 +405,11 @@ def uses_ref(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     doc="""Notes constraint keywords that the Gemini conversion drops: oneOf, allOf, not, const, pattern,
     additionalProperties, patternProperties, propertyNames, exclusiveMinimum, exclusiveMaximum, multipleOf,
     uniqueItems, contains, minContains, maxContains, if, then, else, dependentRequired, dependentSchemas,
-    unevaluatedProperties, unevaluatedItems, prefixItems. With Gemini the model never sees them, so it may send
-    values the server then rejects. Bad: `"code": {"type": "string", "pattern": "^[A-Z]{3}$"}` alone. Good: also
-    say it in the description ("three capital letters, e.g. EUR"), or use an `enum`.""",
+    unevaluatedProperties, unevaluatedItems, prefixItems. Where a client converts the schema to Gemini's
+    `parameters` field (an OpenAPI subset) the model never sees them, so it may send values the server then
+    rejects; clients that send `parametersJsonSchema` keep them. Bad: `"code": {"type": "string", "pattern":
+    "^[A-Z]{3}$"}` alone. Good: also say it in the description ("three capital letters, e.g. EUR"), or use an
+    `enum`.""",
 )
 def gemini_drops_keywords(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     keywords: list[str] = []
@@ -395,7 +427,8 @@ def gemini_drops_keywords(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     if keywords:
         paths = _paths(places)
         yield Hit(
-            f"{tool.subject} uses {', '.join(sorted(keywords))}, dropped by the Gemini conversion.",
+            f"{tool.subject} uses {', '.join(sorted(keywords))}: dropped where a client converts the schema to "
+            "Gemini's `parameters` (OpenAPI subset), kept with `parametersJsonSchema`.",
             first,
             {"keywords": sorted(keywords), "parameters": paths[:MAX_LISTED]},
         )
@@ -633,5 +666,59 @@ def schema_invalid(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
             "dialect": dialect.name,
             "errors": [{"pointer": "/inputSchema" + path, "message": message} for path, message in errors],
             **({"declared": label(dialect.unknown, 200)} if dialect.unknown is not None else {}),
+        },
+    )
+
+
+def _definition_text(name: str, schema: Any) -> str:
+    """A definition as the JSON-sending providers carry it: ``"Name": {...}`` (sorted keys, ordinary separators)."""
+    try:
+        body = json.dumps(schema, sort_keys=True, ensure_ascii=False)
+    except (RecursionError, TypeError, ValueError):
+        body = compact_json(schema)
+    return f"{json.dumps(name, ensure_ascii=False)}: {body}"
+
+
+@register(
+    "MCP215",
+    "defs-unused",
+    Severity.NOTE,
+    hint="Remove the definitions this tool does not use; every provider sends them on every turn.",
+    status="preview",
+    doc="""Notes definitions (`$defs` or `definitions` of `inputSchema`) that no parameter reaches through a
+    `$ref`, with what they cost per turn (tokens with the most expensive provider). A model never needs them to
+    fill the arguments, but the schema is sent whole, so they are paid for on every turn; servers that share one
+    block of definitions across all their tools pay for it once per tool. Definitions that carry `$id`,
+    `$anchor` or `$dynamicAnchor` may be reached by other means and are not reported. Bad: 24 tools each
+    carrying the same 600-token `$defs` block that 18 of them never reference. Good: each tool carries only the
+    definitions its parameters use.""",
+)
+def defs_unused(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    if not isinstance(tool.schema, dict) or tool.walk.crowded or tool.walk.truncated:
+        return
+    unused = [
+        (tokens, name, sub)
+        for tokens, name, sub in tool.unreached_definitions
+        if not (isinstance(sub, dict) and any(key in sub for key in ("$id", "$anchor", "$dynamicAnchor")))
+    ]
+    if not unused:
+        return
+    costs: dict[str, int] = {}
+    method = ""
+    for _tokens, name, sub in unused:
+        tokens, method = ctx.cost(_definition_text(name, sub))
+        costs[label(name, 100)] = costs.get(label(name, 100), 0) + tokens
+    total = sum(costs.values())
+    names = list(costs)
+    yield Hit(
+        f"{tool.subject} carries {len(unused)} definition{'' if len(unused) == 1 else 's'} no parameter uses "
+        f"({_listing(names)}), costing {total} tokens per turn.",
+        pointer(unused[0][0]),
+        {
+            "definitions": names[:MAX_LISTED],
+            "count": len(unused),
+            "tokens": total,
+            "tokens_by_definition": dict(list(costs.items())[:MAX_LISTED]),
+            "method": method,
         },
     )

@@ -4,15 +4,21 @@ Nothing a server sends is trusted. A tool may be a number, a name may be a list,
 levels or hold ``$ref`` cycles. :class:`ToolInfo` reads each field without assuming its type, and
 :func:`walk_schema` visits schema nodes with an explicit stack, following at most
 :data:`~scanner.models.SCHEMA_DEPTH_LIMIT` subschema levels (deeper parts are marked ``truncated``; MCP212 reports
-them) and never resolving ``$ref``. Every rule reads the same walk, so a schema is traversed once per tool.
+them). Every rule reads the same walk, so a schema is traversed once per tool.
 
-Vocabulary (see rules.md): a *parameter* is a schema inside any ``properties`` map at any depth, or an array's
-``items`` (also ``prefixItems`` and the old array form of ``items``). Its *level* counts properties and items
-hops from the root (a root parameter is level 1). Parameters are named by dotted paths: ``filter.status``,
-``tags[]`` for items, ``$defs.Address.city`` inside definitions.
+Vocabulary (see rules.md): a *parameter* is a schema a model meets when it fills the arguments: inside any
+``properties`` map at any depth, or an array's ``items`` (also ``prefixItems`` and the old array form of
+``items``), following a local ``$ref`` (``#/$defs/...``, ``#/definitions/...``, any ``#/`` pointer) to the schema
+it names, once per path: a reference already followed on the way down is not followed again (a cycle stops).
+Its *level* counts properties and items hops from the root (a root parameter is level 1). Parameters are named
+by the path where the model meets them: ``filter.status``, ``tags[]`` for items, ``address.city`` for a property
+of ``#/$defs/Address`` reached through ``address``. The node's ``tokens`` (its JSON Pointer) still point at
+where the schema is written, and ``via`` names the definition it came from.
 
-Everything else is walked at its parent's level and is not a parameter itself, though the properties inside it
-are: branches of ``anyOf``/``oneOf``/``allOf``, definitions under ``$defs``/``definitions``, the applicators
+Definitions under ``$defs``/``definitions`` are not walked for their own sake: one that no parameter reaches is
+not a parameter (MCP215 reports it). Everything else is walked at its parent's level and is not a parameter
+itself, though the properties inside it are: branches of ``anyOf``/``oneOf``/``allOf``, the target of a
+``$ref`` (kind ``ref``, the same parameter as the schema that refers to it), the applicators
 ``additionalProperties``, ``patternProperties``, ``items``-like keywords and so on. *Conditions* (``not``,
 ``if``/``then``/``else``, ``dependentSchemas``, schema-valued ``dependencies``) are special: their properties
 constrain keys the parent defines (``if: {"properties": {"kind": {"const": "a"}}}``), so the rules that ask
@@ -29,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
+from urllib.parse import unquote
 
 from scanner.models import SCHEMA_DEPTH_LIMIT
 
@@ -140,8 +147,10 @@ class Node:
     ``tokens`` locate it inside the tool (``("inputSchema", "properties", "q")``); ``path`` names the parameter
     it is or belongs to (``"filter.tags[]"``, ``""`` at the root); ``level`` is the parameter level; ``kind`` says
     how it was reached: ``root``, ``property``, ``items``, ``branch`` (anyOf/oneOf/allOf), ``condition``
-    (not/if/then/else/dependentSchemas), ``def`` ($defs/definitions) or ``sub`` (other applicators).
-    ``conditional`` marks nodes at or under a condition: their properties constrain, they define nothing.
+    (not/if/then/else/dependentSchemas), ``ref`` (the schema a local ``$ref`` names) or ``sub`` (other
+    applicators). ``conditional`` marks nodes at or under a condition: their properties constrain, they define
+    nothing. ``via`` is the last ``$ref`` followed to reach the node (``#/$defs/Address``), ``refs`` every one
+    followed on the way down (a reference already there is not followed again: that is how a cycle stops).
     """
 
     schema: Any
@@ -152,6 +161,8 @@ class Node:
     kind: str = "root"
     parent: Node | None = None
     conditional: bool = False
+    via: str | None = None
+    refs: tuple[str, ...] = ()
 
     @property
     def pointer(self) -> str:
@@ -159,7 +170,8 @@ class Node:
 
     @property
     def is_param(self) -> bool:
-        return self.kind in ("property", "items")
+        """A parameter: a property, array items, or the definition a parameter's ``$ref`` names (same path)."""
+        return self.kind in ("property", "items") or (self.kind == "ref" and self.level > 0)
 
     @property
     def name(self) -> str:
@@ -172,7 +184,7 @@ class Node:
     def owner(self) -> Node:
         """The node whose level this one shares: climbs out of combinator branches and conditions."""
         node = self
-        while node.kind in ("branch", "condition") and node.parent is not None:
+        while node.kind in ("branch", "condition", "ref") and node.parent is not None:
             node = node.parent
         return node
 
@@ -186,26 +198,71 @@ class Walk:
     truncated: bool
     crowded: bool = False
 
+    @cached_property
+    def ref_targets(self) -> frozenset[tuple[str, ...]]:
+        """The pointer tokens (inside the tool) of every schema a followed ``$ref`` reached."""
+        return frozenset(node.tokens for node in self.nodes if node.kind == "ref")
+
 
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def walk_schema(schema: Any, base: tuple[str, ...] = ("inputSchema",)) -> Walk:
-    """Every schema node under ``schema`` in document order, iteratively, at most SCHEMA_DEPTH_LIMIT levels deep."""
+def resolve_ref(root: Any, ref: Any) -> tuple[tuple[str, ...], Any] | None:
+    """The pointer tokens and schema a local ``$ref`` (``#`` or ``#/a/b``, RFC 6901, URI-escaped) names in
+    ``root``, or None when it is not local, not a pointer (``#anchor``) or names nothing that is a schema."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return None
+    fragment = unquote(ref[1:])
+    if fragment and not fragment.startswith("/"):
+        return None
+    tokens = tuple(part.replace("~1", "/").replace("~0", "~") for part in fragment.split("/")[1:])
+    value = root
+    for token in tokens:
+        if isinstance(value, dict) and token in value:
+            value = value[token]
+        elif isinstance(value, list) and token.isdigit() and int(token) < len(value):
+            value = value[int(token)]
+        else:
+            return None
+    if not isinstance(value, dict | bool):
+        return None
+    return tokens, value
+
+
+def walk_schema(
+    schema: Any,
+    base: tuple[str, ...] = ("inputSchema",),
+    root: Any = None,
+    *,
+    follow_refs: bool = True,
+    max_nodes: int = MAX_NODES,
+) -> Walk:
+    """Every schema node under ``schema`` in document order, iteratively, at most SCHEMA_DEPTH_LIMIT levels deep.
+
+    A local ``$ref`` is followed to the schema it names once per path (unless ``follow_refs`` is false),
+    resolved against ``root`` (whose pointer in the tool is ``("inputSchema",)``); ``root`` defaults to
+    ``schema`` itself, walked from ``base``. At most ``max_nodes`` nodes are visited (then ``crowded``).
+    """
+    if root is None or not follow_refs:
+        root = schema
+        root_base = base
+    else:
+        root_base = ("inputSchema",)
     nodes: list[Node] = []
+    resolved: dict[str, tuple[tuple[str, ...], Any] | None] = {}  # each reference resolved once per walk
     truncated = crowded = False
     stack: list[Node] = [Node(schema=schema, tokens=base, path="", level=0, depth=0)]
     while stack:
         node = stack.pop()
         nodes.append(node)
-        if len(nodes) >= MAX_NODES:
+        if len(nodes) >= max_nodes:
             crowded = True
             break
         value = node.schema
         if not isinstance(value, dict):
             continue
-        children = list(_children(node, value))
+        children = list(_children(node, value, root if follow_refs else None, root_base, resolved))
         if children and node.depth >= SCHEMA_DEPTH_LIMIT:
             truncated = True
             continue
@@ -213,13 +270,19 @@ def walk_schema(schema: Any, base: tuple[str, ...] = ("inputSchema",)) -> Walk:
     return Walk(nodes=tuple(nodes), truncated=truncated, crowded=crowded)
 
 
-def _children(node: Node, value: dict[str, Any]) -> Iterator[Node]:
+def _children(
+    node: Node,
+    value: dict[str, Any],
+    root: Any,
+    base: tuple[str, ...],
+    resolved: dict[str, tuple[tuple[str, ...], Any] | None],
+) -> Iterator[Node]:
     depth = node.depth + 1
     level = node.level
     cond = node.conditional
 
     def make(sub: Any, tokens: tuple[str, ...], path: str, level: int, kind: str) -> Node:
-        return Node(sub, tokens, path, level, depth, kind, node, cond or kind == "condition")
+        return Node(sub, tokens, path, level, depth, kind, node, cond or kind == "condition", node.via, node.refs)
 
     for key, child in value.items():
         if not isinstance(key, str):
@@ -242,9 +305,24 @@ def _children(node: Node, value: dict[str, Any]) -> Iterator[Node]:
             yield make(child, tokens, node.path, level, "condition")
         elif key in _SINGLE and isinstance(child, dict):
             yield make(child, tokens, node.path, level, "sub")
-        elif key in ("$defs", "definitions") and isinstance(child, dict):
-            for name, sub in child.items():
-                yield make(sub, (*tokens, str(name)), _join(_join(node.path, key), str(name)), level, "def")
+        elif key == "$ref" and root is not None and isinstance(child, str) and child not in node.refs:
+            if child not in resolved:
+                resolved[child] = resolve_ref(root, child)
+            found = resolved[child]
+            if found is not None:
+                target_tokens, target = found
+                yield Node(
+                    target,
+                    (*base, *target_tokens),
+                    node.path,
+                    level,
+                    depth,
+                    "ref",
+                    node,
+                    cond,
+                    child,
+                    (*node.refs, child),
+                )
         elif key in ("patternProperties", "dependentSchemas", "dependencies") and isinstance(child, dict):
             kind = "sub" if key == "patternProperties" else "condition"
             for name, sub in child.items():
@@ -309,6 +387,52 @@ class ToolInfo:
     def params(self) -> Iterator[Node]:
         return (node for node in self.walk.nodes if node.is_param)
 
+    @cached_property
+    def definitions(self) -> tuple[tuple[tuple[str, ...], str, Any], ...]:
+        """The root's definitions: (pointer tokens, name, schema) for each entry of ``$defs`` and ``definitions``."""
+        schema = self.schema
+        if not isinstance(schema, dict):
+            return ()
+        found: list[tuple[tuple[str, ...], str, Any]] = []
+        for key in ("$defs", "definitions"):
+            entries = schema.get(key)
+            if isinstance(entries, dict):
+                found.extend((("inputSchema", key, str(name)), str(name), sub) for name, sub in entries.items())
+        return tuple(found)
+
+    @cached_property
+    def unreached_definitions(self) -> tuple[tuple[tuple[str, ...], str, Any], ...]:
+        """Root definitions no parameter reaches through a ``$ref`` (nor any part of them)."""
+        reached: set[tuple[str, ...]] = set()
+        whole = False
+        for target in self.walk.ref_targets:
+            if len(target) >= 3:
+                reached.add(target[:3])
+            elif len(target) == 2:  # "#/$defs" itself: every definition is referenced
+                whole = True
+        if whole:
+            return ()
+        return tuple(entry for entry in self.definitions if entry[0] not in reached)
+
+    def _all_nodes(self) -> Iterator[Node]:
+        """Every schema node once: the walk, then definitions no parameter reaches (still sent to the model),
+        walked without following references, all within one :data:`MAX_NODES` budget."""
+        seen: set[tuple[str, ...]] = set()
+        for node in self.walk.nodes:
+            if node.tokens not in seen:
+                seen.add(node.tokens)
+                yield node
+        budget = MAX_NODES - len(self.walk.nodes)
+        for tokens, _name, sub in self.unreached_definitions:
+            if budget <= 0:
+                return
+            walk = walk_schema(sub, tokens, follow_refs=False, max_nodes=budget)
+            budget -= len(walk.nodes)
+            for node in walk.nodes:
+                if node.tokens not in seen:
+                    seen.add(node.tokens)
+                    yield node
+
     def texts(self, *, schema_titles: bool = True) -> Iterator[tuple[tuple[str, ...], str]]:
         """Every text a model reads from this tool, with its pointer tokens: name, titles, descriptions."""
         for key, value in (("name", self.name), ("title", self.title), ("description", self.description)):
@@ -317,7 +441,7 @@ class ToolInfo:
         if isinstance(self.annotation_title, str):
             yield ("annotations", "title"), self.annotation_title
         keys = ("description", "title") if schema_titles else ("description",)
-        for node in self.walk.nodes:
+        for node in self._all_nodes():
             schema = node.schema
             if isinstance(schema, dict):
                 for key in keys:

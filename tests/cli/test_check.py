@@ -56,14 +56,21 @@ def check_json(*args: str) -> dict[str, Any]:
 def test_json_contract_keys_and_values() -> None:
     data = check_json("--tools-file", str(EXAMPLE))
     assert data["tools_count"] == 5
-    assert set(data["tokens"]) == {"anthropic", "openai", "gemini"}
+    assert set(data["tokens"]) == {"anthropic", "anthropic-v3", "openai", "gemini"}
     for count in data["tokens"].values():
         assert count["tokens"] > 0 and count["method"].startswith("o200k_base")
     dearest = max(count["tokens"] for count in data["tokens"].values())
     assert data["context_share"] == pytest.approx(dearest / 200_000, abs=1e-6)
     assert len(data["largest_tools"]) == 5
     assert data["largest_tools"][0]["name"] == "search_catalog"
-    assert set(data["largest_tools"][0]["tokens"]) == {"anthropic", "openai", "gemini"}
+    assert set(data["largest_tools"][0]["tokens"]) == {"anthropic", "anthropic-v3", "openai", "gemini"}
+    # Every tool, sorted by its dearest provider's cost, each with its tokens per provider.
+    tools = data["tools"]
+    assert sorted(tool["index"] for tool in tools) == list(range(5))
+    costs = [max(tool["tokens"].values()) for tool in tools]
+    assert costs == sorted(costs, reverse=True)
+    assert tools[:5] == [{"index": tool["index"], **tool} for tool in tools[:5]]
+    assert [tool["name"] for tool in tools[:5]] == [tool["name"] for tool in data["largest_tools"]]
     summary = data["summary"]
     assert summary["problems"] >= 2  # check_stock: required key undefined, untyped `store`
     finding_keys = {"code", "rule", "severity", "tool", "message", "hint", "pointer", "details"}
@@ -145,7 +152,7 @@ def test_no_source_or_two_sources_is_usage_error(tmp_path: Path) -> None:
     assert runner.invoke(app, ["check", "--example", "--tools-file", write(tmp_path, GOOD)]).exit_code == 2
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai", "gemini"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "gemini", "gemini-openapi"])
 def test_as_provider_prints_only_that_json(provider: str) -> None:
     result = runner.invoke(app, ["check", "--example", "--as", provider])
     assert result.exit_code == 0, result.output
@@ -156,10 +163,16 @@ def test_as_provider_prints_only_that_json(provider: str) -> None:
     elif provider == "openai":
         assert view[0]["type"] == "function" and view[0]["function"]["name"] == "search_catalog"
         assert "parameters" in view[0]["function"]
+    elif provider == "gemini":
+        declarations = view[0]["functionDeclarations"]
+        assert declarations[1]["name"] == "get_product"
+        assert "pattern" in json.dumps(declarations)  # parametersJsonSchema: the schema as the server sent it
+        assert all("parametersJsonSchema" in d and "parameters" not in d for d in declarations)
     else:
         declarations = view[0]["functionDeclarations"]
         assert declarations[1]["name"] == "get_product"
-        assert "pattern" not in json.dumps(declarations)  # Gemini's subset drops it
+        assert "pattern" not in json.dumps(declarations)  # Gemini's OpenAPI subset drops it
+        assert not any("parametersJsonSchema" in d for d in declarations)
 
 
 def test_markdown_escapes_server_text(tmp_path: Path) -> None:
@@ -280,3 +293,76 @@ def test_missing_tokenizer_says_so_and_exits_4(tmp_path: Path) -> None:
     assert out.returncode == 4
     assert "o200k_base" in out.stderr and "Traceback" not in out.stderr
     assert out.stdout == ""  # no number printed without its tokenizer
+
+
+_NAMES = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+_TOPICS = [
+    "invoices sent to customers this quarter",
+    "warehouse shelves holding frozen goods",
+    "support tickets waiting for a reply",
+    "flights leaving the airport tonight",
+    "employees on holiday next month",
+    "recipes using seasonal vegetables",
+    "server certificates close to expiry",
+    "library books overdue since spring",
+]
+
+
+def _many_undescribed(count: int) -> list[dict[str, Any]]:
+    """Distinct tools whose one parameter has no description (MCP207 on each, nothing else in common)."""
+    return [
+        {
+            "name": _NAMES[index],
+            "description": f"List the {_TOPICS[index]}, newest first.",
+            "inputSchema": {"type": "object", "properties": {"limit": {"type": "integer"}}},
+        }
+        for index in range(count)
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_a_rule_on_more_than_five_tools_is_shown_once(tmp_path: Path, fmt: str) -> None:
+    path = write(tmp_path, _many_undescribed(8))
+    grouped = runner.invoke(app, ["check", "--tools-file", path, "--format", fmt])
+    assert grouped.exit_code == 0, grouped.output
+    assert grouped.stdout.count("MCP207") == 1
+    assert "8 tools: alpha, bravo, charlie and 5 more" in grouped.stdout
+    assert "8 warnings" in grouped.stdout  # the headline still counts every finding
+    every = runner.invoke(app, ["check", "--tools-file", path, "--format", fmt, "--verbose"])
+    assert every.stdout.count("MCP207") == 8
+    few = runner.invoke(app, ["check", "--tools-file", write(tmp_path, _many_undescribed(5), "five.json")])
+    assert few.stdout.count("MCP207") == 5  # five tools: not grouped
+
+
+def test_json_and_sarif_keep_every_finding(tmp_path: Path) -> None:
+    path = write(tmp_path, _many_undescribed(8))
+    data = check_json("--tools-file", path)
+    assert sum(finding["code"] == "MCP207" for finding in data["findings"]) == 8
+    sarif = json.loads(runner.invoke(app, ["check", "--tools-file", path, "--format", "sarif"]).stdout)
+    assert sum(result["ruleId"] == "MCP207" for result in sarif["runs"][0]["results"]) == 8
+
+
+def test_tools_flag_prints_every_tool_by_cost(tmp_path: Path) -> None:
+    tools = _many_undescribed(8)
+    tools[6]["description"] = "A much longer description than the others, " * 8
+    path = write(tmp_path, tools)
+    result = runner.invoke(app, ["check", "--tools-file", path, "--tools"])
+    assert result.exit_code == 0, result.output
+    section = result.stdout.split("Tools, most expensive first")[1].split("\n\n")[0].splitlines()
+    header, rows = section[1], section[2:]
+    assert header.split() == ["Claude", "4.7+", "Claude", "3-4.6", "OpenAI", "Gemini"]
+    assert len(rows) == 8 and rows[0].split()[0] == "golf"
+    data = check_json("--tools-file", path)
+    assert [row.split()[0] for row in rows] == [tool["name"] for tool in data["tools"]]
+    for row, tool in zip(rows, data["tools"], strict=True):
+        numbers = [int(cell.replace(",", "")) for cell in row.split()[1:]]
+        assert numbers == [tool["tokens"][key] for key in ("anthropic", "anthropic-v3", "openai", "gemini")]
+    default = runner.invoke(app, ["check", "--tools-file", path])
+    assert "Largest tools" in default.stdout and "Tools, most expensive first" not in default.stdout
+
+
+def test_text_names_each_claude_generation_and_the_headline_one() -> None:
+    result = runner.invoke(app, ["check", "--example"])
+    assert "Anthropic (Claude Opus 4.7+ tokenizer)" in result.stdout
+    assert "Anthropic (Claude 3 to Opus 4.6 tokenizer)" in result.stdout
+    assert "of a 200k context (Anthropic (Claude Opus 4.7+ tokenizer))" in result.stdout

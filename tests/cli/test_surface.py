@@ -64,13 +64,13 @@ def test_rules_lists_the_whole_catalogue() -> None:
     assert result.exit_code == 0
     listed = re.findall(r"^(MCP\d{3})\s", result.stdout, re.M)
     assert listed == list(RULES)
-    assert len(listed) == 30 and listed[0] == "MCP101" and listed[-1] == "MCP602"
+    assert len(listed) == 32 and listed[0] == "MCP101" and listed[-1] == "MCP602"
 
 
 def test_rule_explains_one_and_refuses_unknown_codes() -> None:
     result = runner.invoke(app, ["rule", "mcp205"])
     assert result.exit_code == 0
-    assert result.stdout.startswith("MCP205 param-untyped (problem)")
+    assert result.stdout.startswith("MCP205 param-untyped (problem, stable)")
     assert RULES["MCP205"].hint in result.stdout
     assert runner.invoke(app, ["rule", "MCP999"]).exit_code == 2
 

@@ -200,7 +200,7 @@ def test_wrong_types_of_kept_keywords_are_dropped() -> None:
 @pytest.mark.parametrize("schema", [None, 3, "object", ["type"], True])
 def test_non_object_schema_converts_to_nothing(schema: Any) -> None:
     assert convert_schema(schema) == {}
-    view = provider_view("gemini", [{"name": "t", "description": "d", "inputSchema": schema}])
+    view = provider_view("gemini-openapi", [{"name": "t", "description": "d", "inputSchema": schema}])
     assert view == [{"functionDeclarations": [{"name": "t", "description": "d"}]}]
 
 

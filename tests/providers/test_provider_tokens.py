@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from scanner import tokenizer
-from scanner.models import PROVIDERS, TokenCount
+from scanner.models import MEASURED_PROVIDERS, PROVIDERS, VIEW_NAMES, TokenCount
 from scanner.providers import (
     PROVIDER_NAMES,
     PROVIDERS_BY_NAME,
@@ -33,8 +33,11 @@ REALISTIC: list[Any] = json.loads(
 )
 
 
-def test_provider_names_match_the_models() -> None:
-    assert PROVIDER_NAMES == PROVIDERS == ("anthropic", "openai", "gemini")
+def test_provider_names_are_defined_once_in_the_models() -> None:
+    assert PROVIDERS == ("anthropic", "openai", "gemini")
+    assert MEASURED_PROVIDERS == ("anthropic", "anthropic-v3", "openai", "gemini")
+    assert VIEW_NAMES == ("anthropic", "openai", "gemini", "gemini-openapi")
+    assert PROVIDER_NAMES == ("anthropic", "anthropic-v3", "openai", "gemini", "gemini-openapi")
 
 
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
@@ -48,9 +51,15 @@ def test_empty_list_costs_nothing(provider: str) -> None:
 def test_methods_name_how_each_number_is_made() -> None:
     methods = {provider: list_tokens(provider, REALISTIC).method for provider in PROVIDER_NAMES}
     assert methods == {
-        "anthropic": "o200k_base(<functions> block)x1.40+346 system prompt",
+        "anthropic": "o200k_base(<functions> block)x1.49 (Claude Opus 4.7+ tokenizer, calibrated with ctok, ±8 %)"
+        "+346 system prompt",
+        "anthropic-v3": "o200k_base(<functions> block)x1.10 (Claude 3 to Opus 4.6 tokenizer, calibrated with ctok, "
+        "±4 %)+346 system prompt",
         "openai": "o200k_base(harmony namespace render)+15",
-        "gemini": "o200k_base(functionDeclarations JSON)x1.04, serialisation undocumented by Google",
+        "gemini": "o200k_base(functionDeclarations JSON, parametersJsonSchema as Gemini CLI and @google/genai "
+        "send it)x1.04, serialisation undocumented by Google",
+        "gemini-openapi": "o200k_base(functionDeclarations JSON, parameters converted to the OpenAPI subset)x1.04, "
+        "serialisation undocumented by Google",
     }
 
 
@@ -72,8 +81,12 @@ def test_anthropic_count_is_the_functions_block() -> None:
     assert block.startswith("<functions>\n<function>{")
     assert block.endswith("}</function>\n</functions>")
     assert block.count("<function>") == len(REALISTIC)
-    expected = scaled(tokenizer.count(block), anthropic.FACTOR) + anthropic.SYSTEM_PROMPT_TOKENS
-    assert list_tokens("anthropic", REALISTIC).tokens == expected
+    for generation in (anthropic.CURRENT, anthropic.EARLIER):
+        expected = scaled(tokenizer.count(block), generation.factor) + anthropic.SYSTEM_PROMPT_TOKENS
+        assert list_tokens(generation.key, REALISTIC).tokens == expected
+    # The current generation (Opus 4.7+) pays more for the same block: 1.49 / 1.10.
+    ratio = (list_tokens("anthropic", REALISTIC).tokens - 346) / (list_tokens("anthropic-v3", REALISTIC).tokens - 346)
+    assert 1.33 < ratio < 1.38
 
 
 def test_anthropic_function_line_has_sorted_keys_and_default_separators() -> None:
@@ -86,10 +99,24 @@ def test_anthropic_function_line_has_sorted_keys_and_default_separators() -> Non
     )
 
 
-def test_gemini_count_is_the_declarations_json() -> None:
-    declarations = provider_view("gemini", REALISTIC)[0]["functionDeclarations"]
+@pytest.mark.parametrize("view", ["gemini", "gemini-openapi"])
+def test_gemini_count_is_the_declarations_json(view: str) -> None:
+    declarations = provider_view(view, REALISTIC)[0]["functionDeclarations"]
     expected = scaled(tokenizer.count(json.dumps(declarations, ensure_ascii=False)), gemini.FACTOR)
-    assert list_tokens("gemini", REALISTIC).tokens == expected
+    assert list_tokens(view, REALISTIC).tokens == expected
+
+
+def test_gemini_counts_the_defs_clients_send() -> None:
+    """A schema's $defs reach Gemini with parametersJsonSchema (what clients send); the OpenAPI subset drops them."""
+    defs = {f"D{i}": {"type": "object", "description": f"definition {i} " * 20} for i in range(10)}
+    tool = {
+        "name": "t",
+        "description": "d",
+        "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}}, "$defs": defs},
+    }
+    sent = list_tokens("gemini", [tool]).tokens
+    subset = list_tokens("gemini-openapi", [tool]).tokens
+    assert sent > subset + 300
 
 
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
@@ -105,7 +132,7 @@ def test_measure_agrees_with_list_and_tool_tokens(provider: str) -> None:
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
 def test_tool_costs_add_up_to_about_the_list_without_overhead(provider: str) -> None:
     result = measure(provider, REALISTIC)
-    fixed = {"anthropic": anthropic.SYSTEM_PROMPT_TOKENS, "openai": 15, "gemini": 0}[provider]
+    fixed = anthropic.SYSTEM_PROMPT_TOKENS if provider.startswith("anthropic") else 15 if provider == "openai" else 0
     own = sum(result.per_tool)
     # Only the list's wrapper text is unassigned; for OpenAI, ";\n\n//" merges across two functions, so the
     # separately counted pieces may even add up to a little more than the whole.

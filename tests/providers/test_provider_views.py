@@ -85,8 +85,18 @@ def test_openai_view() -> None:
     ]
 
 
-def test_gemini_view() -> None:
-    assert provider_view("gemini", TOOLS) == [
+def test_gemini_view_is_parameters_json_schema_as_sent() -> None:
+    """What Gemini CLI and @google/genai's MCP adapter send: the MCP inputSchema unchanged."""
+    view = provider_view("gemini", TOOLS)
+    declarations = view[0]["functionDeclarations"]
+    assert [d["name"] for d in declarations] == [tool["name"] for tool in TOOLS]
+    for declaration, tool in zip(declarations, TOOLS, strict=True):
+        assert set(declaration) == {"name", "description", "parametersJsonSchema"}
+        assert declaration["parametersJsonSchema"] == tool.get("inputSchema", {"type": "object", "properties": {}})
+
+
+def test_gemini_openapi_view() -> None:
+    assert provider_view("gemini-openapi", TOOLS) == [
         {
             "functionDeclarations": [
                 {
@@ -147,5 +157,5 @@ def test_empty_list_gives_empty_view(provider: str) -> None:
 
 
 def test_unknown_provider_is_an_input_error() -> None:
-    with pytest.raises(InputError, match="anthropic, openai, gemini"):
+    with pytest.raises(InputError, match="anthropic, anthropic-v3, openai, gemini, gemini-openapi"):
         provider_view("mistral", TOOLS)

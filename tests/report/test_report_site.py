@@ -119,10 +119,11 @@ def test_server_pages(site: Path, story_store: Store) -> None:
     assert "server_version_changed" in visible
     assert "Nothing a model would stumble over." in visible
     assert beta.count("<details>") == 3
-    for provider in ("Anthropic", "OpenAI", "Google Gemini"):
+    for provider in ("Anthropic (Claude Opus 4.7+ tokenizer)", "OpenAI", "Google Gemini"):
         assert f"<summary>{provider}</summary>" in beta
+    assert "Claude 3 to Opus 4.6" not in beta  # the earlier generation is stored, not a column or a view
     assert "input_schema" in beta  # Anthropic's view of the list
-    assert "functionDeclarations" in beta  # Gemini's view
+    assert "functionDeclarations" in beta and "parametersJsonSchema" in beta  # Gemini's view, as clients send it
 
     gamma = read(site / "servers" / f"{slugify('gamma.tools/search')}.html")
     current = story_store.leaderboard(3)
@@ -132,11 +133,21 @@ def test_server_pages(site: Path, story_store: Store) -> None:
         assert finding.code in gamma
     severities = re.findall(r'<td class="sev (problem|warning|note)">', gamma)
     assert severities == sorted(severities, key=["problem", "warning", "note"].index)
-    assert f"Anthropic {gamma_row.tokens['anthropic']:,}, OpenAI {gamma_row.tokens['openai']:,}" in text_of(gamma)
+    assert (
+        f"Anthropic (Claude Opus 4.7+ tokenizer) {gamma_row.tokens['anthropic']:,}, "
+        f"OpenAI {gamma_row.tokens['openai']:,}" in text_of(gamma)
+    )
     assert gamma.count("<svg") == 2
     assert "<title>Tokens per turn, by provider</title>" in gamma
-    zeta = text_of(read(site / "servers" / "zeta.html"))
+    zeta_html = read(site / "servers" / "zeta.html")
+    zeta = text_of(zeta_html)
     assert "MCP305" in zeta
+    # 44 MCP303 findings on 45 tools: one row with the count and the first tools (the database keeps all 44).
+    findings_table = zeta_html.split('<table class="findings">')[1].split("</table>")[0]
+    assert findings_table.count("<code>MCP303</code>") == 1
+    assert "45 tools: op_00, op_01, op_02 and 42 more" in zeta and "44 findings, e.g." in zeta
+    zeta_row = next(row for row in current if row.server == "zeta")
+    assert sum(finding.code == "MCP303" for finding in zeta_row.findings) == 44
 
     delta = text_of(read(site / "servers" / "delta.html"))
     assert "connect_error: connection refused" in delta

@@ -15,7 +15,12 @@ from scanner.rules import RuleContext
 def real_context(tools: Sequence[Any]) -> RuleContext:
     """What ``fathom check`` passes: o200k_base counts and the list's price with the dearest provider."""
     most = max(providers.list_tokens(provider, list(tools)).tokens for provider in PROVIDERS)
-    return RuleContext(count_tokens=tokenizer.count, list_tokens_max=most)
+    return RuleContext(
+        count_tokens=tokenizer.count,
+        list_tokens_max=most,
+        cost_text=providers.text_cost,
+        cost_method=providers.text_cost_method(),
+    )
 
 
 @pytest.fixture

@@ -54,7 +54,11 @@ def test_ref_cycle_is_never_followed(cheap_context: RuleContext) -> None:
     tools = [{"name": "cyclic", "description": "Uses references that point at each other.", "inputSchema": schema}]
     findings = run_rules(tools, cheap_context)
     (ref,) = [finding for finding in findings if finding.code == "MCP208"]
-    assert ref.details["parameters"] == ["x", "$defs.A", "$defs.B", "$defs.Self"]
+    # x -> A -> B, and B's reference back to A is not followed again: the model meets all of it at x.
+    assert ref.details["parameters"] == ["x"]
+    assert ref.details["refs"] == ["#/$defs/A", "#/$defs/B"]
+    (unused,) = [finding for finding in findings if finding.code == "MCP215"]
+    assert unused.details["definitions"] == ["Self"]
     assert "MCP214" not in _codes(findings, 0)  # the cycle is valid JSON Schema
 
 
@@ -274,3 +278,24 @@ def test_deep_schema_text_matches_json_dumps() -> None:
 
     value = {"b": [1, "x\u00e9", None, {"z": True, "a": 2.5}], "a": {"c": []}, "d": "\ud800"}
     assert _compact_iterative(value) == json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_references_fanning_out_stay_bounded(cheap_context: RuleContext) -> None:
+    """Definitions that each reference the next one ten times (10^k paths) and thousands of unused definitions:
+    the walk stops at its node budget, nothing is reported twice, and the whole check stays fast."""
+    import time
+
+    defs: dict[str, Any] = {
+        f"D{level}": {"type": "object", "properties": {f"p{i}": {"$ref": f"#/$defs/D{level + 1}"} for i in range(10)}}
+        for level in range(8)
+    }
+    defs["D8"] = {"type": "string", "description": "leaf"}
+    defs.update({f"U{i}": {"$ref": "#/$defs/D0", "description": f"unused {i}"} for i in range(1000)})
+    schema = {"type": "object", "properties": {"root": {"$ref": "#/$defs/D0"}}, "$defs": defs}
+    tools = [{"name": "fan", "description": "References that fan out exponentially.", "inputSchema": schema}]
+    started = time.process_time()
+    findings = run_rules(tools, cheap_context)
+    assert time.process_time() - started < 10
+    codes = _codes(findings, 0)
+    assert "MCP208" in codes and "MCP212" in codes
+    assert "MCP215" not in codes  # the walk was cut short: which definitions are unused is not known, not guessed

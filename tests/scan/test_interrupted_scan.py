@@ -132,7 +132,7 @@ def assert_consistent(db: Path) -> None:
     try:
         for row in store.servers():
             assert row.last_outcome == "ok" and row.toolset_sha256, row
-            assert set(row.tokens) == {"anthropic", "openai", "gemini"}, row
+            assert set(row.tokens) == {"anthropic", "anthropic-v3", "openai", "gemini"}, row
             assert len(store.toolset_costs(row.toolset_sha256)) == row.tools_count, row
     finally:
         store.close()

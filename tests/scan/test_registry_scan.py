@@ -26,6 +26,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scanner.cli import app
+from scanner.models import MEASURED_PROVIDERS
 from scanner.store import open_store
 from tests.scan.fleet import CHANGED, FIRST, SECOND, SECRET, UNCHANGED_OK, WITH_SECRET, running_fleet
 
@@ -168,7 +169,8 @@ def test_an_unchanged_server_adds_a_scan_row_not_a_toolset(scanned: Scanned) -> 
     assert grown["scans"] == len(FIRST) and grown["servers"] == 0 and grown["runs"] == 1
     # Only the six servers whose tools changed brought a new toolset (and only those were measured).
     assert grown["toolsets"] == len(CHANGED) and grown["measurements"] == len(CHANGED)
-    assert grown["toolset_tokens"] == 3 * len(CHANGED)
+    # One row per stored provider key (both Claude generations, OpenAI, Gemini).
+    assert grown["toolset_tokens"] == len(MEASURED_PROVIDERS) * len(CHANGED) == 4 * len(CHANGED)
     # Per-tool token rows: exactly the tools of the six new toolsets (3 + 2 + 2 + 1 + 2 + 1).
     assert grown["tool_tokens"] == 11
     for name in UNCHANGED_OK:

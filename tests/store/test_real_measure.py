@@ -69,3 +69,51 @@ def test_rescore_under_the_same_rules_reproduces_every_count(store: Store) -> No
     before = (store.leaderboard(run), store.toolset_costs(sha), store.toolset_findings(sha, "1"))
     assert store.rescore("1", check.measure) == 1
     assert (store.leaderboard(run), store.toolset_costs(sha), store.toolset_findings(sha, "1")) == before
+
+
+def test_rescore_brings_history_onto_catalogue_2(store: Store) -> None:
+    """History scored under catalogue 1 (no MCP215, no earlier-Claude count) is re-scored onto the current one."""
+    import dataclasses
+
+    from scanner.models import CheckReport
+    from scanner.rules import RULES_VERSION
+
+    defs_tool = {
+        "name": "get_user",
+        "description": "Fetch one workspace member by id and return their name.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"user_id": {"type": "string", "description": "The member's id."}},
+            "$defs": {"PageFilter": {"type": "object", "properties": {"title": {"type": "string"}}}},
+        },
+    }
+
+    def catalogue_1(toolset: Toolset) -> CheckReport:
+        report = check.measure(toolset)
+        return dataclasses.replace(
+            report,
+            tokens={key: count for key, count in report.tokens.items() if key != "anthropic-v3"},
+            tool_costs=tuple(
+                dataclasses.replace(cost, tokens={k: v for k, v in cost.tokens.items() if k != "anthropic-v3"})
+                for cost in report.tool_costs
+            ),
+            findings=tuple(finding for finding in report.findings if finding.code != "MCP215"),
+        )
+
+    run = store.start_run("list.txt", "1", {})
+    record = store.record_scan(run, entry("notion-like"), ok([defs_tool]), catalogue_1)
+    store.finish_run(run)
+    sha = record.toolset_sha256 or ""
+    assert "anthropic-v3" not in store.toolset_tokens(sha)
+    assert not [f for f in store.toolset_findings(sha, "1") if f.code == "MCP215"]
+
+    assert RULES_VERSION == "2"
+    assert store.rescore(RULES_VERSION, check.measure) == 1
+    (unused,) = [f for f in store.toolset_findings(sha, RULES_VERSION) if f.code == "MCP215"]
+    assert unused.details["definitions"] == ["PageFilter"] and unused.details["tokens"] > 0
+    tokens = store.toolset_tokens(sha)
+    assert tokens["anthropic-v3"].tokens < tokens["anthropic"].tokens
+    assert "Claude 3 to Opus 4.6" in tokens["anthropic-v3"].method
+    (row,) = store.leaderboard(run)
+    assert any(f.code == "MCP215" for f in row.findings) and row.notes == 1
+    assert not [f for f in store.toolset_findings(sha, "1") if f.code == "MCP215"]  # catalogue 1's rows kept as is

@@ -1,0 +1,83 @@
+"""``docs/rules.md``, generated from the rule registry: the one place the catalogue is written down is the code.
+
+``python -m scanner.rules.catalogue > docs/rules.md`` regenerates it; ``tests/rules/test_catalogue.py`` fails when
+the file and the registry disagree. ``fathom rules`` and ``fathom rule CODE`` print from the same table.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from scanner.rules import RULES, RULES_VERSION
+from scanner.rules.registry import Rule
+
+FAMILIES = (
+    ("MCP1", "Names and descriptions"),
+    ("MCP2", "Input schemas"),
+    ("MCP3", "The list as a whole"),
+    ("MCP4", "Safety"),
+    ("MCP5", "Over time (two scans of one server)"),
+    ("MCP6", "Lanes (with and without a credential)"),
+)
+
+STATUS_MEANINGS = (
+    ("stable", "Its meaning holds; codes never change meaning."),
+    ("preview", "New: it runs and counts, but its condition may still be tuned."),
+    ("deprecated", "Still runs; it will be removed, and its text says what replaces it."),
+    ("removed", "Never runs; the code stays listed so it is never reused."),
+)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _family(rule: Rule) -> str:
+    return next((title for prefix, title in FAMILIES if rule.code.startswith(prefix)), "Other")
+
+
+def markdown() -> str:
+    """The whole of ``docs/rules.md``."""
+    out = [
+        "# Rule catalogue",
+        "",
+        "<!-- Generated from scanner/rules by `python -m scanner.rules.catalogue > docs/rules.md`; do not edit. -->",
+        "",
+        f"Catalogue version **{RULES_VERSION}**. Stored findings carry the version they were scored with;",
+        "`fathom rescore` brings stored history onto this one. `fathom rules` lists the catalogue,",
+        "`fathom rule CODE` explains one rule, `fathom check --select/--ignore` take code prefixes.",
+        "",
+        "Status of a rule:",
+        "",
+    ]
+    out += [f"- **{status}**: {meaning}" for status, meaning in STATUS_MEANINGS]
+    out.append("")
+    current = None
+    for rule in RULES.values():
+        family = _family(rule)
+        if family != current:
+            current = family
+            out += [f"## {family}", "", "| code | slug | severity | status | fix |", "|---|---|---|---|---|"]
+            out += [
+                f"| [{r.code}](#{r.code.lower()}) | {r.slug} | {r.severity.label} | {r.status} | {_cell(r.hint)} |"
+                for r in RULES.values()
+                if _family(r) == family
+            ]
+            out.append("")
+    out += ["## Every rule", ""]
+    for rule in RULES.values():
+        out += [
+            f"### {rule.code}",
+            "",
+            f"`{rule.slug}` · {rule.severity.label} · {rule.status}",
+            "",
+            rule.doc,
+            "",
+            f"Fix: {rule.hint}",
+            "",
+        ]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":  # pragma: no cover - the regeneration command
+    sys.stdout.write(markdown())

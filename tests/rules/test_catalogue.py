@@ -1,0 +1,70 @@
+"""The catalogue's written forms stay true to the registry: docs/rules.md is generated from it and current,
+`fathom rules`/`fathom rule` show each rule's status, and every catalogue version names one exact catalogue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from scanner.cli import app
+from scanner.rules import RULES, RULES_VERSION
+from scanner.rules.catalogue import markdown
+from scanner.rules.registry import STATUSES, catalogue_digest
+
+DOC = Path(__file__).parent.parent.parent / "docs" / "rules.md"
+
+# One line per catalogue version, never edited: changing a rule (its text, severity, status or check function)
+# changes the digest, and this fails until RULES_VERSION is bumped and a line is added for the new version.
+DIGESTS = {
+    "2": "cdae6a2fafa20db48f0cc447076124c4d0b6b8c31caf6a0588ca85b05dffc79c",
+}
+
+
+def test_docs_rules_md_is_generated_from_the_registry() -> None:
+    assert DOC.read_text(encoding="utf-8") == markdown(), (
+        "docs/rules.md is stale: run `python -m scanner.rules.catalogue > docs/rules.md`"
+    )
+    text = DOC.read_text(encoding="utf-8")
+    for rule in RULES.values():
+        assert f"### {rule.code}" in text and rule.slug in text
+
+
+def test_catalogue_digest_is_tied_to_its_version() -> None:
+    digest = catalogue_digest()
+    assert DIGESTS.get(RULES_VERSION) == digest, (
+        f"the rule catalogue changed (digest {digest}) but RULES_VERSION is still {RULES_VERSION!r}: bump it, "
+        "add a DIGESTS line for the new version, and say in the change that `fathom rescore` re-scores history"
+    )
+    assert len(set(DIGESTS.values())) == len(DIGESTS), "two versions cannot name the same catalogue"
+
+
+def test_digest_moves_when_a_rule_changes(monkeypatch: object) -> None:
+    import dataclasses
+
+    from scanner.rules import registry
+
+    before = catalogue_digest()
+    catalogue = registry.RULES
+    assert isinstance(catalogue, registry._Catalogue)
+    original = catalogue._rules["MCP205"]
+    catalogue._rules["MCP205"] = dataclasses.replace(original, hint=original.hint + " ")
+    try:
+        assert catalogue_digest() != before
+    finally:
+        catalogue._rules["MCP205"] = original
+    assert catalogue_digest() == before
+
+
+def test_rules_and_rule_show_the_status() -> None:
+    runner = CliRunner()
+    listing = runner.invoke(app, ["rules"])
+    assert listing.exit_code == 0
+    lines = listing.output.splitlines()
+    assert len(lines) == len(RULES)
+    for line, rule in zip(lines, RULES.values(), strict=True):
+        assert line.split()[:4] == [rule.code, rule.severity.label, rule.status, rule.slug]
+        assert rule.status in STATUSES
+    assert RULES["MCP215"].status == "preview" and RULES["MCP205"].status == "stable"
+    one = runner.invoke(app, ["rule", "mcp307"])
+    assert one.exit_code == 0 and one.output.startswith("MCP307 doctrine-repeated (warning, preview)")
