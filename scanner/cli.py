@@ -293,6 +293,12 @@ def _db_url(db: str, *, existing: bool = False) -> str:
     return f"sqlite:///{db}"
 
 
+def _kind_help() -> str:
+    from scanner.registry.loader import kind_help
+
+    return kind_help()
+
+
 @app.command(epilog=EXIT_CODES)
 def scan(
     registry: Annotated[
@@ -303,9 +309,7 @@ def scan(
         ),
     ],
     db: Annotated[str, typer.Option(help=DB_HELP)] = "fathom.db",
-    kind: Annotated[
-        str | None, typer.Option(help="Force the input kind instead of detecting it (see docs/registry.md).")
-    ] = None,
+    kind: Annotated[str | None, typer.Option(help=_kind_help())] = None,
     updated_since: Annotated[
         str | None, typer.Option(help="Registry API: only servers updated since this RFC 3339 time.")
     ] = None,
@@ -319,6 +323,16 @@ def scan(
     memory_limit_mb: Annotated[
         int, typer.Option(min=64, help="With --run-packages: the memory each package's process may use, in MiB.")
     ] = 1024,
+    run_commands: Annotated[
+        bool,
+        typer.Option(
+            help="Also run the commands written in a list or a Claude Desktop / VS Code config, with only their "
+            "declared env plus PATH, HOME and the locale. Off: recorded as skipped."
+        ),
+    ] = False,
+    max_input_mb: Annotated[
+        int, typer.Option(min=1, help="Most MiB read from the input: a file, a directory, or all API pages.")
+    ] = 64,
     allow_private: Annotated[
         bool, typer.Option(help="Connect to loopback, private and link-local addresses too (never cloud metadata).")
     ] = False,
@@ -356,7 +370,9 @@ def scan(
         kind=kind,
         updated_since=updated_since,
         run_packages=run_packages,
+        run_commands=run_commands,
         memory_limit_mb=memory_limit_mb,
+        max_input_mb=max_input_mb,
         resume=resume,
         crawl=settings,
     )

@@ -9,9 +9,31 @@
 See ``docs/registry.md``.
 """
 
-from scanner.registry.address import refuse_reason
-from scanner.registry.dryrun import entries_to_json
-from scanner.registry.loader import KINDS, detect, load_entries
-from scanner.registry.secrets import secret_env_name
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scanner.registry.address import refuse_reason
+    from scanner.registry.dryrun import entries_to_json
+    from scanner.registry.loader import KINDS, detect, load_entries
+    from scanner.registry.secrets import secret_env_name
 
 __all__ = ["KINDS", "detect", "entries_to_json", "load_entries", "refuse_reason", "secret_env_name"]
+
+# Imported on first use, so that reading the formats table (the CLI's --kind help) does not load httpx.
+_HOMES = {
+    "refuse_reason": "scanner.registry.address",
+    "entries_to_json": "scanner.registry.dryrun",
+    "KINDS": "scanner.registry.loader",
+    "detect": "scanner.registry.loader",
+    "load_entries": "scanner.registry.loader",
+    "secret_env_name": "scanner.registry.secrets",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,10 +22,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from scanner.models import ServerEntry, Transport
 from scanner.registry import _json
+from scanner.registry.address import url_problem
 from scanner.registry.interface import Options
 from scanner.registry.packages import resolve_packages
 from scanner.registry.secrets import lookup
@@ -111,9 +111,9 @@ def _resolve_remote(name: str, remote: dict[str, Any], environ: Mapping[str, str
     if missing:
         result.problem = f"remote URL variable {{{missing[0]}}} has no default"
         return result
-    parts = urlsplit(filled)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        result.problem = f"remote URL is not http(s): {filled[:200]}"
+    problem = url_problem(filled)
+    if problem is not None:
+        result.problem = f"remote URL {filled[:200]!r}: {problem}"
         return result
     result.url = filled
     for header in _json.items(remote.get("headers"), limit=100):
