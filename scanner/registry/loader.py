@@ -150,7 +150,8 @@ FORMATS: tuple[Format, ...] = (
     ),
     Format(
         "list",
-        '`{"servers": [{"name", "url" | "command"}]}`, no row with `server`/`_meta`/`remotes`/`packages`',
+        '`{"servers": [{"name", "url" | "command"}]}`, no row with `server`/`_meta`/`remotes`/`packages`'
+        " and no `metadata`",
         _is_list,
         _read_list,
         "a simple list of servers; its commands run only with `--run-commands`",
