@@ -280,10 +280,14 @@ class _Budget:
         self.limit = limit
         self.left = limit
 
-    def take(self, size: int, where: str) -> None:
+    def check(self, size: int, where: str) -> None:
+        """InputError if ``size`` more bytes would go over the budget."""
         if size > self.left:
             what = "larger than" if self.left == self.limit else "with what was read before, over"
             raise _too_large(where, self.limit, what)
+
+    def take(self, size: int, where: str) -> None:
+        self.check(size, where)
         self.left -= size
 
 
@@ -300,7 +304,7 @@ def _read_file(path: Path, budget: _Budget) -> bytes:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise InputError(f"{path}: not a regular file (a FIFO, socket or device is not read)")
-        budget.take(os.fstat(fd).st_size, str(path))
+        budget.check(os.fstat(fd).st_size, str(path))
         data = handle.read(budget.left + 1)  # the file may have grown since fstat
     budget.take(len(data), str(path))
     return data
