@@ -25,13 +25,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from scanner import wire
 from scanner.errors import InputError
 from scanner.models import ServerEntry
 from scanner.registry import trust
-from scanner.registry.interface import FileReader, Options, size_text
+from scanner.registry.interface import MIB, FileReader, Options, size_text
 from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
 MAX_INPUT_FLAG = "--max-input-mb"
@@ -304,9 +304,23 @@ def _read_file(path: Path, budget: _Budget) -> bytes:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise InputError(f"{path}: not a regular file (a FIFO, socket or device is not read)")
-        budget.check(os.fstat(fd).st_size, str(path))
-        data = handle.read(budget.left + 1)  # the file may have grown since fstat
+        size = os.fstat(fd).st_size
+        budget.check(size, str(path))
+        data = _read_bounded(handle, size, budget)
     budget.take(len(data), str(path))
+    return data
+
+
+def _read_bounded(handle: BinaryIO, expected: int, budget: _Budget) -> bytes:
+    """At most one byte past the budget, without asking for a budget-sized buffer up front (``read(n)``
+    allocates ``n``): ``expected`` bytes and one more, then on in 1 MiB pieces if there is more (a pipe, or a
+    file that grew since its size was taken)."""
+    data = handle.read(min(expected, budget.left) + 1)
+    while len(data) <= budget.left:
+        more = handle.read(min(MIB, budget.left + 1 - len(data)))
+        if not more:
+            break
+        data += more
     return data
 
 
@@ -423,7 +437,7 @@ def load_entries(
         return official.load_api(source, options)
     budget = _Budget(options.max_input_bytes)
     if source == "-":
-        data = sys.stdin.buffer.read(budget.left + 1)
+        data = _read_bounded(sys.stdin.buffer, 0, budget)
         budget.take(len(data), "stdin")
         document = _parse(data, "stdin")
         chosen = kind or detect(document)
