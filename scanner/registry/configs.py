@@ -58,10 +58,10 @@ def _headers(raw: Any, environ: Mapping[str, str]) -> tuple[dict[str, str], list
     missing: list[str] = []
     for name, value in list(_json.obj(raw).items())[:100]:
         text = _json.text(value)
-        if not isinstance(name, str) or text is None:
+        if not isinstance(name, str) or _json.HEADER_NAME.match(name) is None or text is None:
             continue
         filled = expand(text, environ)
-        if filled is None or any(char in filled for char in "\r\n\0"):
+        if filled is None or not _json.header_usable(name, filled):
             missing.append(name)
         else:
             headers[name] = filled

@@ -370,3 +370,19 @@ def test_a_dns_failure_is_a_connect_error_not_a_refusal(monkeypatch: pytest.Monk
     anyio.run(crawl, [entry], QUICK, lambda _entry, outcome: seen.append(outcome))
     assert seen[0].outcome is Outcome.CONNECT_ERROR
     assert seen[0].detail == "dns: gone.example.com does not resolve ([Errno -2] Name or service not known)"
+
+
+def test_a_header_value_the_http_client_cannot_send_is_left_out(tmp_path: Path, sdk_http) -> None:
+    """A non-ASCII or lone-surrogate header value made every request unbuildable (``connect_error``); left out,
+    the server is scanned anonymously, as for any header it cannot send."""
+    headers = {"X-Key": "caf\u00e9", "X-Surrogate": "\ud800", "Bad Name": "v", "X-Ok": "fine"}
+    path = tmp_path / "list.json"
+    path.write_text(
+        json.dumps({"servers": [{"name": "sdk", "url": sdk_http.url("/mcp"), "headers": headers}]}), encoding="utf-8"
+    )
+    (entry,) = load_entries(str(path))
+    assert dict(entry.headers) == {"X-Ok": "fine"}
+    assert entry.anonymous and entry.secret_header_names == ("X-Key", "X-Surrogate")
+    settings = CrawlSettings(limits=QUICK.limits, retries=0, allow_private=True)
+    config = ScanConfig(source=str(path), db_url=f"sqlite:///{tmp_path / 'f.db'}", crawl=settings)
+    assert run_scan(config).counts == {"ok": 1}
