@@ -22,7 +22,7 @@ import re
 import stat
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -328,7 +328,29 @@ def _read_document(document: Any, where: str, kind: str, options: Options) -> li
     reader = FORMATS_BY_KIND[kind].read
     if reader is None:
         raise InputError(f"{where}: --kind {kind} needs an http(s) URL, not a file")
-    return trust.gate(reader(document, where, options), kind, options)
+    return [writable(entry) for entry in trust.gate(reader(document, where, options), kind, options)]
+
+
+def writable(entry: ServerEntry) -> ServerEntry:
+    """``entry`` with every field that is stored or printed safe to write anywhere (:mod:`scanner.wire`).
+
+    The document was decoded through the wire already; what can still hold a lone surrogate is a value taken
+    from the environment (a ``FATHOM_SECRET_*`` URL variable or package argument that was not UTF-8). ``env``
+    and ``headers`` are neither stored nor printed and are left as they are.
+    """
+    texts = (entry.name, entry.url or "", entry.version or "", entry.source or "", entry.skip or "", *entry.command)
+    if all(wire.clean_str(text) is text for text in texts) and not entry.package:
+        return entry
+    return replace(
+        entry,
+        name=wire.clean_str(entry.name),
+        url=None if entry.url is None else wire.clean_str(entry.url),
+        version=None if entry.version is None else wire.clean_str(entry.version),
+        source=None if entry.source is None else wire.clean_str(entry.source),
+        skip=None if entry.skip is None else wire.clean_str(entry.skip),
+        command=tuple(wire.clean_str(word) for word in entry.command),
+        package=None if entry.package is None else wire.sanitize(dict(entry.package)),
+    )
 
 
 def _unknown(where: str) -> InputError:
@@ -434,7 +456,7 @@ def load_entries(
             raise InputError(f"--kind api needs an http(s) URL, not {source!r}")
         from scanner.registry import official
 
-        return official.load_api(source, options)
+        return [writable(entry) for entry in trust.gate(official.load_api(source, options), "api", options)]
     budget = _Budget(options.max_input_bytes)
     if source == "-":
         data = _read_bounded(sys.stdin.buffer, 0, budget)

@@ -386,3 +386,17 @@ def test_a_header_value_the_http_client_cannot_send_is_left_out(tmp_path: Path, 
     settings = CrawlSettings(limits=QUICK.limits, retries=0, allow_private=True)
     config = ScanConfig(source=str(path), db_url=f"sqlite:///{tmp_path / 'f.db'}", crawl=settings)
     assert run_scan(config).counts == {"ok": 1}
+
+
+def test_a_non_utf8_environment_value_never_reaches_what_is_stored(tmp_path: Path) -> None:
+    """A URL variable from the environment (``os.environ`` holds undecodable bytes as lone surrogates)."""
+    from scanner.registry import secret_env_name
+
+    remote = {"type": "streamable-http", "url": "https://{tenant}.example.com/mcp", "variables": {"tenant": {}}}
+    server = {"name": "com.example/tenant", "version": "1.0.0", "remotes": [remote]}
+    path = tmp_path / "server.json"
+    path.write_text(json.dumps(server), encoding="utf-8")
+    environ = {secret_env_name("com.example/tenant", "tenant"): "t\udcffx", "PATH": "/usr/bin"}
+    (entry,) = load_entries(str(path), environ=environ)
+    assert entry.url == "https://t\ufffdx.example.com/mcp"
+    _assert_writable(entry.url)
