@@ -1,7 +1,9 @@
 """Sources of :class:`~scanner.models.ServerEntry` and the safety policy for what gets connected to.
 
 * :func:`load_entries`: a registry URL, a saved registry response, server.json files, a simple list, or a
-  Claude Desktop / VS Code config → entries (``skip`` says why one will not be connected to).
+  Claude Desktop / VS Code config → entries (``skip`` says why one will not be connected to). The kinds are
+  one table, :data:`scanner.registry.loader.FORMATS`; every entry passes the trust rule for commands
+  (:mod:`scanner.registry.trust`: nothing runs without ``--run-packages`` / ``--run-commands``).
 * :func:`refuse_reason`: the address policy for URLs (no loopback, private or metadata addresses by default).
 * :func:`entries_to_json`: what a dry run shows, never a secret value.
 * :func:`secret_env_name`: where a server's secret headers and variables are read from.
