@@ -189,68 +189,29 @@ def detect(document: Any) -> str | None:
     return None
 
 
+# One pass over JSONC. Group 1 is text kept as it is, consumed in long runs: characters that start nothing,
+# whole string literals, commas not before } or ], slashes not starting a comment. What is left matches the
+# other alternatives and is dropped: a comment (an unterminated one runs to the end), a trailing comma, an
+# unterminated string (not JSON either way). Possessive quantifiers: nothing is scanned twice, so the time is
+# linear in the length, however the text is built.
+_JSONC = re.compile(
+    r'((?:[^"/,]++|"(?:[^"\\]|\\.)*+"|,(?!(?:\s|//[^\n]*+|/\*(?:.*?\*/))*+[}\]])|/(?![/*]))++)'
+    r"|//[^\n]*+|/\*(?:.*?\*/|.*)|,|\".*",
+    re.S,
+)
+
+
+def _kept(match: re.Match[str]) -> str:
+    return match.group(1) or ""
+
+
 def _strip_jsonc(text: str) -> str:
     """JSON with comments and trailing commas (VS Code's files) → JSON; strings are left alone.
 
-    One pass, linear in the length: each character is looked at a bounded number of times, so no input (60 KB
-    of ``/*``, an unterminated string) makes it slow. An unterminated comment or string runs to the end.
+    Linear in the length (measured: 600 KB of ``/*`` in 0.02 s; the worst shapes, such as 600 KB of ``,}``,
+    about half a second on one core).
     """
-    out: list[str] = []
-    pending_comma = -1  # index in ``out`` of a comma that a following } or ] would make trailing
-    at, end = 0, len(text)
-    special = re.compile(r'["/,}\]]')
-    while at < end:
-        found = special.search(text, at)
-        if found is None:
-            out.append(text[at:])
-            break
-        start = found.start()
-        chunk = text[at:start]
-        out.append(chunk)
-        if chunk.strip():
-            pending_comma = -1
-        char = text[start]
-        if char == '"':
-            close = _string_end(text, start)
-            out.append(text[start:close])
-            pending_comma = -1
-            at = close
-        elif char == "/" and text.startswith("//", start):
-            newline = text.find("\n", start)
-            at = end if newline < 0 else newline
-        elif char == "/" and text.startswith("/*", start):
-            close = text.find("*/", start + 2)
-            at = end if close < 0 else close + 2
-        elif char == ",":
-            pending_comma = len(out)
-            out.append(",")
-            at = start + 1
-        elif char in "}]":
-            if pending_comma >= 0:
-                out[pending_comma] = ""
-                pending_comma = -1
-            out.append(char)
-            at = start + 1
-        else:  # a lone "/": not JSON, left for the parser to report
-            out.append(char)
-            pending_comma = -1
-            at = start + 1
-    return "".join(out)
-
-
-_STRING_STOP = re.compile(r'["\\]')
-
-
-def _string_end(text: str, start: int) -> int:
-    """The index just past the string literal opening at ``start`` (the end of ``text`` if it never closes)."""
-    at = start + 1
-    while True:
-        found = _STRING_STOP.search(text, at)
-        if found is None:
-            return len(text)
-        if found.group() == '"':
-            return found.end()
-        at = found.end() + 1  # skip the escaped character
+    return _JSONC.sub(_kept, text)
 
 
 def _parse(data: bytes, where: str) -> Any:

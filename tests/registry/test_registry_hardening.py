@@ -221,7 +221,13 @@ def test_the_crawler_survives_a_malformed_url_it_is_handed() -> None:
 
 @pytest.mark.parametrize("size", [60_000, 600_000])
 def test_comment_stripping_is_linear(tmp_path: Path, size: int) -> None:
-    for text in ("/* " * (size // 3), '"' * size, "// x\n" * (size // 5)):
+    for text in (
+        "/* " * (size // 3),
+        '"' * size,
+        "// x\n" * (size // 5),
+        ",}" * (size // 2),
+        "[" + ", /**/" * (size // 6),
+    ):
         path = tmp_path / "mcp.json"
         path.write_text(text, encoding="utf-8")
         started = time.perf_counter()
