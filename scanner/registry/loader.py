@@ -299,8 +299,11 @@ def writable(entry: ServerEntry) -> ServerEntry:
     from the environment (a ``FATHOM_SECRET_*`` URL variable or package argument that was not UTF-8). ``env``
     and ``headers`` are neither stored nor printed and are left as they are.
     """
-    texts = (entry.name, entry.url or "", entry.version or "", entry.source or "", entry.skip or "", *entry.command)
-    if all(wire.clean_str(text) is text for text in texts) and not entry.package:
+    texts = [entry.name, entry.url or "", entry.version or "", entry.source or "", entry.skip or "", *entry.command]
+    for value in (entry.package or {}).values():
+        texts.extend(value if isinstance(value, list) else [value] if isinstance(value, str) else [])
+    joined = "".join(text for text in texts if isinstance(text, str))
+    if wire.clean_str(joined) is joined:  # one scan for the common case: nothing to replace
         return entry
     return replace(
         entry,
