@@ -326,8 +326,8 @@ def scan(
     run_commands: Annotated[
         bool,
         typer.Option(
-            help="Also run the commands written in a list or a Claude Desktop / VS Code config, with only their "
-            "declared env plus PATH, HOME and the locale. Off: recorded as skipped."
+            help="Also run the commands written in a list or a Claude Desktop / VS Code config, each with only "
+            "its declared env plus a short pass-through (PATH, HOME, USER, the locale). Off: recorded as skipped."
         ),
     ] = False,
     max_input_mb: Annotated[
