@@ -384,6 +384,12 @@ def _db_url(db: str, *, existing: bool = False) -> str:
     return f"sqlite:///{db}"
 
 
+def _kind_help() -> str:
+    from scanner.registry.loader import kind_help
+
+    return kind_help()
+
+
 @app.command(epilog=EXIT_CODES)
 def scan(
     registry: Annotated[
@@ -394,9 +400,7 @@ def scan(
         ),
     ],
     db: Annotated[str, typer.Option(help=DB_HELP)] = "fathom.db",
-    kind: Annotated[
-        str | None, typer.Option(help="Force the input kind instead of detecting it (see docs/registry.md).")
-    ] = None,
+    kind: Annotated[str | None, typer.Option(help=_kind_help())] = None,
     updated_since: Annotated[
         str | None, typer.Option(help="Registry API: only servers updated since this RFC 3339 time.")
     ] = None,
@@ -434,6 +438,16 @@ def scan(
             "CA bundles and npm/uv/pip index settings pass already (docs/registry.md).",
         ),
     ] = None,
+    run_commands: Annotated[
+        bool,
+        typer.Option(
+            help="Also run the commands written in a list or a Claude Desktop / VS Code config, each with only "
+            "its declared env plus a short pass-through (PATH, HOME, USER, the locale). Off: recorded as skipped."
+        ),
+    ] = False,
+    max_input_mb: Annotated[
+        int, typer.Option(min=1, help="Most MiB read from the input: a file, a directory, or all API pages.")
+    ] = 64,
     allow_private: Annotated[
         bool, typer.Option(help="Connect to loopback, private and link-local addresses too (never cloud metadata).")
     ] = False,
@@ -474,7 +488,9 @@ def scan(
         kind=kind,
         updated_since=updated_since,
         run_packages=run_packages,
+        run_commands=run_commands,
         memory_limit_mb=memory_limit_mb,
+        max_input_mb=max_input_mb,
         resume=resume,
         crawl=settings,
     )

@@ -54,7 +54,10 @@ class CrawlSettings:
 def host_key(entry: ServerEntry) -> str:
     """What the per-host limit counts: the URL's host, or one shared key for local processes."""
     if entry.url:
-        return (urlsplit(entry.url).hostname or "").lower()
+        try:
+            return (urlsplit(entry.url).hostname or "").lower()
+        except ValueError:  # "http://[::1/mcp": the address check gives it its outcome; it shares one key here
+            return "(unparseable URLs)"
     return "(local processes)"
 
 
@@ -107,11 +110,11 @@ class _Crawler:
         if entry.skip:
             return ScanOutcome(outcome=skip_outcome(entry), transport=transport, detail=entry.skip)
         if entry.url and entry.transport is not Transport.STDIO:
-            from scanner.registry import refuse_reason
+            from scanner.registry.address import check_url
 
-            reason = await refuse_reason(entry.url, allow_private=self.settings.allow_private)
-            if reason:
-                return ScanOutcome(outcome=Outcome.REFUSED, transport=transport, detail=reason)
+            verdict = await check_url(entry.url, allow_private=self.settings.allow_private)
+            if verdict is not None:
+                return ScanOutcome(outcome=verdict.outcome, transport=transport, detail=verdict.detail)
         attempt = 0
         started = time.monotonic()
         while True:

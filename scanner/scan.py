@@ -39,7 +39,9 @@ class ScanConfig:
     kind: str | None = None
     updated_since: str | None = None
     run_packages: bool = False
+    run_commands: bool = False
     memory_limit_mb: int = 1024
+    max_input_mb: int = 64
     resume: bool = False
     crawl: CrawlSettings = field(default_factory=CrawlSettings)
 
@@ -113,7 +115,9 @@ def resolve_entries(config: ScanConfig) -> list[ServerEntry]:
         kind=config.kind,
         updated_since=config.updated_since,
         run_packages=config.run_packages,
+        run_commands=config.run_commands,
         memory_limit_mb=config.memory_limit_mb,
+        max_input_bytes=config.max_input_mb * 1024 * 1024,
     )
 
 

@@ -348,7 +348,7 @@ async def scan_server(
     ``profile`` names the client capabilities declared (see :mod:`scanner.mcp.profiles`; an unknown name is
     a ``KeyError``, a caller's bug). ``extra_headers`` are added to ``entry.headers`` (later wins); neither's
     values ever appear in the outcome. ``env``, for stdio, is the child's environment (e.g. scrubbed, with
-    its own temporary HOME); None means this process's environment plus ``entry.env``; either way
+    its own temporary HOME); None means ``entry.env`` over ``transports.passthrough_env()``; either way
     ``PYTHONHASHSEED=0`` is added unless set (see ``transports.DETERMINISM_ENV``). The whole scan
     runs under ``limits.timeout``; shutting a stdio server down adds at most ~3 × ``limits.shutdown_grace``.
 

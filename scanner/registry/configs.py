@@ -1,9 +1,10 @@
 """Simple server lists and MCP client config files (Claude Desktop, VS Code) as entries.
 
-These are the user's own files, so their commands run as written (no ``--run-packages`` gate, no memory cap:
-a user's server may legitimately need more) and ``package`` stays None. ``entry.env`` holds ``PATH``, ``LANG``
-and the file's ``env``; the crawler starts such a server the way a client would, with its own environment
-underneath (only registry packages get the scrubbed environment and a throw-away ``HOME``).
+A command written in one of these files runs only with ``--run-commands`` (the trust rule,
+:mod:`scanner.registry.trust`), without a memory cap (a user's server may legitimately need more); ``package``
+stays None. ``entry.env`` holds exactly the file's ``env``; the child gets that plus the short pass-through of
+:func:`scanner.mcp.transports.passthrough_env`, never the rest of Fathom's environment. A URL that cannot be
+parsed is the entry's skip reason.
 
 ``${env:NAME}``, ``${NAME}`` and ``${NAME:-default}`` in ``env`` values and header values are filled from the
 environment (VS Code and Claude Code write secrets that way). A header that still holds an unfilled
@@ -20,13 +21,13 @@ Formats:
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from scanner.models import ServerEntry, Transport
 from scanner.registry import _json
+from scanner.registry.address import url_problem
 
 _REFERENCE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _UNFILLED = re.compile(r"\$\{[^}]*\}")
@@ -37,7 +38,6 @@ _TRANSPORTS = {
     "streamablehttp": Transport.STREAMABLE_HTTP,
     "sse": Transport.SSE,
 }
-MAX_SERVERS = 10_000
 
 
 def expand(value: str, environ: Mapping[str, str]) -> str | None:
@@ -58,10 +58,10 @@ def _headers(raw: Any, environ: Mapping[str, str]) -> tuple[dict[str, str], list
     missing: list[str] = []
     for name, value in list(_json.obj(raw).items())[:100]:
         text = _json.text(value)
-        if not isinstance(name, str) or text is None:
+        if not isinstance(name, str) or _json.HEADER_NAME.match(name) is None or text is None:
             continue
         filled = expand(text, environ)
-        if filled is None or any(char in filled for char in "\r\n\0"):
+        if filled is None or not _json.header_usable(name, filled):
             missing.append(name)
         else:
             headers[name] = filled
@@ -69,7 +69,7 @@ def _headers(raw: Any, environ: Mapping[str, str]) -> tuple[dict[str, str], list
 
 
 def _env(raw: Any, environ: Mapping[str, str]) -> dict[str, str]:
-    env = {"PATH": environ.get("PATH") or os.defpath, "LANG": environ.get("LANG") or "C.UTF-8"}
+    env: dict[str, str] = {}
     for name, value in list(_json.obj(raw).items())[:200]:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = str(value)
@@ -91,6 +91,9 @@ def _entry(name: str, spec: Any, *, source: str, environ: Mapping[str, str], com
         transport = _TRANSPORTS.get(kind, Transport.HTTP)
         if transport is Transport.STDIO:
             transport = Transport.HTTP
+        problem = url_problem(url)
+        if problem is not None:
+            return ServerEntry(name=name, transport=transport, source=source, skip=problem)
         headers, missing = _headers(spec.get("headers"), environ)
         return ServerEntry(
             name=name,
@@ -118,7 +121,7 @@ def _entry(name: str, spec: Any, *, source: str, environ: Mapping[str, str], com
 
 def _named(servers: dict[str, Any], *, source: str, environ: Mapping[str, str]) -> list[ServerEntry]:
     entries = []
-    for index, (name, spec) in enumerate(list(servers.items())[:MAX_SERVERS]):
+    for index, (name, spec) in enumerate(servers.items()):
         label = name if isinstance(name, str) and name else f"server-{index}"
         entries.append(_entry(label[:200], spec, source=source, environ=environ))
     return entries
@@ -127,7 +130,8 @@ def _named(servers: dict[str, Any], *, source: str, environ: Mapping[str, str]) 
 def load_simple(document: Any, source: str, environ: Mapping[str, str]) -> list[ServerEntry]:
     """``{"servers": [{"name", "url" | "command"}, ...]}``."""
     entries = []
-    for index, item in enumerate(_json.obj(document).get("servers", [])[:MAX_SERVERS]):
+    servers = _json.obj(document).get("servers")
+    for index, item in enumerate(servers if isinstance(servers, list) else []):
         name = (_json.text(_json.obj(item).get("name"), limit=200)) or f"server-{index}"
         command = _json.obj(item).get("command")
         argv = command if isinstance(command, list) else None  # a string command reads "args" like the others

@@ -9,23 +9,25 @@ replaced by an older one). Before 2025-09-16 the same fields were snake_case (``
 ``next_cursor``, ``published_at``) and rows could be flat server.json objects carrying their own ``_meta`` and
 ``status``; both shapes are read.
 
-Reading is bounded: at most ``Options.max_pages`` pages, ``Options.max_page_bytes`` per page, a cursor seen
-twice is an error. A registry that cannot be read is a run-fatal :class:`~scanner.errors.InputError`.
+Reading is bounded: at most ``Options.max_pages`` pages, ``Options.max_page_bytes`` per page and
+``Options.max_input_bytes`` for all pages together (so memory is bounded for the whole read, not per page), a
+cursor seen twice is an error. Pages are decoded through :mod:`scanner.wire`. A registry that cannot be read,
+or is larger than the budget, is a run-fatal :class:`~scanner.errors.InputError` (nothing is scanned).
 """
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
+from scanner import wire
 from scanner.errors import InputError
 from scanner.models import ServerEntry
 from scanner.registry import _json
-from scanner.registry.interface import Options
+from scanner.registry.interface import Options, size_text
 from scanner.registry.serverjson import resolve_server, server_name
 
 OFFICIAL = "io.modelcontextprotocol.registry/official"
@@ -133,7 +135,8 @@ def api_url(base: str) -> str:
     return f"{trimmed}/v0.1/servers"
 
 
-def _get_page(client: httpx.Client, url: str, params: dict[str, str], options: Options) -> Any:
+def _get_page(client: httpx.Client, url: str, params: dict[str, str], limit: int) -> tuple[Any, int]:
+    """One page, parsed, and its size in bytes; InputError past ``limit`` bytes (read no further)."""
     try:
         with client.stream("GET", url, params=params) as response:
             if response.status_code != 200:
@@ -141,14 +144,18 @@ def _get_page(client: httpx.Client, url: str, params: dict[str, str], options: O
             body = bytearray()
             for chunk in response.iter_bytes():
                 body.extend(chunk)
-                if len(body) > options.max_page_bytes:
-                    raise InputError(f"registry {url}: a page is larger than {options.max_page_bytes} bytes")
+                if len(body) > limit:
+                    raise _OverLimit
     except httpx.HTTPError as exc:
         raise InputError(f"registry {url} cannot be read: {type(exc).__name__}: {exc}") from exc
     try:
-        return json.loads(body)
+        return wire.loads(wire.decode_bytes(bytes(body))), len(body)
     except (ValueError, RecursionError) as exc:
         raise InputError(f"registry {url}: a page is not JSON ({exc})") from exc
+
+
+class _OverLimit(Exception):
+    """A page went past the bytes it may have; the caller says which limit."""
 
 
 def fetch_rows(base: str, options: Options, *, client: httpx.Client | None = None) -> list[Any]:
@@ -159,6 +166,7 @@ def fetch_rows(base: str, options: Options, *, client: httpx.Client | None = Non
     rows: list[Any] = []
     seen: set[str] = set()
     cursor: str | None = None
+    left = options.max_input_bytes
     try:
         for page in range(1, options.max_pages + 1):
             params = {"limit": str(PAGE_LIMIT), "version": "latest"}
@@ -166,7 +174,20 @@ def fetch_rows(base: str, options: Options, *, client: httpx.Client | None = Non
                 params["updated_since"] = options.updated_since
             if cursor:
                 params["cursor"] = cursor
-            page_rows, cursor = parse_response(_get_page(http, url, params, options), f"registry {url} page {page}")
+            try:
+                document, size = _get_page(http, url, params, min(options.max_page_bytes, left))
+            except _OverLimit:
+                if left < options.max_page_bytes:
+                    raise InputError(
+                        f"registry {url}: over the input limit of {size_text(options.max_input_bytes)} for all"
+                        f" pages together at page {page} (--max-input-mb raises it, --updated-since narrows the"
+                        " read; nothing was scanned)"
+                    ) from None
+                raise InputError(
+                    f"registry {url}: page {page} is larger than {size_text(options.max_page_bytes)}"
+                ) from None
+            left -= size
+            page_rows, cursor = parse_response(document, f"registry {url} page {page}")
             rows.extend(page_rows)
             if not cursor:
                 return rows

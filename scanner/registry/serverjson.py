@@ -22,10 +22,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from scanner.models import ServerEntry, Transport
 from scanner.registry import _json
+from scanner.registry.address import url_problem
 from scanner.registry.interface import Options
 from scanner.registry.packages import resolve_packages
 from scanner.registry.secrets import lookup
@@ -33,7 +33,6 @@ from scanner.registry.secrets import lookup
 MAX_NAME = 200
 MAX_URL = 2048
 _PLACEHOLDER = re.compile(r"\{([^{}]{1,100})\}")
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$")
 _REMOTE_TYPES = {
     "streamable-http": Transport.STREAMABLE_HTTP,
     "streamable": Transport.STREAMABLE_HTTP,  # before 2025-09-16
@@ -111,14 +110,14 @@ def _resolve_remote(name: str, remote: dict[str, Any], environ: Mapping[str, str
     if missing:
         result.problem = f"remote URL variable {{{missing[0]}}} has no default"
         return result
-    parts = urlsplit(filled)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        result.problem = f"remote URL is not http(s): {filled[:200]}"
+    problem = url_problem(filled)
+    if problem is not None:
+        result.problem = f"remote URL {filled[:200]!r}: {problem}"
         return result
     result.url = filled
     for header in _json.items(remote.get("headers"), limit=100):
         header_name = _json.text(header.get("name"), limit=256)
-        if header_name is None or not _HEADER_NAME.match(header_name):
+        if header_name is None or not _json.HEADER_NAME.match(header_name):
             continue
         known = {**variables, **{key: {"default": value} for key, value in supplied.items()}}
         value = _header_value(name, header_name, header, environ, {**known, **_json.obj(header.get("variables"))})
@@ -149,9 +148,7 @@ def _header_value(
         value, missing = fill(template, variables)
         if missing:  # "Bearer {api_key}" with nothing to fill: a credential we do not have
             return None
-    if any(char in value for char in "\r\n\0") or len(value) > _json.MAX_TEXT:
-        return None
-    return value
+    return value if _json.header_usable(header_name, value) else None
 
 
 def resolve_server(server: Any, *, source: str, options: Options, index: int = 0) -> ServerEntry:

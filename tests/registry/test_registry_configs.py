@@ -25,9 +25,11 @@ def test_claude_desktop_config():
     fs = entries["filesystem"]
     assert fs.transport is Transport.STDIO
     assert fs.command == ("npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp")
-    # scrubbed: PATH and LANG from ours (never HOME), plus the file's env with ${env:...} filled
-    assert fs.env == {"PATH": "/usr/bin", "LANG": "en_US.UTF-8", "LOG_LEVEL": "debug", "API_TOKEN": "tok-1"}
-    assert fs.skip is None
+    # exactly the file's env with ${env:...} filled (the spawner adds only the documented pass-through)
+    assert fs.env == {"LOG_LEVEL": "debug", "API_TOKEN": "tok-1"}
+    assert fs.skip == "command from a claude file: needs --run-commands (commands in input files run only then)"
+    trusted = by_name(load_entries(str(FIXTURES / "claude_desktop_config.json"), environ=ENV, run_commands=True))
+    assert trusted["filesystem"].skip is None
     assert (entries["linear"].transport, entries["linear"].url) == (Transport.SSE, "https://mcp.linear.app/sse")
     notion = entries["notion"]
     assert notion.transport is Transport.HTTP  # unknown yet: streamable HTTP first, then legacy SSE
@@ -121,8 +123,12 @@ def test_single_server_json_list_and_directory(tmp_path, write_json):
     (folder / "a.json").write_text(json.dumps(server), encoding="utf-8")
     (folder / "b.json").write_text((FIXTURES / "simple_list.json").read_text(encoding="utf-8"), encoding="utf-8")
     (folder / "notes.txt").write_text("ignored", encoding="utf-8")
+    # a directory is read as ONE kind: a server.json beside a simple list is an error naming both
+    with pytest.raises(InputError, match=r"files of different kinds \(server-json: a.json; list: b.json\)"):
+        load_entries(str(folder), environ=ENV)
+    (folder / "b.json").write_text(json.dumps(other), encoding="utf-8")
     entries = load_entries(str(folder), environ=ENV)
-    assert [e.name for e in entries] == ["com.example/tenant", "docs", "everything", "legacy", "nothing"]
+    assert [e.name for e in entries] == ["com.example/tenant", "com.example/other"]
 
 
 def test_stdin(monkeypatch):
@@ -138,7 +144,7 @@ def test_stdin(monkeypatch):
     [
         (b'{"hello": "world"}', "not a registry response, server.json"),
         (b"not json at all", "not JSON"),
-        (b"\xff\xfe\x00", "not UTF-8"),
+        (b"\xff\xfe\x00", "not JSON"),  # decoded through scanner.wire (U+FFFD), then not JSON
         (b"[" * 100000 + b"]" * 100000, "nested too deeply"),
     ],
 )
@@ -182,7 +188,7 @@ def test_hostile_shapes_do_not_crash(write_json):
     ]
     entries = by_name(load_entries(str(write_json("rows.json", {"servers": rows})), environ=ENV))
     assert entries["io.x/y"].skip == "remote has no usable url"
-    assert entries["io.x/z"].skip.startswith("remote URL is not http(s)")
+    assert entries["io.x/z"].skip == "remote URL 'file:///etc/passwd': scheme 'file' is not http or https"
     assert entries["io.x/w"].headers == {}
     assert sum(1 for name in entries if name.startswith("invalid-entry-")) == 2
 

@@ -88,7 +88,17 @@ def setup(tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 
 def scan_command(registry: Path, db: Path, *extra: str) -> list[str]:
-    command = [sys.executable, "-m", "scanner", "scan", str(registry), "--db", str(db), "--allow-private"]
+    command = [
+        sys.executable,
+        "-m",
+        "scanner",
+        "scan",
+        str(registry),
+        "--db",
+        str(db),
+        "--allow-private",
+        "--run-commands",
+    ]
     return [*command, "--timeout", "60", "--connect-timeout", "60", "--concurrency", "8", "--per-host", "8", *extra]
 
 

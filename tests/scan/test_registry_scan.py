@@ -66,7 +66,19 @@ def scanned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scanned]:
     db = f"sqlite:///{workdir}/f.db"
     # 8 s, not 3: three SDK stdio servers start at once with everything else, and on two busy cores a Python
     # SDK server can take several seconds to answer its first message. The two hanging servers cost 8 s a scan.
-    scan = ("scan", "--db", db, "--allow-private", "--timeout", "8", "--connect-timeout", "8", "--format", "json")
+    scan = (
+        "scan",
+        "--db",
+        db,
+        "--allow-private",
+        "--run-commands",
+        "--timeout",
+        "8",
+        "--connect-timeout",
+        "8",
+        "--format",
+        "json",
+    )
     with running_fleet(workdir) as fleet:
         started = time.monotonic()
         first = json.loads(fathom(scan[0], str(fleet.list_file), *scan[1:]))

@@ -8,6 +8,7 @@ rule). ``STREAMABLE_HTTP`` and ``SSE`` force one; ``STDIO`` spawns ``entry.comma
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Mapping
 
 from scanner.mcp.limits import ClientLimits
@@ -19,7 +20,15 @@ from scanner.models import ServerEntry, Transport
 
 TransportFactory = Callable[[], ClientTransport]
 
-__all__ = ["DETERMINISM_ENV", "ClientTransport", "TransportFactory", "candidates", "stdio_env"]
+__all__ = [
+    "DETERMINISM_ENV",
+    "PASSTHROUGH_ENV",
+    "ClientTransport",
+    "TransportFactory",
+    "candidates",
+    "passthrough_env",
+    "stdio_env",
+]
 
 
 # Python salts str hashes per process unless this is set. A server that builds a schema from a set (mcp-atlassian
@@ -29,10 +38,43 @@ __all__ = ["DETERMINISM_ENV", "ClientTransport", "TransportFactory", "candidates
 DETERMINISM_ENV: Mapping[str, str] = {"PYTHONHASHSEED": "0"}
 
 
+# What a stdio child may take from Fathom's own environment, and nothing else: the list the official MCP SDKs use
+# for a client's default (``get_default_environment``), plus the locale. Never a token, a cloud key or a
+# FATHOM_SECRET_* value: a command gets those only when its entry declares them (``env`` in a config file).
+PASSTHROUGH_ENV: tuple[str, ...] = (
+    (
+        "APPDATA",
+        "HOMEDRIVE",
+        "HOMEPATH",
+        "LOCALAPPDATA",
+        "PATH",
+        "PATHEXT",
+        "PROCESSOR_ARCHITECTURE",
+        "SYSTEMDRIVE",
+        "SYSTEMROOT",
+        "TEMP",
+        "USERNAME",
+        "USERPROFILE",
+    )
+    if sys.platform == "win32"
+    else ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE")
+)
+
+
+def passthrough_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The :data:`PASSTHROUGH_ENV` variables set in ``environ`` (default: this process's environment).
+
+    A value starting ``()`` is a bash exported function (Shellshock's vector) and is left out, as the SDKs do.
+    """
+    source = os.environ if environ is None else environ
+    return {name: value for name in PASSTHROUGH_ENV if (value := source.get(name)) and not value.startswith("()")}
+
+
 def stdio_env(entry: ServerEntry, env: Mapping[str, str] | None) -> dict[str, str]:
-    """The child's environment: ``env`` if given, else this process's environment plus ``entry.env``; either way
-    with :data:`DETERMINISM_ENV` for the variables it does not set itself."""
-    merged = dict(env) if env is not None else {**os.environ, **entry.env}
+    """The child's environment: ``env`` if given (a package's scrubbed environment with its own HOME), else
+    :func:`passthrough_env` plus ``entry.env`` (what the entry declares wins); either way with
+    :data:`DETERMINISM_ENV` for the variables it does not set itself. Never this process's whole environment."""
+    merged = dict(env) if env is not None else {**passthrough_env(), **entry.env}
     for key, value in DETERMINISM_ENV.items():
         merged.setdefault(key, value)
     return merged
