@@ -190,3 +190,10 @@ async def crawl(
         if len(failed.exceptions) == 1:
             raise failed.exceptions[0] from None
         raise
+
+
+def scan_one(settings: CrawlSettings) -> ScanFn:
+    """One entry's whole treatment as :func:`crawl` gives it (skips, the address check, per-host limits, retries),
+    for a caller that takes entries one at a time (``fathom worker``). Its per-host limiters are shared by every
+    call of the function it returns."""
+    return _Crawler(settings, None).outcome_for
