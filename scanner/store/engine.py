@@ -3,10 +3,20 @@
 Alembic's environment lives in the top-level ``migrations`` package (shipped in the wheel), so migrating needs no
 ``alembic.ini`` on disk. SQLite gets WAL (readers never block the one writer), foreign keys on, and a busy
 timeout so a report reading the file while a crawl writes waits instead of failing.
+
+The engine is also the store's boundary, in both directions:
+
+* what goes in: every bound string parameter and every JSON value passes :mod:`scanner.wire`'s rule (NUL and lone
+  surrogates become U+FFFD), so no text a server or registry sent can make PostgreSQL refuse a row (it rejects NUL
+  in text) or a driver fail to encode it, whichever store method wrote it;
+* what comes out: any database failure (read-only file, full disk, lost connection, a constraint) becomes one
+  :class:`~scanner.errors.StoreError` line (exit 4), never a driver traceback.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +25,11 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 import migrations
+from scanner import wire
 from scanner.errors import StoreError
 
 BUSY_TIMEOUT_MS = 30_000
@@ -43,6 +54,70 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _json_serializer(value: Any) -> str:
+    """JSON column text, as SQLAlchemy writes it by default (ASCII escapes), with NUL and lone surrogates replaced:
+    PostgreSQL's ``json`` would keep a ``\\u0000`` and hand back a NUL that no report can write."""
+    text = json.dumps(value)
+    return json.dumps(wire.sanitize(value)) if wire.may_hold_unwritable(text) else text
+
+
+def _unwritable(value: Any) -> bool:
+    return type(value) is str and wire.clean_str(value) is not value
+
+
+def _clean_value(value: Any) -> Any:
+    return wire.clean_str(value) if type(value) is str else value
+
+
+def _clean_parameters(parameters: Any) -> Any:
+    """``parameters`` (a mapping or a sequence, or a list of them for executemany) with unwritable text replaced;
+    the same object when there is none, which is nearly always."""
+    if isinstance(parameters, Mapping):
+        if any(_unwritable(value) for value in parameters.values()):
+            return {key: _clean_value(value) for key, value in parameters.items()}
+        return parameters
+    if isinstance(parameters, list | tuple):
+        if parameters and isinstance(parameters[0], Mapping | list | tuple):
+            cleaned = [_clean_parameters(item) for item in parameters]
+            changed = any(new is not old for new, old in zip(cleaned, parameters, strict=True))
+            return (cleaned if isinstance(parameters, list) else tuple(cleaned)) if changed else parameters
+        if any(_unwritable(value) for value in parameters):
+            values = [_clean_value(value) for value in parameters]
+            return values if isinstance(parameters, list) else tuple(values)
+    return parameters
+
+
+def _writable_parameters(
+    _conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _executemany: bool
+) -> tuple[str, Any]:
+    return statement, _clean_parameters(parameters)
+
+
+_HINTS = (
+    ("readonly", "the database is read-only (check the file's and its folder's permissions)"),
+    ("read-only", "the database is read-only (check the file's and its folder's permissions)"),
+    ("disk is full", "the disk is full"),
+    ("no space left", "the disk is full"),
+    ("disk i/o error", "a disk I/O error"),
+    ("unable to open database", "the database file cannot be opened (a missing folder or no permission)"),
+    ("database is locked", "the database stayed locked by another process past the busy timeout"),
+)
+
+
+def _translate_error(context: ExceptionContext) -> None:
+    """Turn any failure inside the database driver into one :class:`StoreError` line (exit 4), at the boundary."""
+    original = context.original_exception
+    if isinstance(original, StoreError):
+        return
+    text = " ".join(str(original).split()) or type(original).__name__
+    lowered = text.lower()
+    hint = next((hint for needle, hint in _HINTS if needle in lowered), None)
+    where = context.engine.url.render_as_string(hide_password=True) if context.engine is not None else "database"
+    first = text[:300]
+    message = f"Database {where}: {hint} ({first})" if hint else f"Database {where} failed: {first}"
+    raise StoreError(message) from original
+
+
 def create_store_engine(url: str) -> Engine:
     """An engine for ``url``; for SQLite, makes the parent directory and sets the pragmas on every connection."""
     try:
@@ -56,11 +131,17 @@ def create_store_engine(url: str) -> Engine:
         except OSError as exc:
             raise StoreError(f"Cannot create the folder for database {parsed.database}: {exc.strerror}") from exc
     try:
-        engine = create_engine(parsed, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000} if is_sqlite else {})
+        engine = create_engine(
+            parsed,
+            connect_args={"timeout": BUSY_TIMEOUT_MS / 1000} if is_sqlite else {},
+            json_serializer=_json_serializer,
+        )
     except (SQLAlchemyError, ImportError) as exc:
         raise StoreError(f"Cannot open database {parsed.render_as_string()}: {exc}") from exc
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
+    event.listen(engine, "before_cursor_execute", _writable_parameters, retval=True)
+    event.listen(engine, "handle_error", _translate_error)
     return engine
 
 
