@@ -625,8 +625,9 @@ def rescore(db: DbOption = "fathom.db") -> None:
     from scanner.check import measure
     from scanner.rules import RULES_VERSION
     from scanner.store import open_store
+    from scanner.store.lock import writer_lock
 
-    with open_store(_db_url(db, existing=True)) as store:
+    with open_store(_db_url(db, existing=True)) as store, writer_lock(store.engine, "rescore"):
         count = store.rescore(RULES_VERSION, measure)
     typer.echo(f"rescored {count} tool lists under rules {RULES_VERSION}")
 

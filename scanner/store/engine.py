@@ -186,7 +186,13 @@ def open_engine(url: str) -> Engine:
                     f"Database {where} is at schema revision {current}, newer than this Fathom knows ({head});"
                     " upgrade Fathom."
                 )
-            migrate(engine)
+            try:
+                migrate(engine)
+            except StoreError:
+                # Two processes opening a new database at once both try to create it; the one that lost finds
+                # it already migrated, which is all it wanted.
+                if current_revision(engine) != head:
+                    raise
     except StoreError:
         engine.dispose()
         raise
