@@ -12,6 +12,7 @@ same database stops at once with :class:`~scanner.errors.WriterBusy` (exit 4) in
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 from collections import Counter
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from scanner import wire
 from scanner.crawl import CrawlSettings
 from scanner.models import ScanOutcome, ServerEntry
 
@@ -146,10 +148,12 @@ def _scan_into(
         store.mark_stale_runs_interrupted(older_than=STALE_RUN_AFTER)
         run_id = store.start_run(source, RULES_VERSION, config.options())
     # A name is a server's identity in the store: a second entry with the same name would be scanned for nothing
-    # (the store keeps one scan per server per run), so only the first is scanned and the rest are counted.
+    # (the store keeps one scan per server per run), so only the first is scanned and the rest are counted. Names
+    # are compared as the store keeps them (NUL and lone surrogates as U+FFFD), so --resume recognises them.
     first: dict[str, ServerEntry] = {}
     for entry in entries:
-        first.setdefault(entry.name, entry)
+        name = wire.clean_str(entry.name)
+        first.setdefault(name, entry if name is entry.name else dataclasses.replace(entry, name=name))
     unique = list(first.values())
     duplicates = len(entries) - len(unique)
     todo = [entry for entry in unique if entry.name not in done]

@@ -120,27 +120,36 @@ class WriterLock:
             return True
         return holder.host == self.host and not pid_running(holder.pid)
 
+    def _holder(self, connection: Any) -> Any:
+        return connection.execute(select(_TABLE).where(_TABLE.c.id == _ROW)).one_or_none()
+
+    def _try_insert(self, connection: Any) -> Any:
+        """Insert our row unless one exists; the row there afterwards (ours if we won). Read back rather than
+        trusting ``rowcount``, which drivers do not all report for ``INSERT ... ON CONFLICT``."""
+        connection.execute(self._insert().values(id=_ROW, **self._values()))
+        return self._holder(connection)
+
     def acquire(self) -> None:
         """Take the lock, taking over a stale one; raise :class:`WriterBusy` naming the live holder otherwise."""
         with self.engine.begin() as connection:
-            taken = connection.execute(self._insert().values(id=_ROW, **self._values())).rowcount == 1
-        if not taken:
+            holder = self._try_insert(connection)
+        if holder is None or holder.token != self.token:
             with self.engine.begin() as connection:
-                holder = connection.execute(select(_TABLE).where(_TABLE.c.id == _ROW)).one_or_none()
+                holder = self._holder(connection)
                 now = _now()
                 if holder is None:  # released between our insert and this read: try once more
-                    taken = connection.execute(self._insert().values(id=_ROW, **self._values())).rowcount == 1
+                    holder = self._try_insert(connection)
                 elif self.is_stale(holder, now):
                     swap = (
                         update(_TABLE)
                         .where(_TABLE.c.id == _ROW, _TABLE.c.token == holder.token)
                         .values(**self._values())
                     )
-                    taken = connection.execute(swap).rowcount == 1
-                    if taken:
-                        self.took_over = {"pid": holder.pid, "host": holder.host, "started_at": holder.started_at}
-                if not taken:
-                    holder = holder or connection.execute(select(_TABLE).where(_TABLE.c.id == _ROW)).one_or_none()
+                    connection.execute(swap)
+                    stale, holder = holder, self._holder(connection)
+                    if holder is not None and holder.token == self.token:
+                        self.took_over = {"pid": stale.pid, "host": stale.host, "started_at": stale.started_at}
+                if holder is None or holder.token != self.token:
                     raise self._busy(holder, now)
         self._thread = threading.Thread(target=self._beat, name="fathom-writer-lock", daemon=True)
         self._thread.start()
@@ -166,7 +175,9 @@ class WriterLock:
         """Move the heartbeat to now; notes the loss if the row is no longer ours."""
         with self.engine.begin() as connection:
             beat = update(_TABLE).where(_TABLE.c.id == _ROW, _TABLE.c.token == self.token).values(heartbeat_at=_now())
-            if connection.execute(beat).rowcount != 1:
+            connection.execute(beat)
+            holder = self._holder(connection)
+            if holder is None or holder.token != self.token:
                 self._lost = True
 
     def check(self) -> None:
