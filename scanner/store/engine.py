@@ -16,6 +16,7 @@ The engine is also the store's boundary, in both directions:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,32 @@ _HINTS = (
 )
 
 
+def _sqlite_open_hint(database: str | None) -> str | None:
+    """Why SQLite could not open ``database`` when it only says "unable to open": a read-only folder or mount (a
+    WAL database needs to create its -shm and -wal files beside it)."""
+    if not database or database.startswith("file:") or database == ":memory:":
+        return None
+    folder = Path(database).expanduser().parent
+    try:
+        read_only_mount = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return None
+    if read_only_mount or not os.access(folder, os.W_OK):
+        return "the database's folder is read-only (SQLite writes its -wal and -shm files beside the database)"
+    return None
+
+
+def _nearly_full(database: str | None) -> bool:
+    """Whether the file system holding SQLite file ``database`` has less than 1 MiB left."""
+    if not database or database.startswith("file:") or database == ":memory:":
+        return False
+    try:
+        stats = os.statvfs(Path(database).expanduser().parent)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < 1 << 20
+
+
 def _translate_error(context: ExceptionContext) -> None:
     """Turn any failure inside the database driver into one :class:`StoreError` line (exit 4), at the boundary."""
     original = context.original_exception
@@ -112,7 +139,13 @@ def _translate_error(context: ExceptionContext) -> None:
     text = " ".join(str(original).split()) or type(original).__name__
     lowered = text.lower()
     hint = next((hint for needle, hint in _HINTS if needle in lowered), None)
-    where = context.engine.url.render_as_string(hide_password=True) if context.engine is not None else "database"
+    url = context.engine.url if context.engine is not None else None
+    if url is not None and url.get_backend_name() == "sqlite":
+        if "unable to open" in lowered:
+            hint = _sqlite_open_hint(url.database) or hint
+        elif "disk i/o error" in lowered and _nearly_full(url.database):
+            hint = "the disk is full"  # SQLite reports ENOSPC in its WAL index as an I/O error
+    where = url.render_as_string(hide_password=True) if url is not None else "database"
     first = text[:300]
     message = f"Database {where}: {hint} ({first})" if hint else f"Database {where} failed: {first}"
     raise StoreError(message) from original
