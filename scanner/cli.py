@@ -666,6 +666,8 @@ def demo(
     and build the report. Needs nothing of yours; its database is recreated on every run."""
     from scanner.demo import run_demo
 
+    if workdir.exists() and not workdir.is_dir():
+        _fail(f"--workdir {workdir} is a file; the demo needs a folder (a new or existing one)", 2)
     result = run_demo(workdir)
     for number, summary in enumerate(result.scans, start=1):
         counts = " · ".join(f"{name} {count}" for name, count in sorted(summary.counts.items()))
@@ -700,7 +702,7 @@ def rule(code: Annotated[str, typer.Argument(help="A rule code, e.g. MCP205.")])
 def main() -> None:
     """Console-script entry point."""
     try:
-        app()
+        app(prog_name="fathom")  # usage lines say "fathom", also when run as ``python -m scanner``
     except KeyboardInterrupt:
         typer.echo("fathom: interrupted", err=True)
         sys.exit(130)
