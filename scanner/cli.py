@@ -1,6 +1,7 @@
 """The ``fathom`` command line: parse, build a request, call ONE library function, render, set the exit code.
 
-Every import beyond Typer happens inside the command that needs it, so ``fathom --help`` starts fast.
+Every import beyond Typer and ``scanner.errors`` happens inside the command that needs it, so ``fathom --help``
+starts fast. Errors are turned into output in ONE place, :class:`FathomGroup`.
 
 Exit codes (also in ``fathom --help`` and the README):
 
@@ -8,7 +9,8 @@ Exit codes (also in ``fathom --help`` and the README):
     1  --strict and at least one problem was found
     2  usage or input error (a file that is not a tool list, a bad flag value)
     3  the server could not be checked (timeout, refused, auth required, ...): the outcome says why
-    4  environment error: the offline tokenizer is missing, the database cannot be opened
+    4  environment error: the offline tokenizer is missing, the database cannot be opened or written, another
+       scan is writing to it, the report cannot be written
   130  interrupted (Ctrl-C)
 """
 
@@ -38,7 +40,7 @@ Exit codes:
   1    --strict and at least one problem was found
   2    usage or input error
   3    the server could not be checked (the outcome says why)
-  4    environment error (offline tokenizer missing, database unusable)
+  4    environment error (offline tokenizer missing, database unusable or busy)
   130  interrupted"""
 
 
