@@ -63,7 +63,9 @@ def _json_serializer(value: Any) -> str:
 
 
 def _unwritable(value: Any) -> bool:
-    return type(value) is str and wire.clean_str(value) is not value
+    # NUL and ASCII tests run in C; only non-ASCII text needs the surrogate search (a write's strings are mostly
+    # short ASCII names and codes).
+    return type(value) is str and ("\x00" in value or (not value.isascii() and wire.clean_str(value) is not value))
 
 
 def _clean_value(value: Any) -> Any:
@@ -73,18 +75,23 @@ def _clean_value(value: Any) -> Any:
 def _clean_parameters(parameters: Any) -> Any:
     """``parameters`` (a mapping or a sequence, or a list of them for executemany) with unwritable text replaced;
     the same object when there is none, which is nearly always."""
-    if isinstance(parameters, Mapping):
-        if any(_unwritable(value) for value in parameters.values()):
-            return {key: _clean_value(value) for key, value in parameters.items()}
+    if isinstance(parameters, dict):
+        for value in parameters.values():
+            if _unwritable(value):
+                return {key: _clean_value(item) for key, item in parameters.items()}
         return parameters
     if isinstance(parameters, list | tuple):
         if parameters and isinstance(parameters[0], Mapping | list | tuple):
             cleaned = [_clean_parameters(item) for item in parameters]
             changed = any(new is not old for new, old in zip(cleaned, parameters, strict=True))
             return (cleaned if isinstance(parameters, list) else tuple(cleaned)) if changed else parameters
-        if any(_unwritable(value) for value in parameters):
-            values = [_clean_value(value) for value in parameters]
-            return values if isinstance(parameters, list) else tuple(values)
+        for value in parameters:
+            if _unwritable(value):
+                values = [_clean_value(item) for item in parameters]
+                return values if isinstance(parameters, list) else tuple(values)
+        return parameters
+    if isinstance(parameters, Mapping):
+        return _clean_parameters(dict(parameters)) if any(map(_unwritable, parameters.values())) else parameters
     return parameters
 
 
