@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.main import get_command
@@ -168,3 +169,15 @@ def test_the_installed_entry_point_gives_the_same_one_line(
     stderr = result.stderr.decode("utf-8", "replace")
     assert result.returncode == code and b"Traceback" not in result.stderr, stderr
     assert len(stderr.splitlines()) == 1 and stderr.startswith("fathom"), stderr
+
+
+def test_outputs_that_cannot_be_written_are_one_line_and_exit_4(sdk_http: Any, places: dict[str, str]) -> None:
+    """A saved tool list or a report where nothing can be written (even root cannot create files in /proc)."""
+    saved = runner.invoke(app, ["check", "--url", sdk_http.url(), "--save", "/proc/fathom-tools.json"])
+    assert saved.exit_code == 4 and saved.stdout == ""
+    assert saved.stderr.startswith("fathom: Cannot save the tool list to /proc/fathom-tools.json: ")
+    assert len(saved.stderr.splitlines()) == 1
+
+    report = runner.invoke(app, ["report", "--db", places["db"], "--out", "/proc/fathom-site"])
+    assert report.exit_code == 4 and len(report.stderr.splitlines()) == 1
+    assert report.stderr.startswith("fathom: Cannot write the report to /proc/fathom-site: ")
