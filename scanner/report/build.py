@@ -133,13 +133,9 @@ def build_leaderboard(store: Store, run: Any, previous: Any | None, rows: Sequen
     ranked = []
     for place, (row, value) in enumerate(_ranking(rows), 1):
         movement, moved_by = _movement(place, before.get(row.server))
-        ranked.append(_server_row(row, place, movement, moved_by, value, slugs[row.server]))
+        ranked.append(_server_row(row, place, movement, moved_by, value, slugs))
     unranked = sorted(
-        (
-            _server_row(row, None, "unranked", 0, None, slugs[row.server])
-            for row in rows
-            if not is_ranked_outcome(row.outcome)
-        ),
+        (_server_row(row, None, "unranked", 0, None, slugs) for row in rows if not is_ranked_outcome(row.outcome)),
         key=lambda item: (item.outcome, item.name),
     )
     return Leaderboard(
@@ -156,10 +152,12 @@ def build_leaderboard(store: Store, run: Any, previous: Any | None, rows: Sequen
     )
 
 
-def _server_row(row: Any, rank: int | None, movement: str, moved_by: int, value: float | None, slug: str) -> ServerRow:
+def _server_row(
+    row: Any, rank: int | None, movement: str, moved_by: int, value: float | None, slugs: Mapping[str, str]
+) -> ServerRow:
     return ServerRow(
         name=row.server,
-        slug=slug,
+        slug=slugs[row.server],
         outcome=row.outcome,
         detail=row.detail or "",
         rank=rank,
