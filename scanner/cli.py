@@ -204,10 +204,11 @@ def check(
         int, typer.Option(min=1, max=1 << 30, help="Largest tool list or server answer read, in bytes.")
     ] = 32 << 20,
     timeout: Annotated[
-        float, typer.Option(parser=_seconds, help="Deadline for the whole server check, in seconds.")
+        float,
+        typer.Option(parser=_seconds, help="Deadline for the whole server check, in seconds (above 0, at most 86400)."),
     ] = 30.0,
     connect_timeout: Annotated[
-        float, typer.Option(parser=_seconds, help="Deadline to connect or spawn, in seconds.")
+        float, typer.Option(parser=_seconds, help="Deadline to connect or spawn, in seconds (above 0, at most 86400).")
     ] = 10.0,
     max_pages: Annotated[int, typer.Option(min=1, max=100_000, help="Most tools/list pages followed.")] = 100,
     max_tools: Annotated[int, typer.Option(min=1, max=1_000_000, help="Most tools accepted from one server.")] = 5000,
@@ -428,9 +429,11 @@ def scan(
     ] = False,
     concurrency: Annotated[int, typer.Option(min=1, max=1024, help="Servers scanned at once.")] = 32,
     per_host: Annotated[int, typer.Option(min=1, max=1024, help="Servers scanned at once on one host.")] = 4,
-    timeout: Annotated[float, typer.Option(parser=_seconds, help="Deadline for each server, in seconds.")] = 30.0,
+    timeout: Annotated[
+        float, typer.Option(parser=_seconds, help="Deadline for each server, in seconds (above 0, at most 86400).")
+    ] = 30.0,
     connect_timeout: Annotated[
-        float, typer.Option(parser=_seconds, help="Deadline to connect or spawn, in seconds.")
+        float, typer.Option(parser=_seconds, help="Deadline to connect or spawn, in seconds (above 0, at most 86400).")
     ] = 10.0,
     retries: Annotated[int, typer.Option(min=0, max=10, help="Retries for 429, 503 and connection resets.")] = 2,
     profile: Annotated[
