@@ -245,3 +245,17 @@ def test_a_holder_whose_lock_was_taken_over_stops_and_does_not_release_the_new_o
     lock.release()
     with engine.connect() as connection:
         assert connection.execute(text("SELECT token FROM writer_lock")).scalar_one() == "newcomer"
+
+
+def test_rescore_is_refused_while_a_scan_writes(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from scanner.cli import app
+
+    db = tmp_path / "f.db"
+    with open_store(f"sqlite:///{db}") as store, writer_lock(store.engine, "scan"):
+        result = CliRunner().invoke(app, ["rescore", "--db", str(db)])
+    assert result.exit_code == 4 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"fathom: another scan is writing to {db} since ") and f"(pid {os.getpid()} on " in line
+    assert CliRunner().invoke(app, ["rescore", "--db", str(db)]).exit_code == 0  # free once the scan is done
