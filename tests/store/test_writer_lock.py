@@ -259,3 +259,22 @@ def test_rescore_is_refused_while_a_scan_writes(tmp_path: Path) -> None:
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"fathom: another scan is writing to {db} since ") and f"(pid {os.getpid()} on " in line
     assert CliRunner().invoke(app, ["rescore", "--db", str(db)]).exit_code == 0  # free once the scan is done
+
+
+def test_a_scan_is_refused_before_it_starts_a_run_on_either_backend(engine: Any, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from scanner.cli import app
+
+    url = engine.url.render_as_string(hide_password=False)
+    servers = tmp_path / "servers.json"
+    servers.write_text('{"servers": [{"name": "x", "url": "http://127.0.0.1:9/mcp"}]}', encoding="utf-8")
+    put_holder(engine, pid=os.getpid(), host=HOST)  # a live process on this host: this one
+
+    result = CliRunner().invoke(app, ["scan", str(servers), "--db", url, "--allow-private"])
+
+    assert result.exit_code == 4 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert re.fullmatch(rf"fathom: another scan is writing to .+ since \d\d:\d\d UTC \(pid {os.getpid()} on .+", line)
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM runs")).scalar_one() == 0  # no run was started
