@@ -15,14 +15,15 @@ twice is an error. A registry that cannot be read is a run-fatal :class:`~scanne
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
+from scanner import wire
 from scanner.errors import InputError
+from scanner.mcp.body import ACCEPT_ENCODING, BodyError, decode_all
 from scanner.models import ServerEntry
 from scanner.registry import _json
 from scanner.registry.interface import Options
@@ -134,19 +135,24 @@ def api_url(base: str) -> str:
 
 
 def _get_page(client: httpx.Client, url: str, params: dict[str, str], options: Options) -> Any:
+    """One API page, its body capped after content-decoding (:mod:`scanner.mcp.body`) and parsed by
+    :mod:`scanner.wire`."""
     try:
-        with client.stream("GET", url, params=params) as response:
+        # Only the codings decode_all undoes are offered (httpx would add br or zstd when their modules exist).
+        headers = {"Accept-Encoding": ACCEPT_ENCODING}
+        with client.stream("GET", url, params=params, headers=headers) as response:
             if response.status_code != 200:
                 raise InputError(f"registry {url} answered HTTP {response.status_code}")
-            body = bytearray()
-            for chunk in response.iter_bytes():
-                body.extend(chunk)
-                if len(body) > options.max_page_bytes:
-                    raise InputError(f"registry {url}: a page is larger than {options.max_page_bytes} bytes")
+            coding = response.headers.get("content-encoding", "")
+            body = decode_all(response.iter_raw(), coding, options.max_page_bytes, "a page")
+    except BodyError as exc:
+        if exc.kind == "too_large":
+            raise InputError(f"registry {url}: a page is larger than {options.max_page_bytes} bytes") from exc
+        raise InputError(f"registry {url}: {exc.message}") from exc
     except httpx.HTTPError as exc:
         raise InputError(f"registry {url} cannot be read: {type(exc).__name__}: {exc}") from exc
     try:
-        return json.loads(body)
+        return wire.loads(body)
     except (ValueError, RecursionError) as exc:
         raise InputError(f"registry {url}: a page is not JSON ({exc})") from exc
 
