@@ -18,8 +18,10 @@ What the scan knows as secret (:meth:`Scrubber.for_scan`):
 Shapes (:func:`shapes`): as is, JSON-escaped (ASCII or not), URL-encoded (``quote``, ``quote_plus``),
 HTML-escaped, and base64 (standard and URL-safe, at each of the three byte alignments, so it is found inside a
 longer base64 text such as a Basic credential). A value shorter than :data:`MIN_CHARS` is not scrubbed: it
-could be any word of an error text. A secret cut by a length cap at a string's start or end (at least
-:data:`MIN_CHARS` of it) is scrubbed too. Each occurrence becomes :data:`MARK`.
+could be any word of an error text. A one-word secret cut by a length cap (the server's text is cut to 200 or
+500 characters, stderr to its last 64 KiB) leaves a prefix or a suffix of it: any run of at least
+:data:`PARTIAL_CHARS` characters that begins or ends such a secret is scrubbed too. Each occurrence becomes
+:data:`MARK`.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 
 MARK = "[secret]"
 MIN_CHARS = 6
+PARTIAL_CHARS = 8
 SECRET_PREFIX = "FATHOM_SECRET_"
 # Environment names whose values are never secret and are common words or paths in any error text.
 NOT_SECRET_ENV = frozenset(
@@ -108,18 +111,58 @@ def _header_secrets(value: str) -> set[str]:
     return found
 
 
+def _cut_spans(text: str, secret: str) -> list[tuple[int, int]]:
+    """Spans of ``text`` holding a prefix or a suffix of ``secret`` at least :data:`PARTIAL_CHARS` long."""
+    spans: list[tuple[int, int]] = []
+    head, tail = secret[:PARTIAL_CHARS], secret[-PARTIAL_CHARS:]
+    start = text.find(head)
+    while start >= 0:
+        end = start + PARTIAL_CHARS
+        while end < len(text) and end - start < len(secret) and text[end] == secret[end - start]:
+            end += 1
+        spans.append((start, end))
+        start = text.find(head, end)
+    end = text.find(tail)
+    while end >= 0:
+        stop = end + PARTIAL_CHARS
+        begin = end
+        while begin > 0 and stop - begin < len(secret) and text[begin - 1] == secret[-(stop - begin) - 1]:
+            begin -= 1
+        spans.append((begin, stop))
+        end = text.find(tail, stop)
+    return spans
+
+
+def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with the (possibly overlapping) ``spans`` merged and each run replaced by :data:`MARK`."""
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    pieces: list[str] = []
+    last = 0
+    for start, end in merged:
+        pieces += [text[last:start], MARK]
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
 class Scrubber:
     """Replaces every shape of a fixed set of secrets in text, in JSON values and in a scan outcome."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self.secrets = sorted({s for s in secrets if len(s) >= MIN_CHARS and "\0" not in s}, key=len, reverse=True)
-        # Only single words are looked for cut at a string's ends: "Bearer x" would match a bare "Bearer".
-        self._cuttable = [secret for secret in self.secrets if not any(char.isspace() for char in secret)]
         forms: set[str] = set()
         for secret in self.secrets:
             forms |= shapes(secret)
-        self._forms = sorted(forms, key=len, reverse=True)
-        self._pattern = re.compile("|".join(re.escape(form) for form in self._forms)) if forms else None
+        self._pattern = (
+            re.compile("|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))) if forms else None
+        )
+        # Only single words are looked for cut: a prefix of "Bearer x" would match a bare "Bearer".
+        self._cuttable = [s for s in self.secrets if len(s) > PARTIAL_CHARS and not any(c.isspace() for c in s)]
         self.replaced = 0
 
     def __bool__(self) -> bool:
@@ -156,29 +199,16 @@ class Scrubber:
     # --- text and values -----------------------------------------------------------------------------------
 
     def text(self, text: str) -> str:
-        """``text`` with every shape of every secret (and a secret cut at either end) replaced by :data:`MARK`."""
+        """``text`` with every shape of every secret (and what a cut left of one) replaced by :data:`MARK`."""
         if self._pattern is None:
             return text
         text, count = self._pattern.subn(MARK, text)
-        text = self._cut_ends(text)
-        self.replaced += count
-        return text
-
-    def _cut_ends(self, text: str) -> str:
-        """A secret cut by a length cap: a prefix of it ending ``text``, or a suffix of it starting ``text``."""
         for secret in self._cuttable:
-            longest = min(len(secret) - 1, len(text))
-            for size in range(longest, MIN_CHARS - 1, -1):
-                if text.endswith(secret[:size]):
-                    text = text[:-size] + MARK
-                    self.replaced += 1
-                    break
-            longest = min(len(secret) - 1, len(text))
-            for size in range(longest, MIN_CHARS - 1, -1):
-                if text.startswith(secret[-size:]):
-                    text = MARK + text[size:]
-                    self.replaced += 1
-                    break
+            spans = _cut_spans(text, secret)
+            if spans:
+                text = _replace_spans(text, spans)
+                count += len(spans)
+        self.replaced += count
         return text
 
     def value(self, value: Any) -> Any:

@@ -77,6 +77,11 @@ def escape(pid_file: Path | None, double: bool) -> None:
         os._exit(0)
     if double:
         os.waitpid(child, 0)
+    deadline = time.monotonic() + 2  # answer only once the escapee is on record, so a test can look for it
+    while pid_file is not None and not (pid_file.exists() and pid_file.read_text(encoding="utf-8").strip()):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
 
 
 def main() -> None:
