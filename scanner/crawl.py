@@ -139,22 +139,27 @@ class _Crawler:
                 note = f"not retried: the wait ({delay:g} s) would pass the {timeout:g} s deadline"
                 break
             await anyio.sleep(delay)
-            again: ScanOutcome | None = None
-            with anyio.move_on_after(timeout - (time.monotonic() - started)):
-                async with self._host_limiter(entry):
-                    again = await self._attempt(entry, timeout - (time.monotonic() - started))
-            if again is None:
+            limiter = self._host_limiter(entry)
+            with anyio.move_on_after(timeout - (time.monotonic() - started)) as waiting:
+                await limiter.acquire()
+            if waiting.cancelled_caught:
                 note = f"not retried: no turn on this host within the {timeout:g} s deadline"
                 break
+            try:
+                again = await self._attempt(entry, timeout - (time.monotonic() - started))
+            finally:
+                limiter.release()
             attempt += 1
+            if again.outcome is Outcome.TIMEOUT:
+                # The try was cut by what was left of the deadline: what the server said before is the news.
+                note = f"the last try ran out of the {timeout:g} s deadline"
+                break
             outcome = again
         if attempt or note:
             extra = {**outcome.extra, "attempts": attempt + 1, "elapsed_s": round(time.monotonic() - started, 2)}
             if note:
                 extra["retry_stopped"] = note
             outcome = replace(outcome, extra=extra)
-            if outcome.outcome is Outcome.TIMEOUT:
-                outcome = replace(outcome, detail=f"no complete answer within {timeout:g} s over {attempt + 1} tries")
         return outcome
 
 
