@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 MARK = "[secret]"
 MIN_CHARS = 6
 PARTIAL_CHARS = 8
-SECRET_PREFIX = "FATHOM_SECRET_"
 # Environment names whose values are never secret and are common words or paths in any error text.
 NOT_SECRET_ENV = frozenset(
     {"PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "HOME", "TMPDIR", "TMP", "TEMP", "PWD", "SHELL", "TERM", "USER"}
@@ -55,7 +54,6 @@ _SECRET_NAME = re.compile(
     r"secret|passw|credential|token|api[-_]?key|apikey|auth|bearer|private[-_]?key|cookie|session|access[-_]?key",
     re.IGNORECASE,
 )
-_NOT_ALNUM = re.compile(r"[^A-Z0-9]+")
 
 
 def secret_name(name: str) -> bool:
@@ -190,7 +188,9 @@ class Scrubber:
         secrets.update(value for key, value in given.items() if key not in NOT_SECRET_ENV)
         if entry.transport is Transport.STDIO and env is None:
             secrets.update(value for key, value in environ.items() if secret_name(key) and key not in NOT_SECRET_ENV)
-        prefix = f"{SECRET_PREFIX}{_NOT_ALNUM.sub('_', entry.name.upper()).strip('_')}_"
+        from scanner.registry.secrets import secret_env_name  # the one naming rule; imported late (no cycle)
+
+        prefix = secret_env_name(entry.name, "")  # FATHOM_SECRET_<SERVER>_
         for key, value in environ.items():
             if key.startswith(prefix):
                 secrets |= _header_secrets(value)
