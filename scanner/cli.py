@@ -559,12 +559,18 @@ def scan(
     concurrency: Annotated[int, typer.Option(min=1, max=1024, help="Servers scanned at once.")] = 32,
     per_host: Annotated[int, typer.Option(min=1, max=1024, help="Servers scanned at once on one host.")] = 4,
     timeout: Annotated[
-        float, typer.Option(parser=_seconds, help="Deadline for each server, in seconds (above 0, at most 86400).")
+        float,
+        typer.Option(
+            parser=_seconds,
+            help="Deadline for each server, in seconds (above 0, at most 86400); it covers every retry and wait.",
+        ),
     ] = 30.0,
     connect_timeout: Annotated[
         float, typer.Option(parser=_seconds, help="Deadline to connect or spawn, in seconds (above 0, at most 86400).")
     ] = 10.0,
-    retries: Annotated[int, typer.Option(min=0, max=10, help="Retries for 429, 503 and connection resets.")] = 2,
+    retries: Annotated[
+        int, typer.Option(min=0, max=10, help="Retries for 429, 503 and resets, within the deadline.")
+    ] = 2,
     profile: Annotated[
         str, typer.Option(help="Client-capability profile declared to servers: rich (default), full or bare.")
     ] = "rich",
