@@ -6,6 +6,10 @@ server in one transaction of the engine's batch insert. ``fathom worker`` (:mod:
 takes them. The engine's tables live in the same database as the scans (migration 0005 creates them), so there is
 one thing to back up and one connection string to give every machine.
 
+The database's writer lock (``scanner.store.lock``) becomes the run's: ``--enqueue`` takes it like any scan
+(refused while another scan writes) and hands it to the run (``RunLease``); every worker of the run refreshes it
+as it writes and the one that closes the run releases it. A local ``fathom scan`` meanwhile is refused.
+
 What a job holds (:func:`entry_payload`) is the entry as ``fathom scan --dry-run`` shows it: never a secret. The
 *values* of its environment variables and headers stay on the coordinator; a job carries their names only. A
 worker gives a declared variable its own environment's value (``PATH`` and the locale are the worker's anyway);
@@ -119,6 +123,7 @@ def enqueue_scan(config: ScanConfig) -> EnqueueSummary:
     from scanner.rules import RULES_VERSION
     from scanner.scan import resolve_entries, source_key
     from scanner.store import open_store
+    from scanner.store.lock import RunLease, WriterLock
 
     app = make_app(config.db_url)  # refuses SQLite before anything is read
     entries = resolve_entries(config)
@@ -128,18 +133,26 @@ def enqueue_scan(config: ScanConfig) -> EnqueueSummary:
         first.setdefault(entry.name, entry)
     unique = interleave_by_host(first.values())
     with open_store(config.db_url) as store:
-        options = {**config.options(), "distributed": True}
-        run_id = store.start_run(source_key(config.source), RULES_VERSION, options, planned=len(unique))
+        # Refused like any scan while another writes; then the lock is the run's, shared by its workers.
+        lock = WriterLock(store.engine, "scan")
+        lock.take()
+        run_id: int | None = None
         try:
+            options = {**config.options(), "distributed": True}
+            run_id = store.start_run(source_key(config.source), RULES_VERSION, options, planned=len(unique))
             if unique:
                 with app.open():
                     deferrer = app.configure_task(TASK, queue=QUEUE)
                     jobs: list[dict[str, Any]] = [{"run_id": run_id, "entry": entry_payload(e)} for e in unique]
                     deferrer.batch_defer(*jobs)
+                RunLease(store.engine, run_id).adopt(lock)
             else:
                 store.close_if_complete(run_id)  # nothing to scan: finished at once
+                lock.release()
         except BaseException:
             with contextlib.suppress(Exception):
-                store.finish_run(run_id, "interrupted")
+                lock.release()
+                if run_id is not None:
+                    store.finish_run(run_id, "interrupted")
             raise
     return EnqueueSummary(run_id=run_id, queued=len(unique), duplicates=len(entries) - len(unique))

@@ -11,6 +11,10 @@ queue with its own ``--concurrency`` (jobs at once) and package limits. A job is
 3. the worker counts its share of the run (``run_workers``) and, if that write was the run's last, closes it
    (:meth:`Store.close_if_complete`: aggregates computed, exactly one worker does it).
 
+The database's writer lock is the run's while it is written (``scanner.store.lock.RunLease``): each write first
+refreshes the run's hold on it; if another scan holds it (a local ``fathom scan`` after the run's workers were
+silent for two minutes), the worker waits for it instead of writing beside it.
+
 Faults: a worker killed outright (SIGKILL, a machine lost) stops its heartbeat; every worker looks for jobs of
 workers silent for ``stall_timeout`` seconds and puts them back in the queue. Ctrl-C or SIGTERM hands the
 running jobs back at once (aborted for shutdown, retried by the next worker). A job that raises (the database
@@ -32,9 +36,13 @@ from typing import Any
 
 from scanner.crawl import CrawlSettings
 from scanner.distributed.queue import MAX_ATTEMPTS, QUEUE, TASK, entry_from_payload, make_app
+from scanner.errors import WriterBusy
 from scanner.models import ScanOutcome, ServerEntry, Transport
+from scanner.store.lock import RunLease
 
 LOG = logging.getLogger("fathom.worker")
+# Seconds between tries of the writer lock while another scan writes to the database.
+LEASE_RETRY_S = 5.0
 
 
 def default_name() -> str:
@@ -102,6 +110,18 @@ class _Job:
             return replace(entry, skip="this worker does not run commands (start it with --run-commands)")
         return entry
 
+    async def hold_lease(self, run_id: int) -> None:
+        """Refresh the run's hold on the database's writer lock before a write; while another scan holds it,
+        wait (the job keeps its place, and its heartbeat keeps it from being taken again)."""
+        lease = RunLease(self.store.engine, run_id)
+        while True:
+            try:
+                await asyncio.to_thread(lease.hold)
+                return
+            except WriterBusy as busy:
+                LOG.warning("%s; waiting", busy)
+                await asyncio.sleep(LEASE_RETRY_S)
+
     async def __call__(self, run_id: int, entry: dict[str, Any]) -> None:
         from scanner.check import measure
 
@@ -112,6 +132,7 @@ class _Job:
             if dropped:  # said with the scan, never silent: the coordinator's header values are not queued
                 outcome = replace(outcome, extra={**outcome.extra, "headers_not_queued": list(dropped)})
             async with self.write_lock:
+                await self.hold_lease(run_id)
                 try:
                     await asyncio.to_thread(self.store.record_scan, run_id, server, outcome, measure)
                 except Exception:
@@ -132,6 +153,7 @@ class _Job:
         else:
             self.already_done += 1
         if await asyncio.to_thread(self.store.close_if_complete, run_id):
+            await asyncio.to_thread(RunLease(self.store.engine, run_id).release)
             self.closed.append(run_id)
             if self.on_closed is not None:
                 self.on_closed(run_id)
@@ -173,21 +195,31 @@ async def _work(config: WorkerConfig, job: _Job) -> None:
     )(scan_server)
     async with app.open_async():
         requeue = asyncio.create_task(_requeue_stalled(app, job, config.stall_timeout))
+        beat = max(config.stall_timeout / 4, 0.5)
         try:
-            await app.run_worker_async(
-                queues=[QUEUE],
-                name=config.name,
-                concurrency=config.crawl.concurrency,
-                wait=not config.until_idle,
-                # Ctrl-C / SIGTERM: running jobs are aborted at once and go back to the queue for another worker.
-                # With until_idle the worker stops the same way when the queue is empty, so there it lets its
-                # running jobs finish first.
-                shutdown_graceful_timeout=None if config.until_idle else 0,
-                delete_jobs="successful",  # the queue keeps only what is left to do (and failures, to read)
-                update_heartbeat_interval=max(config.stall_timeout / 4, 0.5),
-                stalled_worker_timeout=config.stall_timeout,
-                fetch_job_polling_interval=min(5.0, max(config.stall_timeout / 4, 0.5)),
-            )
+            if config.until_idle:
+                # The worker stops as on Ctrl-C once the queue is empty: it lets its running jobs finish first.
+                await app.run_worker_async(
+                    queues=[QUEUE],
+                    name=config.name,
+                    concurrency=config.crawl.concurrency,
+                    wait=False,
+                    delete_jobs="successful",
+                    update_heartbeat_interval=beat,
+                    stalled_worker_timeout=config.stall_timeout,
+                )
+            else:
+                await app.run_worker_async(
+                    queues=[QUEUE],
+                    name=config.name,
+                    concurrency=config.crawl.concurrency,
+                    # Ctrl-C / SIGTERM: running jobs are aborted at once and go back to the queue for another.
+                    shutdown_graceful_timeout=0,
+                    delete_jobs="successful",  # the queue keeps only what is left to do (and failures, to read)
+                    update_heartbeat_interval=beat,
+                    stalled_worker_timeout=config.stall_timeout,
+                    fetch_job_polling_interval=min(5.0, beat),
+                )
         finally:
             requeue.cancel()
             with contextlib.suppress(asyncio.CancelledError):

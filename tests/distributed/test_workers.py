@@ -24,6 +24,7 @@ from sqlalchemy import text
 from scanner.crawl import CrawlSettings
 from scanner.demo.server import DemoHost, synthetic_sites
 from scanner.distributed.queue import entry_from_payload, entry_payload
+from scanner.errors import WriterBusy
 from scanner.mcp import ClientLimits
 from scanner.models import ServerEntry, Transport
 from scanner.scan import ScanConfig, run_scan
@@ -115,6 +116,9 @@ def test_three_workers_one_killed_finish_the_run_like_one_process(
 
         queued = enqueue_scan(ScanConfig(source=str(listing), db_url=postgres, crawl=crawl))
         assert queued.queued == DEMO_SERVERS + HANGING
+        # The database's writer lock is the run's now: a local scan is refused while the workers write.
+        with pytest.raises(WriterBusy, match=f"distributed run {queued.run_id} is writing"):
+            run_scan(ScanConfig(source=str(listing), db_url=postgres, crawl=crawl))
         # The victim takes the hanging servers first and would wait a minute on each; it is killed holding them.
         victim = _worker("victim", "--concurrency", "4", "--timeout", "60")
         survivors: list[subprocess.Popen[str]] = []
@@ -145,6 +149,7 @@ def test_three_workers_one_killed_finish_the_run_like_one_process(
         # Exactly one scan per server: the killed worker's jobs were taken again and written once.
         assert sorted(names) == sorted(set(names)) and len(names) == DEMO_SERVERS + HANGING
         assert _queue("SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')")[0][0] == 0
+        assert _queue("SELECT count(*) FROM writer_lock")[0][0] == 0  # released by the worker that closed the run
         hung = {name: row["outcome"] for name, row in _board(postgres, queued.run_id).items() if "slow/" in name}
         assert hung == {f"slow/h{n}": "timeout" for n in range(HANGING)}
 
@@ -199,7 +204,7 @@ def test_the_queue_tables_migrate_both_ways(postgres: str) -> None:
     assert "procrastinate_fetch_job_v2" in engine_objects()
     engine = create_store_engine(postgres)
     try:
-        downgrade(engine, "0001")
+        downgrade(engine, "0002")
         assert engine_objects() == []
         assert _queue("SELECT count(*) FROM pg_tables WHERE tablename = 'run_workers'")[0][0] == 0
         migrate(engine)
