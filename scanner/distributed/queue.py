@@ -18,14 +18,15 @@ headers are not sent at all, and the scan records which ones were left out (``ex
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import make_url
 
 from scanner import wire
-from scanner.errors import InputError
+from scanner.errors import InputError, StoreError
 from scanner.models import ServerEntry, Transport
 
 if TYPE_CHECKING:
@@ -61,6 +62,20 @@ def make_app(db_url: str) -> procrastinate.App:
     except ImportError as exc:
         raise InputError("Distributed runs need the task engine: pip install 'fathom-scanner[postgres]'") from exc
     return procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(db_url)))
+
+
+@contextlib.contextmanager
+def engine_errors(db_url: str) -> Iterator[None]:
+    """Translate the task engine's and the driver's errors into one :class:`StoreError` line (exit 4)."""
+    import procrastinate.exceptions
+    import psycopg
+
+    try:
+        yield
+    except (procrastinate.exceptions.ProcrastinateException, psycopg.Error) as exc:
+        where = make_url(db_url).render_as_string(hide_password=True)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StoreError(f"The queue at {where} failed: {first}") from exc
 
 
 def entry_payload(entry: ServerEntry) -> dict[str, Any]:
@@ -116,8 +131,6 @@ def enqueue_scan(config: ScanConfig) -> EnqueueSummary:
     The run is opened first (``planned`` = the jobs about to be queued), then every job goes in with one batch
     insert; if queueing fails the run is closed as interrupted, so nothing waits for jobs that do not exist.
     """
-    import contextlib
-
     from scanner import tokenizer
     from scanner.crawl import interleave_by_host
     from scanner.rules import RULES_VERSION
@@ -141,7 +154,7 @@ def enqueue_scan(config: ScanConfig) -> EnqueueSummary:
             options = {**config.options(), "distributed": True}
             run_id = store.start_run(source_key(config.source), RULES_VERSION, options, planned=len(unique))
             if unique:
-                with app.open():
+                with engine_errors(config.db_url), app.open():
                     deferrer = app.configure_task(TASK, queue=QUEUE)
                     jobs: list[dict[str, Any]] = [{"run_id": run_id, "entry": entry_payload(e)} for e in unique]
                     deferrer.batch_defer(*jobs)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scanner.crawl import CrawlSettings
-from scanner.distributed.queue import MAX_ATTEMPTS, QUEUE, TASK, entry_from_payload, make_app
+from scanner.distributed.queue import MAX_ATTEMPTS, QUEUE, TASK, engine_errors, entry_from_payload, make_app
 from scanner.errors import WriterBusy
 from scanner.models import ScanOutcome, ServerEntry, Transport
 from scanner.store.lock import RunLease
@@ -244,7 +244,8 @@ def run_worker(
         job = _Job(store, config, on_result, on_closed)
         gc.freeze()  # as a crawl does: the long-lived modules and statements stay out of every collection
         try:
-            asyncio.run(_work(config, job))
+            with engine_errors(config.db_url):
+                asyncio.run(_work(config, job))
         finally:
             gc.unfreeze()
     return WorkerSummary(

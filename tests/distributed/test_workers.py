@@ -252,3 +252,17 @@ def test_a_job_carries_names_never_secret_values() -> None:
     assert on_worker.env == {"PATH": "/worker/bin"}
     assert on_worker.headers == {}
     assert on_worker.command == entry.command and on_worker.package == entry.package
+
+
+def test_a_worker_without_its_database_is_one_line_exit_4() -> None:
+    pytest.importorskip("procrastinate")
+    result = subprocess.run(
+        [sys.executable, "-m", "scanner", "worker", "--db", "postgresql+psycopg://fathom:pw@127.0.0.1:9/fathom"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 4
+    assert result.stderr.startswith("fathom: ") and len(result.stderr.strip().splitlines()) == 1
+    assert ":pw@" not in result.stderr and ":***@" in result.stderr  # the URL is named without its password
+    assert "Traceback" not in result.stderr
