@@ -621,6 +621,12 @@ def scan(
         from scanner.distributed import enqueue_scan
 
         queued = enqueue_scan(config)
+        if fmt is ScanFormat.json:
+            import dataclasses
+            import json
+
+            typer.echo(json.dumps(dataclasses.asdict(queued), indent=2))
+            return
         typer.echo(
             f"run {queued.run_id} queued: {queued.queued} servers"
             + (f" ({queued.duplicates} duplicate names left out)" if queued.duplicates else "")

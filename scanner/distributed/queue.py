@@ -138,6 +138,8 @@ def enqueue_scan(config: ScanConfig) -> EnqueueSummary:
     from scanner.store import open_store
     from scanner.store.lock import RunLease, WriterLock
 
+    if config.resume:
+        raise InputError("--resume does not apply to --enqueue: a distributed run is finished by its workers")
     app = make_app(config.db_url)  # refuses SQLite before anything is read
     entries = resolve_entries(config)
     tokenizer.encoding()  # the workers need it too; fail here rather than in every job
