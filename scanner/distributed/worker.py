@@ -29,6 +29,7 @@ import gc
 import logging
 import os
 import socket
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -43,6 +44,8 @@ from scanner.store.lock import RunLease
 LOG = logging.getLogger("fathom.worker")
 # Seconds between tries of the writer lock while another scan writes to the database.
 LEASE_RETRY_S = 5.0
+# Seconds between one worker's refreshes of its run's writer lock (stale after 120 s without one).
+LEASE_REFRESH_S = 10.0
 
 
 def default_name() -> str:
@@ -99,6 +102,7 @@ class _Job:
         self.counts: Counter[str] = Counter()
         self.written = self.already_done = self.requeued = 0
         self.closed: list[int] = []
+        self.held: dict[int, float] = {}  # run id -> when this worker last refreshed the run's writer lock
 
     def allowed(self, entry: ServerEntry) -> ServerEntry:
         """``entry``, or the same entry marked skipped if it would run a process this worker may not start."""
@@ -111,12 +115,16 @@ class _Job:
         return entry
 
     async def hold_lease(self, run_id: int) -> None:
-        """Refresh the run's hold on the database's writer lock before a write; while another scan holds it,
-        wait (the job keeps its place, and its heartbeat keeps it from being taken again)."""
+        """Refresh the run's hold on the database's writer lock before a write (at most every
+        :data:`LEASE_REFRESH_S`: it goes stale after two minutes); while another scan holds it, wait (the job keeps
+        its place, and the worker's heartbeat keeps it from being taken again)."""
+        if time.monotonic() - self.held.get(run_id, -LEASE_REFRESH_S) < LEASE_REFRESH_S:
+            return
         lease = RunLease(self.store.engine, run_id)
         while True:
             try:
                 await asyncio.to_thread(lease.hold)
+                self.held[run_id] = time.monotonic()
                 return
             except WriterBusy as busy:
                 LOG.warning("%s; waiting", busy)

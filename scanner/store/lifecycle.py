@@ -121,15 +121,22 @@ def mark_stale_runs_interrupted(sessions: sessionmaker[Session], older_than: tim
 def close_if_complete(sessions: sessionmaker[Session], run_id: int) -> bool:
     """Finish a distributed run if every planned server has its scan; True if this call finished it.
 
-    The run's row is locked (``SELECT ... FOR UPDATE`` on PostgreSQL) while its scans are counted and its
-    aggregates computed, so when the last two workers write at once exactly one of them closes it.
+    Counted first without a lock (the common case: not complete, nothing held). When complete, the run's row is
+    locked (``SELECT ... FOR UPDATE`` on PostgreSQL) while it is counted again and its aggregates computed, so
+    when the last two workers write at once exactly one of them closes it.
     """
+    scanned_query = select(func.count()).select_from(Scan).where(Scan.run_id == run_id)
+    with sessions() as session:
+        row = session.execute(
+            select(Run.planned, Run.status, scanned_query.scalar_subquery()).where(Run.id == run_id)
+        ).one_or_none()
+    if row is None or row.planned is None or row.status == "finished" or row[2] < row.planned:
+        return False
     with sessions.begin() as session:
-        run = session.scalars(select(Run).where(Run.id == run_id).with_for_update()).one_or_none()
-        if run is None or run.planned is None or run.status == "finished":
+        run = session.scalars(select(Run).where(Run.id == run_id).with_for_update()).one()
+        if run.planned is None or run.status == "finished":
             return False
-        scanned = session.scalar(select(func.count()).select_from(Scan).where(Scan.run_id == run_id)) or 0
-        if scanned < run.planned:
+        if (session.scalar(scanned_query) or 0) < run.planned:
             return False
         run.status = "finished"
         run.finished_at = common.now()
