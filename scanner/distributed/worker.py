@@ -8,7 +8,8 @@ queue with its own ``--concurrency`` (jobs at once) and package limits. A job is
 2. otherwise the server is scanned exactly as ``fathom scan`` does it (``scanner.crawl.scan_one``: skips, the
    address check, per-host limits, retries of 429/503) and written through the same write path
    (:meth:`Store.record_scan`), one write at a time per worker;
-3. the worker counts its share of the run (``run_workers``) and, if that write was the run's last, closes it
+3. the worker counts its share of the run (``run_workers``, written every few seconds) and, if that write was
+   the run's last, closes it
    (:meth:`Store.close_if_complete`: aggregates computed, exactly one worker does it).
 
 The database's writer lock is the run's while it is written (``scanner.store.lock.RunLease``): each write first
@@ -46,6 +47,9 @@ LOG = logging.getLogger("fathom.worker")
 LEASE_RETRY_S = 5.0
 # Seconds between one worker's refreshes of its run's writer lock (stale after 120 s without one).
 LEASE_REFRESH_S = 10.0
+# Seconds between writes of a worker's share of its runs (``run_workers.scans``; a killed worker's last few
+# seconds are not counted there, its scans are all in the run).
+SHARE_FLUSH_S = 5.0
 
 
 def default_name() -> str:
@@ -103,6 +107,7 @@ class _Job:
         self.written = self.already_done = self.requeued = 0
         self.closed: list[int] = []
         self.held: dict[int, float] = {}  # run id -> when this worker last refreshed the run's writer lock
+        self.pending: Counter[int] = Counter()  # run id -> servers written since the last flush
 
     def allowed(self, entry: ServerEntry) -> ServerEntry:
         """``entry``, or the same entry marked skipped if it would run a process this worker may not start."""
@@ -130,11 +135,18 @@ class _Job:
                 LOG.warning("%s; waiting", busy)
                 await asyncio.sleep(LEASE_RETRY_S)
 
-    async def __call__(self, run_id: int, entry: dict[str, Any]) -> None:
+    async def flush(self) -> None:
+        """Write this worker's share of each run (``run_workers``) counted since the last flush."""
+        pending, self.pending = self.pending, Counter()
+        for run_id, scans in pending.items():
+            await asyncio.to_thread(self.store.note_worker, run_id, self.config.name, scans)
+
+    async def __call__(self, run_id: int, entry: dict[str, Any], *, retried: bool = False) -> None:
         from scanner.check import measure
 
         server = self.allowed(entry_from_payload(entry, os.environ))
-        if not await asyncio.to_thread(self.store.has_scan, run_id, server.name):
+        # Only a job run before (retried, or taken back from a silent worker) can find its server written.
+        if not (retried and await asyncio.to_thread(self.store.has_scan, run_id, server.name)):
             outcome = await self.scan(server)
             dropped = entry.get("header_names") or []
             if dropped:  # said with the scan, never silent: the coordinator's header values are not queued
@@ -153,7 +165,7 @@ class _Job:
                         LOG.warning("run %s is finished or gone; job for %s dropped", run_id, server.name)
                         return
                     raise
-                await asyncio.to_thread(self.store.note_worker, run_id, self.config.name)
+            self.pending[run_id] += 1
             self.written += 1
             self.counts[outcome.outcome.value] += 1
             if self.on_result is not None:
@@ -161,6 +173,7 @@ class _Job:
         else:
             self.already_done += 1
         if await asyncio.to_thread(self.store.close_if_complete, run_id):
+            await self.flush()
             await asyncio.to_thread(RunLease(self.store.engine, run_id).release)
             self.closed.append(run_id)
             if self.on_closed is not None:
@@ -188,22 +201,32 @@ async def _requeue_stalled(app: Any, job: _Job, stall_timeout: float) -> None:
             LOG.warning("job %s of a silent worker put back in the queue", stale.id)
 
 
+async def _flush_every(job: _Job, seconds: float) -> None:
+    """Write the worker's share of its runs every ``seconds`` (one upsert per run, not one per server)."""
+    while True:
+        await asyncio.sleep(seconds)
+        await job.flush()
+
+
 async def _work(config: WorkerConfig, job: _Job) -> None:
     import procrastinate
 
     app = make_app(config.db_url)
 
-    async def scan_server(run_id: int, entry: dict[str, Any]) -> None:
-        await job(run_id, entry)
+    async def scan_server(context: procrastinate.JobContext, run_id: int, entry: dict[str, Any]) -> None:
+        assert context.job is not None
+        await job(run_id, entry, retried=context.job.attempts > 0)
 
     app.task(
         name=TASK,
         queue=QUEUE,
+        pass_context=True,
         retry=procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, linear_wait=1),
     )(scan_server)
     async with app.open_async():
-        requeue = asyncio.create_task(_requeue_stalled(app, job, config.stall_timeout))
         beat = max(config.stall_timeout / 4, 0.5)
+        requeue = asyncio.create_task(_requeue_stalled(app, job, config.stall_timeout))
+        flusher = asyncio.create_task(_flush_every(job, min(SHARE_FLUSH_S, beat)))
         try:
             if config.until_idle:
                 # The worker stops as on Ctrl-C once the queue is empty: it lets its running jobs finish first.
@@ -229,9 +252,11 @@ async def _work(config: WorkerConfig, job: _Job) -> None:
                     fetch_job_polling_interval=min(5.0, beat),
                 )
         finally:
-            requeue.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await requeue
+            for side in (requeue, flusher):
+                side.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await side
+            await job.flush()
 
 
 def run_worker(
