@@ -23,8 +23,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.engine import make_url
-
 from scanner import wire
 from scanner.errors import InputError, StoreError
 from scanner.models import ServerEntry, Transport
@@ -43,16 +41,15 @@ MAX_ATTEMPTS = 20
 
 def conninfo(db_url: str) -> str:
     """The libpq connection string of a ``postgresql+psycopg://`` URL; any other database is an InputError."""
-    try:
-        url = make_url(db_url)
-    except Exception as exc:  # SQLAlchemy's ArgumentError and ValueError: both mean "not a URL"
-        raise InputError(f"Cannot use database URL {db_url!r}: {exc}") from exc
-    if url.get_backend_name() != "postgresql":
+    from scanner.store.engine import libpq_url
+
+    plain = libpq_url(db_url)
+    if plain is None:
         raise InputError(
             "Distributed runs need PostgreSQL: give --db postgresql+psycopg://user@host/db "
             "(SQLite on one machine needs no workers: drop --enqueue)."
         )
-    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+    return plain
 
 
 def make_app(db_url: str) -> procrastinate.App:
@@ -73,7 +70,9 @@ def engine_errors(db_url: str) -> Iterator[None]:
     try:
         yield
     except (procrastinate.exceptions.ProcrastinateException, psycopg.Error) as exc:
-        where = make_url(db_url).render_as_string(hide_password=True)
+        from scanner.store.engine import shown_url
+
+        where = shown_url(db_url)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StoreError(f"The queue at {where} failed: {first}") from exc
 
