@@ -725,10 +725,20 @@ DbOption = Annotated[str, typer.Option(help=DB_HELP)]
 def worker(
     db: Annotated[str, typer.Option(help="The PostgreSQL of the distributed run: postgresql+psycopg://user@host/db.")],
     concurrency: Annotated[int, typer.Option(min=1, max=1024, help="Servers this worker scans at once.")] = 32,
-    per_host: Annotated[int, typer.Option(min=1, help="Servers this worker scans at once on one host.")] = 4,
-    timeout: Annotated[float, typer.Option(help="Deadline for each server, in seconds.")] = 30.0,
-    connect_timeout: Annotated[float, typer.Option(help="Deadline to connect or spawn, in seconds.")] = 10.0,
-    retries: Annotated[int, typer.Option(min=0, max=10, help="Retries for 429, 503 and connection resets.")] = 2,
+    per_host: Annotated[int, typer.Option(min=1, max=1024, help="Servers this worker scans at once on one host.")] = 4,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            parser=_seconds,
+            help="Deadline for each server, in seconds (above 0, at most 86400); it covers every retry and wait.",
+        ),
+    ] = 30.0,
+    connect_timeout: Annotated[
+        float, typer.Option(parser=_seconds, help="Deadline to connect or spawn, in seconds (above 0, at most 86400).")
+    ] = 10.0,
+    retries: Annotated[
+        int, typer.Option(min=0, max=10, help="Retries for 429, 503 and resets, within the deadline.")
+    ] = 2,
     profile: Annotated[str, typer.Option(help="Client-capability profile: rich (default), full or bare.")] = "rich",
     allow_private: Annotated[
         bool, typer.Option(help="Connect to loopback, private and link-local addresses too (never cloud metadata).")
@@ -752,7 +762,9 @@ def worker(
     name: Annotated[str | None, typer.Option(help="This worker's name in `fathom runs`. [default: host:pid]")] = None,
     stall_timeout: Annotated[
         float,
-        typer.Option(min=1.0, help="Seconds without a worker's heartbeat before its jobs are taken again."),
+        typer.Option(
+            parser=_seconds, help="Seconds without a worker's heartbeat before its jobs are taken again (above 0)."
+        ),
     ] = 60.0,
     until_idle: Annotated[bool, typer.Option(help="Stop when no job is left, instead of waiting for more.")] = False,
 ) -> None:
@@ -765,7 +777,7 @@ def worker(
     from scanner.packages import PackageSettings
 
     config = WorkerConfig(
-        db_url=db,
+        db_url=_db_url(db),
         crawl=CrawlSettings(
             concurrency=concurrency,
             per_host=per_host,
