@@ -238,6 +238,15 @@ def check(
             "variable (never printed or stored)."
         ),
     ] = None,
+    env_names: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env",
+            metavar="NAME",
+            help="Hand this environment variable to the stdio server (repeatable). A stdio server gets only what "
+            "it is handed plus PATH, HOME, USER and the locale (docs/registry.md); the value is never printed.",
+        ),
+    ] = None,
     transport: Annotated[TransportChoice, typer.Option(help="HTTP transport to use.")] = TransportChoice.auto,
     profile: Annotated[
         str,
@@ -265,7 +274,7 @@ def check(
         _readable_file("--tools-file", tools_file)
     if save is not None:
         _writable_file("--save", save)
-    entry = _server_entry(url, stdio, command, transport, _headers(header, bearer_env))
+    entry = _server_entry(url, stdio, command, transport, _headers(header, bearer_env), env_names)
     if example:
         from importlib import resources
 
@@ -320,6 +329,7 @@ def _server_entry(
     command: list[str] | None,
     transport: TransportChoice,
     headers: dict[str, str],
+    env_names: list[str] | None = None,
 ) -> ServerEntry | None:
     from scanner.models import ServerEntry, Transport
 
@@ -344,7 +354,13 @@ def _server_entry(
         return None
     if not argv:
         _fail("--stdio needs a command", 2)
-    return ServerEntry(name=argv[0], transport=Transport.STDIO, command=tuple(argv), source="command line")
+    env: dict[str, str] = {}
+    for name in env_names or ():
+        value = os.environ.get(name)
+        if value is None:
+            _fail(f"--env {name}: that environment variable is not set", 2)
+        env[name] = value
+    return ServerEntry(name=argv[0], transport=Transport.STDIO, command=tuple(argv), env=env, source="command line")
 
 
 def _render_check(result: CheckResult, fmt: CheckFormat, *, verbose: bool = False, all_tools: bool = False) -> str:

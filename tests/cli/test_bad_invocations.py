@@ -57,6 +57,7 @@ TABLE: list[tuple[list[str], int, str]] = [
     (["check", "--example", "--as", "bogus"], 2, "--as"),
     (["check", "--url", "http://127.0.0.1:9/mcp", "--header", "no-colon"], 2, "--header"),
     (["check", "--url", "http://127.0.0.1:9/mcp", "--bearer-env", "FATHOM_TEST_SURELY_UNSET"], 2, "--bearer-env"),
+    (["check", "--stdio", "true", "--env", "FATHOM_TEST_SURELY_UNSET"], 2, "--env FATHOM_TEST_SURELY_UNSET"),
     # doctor: its deadlines, its sources and credentials
     *(
         (["doctor", "--url", "http://127.0.0.1:9/mcp", flag, value], 2, flag)
