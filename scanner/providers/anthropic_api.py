@@ -20,6 +20,7 @@ from scanner.providers.api import (
     Stop,
     ToolCall,
     Usage,
+    as_object,
     need_int,
     need_list,
     need_object,
@@ -88,7 +89,7 @@ class AnthropicApi(ModelApi):
                 calls.append(ToolCall(name=name, arguments=arguments, arguments_error=error, call_id=call_id))
         reason = message.get("stop_reason")
         reason_text = reason if isinstance(reason, str) else ""
-        usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+        usage = as_object(message.get("usage"))
         details = {
             key: value
             for key in ("cache_creation_input_tokens", "cache_read_input_tokens")

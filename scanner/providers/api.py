@@ -252,7 +252,7 @@ def _one_line(text: str, limit: int = 300) -> str:
 def send(
     api: ModelApi,
     call: Call,
-    limits: Limits = Limits(),  # noqa: B008 - frozen, safe as a default
+    limits: Limits = Limits(),
     *,
     transport: httpx.BaseTransport | None = None,
     sleep: Callable[[float], None] = time.sleep,
@@ -350,6 +350,11 @@ def need_int(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
+
+
+def as_object(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (an optional part of an answer that is absent)."""
+    return value if isinstance(value, dict) else {}
 
 
 def need_object(value: Any, what: str, label: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from scanner.providers.api import (
     Stop,
     ToolCall,
     Usage,
+    as_object,
     need_int,
     need_object,
 )
@@ -34,6 +35,7 @@ from scanner.providers.api import (
 _FILTERED = frozenset(
     {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY", "LANGUAGE", "OTHER_SAFETY"}
 )
+_USAGE_DETAILS = ("candidatesTokenCount", "thoughtsTokenCount", "cachedContentTokenCount", "toolUsePromptTokenCount")
 _MALFORMED = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS"})
 
 
@@ -73,16 +75,12 @@ class GeminiApi(ModelApi):
 
     def parse(self, document: Any) -> ModelAnswer:
         answer = need_object(document, "response", self.label)
-        meta = answer.get("usageMetadata") if isinstance(answer.get("usageMetadata"), dict) else {}
+        meta = as_object(answer.get("usageMetadata"))
         prompt_tokens = need_int(meta.get("promptTokenCount"))
         candidates_tokens = need_int(meta.get("candidatesTokenCount"))
         thoughts = need_int(meta.get("thoughtsTokenCount"))
         output = None if candidates_tokens is None and thoughts is None else (candidates_tokens or 0) + (thoughts or 0)
-        details = {
-            key: value
-            for key in ("candidatesTokenCount", "thoughtsTokenCount", "cachedContentTokenCount", "toolUsePromptTokenCount")
-            if (value := need_int(meta.get(key))) is not None
-        }
+        details = {key: value for key in _USAGE_DETAILS if (value := need_int(meta.get(key))) is not None}
         usage = Usage(prompt_tokens, output, details)
         version = answer.get("modelVersion")
         model = version if isinstance(version, str) else None
@@ -132,7 +130,8 @@ class GeminiApi(ModelApi):
         error = document.get("error") if isinstance(document, dict) else None
         if not isinstance(error, dict):
             return "", ""
-        kind = error.get("status") if isinstance(error.get("status"), str) else ""
+        status = error.get("status")
+        kind = status if isinstance(status, str) else ""
         for detail in error.get("details") or ():
             if isinstance(detail, dict) and detail.get("reason") == "API_KEY_INVALID":
                 kind = "API_KEY_INVALID"

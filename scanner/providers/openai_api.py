@@ -27,6 +27,7 @@ from scanner.providers.api import (
     Stop,
     ToolCall,
     Usage,
+    as_object,
     need_int,
     need_list,
     need_object,
@@ -93,11 +94,13 @@ class OpenAIApi(ModelApi):
         reason_text = reason if isinstance(reason, str) else ""
         refusal = message.get("refusal") if isinstance(message.get("refusal"), str) else None
         stop = Stop.REFUSAL if refusal else _STOPS.get(reason_text, Stop.OTHER)
-        usage = completion.get("usage") if isinstance(completion.get("usage"), dict) else {}
+        usage = as_object(completion.get("usage"))
         details: dict[str, int] = {}
-        for group, key in (("completion_tokens_details", "reasoning_tokens"), ("prompt_tokens_details", "cached_tokens")):
-            inner = usage.get(group)
-            if isinstance(inner, dict) and (value := need_int(inner.get(key))) is not None:
+        for group, key in (
+            ("completion_tokens_details", "reasoning_tokens"),
+            ("prompt_tokens_details", "cached_tokens"),
+        ):
+            if (value := need_int(as_object(usage.get(group)).get(key))) is not None:
                 details[key] = value
         content = message.get("content")
         model = completion.get("model")
