@@ -141,3 +141,9 @@ def _call(function: dict[str, Any], call_id: Any) -> ToolCall:
     if not isinstance(arguments, dict):
         return ToolCall(name, arguments, "the arguments are not a JSON object", identifier)
     return ToolCall(name=name, arguments=arguments, call_id=identifier)
+
+
+class OpenAICompatibleApi(OpenAIApi):
+    """The same wire format at a server that is not OpenAI's (Ollama, llama.cpp, vLLM, LM Studio, a gateway)."""
+
+    label = "the OpenAI-compatible server"

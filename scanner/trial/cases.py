@@ -61,7 +61,8 @@ def load_cases(path: str, data: bytes) -> list[Case]:
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}" if mark is not None else ""
-            raise InputError(f"{path}: not valid YAML{where}") from None
+            problem = getattr(exc, "problem", None)
+            raise InputError(f"{path}: not valid YAML{where}" + (f" ({problem})" if problem else "")) from None
         if isinstance(document, dict) and "cases" in document:
             document = document["cases"]
         if not isinstance(document, list):

@@ -21,7 +21,7 @@ from scanner.errors import InputError
 from scanner.providers.anthropic_api import AnthropicApi
 from scanner.providers.api import MissingKey, ModelApi, redact_url
 from scanner.providers.gemini_api import GeminiApi
-from scanner.providers.openai_api import OpenAIApi
+from scanner.providers.openai_api import OpenAIApi, OpenAICompatibleApi
 
 APIS: dict[str, ModelApi] = {api.provider: api for api in (AnthropicApi(), OpenAIApi(), GeminiApi())}
 
@@ -52,8 +52,8 @@ class Target:
 
     @property
     def label(self) -> str:
-        """Who the prompt goes to, for people: the provider, or "an OpenAI-compatible server"."""
-        return "an OpenAI-compatible server" if self.compatible else self.api.label
+        """Who the prompt goes to, for people: the provider, or "the OpenAI-compatible server"."""
+        return self.api.label
 
     @property
     def spec(self) -> str:
@@ -94,7 +94,7 @@ def resolve(model: str, base_url: str | None = None, environ: Mapping[str, str] 
                 f"--model {model!r}: name the provider (anthropic:MODEL, openai:MODEL, gemini:MODEL), or give "
                 "--base-url for an OpenAI-compatible server"
             )
-        api: ModelApi = APIS["openai"]
+        api: ModelApi = OpenAICompatibleApi()
         name = model
     else:
         api = APIS[prefix]
