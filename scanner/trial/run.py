@@ -26,7 +26,7 @@ from typing import Any
 from scanner.check import CheckRequest
 from scanner.errors import FathomError, InputError
 from scanner.models import TokenCount, Toolset
-from scanner.providers.api import Exchange, Limits, ModelAnswer, ModelApiError, Stop, ToolCall, send
+from scanner.providers.api import Call, Exchange, Limits, ModelAnswer, ModelApiError, Stop, ToolCall, send
 from scanner.providers.base import read_tool
 from scanner.textsafe import clean
 from scanner.trial.cases import Case
@@ -348,7 +348,6 @@ def run(plan: Plan, *, send_turn: Callable[..., tuple[Exchange, ModelAnswer]] = 
     trials: list[Trial] = []
     headers = target.api.headers()
     auth = target.api.auth_headers(target.key) if target.key else {}
-    from scanner.providers.api import Call
 
     try:
         for index, case in enumerate(request.cases):

@@ -13,7 +13,7 @@ from google.genai import types as gt
 from openai.types import shared as os_
 from openai.types.chat import ChatCompletion
 
-MODEL_A = "claude-sonnet-4-5"
+MODEL_A = "claude-opus-4-7"
 MODEL_O = "gpt-4o-mini"
 MODEL_G = "gemini-2.5-flash"
 
