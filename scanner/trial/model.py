@@ -33,7 +33,7 @@ class Target:
     api: ModelApi
     model: str
     base_url: str
-    custom_base: bool  # not the provider's own endpoint
+    custom_base: bool  # not the provider's own host
     compatible: bool  # a bare model name at a base URL: an OpenAI-compatible server
     key: str | None
     key_env: str | None
@@ -107,7 +107,8 @@ def resolve(model: str, base_url: str | None = None, environ: Mapping[str, str] 
         base = _base_url(env[api.base_url_env], api.base_url_env)
     else:
         base = api.default_base_url
-    custom = base != api.default_base_url
+    # The provider's own API whatever the path ("https://api.openai.com/v1" is how OPENAI_BASE_URL is often set).
+    custom = urlsplit(base).hostname != urlsplit(api.default_base_url).hostname
     key_env = next((variable for variable in api.key_envs if env.get(variable)), None)
     if key_env is None and not custom:
         names = " or ".join(api.key_envs)

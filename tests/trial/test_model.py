@@ -86,3 +86,13 @@ def test_retry_after_forms() -> None:
     assert retry_after(httpx.Headers({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}), now=1445412470.0) == 10.0
     assert retry_after(httpx.Headers({"retry-after": "soon"})) is None
     assert retry_after(httpx.Headers({})) is None
+
+
+def test_the_providers_own_host_with_a_path_is_not_a_custom_base() -> None:
+    target = resolve("openai:o3-mini", environ={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "https://api.openai.com/v1"})
+    assert not target.custom_base
+    assert target.endpoint == "https://api.openai.com/v1/chat/completions"
+    body = target.api.body(target.model, "hi", [], 64, custom_base=target.custom_base)
+    assert body["max_completion_tokens"] == 64 and "max_tokens" not in body
+    with pytest.raises(MissingKey):
+        resolve("openai:o3-mini", environ={"OPENAI_BASE_URL": "https://api.openai.com/v1"})
