@@ -663,6 +663,8 @@ def try_model(
 
     Nothing is called: each call is shown with its arguments checked against the tool's schema. The tools sent
     are exactly what `check --as PROVIDER` prints. A remote provider is asked for consent first (or --yes).
+    Keys come from ANTHROPIC_API_KEY, OPENAI_API_KEY, GOOGLE_API_KEY or GEMINI_API_KEY; base URLs from --base-url,
+    ANTHROPIC_BASE_URL, OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL. See docs/try.md.
     """
     from scanner import trial
     from scanner.check import CheckRequest

@@ -455,3 +455,26 @@ def test_an_unreachable_tool_server_exits_3(stub: Stub) -> None:
     result = invoke("--model", "local", "--base-url", stub.url, "--url", "http://127.0.0.1:9/mcp", "--prompt", PROMPT)
     assert result.exit_code == 3
     assert stub.requests == []
+
+
+def test_model_text_cannot_drive_the_terminal(stub: Stub, tools_file: Path) -> None:
+    stub.reply(
+        200,
+        shapes.openai_completion(
+            {
+                "content": "\x1b[2J\x1b]0;owned\x07gone",
+                "tool_calls": [shapes.openai_tool_call("\x1b[31msearch_catalog", '{"query": "\\u202etent"}')],
+            }
+        ),
+    )
+    result = invoke("--model", "local", "--base-url", stub.url, "-f", str(tools_file), "--prompt", PROMPT)
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.stdout and "\u202e" not in result.stdout
+    assert "\\u001b[31msearch_catalog" in result.stdout and "which is not in the list" in result.stdout
+
+
+def test_an_oversized_answer_is_not_read(stub: Stub, tools_file: Path) -> None:
+    stub.reply(200, raw=b"{" + b" " * (9 << 20) + b"}")
+    result = invoke("--model", "local", "--base-url", stub.url, "-f", str(tools_file), "--prompt", PROMPT)
+    assert result.exit_code == 5
+    assert "larger than 8 MiB" in result.stderr
