@@ -328,3 +328,48 @@ def test_refused_connection_is_one_line() -> None:
     call = Call("http://127.0.0.1:9/v1/messages", api.headers(), api.auth_headers(KEY), {}, "ANTHROPIC_API_KEY")
     with pytest.raises(ModelApiError, match=r"cannot reach Anthropic at http://127.0.0.1:9/v1/messages"):
         send(api, call, Limits(retries=0))
+
+
+def _example_tools() -> list[Any]:
+    from importlib import resources
+
+    text = (resources.files("scanner") / "examples" / "example-tools.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    return [*TOOLS, *(data["tools"] if isinstance(data, dict) else data)]
+
+
+def test_every_part_of_each_request_is_a_field_the_sdk_knows() -> None:
+    """The SDKs' request types: a key they do not know (a drifted field name) fails here, as it would at the API."""
+    from pydantic import TypeAdapter
+
+    tools = _example_tools()
+    anthropic_body = AnthropicApi().body("m", PROMPT, provider_view("anthropic", tools), 64, custom_base=False)
+    from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
+
+    known = MessageCreateParamsNonStreaming.__optional_keys__ | MessageCreateParamsNonStreaming.__required_keys__
+    assert set(anthropic_body) <= known
+    tool_keys = anthropic.types.ToolParam.__optional_keys__ | anthropic.types.ToolParam.__required_keys__
+    for tool in anthropic_body["tools"]:
+        assert set(tool) <= tool_keys
+        TypeAdapter(anthropic.types.ToolParam).validate_python(tool)
+    TypeAdapter(anthropic.types.ToolChoiceParam).validate_python(anthropic_body["tool_choice"])
+
+    from openai.types.chat import ChatCompletionFunctionToolParam, completion_create_params
+    from openai.types.shared_params import FunctionDefinition
+
+    for custom_base in (False, True):
+        openai_body = OpenAIApi().body("m", PROMPT, provider_view("openai", tools), 64, custom_base=custom_base)
+        params = completion_create_params.CompletionCreateParamsNonStreaming
+        assert set(openai_body) <= params.__optional_keys__ | params.__required_keys__
+    for tool in openai_body["tools"]:
+        assert set(tool) <= ChatCompletionFunctionToolParam.__optional_keys__ | {"type", "function"}
+        assert set(tool["function"]) <= FunctionDefinition.__optional_keys__ | FunctionDefinition.__required_keys__
+        TypeAdapter(ChatCompletionFunctionToolParam).validate_python(tool)
+
+    # google-genai's models forbid unknown fields outright.
+    for tool in provider_view("gemini", tools):
+        gt.Tool.model_validate(tool)
+    gemini_body = GeminiApi().body("m", PROMPT, provider_view("gemini", tools), 64, custom_base=False)
+    gt.ToolConfig.model_validate(gemini_body["toolConfig"])
+    gt.GenerationConfig.model_validate(gemini_body["generationConfig"])
+    gt.Content.model_validate(gemini_body["contents"][0])
