@@ -673,6 +673,8 @@ def try_model(
     sources = [tools_file is not None, url is not None, stdio is not None, bool(command), example, db is not None]
     if sum(sources) != 1:
         _fail("give exactly one tool list: --tools-file, --url, --stdio, '-- command ...', --example or --db", 2)
+    if (db is None) != (server is None):
+        _fail("--db and --server go together (the server whose newest stored tool list is tried)", 2)
     if example:
         from importlib import resources
 

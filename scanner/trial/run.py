@@ -26,7 +26,7 @@ from typing import Any
 from scanner.check import CheckRequest
 from scanner.errors import FathomError, InputError
 from scanner.models import TokenCount, Toolset
-from scanner.providers.api import Call, Exchange, Limits, ModelAnswer, ModelApiError, Stop, ToolCall, send
+from scanner.providers.api import Call, Exchange, Limits, ModelAnswer, ModelApiError, Stop, ToolCall, redact_url, send
 from scanner.providers.base import read_tool
 from scanner.textsafe import clean
 from scanner.trial.cases import Case
@@ -227,7 +227,7 @@ def load_tools(request: TrialRequest) -> tuple[tuple[Any, ...], str]:
         outcome = result.outcome
         detail = f"{outcome.outcome.value}: {outcome.detail}" if outcome is not None else "no tools"
         raise ToolsUnavailable(f"{result.source}: {detail}")
-    return tuple(result.tools), result.source
+    return tuple(result.tools), redact_url(result.source)  # a server URL may carry user:password
 
 
 def prepare(request: TrialRequest) -> Plan:
