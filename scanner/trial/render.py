@@ -174,17 +174,17 @@ def _head(report: TrialReport, esc: Any) -> list[str]:
     return [
         f"model: {esc(target.spec)} at {esc(target.shown_endpoint)}",
         f"tools: {len(plan.view_names)} from {esc(plan.source)} (sha256 {plan.toolset_sha256[:12]})",
-        f"Fathom's estimate for the tool list: {plan.estimate.tokens:,} tokens a turn [{plan.estimate.method}]",
+        f"Fathom's estimate for the tool list: {plan.estimate.tokens:,} tokens a turn [{esc(plan.estimate.method)}]",
     ]
 
 
-def _foot(report: TrialReport) -> list[str]:
+def _foot(report: TrialReport, esc: Any) -> list[str]:
     methods = sorted({trial.price.method for trial in report.trials})
     lines = [
         f"tokens ({report.plan.target.label} reported): {_tokens(report.input_tokens)} in, "
         f"{_tokens(report.output_tokens)} out over {len(report.trials)} request(s); the tool list is about "
         f"{report.plan.estimate.tokens:,} of each request's input by Fathom's estimate",
-        f"price: {_usd(report.total_usd)} ({'; '.join(methods)})",
+        f"price: {_usd(report.total_usd)} ({esc('; '.join(methods))})",
     ]
     if any(summary.case.expects_tool for summary in report.summaries):
         lines.append(
@@ -224,7 +224,7 @@ def render_text(report: TrialReport) -> str:
     if len(report.summaries) > 1 or report.plan.request.repeat > 1:
         lines.append(render_rows(_rows(report), TableFormat.table).rstrip("\n"))
         lines.append("")
-    lines += _foot(report)
+    lines += _foot(report, esc)
     return "\n".join(lines) + "\n"
 
 
@@ -252,5 +252,5 @@ def render_markdown(report: TrialReport) -> str:
             lines.append(f"- #{trial.repetition + 1}: {body[0]}")
             lines += [f"  - {line.strip()}" for line in body[1:]]
         lines.append("")
-    lines += [f"- {line}" for line in _foot(report)]
+    lines += [f"- {line}" for line in _foot(report, esc)]
     return "\n".join(lines) + "\n"

@@ -254,6 +254,7 @@ def test_strict_passes_when_every_case_passes(stub: Stub, tools_file: Path, tmp_
     )
     assert result.exit_code == 0, result.output
     assert "| case | expected | chosen | right | valid | values | passed |" in result.stdout
+    assert "&lt;functions&gt; block" in result.stdout and "<functions>" not in result.stdout
     assert "| case 1 | search\\_catalog | search\\_catalog 1 | 1/1 | 1/1 | 1/1 | 1/1 |" in result.stdout
 
 
@@ -478,3 +479,13 @@ def test_an_oversized_answer_is_not_read(stub: Stub, tools_file: Path) -> None:
     result = invoke("--model", "local", "--base-url", stub.url, "-f", str(tools_file), "--prompt", PROMPT)
     assert result.exit_code == 5
     assert "larger than 8 MiB" in result.stderr
+
+
+def test_markdown_escapes_what_came_from_outside(stub: Stub, tools_file: Path) -> None:
+    stub.reply(200, shapes.openai_completion({"content": "<img src=x onerror=alert(1)> | cell"}, "stop"))
+    result = invoke(
+        "--model", "local", "--base-url", stub.url, "-f", str(tools_file), "--prompt", PROMPT, "--format", "markdown"
+    )
+    assert result.exit_code == 0, result.output
+    assert "<img" not in result.stdout and "&lt;img" in result.stdout
+    assert "<" not in result.stdout.replace("<missing>", "")
