@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -335,7 +335,7 @@ def _summaries(plan: Plan, trials: Sequence[Trial]) -> tuple[CaseSummary, ...]:
     return tuple(out)
 
 
-def run(plan: Plan, *, send_turn: Callable[..., tuple[Exchange, ModelAnswer]] = send) -> TrialReport:
+def run(plan: Plan) -> TrialReport:
     """One turn per case and repetition, in order; every answer checked, priced and kept.
 
     A provider failure stops the run: the transcript of the finished trials (and the error) is saved first when
@@ -356,7 +356,7 @@ def run(plan: Plan, *, send_turn: Callable[..., tuple[Exchange, ModelAnswer]] = 
             )
             call = Call(url=target.endpoint, headers=headers, auth_headers=auth, body=body, key_env=target.key_env)
             for repetition in range(request.repeat):
-                exchange, answer = send_turn(target.api, call, request.limits)
+                exchange, answer = send(target.api, call, request.limits)
                 checked = tuple(check_call(tool_call, schemas, case) for tool_call in answer.calls)
                 right, valid, matched, passed = judge(case, answer, checked)
                 trials.append(
