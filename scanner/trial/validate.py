@@ -33,6 +33,9 @@ from scanner.providers.base import clip_json
 PATTERN_SECONDS = 0.5
 """Longest one ``pattern`` may take on one value before it counts as not checkable."""
 
+CONTAINERS_LIMIT = 256
+"""Most objects or arrays in one array of a schema for which the schema itself is checked (see _checkable)."""
+
 SHOWN_CHARS = 120
 """Longest expected/got text kept per error (the value itself stays in the JSON output's call)."""
 
@@ -86,6 +89,23 @@ def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: An
 _SAFE_VALIDATORS: dict[type, type] = {}
 
 
+def _checkable(value: Any) -> bool:
+    """Can the meta-schema check run in reasonable time? Not when an array holds more than
+    :data:`CONTAINERS_LIMIT` objects or arrays: jsonschema's ``uniqueItems`` test (draft 4-7 put it on ``enum``
+    and ``required``) is quadratic for them (1,000 objects take seconds, 4,000 a minute). Such a schema is still
+    used to check arguments; only the check of the schema itself is skipped."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            if sum(isinstance(element, dict | list) for element in item) > CONTAINERS_LIMIT:
+                return False
+            stack.extend(item)
+    return True
+
+
 def _validator(schema: dict[str, Any]) -> Validator:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # an unknown $schema falls back to the default
@@ -97,10 +117,11 @@ def _validator(schema: dict[str, Any]) -> Validator:
             keywords["patternProperties"] = _pattern_properties
         safe = jsonschema.validators.extend(base, keywords)
         _SAFE_VALIDATORS[base] = safe
-    try:
-        base.check_schema(schema)
-    except SchemaError as exc:
-        raise SchemaUnusable(f"the tool's inputSchema is not a valid schema: {exc.message}") from exc
+    if _checkable(schema):
+        try:
+            base.check_schema(schema)
+        except SchemaError as exc:
+            raise SchemaUnusable(f"the tool's inputSchema is not a valid schema: {exc.message}") from exc
     # An empty registry: local refs resolve inside the schema, anything else is Unresolvable (never fetched).
     made: Validator = safe(schema, registry=Registry())
     return made
@@ -144,6 +165,8 @@ def check_arguments(schema: Any, arguments: Any) -> tuple[ArgError, ...]:
         raise SchemaUnusable(f"the tool's inputSchema has a $ref that does not resolve inside it ({exc})") from exc
     except RecursionError as exc:
         raise SchemaUnusable("the tool's inputSchema recurses without end") from exc
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:  # a malformed schema the meta-check skipped
+        raise SchemaUnusable(f"the tool's inputSchema cannot be used to check arguments ({exc})") from exc
     found.sort(key=lambda error: ([str(part) for part in error.absolute_path], str(error.validator)))
     return tuple(_error(error) for error in found)
 
