@@ -103,6 +103,10 @@ class OpenAIApi(ModelApi):
             if (value := need_int(as_object(usage.get(group)).get(key))) is not None:
                 details[key] = value
         content = message.get("content")
+        if isinstance(content, list):  # some compatible servers send content parts
+            content = "".join(
+                part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
+            )
         model = completion.get("model")
         return ModelAnswer(
             calls=tuple(calls),

@@ -373,3 +373,19 @@ def test_every_part_of_each_request_is_a_field_the_sdk_knows() -> None:
     gt.ToolConfig.model_validate(gemini_body["toolConfig"])
     gt.GenerationConfig.model_validate(gemini_body["generationConfig"])
     gt.Content.model_validate(gemini_body["contents"][0])
+
+
+def test_compatible_servers_content_parts_and_object_arguments(stub: Stub) -> None:
+    """Shapes some OpenAI-compatible servers send: content as parts, arguments as an object, not a string."""
+    completion = shapes.openai_completion({"content": "x"}, "tool_calls")
+    message = completion["choices"][0]["message"]
+    message["content"] = [{"type": "text", "text": "Checking "}, {"type": "text", "text": "stock."}]
+    message["tool_calls"] = [
+        {"id": "1", "type": "function", "function": {"name": "search_catalog", "arguments": {"query": "tent"}}}
+    ]
+    stub.reply(200, completion)
+    _, answer = fathom_send(OpenAIApi(), stub, "local")
+    assert answer.text == "Checking stock."
+    assert [(call.name, call.arguments, call.arguments_error) for call in answer.calls] == [
+        ("search_catalog", {"query": "tent"}, None)
+    ]
