@@ -154,7 +154,7 @@ def _get_page(client: httpx.Client, url: str, params: dict[str, str], limit: int
     except httpx.HTTPError as exc:
         raise InputError(f"registry {url} cannot be read: {type(exc).__name__}: {exc}") from exc
     try:
-        return wire.loads(body), len(body)
+        return wire.loads(wire.decode_bytes(body)), len(body)
     except (ValueError, RecursionError) as exc:
         raise InputError(f"registry {url}: a page is not JSON ({exc})") from exc
 

@@ -221,7 +221,7 @@ def test_a_registry_api_page_bomb_is_capped_after_decoding(bomb_registry):
         return str(raised.value)
 
     message, peak = peak_traced(read)
-    assert "larger than 2097152 bytes" in message
+    assert "page 1 is larger than 2 MiB" in message
     assert peak < 12 * 1024 * 1024, peak
 
 
@@ -257,7 +257,8 @@ def test_check_json_never_prints_an_echoed_bearer_token(hostile_http, monkeypatc
 def test_check_json_never_prints_an_api_key_a_stdio_server_leaks_on_stderr(monkeypatch):
     monkeypatch.setenv("API_KEY", SECRET)
     command = " ".join(hostile_stdio_command("leak-env"))
-    result = runner.invoke(app, ["check", "--stdio", command, "--format", "json", "--timeout", "10"])
+    args = ["check", "--stdio", command, "--env", "API_KEY", "--format", "json", "--timeout", "10"]
+    result = runner.invoke(app, args)
     assert result.exit_code == 3, result.output
     data = json.loads(result.stdout)
     assert data["outcome"]["status"] == "exited"
@@ -290,7 +291,7 @@ def test_a_scan_stores_no_secret_a_server_echoed(hostile_http, tmp_path, monkeyp
     config_file = tmp_path / "claude_desktop_config.json"
     config_file.write_text(json.dumps(config), encoding="utf-8")
     db = tmp_path / "scan.db"
-    args = ["scan", str(config_file), "--kind", "claude", "--db", f"sqlite:///{db}", "--allow-private"]
+    args = ["scan", str(config_file), "--run-commands", "--db", f"sqlite:///{db}", "--allow-private"]
     result = runner.invoke(app, [*args, "--timeout", "10", "--format", "json"])
     assert result.exit_code == 0, (result.stdout, result.stderr)
     summary = json.loads(result.stdout)
