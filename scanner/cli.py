@@ -128,7 +128,8 @@ def check(
         typer.Option(
             "--as",
             help="Print only the tools JSON this provider's API receives, and nothing else. gemini is what "
-            "current Google-SDK clients send (parametersJsonSchema); gemini-openapi the parameters subset.",
+            "current Google-SDK clients send (parametersJsonSchema); gemini-openapi the parameters subset. A server "
+            'that sends instructions gives {"tools": [...], "instructions": "..."} instead.',
         ),
     ] = None,
     fmt: Annotated[CheckFormat, typer.Option("--format", help="Output format.")] = CheckFormat.text,
@@ -234,7 +235,9 @@ def check(
 
         from scanner.providers import provider_view
 
-        view = provider_view(as_provider.value, list(result.tools))
+        view: Any = provider_view(as_provider.value, list(result.tools))
+        if result.instructions is not None:  # the server's instructions travel apart from the tools (docs/cli.md)
+            view = {"tools": view, "instructions": result.instructions}
         typer.echo(json.dumps(view, indent=2, ensure_ascii=True))
         return
     typer.echo(_render_check(result, fmt, verbose=verbose, all_tools=all_tools), nl=False)

@@ -172,8 +172,22 @@ class Summary:
 
 
 @dataclass(frozen=True)
+class InstructionsCost:
+    """The server's ``instructions``: the text, its content hash, and what it costs per turn per provider as a
+    system text (scanner.providers.system), each count with its method."""
+
+    text: str
+    sha256: str
+    tokens: Mapping[str, TokenCount]
+
+    @property
+    def max_tokens(self) -> int:
+        return max((count.tokens for count in self.tokens.values()), default=0)
+
+
+@dataclass(frozen=True)
 class CheckReport:
-    """Everything ``fathom check`` says about one tool list."""
+    """Everything ``fathom check`` says about one tool list (and the server's instructions, when it sent any)."""
 
     tools_count: int
     tokens: Mapping[str, TokenCount]
@@ -181,6 +195,7 @@ class CheckReport:
     tool_costs: tuple[ToolCost, ...]
     findings: tuple[Finding, ...]
     toolset_sha256: str
+    instructions: InstructionsCost | None = None
 
     @property
     def summary(self) -> Summary:
