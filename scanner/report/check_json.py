@@ -6,7 +6,8 @@ dearest), ``tools`` (every tool, [{name, index, tokens}] sorted by cost, dearest
 ({problems, warnings, notes}), ``findings`` ([{code, rule, severity, tool, message, hint, pointer, details}],
 every finding, never grouped). When the server sent ``instructions``: ``instructions`` ({sha256, chars,
 tokens: {provider: {tokens, method}}}) and ``tokens_with_instructions`` ({provider: tools + instructions}); the
-text itself is in ``outcome.extra.instructions``. A server check adds ``server`` and ``outcome`` ({status, detail, extra});
+text itself is in ``outcome.extra.instructions``. A server check adds ``server`` and ``outcome`` ({status,
+detail, extra});
 a server that could not be listed has ``outcome`` and no measurement keys. Output is ASCII-escaped JSON, so
 nothing a server wrote reaches a terminal raw.
 """

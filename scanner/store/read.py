@@ -641,7 +641,8 @@ def _leaderboard(session: Session, run_id: int, server_id: int | None) -> list[L
         )
         .order_by(StoredFinding.id)
     ):
-        by_toolset[row.toolset_id].append(common.finding_from_row(row))
+        if row.toolset_id is not None:  # a toolset's own findings always have one (only scan findings may not)
+            by_toolset[row.toolset_id].append(common.finding_from_row(row))
     by_scan: dict[int, list[Finding]] = defaultdict(list)
     own = select(StoredFinding).join(Scan, Scan.id == StoredFinding.scan_id).where(Scan.run_id == run_id)
     if server_id is not None:
