@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from scanner.lanes import LaneChoice  # --lanes (a light module: models and the standard library)
 from scanner.models import ProviderView  # the one table of provider names (a light module, no heavy imports)
 
 if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
@@ -466,6 +467,13 @@ def scan(
     profile: Annotated[
         str, typer.Option(help="Client-capability profile declared to servers: rich (default), full or bare.")
     ] = "rich",
+    lanes: Annotated[
+        LaneChoice,
+        typer.Option(
+            help="For a server whose credential is set (FATHOM_SECRET_...): scan it without the credential, with "
+            "it, or both and store each lane (docs/lanes.md). Servers without one are scanned once, as configured."
+        ),
+    ] = LaneChoice.both,
     fmt: Annotated[ScanFormat, typer.Option("--format", help="Output format of the summary.")] = ScanFormat.text,
 ) -> None:
     """Scan every server of a registry concurrently into the database, keeping history between runs."""
@@ -484,6 +492,7 @@ def scan(
         retries=retries,
         allow_private=allow_private,
         packages=PackageSettings(cache_dir=cache_dir, disk_limit_mb=disk_limit_mb, pass_env=tuple(pass_env or ())),
+        lanes=lanes,
     )
     config = ScanConfig(
         source=registry,

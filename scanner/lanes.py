@@ -83,12 +83,13 @@ def _signals(status: Any, challenge: Any, metadata_url: Any, metadata: Any) -> d
     document = metadata if isinstance(metadata, Mapping) else None
     servers = document.get("authorization_servers") if document else None
     scopes = document.get("scopes_supported") if document else None
+    # "issuers", not "authorization_servers": the store drops keys that look like credentials ("authoriz...").
     return {
         "status": status if isinstance(status, int) else None,
         "challenge": dict(challenge) if isinstance(challenge, Mapping) else None,
         "resource_metadata_url": metadata_url if isinstance(metadata_url, str) and document else None,
         "resource_metadata": document is not None,
-        "authorization_servers": [s for s in servers if isinstance(s, str)][:5] if isinstance(servers, list) else [],
+        "issuers": [s for s in servers if isinstance(s, str)][:5] if isinstance(servers, list) else [],
         "scopes_supported": [s for s in scopes if isinstance(s, str)][:20] if isinstance(scopes, list) else [],
     }
 
@@ -148,3 +149,19 @@ def scan_findings(outcome: ScanOutcome) -> list[Finding]:
         resource_metadata={"found": True} if signals.get("resource_metadata") else None,
     )
     return lane_findings(views, view)
+
+
+def lanes_text(lanes: Sequence[Any]) -> str:
+    """Lanes side by side, ``anonymous: 3 of 14 tools; credentialed: 14 tools`` (each lane's ``lane``,
+    ``outcome`` and ``tools_count``); a lane that did not list says how it ended. Empty for a one-lane scan."""
+    counts = [lane.tools_count for lane in lanes if lane.outcome == "ok" and lane.tools_count is not None]
+    most = max(counts, default=0)
+    parts = []
+    for lane in lanes:
+        if lane.outcome != "ok" or lane.tools_count is None:
+            parts.append(f"{lane.lane}: {lane.outcome}")
+        elif lane.tools_count < most:
+            parts.append(f"{lane.lane}: {lane.tools_count} of {most} tools")
+        else:
+            parts.append(f"{lane.lane}: {lane.tools_count} tool{'' if lane.tools_count == 1 else 's'}")
+    return "; ".join(parts)

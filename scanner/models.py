@@ -314,7 +314,7 @@ class ScanOutcome:
 class LaneOutcome:
     """One lane of a server scanned with and without its credential: the lane's name, its outcome, and (for the
     anonymous lane) the auth signals its answer gave: ``status``, ``challenge``, ``resource_metadata_url``,
-    ``resource_metadata`` (present or not), ``authorization_servers``, ``scopes_supported``."""
+    ``resource_metadata`` (present or not), ``issuers`` (its authorization servers), ``scopes_supported``."""
 
     lane: str
     outcome: ScanOutcome
