@@ -206,6 +206,7 @@ class _Extras:
         self.instructions: InstructionsCost | None = None
         self.instructions_id: int | None = None
         self.findings: list[Finding] = []
+        self.lane_errors: dict[str, str] = {}  # a lane's list that could not be measured: why (kept as its detail)
 
 
 def _prepare_extras(
@@ -237,8 +238,8 @@ def _prepare_extras(
                 lane_report = measure(lane_toolset)
             except FathomError:
                 raise
-            except Exception:  # the lane's list stays stored unmeasured; the scan's own list is what is ranked
-                lane_report = None
+            except Exception as exc:  # stored unmeasured, said in the lane's detail; measured again next time
+                extras.lane_errors[lane_toolset.sha256] = f"measure_error: {type(exc).__name__}: {exc}"[:300]
         extras.lane_toolsets[lane_toolset.sha256] = (lane_toolset, found.id if found else None, lane_report)
     text = instructions_text(outcome.extra) if outcome.ok else None
     if text is not None:
@@ -294,20 +295,28 @@ def _write_extras(connection: Connection, extras: _Extras, rule_version: str) ->
 
 
 def _lane_rows(
-    outcome: ScanOutcome, scan_id: int, toolset: Toolset | None, toolset_id: int | None, ids: Mapping[str, int]
+    outcome: ScanOutcome,
+    scan_id: int,
+    toolset: Toolset | None,
+    toolset_id: int | None,
+    ids: Mapping[str, int],
+    errors: Mapping[str, str],
 ) -> list[dict[str, Any]]:
+    """One ``scan_lanes`` row per lane; a lane listing the scan's own list shares its toolset id."""
     rows = []
     for lane in outcome.lanes:
         lane_id: int | None = None
+        detail = str(lane.outcome.detail or "")
         if lane.outcome.ok:
             sha = Toolset.from_tools(tuple(lane.outcome.tools or ())).sha256
             lane_id = toolset_id if toolset is not None and sha == toolset.sha256 else ids.get(sha)
+            detail = errors.get(sha, detail)
         rows.append(
             {
                 "scan_id": scan_id,
                 "lane": lane.lane[:16],
                 "outcome": str(lane.outcome.outcome),
-                "detail": codec.redact(str(lane.outcome.detail or "")[: codec.MAX_DETAIL * 2])[: codec.MAX_DETAIL],
+                "detail": codec.redact(detail[: codec.MAX_DETAIL * 2])[: codec.MAX_DETAIL],
                 "toolset_id": lane_id,
                 "tools_count": len(lane.outcome.tools or ()) if lane.outcome.ok else None,
                 "signals": codec.small_json(lane.signals),
@@ -383,7 +392,9 @@ def _write_scan(
         )
     )
     if outcome.lanes:
-        connection.execute(_SCAN_LANES.insert(), _lane_rows(outcome, scan_id, toolset, toolset_id, lane_ids))
+        connection.execute(
+            _SCAN_LANES.insert(), _lane_rows(outcome, scan_id, toolset, toolset_id, lane_ids, extras.lane_errors)
+        )
     if extras.findings:
         connection.execute(
             _INSERT_FINDINGS, [common.finding_values(f, toolset_id, rule_version, scan_id) for f in extras.findings]
