@@ -19,7 +19,7 @@ from pathlib import Path
 
 from scanner.errors import InputError, OutputError
 from scanner.lanes import lanes_text
-from scanner.models import SCHEMA_DEPTH_LIMIT, Finding, Severity
+from scanner.models import PROVIDER_SHORT, SCHEMA_DEPTH_LIMIT, Finding, Severity
 from scanner.report.check_groups import FindingGroup, group_findings
 from scanner.report.csv_out import render_csv
 from scanner.report.data import (
@@ -368,6 +368,13 @@ def build_server_page(
         ):
             if value:
                 info[key] = value
+    told = leader.instructions_tokens
+    if told and providers:  # the server's instructions, read as a system text beside the tools on every turn
+        key = providers[0]
+        info["Instructions"] = (
+            f"{told.get(key, 0):,} tokens per turn ({PROVIDER_SHORT.get(key, key)}) beside the tools' "
+            f"{row.tokens.get(key, 0):,}"
+        )
     if row.lanes:  # a scan in lanes: what each credential sees, and which lane the leaderboard ranks
         info["Lanes"] = row.lanes
         if row.lane:

@@ -469,6 +469,7 @@ def _start(
 
 
 _SCAN_LANES = common.TABLES["scan_lanes"]
+_INSTRUCTION_TOKENS = common.TABLES["instructions_tokens"]
 
 
 def lanes_of(connection: Connection | Session, scans: Any) -> dict[int, tuple[str | None, tuple[LaneRow, ...]]]:
@@ -705,6 +706,16 @@ def _leaderboard(session: Session, run_id: int, server_id: int | None) -> list[L
             by_scan[row.scan_id].append(common.finding_from_row(row))
     in_scans = select(Scan.id).where(Scan.run_id == run_id)
     lanes = lanes_of(session, in_scans if server_id is None else in_scans.where(Scan.server_id == server_id))
+    told = sorted({scan.instructions_id for scan, *_ in scans if scan.instructions_id is not None})
+    instructions: dict[int, dict[str, int]] = defaultdict(dict)
+    for chunk in common.chunks(told):
+        rows = session.execute(
+            select(
+                _INSTRUCTION_TOKENS.c.instructions_id, _INSTRUCTION_TOKENS.c.provider, _INSTRUCTION_TOKENS.c.tokens
+            ).where(_INSTRUCTION_TOKENS.c.instructions_id.in_(chunk))
+        )
+        for owner, provider, count in rows:
+            instructions[owner][provider] = count
 
     result = []
     for scan, name, sha, tools_count in scans:
@@ -738,6 +749,7 @@ def _leaderboard(session: Session, run_id: int, server_id: int | None) -> list[L
                     findings=tuple(found),
                     tool_severities=tuple((p, w, n) for p, w, n in per_tool),
                     list_severities=(list_wide[0], list_wide[1], list_wide[2]),
+                    instructions_tokens=instructions.get(scan.instructions_id or -1, {}),
                 ),
                 lanes,
             )

@@ -257,6 +257,7 @@ class LeaderRow:
     list_severities: tuple[int, int, int] = (0, 0, 0)
     lane: str | None = None  # a scan in lanes: the lane ranked (the richest), said beside the name
     lanes: tuple[LaneRow, ...] = ()
+    instructions_tokens: Mapping[str, int] = field(default_factory=dict)  # the server's instructions, per provider
 
     @property
     def max_tokens(self) -> int:

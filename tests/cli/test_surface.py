@@ -121,3 +121,5 @@ def test_demo_scans_twice_and_writes_the_report(tmp_path: Path) -> None:
         )
         assert [row["server"] for row in rows] == [server], code
     assert "(credentialed lane)" in index.read_text(encoding="utf-8")
+    (alpenglow,) = (tmp_path / "demo" / "report" / "servers").glob("example-alpenglow-*.html")
+    assert "<dt>Instructions</dt><dd>" in alpenglow.read_text(encoding="utf-8")
