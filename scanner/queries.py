@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from scanner.lanes import lanes_text
 from scanner.models import PROVIDERS
 from scanner.store import open_store
 
@@ -16,7 +17,18 @@ RUN_COLUMNS = ["run", "started_at", "finished_at", "status", "servers_scanned", 
 # A distributed run also shows its progress (scanned of planned) and the workers that wrote it.
 DISTRIBUTED_RUN_COLUMNS = [*RUN_COLUMNS[:5], "planned", "servers_ok", "workers", "source"]
 SERVER_COLUMNS = ["server", "last_outcome", "last_scanned_at", "version", "tools", *PROVIDERS, "detail"]
-HISTORY_COLUMNS = ["run", "scanned_at", "outcome", "version", "tools", *PROVIDERS, "problems", "warnings", "notes"]
+HISTORY_COLUMNS = [
+    "run",
+    "scanned_at",
+    "outcome",
+    "version",
+    "tools",
+    *PROVIDERS,
+    "problems",
+    "warnings",
+    "notes",
+    "lanes",
+]
 FINDING_COLUMNS = ["server", "code", "severity", "tool", "first_seen_run", "gone_run", "message"]
 DIFF_COLUMNS = ["change", "tool", "detail"]
 
@@ -84,6 +96,8 @@ def history(db_url: str, server: str) -> list[dict[str, Any]]:
             "warnings": row.warnings,
             "notes": row.notes,
             "toolset_sha256": row.toolset_sha256,
+            "lane": row.lane,
+            "lanes": lanes_text(row.lanes),
         }
         for row in found
     ]
@@ -131,6 +145,9 @@ def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> 
             rows.append({"change": "tokens", "tool": None, "detail": f"{provider} {before} → {after} ({delta:+d})"})
     for label, items in (("finding new", change.findings_new), ("finding fixed", change.findings_fixed)):
         rows += [{"change": label, "tool": f.tool, "detail": f"{f.code} {f.rule}: {f.message}"} for f in items]
+    for side, lanes in (("from", change.lanes_from), ("to", change.lanes_to)):
+        if lanes:
+            rows.append({"change": f"lanes ({side})", "tool": None, "detail": lanes_text(lanes)})
     header = {
         "change": "runs",
         "tool": None,

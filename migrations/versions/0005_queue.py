@@ -7,7 +7,7 @@ distributed runs need PostgreSQL. Procrastinate is pinned to one minor version i
 that changes its schema needs a new migration here applying its migration files.
 
 Revision ID: 0005
-Revises: 0002
+Revises: 0004
 Create Date: 2026-11-30 15:00:00
 """
 
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0005"
-down_revision: str | None = "0002"
+down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -72,6 +72,19 @@ class ServerSummary:
 
 
 @dataclass(frozen=True, kw_only=True)
+class LaneRow:
+    """One lane of a scan in lanes (docs/lanes.md): ``anonymous`` or ``credentialed``, how it ended, the tools it
+    listed, and (anonymous) the auth signals its answer gave."""
+
+    lane: str
+    outcome: str
+    detail: str
+    tools_count: int | None
+    toolset_sha256: str | None
+    signals: Mapping[str, object]  # JSON values
+
+
+@dataclass(frozen=True, kw_only=True)
 class ScanRow:
     """One scan of one server, as ``fathom history`` shows it."""
 
@@ -92,6 +105,8 @@ class ScanRow:
     notes: int
     toolset_sha256: str | None
     rule_version: str
+    lane: str | None = None  # a scan in lanes: the lane whose result this row is (the richest)
+    lanes: tuple[LaneRow, ...] = ()  # a scan in lanes: every lane, anonymous first
 
     @property
     def max_tokens(self) -> int:
@@ -202,6 +217,8 @@ class Diff:
     tokens_to: Mapping[str, int]
     findings_new: tuple[Finding, ...]
     findings_fixed: tuple[Finding, ...]
+    lanes_from: tuple[LaneRow, ...] = ()  # the lanes of each side, when it was scanned in lanes
+    lanes_to: tuple[LaneRow, ...] = ()
 
     @property
     def token_deltas(self) -> dict[str, int]:
@@ -240,6 +257,9 @@ class LeaderRow:
     findings: tuple[Finding, ...] = ()
     tool_severities: tuple[tuple[int, int, int], ...] = ()
     list_severities: tuple[int, int, int] = (0, 0, 0)
+    lane: str | None = None  # a scan in lanes: the lane ranked (the richest), said beside the name
+    lanes: tuple[LaneRow, ...] = ()
+    instructions_tokens: Mapping[str, int] = field(default_factory=dict)  # the server's instructions, per provider
 
     @property
     def max_tokens(self) -> int:

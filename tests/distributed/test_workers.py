@@ -119,13 +119,15 @@ def test_three_workers_one_killed_finish_the_run_like_one_process(
         # The database's writer lock is the run's now: a local scan is refused while the workers write.
         with pytest.raises(WriterBusy, match=f"distributed run {queued.run_id} is writing"):
             run_scan(ScanConfig(source=str(listing), db_url=postgres, crawl=crawl))
-        # The victim takes the hanging servers first and would wait a minute on each; it is killed holding them.
+        # The victim takes the hanging servers first and would wait a minute on each; it is killed holding them,
+        # once both other workers are up (it may have written every other server by then: they still take its
+        # jobs back after the stall timeout).
         victim = _worker("victim", "--concurrency", "4", "--timeout", "60")
         survivors: list[subprocess.Popen[str]] = []
         try:
             _wait(lambda: _written(queued.run_id, "victim") >= 5, 30, "the first worker's first scans")
             survivors = [_worker(f"w{n}", "--concurrency", "8", "--timeout", str(TIMEOUT)) for n in (1, 2)]
-            _wait(lambda: _written(queued.run_id, "w1") + _written(queued.run_id, "w2") >= 10, 30, "the others")
+            _wait(lambda: _queue("SELECT count(*) FROM procrastinate_workers")[0][0] == 3, 30, "three workers")
             doing = _queue("SELECT count(*) FROM procrastinate_jobs WHERE status = 'doing'")[0][0]
             assert doing >= HANGING  # the victim holds at least the hanging servers
             assert _status(queued.run_id) == "running"
@@ -145,7 +147,7 @@ def test_three_workers_one_killed_finish_the_run_like_one_process(
             names = [row.server for row in store.leaderboard(queued.run_id)]
         assert run.status == "finished"
         assert run.planned == run.servers_scanned == DEMO_SERVERS + HANGING
-        assert set(run.workers) == {"victim", "w1", "w2"}
+        assert "victim" in run.workers and {"w1", "w2"} & set(run.workers)
         # Exactly one scan per server: the killed worker's jobs were taken again and written once.
         assert sorted(names) == sorted(set(names)) and len(names) == DEMO_SERVERS + HANGING
         assert _queue("SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')")[0][0] == 0
@@ -204,7 +206,7 @@ def test_the_queue_tables_migrate_both_ways(postgres: str) -> None:
     assert "procrastinate_fetch_job_v2" in engine_objects()
     engine = create_store_engine(postgres)
     try:
-        downgrade(engine, "0002")
+        downgrade(engine, "0004")
         assert engine_objects() == []
         assert _queue("SELECT count(*) FROM pg_tables WHERE tablename = 'run_workers'")[0][0] == 0
         migrate(engine)
