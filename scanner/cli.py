@@ -636,10 +636,19 @@ def history(
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
 ) -> None:
-    """One server's scans over time: outcome, version, tools, tokens per provider and findings per scan."""
+    """One server's scans over time: outcome, registry and server version, tools, tokens per provider, findings,
+    what was run (JSON/CSV) and, under the table, the newest scan's stderr tail."""
     from scanner import queries
 
-    _table(fmt, lambda: queries.history(_db_url(db, existing=True), server), queries.HISTORY_COLUMNS)
+    found: list[dict[str, Any]] = []
+
+    def fetch() -> list[dict[str, Any]]:
+        found.extend(queries.history(_db_url(db, existing=True), server))
+        return found
+
+    _table(fmt, fetch, queries.HISTORY_COLUMNS)
+    if fmt is QueryFormat.table:
+        typer.echo(queries.stderr_note(found), nl=False)
 
 
 @app.command()

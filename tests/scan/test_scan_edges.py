@@ -57,7 +57,9 @@ def test_resume_with_nothing_to_resume_is_an_error_and_starts_nothing(tmp_path: 
     db = f"sqlite:///{tmp_path}/f.db"
     empty = runner.invoke(app, ["scan", "--resume", "--db", db])
     assert empty.exit_code == 2
-    assert empty.stderr == "fathom: Nothing to resume: no interrupted run in this database. Run the scan without --resume.\n"
+    assert empty.stderr == (
+        "fathom: Nothing to resume: no interrupted run in this database. Run the scan without --resume.\n"
+    )
     first = fathom_json("scan", str(registry), "--db", db)
     assert (first["run_id"], first["resumed"], first["total"]) == (1, False, 1)
     again = runner.invoke(app, ["scan", str(registry), "--db", db, "--resume"])  # run 1 is finished
