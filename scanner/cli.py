@@ -727,9 +727,11 @@ def report(
             result = build_report(store, out, run_id=run)
     except FathomError as exc:
         _fail(str(exc), exc.exit_code)
+    from scanner.report.text import plural
+
     typer.echo(
-        f"run {result.run_id}: {result.servers_ranked} servers ranked, {result.servers_unranked} listed apart, "
-        f"{result.server_pages} server pages, {result.runs_in_trends} runs in trends"
+        f"run {result.run_id}: {plural(result.servers_ranked, 'server')} ranked, {result.servers_unranked} listed "
+        f"apart, {plural(result.server_pages, 'server page')}, {plural(result.runs_in_trends, 'run')} in trends"
     )
     typer.echo(f"open {(out / 'index.html').resolve().as_uri()}")
 

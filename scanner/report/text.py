@@ -48,6 +48,11 @@ def markdown_escape(value: Any, *, limit: int | None = DEFAULT_LIMIT) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``1 tool``, ``2 tools`` (``words`` for an irregular plural)."""
+    return f"{count:,} {word if count == 1 else (words or word + 's')}"
+
+
 def slugify(name: Any) -> str:
     """A safe, stable file name for a server: lowercase ``[a-z0-9_-]``, plus a short hash unless already safe.
 

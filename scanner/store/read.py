@@ -541,8 +541,9 @@ def history_columns(engine: Engine, names: Iterable[str] | None = None) -> dict[
     """Each server's history as :class:`HistoryColumns` (every server when ``names`` is None), keyed by name.
 
     What :func:`histories` gives, ordered by run, for a chart rather than a table: five queries per 500 servers
-    (four narrow columns of every scan, the three grouped reads of :class:`_Facts`, then the newest scan of each
-    server in full), and no object per scan. Names not in the database are left out; keys in name order.
+    (five narrow columns of every scan, its detail included, the three grouped reads of :class:`_Facts`, then
+    the newest scan of each server in full), and no object per scan. Names not in the database are left out;
+    keys in name order.
     """
     connection, versions, servers, chunks = _start(engine, names)
     result: dict[int, HistoryColumns] = {}
@@ -555,12 +556,13 @@ def history_columns(engine: Engine, names: Iterable[str] | None = None) -> dict[
                 _SCAN_COLUMNS[3],
                 _SCANS.c.outcome,
                 _SCANS.c.toolset_id,
+                _SCANS.c.detail,
             ).order_by(_SCANS.c.server_id, _SCANS.c.run_id)
             scans = connection.execute(query if chunk is None else query.where(_SCANS.c.server_id.in_(chunk))).all()
             facts = _Facts(connection, versions, chunk, (row[5] for row in scans))
             newest: dict[int, int] = {}
             for server_id, group in groupby(scans, key=itemgetter(0)):
-                _, scan_ids, run_ids, raw_moments, outcomes, toolset_ids = zip(*group, strict=True)
+                _, scan_ids, run_ids, raw_moments, outcomes, toolset_ids, details = zip(*group, strict=True)
                 problems, warnings, notes = facts.count_columns(scan_ids, toolset_ids, run_ids)
                 result[server_id] = HistoryColumns(
                     scan_ids=scan_ids,
@@ -572,6 +574,7 @@ def history_columns(engine: Engine, names: Iterable[str] | None = None) -> dict[
                     warnings=warnings,
                     notes=notes,
                     latest=None,
+                    details=details,
                 )
                 newest[server_id] = scan_ids[-1]
             for part in common.chunks(sorted(newest.values())):

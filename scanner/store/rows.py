@@ -143,6 +143,7 @@ class HistoryColumns:
     warnings: tuple[int, ...]
     notes: tuple[int, ...]
     latest: ScanRow | None
+    details: tuple[str, ...] = ()  # each scan's one-line detail ("" for most ok scans)
 
     def __len__(self) -> int:
         return len(self.scan_ids)
