@@ -211,13 +211,14 @@ def run_scan(
     """
     from scanner import tokenizer
     from scanner.store import open_store
+    from scanner.store.engine import sqlite_file_missing
 
     if config.source is None and not config.resume:
         raise InputError("Name the registry to scan (only --resume may leave it out).")
     entries: list[ServerEntry] = []
     if not config.resume:
         entries = _entries(config, on_warning)  # bad input fails before a database is created
-    elif _no_sqlite_file(config.db_url):
+    elif sqlite_file_missing(config.db_url):
         raise InputError(f"Nothing to resume: no database at {config.db_url} (--db names it).")
     # Fail before connecting to anything if token counts cannot be made (no silent heuristic, no wasted crawl).
     tokenizer.encoding()
@@ -248,18 +249,6 @@ def _entries(config: ScanConfig, on_warning: Callable[[str], None] | None) -> li
         for line in warning_lines(entries, config.crawl.packages):
             on_warning(line)
     return entries
-
-
-def _no_sqlite_file(db_url: str) -> bool:
-    """True for a SQLite URL whose file does not exist (resuming must not create an empty database)."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        url = make_url(db_url)
-    except Exception:  # an unparsable URL: open_store says what is wrong with it
-        return False
-    database = url.database or ""
-    return url.drivername.startswith("sqlite") and database not in ("", ":memory:") and not Path(database).exists()
 
 
 def _scan_into(
