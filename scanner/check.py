@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scanner.errors import OutputError
 from scanner.models import (
     CONTEXT_WINDOW,
     CheckReport,
@@ -120,7 +121,10 @@ def run_check(request: CheckRequest) -> CheckResult:
     if not outcome.ok or outcome.tools is None:
         return CheckResult(report=None, outcome=outcome, source=entry.target())
     if request.save is not None:
-        request.save.write_text(json.dumps({"tools": list(outcome.tools)}, indent=2) + "\n", encoding="utf-8")
+        try:
+            request.save.write_text(json.dumps({"tools": list(outcome.tools)}, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise OutputError(f"Cannot save the tool list to {request.save}: {exc.strerror or exc}") from exc
     toolset = Toolset.from_tools(list(outcome.tools))
     return CheckResult(report=_measure(request, toolset), tools=toolset.tools, outcome=outcome, source=entry.target())
 

@@ -1,6 +1,7 @@
 """The ``fathom`` command line: parse, build a request, call ONE library function, render, set the exit code.
 
-Every import beyond Typer happens inside the command that needs it, so ``fathom --help`` starts fast.
+Every import beyond Typer and ``scanner.errors`` happens inside the command that needs it, so ``fathom --help``
+starts fast. Errors are turned into output in ONE place, :class:`FathomGroup`.
 
 Exit codes (also in ``fathom --help`` and the README):
 
@@ -8,13 +9,15 @@ Exit codes (also in ``fathom --help`` and the README):
     1  --strict and at least one problem was found
     2  usage or input error (a file that is not a tool list, a bad flag value)
     3  the server could not be checked (timeout, refused, auth required, ...): the outcome says why
-    4  environment error: the offline tokenizer is missing, the database cannot be opened
+    4  environment error: the offline tokenizer is missing, the database cannot be opened or written, another
+       scan is writing to it, the report cannot be written
   130  interrupted (Ctrl-C)
 """
 
 from __future__ import annotations
 
 import enum
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -22,7 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
+from scanner.errors import FathomError
 from scanner.models import ProviderView  # the one table of provider names (a light module, no heavy imports)
 
 if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
@@ -36,11 +41,57 @@ Exit codes:
   1    --strict and at least one problem was found
   2    usage or input error
   3    the server could not be checked (the outcome says why)
-  4    environment error (offline tokenizer missing, database unusable)
+  4    environment error (offline tokenizer missing, database unusable or busy)
   130  interrupted"""
+
+
+def _one_line(message: str) -> str:
+    from scanner.textsafe import clean
+
+    return clean(" ".join(message.split()))
+
+
+# The usage error Typer's parser raises (Typer vendors Click since 0.26: find it from BadParameter, its subclass).
+_UsageError: type[Exception] = next(k for k in typer.BadParameter.__mro__ if k.__name__ == "UsageError")
+
+
+class FathomGroup(TyperGroup):
+    """The one place errors become output: a :class:`FathomError` from any command, a usage error (bad flag
+    value, missing argument, unknown command or option) and Ctrl-C each print ONE line on stderr and exit with
+    the code documented in :data:`EXIT_CODES`. Commands never catch these themselves."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except _UsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # bare ``fathom``: the help, as before
+                raise
+            _usage_exit(exc)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except FathomError as exc:
+            typer.echo(f"fathom: {_one_line(str(exc))}", err=True)
+            raise typer.Exit(exc.exit_code) from exc
+        except _UsageError as exc:
+            _usage_exit(exc)
+        except KeyboardInterrupt as exc:
+            typer.echo("fathom: interrupted", err=True)
+            raise typer.Exit(130) from exc
+
+
+def _usage_exit(exc: Exception) -> NoReturn:
+    context = getattr(exc, "ctx", None)
+    where = context.command_path if context is not None else "fathom"
+    message = exc.format_message()  # type: ignore[attr-defined]
+    typer.echo(f"{where}: {_one_line(message)} (see '{where} --help')", err=True)
+    raise typer.Exit(2) from exc
+
 
 app = typer.Typer(
     name="fathom",
+    cls=FathomGroup,
     help="Measure what MCP servers' tool lists cost a model per turn, and what a model would stumble over.\n\n"
     + EXIT_CODES,
     no_args_is_help=True,
@@ -64,10 +115,23 @@ class TransportChoice(enum.StrEnum):
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    from scanner.textsafe import clean
-
-    typer.echo(f"fathom: {clean(message)}", err=True)
+    typer.echo(f"fathom: {_one_line(message)}", err=True)
     raise typer.Exit(code)
+
+
+RUN_ID_MAX = 2**63 - 1  # the largest id a database integer column holds
+SECONDS_MAX = 86_400.0  # a day: any longer deadline is a typo, and event loops refuse some larger ones
+
+
+def _seconds(value: Any) -> float:
+    """A positive, finite number of seconds, at most a day (``nan``, ``inf``, zero, negatives: exit 2)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise typer.BadParameter(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(number) or not 0 < number <= SECONDS_MAX:
+        raise typer.BadParameter(f"{value!r} is not a number of seconds above 0 and at most {SECONDS_MAX:g}")
+    return number
 
 
 def _codes(values: list[str] | None) -> tuple[str, ...]:
@@ -150,12 +214,20 @@ def check(
     ] = False,
     select: Annotated[list[str] | None, typer.Option(help="Only these rule code prefixes (MCP2,MCP401).")] = None,
     ignore: Annotated[list[str] | None, typer.Option(help="Skip these rule code prefixes; wins over --select.")] = None,
-    max_bytes: Annotated[int, typer.Option(help="Largest tool list or server answer read, in bytes.")] = 32 << 20,
-    timeout: Annotated[float, typer.Option(help="Deadline for the whole server check, in seconds.")] = 30.0,
-    connect_timeout: Annotated[float, typer.Option(help="Deadline to connect or spawn, in seconds.")] = 10.0,
-    max_pages: Annotated[int, typer.Option(help="Most tools/list pages followed.")] = 100,
-    max_tools: Annotated[int, typer.Option(help="Most tools accepted from one server.")] = 5000,
-    max_line_bytes: Annotated[int, typer.Option(help="Longest stdio line read, in bytes.")] = 16 << 20,
+    max_bytes: Annotated[
+        int, typer.Option(min=1, max=1 << 30, help="Largest tool list or server answer read, in bytes.")
+    ] = 32 << 20,
+    timeout: Annotated[
+        float,
+        typer.Option(parser=_seconds, help="Deadline for the whole server check, in seconds (above 0, at most 86400)."),
+    ] = 30.0,
+    connect_timeout: Annotated[
+        float, typer.Option(parser=_seconds, help="Deadline to connect or spawn, in seconds (above 0, at most 86400).")
+    ] = 10.0,
+    max_pages: Annotated[int, typer.Option(min=1, max=100_000, help="Most tools/list pages followed.")] = 100,
+    max_tools: Annotated[int, typer.Option(min=1, max=1_000_000, help="Most tools accepted from one server.")] = 5000,
+    max_line_bytes: Annotated[int, typer.Option(min=1, max=1 << 30, help="Longest stdio line read, in bytes.")] = 16
+    << 20,
     header: Annotated[
         list[str] | None, typer.Option(help="An HTTP header 'Name: value' sent to the server (repeatable).")
     ] = None,
@@ -164,6 +236,15 @@ def check(
         typer.Option(
             help="Send 'Authorization: Bearer <token>' with the token read from this environment "
             "variable (never printed or stored)."
+        ),
+    ] = None,
+    env_names: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env",
+            metavar="NAME",
+            help="Hand this environment variable to the stdio server (repeatable). A stdio server gets only what "
+            "it is handed plus PATH, HOME, USER and the locale (docs/registry.md); the value is never printed.",
         ),
     ] = None,
     transport: Annotated[TransportChoice, typer.Option(help="HTTP transport to use.")] = TransportChoice.auto,
@@ -185,12 +266,15 @@ def check(
     or the bundled example (--example).
     """
     from scanner.check import CheckRequest, run_check
-    from scanner.errors import FathomError
 
     sources = [tools_file is not None, url is not None, stdio is not None, bool(command), example]
     if sum(sources) != 1:
         _fail("give exactly one of --tools-file, --url, --stdio, '-- command ...' or --example", 2)
-    entry = _server_entry(url, stdio, command, transport, _headers(header, bearer_env))
+    if tools_file is not None:
+        _readable_file("--tools-file", tools_file)
+    if save is not None:
+        _writable_file("--save", save)
+    entry = _server_entry(url, stdio, command, transport, _headers(header, bearer_env), env_names)
     if example:
         from importlib import resources
 
@@ -216,10 +300,7 @@ def check(
         save=save,
         measure=as_provider is None,
     )
-    try:
-        result = run_check(request)
-    except FathomError as exc:
-        _fail(str(exc), exc.exit_code)
+    result = run_check(request)
     if result.tools is None:
         assert result.outcome is not None
         if fmt is CheckFormat.json:
@@ -248,6 +329,7 @@ def _server_entry(
     command: list[str] | None,
     transport: TransportChoice,
     headers: dict[str, str],
+    env_names: list[str] | None = None,
 ) -> ServerEntry | None:
     from scanner.models import ServerEntry, Transport
 
@@ -262,14 +344,23 @@ def _server_entry(
     if stdio is not None:
         import shlex
 
-        argv = shlex.split(stdio)
+        try:
+            argv = shlex.split(stdio)
+        except ValueError as exc:  # an unclosed quote or a trailing backslash
+            _fail(f"--stdio {stdio!r} cannot be split into a command: {exc}", 2)
     elif command:
         argv = list(command)
     if argv is None:
         return None
     if not argv:
         _fail("--stdio needs a command", 2)
-    return ServerEntry(name=argv[0], transport=Transport.STDIO, command=tuple(argv), source="command line")
+    env: dict[str, str] = {}
+    for name in env_names or ():
+        value = os.environ.get(name)
+        if value is None:
+            _fail(f"--env {name}: that environment variable is not set", 2)
+        env[name] = value
+    return ServerEntry(name=argv[0], transport=Transport.STDIO, command=tuple(argv), env=env, source="command line")
 
 
 def _render_check(result: CheckResult, fmt: CheckFormat, *, verbose: bool = False, all_tools: bool = False) -> str:
@@ -322,8 +413,13 @@ def doctor(
         ),
     ] = None,
     fmt: Annotated[DoctorFormat, typer.Option("--format", help="Output format.")] = DoctorFormat.text,
-    timeout: Annotated[float, typer.Option(help="Deadline for each lane's connection, in seconds.")] = 30.0,
-    connect_timeout: Annotated[float, typer.Option(help="Deadline to connect, in seconds.")] = 10.0,
+    timeout: Annotated[
+        float,
+        typer.Option(parser=_seconds, help="Deadline for each lane's connection, in seconds (above 0, at most 86400)."),
+    ] = 30.0,
+    connect_timeout: Annotated[
+        float, typer.Option(parser=_seconds, help="Deadline to connect, in seconds (above 0, at most 86400).")
+    ] = 10.0,
     profile: Annotated[str, typer.Option(help="Client-capability profile: rich, full or bare.")] = "rich",
 ) -> None:
     """Say which lane a configuration is in: what a server lists without a credential and with each one given.
@@ -346,14 +442,10 @@ def doctor(
     if url is not None:
         entries = [ServerEntry(name=url, transport=Transport.HTTP, url=url, source="command line")]
     else:
-        from scanner.errors import FathomError
         from scanner.registry import load_entries
 
         assert config is not None
-        try:
-            entries = load_entries(config)
-        except FathomError as exc:
-            _fail(str(exc), exc.exit_code)
+        entries = load_entries(config)
     request = DoctorRequest(
         entries=entries,
         credentials=credentials,
@@ -372,6 +464,28 @@ class ScanFormat(enum.StrEnum):
 
 
 DB_HELP = "Database: a path or any SQLAlchemy URL (sqlite:///x.db, postgresql+psycopg://...)."
+
+
+def _readable_file(flag: str, path: str) -> None:
+    """Refuse at once an input that is not a regular file: reading a FIFO or a device would block or never end."""
+    import stat
+
+    if path == "-":
+        return
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return  # missing or unreadable: the reader says so in its own words
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        _fail(f"{flag} {path}: not a regular file (a FIFO, socket or device is never read)", 2)
+
+
+def _writable_file(flag: str, path: Path) -> None:
+    """Refuse before any work an output path that cannot become a file: a directory, or a missing folder."""
+    if path.is_dir():
+        _fail(f"{flag} {path} is a directory; name a file", 2)
+    if not path.parent.is_dir():
+        _fail(f"{flag} {path}: the folder {path.parent} does not exist", 2)
 
 
 def _db_url(db: str, *, existing: bool = False) -> str:
@@ -414,7 +528,10 @@ def scan(
         ),
     ] = False,
     memory_limit_mb: Annotated[
-        int, typer.Option(min=64, help="With --run-packages: the memory each package's process may use, in MiB.")
+        int,
+        typer.Option(
+            min=64, max=1 << 20, help="With --run-packages: the memory each package's process may use, in MiB."
+        ),
     ] = 1024,
     cache_dir: Annotated[
         Path | None,
@@ -458,14 +575,25 @@ def scan(
         bool,
         typer.Option(
             help="Finish the newest interrupted run in --db (of REGISTRY if given) with that run's own source and "
-            "options; the other scan options are not used. Nothing to resume: exit 2."
+            "options (the options given here count only for a setting the run did not store). Nothing to resume: "
+            "exit 2."
         ),
     ] = False,
     concurrency: Annotated[int, typer.Option(min=1, max=1024, help="Servers scanned at once.")] = 32,
-    per_host: Annotated[int, typer.Option(min=1, help="Servers scanned at once on one host.")] = 4,
-    timeout: Annotated[float, typer.Option(help="Deadline for each server, in seconds.")] = 30.0,
-    connect_timeout: Annotated[float, typer.Option(help="Deadline to connect or spawn, in seconds.")] = 10.0,
-    retries: Annotated[int, typer.Option(min=0, max=10, help="Retries for 429, 503 and connection resets.")] = 2,
+    per_host: Annotated[int, typer.Option(min=1, max=1024, help="Servers scanned at once on one host.")] = 4,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            parser=_seconds,
+            help="Deadline for each server, in seconds (above 0, at most 86400); it covers every retry and wait.",
+        ),
+    ] = 30.0,
+    connect_timeout: Annotated[
+        float, typer.Option(parser=_seconds, help="Deadline to connect or spawn, in seconds (above 0, at most 86400).")
+    ] = 10.0,
+    retries: Annotated[
+        int, typer.Option(min=0, max=10, help="Retries for 429, 503 and resets, within the deadline.")
+    ] = 2,
     profile: Annotated[
         str, typer.Option(help="Client-capability profile declared to servers: rich (default), full or bare.")
     ] = "rich",
@@ -473,7 +601,6 @@ def scan(
 ) -> None:
     """Scan every server of a registry concurrently into the database, keeping history between runs."""
     from scanner.crawl import CrawlSettings
-    from scanner.errors import FathomError
     from scanner.mcp import ClientLimits
     from scanner.packages import PackageSettings
     from scanner.packages.runners import warning_lines
@@ -502,16 +629,13 @@ def scan(
     )
     if registry is None and not resume:
         _fail("name the registry to scan (only --resume may leave it out)", 2)
-    try:
-        if dry_run:
-            entries = resolve_entries(config)
-            for line in warning_lines(entries, settings.packages):
-                typer.echo(f"fathom: {line}", err=True)
-            _print_entries(entries, fmt)
-            return
-        summary = _scan_with_progress(config, run_scan)
-    except FathomError as exc:
-        _fail(str(exc), exc.exit_code)
+    if dry_run:
+        entries = resolve_entries(config)
+        for line in warning_lines(entries, settings.packages):
+            typer.echo(f"fathom: {line}", err=True)
+        _print_entries(entries, fmt)
+        return
+    summary = _scan_with_progress(config, run_scan)
     if fmt is ScanFormat.json:
         import dataclasses
         import json
@@ -592,13 +716,9 @@ def _print_entries(entries: list[ServerEntry], fmt: ScanFormat) -> None:
 
 def _table(fmt: QueryFormat, fetch: Callable[[], list[dict[str, Any]]], columns: list[str]) -> None:
     """Run one query and print its rows in the chosen format (every column for JSON and CSV)."""
-    from scanner.errors import FathomError
     from scanner.tabular import TableFormat, render_rows
 
-    try:
-        rows = fetch()
-    except FathomError as exc:
-        _fail(str(exc), exc.exit_code)
+    rows = fetch()
     table_format = TableFormat(fmt.value)
     shown = columns if table_format is TableFormat.table else None
     typer.echo(render_rows(rows, table_format, columns=shown), nl=False)
@@ -658,7 +778,9 @@ def findings(
     since: Annotated[
         str | None, typer.Option(help="Only findings that first appeared at or after this date (YYYY-MM-DD[THH:MM]).")
     ] = None,
-    run: Annotated[int | None, typer.Option(help="Exactly the findings present in this run.")] = None,
+    run: Annotated[
+        int | None, typer.Option(min=1, max=RUN_ID_MAX, help="Exactly the findings present in this run.")
+    ] = None,
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
 ) -> None:
@@ -682,9 +804,14 @@ def findings(
 def diff(
     server: Annotated[str, typer.Argument(help="The server's name.")],
     from_run: Annotated[
-        int | None, typer.Option("--from", help="The earlier run (default: the successful scan before --to).")
+        int | None,
+        typer.Option(
+            "--from", min=1, max=RUN_ID_MAX, help="The earlier run (default: the successful scan before --to)."
+        ),
     ] = None,
-    to_run: Annotated[int | None, typer.Option("--to", help="The later run (default: the latest success).")] = None,
+    to_run: Annotated[
+        int | None, typer.Option("--to", min=1, max=RUN_ID_MAX, help="The later run (default: the latest success).")
+    ] = None,
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
 ) -> None:
@@ -698,37 +825,33 @@ def diff(
 def rescore(db: DbOption = "fathom.db") -> None:
     """Recompute findings and token counts of every stored tool list under the current rule catalogue."""
     from scanner.check import measure
-    from scanner.errors import FathomError
     from scanner.rules import RULES_VERSION
     from scanner.store import open_store
+    from scanner.store.lock import writer_lock
 
-    try:
-        with open_store(_db_url(db, existing=True)) as store:
-            count = store.rescore(RULES_VERSION, measure)
-    except FathomError as exc:
-        _fail(str(exc), exc.exit_code)
+    with open_store(_db_url(db, existing=True)) as store, writer_lock(store.engine, "rescore"):
+        count = store.rescore(RULES_VERSION, measure)
     typer.echo(f"rescored {count} tool lists under rules {RULES_VERSION}")
 
 
 @app.command()
 def report(
     out: Annotated[Path, typer.Option(help="Folder the site is written to.")] = Path("reports"),
-    run: Annotated[int | None, typer.Option(help="Report this run (default: the latest finished run).")] = None,
+    run: Annotated[
+        int | None, typer.Option(min=1, max=RUN_ID_MAX, help="Report this run (default: the latest finished run).")
+    ] = None,
     db: DbOption = "fathom.db",
 ) -> None:
     """Build the static report site: leaderboard, trends, a page per server, the rule catalogue, and
     Markdown/JSON/CSV exports of the leaderboard. It opens from file:// with no network."""
-    from scanner.errors import FathomError
     from scanner.report import build_report
+    from scanner.report.text import plural
     from scanner.store import open_store
 
-    try:
-        with open_store(_db_url(db, existing=True)) as store:
-            result = build_report(store, out, run_id=run)
-    except FathomError as exc:
-        _fail(str(exc), exc.exit_code)
-    from scanner.report.text import plural
-
+    if out.exists() and not out.is_dir():
+        _fail(f"--out {out} is a file; the report is a folder of pages (name a new or existing folder)", 2)
+    with open_store(_db_url(db, existing=True)) as store:
+        result = build_report(store, out, run_id=run)
     typer.echo(
         f"run {result.run_id}: {plural(result.servers_ranked, 'server')} ranked, {result.servers_unranked} listed "
         f"apart, {plural(result.server_pages, 'server page')}, {plural(result.runs_in_trends, 'run')} in trends"
@@ -745,12 +868,10 @@ def demo(
     """Start example MCP servers of varied quality on 127.0.0.1, scan them twice with a change in between,
     and build the report. Needs nothing of yours; its database is recreated on every run."""
     from scanner.demo import run_demo
-    from scanner.errors import FathomError
 
-    try:
-        result = run_demo(workdir)
-    except FathomError as exc:
-        _fail(str(exc), exc.exit_code)
+    if workdir.exists() and not workdir.is_dir():
+        _fail(f"--workdir {workdir} is a file; the demo needs a folder (a new or existing one)", 2)
+    result = run_demo(workdir)
     for number, summary in enumerate(result.scans, start=1):
         counts = " · ".join(f"{name} {count}" for name, count in sorted(summary.counts.items()))
         typer.echo(f"scan {number} (run {summary.run_id}): {summary.total} servers · {counts}")
@@ -784,10 +905,133 @@ def rule(code: Annotated[str, typer.Argument(help="A rule code, e.g. MCP205.")])
     )
 
 
+TRY_EXIT_CODES = """\b
+Exit codes:
+  0    done (misses still exit 0 unless --strict)
+  1    --strict and a case was missed
+  2    usage or input error, or no consent to send
+  3    the server named for the tool list could not be listed
+  4    environment error (the provider's API key variable is not set, tokenizer missing, database unusable)
+  5    the provider refused or failed (401/403, 404 model, 429 after retries, 5xx, timeout, malformed answer)
+  130  interrupted"""
+
+
+class TryFormat(enum.StrEnum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+@app.command("try", epilog=TRY_EXIT_CODES)
+def try_model(
+    model: Annotated[
+        str,
+        typer.Option(
+            help="anthropic:MODEL, openai:MODEL, gemini:MODEL, or MODEL with --base-url for an OpenAI-compatible "
+            "server (Ollama, llama.cpp, vLLM, LM Studio)."
+        ),
+    ],
+    prompt: Annotated[
+        str | None, typer.Option(help="What someone might ask an agent; without it (and --cases), standard input.")
+    ] = None,
+    cases: Annotated[
+        str | None, typer.Option(help="A YAML or JSONL file of cases: prompt, the expected tool, expected values.")
+    ] = None,
+    tools_file: Annotated[
+        str | None, typer.Option("--tools-file", "-f", help="A tool list file, as for check.", show_default=False)
+    ] = None,
+    url: Annotated[str | None, typer.Option(help="An MCP server URL to take the tool list from.")] = None,
+    stdio: Annotated[str | None, typer.Option(help="A command that starts a stdio MCP server.")] = None,
+    command: Annotated[list[str] | None, typer.Argument(help="Or the server command after '--'.")] = None,
+    example: Annotated[bool, typer.Option("--example", help="Use the bundled example tool list.")] = False,
+    db: Annotated[str | None, typer.Option(help="A database: take --server's newest stored tool list.")] = None,
+    server: Annotated[str | None, typer.Option(help="The server's name in --db.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="The provider's base URL (a gateway, proxy or local server).")
+    ] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Consent to sending to a remote provider.")] = False,
+    repeat: Annotated[int, typer.Option(help="Ask each prompt this many times, to see how stable the choice is.")] = 1,
+    max_tokens: Annotated[int, typer.Option(help="Output limit of each answer.")] = 1024,
+    timeout: Annotated[float, typer.Option(help="Deadline of each request to the provider, in seconds.")] = 120.0,
+    strict: Annotated[bool, typer.Option(help="Exit 1 when a case is missed (for CI).")] = False,
+    fmt: Annotated[TryFormat, typer.Option("--format", help="Output format.")] = TryFormat.text,
+    save: Annotated[Path | None, typer.Option(help="Save a transcript: requests (without keys) and answers.")] = None,
+    header: Annotated[list[str] | None, typer.Option(help="An HTTP header 'Name: value' for the MCP server.")] = None,
+    bearer_env: Annotated[str | None, typer.Option(help="Bearer token variable for the MCP server.")] = None,
+) -> None:
+    """Ask a real model which tool it would call for a prompt, with which arguments, at what cost.
+
+    Nothing is called: each call is shown with its arguments checked against the tool's schema. The tools sent
+    are exactly what `check --as PROVIDER` prints. A remote provider is asked for consent first (or --yes).
+    Keys come from ANTHROPIC_API_KEY, OPENAI_API_KEY, GOOGLE_API_KEY or GEMINI_API_KEY; base URLs from --base-url,
+    ANTHROPIC_BASE_URL, OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL. See docs/try.md.
+    """
+    from scanner import trial
+    from scanner.check import CheckRequest
+    from scanner.errors import FathomError
+
+    sources = [tools_file is not None, url is not None, stdio is not None, bool(command), example, db is not None]
+    if sum(sources) != 1:
+        _fail("give exactly one tool list: --tools-file, --url, --stdio, '-- command ...', --example or --db", 2)
+    if (db is None) != (server is None):
+        _fail("--db and --server go together (the server whose newest stored tool list is tried)", 2)
+    if example:
+        from importlib import resources
+
+        tools_file = str(resources.files("scanner") / "examples" / "example-tools.json")
+    entry = _server_entry(url, stdio, command, TransportChoice.auto, _headers(header, bearer_env))
+    try:
+        request = trial.TrialRequest(
+            target=trial.resolve(model, base_url),
+            cases=_trial_cases(prompt, cases, tools_file == "-"),
+            check=None if db else CheckRequest(tools_file=tools_file, entry=entry, measure=False),
+            db_url=_db_url(db, existing=True) if db else None,
+            server=server,
+            repeat=repeat,
+            max_tokens=max_tokens,
+            limits=trial.Limits(timeout=timeout),
+            save=save,
+        )
+        plan = trial.prepare(request)
+        if plan.needs_consent and not yes:
+            if not sys.stdin.isatty():
+                _fail(f"{plan.consent_text} Pass --yes to send (no terminal to ask in).", 2)
+            typer.echo(plan.consent_text, err=True)
+            if not typer.confirm("Send?", default=False, err=True):
+                _fail("nothing was sent", 2)
+        report = trial.run(plan)
+    except FathomError as exc:
+        _fail(str(exc), exc.exit_code)
+    render = {TryFormat.json: trial.render_json, TryFormat.markdown: trial.render_markdown}
+    typer.echo(render.get(fmt, trial.render_text)(report), nl=False)
+    if strict and any(summary.missed for summary in report.summaries):
+        raise typer.Exit(1)
+
+
+def _trial_cases(prompt: str | None, cases: str | None, stdin_taken: bool) -> tuple[Any, ...]:
+    from scanner.errors import InputError
+    from scanner.toolsets import read_source
+    from scanner.trial import Case, load_cases
+
+    if prompt is not None and cases is not None:
+        raise InputError("give --prompt or --cases, not both")
+    if cases is not None:
+        return tuple(load_cases(cases, read_source(cases, 4 << 20)))
+    if prompt is None:
+        if stdin_taken or sys.stdin.isatty():
+            raise InputError("give --prompt TEXT, --cases FILE, or pipe the prompt on standard input")
+        from scanner import wire
+
+        prompt = wire.decode_bytes(sys.stdin.buffer.read(1 << 20))
+    if not prompt.strip():
+        raise InputError("the prompt is empty")
+    return (Case(name="prompt", prompt=prompt.strip()),)
+
+
 def main() -> None:
     """Console-script entry point."""
     try:
-        app()
+        app(prog_name="fathom")  # usage lines say "fathom", also when run as ``python -m scanner``
     except KeyboardInterrupt:
         typer.echo("fathom: interrupted", err=True)
         sys.exit(130)

@@ -6,11 +6,14 @@ Shape (after lychee's checker stage):
                  global limit = N workers
                  per-host limiter around each connection
                  retries with backoff for 429 / 503 / connection resets (Retry-After honoured, capped)
+                 one deadline per server (limits.timeout) over every attempt and every wait
 
 Each worker takes the next entry, checks it may be connected to (skips and refused addresses become outcomes
 without a connection), scans it under the client's own deadline, retries what is worth retrying, and sends the
-final outcome to the writer. The writer is the only code that touches the database, one server per transaction,
-so a scan killed at any moment keeps every finished server and nothing half-written.
+final outcome to the writer. A server's deadline starts with its first attempt and covers every attempt and
+wait after it: a retry gets only the time left, and a wait (``Retry-After: 3600``, say) that would end past the
+deadline is not waited for; the outcome so far is final. The writer is the only code that touches the database,
+one server per transaction, so a scan killed at any moment keeps every finished server and nothing half-written.
 """
 
 from __future__ import annotations
@@ -90,7 +93,7 @@ def retry_delay(outcome: ScanOutcome, attempt: int, settings: CrawlSettings) -> 
 class _Crawler:
     def __init__(self, settings: CrawlSettings, scan: ScanFn | None) -> None:
         self.settings = settings
-        self.scan = scan or self._scan_with_client
+        self.custom_scan = scan
         self.hosts: dict[str, anyio.CapacityLimiter] = {}
 
     def _host_limiter(self, entry: ServerEntry) -> anyio.CapacityLimiter:
@@ -99,11 +102,23 @@ class _Crawler:
             self.hosts[key] = anyio.CapacityLimiter(self.settings.per_host if entry.url else self.settings.concurrency)
         return self.hosts[key]
 
-    async def _scan_with_client(self, entry: ServerEntry) -> ScanOutcome:
+    async def _scan_with_client(self, entry: ServerEntry, limits: ClientLimits) -> ScanOutcome:
         if entry.package is None:
-            return await scan_server(entry, self.settings.limits, self.settings.profile)
+            return await scan_server(entry, limits, self.settings.profile)
         # A stranger's package: its own throwaway HOME, the shared cache, a disk budget, its failure classified.
-        return await run_package(entry, self.settings.limits, self.settings.profile, self.settings.packages)
+        return await run_package(entry, limits, self.settings.profile, self.settings.packages)
+
+    async def _attempt(self, entry: ServerEntry, remaining: float) -> ScanOutcome:
+        """One attempt with ``remaining`` seconds of the server's deadline left (the client's own deadline is cut
+        to it; a replacement ``scan`` is cancelled at it)."""
+        limits = self.settings.limits
+        if self.custom_scan is None:
+            if remaining < limits.timeout:
+                limits = replace(limits, timeout=remaining, connect_timeout=min(limits.connect_timeout, remaining))
+            return await self._scan_with_client(entry, limits)
+        with anyio.move_on_after(remaining):
+            return await self.custom_scan(entry)
+        return ScanOutcome(outcome=Outcome.TIMEOUT, transport=entry.transport.value, detail="deadline reached")
 
     async def outcome_for(self, entry: ServerEntry) -> ScanOutcome:
         transport = entry.transport.value
@@ -115,18 +130,37 @@ class _Crawler:
             verdict = await check_url(entry.url, allow_private=self.settings.allow_private)
             if verdict is not None:
                 return ScanOutcome(outcome=verdict.outcome, transport=transport, detail=verdict.detail)
+        timeout = self.settings.limits.timeout
         attempt = 0
-        started = time.monotonic()
-        while True:
-            async with self._host_limiter(entry):
-                outcome = await self.scan(entry)
-            delay = retry_delay(outcome, attempt, self.settings)
-            if delay is None:
+        async with self._host_limiter(entry):  # waiting for a turn on a busy host is not the server's time
+            started = time.monotonic()
+            outcome = await self._attempt(entry, timeout)
+        note: str | None = None
+        while (delay := retry_delay(outcome, attempt, self.settings)) is not None:
+            if timeout - (time.monotonic() - started) - delay <= 0:
+                note = f"not retried: the wait ({delay:g} s) would pass the {timeout:g} s deadline"
                 break
-            attempt += 1
             await anyio.sleep(delay)
-        if attempt:
+            limiter = self._host_limiter(entry)
+            with anyio.move_on_after(timeout - (time.monotonic() - started)) as waiting:
+                await limiter.acquire()
+            if waiting.cancelled_caught:
+                note = f"not retried: no turn on this host within the {timeout:g} s deadline"
+                break
+            try:
+                again = await self._attempt(entry, timeout - (time.monotonic() - started))
+            finally:
+                limiter.release()
+            attempt += 1
+            if again.outcome is Outcome.TIMEOUT:
+                # The try was cut by what was left of the deadline: what the server said before is the news.
+                note = f"the last try ran out of the {timeout:g} s deadline"
+                break
+            outcome = again
+        if attempt or note:
             extra = {**outcome.extra, "attempts": attempt + 1, "elapsed_s": round(time.monotonic() - started, 2)}
+            if note:
+                extra["retry_stopped"] = note
             outcome = replace(outcome, extra=extra)
         return outcome
 

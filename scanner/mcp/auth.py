@@ -6,12 +6,13 @@ auth_required outcome with what a person needs to connect: the challenge paramet
 
 The metadata is fetched only from the server's own origin (the ``resource_metadata`` URL, else the well-known
 paths): following a server-chosen URL to any host would let a registry entry point the scanner at arbitrary
-hosts. A URL on another origin is recorded, not fetched. No request header of the entry is sent with it.
+hosts. A URL on another origin is recorded, not fetched. No request header of the entry is sent with it. The
+metadata body is read through :mod:`scanner.mcp.body` (capped after content-decoding) and parsed by
+:mod:`scanner.wire`; challenge values pass through ``wire.clean_str``.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
@@ -19,6 +20,8 @@ from urllib.parse import urljoin, urlsplit
 import anyio
 import httpx
 
+from scanner import wire
+from scanner.mcp.body import BodyError, iter_decoded
 from scanner.mcp.failures import ScanFailure
 from scanner.models import Outcome
 
@@ -42,8 +45,8 @@ def parse_challenge(header: str) -> dict[str, Any]:
     rest = header[scheme_match.end() :] if scheme_match else header
     for key, raw in _PARAM.findall(rest):
         value = raw[1:-1].replace('\\"', '"').replace("\\\\", "\\") if raw.startswith('"') else raw
-        params.setdefault(key.lower(), value)
-    return {"scheme": scheme, "params": params}
+        params.setdefault(wire.clean_str(key.lower()), wire.clean_str(value))
+    return {"scheme": wire.clean_str(scheme), "params": params}
 
 
 def _same_origin(a: str, b: str) -> bool:
@@ -98,10 +101,11 @@ async def _fetch_metadata(
             async with client.stream("GET", url, headers={"Accept": "application/json"}) as response:
                 status = response.status_code
                 if status == 200:
-                    async for chunk in response.aiter_bytes():
-                        body += chunk
-                        if len(body) > METADATA_BYTES:
-                            return None, f"metadata over {METADATA_BYTES} bytes"
+                    coding = response.headers.get("content-encoding", "")
+                    async for piece in iter_decoded(response.aiter_raw(), coding, METADATA_BYTES, "metadata"):
+                        body += piece
+        except BodyError as exc:
+            return None, exc.message
         except httpx.HTTPError as exc:
             return None, f"metadata fetch failed: {type(exc).__name__}"
     if scope.cancelled_caught:
@@ -109,7 +113,7 @@ async def _fetch_metadata(
     if status != 200:
         return None, f"metadata fetch: HTTP {status}"
     try:
-        metadata = json.loads(bytes(body))
+        metadata = wire.loads(bytes(body))
     except (ValueError, RecursionError):
         return None, "metadata is not JSON"
     if not isinstance(metadata, dict):

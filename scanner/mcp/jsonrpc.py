@@ -45,7 +45,7 @@ def decode(raw: bytes | str, what: str = "answer") -> Any:
     try:
         return wire.loads(raw)
     except (ValueError, RecursionError) as exc:
-        snippet = raw[:80].decode("utf-8", "replace") if isinstance(raw, bytes) else raw[:80]
+        snippet = wire.decode_bytes(raw[:80]) if isinstance(raw, bytes) else wire.clean_str(raw[:80])
         raise ScanFailure(Outcome.INVALID_RESPONSE, f"{what} is not JSON: {snippet!r}", {"snippet": snippet}) from exc
 
 

@@ -26,6 +26,9 @@ class ClientLimits:
     max_stderr_bytes: int = 64 * 1024
     max_redirects: int = 5
     shutdown_grace: float = 1.0
+    #: Requests of the server's own (``ping``, ``roots/list``...) answered in one scan; one more is its
+    #: protocol_error. Each reply is bounded work, sent one at a time: a flood cannot pile up replies.
+    max_server_requests: int = 100
 
     @property
     def probe_timeout(self) -> float:

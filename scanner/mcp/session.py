@@ -30,6 +30,7 @@ from scanner.mcp.limits import ClientLimits
 from scanner.mcp.profiles import CLIENT_INFO, PROFILES, capabilities
 from scanner.mcp.transports import ClientTransport, candidates
 from scanner.models import Outcome, ScanOutcome, ServerEntry
+from scanner.scrub import Scrubber
 
 MODERN_VERSION = "2026-07-28"
 LEGACY_VERSION = "2025-11-25"
@@ -360,11 +361,27 @@ async def scan_server(
     ``skipped_stdout_samples``; and per failure: ``status``, ``challenge``, ``resource_metadata_url``,
     ``resource_metadata``, ``resource_metadata_error``, ``exit_code``, ``stderr_tail``, ``error`` (a JSON-RPC
     error's code and message), ``supported``, ``limit_bytes``, ``max_pages``, ``max_tools``, ``redirects``,
-    ``content_type``, ``snippet``, ``reason`` (an HTTP error body's one-line reason, also quoted in the detail;
-    request header values are scrubbed out of it, the detail and ``snippet``).
+    ``content_type``, ``snippet``, ``reason`` (an HTTP error body's one-line reason, also quoted in the detail),
+    ``max_server_requests``, ``secrets_scrubbed``.
+
+    Every secret the scan knows (header values, the stdio server's secret environment values, this server's
+    ``FATHOM_SECRET_*`` values) is scrubbed, in any shape, from every text of the outcome by
+    :class:`scanner.scrub.Scrubber`, here where the outcome leaves the client; every text is also cleaned by
+    :mod:`scanner.wire` (no lone surrogate, no NUL).
     """
     if profile not in PROFILES:
         raise KeyError(f"unknown capability profile {profile!r}")
+    scrubber = Scrubber.for_scan(entry, extra_headers, env)
+    return scrubber.outcome(await _scan(entry, limits, profile, extra_headers, env))
+
+
+async def _scan(
+    entry: ServerEntry,
+    limits: ClientLimits,
+    profile: str,
+    extra_headers: Mapping[str, str] | None,
+    env: Mapping[str, str] | None,
+) -> ScanOutcome:
     progress = _Progress(transport=entry.transport.value, profile=profile)
     if entry.skip:
         return progress.outcome(Outcome.SKIPPED, entry.skip)
@@ -388,8 +405,7 @@ async def scan_server(
     except Exception as exc:
         failure = _unwrap(exc)
         if isinstance(failure, ScanFailure):
-            detail, extra = _scrubbed(failure.detail, failure.extra, headers)
-            return progress.outcome(failure.outcome, detail, extra=extra)
+            return progress.outcome(failure.outcome, failure.detail, extra=failure.extra)
         if isinstance(failure, TimeoutError):
             return progress.outcome(Outcome.TIMEOUT, _timeout_detail(limits, progress))
         # A bug in the client, not the server: still one outcome, flagged so it is not blamed on the server. The
@@ -409,34 +425,6 @@ def _timeout_detail(limits: ClientLimits, progress: _Progress) -> str:
     tail = progress.extra.get("stderr_tail")
     last = next((line.strip() for line in reversed(tail) if line.strip()), "") if isinstance(tail, list) else ""
     return f"{detail}; last stderr line: {last[:200]}" if last else detail
-
-
-# A header value this short could be a common word in an error text; scrubbing it would mangle the text.
-_SCRUB_MIN_CHARS = 6
-
-
-def _scrubbed(detail: str, extra: Mapping[str, Any], headers: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
-    """``detail`` and the server-quoted texts in ``extra`` with every request header value (and the credential
-    after an auth scheme, ``Bearer <token>``) blanked: a server may echo what it was sent into an error body."""
-    secrets: set[str] = set()
-    for value in headers.values():
-        secrets.add(value.strip())
-        secrets.update(part for part in value.split() if len(part) >= _SCRUB_MIN_CHARS)
-    secrets = {secret for secret in secrets if len(secret) >= _SCRUB_MIN_CHARS}
-    if not secrets:
-        return detail, dict(extra)
-    ordered = sorted(secrets, key=len, reverse=True)
-
-    def scrub(text: str) -> str:
-        for secret in ordered:
-            text = text.replace(secret, "[header value]")
-        return text
-
-    cleaned = dict(extra)
-    for key in ("reason", "snippet"):
-        if isinstance(cleaned.get(key), str):
-            cleaned[key] = scrub(cleaned[key])
-    return scrub(detail), cleaned
 
 
 def _handshake_refused(failure: HttpStatusFailure, progress: _Progress) -> bool:

@@ -2,12 +2,18 @@
 
 Bytes arrive in arbitrary chunks; events come out whole. Comments (``:`` lines) are dropped; an event with no
 ``data`` (a priming event that only sets an id) is still returned so callers can skip it knowingly. The caller
-caps the bytes it feeds: the parser holds at most one unfinished line and one unfinished event.
+caps the bytes it feeds: the parser holds at most one unfinished line and one unfinished event. Lines are decoded
+by :func:`scanner.wire.decode_bytes` (invalid UTF-8 and NUL become U+FFFD).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+from scanner import wire
+
+_TERMINATOR = re.compile(rb"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -21,28 +27,36 @@ class SSEParser:
     """Feed bytes with :meth:`feed`, get complete events back."""
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._buffer = bytearray()
+        self._searched = 0  # bytes of the unfinished line known to hold no terminator: scanned once, not per chunk
         self._data: list[str] = []
         self._event = ""
         self._id: str | None = None
         self._has_field = False
 
     def feed(self, chunk: bytes) -> list[Event]:
+        """The events completed by ``chunk``. Linear in the bytes fed, however they are split into lines."""
         self._buffer += chunk
+        buffer = self._buffer
         events: list[Event] = []
+        start = 0
         while True:
-            cut = _line_end(self._buffer)
-            if cut is None:
+            match = _TERMINATOR.search(buffer, max(start, self._searched))
+            if match is None:
+                self._searched = len(buffer)
                 break
-            end, width = cut
             # A lone \r at the very end may be the first half of \r\n: wait for more bytes.
-            if self._buffer[end : end + 1] == b"\r" and end + 1 == len(self._buffer):
+            if match.group() == b"\r" and match.end() == len(buffer):
+                self._searched = match.start()
                 break
-            line = self._buffer[:end].decode("utf-8", "replace")
-            self._buffer = self._buffer[end + width :]
+            line = wire.decode_bytes(bytes(buffer[start : match.start()]))
+            start = match.end()
             event = self._line(line)
             if event is not None:
                 events.append(event)
+        if start:
+            del buffer[:start]
+            self._searched = max(0, self._searched - start)
         return events
 
     def _line(self, line: str) -> Event | None:
@@ -66,16 +80,3 @@ class SSEParser:
             return None
         self._has_field = True
         return None
-
-
-def _line_end(buffer: bytes) -> tuple[int, int] | None:
-    """Index and width of the first line terminator (``\\r\\n``, ``\\n`` or ``\\r``), or None."""
-    n = buffer.find(b"\n")
-    r = buffer.find(b"\r")
-    if n < 0 and r < 0:
-        return None
-    if r < 0 or (0 <= n < r):
-        return n, 1
-    if buffer[r + 1 : r + 2] == b"\n":
-        return r, 2
-    return r, 1

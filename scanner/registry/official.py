@@ -25,6 +25,7 @@ import httpx
 
 from scanner import wire
 from scanner.errors import InputError
+from scanner.mcp.body import ACCEPT_ENCODING, BodyError, decode_all
 from scanner.models import ServerEntry
 from scanner.registry import _json
 from scanner.registry.interface import Options, size_text
@@ -136,20 +137,24 @@ def api_url(base: str) -> str:
 
 
 def _get_page(client: httpx.Client, url: str, params: dict[str, str], limit: int) -> tuple[Any, int]:
-    """One page, parsed, and its size in bytes; InputError past ``limit`` bytes (read no further)."""
+    """One page, parsed, and its size in bytes after content-decoding (:mod:`scanner.mcp.body`); _OverLimit past
+    ``limit`` decoded bytes (read no further)."""
     try:
-        with client.stream("GET", url, params=params) as response:
+        # Only the codings decode_all undoes are offered (httpx would add br or zstd when their modules exist).
+        headers = {"Accept-Encoding": ACCEPT_ENCODING}
+        with client.stream("GET", url, params=params, headers=headers) as response:
             if response.status_code != 200:
                 raise InputError(f"registry {url} answered HTTP {response.status_code}")
-            body = bytearray()
-            for chunk in response.iter_bytes():
-                body.extend(chunk)
-                if len(body) > limit:
-                    raise _OverLimit
+            coding = response.headers.get("content-encoding", "")
+            body = decode_all(response.iter_raw(), coding, limit, "a page")
+    except BodyError as exc:
+        if exc.kind == "too_large":
+            raise _OverLimit from exc
+        raise InputError(f"registry {url}: {exc.message}") from exc
     except httpx.HTTPError as exc:
         raise InputError(f"registry {url} cannot be read: {type(exc).__name__}: {exc}") from exc
     try:
-        return wire.loads(wire.decode_bytes(bytes(body))), len(body)
+        return wire.loads(wire.decode_bytes(body)), len(body)
     except (ValueError, RecursionError) as exc:
         raise InputError(f"registry {url}: a page is not JSON ({exc})") from exc
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from operator import methodcaller
 from pathlib import Path
 
-from scanner.errors import InputError
+from scanner.errors import InputError, OutputError
 from scanner.models import SCHEMA_DEPTH_LIMIT, Finding, Severity
 from scanner.report.check_groups import FindingGroup, group_findings
 from scanner.report.csv_out import render_csv
@@ -37,7 +37,7 @@ from scanner.report.data import (
 from scanner.report.html import write_site
 from scanner.report.jsonout import render_json
 from scanner.report.markdown import render_markdown
-from scanner.report.text import clean_text, slugify
+from scanner.report.text import clean_text, unique_slugs
 from scanner.score import SCORE_FORMULA, SCORE_VERSION, score_breakdown
 from scanner.store import Store
 from scanner.store.rows import EventRow, HistoryColumns, LeaderRow, RunRow
@@ -155,12 +155,13 @@ def build_leaderboard(store: Store, run: RunRow, previous: RunRow | None, rows: 
     if previous is not None:
         before = {row.server: place for place, (row, _) in enumerate(_ranking(store.leaderboard(previous.id)), 1)}
     providers = provider_order({provider for row in rows for provider in row.tokens})
+    slugs = unique_slugs(row.server for row in rows)  # one page per name, whatever the names
     ranked = []
     for place, (row, value) in enumerate(_ranking(rows), 1):
         movement, moved_by = _movement(place, before.get(row.server))
-        ranked.append(_server_row(row, place, movement, moved_by, value))
+        ranked.append(_server_row(row, place, movement, moved_by, value, slugs))
     unranked = sorted(
-        (_server_row(row, None, "unranked", 0, None) for row in rows if not is_ranked_outcome(row.outcome)),
+        (_server_row(row, None, "unranked", 0, None, slugs) for row in rows if not is_ranked_outcome(row.outcome)),
         key=lambda item: (item.outcome, item.name),
     )
     return Leaderboard(
@@ -177,10 +178,12 @@ def build_leaderboard(store: Store, run: RunRow, previous: RunRow | None, rows: 
     )
 
 
-def _server_row(row: LeaderRow, rank: int | None, movement: str, moved_by: int, value: float | None) -> ServerRow:
+def _server_row(
+    row: LeaderRow, rank: int | None, movement: str, moved_by: int, value: float | None, slugs: Mapping[str, str]
+) -> ServerRow:
     return ServerRow(
         name=row.server,
-        slug=slugify(row.server),
+        slug=slugs[row.server],
         outcome=row.outcome,
         detail=row.detail or "",
         rank=rank,
@@ -521,9 +524,12 @@ def build_report(
     """
     started = time.perf_counter()
     data = site_data(store, run_id=run_id, now=now, stream=True)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with _long_lived_frozen():
-        paths = [*write_site(data, out_dir), *write_exports(data.leaderboard, out_dir)]
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with _long_lived_frozen():
+            paths = [*write_site(data, out_dir), *write_exports(data.leaderboard, out_dir)]
+    except OSError as exc:  # a full disk, a read-only folder, --out naming a file: one line, exit 4
+        raise OutputError(f"Cannot write the report to {out_dir}: {exc.strerror or exc}") from exc
     pages = sum(1 for path in paths if path.parent.name == "servers")
     return ReportResult(
         out_dir=out_dir,

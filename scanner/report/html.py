@@ -18,6 +18,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from scanner.errors import OutputError
 from scanner.models import PROVIDER_LABELS
 from scanner.report.data import ServerPage, ServerRow, SiteData, TrendPoint
 from scanner.report.svg import Series, line_chart, stacked_bar_chart
@@ -206,7 +207,13 @@ def write_site(site: SiteData, out_dir: Path) -> list[Path]:
     css = out_dir / "style.css"
     css.write_text(stylesheet(), encoding="utf-8")
     written.append(css)
+    pages: set[str] = set()
     for relative, text in render_pages(site):
+        # Slugs are unique per build (text.unique_slugs); this is the last guard: never overwrite a page of this
+        # build with another (case folded, as on case-insensitive file systems).
+        if relative.casefold() in pages:
+            raise OutputError(f"two pages of this report would both be {relative}; refusing to overwrite one")
+        pages.add(relative.casefold())
         path = out_dir / relative
         path.write_text(text, encoding="utf-8")
         written.append(path)

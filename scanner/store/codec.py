@@ -2,7 +2,9 @@
 
 Nothing a server sends is trusted, and nothing secret is stored: option and extra mappings are scrubbed of keys
 that carry credentials (headers, env, tokens, passwords...), strings are cut, depth and breadth are capped, so a
-scan row stays small however chatty or hostile the server was.
+scan row stays small however chatty or hostile the server was. Every string and key that leaves this module for a
+column has had NUL and lone surrogates replaced (:func:`scanner.wire.clean_str`), even when the parse edge that
+made it forgot: PostgreSQL refuses NUL in text, and no driver encodes a lone surrogate.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from scanner.wire import clean_str, sanitize
 
 MAX_DETAIL = 500  # characters of a scan's one-line detail
 MAX_STRING = 300  # characters of any string inside a stored JSON value
@@ -42,7 +46,11 @@ def compress_tools(tools: tuple[Any, ...] | list[Any]) -> tuple[bytes, int]:
     Not the sorted canonical form the hash is taken over: some provider views keep the key order they are given
     (Gemini's), so a rescore must see the same document the scan measured to give the same counts.
     """
-    raw = json.dumps(list(tools), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    text = json.dumps(list(tools), ensure_ascii=False, separators=(",", ":"))
+    try:
+        raw = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate the parse edge let through: store what wire would have made
+        raw = json.dumps(sanitize(list(tools)), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return zlib.compress(raw, 6), len(raw)
 
 
@@ -61,7 +69,7 @@ def redact(text: str) -> str:
 
     Error details quote URLs and headers back; the store keeps the sentence, never the secret in it.
     """
-    text = _INLINE_CREDENTIAL.sub(lambda m: f"{m.group(1)} [redacted]", text)
+    text = _INLINE_CREDENTIAL.sub(lambda m: f"{m.group(1)} [redacted]", clean_str(text))
     text = _QUERY_CREDENTIAL.sub(lambda m: f"{m.group(1)}[redacted]", text)
     return _URL_PASSWORD.sub(lambda m: f"{m.group(1)}[redacted]@", text)
 
@@ -142,13 +150,13 @@ def _clean(value: Any, depth: int, caps: _Caps) -> Any:
     if kind is str:
         if caps.scrub:
             return None if _SECRET_VALUE.match(value) else redact(value[: caps.string * 2])[: caps.string]
-        return value[: caps.string]
+        return clean_str(value[: caps.string])
     if kind is int or kind is bool or value is None:
         return value
     if kind is dict and depth < caps.depth:
         cleaned: dict[str, Any] = {}
         for key, item in itertools.islice(value.items(), caps.items):
-            text = key[:100] if type(key) is str else str(key)[:100]
+            text = clean_str(key[:100] if type(key) is str else str(key)[:100])
             if caps.scrub and is_secret_key(text):
                 continue
             cleaned[text] = _clean(item, depth + 1, caps)
@@ -166,20 +174,20 @@ def _clean_any(value: Any, depth: int, caps: _Caps) -> Any:
     if isinstance(value, str):
         if caps.scrub:
             return None if _SECRET_VALUE.match(value) else redact(value[: caps.string * 2])[: caps.string]
-        return value[: caps.string]
+        return clean_str(value[: caps.string])
     if depth >= caps.depth:
         return None
     if isinstance(value, Mapping):
         cleaned: dict[str, Any] = {}
         for key, item in itertools.islice(value.items(), caps.items):
-            text = str(key)[:100]
+            text = clean_str(str(key)[:100])
             if caps.scrub and is_secret_key(text):
                 continue
             cleaned[text] = _clean(item, depth + 1, caps)
         return cleaned
     if isinstance(value, list | tuple | set | frozenset):
         return [_clean(item, depth + 1, caps) for item in list(value)[: caps.items]]
-    return str(value)[: caps.string]
+    return clean_str(str(value)[: caps.string])
 
 
 @dataclass(frozen=True)
@@ -233,7 +241,8 @@ def timings(value: Mapping[str, Any] | None) -> dict[str, float]:
 
 
 def text(value: Any, limit: int) -> str | None:
-    """A string column value from something a server sent: strings cut to ``limit``, other types dropped."""
+    """A string column value from something a server sent: strings cut to ``limit`` (NUL and lone surrogates
+    replaced), other types dropped."""
     if isinstance(value, str):
-        return value[:limit]
+        return clean_str(value[:limit])
     return None

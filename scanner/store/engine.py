@@ -3,10 +3,21 @@
 Alembic's environment lives in the top-level ``migrations`` package (shipped in the wheel), so migrating needs no
 ``alembic.ini`` on disk. SQLite gets WAL (readers never block the one writer), foreign keys on, and a busy
 timeout so a report reading the file while a crawl writes waits instead of failing.
+
+The engine is also the store's boundary, in both directions:
+
+* what goes in: every bound string parameter and every JSON value passes :mod:`scanner.wire`'s rule (NUL and lone
+  surrogates become U+FFFD), so no text a server or registry sent can make PostgreSQL refuse a row (it rejects NUL
+  in text) or a driver fail to encode it, whichever store method wrote it;
+* what comes out: any database failure (read-only file, full disk, lost connection, a constraint) becomes one
+  :class:`~scanner.errors.StoreError` line (exit 4), never a driver traceback.
 """
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +26,11 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 import migrations
+from scanner import wire
 from scanner.errors import StoreError
 
 BUSY_TIMEOUT_MS = 30_000
@@ -43,6 +55,109 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _json_serializer(value: Any) -> str:
+    """JSON column text, as SQLAlchemy writes it by default (ASCII escapes), with NUL and lone surrogates replaced:
+    PostgreSQL's ``json`` would keep a ``\\u0000`` and hand back a NUL that no report can write."""
+    text = json.dumps(value)
+    return json.dumps(wire.sanitize(value)) if wire.may_hold_unwritable(text) else text
+
+
+def _unwritable(value: Any) -> bool:
+    # NUL and ASCII tests run in C; only non-ASCII text needs the surrogate search (a write's strings are mostly
+    # short ASCII names and codes).
+    return type(value) is str and ("\x00" in value or (not value.isascii() and wire.clean_str(value) is not value))
+
+
+def _clean_value(value: Any) -> Any:
+    return wire.clean_str(value) if type(value) is str else value
+
+
+def _clean_parameters(parameters: Any) -> Any:
+    """``parameters`` (a mapping or a sequence, or a list of them for executemany) with unwritable text replaced;
+    the same object when there is none, which is nearly always."""
+    if isinstance(parameters, dict):
+        for value in parameters.values():
+            if _unwritable(value):
+                return {key: _clean_value(item) for key, item in parameters.items()}
+        return parameters
+    if isinstance(parameters, list | tuple):
+        if parameters and isinstance(parameters[0], Mapping | list | tuple):
+            cleaned = [_clean_parameters(item) for item in parameters]
+            changed = any(new is not old for new, old in zip(cleaned, parameters, strict=True))
+            return (cleaned if isinstance(parameters, list) else tuple(cleaned)) if changed else parameters
+        for value in parameters:
+            if _unwritable(value):
+                values = [_clean_value(item) for item in parameters]
+                return values if isinstance(parameters, list) else tuple(values)
+        return parameters
+    if isinstance(parameters, Mapping):
+        return _clean_parameters(dict(parameters)) if any(map(_unwritable, parameters.values())) else parameters
+    return parameters
+
+
+def _writable_parameters(
+    _conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _executemany: bool
+) -> tuple[str, Any]:
+    return statement, _clean_parameters(parameters)
+
+
+_HINTS = (
+    ("readonly", "the database is read-only (check the file's and its folder's permissions)"),
+    ("read-only", "the database is read-only (check the file's and its folder's permissions)"),
+    ("disk is full", "the disk is full"),
+    ("no space left", "the disk is full"),
+    ("disk i/o error", "a disk I/O error"),
+    ("unable to open database", "the database file cannot be opened (a missing folder or no permission)"),
+    ("database is locked", "the database stayed locked by another process past the busy timeout"),
+)
+
+
+def _sqlite_open_hint(database: str | None) -> str | None:
+    """Why SQLite could not open ``database`` when it only says "unable to open": a read-only folder or mount (a
+    WAL database needs to create its -shm and -wal files beside it)."""
+    if not database or database.startswith("file:") or database == ":memory:":
+        return None
+    folder = Path(database).expanduser().parent
+    try:
+        read_only_mount = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return None
+    if read_only_mount or not os.access(folder, os.W_OK):
+        return "the database's folder is read-only (SQLite writes its -wal and -shm files beside the database)"
+    return None
+
+
+def _nearly_full(database: str | None) -> bool:
+    """Whether the file system holding SQLite file ``database`` has less than 1 MiB left."""
+    if not database or database.startswith("file:") or database == ":memory:":
+        return False
+    try:
+        stats = os.statvfs(Path(database).expanduser().parent)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < 1 << 20
+
+
+def _translate_error(context: ExceptionContext) -> None:
+    """Turn any failure inside the database driver into one :class:`StoreError` line (exit 4), at the boundary."""
+    original = context.original_exception
+    if isinstance(original, StoreError):
+        return
+    text = " ".join(str(original).split()) or type(original).__name__
+    lowered = text.lower()
+    hint = next((hint for needle, hint in _HINTS if needle in lowered), None)
+    url = context.engine.url if context.engine is not None else None
+    if url is not None and url.get_backend_name() == "sqlite":
+        if "unable to open" in lowered:
+            hint = _sqlite_open_hint(url.database) or hint
+        elif "disk i/o error" in lowered and _nearly_full(url.database):
+            hint = "the disk is full"  # SQLite reports ENOSPC in its WAL index as an I/O error
+    where = url.render_as_string(hide_password=True) if url is not None else "database"
+    first = text[:300]
+    message = f"Database {where}: {hint} ({first})" if hint else f"Database {where} failed: {first}"
+    raise StoreError(message) from original
+
+
 def create_store_engine(url: str) -> Engine:
     """An engine for ``url``; for SQLite, makes the parent directory and sets the pragmas on every connection."""
     try:
@@ -56,11 +171,17 @@ def create_store_engine(url: str) -> Engine:
         except OSError as exc:
             raise StoreError(f"Cannot create the folder for database {parsed.database}: {exc.strerror}") from exc
     try:
-        engine = create_engine(parsed, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000} if is_sqlite else {})
+        engine = create_engine(
+            parsed,
+            connect_args={"timeout": BUSY_TIMEOUT_MS / 1000} if is_sqlite else {},
+            json_serializer=_json_serializer,
+        )
     except (SQLAlchemyError, ImportError) as exc:
         raise StoreError(f"Cannot open database {parsed.render_as_string()}: {exc}") from exc
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
+    event.listen(engine, "before_cursor_execute", _writable_parameters, retval=True)
+    event.listen(engine, "handle_error", _translate_error)
     return engine
 
 
@@ -116,7 +237,13 @@ def open_engine(url: str) -> Engine:
                     f"Database {where} is at schema revision {current}, newer than this Fathom knows ({head});"
                     " upgrade Fathom."
                 )
-            migrate(engine)
+            try:
+                migrate(engine)
+            except StoreError:
+                # Two processes opening a new database at once both try to create it; the one that lost finds
+                # it already migrated, which is all it wanted.
+                if current_revision(engine) != head:
+                    raise
     except StoreError:
         engine.dispose()
         raise

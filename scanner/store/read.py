@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.types import NullType
 
 from scanner import history as changes
+from scanner import wire
 from scanner.errors import InputError
 from scanner.models import Finding, Severity, TokenCount, ToolCost
 from scanner.store import codec, common
@@ -288,6 +289,7 @@ def history(engine: Engine, server: str) -> list[ScanRow]:
 
     Raises :class:`InputError` for a server not in the database.
     """
+    server = wire.clean_str(server)  # as the engine stores it (NUL, lone surrogates -> U+FFFD)
     found = histories(engine, [server])
     if server not in found:
         raise InputError(f"No server named {server!r} in this database.")

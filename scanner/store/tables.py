@@ -237,3 +237,21 @@ class RunAggregate(Base):
     median_tokens_by_provider: Mapped[dict[str, Any]]
     median_tools: Mapped[int | None] = mapped_column(Integer)
     findings_by_rule: Mapped[dict[str, Any]]  # {code: servers hit}
+
+
+class WriterLock(Base):
+    """The database's one writer: at most one row (id 1), held by the scan or rescore writing now.
+
+    ``scanner.store.lock`` takes, refreshes and releases it; a row left by a killed process is taken over when its
+    pid is gone from its host or its heartbeat has stopped.
+    """
+
+    __tablename__ = "writer_lock"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    token: Mapped[str] = mapped_column(String(64))  # this holder's random id: release and refresh only our own
+    purpose: Mapped[str] = mapped_column(String(32))  # scan | rescore
+    pid: Mapped[int] = mapped_column(Integer)
+    host: Mapped[str] = mapped_column(String(255))
+    started_at: Mapped[datetime]
+    heartbeat_at: Mapped[datetime]

@@ -56,7 +56,7 @@ def test_a_header_echoed_into_an_error_body_is_not_repeated(quirks_http):
     entry = http_entry(quirks_http.url("/echo-403"), headers={"Authorization": "Bearer SECRET-TOKEN-789"})
     result, _ = timed_scan(entry, FAST)
     assert result.outcome is Outcome.HTTP_ERROR, result.detail
-    assert result.detail == "HTTP 403: Forbidden: token [header value] is not allowed here"
+    assert result.detail == "HTTP 403: Forbidden: token [secret] is not allowed here"
     assert "SECRET-TOKEN-789" not in repr(result)
 
 

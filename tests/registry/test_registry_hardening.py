@@ -116,7 +116,7 @@ def test_an_opted_in_command_gets_only_its_declared_env(tmp_path: Path, monkeypa
     dumped = out.read_text(encoding="utf-8")
     for leaked in (ATTACK, ATTACK_VALUE, "aws-must-not-leak-77", "FATHOM_SECRET_MINE_KEY", "pwned"):
         assert leaked not in dumped
-    allowed = {"KEY", "PYTHONHASHSEED", "PWD", "SHLVL", "_", "OLDPWD"} | set(
+    allowed = {"KEY", "PYTHONHASHSEED", "FATHOM_SCAN_MARK", "PWD", "SHLVL", "_", "OLDPWD"} | set(
         __import__("scanner.mcp.transports", fromlist=["PASSTHROUGH_ENV"]).PASSTHROUGH_ENV
     )
     assert set(child) <= allowed, set(child) - allowed  # sh adds PWD, SHLVL and _ itself

@@ -32,6 +32,7 @@ class Busy(BaseHTTPRequestHandler):
     def _answer(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.server.requests += 1
+        time.sleep(self.server.delay)
         self.send_response(self.server.status)
         if self.server.retry_after is not None:
             self.send_header("Retry-After", self.server.retry_after)
@@ -46,6 +47,7 @@ class BusyServer(ThreadingHTTPServer):
     status = 429
     retry_after: str | None = None
     requests = 0
+    delay = 0.0  # seconds before each answer
 
 
 @pytest.fixture
@@ -103,3 +105,30 @@ def test_a_real_429_with_retry_after_is_waited_for(busy: BusyServer) -> None:
     outcome = crawl_one(entry_for(busy), CrawlSettings(retries=1, backoff=0.01, allow_private=True))
     assert outcome.extra["attempts"] == 2
     assert time.monotonic() - started >= 1.0  # Retry-After, not the 10 ms backoff
+
+
+def test_retry_after_past_the_deadline_is_not_waited_for(busy: BusyServer) -> None:
+    # The report's case: 503 with Retry-After: 3600 after 2 s held a worker 73 s under --timeout 10.
+    busy.status, busy.retry_after, busy.delay = 503, "3600", 2.0
+    settings = CrawlSettings(retries=3, allow_private=True, limits=ClientLimits(timeout=10))
+    started = time.monotonic()
+    outcome = crawl_one(entry_for(busy), settings)
+    elapsed = time.monotonic() - started
+    assert outcome.outcome is Outcome.HTTP_ERROR and outcome.extra["status"] == 503
+    assert outcome.extra["attempts"] == 1
+    assert "deadline" in outcome.extra["retry_stopped"]
+    assert 2.0 <= elapsed < 10, elapsed
+
+
+def test_every_attempt_and_wait_fits_in_one_deadline(busy: BusyServer) -> None:
+    # No Retry-After: short backoffs, many retries allowed, each answer slow; the deadline ends it all.
+    busy.status, busy.delay = 503, 0.8
+    settings = CrawlSettings(
+        retries=20, backoff=0.2, max_backoff=0.4, allow_private=True, limits=ClientLimits(timeout=3)
+    )
+    started = time.monotonic()
+    outcome = crawl_one(entry_for(busy), settings)
+    elapsed = time.monotonic() - started
+    assert elapsed < 3 + 1.0, elapsed
+    assert outcome.extra["attempts"] >= 2
+    assert outcome.outcome in (Outcome.HTTP_ERROR, Outcome.TIMEOUT), outcome.detail

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import uvicorn
 from starlette.applications import Starlette
@@ -51,7 +54,30 @@ BEHAVIOURS = {
     "modern-unsupported": "a 2026-07-28 server that only speaks a future version (-32022)",
     "sse-legacy": "the deprecated HTTP+SSE transport (GET for events, POST to the endpoint)",
     "sse-foreign-endpoint": "an HTTP+SSE stream whose endpoint event names another origin",
+    "sse-ping-flood": "an HTTP+SSE stream that sends endless ping requests after the endpoint event",
+    "error500-surrogate": 'answers 500 {"error": "boom \\ud800 here"} (a lone surrogate, escaped)',
+    "auth-surrogate": "401 whose RFC 9728 metadata holds a lone surrogate and a NUL (escaped)",
+    "gzip-bomb": "answers 200 JSON sent as Content-Encoding: gzip, gzip that inflates to 4 GiB",
+    "gzip-bomb-500": "answers 500 with the same 4 GiB gzip, gzip body",
+    "gzip-bomb-html": "answers 200 text/html with the same 4 GiB gzip, gzip body (read for a snippet)",
+    "auth-gzip-bomb": "401 whose RFC 9728 metadata is the same 4 GiB gzip, gzip body",
+    "echo-auth": "answers 500 whose error echoes the Authorization header in several shapes",
+    "echo-auth-401": "answers 401 echoing the Authorization header in the challenge and the body",
+    "echo-auth-rpc": "answers initialize with a JSON-RPC error echoing the Authorization header",
+    "slow-503": "waits 1 s, then answers 503 with Retry-After: 3600",
 }
+
+BOMB = (Path(__file__).resolve().parent.parent / "fixtures" / "bombs" / "gzip-gzip-4gib.bin").read_bytes()
+
+
+def echoes(header: str) -> str:
+    """The Authorization header as servers echo it: raw, without its scheme, URL-encoded, base64."""
+    token = header.split(" ", 1)[-1]
+    return (
+        f"got {header}; token={token}; url={quote(header, safe='')}; plus={quote_plus(token)}; "
+        f"b64={base64.b64encode(token.encode()).decode()}; quoted={json.dumps(token)}"
+    )
+
 
 # The client's replies to our own requests, by request id (the sse-ping behaviour waits for them).
 _replies: dict[str, dict[str, Any]] = {}
@@ -120,6 +146,30 @@ async def mcp_endpoint(request: Request) -> Response:
         return Response("unauthorized", status_code=401, headers={"WWW-Authenticate": challenge})
     if behaviour == "sse-legacy":
         return await _sse_legacy(request)
+    if behaviour == "sse-ping-flood":
+        if request.method == "GET":
+            return StreamingResponse(_ping_flood(), media_type="text/event-stream")
+        return Response("Accepted", status_code=202)
+    if behaviour == "auth-surrogate" or behaviour == "auth-gzip-bomb":
+        base = f"{request.url.scheme}://{request.url.netloc}"
+        challenge = f'Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/{behaviour}"'
+        return Response("unauthorized", status_code=401, headers={"WWW-Authenticate": challenge})
+    if behaviour == "error500-surrogate":
+        return Response(b'{"error": "boom \\ud800 here"}', status_code=500, media_type="application/json")
+    if behaviour.startswith("gzip-bomb"):
+        status, kind = {"gzip-bomb-500": (500, "application/json"), "gzip-bomb-html": (200, "text/html")}.get(
+            behaviour, (200, "application/json")
+        )
+        return Response(BOMB, status_code=status, headers={"Content-Encoding": "gzip, gzip", "Content-Type": kind})
+    if behaviour == "slow-503":
+        await asyncio.sleep(1)
+        return Response("busy", status_code=503, headers={"Retry-After": "3600"})
+    if behaviour.startswith("echo-auth") and behaviour != "echo-auth-rpc":
+        echo = echoes(request.headers.get("authorization", ""))
+        if behaviour == "echo-auth":
+            return JSONResponse({"error": {"message": echo}}, status_code=500)
+        challenge = f'Bearer error="invalid_token", error_description="{echo}"'
+        return JSONResponse({"error_description": echo}, status_code=401, headers={"WWW-Authenticate": challenge})
     if behaviour == "sse-foreign-endpoint":
         if request.method != "GET":
             return Response(status_code=405)
@@ -167,6 +217,9 @@ async def _request(behaviour: str, message: dict[str, Any], request: Request) ->
         return Response("Bad Request: no valid session", status_code=400)
     if behaviour == "wrong-id":
         return JSONResponse(_answer(999, _initialize_result(behaviour)))
+    if behaviour == "echo-auth-rpc":
+        error = {"code": -32000, "message": echoes(request.headers.get("authorization", ""))}
+        return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error})
     if behaviour == "session-expire":
         return _session_expire(method, request_id, request)
     if method == "initialize":
@@ -298,8 +351,26 @@ async def _sse_legacy(request: Request) -> Response:
     return Response("Accepted", status_code=202)
 
 
+async def _ping_flood() -> AsyncIterator[bytes]:
+    yield b"event: endpoint\ndata: /sse-ping-flood?session=1\n\n"
+    n = 0
+    while True:
+        batch = []
+        for _ in range(100):
+            n += 1
+            batch.append(f'event: message\ndata: {{"jsonrpc":"2.0","id":"p{n}","method":"ping"}}\n\n'.encode())
+        yield b"".join(batch)
+        await asyncio.sleep(0)
+
+
 async def metadata(request: Request) -> Response:
     base = f"{request.url.scheme}://{request.url.netloc}"
+    which = request.path_params["rest"]
+    if which == "auth-surrogate":
+        body = b'{"resource": "x", "authorization_servers": ["https://a.example/\\ud800"], "n": "a\\u0000b"}'
+        return Response(body, media_type="application/json")
+    if which == "auth-gzip-bomb":
+        return Response(BOMB, headers={"Content-Encoding": "gzip, gzip", "Content-Type": "application/json"})
     return JSONResponse(
         {
             "resource": f"{base}/auth",

@@ -6,6 +6,7 @@ python tests/servers/hostile_stdio.py --mode banner
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import signal
@@ -23,6 +24,10 @@ MODES = {
     "wrong-id": "answers every request with id 999",
     "big-list": "a legacy server listing 3000 tools in one 3 MB line",
     "noisy-stderr": "writes 1 MiB to stderr before answering as a legacy server",
+    "setsid": "starts a child that calls setsid (pids to --pid-file), then answers as a legacy server",
+    "double-fork": "double-forks a grandchild that calls setsid (pids to --pid-file), then never answers",
+    "leak-env": "prints its API_KEY (from the environment) on stderr in several shapes and exits with code 1",
+    "ping-flood": "answers initialize, then floods stdout with ping requests instead of the tool list",
 }
 
 
@@ -55,6 +60,28 @@ def legacy_server(tool_count: int = 2) -> None:
             send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools}})
         else:
             send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "Method not found"}})
+
+
+def escape(pid_file: Path | None, double: bool) -> None:
+    """Leave the process group the client will kill: setsid in a child (or a grandchild, its parent gone)."""
+    child = os.fork()
+    if child == 0:
+        if double and os.fork() != 0:
+            os._exit(0)  # the middle process exits: the grandchild is orphaned
+        os.setsid()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if pid_file is not None:
+            with open(pid_file, "a", encoding="utf-8") as out:
+                out.write(f"{os.getpid()}\n")
+        time.sleep(3600)
+        os._exit(0)
+    if double:
+        os.waitpid(child, 0)
+    deadline = time.monotonic() + 2  # answer only once the escapee is on record, so a test can look for it
+    while pid_file is not None and not (pid_file.exists() and pid_file.read_text(encoding="utf-8").strip()):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
 
 
 def main() -> None:
@@ -100,6 +127,31 @@ def main() -> None:
         sys.stdout.write('{"jsonrpc": "2.0", "id": 1, "result": {"x": "' + "a" * (3 * 1024 * 1024) + '"}}\n')
         sys.stdout.flush()
         time.sleep(3600)
+    elif args.mode in ("setsid", "double-fork"):
+        escape(args.pid_file, double=args.mode == "double-fork")
+        if args.mode == "setsid":
+            legacy_server()
+        else:
+            for _line in sys.stdin:
+                pass
+            time.sleep(3600)
+    elif args.mode == "leak-env":
+        key = os.environ.get("API_KEY", "")
+        sys.stdin.readline()
+        sys.stderr.write(f"starting with key {key}\n")
+        sys.stderr.write(f"error: key {json.dumps(key)} rejected (b64 {base64.b64encode(key.encode()).decode()})\n")
+        sys.stderr.write("padding " * 20 + key[: len(key) // 2 + 3] + "\n")
+        sys.stderr.flush()
+        sys.exit(1)
+    elif args.mode == "ping-flood":
+        for line in sys.stdin:
+            message = json.loads(line)
+            if message.get("method") == "initialize":
+                result = {"protocolVersion": "2025-03-26", "capabilities": {"tools": {}}, "serverInfo": {"name": "f"}}
+                send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+            elif message.get("method") == "tools/list":
+                for n in range(100_000):
+                    send({"jsonrpc": "2.0", "id": f"p{n}", "method": "ping"})
     elif args.mode == "wrong-id":
         for line in sys.stdin:
             if "id" in json.loads(line):

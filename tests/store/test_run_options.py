@@ -99,3 +99,8 @@ def test_resume_rebuilds_the_config_a_run_stored() -> None:
         "the run stored no 'disk_limit_mb'; the default is used",
         "the run's option 'gone' is unknown to this version; ignored",
     ]
+    # Given the command's config, a setting the run did not store takes the command's value, and says so.
+    given = dataclasses.replace(config, crawl=CrawlSettings(packages=PackageSettings(disk_limit_mb=512)))
+    rebuilt, notes = config_from_options("servers.json", "sqlite:///x.db", older, given)
+    assert rebuilt.crawl.packages.disk_limit_mb == 512 and rebuilt.crawl.concurrency == 3
+    assert notes[0] == "the run stored no 'disk_limit_mb'; this command's value is used"

@@ -73,7 +73,9 @@ def passthrough_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 def stdio_env(entry: ServerEntry, env: Mapping[str, str] | None) -> dict[str, str]:
     """The child's environment: ``env`` if given (a package's scrubbed environment with its own HOME), else
     :func:`passthrough_env` plus ``entry.env`` (what the entry declares wins); either way with
-    :data:`DETERMINISM_ENV` for the variables it does not set itself. Never this process's whole environment."""
+    :data:`DETERMINISM_ENV` for the variables it does not set itself. Never this process's whole environment.
+    The stdio transport adds one more, ``FATHOM_SCAN_MARK`` (a random value, no secret), to find descendants that
+    escape the process group when the server is stopped."""
     merged = dict(env) if env is not None else {**passthrough_env(), **entry.env}
     for key, value in DETERMINISM_ENV.items():
         merged.setdefault(key, value)

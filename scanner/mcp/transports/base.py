@@ -17,6 +17,9 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from scanner.mcp.failures import ScanFailure
+from scanner.models import Outcome
+
 
 class ClientTransport(abc.ABC):
     """An open connection to one server. Use as an async context manager; closing never raises."""
@@ -44,6 +47,19 @@ class ClientTransport(abc.ABC):
     @abc.abstractmethod
     async def aclose(self) -> None:
         """Release everything (process group, HTTP session); shielded from cancellation, never raises."""
+
+    #: How many requests of the server's own were answered so far (see :meth:`count_server_request`).
+    server_requests: int = 0
+
+    def count_server_request(self, cap: int) -> None:
+        """Count one request from the server; more than ``cap`` in one scan is a flood: its protocol_error."""
+        self.server_requests += 1
+        if self.server_requests > cap:
+            raise ScanFailure(
+                Outcome.PROTOCOL_ERROR,
+                f"server sent more than {cap} requests of its own (a flood)",
+                {"max_server_requests": cap},
+            )
 
     def details(self, failed: bool) -> dict[str, Any]:
         """Transport facts for ``ScanOutcome.extra`` (skipped lines, session use; the stderr tail if failed)."""

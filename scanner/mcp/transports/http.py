@@ -3,8 +3,9 @@
 This is the boundary where httpx errors become :class:`scanner.mcp.failures.ScanFailure` (``raise ... from
 exc``). Redirects are followed by hand, at most ``max_redirects``, only within the URL's origin (or from http to
 https on the same host): the request may carry secret headers, and a cross-origin hop would hand them to
-another host. Every body is read as a stream and counted (decoded bytes, so a gzip bomb counts at its real
-size); nothing is read unbounded.
+another host. Every body is read as a raw stream and decoded by :mod:`scanner.mcp.body` a piece at a time,
+counted after decoding (so a gzip bomb, stacked codings included, counts at its real size before it is held);
+nothing is read unbounded. Text and JSON in bodies go through :mod:`scanner.wire`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import contextlib
 import email.utils
 import functools
 import html
-import json
+import math
 import re
 import ssl
 from collections.abc import AsyncIterator, Mapping
@@ -24,7 +25,9 @@ from urllib.parse import urljoin, urlsplit
 import anyio
 import httpx
 
+from scanner import wire
 from scanner.mcp import auth
+from scanner.mcp.body import ACCEPT_ENCODING, BodyError, iter_decoded
 from scanner.mcp.failures import HttpStatusFailure, ScanFailure
 from scanner.mcp.limits import ClientLimits
 from scanner.models import Outcome
@@ -39,7 +42,13 @@ def make_client(limits: ClientLimits) -> httpx.AsyncClient:
     """A client with the scan's timeouts; proxies from the environment are ignored (``trust_env=False``)
     so a scan goes where its URL says and loopback tests do not depend on the shell."""
     timeout = httpx.Timeout(limits.timeout, connect=limits.connect_timeout)
-    return httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=False, verify=_ssl_context())
+    return httpx.AsyncClient(
+        timeout=timeout,
+        follow_redirects=False,
+        trust_env=False,
+        verify=_ssl_context(),
+        headers={"Accept-Encoding": ACCEPT_ENCODING},  # only the codings scanner.mcp.body decodes
+    )
 
 
 @functools.cache
@@ -137,22 +146,42 @@ def _reason(exc: Exception) -> str:
     return (str(exc) or type(exc).__name__)[:200]
 
 
-async def iter_capped(response: httpx.Response, cap: int, what: str = "answer") -> AsyncIterator[bytes]:
-    """The body's decoded bytes, chunk by chunk; over ``cap`` in total ends the scan as too_large."""
+async def iter_capped(response: httpx.Response, cap: float, what: str = "answer") -> AsyncIterator[bytes]:
+    """The body's decoded bytes, piece by piece; over ``cap`` decoded bytes in total ends the scan as too_large.
+
+    ``cap`` may be ``math.inf`` for a long-lived event stream whose caller caps each event instead.
+    """
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > cap and "content-encoding" not in response.headers:
         raise ScanFailure(Outcome.TOO_LARGE, f"{what} declares {declared} bytes, over {cap}", {"limit_bytes": cap})
-    total = 0
+    coding = response.headers.get("content-encoding", "")
     try:
-        async for chunk in response.aiter_bytes():
-            total += len(chunk)
-            if total > cap:
-                raise ScanFailure(Outcome.TOO_LARGE, f"{what} over {cap} bytes", {"limit_bytes": cap})
-            yield chunk
+        async for piece in iter_decoded(response.aiter_raw(), coding, cap, what):
+            yield piece
+    except BodyError as exc:
+        if exc.kind == "too_large":
+            raise ScanFailure(Outcome.TOO_LARGE, exc.message, {"limit_bytes": cap}) from exc
+        raise ScanFailure(Outcome.INVALID_RESPONSE, exc.message, {"content_encoding": coding[:100]}) from exc
     except httpx.TimeoutException as exc:
         raise ScanFailure(Outcome.TIMEOUT, f"reading the {what} timed out") from exc
     except httpx.HTTPError as exc:
         raise ScanFailure(Outcome.CONNECT_ERROR, f"reading the {what} failed: {_reason(exc)}") from exc
+
+
+def iter_stream(response: httpx.Response, what: str) -> AsyncIterator[bytes]:
+    """A long-lived stream's decoded pieces (each at most 64 KiB) with no total cap: the caller caps each event."""
+    return iter_capped(response, math.inf, what)
+
+
+async def read_prefix(response: httpx.Response, size: int) -> bytes:
+    """At most the first ``size`` decoded bytes of a body (a snippet for a person); a fault just ends it early."""
+    body = bytearray()
+    with contextlib.suppress(ScanFailure):
+        async for piece in iter_capped(response, ERROR_BODY_BYTES, "body"):
+            body += piece
+            if len(body) >= size:
+                break
+    return bytes(body[:size])
 
 
 async def read_capped(response: httpx.Response, cap: int, what: str = "answer") -> bytes:
@@ -221,16 +250,16 @@ def body_reason(body: bytes, kind: str) -> str:
         text = _json_reason(body)
     elif kind == "text/html" or body.lstrip()[:1] == b"<":
         match = _TITLE.search(body)
-        text = html.unescape(match.group(1).decode("utf-8", "replace")) if match else ""
+        text = html.unescape(wire.decode_bytes(match.group(1))) if match else ""
     else:
-        decoded = body.decode("utf-8", "replace")
+        decoded = wire.decode_bytes(body)
         text = next((line for line in decoded.splitlines() if line.strip()), "")
-    return " ".join(text.split())[:REASON_CHARS]
+    return wire.clean_str(" ".join(text.split())[:REASON_CHARS])
 
 
 def _json_reason(body: bytes) -> str:
     try:
-        value = json.loads(body)
+        value = wire.loads(body)
     except (ValueError, RecursionError):
         return ""
     for _ in range(3):  # {"error": {"message": ...}} and the like, never deeper

@@ -4,6 +4,11 @@ Open: GET the URL expecting ``text/event-stream``; its first ``endpoint`` event 
 to (resolved against the SSE URL; another origin is refused, since POSTs carry the entry's headers). Each
 request is POSTed there and its response is matched by id on the GET stream. A single event larger than
 ``max_answer_bytes`` ends the scan as too_large.
+
+The server's own requests on the stream (``ping``...) are answered by one replier task, one POST at a time,
+through a small queue: when replies fall behind, reading the stream waits (back-pressure), and more than
+``max_server_requests`` in one scan is the server's protocol_error. A ping flood thus costs a bounded amount of
+work and ends within the scan's deadline, instead of one task per ping starving every other scan.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from scanner.mcp.transports.base import ClientTransport
 from scanner.mcp.transports.pending import Pending
 from scanner.models import Outcome, Transport
 
+_REPLY_QUEUE = 4  # replies waiting to be POSTed before reading the stream waits for them
+
 
 class LegacySseTransport(ClientTransport):
     """GET an event stream for answers, POST requests to the endpoint it names."""
@@ -38,9 +45,11 @@ class LegacySseTransport(ClientTransport):
         self._endpoint: str | None = None
         self._ready = anyio.Event()
         self._pending = Pending()
+        self._replies, self._reply_queue = anyio.create_memory_object_stream[dict[str, Any]](_REPLY_QUEUE)
 
     async def open(self) -> None:
         self._client = http.make_client(self._limits)
+        self.task_group.start_soon(self._replier)
         self.task_group.start_soon(self._listen)
         await self._ready.wait()
         if self._endpoint is None:
@@ -76,7 +85,7 @@ class LegacySseTransport(ClientTransport):
         parser = SSEParser()
         cap = self._limits.max_answer_bytes
         pending = 0  # bytes since the last complete event: one answer's size
-        async for chunk in response.aiter_bytes():
+        async for chunk in http.iter_stream(response, "event stream"):
             pending += len(chunk)
             if pending > cap:
                 raise ScanFailure(Outcome.TOO_LARGE, f"event over {cap} bytes", {"limit_bytes": cap})
@@ -89,7 +98,8 @@ class LegacySseTransport(ClientTransport):
                 elif event.event == "message" and event.data.strip():
                     message = jsonrpc.decode(event.data, "event")
                     if jsonrpc.is_server_request(message):
-                        self.task_group.start_soon(self._reply, jsonrpc.reply_to_server_request(message))
+                        self.count_server_request(self._limits.max_server_requests)
+                        await self._replies.send(jsonrpc.reply_to_server_request(message))
                     elif jsonrpc.is_response(message):
                         self._pending.route(message)
 
@@ -116,11 +126,18 @@ class LegacySseTransport(ClientTransport):
             async for _ in http.iter_capped(response, http.ERROR_BODY_BYTES, "POST answer"):
                 pass
 
-    async def _reply(self, message: Mapping[str, Any]) -> None:
-        try:
-            await self._post(message)
-        except ScanFailure as failure:
-            self._pending.fail(failure)
+    async def _replier(self) -> None:
+        """Answer the server's requests one at a time, in order; a failed reply fails the stream."""
+        async with self._reply_queue:
+            async for message in self._reply_queue:
+                await self._ready.wait()
+                if self._endpoint is None:
+                    return  # the stream ended before naming where to POST; open() reports that
+                try:
+                    await self._post(message)
+                except ScanFailure as failure:
+                    self._pending.fail(failure)
+                    return
 
     async def request(self, message: Mapping[str, Any]) -> dict[str, Any]:
         response = await self._pending.call(message["id"], lambda: self._post(message))

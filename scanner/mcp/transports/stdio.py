@@ -2,7 +2,11 @@
 
 The server runs in its own process group (``start_new_session``) so the whole group (``npx`` and the node
 process it starts, or a server that forks) can be signalled at the end: close stdin, wait, SIGTERM the group,
-wait, SIGKILL the group. stdout lines that are not JSON objects (banners, logging) are skipped and counted; a
+wait, SIGKILL the group. A descendant that left the group (``setsid``, a double fork) is found by a marker:
+every child gets ``FATHOM_SCAN_MARK=<random>`` in its environment, which its descendants inherit, and at the end
+every process of this user whose ``/proc/<pid>/environ`` holds that marker is SIGKILLed (with its group), until
+none is left. (A descendant that both leaves the session and execs with a fresh, empty environment is not
+found: that needs a cgroup.) stdout lines that are not JSON objects (banners, logging) are skipped and counted; a
 line longer than ``max_line_bytes`` ends the scan as too_large. stderr is drained all the time (a full pipe
 would block the server) and only its last ``max_stderr_bytes`` are kept.
 """
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -19,6 +24,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from scanner import wire
 from scanner.mcp import jsonrpc
 from scanner.mcp.failures import ScanFailure
 from scanner.mcp.limits import ClientLimits
@@ -29,6 +35,8 @@ from scanner.models import Outcome, Transport
 _READ_CHUNK = 64 * 1024
 _STDERR_TAIL_LINES = 20
 _KEPT_SKIPPED_LINES = 5
+MARK_ENV = "FATHOM_SCAN_MARK"
+_SWEEPS = 5  # rounds of "find marked processes, kill them": a forking escapee may make new ones meanwhile
 
 
 class StdioTransport(ClientTransport):
@@ -48,17 +56,21 @@ class StdioTransport(ClientTransport):
         self._write_lock = anyio.Lock()
         self._skipped_lines = 0
         self._skipped_samples: list[str] = []
+        self._mark = secrets.token_hex(12)
+        self.escaped = 0  # descendants found outside the process group at the end, and killed
 
     async def open(self) -> None:
         if not self._command:
             raise ScanFailure(Outcome.SPAWN_ERROR, "no command to start")
+        env = dict(os.environ if self._env is None else self._env)
+        env[MARK_ENV] = self._mark
         try:
             self._process = await anyio.open_process(
                 self._command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=self._env,
+                env=env,
                 start_new_session=True,
             )
         except OSError as exc:
@@ -111,9 +123,10 @@ class StdioTransport(ClientTransport):
         if not isinstance(message, dict):
             self._skipped_lines += 1
             if len(self._skipped_samples) < _KEPT_SKIPPED_LINES:
-                self._skipped_samples.append(text[:200].decode("utf-8", "replace"))
+                self._skipped_samples.append(wire.decode_bytes(text[:200]))
             return
         if jsonrpc.is_server_request(message):
+            self.count_server_request(self._limits.max_server_requests)
             await self._write(jsonrpc.reply_to_server_request(message))
         elif jsonrpc.is_response(message):
             self._pending.route(message)
@@ -138,7 +151,7 @@ class StdioTransport(ClientTransport):
 
     def stderr_tail(self) -> list[str]:
         """The last lines the server wrote to stderr (at most ``max_stderr_bytes`` worth)."""
-        return self._stderr.decode("utf-8", "replace").splitlines()[-_STDERR_TAIL_LINES:]
+        return wire.decode_bytes(bytes(self._stderr)).splitlines()[-_STDERR_TAIL_LINES:]
 
     async def _exit_failure(self) -> ScanFailure:
         """The failure to report when stdout closed: normally the process exited (code + stderr tail)."""
@@ -192,6 +205,8 @@ class StdioTransport(ClientTransport):
                 await self._stop(process)
                 with contextlib.suppress(Exception):
                     await process.aclose()
+                with contextlib.suppress(Exception):
+                    self.escaped = await anyio.to_thread.run_sync(kill_marked, self._mark, process.pid)
 
     async def _stop(self, process: anyio.abc.Process) -> None:
         """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group (always: children may outlive it)."""
@@ -214,10 +229,58 @@ class StdioTransport(ClientTransport):
         facts: dict[str, Any] = {}
         if failed and self._stderr:
             facts["stderr_tail"] = [line[:500] for line in self.stderr_tail()]
+        if self.escaped:
+            facts["escaped_processes_killed"] = self.escaped
         if self._skipped_lines:
             facts["skipped_stdout_lines"] = self._skipped_lines
             facts["skipped_stdout_samples"] = list(self._skipped_samples)
         return facts
+
+
+def marked_pids(mark: str) -> list[int]:
+    """Every live process of this user whose initial environment carries ``FATHOM_SCAN_MARK=<mark>``."""
+    needle = f"{MARK_ENV}={mark}".encode()
+    found: list[int] = []
+    me = os.getpid()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as environ:
+                data = environ.read()
+        except OSError:  # gone, or another user's process
+            continue
+        if needle + b"\0" in data or data.endswith(needle):
+            found.append(int(name))
+    return found
+
+
+def kill_marked(mark: str, group: int) -> int:
+    """SIGKILL every process carrying ``mark`` (and its process group), sweeping until none is found; how many
+    were outside ``group`` (the server's own group, already killed: its members may still be exiting)."""
+    killed: set[int] = set()
+    escaped = 0
+    ours = os.getpgrp()
+    for _ in range(_SWEEPS):
+        pids = [pid for pid in marked_pids(mark) if pid not in killed]
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                pgid = os.getpgid(pid)
+            except OSError:
+                pgid = None
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+            if pgid is not None and pgid != ours:
+                _signal_group(pgid, signal.SIGKILL)
+            escaped += pgid != group
+            killed.add(pid)
+    return escaped
 
 
 def _signal_group(pgid: int, signum: int) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import httpx
 
+from scanner import wire
 from scanner.mcp import jsonrpc
 from scanner.mcp.failures import ScanFailure, SessionExpired
 from scanner.mcp.limits import ClientLimits
@@ -118,6 +119,7 @@ class StreamableHttpTransport(ClientTransport):
                     continue  # priming events, keep-alives, other event types
                 message = jsonrpc.decode(event.data, f"{method} stream event")
                 if jsonrpc.is_server_request(message):
+                    self.count_server_request(self._limits.max_server_requests)
                     await self._post_discarding(jsonrpc.reply_to_server_request(message), None)
                 elif jsonrpc.is_response(message):
                     return self._check_id(message, request_id, method)
@@ -171,12 +173,4 @@ def _error_answer(body: bytes, request_id: int) -> dict[str, Any] | None:
 
 async def _snippet(response: httpx.Response) -> str:
     """The first few hundred characters of an unexpected body (an HTML error page, say), for a person."""
-    body = bytearray()
-    try:
-        async for chunk in response.aiter_bytes():
-            body += chunk
-            if len(body) >= 300:
-                break
-    except httpx.HTTPError:
-        pass
-    return bytes(body[:300]).decode("utf-8", "replace")
+    return wire.decode_bytes(await http.read_prefix(response, 300))

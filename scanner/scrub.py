@@ -1,0 +1,256 @@
+"""The one secret scrubber: every secret a scan knows, in every shape a server may echo it, out of its outcome.
+
+A server may echo what it was sent (an ``Authorization`` header in a 401 body, an API key from its environment
+on stderr) into text the scan keeps: the one-line ``detail``, strings anywhere in ``extra`` (``reason``,
+``error.message``, the challenge's ``error_description``, ``stderr_tail``, snippets...), even its tool list.
+:func:`scanner.mcp.scan_server` passes its outcome through :meth:`Scrubber.outcome` once, where the outcome leaves
+the client, so ``check``, ``scan`` and the store all see the same scrubbed result.
+
+What the scan knows as secret (:meth:`Scrubber.for_scan`):
+
+* every request header value (``--header``, ``--bearer-env``, registry headers filled from the environment), whole
+  and, after an auth scheme, the credential alone; for ``Basic`` also the decoded ``user:password`` and password;
+* every environment value given to a stdio server (a package's or a config's ``env``), except the few names that
+  are never secret (``PATH``, ``LANG``, ``HOME``...); for a server that inherits this process's environment, the
+  values of variables whose name says secret (``*_TOKEN``, ``*API_KEY``, ``*SECRET*``, ``*PASSWORD*``...);
+* every ``FATHOM_SECRET_<SERVER>_*`` value for this server (headers, package variables, URL variables).
+
+Shapes (:func:`shapes`): as is, JSON-escaped (ASCII or not), URL-encoded (``quote``, ``quote_plus``),
+HTML-escaped, and base64 (standard and URL-safe, at each of the three byte alignments, so it is found inside a
+longer base64 text such as a Basic credential). A value shorter than :data:`MIN_CHARS` is not scrubbed: it
+could be any word of an error text. A one-word secret cut by a length cap (the server's text is cut to 200 or
+500 characters, stderr to its last 64 KiB) leaves a prefix or a suffix of it: any run of at least
+:data:`PARTIAL_CHARS` characters that begins or ends such a secret is scrubbed too. Each occurrence becomes
+:data:`MARK`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import html
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, quote_plus
+
+from scanner import wire
+
+if TYPE_CHECKING:
+    from scanner.models import ScanOutcome, ServerEntry
+
+MARK = "[secret]"
+MIN_CHARS = 6
+PARTIAL_CHARS = 8
+# Environment names whose values are never secret and are common words or paths in any error text.
+NOT_SECRET_ENV = frozenset(
+    {"PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "HOME", "TMPDIR", "TMP", "TEMP", "PWD", "SHELL", "TERM", "USER"}
+    | {"LOGNAME", "PYTHONHASHSEED", "NODE_ENV", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"}
+)
+_SECRET_NAME = re.compile(
+    r"secret|passw|credential|token|api[-_]?key|apikey|auth|bearer|private[-_]?key|cookie|session|access[-_]?key",
+    re.IGNORECASE,
+)
+
+
+def secret_name(name: str) -> bool:
+    """True for an environment variable name that says its value is a credential."""
+    return bool(_SECRET_NAME.search(name))
+
+
+def _base64_cores(raw: bytes) -> set[str]:
+    """The base64 text of ``raw`` as it appears inside any longer base64 text: one core per byte alignment."""
+    cores: set[str] = set()
+    for pad in range(3):
+        encoded = base64.b64encode(b"\0" * pad + raw).decode("ascii").rstrip("=")
+        first = -(-8 * pad // 6)  # the first character not touched by the pad bytes
+        last = (8 * (pad + len(raw))) // 6  # one past the last character made of raw's bits alone
+        core = encoded[first:last]
+        if len(core) >= MIN_CHARS:
+            cores.add(core)
+            cores.add(core.replace("+", "-").replace("/", "_"))
+    return cores
+
+
+def shapes(secret: str) -> set[str]:
+    """Every text ``secret`` may be echoed as (see the module docstring)."""
+    forms = {
+        secret,
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        quote(secret, safe=""),
+        quote(secret),
+        quote_plus(secret),
+        html.escape(secret),
+    }
+    forms |= _base64_cores(secret.encode("utf-8", "surrogatepass"))
+    return {form for form in forms if len(form) >= MIN_CHARS}
+
+
+def _header_secrets(value: str) -> set[str]:
+    value = value.strip()
+    found = {value}
+    scheme, _, credential = value.partition(" ")
+    credential = credential.strip()
+    if credential:
+        found.add(credential)
+        found.update(part for part in value.split() if len(part) >= MIN_CHARS and part.lower() != scheme.lower())
+        if scheme.lower() == "basic":
+            try:
+                decoded = base64.b64decode(credential, validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):
+                decoded = ""
+            if decoded:
+                found.add(decoded)
+                found.add(decoded.partition(":")[2])
+    return found
+
+
+def _cut_spans(text: str, secret: str) -> list[tuple[int, int]]:
+    """Spans of ``text`` holding a prefix or a suffix of ``secret`` at least :data:`PARTIAL_CHARS` long."""
+    spans: list[tuple[int, int]] = []
+    head, tail = secret[:PARTIAL_CHARS], secret[-PARTIAL_CHARS:]
+    start = text.find(head)
+    while start >= 0:
+        end = start + PARTIAL_CHARS
+        while end < len(text) and end - start < len(secret) and text[end] == secret[end - start]:
+            end += 1
+        spans.append((start, end))
+        start = text.find(head, end)
+    end = text.find(tail)
+    while end >= 0:
+        stop = end + PARTIAL_CHARS
+        begin = end
+        while begin > 0 and stop - begin < len(secret) and text[begin - 1] == secret[-(stop - begin) - 1]:
+            begin -= 1
+        spans.append((begin, stop))
+        end = text.find(tail, stop)
+    return spans
+
+
+def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with the (possibly overlapping) ``spans`` merged and each run replaced by :data:`MARK`."""
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    pieces: list[str] = []
+    last = 0
+    for start, end in merged:
+        pieces += [text[last:start], MARK]
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+class Scrubber:
+    """Replaces every shape of a fixed set of secrets in text, in JSON values and in a scan outcome."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        self.secrets = sorted({s for s in secrets if len(s) >= MIN_CHARS and "\0" not in s}, key=len, reverse=True)
+        forms: set[str] = set()
+        for secret in self.secrets:
+            forms |= shapes(secret)
+        self._pattern = (
+            re.compile("|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))) if forms else None
+        )
+        # Only single words are looked for cut: a prefix of "Bearer x" would match a bare "Bearer".
+        self._cuttable = [s for s in self.secrets if len(s) > PARTIAL_CHARS and not any(c.isspace() for c in s)]
+        self.replaced = 0
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    @classmethod
+    def for_scan(
+        cls,
+        entry: ServerEntry,
+        extra_headers: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Scrubber:
+        """The secrets one server's scan knows (see the module docstring). ``env`` is the stdio child's exact
+        environment when given; ``environ`` stands for this process's environment (tests pass their own)."""
+        from scanner.models import Transport
+
+        environ = os.environ if environ is None else environ
+        secrets: set[str] = set()
+        for value in [*entry.headers.values(), *(extra_headers or {}).values()]:
+            secrets |= _header_secrets(value)
+        given = dict(entry.env)
+        if env is not None:
+            given.update({key: value for key, value in env.items() if key in entry.env or secret_name(key)})
+        secrets.update(value for key, value in given.items() if key not in NOT_SECRET_ENV)
+        if entry.transport is Transport.STDIO and env is None:
+            secrets.update(value for key, value in environ.items() if secret_name(key) and key not in NOT_SECRET_ENV)
+        from scanner.registry.secrets import secret_env_name  # the one naming rule; imported late (no cycle)
+
+        prefix = secret_env_name(entry.name, "")  # FATHOM_SECRET_<SERVER>_
+        for key, value in environ.items():
+            if key.startswith(prefix):
+                secrets |= _header_secrets(value)
+        return cls(secret.strip() for secret in secrets)
+
+    # --- text and values -----------------------------------------------------------------------------------
+
+    def text(self, text: str) -> str:
+        """``text`` with every shape of every secret (and what a cut left of one) replaced by :data:`MARK`."""
+        if self._pattern is None:
+            return text
+        text, count = self._pattern.subn(MARK, text)
+        for secret in self._cuttable:
+            spans = _cut_spans(text, secret)
+            if spans:
+                text = _replace_spans(text, spans)
+                count += len(spans)
+        self.replaced += count
+        return text
+
+    def value(self, value: Any) -> Any:
+        """A JSON-like value with every string in it (keys included) cleaned by :func:`scanner.wire.clean_str`
+        and scrubbed; tuples stay tuples."""
+        if isinstance(value, str):
+            return self.text(wire.clean_str(value))
+        if isinstance(value, Mapping):
+            return {self.value(key) if isinstance(key, str) else key: self.value(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            items = [self.value(item) for item in value]
+            return tuple(items) if isinstance(value, tuple) else items
+        return value
+
+    def holds_secret(self, value: Any) -> bool:
+        """True if any shape of a secret appears anywhere in JSON-like ``value`` (a quick test before a walk)."""
+        if self._pattern is None:
+            return False
+        return self._pattern.search(json.dumps(value, ensure_ascii=False, default=str)) is not None
+
+    # --- outcomes ------------------------------------------------------------------------------------------
+
+    def outcome(self, outcome: ScanOutcome) -> ScanOutcome:
+        """``outcome`` with every server-sent text cleaned (:mod:`scanner.wire`) and scrubbed of the secrets.
+
+        The tool list is rewritten only when a secret shape is in it (so an honest list keeps its exact hash);
+        ``extra["secrets_scrubbed"]`` counts the replacements when there were any.
+        """
+        self.replaced = 0
+        tools = outcome.tools
+        if tools is not None and self.holds_secret(tools):
+            tools = self.value(tools)
+        extra = self.value(dict(outcome.extra))
+        cleaned = replace(
+            outcome,
+            detail=self.value(outcome.detail),
+            tools=tools,
+            server_name=self.value(outcome.server_name),
+            server_version=self.value(outcome.server_version),
+            protocol_version=self.value(outcome.protocol_version),
+            extra=extra,
+        )
+        if self.replaced:
+            cleaned = replace(cleaned, extra={**extra, "secrets_scrubbed": self.replaced})
+        return cleaned

@@ -1,0 +1,413 @@
+"""``fathom try``: get a tool list, ask a real model which tool it would call, and check what it answered.
+
+    plan = prepare(request)        # the tools, the prompts, the model and its endpoint; nothing sent yet
+    plan.needs_consent             # a remote endpoint: the caller must ask first (plan.consent_text says what)
+    report = run(plan)             # one turn per prompt and repetition; nothing is ever called
+
+A trial sends the prompt as the user's message and the tool list exactly as ``fathom check --as PROVIDER``
+prints it, with tool choice "auto". Each call the model asks for is checked: is the tool in the list, do the
+arguments fit its ``inputSchema``, and (for a case) is it the tool the case expects, with the expected values.
+An answer that is text only, a refusal, a filtered or truncated answer is an outcome, said plainly; a provider
+that refuses or fails the request ends the run with :class:`scanner.providers.api.ModelApiError` (exit 5), after
+the transcript of what was done is saved.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from scanner.check import CheckRequest
+from scanner.errors import FathomError, InputError
+from scanner.models import TokenCount, Toolset
+from scanner.providers.api import Call, Exchange, Limits, ModelAnswer, ModelApiError, Stop, ToolCall, redact_url, send
+from scanner.providers.base import read_tool
+from scanner.textsafe import clean
+from scanner.trial.cases import Case
+from scanner.trial.model import Target
+from scanner.trial.price import Price, price
+from scanner.trial.validate import ArgError, SchemaUnusable, check_arguments, check_expected
+
+MAX_REPEAT = 100
+
+
+class ToolsUnavailable(FathomError):
+    """The server named for the tool list could not be listed (exit 3, as for ``fathom check``)."""
+
+    exit_code = 3
+
+
+@dataclass(frozen=True)
+class TrialRequest:
+    """What ``fathom try`` was asked: where the tools come from, which prompts, which model, how often."""
+
+    target: Target
+    cases: tuple[Case, ...]
+    check: CheckRequest | None = None  # --tools-file / --url / --stdio / -- command
+    db_url: str | None = None  # --db with --server
+    server: str | None = None
+    repeat: int = 1
+    max_tokens: int = 1024
+    limits: Limits = field(default_factory=Limits)
+    save: Path | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a run needs, resolved; nothing has been sent."""
+
+    request: TrialRequest
+    tools: tuple[Any, ...]
+    view: list[dict[str, Any]]
+    source: str
+    toolset_sha256: str
+    estimate: TokenCount  # Fathom's own estimate of the tool list's tokens per turn for this provider
+
+    @property
+    def target(self) -> Target:
+        return self.request.target
+
+    @property
+    def requests(self) -> int:
+        return len(self.request.cases) * self.request.repeat
+
+    @property
+    def needs_consent(self) -> bool:
+        """A remote endpoint is asked first; a loopback one (a model on this machine) is not."""
+        return not self.target.loopback
+
+    @property
+    def consent_text(self) -> str:
+        prompts = len(self.request.cases)
+        what = "the prompt" if prompts == 1 else f"{prompts} prompts"
+        times = f", {self.request.repeat} times each" if self.request.repeat > 1 else ""
+        return (
+            f"fathom try will send {what}{times} ({self.requests} request{'s' if self.requests != 1 else ''}) and "
+            f"the {len(self.view_names)} tool definitions of {clean(self.source)} (about {self.estimate.tokens} "
+            f"tokens a turn) to {self.target.label} at {clean(self.target.shown_endpoint)}, model "
+            f"{clean(self.target.model)}. No tool is called."
+        )
+
+    @property
+    def view_names(self) -> list[str]:
+        return self.target.api.declared_names(self.view)
+
+
+@dataclass(frozen=True)
+class CallCheck:
+    """One call the model asked for, checked; ``schema_problem`` says why the arguments could not be checked."""
+
+    name: str
+    arguments: Any
+    known: bool  # the tool is in the list
+    errors: tuple[ArgError, ...] = ()  # against the tool's inputSchema
+    arguments_error: str | None = None  # the arguments could not be read at all
+    schema_problem: str | None = None
+    expectation_errors: tuple[ArgError, ...] = ()  # against the case's expected values and schema
+
+    @property
+    def valid(self) -> bool:
+        return self.known and self.arguments_error is None and self.schema_problem is None and not self.errors
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One prompt, one repetition: the model's answer, its calls checked, the tokens and the price."""
+
+    case: int  # index into the plan's cases
+    repetition: int
+    answer: ModelAnswer
+    calls: tuple[CallCheck, ...]
+    price: Price
+    exchange: Exchange
+    chose_right: bool | None  # None for a plain prompt (nothing expected)
+    valid: bool  # the (expected, or first) call's arguments fit the tool's schema
+    matched: bool | None  # the expected values and schema hold (None: the case gives none)
+    passed: bool
+
+    @property
+    def choice(self) -> str:
+        return self.calls[0].name if self.calls else "(no call)"
+
+    @property
+    def outcome(self) -> str:
+        """What happened, in a few plain words."""
+        stop = self.answer.stop
+        if stop is Stop.MAX_TOKENS:
+            return "truncated at max tokens"
+        if stop is Stop.REFUSAL:
+            return "refused"
+        if stop is Stop.FILTERED:
+            return f"content filtered ({self.answer.stop_reason})"
+        if stop is Stop.MALFORMED_CALL:
+            return f"the provider could not parse the model's call ({self.answer.stop_reason})"
+        if not self.calls:
+            return "answered in text, no call" if self.answer.text.strip() else "no call and no text"
+        unknown = [call.name for call in self.calls if not call.known]
+        if unknown:
+            return f"called {unknown[0]!r}, which is not in the list"
+        if stop is Stop.OTHER:
+            return f"stopped for {self.answer.stop_reason}"
+        return "called " + ", ".join(call.name for call in self.calls)
+
+
+@dataclass(frozen=True)
+class CaseSummary:
+    case: Case
+    trials: int
+    right: int
+    valid: int
+    matched: int | None
+    passed: int
+    choices: dict[str, int]
+
+    @property
+    def missed(self) -> bool:
+        return self.passed < self.trials
+
+
+@dataclass(frozen=True)
+class TrialReport:
+    plan: Plan
+    trials: tuple[Trial, ...]
+    started_at: datetime
+    summaries: tuple[CaseSummary, ...] = field(default=())
+
+    @property
+    def input_tokens(self) -> int | None:
+        values = [trial.answer.usage.input_tokens for trial in self.trials]
+        return None if any(value is None for value in values) else sum(v for v in values if v is not None)
+
+    @property
+    def output_tokens(self) -> int | None:
+        values = [trial.answer.usage.output_tokens for trial in self.trials]
+        return None if any(value is None for value in values) else sum(v for v in values if v is not None)
+
+    @property
+    def total_usd(self) -> Decimal | None:
+        prices = [trial.price.usd for trial in self.trials]
+        return None if not prices or any(p is None for p in prices) else sum((p for p in prices if p), Decimal(0))
+
+    @property
+    def score(self) -> float:
+        return sum(trial.passed for trial in self.trials) / len(self.trials) if self.trials else 0.0
+
+    @property
+    def missed(self) -> int:
+        return sum(summary.missed for summary in self.summaries)
+
+
+def load_tools(request: TrialRequest) -> tuple[tuple[Any, ...], str]:
+    """The tool list from ``check``'s sources or the newest stored list of ``--server``; and its label."""
+    if request.db_url is not None:
+        from scanner.store import open_store
+
+        if not request.server:
+            raise InputError("--db needs --server NAME (the server whose newest stored tool list is tried)")
+        with open_store(request.db_url) as store:
+            rows = [row for row in store.history(request.server) if row.toolset_sha256]
+            if not rows:
+                raise InputError(f"{request.server!r} has no stored tool list (no scan of it listed tools)")
+            newest = rows[-1]
+            assert newest.toolset_sha256 is not None
+            tools = store.toolset_tools(newest.toolset_sha256)
+        return tuple(tools), f"{request.server} (run {newest.run_id}, stored)"
+    if request.check is None:
+        raise InputError("give a tool list: --tools-file, --url, --stdio, '-- command ...', or --db with --server")
+    from scanner.check import run_check
+
+    result = run_check(replace(request.check, measure=False))
+    if result.tools is None:
+        outcome = result.outcome
+        detail = f"{outcome.outcome.value}: {outcome.detail}" if outcome is not None else "no tools"
+        raise ToolsUnavailable(f"{result.source}: {detail}")
+    return tuple(result.tools), redact_url(result.source)  # a server URL may carry user:password
+
+
+def prepare(request: TrialRequest) -> Plan:
+    """Resolve everything a run needs and check it, sending nothing (the caller asks for consent next)."""
+    from scanner import providers
+
+    if not 1 <= request.repeat <= MAX_REPEAT:
+        raise InputError(f"--repeat wants 1 to {MAX_REPEAT}, got {request.repeat}")
+    if request.max_tokens < 1:
+        raise InputError(f"--max-tokens wants a positive number, got {request.max_tokens}")
+    if not request.cases:
+        raise InputError("no prompt: give --prompt TEXT, pipe one on standard input, or --cases FILE")
+    tools, source = load_tools(request)
+    provider = request.target.api.provider
+    view = providers.provider_view(provider, list(tools))
+    plan = Plan(
+        request=request,
+        tools=tools,
+        view=view,
+        source=source,
+        toolset_sha256=Toolset.from_tools(list(tools)).sha256,
+        estimate=providers.list_tokens(provider, list(tools)),
+    )
+    names = set(plan.view_names)
+    for case in request.cases:
+        if case.expects_tool and case.tool is not None and case.tool not in names:
+            raise InputError(f"{case.name}: expects tool {clean(case.tool)!r}, which is not in the list from {source}")
+    return plan
+
+
+def _schemas(plan: Plan) -> dict[str, Any]:
+    """Each sent tool's raw ``inputSchema`` by the name the model sees (the first of duplicate names wins)."""
+    schemas: dict[str, Any] = {}
+    for tool in plan.tools:
+        parts = read_tool(tool)
+        if parts is not None and parts.name not in schemas:
+            schemas[parts.name] = parts.schema
+    return schemas
+
+
+def check_call(call: ToolCall, schemas: dict[str, Any], case: Case | None = None) -> CallCheck:
+    """One call checked against the list, the tool's schema, and the case's expectations for that tool."""
+    known = call.name in schemas
+    if not known or call.arguments_error is not None:
+        return CallCheck(call.name, call.arguments, known, arguments_error=call.arguments_error)
+    try:
+        errors = check_arguments(schemas[call.name], call.arguments)
+        problem = None
+    except SchemaUnusable as exc:
+        errors, problem = (), str(exc)
+    expected: tuple[ArgError, ...] = ()
+    if case is not None and case.tool == call.name:
+        if case.arguments is not None:
+            expected += check_expected(case.arguments, call.arguments)
+        if case.arguments_schema is not None:
+            try:
+                expected += check_arguments(case.arguments_schema, call.arguments)
+            except SchemaUnusable as exc:
+                expected += (ArgError("", "arguments_schema usable", str(exc)),)
+    return CallCheck(call.name, call.arguments, known, errors, None, problem, expected)
+
+
+def judge(case: Case, answer: ModelAnswer, calls: tuple[CallCheck, ...]) -> tuple[bool | None, bool, bool | None, bool]:
+    """(chose_right, valid, matched, passed) for one answer to one case.
+
+    A plain prompt passes when the answer is complete and its first call is to a listed tool with valid
+    arguments. A case passes when the expected tool is called with valid arguments that meet its expectations
+    (or, for ``tool: null``, when no tool is called). A truncated, refused or filtered answer never passes.
+    """
+    complete = answer.stop not in (Stop.MAX_TOKENS, Stop.REFUSAL, Stop.FILTERED, Stop.MALFORMED_CALL)
+    if not case.expects_tool:
+        valid = bool(calls) and calls[0].valid
+        return None, valid, None, complete and valid
+    if case.tool is None:
+        right = not calls
+        return right, True, None, complete and right
+    mine = [call for call in calls if call.name == case.tool]
+    right = bool(mine)
+    has_expectations = case.arguments is not None or case.arguments_schema is not None
+    best = next((call for call in mine if call.valid and not call.expectation_errors), None)
+    best = best or next((call for call in mine if call.valid), None) or (mine[0] if mine else None)
+    valid = best is not None and best.valid
+    matched = (best is not None and not best.expectation_errors) if has_expectations else None
+    return right, valid, matched, complete and right and valid and matched is not False
+
+
+def _summaries(plan: Plan, trials: Sequence[Trial]) -> tuple[CaseSummary, ...]:
+    out = []
+    for index, case in enumerate(plan.request.cases):
+        mine = [trial for trial in trials if trial.case == index]
+        if not mine:
+            continue
+        has_expectations = case.arguments is not None or case.arguments_schema is not None
+        out.append(
+            CaseSummary(
+                case=case,
+                trials=len(mine),
+                right=sum(bool(trial.chose_right) for trial in mine),
+                valid=sum(trial.valid for trial in mine),
+                matched=sum(bool(trial.matched) for trial in mine) if has_expectations else None,
+                passed=sum(trial.passed for trial in mine),
+                choices=dict(Counter(trial.choice for trial in mine).most_common()),
+            )
+        )
+    return tuple(out)
+
+
+def run(plan: Plan) -> TrialReport:
+    """One turn per case and repetition, in order; every answer checked, priced and kept.
+
+    A provider failure stops the run: the transcript of the finished trials (and the error) is saved first when
+    ``--save`` was given, then the :class:`ModelApiError` propagates.
+    """
+    request = plan.request
+    target = request.target
+    schemas = _schemas(plan)
+    started = datetime.now(UTC)
+    trials: list[Trial] = []
+    headers = target.api.headers()
+    auth = target.api.auth_headers(target.key) if target.key else {}
+
+    try:
+        for index, case in enumerate(request.cases):
+            body = target.api.body(
+                target.model, case.prompt, plan.view, request.max_tokens, custom_base=target.custom_base
+            )
+            call = Call(url=target.endpoint, headers=headers, auth_headers=auth, body=body, key_env=target.key_env)
+            for repetition in range(request.repeat):
+                exchange, answer = send(target.api, call, request.limits)
+                checked = tuple(check_call(tool_call, schemas, case) for tool_call in answer.calls)
+                right, valid, matched, passed = judge(case, answer, checked)
+                trials.append(
+                    Trial(
+                        case=index,
+                        repetition=repetition,
+                        answer=answer,
+                        calls=checked,
+                        price=price(target, answer.usage),
+                        exchange=exchange,
+                        chose_right=right,
+                        valid=valid,
+                        matched=matched,
+                        passed=passed,
+                    )
+                )
+    except ModelApiError as exc:
+        if request.save is not None:
+            partial = TrialReport(plan, tuple(trials), started, _summaries(plan, trials))
+            save_transcript(partial, request.save, error=str(exc))
+        raise
+    report = TrialReport(plan, tuple(trials), started, _summaries(plan, trials))
+    if request.save is not None:
+        save_transcript(report, request.save)
+    return report
+
+
+def save_transcript(report: TrialReport, path: Path, error: str | None = None) -> None:
+    """The report, and every request (without its key headers) with the provider's answer, as one JSON file."""
+    from scanner.trial.render import report_json
+
+    document = report_json(report)
+    document["kind"] = "fathom-try-transcript"
+    document["error"] = error
+    document["exchanges"] = [
+        {
+            "case": trial.case,
+            "repetition": trial.repetition,
+            "request": {
+                "method": "POST",
+                "url": trial.exchange.url,
+                "headers": dict(trial.exchange.request_headers),
+                "body": trial.exchange.request_body,
+            },
+            "response": {"status": trial.exchange.status, "body": trial.exchange.response_body},
+            "attempts": trial.exchange.attempts,
+            "seconds": trial.exchange.seconds,
+        }
+        for trial in report.trials
+    ]
+    try:
+        path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"--save {path}: cannot write ({exc.strerror})") from None

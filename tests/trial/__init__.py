@@ -1,0 +1,1 @@
+"""Tests of ``fathom try`` against loopback stubs of each provider."""
