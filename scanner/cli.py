@@ -744,7 +744,8 @@ def runs(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table) -> N
 
 @app.command()
 def servers(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table) -> None:
-    """Every server with its last outcome, and the tools and tokens per turn of its last successful scan."""
+    """Every server with its last outcome, and the tools and tokens per turn of its last successful scan; JSON and
+    CSV add what its last scan ran (registry version, package, URL, command) and that scan's stderr tail."""
     from scanner import queries
 
     _table(fmt, lambda: queries.servers(_db_url(db, existing=True)), queries.SERVER_COLUMNS)
@@ -806,16 +807,23 @@ def diff(
     from_run: Annotated[
         int | None,
         typer.Option(
-            "--from", min=1, max=RUN_ID_MAX, help="The earlier run (default: the successful scan before --to)."
+            "--from",
+            min=1,
+            max=RUN_ID_MAX,
+            help="The earlier run (default: the successful scan before --to; the scan before it if --to failed).",
         ),
     ] = None,
     to_run: Annotated[
-        int | None, typer.Option("--to", min=1, max=RUN_ID_MAX, help="The later run (default: the latest success).")
+        int | None,
+        typer.Option(
+            "--to", min=1, max=RUN_ID_MAX, help="The later run (default: the latest success, else the latest scan)."
+        ),
     ] = None,
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
 ) -> None:
-    """What changed on a server between two runs: tools added, removed and changed, tokens, findings."""
+    """What changed on a server between two runs: registry and server versions, outcome changes, tools added,
+    removed and changed, tokens, findings. A server that never answered shows its outcomes."""
     from scanner import queries
 
     _table(fmt, lambda: queries.diff(_db_url(db, existing=True), server, from_run, to_run), queries.DIFF_COLUMNS)
