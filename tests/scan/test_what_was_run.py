@@ -161,3 +161,17 @@ def test_a_pinned_flag_and_a_url_are_kept(tmp_path: Path) -> None:
     assert servers["unpinned"]["package"]["pinned"] is False and "version" not in servers["unpinned"]["package"]
     data = db.read_bytes()
     assert b"SECRET-789" not in data and b"hdr-SECRET" not in data
+
+
+def test_a_one_tool_server_reads_1_tool(tmp_path: Path) -> None:
+    from scanner.demo.server import DemoHost, synthetic_sites
+
+    sites = synthetic_sites(2, tools_per_server=1)
+    sites[1] = dataclasses.replace(sites[1], tools=sites[1].tools * 2)
+    with DemoHost(sites) as host:
+        servers = [{"name": site.name, "url": host.url(site.name)} for site in sites]
+        registry = tmp_path / "servers.json"
+        registry.write_text(json.dumps({"servers": servers}), encoding="utf-8")
+        fathom("scan", str(registry), "--db", str(tmp_path / "f.db"), "--allow-private")
+    shown = json.loads(fathom("servers", "--db", str(tmp_path / "f.db"), "--format", "json"))
+    assert sorted(row["detail"] for row in shown) == ["1 tool", "2 tools"]
