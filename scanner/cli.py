@@ -646,10 +646,15 @@ def scan(
     if summary.interrupted:
         import shlex
 
+        from scanner.store.engine import url_without_password
+
         # The run keeps its source and options: --db is all the command needs (and stdin must be given again).
         again = " -" if summary.source == "-" else ""
+        shown = url_without_password(db)
+        password = " (with the database password in place of ***)" if shown != db else ""
         typer.echo(
-            f"fathom: interrupted; `fathom scan{again} --resume --db {shlex.quote(db)}` finishes the run", err=True
+            f"fathom: interrupted; `fathom scan{again} --resume --db {shlex.quote(shown)}` finishes the run{password}",
+            err=True,
         )
         raise typer.Exit(130)
 

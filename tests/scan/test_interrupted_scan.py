@@ -333,3 +333,47 @@ def test_ctrl_c_leaves_no_stdio_server_running(tmp_path: Path) -> None:
     for pid in left:  # do not leave them behind whatever the verdict
         os.kill(pid, signal.SIGKILL)
     assert left == []
+
+
+PG_URL = os.environ.get("FATHOM_TEST_POSTGRES_URL", "")
+
+
+@pytest.mark.skipif(not PG_URL, reason="set FATHOM_TEST_POSTGRES_URL to test PostgreSQL")
+def test_the_resume_hint_never_prints_a_database_password(setup: dict[str, Any]) -> None:
+    pytest.importorskip("psycopg")
+    from sqlalchemy import text
+    from sqlalchemy.engine import make_url
+
+    from scanner.store.engine import create_store_engine
+
+    engine = create_store_engine(PG_URL)
+    with engine.begin() as connection:  # a scratch database: start it empty
+        connection.execute(text("DROP SCHEMA public CASCADE"))
+        connection.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+    # The test server trusts loopback, so any password is accepted: the point is that none is printed.
+    url = make_url(PG_URL).set(password="pw-NOT-PRINTED-42").render_as_string(hide_password=False)
+    command = [*scan_command(setup["registry"], Path("unused")), "--db", url]  # the last --db wins
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    deadline = time.monotonic() + 40
+    with open_store(PG_URL) as store:
+        while not any(run.servers_scanned >= len(QUICK) for run in store.runs()):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=20)
+    assert process.returncode == 130, err
+    assert "pw-NOT-PRINTED-42" not in out + err
+    shown = make_url(url).render_as_string(hide_password=True)
+    assert err.endswith(
+        f"`fathom scan --resume --db {shlex.quote(shown)}` finishes the run "
+        "(with the database password in place of ***)\n"
+    ), err
