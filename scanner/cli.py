@@ -963,9 +963,16 @@ def try_model(
         str | None, typer.Option(help="The provider's base URL (a gateway, proxy or local server).")
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Consent to sending to a remote provider.")] = False,
-    repeat: Annotated[int, typer.Option(help="Ask each prompt this many times, to see how stable the choice is.")] = 1,
-    max_tokens: Annotated[int, typer.Option(help="Output limit of each answer.")] = 1024,
-    timeout: Annotated[float, typer.Option(help="Deadline of each request to the provider, in seconds.")] = 120.0,
+    repeat: Annotated[
+        int, typer.Option(min=1, max=1000, help="Ask each prompt this many times, to see how stable the choice is.")
+    ] = 1,
+    max_tokens: Annotated[int, typer.Option(min=1, max=1_000_000, help="Output limit of each answer.")] = 1024,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            parser=_seconds, help="Deadline of each request to the provider, in seconds (above 0, at most 86400)."
+        ),
+    ] = 120.0,
     strict: Annotated[bool, typer.Option(help="Exit 1 when a case is missed (for CI).")] = False,
     fmt: Annotated[TryFormat, typer.Option("--format", help="Output format.")] = TryFormat.text,
     save: Annotated[Path | None, typer.Option(help="Save a transcript: requests (without keys) and answers.")] = None,

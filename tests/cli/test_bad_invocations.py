@@ -69,6 +69,19 @@ TABLE: list[tuple[list[str], int, str]] = [
     (["doctor", "--url", "http://127.0.0.1:9/mcp", "--bearer-env", "FATHOM_TEST_SURELY_UNSET"], 2, "--bearer-env"),
     (["doctor", "{dir}/missing.json"], 2, "no such file"),
     (["doctor", "--url", "http://127.0.0.1:9/mcp", "--format", "bogus"], 2, "--format"),
+    # try: its limits, its model and its key (nothing is sent in any of these)
+    *(
+        (["try", "--example", "--model", "openai:gpt-4.1", "--prompt", "x", flag, value], 2, flag)
+        for flag, value in (("--timeout", "nan"), ("--timeout", "0"), ("--repeat", "0"), ("--max-tokens", "-1"))
+    ),
+    (["try", "--example", "--prompt", "x"], 2, "--model"),
+    (["try", "--example", "--model", "openai:gpt-4.1", "--prompt", "x", "--format", "bogus"], 2, "--format"),
+    # a missing key names its variable (exit 4); nothing is sent
+    (
+        ["try", "--example", "--model", "anthropic:claude-x", "--prompt", "x", "--yes"],
+        4,
+        "ANTHROPIC_API_KEY",
+    ),
     # scan: its limit flags and its database (its inputs are the registry readers' to check)
     *[
         (["scan", "{list}", "--dry-run", flag, value], 2, flag)
