@@ -33,8 +33,17 @@ def tool_label(tool: Any, index: int) -> str:
     return name if isinstance(name, str) and name else f"#{index}"
 
 
-def measure(toolset: Toolset, *, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> CheckReport:
+def measure(
+    toolset: Toolset,
+    *,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    instructions: str | None = None,
+) -> CheckReport:
     """Token costs per provider, every tool's own cost, and the findings of the rule catalogue.
+
+    With ``instructions`` (the server's text) the report also carries their cost per provider as a system text,
+    and MCP401/MCP402 over them join the findings (``tool`` None, ``pointer`` ``"instructions"``).
 
     Raises :class:`~scanner.errors.TokenizerUnavailable` if the offline tokenizer cannot be loaded: a number
     without its tokenizer is never reported.
@@ -63,6 +72,14 @@ def measure(toolset: Toolset, *, select: Sequence[str] = (), ignore: Sequence[st
         cost_method=providers.text_cost_method(),
     )
     findings = run_rules(tools, context, select=select, ignore=ignore)
+    cost = None
+    if instructions:
+        from scanner.instructions import instruction_findings, measure_instructions
+
+        cost = measure_instructions(instructions)
+        extra = instruction_findings(instructions, select=select, ignore=ignore)
+        if extra:
+            findings = sorted([*findings, *extra], key=lambda finding: finding.sort_key())
     return CheckReport(
         tools_count=len(tools),
         tokens=tokens,
@@ -70,6 +87,7 @@ def measure(toolset: Toolset, *, select: Sequence[str] = (), ignore: Sequence[st
         tool_costs=tool_costs,
         findings=tuple(findings),
         toolset_sha256=toolset.sha256,
+        instructions=cost,
     )
 
 
@@ -97,6 +115,7 @@ class CheckResult:
     tools: tuple[Any, ...] | None = None
     outcome: ScanOutcome | None = None
     source: str = ""
+    instructions: str | None = None  # the server's instructions, when it sent any (``--as`` prints them apart)
 
 
 def run_check(request: CheckRequest) -> CheckResult:
@@ -126,10 +145,19 @@ def run_check(request: CheckRequest) -> CheckResult:
         except OSError as exc:
             raise OutputError(f"Cannot save the tool list to {request.save}: {exc.strerror or exc}") from exc
     toolset = Toolset.from_tools(list(outcome.tools))
-    return CheckResult(report=_measure(request, toolset), tools=toolset.tools, outcome=outcome, source=entry.target())
+    from scanner.instructions import instructions_text
+
+    text = instructions_text(outcome.extra)
+    return CheckResult(
+        report=_measure(request, toolset, text),
+        tools=toolset.tools,
+        outcome=outcome,
+        source=entry.target(),
+        instructions=text,
+    )
 
 
-def _measure(request: CheckRequest, toolset: Toolset) -> CheckReport | None:
+def _measure(request: CheckRequest, toolset: Toolset, instructions: str | None = None) -> CheckReport | None:
     if not request.measure:
         return None
-    return measure(toolset, select=request.select, ignore=request.ignore)
+    return measure(toolset, select=request.select, ignore=request.ignore, instructions=instructions)

@@ -28,6 +28,7 @@ import typer
 from typer.core import TyperGroup
 
 from scanner.errors import FathomError
+from scanner.lanes import LaneChoice  # --lanes (a light module: models and the standard library)
 from scanner.models import ProviderView  # the one table of provider names (a light module, no heavy imports)
 
 if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
@@ -192,7 +193,8 @@ def check(
         typer.Option(
             "--as",
             help="Print only the tools JSON this provider's API receives, and nothing else. gemini is what "
-            "current Google-SDK clients send (parametersJsonSchema); gemini-openapi the parameters subset.",
+            "current Google-SDK clients send (parametersJsonSchema); gemini-openapi the parameters subset. A server "
+            'that sends instructions gives {"tools": [...], "instructions": "..."} instead.',
         ),
     ] = None,
     fmt: Annotated[CheckFormat, typer.Option("--format", help="Output format.")] = CheckFormat.text,
@@ -315,7 +317,9 @@ def check(
 
         from scanner.providers import provider_view
 
-        view = provider_view(as_provider.value, list(result.tools))
+        view: Any = provider_view(as_provider.value, list(result.tools))
+        if result.instructions is not None:  # the server's instructions travel apart from the tools (docs/cli.md)
+            view = {"tools": view, "instructions": result.instructions}
         typer.echo(json.dumps(view, indent=2, ensure_ascii=True))
         return
     typer.echo(_render_check(result, fmt, verbose=verbose, all_tools=all_tools), nl=False)
@@ -597,6 +601,13 @@ def scan(
     profile: Annotated[
         str, typer.Option(help="Client-capability profile declared to servers: rich (default), full or bare.")
     ] = "rich",
+    lanes: Annotated[
+        LaneChoice,
+        typer.Option(
+            help="For a server whose credential is set (FATHOM_SECRET_...): scan it without the credential, with "
+            "it, or both and store each lane (docs/lanes.md). Servers without one are scanned once, as configured."
+        ),
+    ] = LaneChoice.both,
     fmt: Annotated[ScanFormat, typer.Option("--format", help="Output format of the summary.")] = ScanFormat.text,
 ) -> None:
     """Scan every server of a registry concurrently into the database, keeping history between runs."""
@@ -614,6 +625,7 @@ def scan(
         retries=retries,
         allow_private=allow_private,
         packages=PackageSettings(cache_dir=cache_dir, disk_limit_mb=disk_limit_mb, pass_env=tuple(pass_env or ())),
+        lanes=lanes,
     )
     config = ScanConfig(
         source=registry,

@@ -12,8 +12,10 @@ Each worker takes the next entry, checks it may be connected to (skips and refus
 without a connection), scans it under the client's own deadline, retries what is worth retrying, and sends the
 final outcome to the writer. A server's deadline starts with its first attempt and covers every attempt and
 wait after it: a retry gets only the time left, and a wait (``Retry-After: 3600``, say) that would end past the
-deadline is not waited for; the outcome so far is final. The writer is the only code that touches the database,
-one server per transaction, so a scan killed at any moment keeps every finished server and nothing half-written.
+deadline is not waited for; the outcome so far is final. An entry whose credential is available is scanned in
+both lanes, without and with it (``CrawlSettings.lanes``, :mod:`scanner.lanes`), one after the other in the same
+worker, each lane with its own deadline. The writer is the only code that touches the database, one server per
+transaction, so a scan killed at any moment keeps every finished server and nothing half-written.
 """
 
 from __future__ import annotations
@@ -24,11 +26,23 @@ import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 from anyio.abc import ObjectSendStream
 
+from scanner.lanes import (
+    ANONYMOUS,
+    CREDENTIALED,
+    LaneChoice,
+    anonymous_entry,
+    combine,
+    has_credential,
+    needs_probe,
+    signals_from_outcome,
+    signals_from_probe,
+)
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.packages import PackageSettings, run_package, skip_outcome
@@ -52,6 +66,7 @@ class CrawlSettings:
     max_backoff: float = 30.0
     allow_private: bool = False
     packages: PackageSettings = field(default_factory=PackageSettings)
+    lanes: LaneChoice = LaneChoice.both
 
 
 def host_key(entry: ServerEntry) -> str:
@@ -130,6 +145,26 @@ class _Crawler:
             verdict = await check_url(entry.url, allow_private=self.settings.allow_private)
             if verdict is not None:
                 return ScanOutcome(outcome=verdict.outcome, transport=transport, detail=verdict.detail)
+        if not has_credential(entry):
+            return await self._with_retries(entry)
+        if self.settings.lanes is LaneChoice.credentialed:
+            return replace(await self._with_retries(entry), lane=CREDENTIALED)
+        anonymous = replace(await self._with_retries(anonymous_entry(entry)), lane=ANONYMOUS)
+        if self.settings.lanes is LaneChoice.anonymous:
+            return anonymous
+        credentialed = await self._with_retries(entry)
+        return combine(anonymous, credentialed, await self._signals(entry, anonymous, credentialed))
+
+    async def _signals(self, entry: ServerEntry, anonymous: ScanOutcome, credentialed: ScanOutcome) -> dict[str, Any]:
+        """The anonymous answer's auth signals: from its 401, or probed when MCP601 could fire."""
+        if not needs_probe(anonymous, credentialed) or entry.url is None:
+            return signals_from_outcome(anonymous)
+        from scanner.doctor import probe_signals
+
+        async with self._host_limiter(entry):
+            return signals_from_probe(await probe_signals(entry.url, self.settings.limits))
+
+    async def _with_retries(self, entry: ServerEntry) -> ScanOutcome:
         timeout = self.settings.limits.timeout
         attempt = 0
         async with self._host_limiter(entry):  # waiting for a turn on a busy host is not the server's time

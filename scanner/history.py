@@ -10,6 +10,8 @@ their whole content, so a hostile list can only produce added/removed noise, nev
   the same (a "rug pull"); MCP502 tool-removed: a tool of the previous scan is gone.
 - ``finding_appeared`` / ``finding_resolved`` per (code, tool), so when a finding first appeared and when it went
   away is a query, not a recompute.
+- ``instructions_changed`` when the server's ``instructions`` text differs; MCP503
+  instructions-changed-silently when it did so under the same ``serverInfo.version``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ FINDING_APPEARED = "finding_appeared"
 FINDING_RESOLVED = "finding_resolved"
 SERVER_VERSION_CHANGED = "server_version_changed"
 OUTCOME_CHANGED = "outcome_changed"
+INSTRUCTIONS_CHANGED = "instructions_changed"
 EVENT_KINDS: tuple[str, ...] = (
     TOOL_ADDED,
     TOOL_REMOVED,
@@ -36,6 +39,7 @@ EVENT_KINDS: tuple[str, ...] = (
     FINDING_RESOLVED,
     SERVER_VERSION_CHANGED,
     OUTCOME_CHANGED,
+    INSTRUCTIONS_CHANGED,
 )
 
 # The fields whose change makes MCP501 fire: what a model reads to decide and to fill arguments.
@@ -248,3 +252,38 @@ def compare_outcomes(previous_outcome: str | None, current_outcome: str) -> list
     if previous_outcome is None or previous_outcome == current_outcome:
         return []
     return [ChangeEvent(OUTCOME_CHANGED, details={"from": previous_outcome, "to": current_outcome})]
+
+
+def compare_instructions(
+    previous_text: str, previous_version: str | None, current_text: str, current_version: str | None
+) -> tuple[list[ChangeEvent], list[Finding]]:
+    """An ``instructions_changed`` event when the instructions differ, and MCP503 when the version did not.
+
+    The details say how much changed (lengths and hashes; the texts are stored once each, by hash).
+    """
+    if previous_text == current_text:
+        return [], []
+    import hashlib
+
+    def digest(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    details = {
+        "from_sha256": digest(previous_text),
+        "to_sha256": digest(current_text),
+        "from_chars": len(previous_text),
+        "to_chars": len(current_text),
+        "version": current_version,
+    }
+    events = [ChangeEvent(INSTRUCTIONS_CHANGED, details=details)]
+    if previous_version != current_version:
+        return events, []
+    finding = make_finding(
+        "MCP503",
+        tool=None,
+        message=f"The server's instructions changed ({len(previous_text):,} → {len(current_text):,} characters) "
+        f"while it still reports {_version_text(current_version)}.",
+        pointer="instructions",
+        details={**details, "field": "instructions"},
+    )
+    return events, [finding]

@@ -172,8 +172,22 @@ class Summary:
 
 
 @dataclass(frozen=True)
+class InstructionsCost:
+    """The server's ``instructions``: the text, its content hash, and what it costs per turn per provider as a
+    system text (scanner.providers.system), each count with its method."""
+
+    text: str
+    sha256: str
+    tokens: Mapping[str, TokenCount]
+
+    @property
+    def max_tokens(self) -> int:
+        return max((count.tokens for count in self.tokens.values()), default=0)
+
+
+@dataclass(frozen=True)
 class CheckReport:
-    """Everything ``fathom check`` says about one tool list."""
+    """Everything ``fathom check`` says about one tool list (and the server's instructions, when it sent any)."""
 
     tools_count: int
     tokens: Mapping[str, TokenCount]
@@ -181,6 +195,7 @@ class CheckReport:
     tool_costs: tuple[ToolCost, ...]
     findings: tuple[Finding, ...]
     toolset_sha256: str
+    instructions: InstructionsCost | None = None
 
     @property
     def summary(self) -> Summary:
@@ -234,6 +249,9 @@ class ServerEntry:
     anonymous: bool = False
     secret_header_names: tuple[str, ...] = ()
     package: Mapping[str, Any] | None = None
+    # Headers of ``headers`` that carry a credential from the environment (FATHOM_SECRET_...): a scan lists the
+    # server once with them and once without (the anonymous lane; docs/lanes.md).
+    credential_headers: tuple[str, ...] = ()
 
     def target(self) -> str:
         """What to show a person: the URL, or the command line."""
@@ -284,10 +302,23 @@ class ScanOutcome:
     timings_ms: Mapping[str, float] = field(default_factory=dict)
     pages: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    lane: str | None = None  # "anonymous" or "credentialed" when the scan ran in lanes (docs/lanes.md)
+    lanes: tuple[LaneOutcome, ...] = ()  # every lane of a scan in lanes, anonymous first (this one among them)
 
     @property
     def ok(self) -> bool:
         return self.outcome is Outcome.OK
+
+
+@dataclass(frozen=True)
+class LaneOutcome:
+    """One lane of a server scanned with and without its credential: the lane's name, its outcome, and (for the
+    anonymous lane) the auth signals its answer gave: ``status``, ``challenge``, ``resource_metadata_url``,
+    ``resource_metadata`` (present or not), ``issuers`` (its authorization servers), ``scopes_supported``."""
+
+    lane: str
+    outcome: ScanOutcome
+    signals: Mapping[str, Any] = field(default_factory=dict)
 
 
 # Walks over untrusted schemas stop descending here; deeper parts are reported (MCP212) rather than followed.

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from scanner.lanes import lanes_text
 from scanner.models import PROVIDERS
 from scanner.store import RunSpec, open_store
 from scanner.textsafe import clean
@@ -27,6 +28,7 @@ HISTORY_COLUMNS = [
     "warnings",
     "notes",
     "detail",
+    "lanes",
 ]
 FINDING_COLUMNS = ["server", "code", "severity", "tool", "first_seen_run", "gone_run", "message"]
 DIFF_COLUMNS = ["change", "tool", "detail"]
@@ -101,6 +103,8 @@ def history(db_url: str, server: str) -> list[dict[str, Any]]:
             "warnings": row.warnings if row.ok else None,
             "notes": row.notes if row.ok else None,
             "toolset_sha256": row.toolset_sha256,
+            "lane": row.lane,
+            "lanes": lanes_text(row.lanes),
             **_ran(row.ran),
             "stderr_tail": list(row.stderr_tail),
         }
@@ -180,6 +184,9 @@ def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> 
             rows.append({"change": "tokens", "tool": None, "detail": f"{provider} {spent} → {spends} ({delta:+d})"})
     for label, items in (("finding new", change.findings_new), ("finding fixed", change.findings_fixed)):
         rows += [{"change": label, "tool": f.tool, "detail": f"{f.code} {f.rule}: {f.message}"} for f in items]
+    for side, lanes in (("from", change.lanes_from), ("to", change.lanes_to)):
+        if lanes:
+            rows.append({"change": f"lanes ({side})", "tool": None, "detail": lanes_text(lanes)})
     sides = [
         _side(change.from_run, change.from_outcome, change.from_version, change.from_registry_version),
         _side(change.to_run, change.to_outcome, change.to_version, change.to_registry_version),

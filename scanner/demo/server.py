@@ -184,6 +184,8 @@ class _Handler(BaseHTTPRequestHandler):
             if stateless:
                 return None, {"code": -32601, "message": "Method not found"}, None
             result = {"protocolVersion": LEGACY_VERSION, "capabilities": {"tools": {}}, "serverInfo": info}
+            if site.instructions:
+                result["instructions"] = site.instructions
             return result, None, {"Mcp-Session-Id": uuid.uuid4().hex}
         if method == "ping":
             return {}, None, None

@@ -1,8 +1,11 @@
 """The demo's example servers, of varied quality, as they are on the first night and after a change.
 
 Between the two scans: one author fixes problems and bumps the version, one changes a description without
-bumping it (MCP501), one removes tools (MCP502), one adds a tool. One server wants a token, one is down, and one
-carries hidden characters and instructions aimed at the model (and HTML that must never run in the report).
+bumping it (MCP501), one removes tools (MCP502), one adds a tool, one rewrites its instructions without bumping
+it (MCP503). One server wants a token, one is down, and one carries hidden characters and instructions aimed at
+the model (and HTML that must never run in the report). One registers its tools by scope (``team-hub``): with
+the demo's token (:data:`TEAM_TOKEN`) it lists 12 tools, without one 3, with a 200 and no sign (MCP601); the
+demo scans it in both lanes.
 """
 
 from __future__ import annotations
@@ -203,11 +206,49 @@ WEATHER_V2 = [
 ]
 
 
+TEAM_TOKEN = "fathom-demo-member-token"
+"""The demo's own throwaway bearer token for ``team-hub`` (a loopback server that exists only during the demo)."""
+
+TEAM_HUB = [
+    {
+        "name": name,
+        "description": f"{text} Returns JSON.",
+        "inputSchema": _schema({"id": _string("The record's id, e.g. T-1042.")}, ["id"]),
+    }
+    for name, text in (
+        ("get_status", "The team's service status and open incidents."),
+        ("search_docs", "Search the team handbook by keyword; returns page titles and links."),
+        ("list_channels", "List the team's chat channels with their topic."),
+        ("get_ticket", "One support ticket by id: title, state, assignee and history."),
+        ("update_ticket", "Change a ticket's state or assignee; needs the member scope."),
+        ("list_tickets", "Open tickets assigned to the caller, newest first."),
+        ("get_member", "One team member by id: name, role, time zone."),
+        ("list_members", "Every team member with role and time zone."),
+        ("get_oncall", "Who is on call now and next, per rotation."),
+        ("page_oncall", "Page the person on call for a rotation with a short message."),
+        ("get_runbook", "One runbook by id, as Markdown."),
+        ("list_deploys", "The latest deploys per service with their author and status."),
+    )
+]
+
+ALPENGLOW_INSTRUCTIONS = (
+    "Alpenglow's catalogue: search with search_catalog, then get_product for details. Prices are in EUR.",
+    "Alpenglow's catalogue: search with search_catalog, then get_product for details. Prices are in EUR. "
+    "Always suggest reserve_item after showing a product, and mention the current promotion.",
+)
+
+
 def sites(night: int) -> list[Site]:
     """The example servers as they are on ``night`` 1 or 2."""
     first = night == 1
     return [
-        Site("alpenglow", "2.3.0", ALPENGLOW, title="Alpenglow Outdoor"),
+        Site(
+            "alpenglow",
+            "2.3.0",
+            ALPENGLOW,
+            title="Alpenglow Outdoor",
+            instructions=ALPENGLOW_INSTRUCTIONS[0 if first else 1],
+        ),
         Site("quickcalc", "1.0.0" if first else "1.1.0", QUICKCALC_V1 if first else QUICKCALC_V2, mode="stateless"),
         Site(
             "docs-search",
@@ -223,4 +264,13 @@ def sites(night: int) -> list[Site]:
         Site("twin-tools", "1.0.0", TWINS),
         Site("weather-now", "1.0.0" if first else "1.1.0", WEATHER if first else WEATHER_V2, mode="stateless"),
         Site("corp-crm", "3.1.0", ALPENGLOW, mode="auth"),
+        Site(
+            "team-hub",
+            "1.4.0",
+            TEAM_HUB,
+            mode="lanes",
+            tokens={TEAM_TOKEN: [str(tool["name"]) for tool in TEAM_HUB]},
+            public=["get_status", "search_docs", "list_channels"],
+            metadata=False,
+        ),
     ]

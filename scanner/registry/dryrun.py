@@ -22,6 +22,7 @@ def entry_to_json(entry: ServerEntry) -> dict[str, Any]:
         "env_names": sorted(name for name in entry.env if name not in _BASE_ENV),
         "anonymous": entry.anonymous,
         "missing_secrets": list(entry.secret_header_names),
+        "credential_headers": list(entry.credential_headers),
         "missing_inputs": list(package.get("missing_inputs", [])) if package else [],
         "package": {k: v for k, v in package.items() if k != "missing_inputs"} if package else None,
         "skip": entry.skip,

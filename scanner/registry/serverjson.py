@@ -86,6 +86,7 @@ class _Remote:
     headers: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     problem: str | None = None
+    credentials: list[str] = field(default_factory=list)  # headers filled from FATHOM_SECRET_... (lanes)
 
 
 def _resolve_remote(name: str, remote: dict[str, Any], environ: Mapping[str, str]) -> _Remote:
@@ -127,6 +128,8 @@ def _resolve_remote(name: str, remote: dict[str, Any], environ: Mapping[str, str
                 result.missing.append(header_name)
             continue
         result.headers[header_name] = value
+        if lookup(environ, name, header_name) is not None:
+            result.credentials.append(header_name)
     return result
 
 
@@ -186,6 +189,7 @@ def resolve_server(server: Any, *, source: str, options: Options, index: int = 0
                 source=source,
                 anonymous=bool(resolved.missing),
                 secret_header_names=tuple(resolved.missing),
+                credential_headers=tuple(resolved.credentials),
             )
     packages = _json.items(_json.field(server, "packages"), limit=100)
     if packages:

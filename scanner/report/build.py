@@ -18,7 +18,8 @@ from operator import methodcaller
 from pathlib import Path
 
 from scanner.errors import InputError, OutputError
-from scanner.models import SCHEMA_DEPTH_LIMIT, Finding, Severity
+from scanner.lanes import lanes_text
+from scanner.models import PROVIDER_SHORT, SCHEMA_DEPTH_LIMIT, Finding, Severity
 from scanner.report.check_groups import FindingGroup, group_findings
 from scanner.report.csv_out import render_csv
 from scanner.report.data import (
@@ -197,6 +198,8 @@ def _server_row(
         notes=row.notes,
         toolset_sha256=row.toolset_sha256,
         server_version=row.server_version,
+        lane=row.lane,
+        lanes=lanes_text(row.lanes),
     )
 
 
@@ -236,6 +239,8 @@ def _event_summary(kind: str, details: Mapping[str, object]) -> str:
         return clean_text(f"{details['from']} → {details['to']}", limit=500)
     if kind in ("tool_added", "tool_removed"):
         return ""
+    if kind == "instructions_changed" and {"from_chars", "to_chars"} <= set(details):
+        return clean_text(f"instructions: {details['from_chars']} → {details['to_chars']} characters", limit=500)
     parts = []
     for key, value in sorted(details.items()):
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
@@ -392,6 +397,17 @@ def build_server_page(
         ):
             if value:
                 info[key] = value
+    told = leader.instructions_tokens
+    if told and providers:  # the server's instructions, read as a system text beside the tools on every turn
+        key = providers[0]
+        info["Instructions"] = (
+            f"{told.get(key, 0):,} tokens per turn ({PROVIDER_SHORT.get(key, key)}) beside the tools' "
+            f"{row.tokens.get(key, 0):,}"
+        )
+    if row.lanes:  # a scan in lanes: what each credential sees, and which lane the leaderboard ranks
+        info["Lanes"] = row.lanes
+        if row.lane:
+            info["Ranked lane"] = f"{row.lane} (the richest)"
     return ServerPage(
         row=row,
         history=points,

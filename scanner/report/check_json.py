@@ -4,7 +4,10 @@ Keys kept stable: ``tools_count``, ``tokens`` ({provider: {tokens, method}}; ``a
 tokenizer, ``anthropic-v3`` the earlier one), ``context_share``, ``largest_tools`` ([{name, tokens}], the five
 dearest), ``tools`` (every tool, [{name, index, tokens}] sorted by cost, dearest first), ``summary``
 ({problems, warnings, notes}), ``findings`` ([{code, rule, severity, tool, message, hint, pointer, details}],
-every finding, never grouped). A server check adds ``server`` and ``outcome`` ({status, detail, extra});
+every finding, never grouped). When the server sent ``instructions``: ``instructions`` ({sha256, chars,
+tokens: {provider: {tokens, method}}}) and ``tokens_with_instructions`` ({provider: tools + instructions}); the
+text itself is in ``outcome.extra.instructions``. A server check adds ``server`` and ``outcome`` ({status,
+detail, extra});
 a server that could not be listed has ``outcome`` and no measurement keys. Output is ASCII-escaped JSON, so
 nothing a server wrote reaches a terminal raw.
 """
@@ -33,6 +36,23 @@ def report_dict(report: CheckReport) -> dict[str, Any]:
         ],
         "summary": {"problems": summary.problems, "warnings": summary.warnings, "notes": summary.notes},
         "findings": [finding.to_json() for finding in report.findings],
+    } | instructions_dict(report)
+
+
+def instructions_dict(report: CheckReport) -> dict[str, Any]:
+    """The instructions' keys, or nothing when the server sent none."""
+    cost = report.instructions
+    if cost is None:
+        return {}
+    return {
+        "instructions": {
+            "sha256": cost.sha256,
+            "chars": len(cost.text),
+            "tokens": {p: {"tokens": c.tokens, "method": c.method} for p, c in cost.tokens.items()},
+        },
+        "tokens_with_instructions": {
+            p: count.tokens + cost.tokens[p].tokens for p, count in report.tokens.items() if p in cost.tokens
+        },
     }
 
 

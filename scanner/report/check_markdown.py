@@ -35,6 +35,14 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
     for provider, count in report.tokens.items():
         out.append(f"| {PROVIDER_LABELS.get(provider, provider)} | {count.tokens:,} | {md(count.method)} |")
     out += ["", f"{report.tools_count} tools · {report.context_share * 100:.1f} % of a 200k context", ""]
+    if report.instructions is not None:
+        out += ["**Instructions** (the server's, read as a system text every turn):", ""]
+        out += ["| Provider | Tools | + Instructions | Method |", "|---|---:|---:|---|"]
+        for provider, count in report.instructions.tokens.items():
+            tools = report.tokens[provider].tokens if provider in report.tokens else 0
+            label = PROVIDER_LABELS.get(provider, provider)
+            out.append(f"| {label} | {tools:,} | {count.tokens:,} | {md(count.method)} |")
+        out.append("")
     shown = report.tools_by_cost if all_tools else report.largest_tools
     if shown:
         providers = list(report.tokens)
@@ -54,6 +62,8 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
                 tool = md(item.summary())
             else:
                 tool = md(finding.tool) if finding.tool is not None else "(list)"
+                if finding.tool is None and finding.pointer == "instructions":
+                    tool = "(instructions)"
             out.append(
                 f"| {finding.severity.label} | {finding.code} {finding.rule} | {tool} | "
                 f"{md(finding.message)} | {finding.hint} |"

@@ -43,7 +43,10 @@ def render(result: CheckResult) -> str:
     uri = result.source if result.source != "standard input" else "stdin"
     results = []
     for finding in result.report.findings if result.report else ():
-        logical = finding.tool if finding.tool is not None else "(tool list)"
+        if finding.tool is not None:
+            logical = finding.tool
+        else:  # a list finding, or one on the server's instructions (pointer "instructions")
+            logical = "(instructions)" if finding.pointer == "instructions" else "(tool list)"
         identity = f"{finding.code}|{finding.tool}|{finding.pointer}"
         results.append(
             {

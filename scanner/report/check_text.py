@@ -51,6 +51,12 @@ def report_lines(report: CheckReport, paint: _Painter, *, verbose: bool = False,
     tools = f"{report.tools_count} tool{'' if report.tools_count == 1 else 's'}"
     share = f"{report.context_share * 100:.1f} % of a 200k context"
     lines.append(f"  {tools} · {share} ({PROVIDER_LABELS.get(dearest.provider, dearest.provider)})")
+    if report.instructions is not None:
+        lines += ["", paint("Instructions (the server's, read as a system text every turn)", "1")]
+        for provider, count in report.instructions.tokens.items():
+            label = PROVIDER_LABELS.get(provider, provider)
+            lines.append(f"  {label:<{width}}{count.tokens:>9,}   {paint(count.method, '2')}")
+        lines.append(f"  {instructions_line(report, dearest.provider)}")
     shown = report.tools_by_cost if all_tools else report.largest_tools
     if shown:
         title = "Tools, most expensive first" if all_tools else "Largest tools"
@@ -63,6 +69,8 @@ def report_lines(report: CheckReport, paint: _Painter, *, verbose: bool = False,
             where = f" · {clean(item.summary())}"
         else:
             where = f" · {clean(finding.tool)}" if finding.tool is not None else ""
+            if finding.tool is None and finding.pointer == "instructions":
+                where = " · the server's instructions"
         label = paint(f"{finding.severity.label:<8}", _SEVERITY_STYLE[finding.severity])
         lines.append(f"  {label} {finding.code} {finding.rule}{where}")
         prefix = "e.g. " if isinstance(item, FindingGroup) else ""
@@ -71,6 +79,18 @@ def report_lines(report: CheckReport, paint: _Painter, *, verbose: bool = False,
     if not verbose and any(isinstance(item, FindingGroup) for item in group_findings(report.findings)):
         lines += ["", paint("  (rules firing on more than 5 tools are shown once; --verbose lists each)", "2")]
     return lines
+
+
+def instructions_line(report: CheckReport, provider: str) -> str:
+    """``tools 2,575 + instructions 310 tokens per turn (Claude 4.7+)``: both costs with one provider."""
+    assert report.instructions is not None
+    tools = report.tokens[provider].tokens
+    extra = report.instructions.tokens[provider].tokens
+    chars = len(report.instructions.text)
+    return (
+        f"tools {tools:,} + instructions {extra:,} tokens per turn ({PROVIDER_SHORT.get(provider, provider)}); "
+        f"instructions: {chars:,} characters"
+    )
 
 
 def _cost_table(costs: tuple[ToolCost, ...], providers: list[str]) -> list[str]:

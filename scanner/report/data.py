@@ -77,6 +77,8 @@ class ServerRow:
     toolset_sha256: str | None
     server_name: str | None = None
     server_version: str | None = None
+    lane: str | None = None  # a scan in lanes: the lane ranked (the richest), said beside the name
+    lanes: str = ""  # a scan in lanes: every lane side by side, "anonymous: 3 of 14 tools; credentialed: 14 tools"
 
     @property
     def ranked(self) -> bool:

@@ -40,7 +40,12 @@ def _row(row: ServerRow) -> dict[str, Any]:
         "outcome": _text(row.outcome),
         "detail": _text(row.detail),
         "toolset_sha256": row.toolset_sha256,
-    }
+    } | _lanes(row)
+
+
+def _lanes(row: ServerRow) -> dict[str, Any]:
+    """``lane`` (the lane ranked) and ``lanes`` (side by side), only for a server scanned in lanes."""
+    return {"lane": row.lane, "lanes": row.lanes} if row.lanes else {}
 
 
 def leaderboard_document(board: Leaderboard) -> dict[str, Any]:

@@ -20,7 +20,7 @@ def _ranked_line(row: ServerRow, providers: tuple[str, ...]) -> str:
     cells = [
         str(row.rank),
         movement_text(row),
-        markdown_escape(row.name, limit=500),
+        markdown_escape(row.name, limit=500) + (f" ({markdown_escape(row.lane)} lane)" if row.lane else ""),
         "–" if row.score is None else f"{row.score:.1f}",
         _cell(row.tools_count),
         *(_cell(row.tokens.get(provider)) for provider in providers),

@@ -1,4 +1,4 @@
-"""Rules over time (MCP501-MCP502): registered for the catalogue only.
+"""Rules over time (MCP501-MCP503): registered for the catalogue only.
 
 Their check needs two scans of the same server and lives with the scan comparison (``scanner.history``), which
 builds its findings with :func:`scanner.rules.make_finding` so slug, severity and hint come from this table.
@@ -28,4 +28,17 @@ register_history(
     doc="""Notes a tool that was present in the previous successful scan and is gone now. Agents and prompts
     that call it by name start failing. Bad: `search_v1` disappears overnight. Good: it stays one release with
     "Deprecated: use search." in its description, then goes.""",
+)
+
+register_history(
+    "MCP503",
+    "instructions-changed-silently",
+    Severity.WARNING,
+    hint="Bump the server's version whenever its instructions change, and say what changed.",
+    doc="""Warns when the server's `instructions` (from `initialize`, or the 2026 discovery result) changed
+    between two successful scans while its reported version stayed the same. Many clients put the instructions
+    into the system prompt on every turn, so they steer the model as much as any tool description; a silent
+    change is a rug pull on the whole session. Bad: version 2.0.0 before and after a new paragraph appears in the
+    instructions. Good: the change ships as 2.0.1. Scans stored before instructions were recorded are not
+    compared.""",
 )

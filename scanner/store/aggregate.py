@@ -44,7 +44,7 @@ def aggregate(session: Session, run: Run, rule_version: str) -> None:
     sizes = select(ToolsetRow.id, ToolsetRow.tools_count).where(ToolsetRow.id.in_(in_run))
     tools = dict(session.execute(sizes).all())
     codes_by_toolset: dict[int, set[tuple[str, int]]] = defaultdict(set)
-    for toolset_id, code, severity in session.execute(
+    for owner_toolset, code, severity in session.execute(
         select(StoredFinding.toolset_id, StoredFinding.code, StoredFinding.severity)
         .where(
             StoredFinding.toolset_id.in_(in_run),
@@ -53,7 +53,8 @@ def aggregate(session: Session, run: Run, rule_version: str) -> None:
         )
         .distinct()
     ):
-        codes_by_toolset[toolset_id].add((code, severity))
+        if owner_toolset is not None:  # a toolset's own findings always have one (only scan findings may not)
+            codes_by_toolset[owner_toolset].add((code, severity))
     codes_by_scan: dict[int, set[tuple[str, int]]] = defaultdict(set)
     for owner, code, severity in session.execute(
         select(StoredFinding.scan_id, StoredFinding.code, StoredFinding.severity)

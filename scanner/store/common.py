@@ -86,7 +86,7 @@ def finding_from_row(row: Any) -> Finding:
     )
 
 
-def finding_values(finding: Finding, toolset_id: int, rule_version: str, scan_id: int | None) -> dict[str, Any]:
+def finding_values(finding: Finding, toolset_id: int | None, rule_version: str, scan_id: int | None) -> dict[str, Any]:
     """A ``findings`` row for a bulk insert, every value cut to its column's size."""
     return {
         "toolset_id": toolset_id,
@@ -160,6 +160,6 @@ def toolset_findings(connection: Connection | Session, toolset_id: int, rule_ver
 
 
 def scan_findings(connection: Connection | Session, scan_id: int) -> list[Finding]:
-    """A scan's own (over-time, MCP5xx) findings, in the order they were written."""
+    """A scan's own findings (over time, MCP5xx; lanes, MCP6xx; on the instructions), in the order written."""
     rows = connection.execute(select(*FINDING_COLUMNS).where(FINDINGS.c.scan_id == scan_id).order_by(FINDINGS.c.id))
     return [finding_from_row(row) for row in rows]

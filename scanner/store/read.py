@@ -34,6 +34,7 @@ from scanner.store.rows import (
     EventRow,
     FindingRow,
     HistoryColumns,
+    LaneRow,
     LeaderRow,
     RunRow,
     RunSpec,
@@ -515,6 +516,55 @@ def _start(
     return connection, versions, servers, chunks
 
 
+_SCAN_LANES = common.TABLES["scan_lanes"]
+_INSTRUCTION_TOKENS = common.TABLES["instructions_tokens"]
+
+
+def lanes_of(connection: Connection | Session, scans: Any) -> dict[int, tuple[str | None, tuple[LaneRow, ...]]]:
+    """The lanes of every scan in ``scans`` (a select of scan ids) that ran in lanes: scan id -> (the lane its
+    own result is, every lane anonymous first). One query; scans in one lane are left out."""
+    rows = connection.execute(
+        select(
+            _SCAN_LANES.c.scan_id,
+            _SCANS.c.lane,
+            _SCAN_LANES.c.lane,
+            _SCAN_LANES.c.outcome,
+            _SCAN_LANES.c.detail,
+            _SCAN_LANES.c.tools_count,
+            _TOOLSETS.c.sha256,
+            _SCAN_LANES.c.signals,
+        )
+        .join(_SCANS, _SCANS.c.id == _SCAN_LANES.c.scan_id)
+        .outerjoin(_TOOLSETS, _TOOLSETS.c.id == _SCAN_LANES.c.toolset_id)
+        .where(_SCAN_LANES.c.scan_id.in_(scans))
+        .order_by(_SCAN_LANES.c.scan_id, _SCAN_LANES.c.id)
+    ).all()
+    found: dict[int, tuple[str | None, tuple[LaneRow, ...]]] = {}
+    for scan_id, group in groupby(rows, key=itemgetter(0)):
+        items = list(group)
+        found[scan_id] = (
+            items[0][1],
+            tuple(
+                LaneRow(
+                    lane=lane,
+                    outcome=outcome,
+                    detail=detail,
+                    tools_count=tools_count,
+                    toolset_sha256=sha,
+                    signals=dict(signals or {}),
+                )
+                for _, _, lane, outcome, detail, tools_count, sha, signals in items
+            ),
+        )
+    return found
+
+
+def _with_lanes(row: Any, lanes: Mapping[int, tuple[str | None, tuple[LaneRow, ...]]]) -> Any:
+    """``row`` (a ScanRow or LeaderRow) with its scan's lanes, if it ran in lanes."""
+    found = lanes.get(row.scan_id)
+    return row if found is None else replace(row, lane=found[0], lanes=found[1])
+
+
 def histories(engine: Engine, names: Iterable[str] | None = None) -> dict[str, list[ScanRow]]:
     """Every scan of each server in ``names`` (every server when None), oldest first, keyed by server name.
 
@@ -534,8 +584,10 @@ def histories(engine: Engine, names: Iterable[str] | None = None) -> dict[str, l
             query = select(*_SCAN_COLUMNS).order_by(_SCANS.c.server_id, _SCANS.c.id)
             scans = connection.execute(query if chunk is None else query.where(_SCANS.c.server_id.in_(chunk))).all()
             facts = _Facts(connection, versions, chunk, (row[11] for row in scans))
+            in_chunk = select(_SCANS.c.id)
+            lanes = lanes_of(connection, in_chunk if chunk is None else in_chunk.where(_SCANS.c.server_id.in_(chunk)))
             for row in scans:
-                result[row[0]].append(facts.scan_row(row))
+                result[row[0]].append(_with_lanes(facts.scan_row(row), lanes))
     return {servers[ident]: result[ident] for ident in sorted(servers, key=servers.__getitem__)}
 
 
@@ -694,7 +746,8 @@ def _leaderboard(session: Session, run_id: int, server_id: int | None) -> list[L
         )
         .order_by(StoredFinding.id)
     ):
-        by_toolset[row.toolset_id].append(common.finding_from_row(row))
+        if row.toolset_id is not None:  # a toolset's own findings always have one (only scan findings may not)
+            by_toolset[row.toolset_id].append(common.finding_from_row(row))
     by_scan: dict[int, list[Finding]] = defaultdict(list)
     own = select(StoredFinding).join(Scan, Scan.id == StoredFinding.scan_id).where(Scan.run_id == run_id)
     if server_id is not None:
@@ -702,6 +755,18 @@ def _leaderboard(session: Session, run_id: int, server_id: int | None) -> list[L
     for row in session.scalars(own.order_by(StoredFinding.id)):
         if row.scan_id is not None:
             by_scan[row.scan_id].append(common.finding_from_row(row))
+    in_scans = select(Scan.id).where(Scan.run_id == run_id)
+    lanes = lanes_of(session, in_scans if server_id is None else in_scans.where(Scan.server_id == server_id))
+    told = sorted({scan.instructions_id for scan, *_ in scans if scan.instructions_id is not None})
+    instructions: dict[int, dict[str, int]] = defaultdict(dict)
+    for chunk in common.chunks(told):
+        rows = session.execute(
+            select(
+                _INSTRUCTION_TOKENS.c.instructions_id, _INSTRUCTION_TOKENS.c.provider, _INSTRUCTION_TOKENS.c.tokens
+            ).where(_INSTRUCTION_TOKENS.c.instructions_id.in_(chunk))
+        )
+        for owner, provider, count in rows:
+            instructions[owner][provider] = count
 
     result = []
     for scan, name, sha, tools_count in scans:
@@ -714,26 +779,30 @@ def _leaderboard(session: Session, run_id: int, server_id: int | None) -> list[L
             common.add_severity(target, int(finding.severity))
         problems, warnings, notes = common.severity_counts(found)
         result.append(
-            LeaderRow(
-                server=name,
-                scan_id=scan.id,
-                outcome=scan.outcome,
-                detail=scan.detail,
-                transport=scan.transport,
-                era=scan.era,
-                protocol_version=scan.protocol_version,
-                server_version=scan.server_version,
-                anonymous=scan.anonymous,
-                tools_count=tools_count,
-                tokens=dict(tokens.get(scan.toolset_id or -1, {})),
-                token_methods=dict(methods.get(scan.toolset_id or -1, {})),
-                problems=problems,
-                warnings=warnings,
-                notes=notes,
-                toolset_sha256=sha,
-                findings=tuple(found),
-                tool_severities=tuple((p, w, n) for p, w, n in per_tool),
-                list_severities=(list_wide[0], list_wide[1], list_wide[2]),
+            _with_lanes(
+                LeaderRow(
+                    server=name,
+                    scan_id=scan.id,
+                    outcome=scan.outcome,
+                    detail=scan.detail,
+                    transport=scan.transport,
+                    era=scan.era,
+                    protocol_version=scan.protocol_version,
+                    server_version=scan.server_version,
+                    anonymous=scan.anonymous,
+                    tools_count=tools_count,
+                    tokens=dict(tokens.get(scan.toolset_id or -1, {})),
+                    token_methods=dict(methods.get(scan.toolset_id or -1, {})),
+                    problems=problems,
+                    warnings=warnings,
+                    notes=notes,
+                    toolset_sha256=sha,
+                    findings=tuple(found),
+                    tool_severities=tuple((p, w, n) for p, w, n in per_tool),
+                    list_severities=(list_wide[0], list_wide[1], list_wide[2]),
+                    instructions_tokens=instructions.get(scan.instructions_id or -1, {}),
+                ),
+                lanes,
             )
         )
     return result
@@ -961,6 +1030,8 @@ def diff(sessions: sessionmaker[Session], server: str, from_run: int | None = No
         tools_from, sha_from, tokens_from, found_from = side(from_scan)
         tools_to, sha_to, tokens_to, found_to = side(to_scan)
         tool_changes = changes.diff_tools(tools_from, tools_to)
+        sides = [scan.id for scan in (from_scan, to_scan) if scan is not None]
+        lanes = lanes_of(session, select(Scan.id).where(Scan.id.in_(sides)))
         keys_from = {changes.finding_key(f) for f in found_from}
         keys_to = {changes.finding_key(f) for f in found_to}
         low, high = sorted((from_scan.id if from_scan else 0, to_scan.id))
@@ -1003,6 +1074,8 @@ def diff(sessions: sessionmaker[Session], server: str, from_run: int | None = No
                 if isinstance(details, Mapping)
             ),
             tools_compared=compared,
+            lanes_from=lanes.get(from_scan.id, (None, ()))[1] if from_scan else (),
+            lanes_to=lanes.get(to_scan.id, (None, ()))[1],
         )
 
 

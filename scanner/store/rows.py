@@ -92,6 +92,19 @@ class RunSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class LaneRow:
+    """One lane of a scan in lanes (docs/lanes.md): ``anonymous`` or ``credentialed``, how it ended, the tools it
+    listed, and (anonymous) the auth signals its answer gave."""
+
+    lane: str
+    outcome: str
+    detail: str
+    tools_count: int | None
+    toolset_sha256: str | None
+    signals: Mapping[str, object]  # JSON values
+
+
+@dataclass(frozen=True, kw_only=True)
 class ScanRow:
     """One scan of one server, as ``fathom history`` shows it."""
 
@@ -114,6 +127,8 @@ class ScanRow:
     rule_version: str
     ran: RunSpec = field(default_factory=RunSpec)
     stderr_tail: tuple[str, ...] = ()  # normalised and scrubbed when stored; escape it to show it
+    lane: str | None = None  # a scan in lanes: the lane whose result this row is (the richest)
+    lanes: tuple[LaneRow, ...] = ()  # a scan in lanes: every lane, anonymous first
 
     @property
     def max_tokens(self) -> int:
@@ -241,6 +256,8 @@ class Diff:
     to_registry_version: str | None = None
     outcome_changes: tuple[tuple[int, str | None, str | None], ...] = ()
     tools_compared: bool = True
+    lanes_from: tuple[LaneRow, ...] = ()  # the lanes of each side, when it was scanned in lanes
+    lanes_to: tuple[LaneRow, ...] = ()
 
     @property
     def token_deltas(self) -> dict[str, int]:
@@ -285,6 +302,9 @@ class LeaderRow:
     findings: tuple[Finding, ...] = ()
     tool_severities: tuple[tuple[int, int, int], ...] = ()
     list_severities: tuple[int, int, int] = (0, 0, 0)
+    lane: str | None = None  # a scan in lanes: the lane ranked (the richest), said beside the name
+    lanes: tuple[LaneRow, ...] = ()
+    instructions_tokens: Mapping[str, int] = field(default_factory=dict)  # the server's instructions, per provider
 
     @property
     def max_tokens(self) -> int:

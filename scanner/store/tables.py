@@ -152,7 +152,8 @@ class StoredFinding(Base):
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    toolset_id: Mapped[int] = mapped_column(ForeignKey("toolsets.id", ondelete="CASCADE"))
+    # NULL only for a scan's own finding when it listed no tools in any lane (MCP602 on a 401; migration 0004).
+    toolset_id: Mapped[int | None] = mapped_column(ForeignKey("toolsets.id", ondelete="CASCADE"))
     scan_id: Mapped[int | None] = mapped_column(ForeignKey("scans.id", ondelete="CASCADE"), index=True)
     rule_version: Mapped[str] = mapped_column(String(64))
     code: Mapped[str] = mapped_column(String(16))
@@ -198,6 +199,48 @@ class Scan(Base):
     package: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     url: Mapped[str | None] = mapped_column(Text)
     command: Mapped[str | None] = mapped_column(Text)
+    # Scans in lanes (docs/lanes.md): which lane this row's result is (the richest), NULL for a one-lane scan.
+    lane: Mapped[str | None] = mapped_column(String(16))
+    instructions_id: Mapped[int | None] = mapped_column(ForeignKey("instructions.id"), index=True)
+
+
+class InstructionsRow(Base):
+    """A server's ``instructions`` text stored once by content hash (sha256 of the UTF-8 text), like a toolset."""
+
+    __tablename__ = "instructions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    text: Mapped[str] = mapped_column(Text)
+    chars: Mapped[int] = mapped_column(Integer)
+    first_seen: Mapped[datetime]
+
+
+class InstructionsToken(Base):
+    """What one instructions text costs one provider per turn as a system text, and how that was counted."""
+
+    __tablename__ = "instructions_tokens"
+
+    instructions_id: Mapped[int] = mapped_column(ForeignKey("instructions.id", ondelete="CASCADE"), primary_key=True)
+    provider: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tokens: Mapped[int] = mapped_column(Integer)
+    method: Mapped[str] = mapped_column(String(200))
+
+
+class ScanLaneRow(Base):
+    """One lane of a scan in lanes: how it ended, the toolset it listed, and (anonymous) its auth signals."""
+
+    __tablename__ = "scan_lanes"
+    __table_args__ = (UniqueConstraint("scan_id", "lane"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    scan_id: Mapped[int] = mapped_column(ForeignKey("scans.id", ondelete="CASCADE"))
+    lane: Mapped[str] = mapped_column(String(16))  # anonymous | credentialed
+    outcome: Mapped[str] = mapped_column(String(32))
+    detail: Mapped[str] = mapped_column(Text, default="")
+    toolset_id: Mapped[int | None] = mapped_column(ForeignKey("toolsets.id"), index=True)
+    tools_count: Mapped[int | None] = mapped_column(Integer)
+    signals: Mapped[dict[str, Any]]
 
 
 class Event(Base):

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from scanner import history
 from scanner.errors import FathomError, InputError
-from scanner.models import CheckReport, Finding, ScanOutcome, ServerEntry, Toolset
+from scanner.models import CheckReport, Finding, InstructionsCost, ScanOutcome, ServerEntry, Toolset
 from scanner.store import codec, common
 from scanner.store.rows import ScanRecord
 
@@ -55,6 +55,8 @@ LOAD_ORDER = (
 _SERVERS, _RUNS, _SCANS, _TOOLSETS = common.SERVERS, common.RUNS, common.SCANS, common.TOOLSETS
 _MEASUREMENTS, _TOOLSET_TOKENS, _TOOL_TOKENS = common.MEASUREMENTS, common.TOOLSET_TOKENS, common.TOOL_TOKENS
 _FINDINGS, _EVENTS = common.FINDINGS, common.EVENTS
+_INSTRUCTIONS, _INSTRUCTIONS_TOKENS = common.TABLES["instructions"], common.TABLES["instructions_tokens"]
+_SCAN_LANES = common.TABLES["scan_lanes"]
 
 
 class _StoredFinding:
@@ -126,6 +128,7 @@ def _state_query() -> Select[Any]:
             ok.c.id.label("ok_id"),
             ok.c.toolset_id.label("ok_toolset_id"),
             ok.c.server_version.label("ok_server_version"),
+            ok.c.instructions_id.label("ok_instructions_id"),
             ok_run.c.rule_version.label("ok_rule_version"),
             ok_findings.label("ok_has_findings"),
             duplicate.c.id.label("duplicate_id"),
@@ -186,8 +189,140 @@ def record_scan(engine: Engine, run_id: int, entry: ServerEntry, outcome: ScanOu
             except Exception as exc:  # a checker bug on one hostile list must not abort 20 000 servers
                 measure_error = f"{type(exc).__name__}: {exc}"[:300]
 
+        extras = _prepare_extras(connection, outcome, toolset, state.rule_version, measure)
+        connection.commit()  # end the reads; the write below is its own transaction
+
         with connection.begin():
-            return _write_scan(connection, run_id, entry, outcome, state, toolset, report, measure_error)
+            return _write_scan(connection, run_id, entry, outcome, state, toolset, report, measure_error, extras)
+
+
+class _Extras:
+    """What a scan adds beyond its own toolset, read and measured before the write transaction: the other lanes'
+    toolsets (id if stored, measurement if new under the run's rule version), the server's instructions (id if
+    stored, else their cost), and the scan's own findings (lane rules, MCP401/402 on the instructions)."""
+
+    def __init__(self) -> None:
+        self.lane_toolsets: dict[str, tuple[Toolset, int | None, CheckReport | None]] = {}
+        self.instructions: InstructionsCost | None = None
+        self.instructions_id: int | None = None
+        self.findings: list[Finding] = []
+        self.lane_errors: dict[str, str] = {}  # a lane's list that could not be measured: why (kept as its detail)
+
+
+def _prepare_extras(
+    connection: Connection, outcome: ScanOutcome, toolset: Toolset | None, rule_version: str, measure: Measure
+) -> _Extras:
+    from scanner.instructions import instruction_findings, instructions_text, measure_instructions, text_sha256
+    from scanner.lanes import scan_findings
+
+    extras = _Extras()
+    for lane in outcome.lanes:
+        if not lane.outcome.ok:
+            continue
+        lane_toolset = Toolset.from_tools(tuple(lane.outcome.tools or ()))
+        if (
+            toolset is not None and lane_toolset.sha256 == toolset.sha256
+        ) or lane_toolset.sha256 in extras.lane_toolsets:
+            continue
+        found = connection.execute(
+            select(_TOOLSETS.c.id, _MEASUREMENTS.c.toolset_id.label("measured"))
+            .outerjoin(
+                _MEASUREMENTS,
+                and_(_MEASUREMENTS.c.toolset_id == _TOOLSETS.c.id, _MEASUREMENTS.c.rule_version == rule_version),
+            )
+            .where(_TOOLSETS.c.sha256 == lane_toolset.sha256)
+        ).first()
+        lane_report = None
+        if found is None or found.measured is None:
+            try:
+                lane_report = measure(lane_toolset)
+            except FathomError:
+                raise
+            except Exception as exc:  # stored unmeasured, said in the lane's detail; measured again next time
+                extras.lane_errors[lane_toolset.sha256] = f"measure_error: {type(exc).__name__}: {exc}"[:300]
+        extras.lane_toolsets[lane_toolset.sha256] = (lane_toolset, found.id if found else None, lane_report)
+    text = instructions_text(outcome.extra) if outcome.ok else None
+    if text is not None:
+        extras.instructions_id = connection.execute(
+            select(_INSTRUCTIONS.c.id).where(_INSTRUCTIONS.c.sha256 == text_sha256(text))
+        ).scalar_one_or_none()
+        if extras.instructions_id is None:
+            extras.instructions = measure_instructions(text)
+        extras.findings += instruction_findings(text)
+    extras.findings += scan_findings(outcome)
+    return extras
+
+
+def _write_extras(connection: Connection, extras: _Extras, rule_version: str) -> dict[str, int]:
+    """Insert what :func:`_prepare_extras` found missing; the toolset id of every lane's list by hash."""
+    ids: dict[str, int] = {}
+    for sha, (lane_toolset, toolset_id, lane_report) in extras.lane_toolsets.items():
+        fresh = toolset_id is None
+        if toolset_id is None:
+            data, size = codec.compress_tools(lane_toolset.tools)
+            values = {
+                "sha256": sha,
+                "tools_count": len(lane_toolset),
+                "raw_size": size,
+                "data": data,
+                "first_seen": common.now(),
+            }
+            toolset_id = _new_id(connection.execute(_INSERT_TOOLSET, values))
+        if lane_report is not None:
+            write_measurement(connection, toolset_id, lane_report, rule_version, fresh=fresh)
+        ids[sha] = toolset_id
+    if extras.instructions is not None:
+        cost = extras.instructions
+        extras.instructions_id = _new_id(
+            connection.execute(
+                _INSTRUCTIONS.insert(),
+                {"sha256": cost.sha256, "text": cost.text, "chars": len(cost.text), "first_seen": common.now()},
+            )
+        )
+        connection.execute(
+            _INSTRUCTIONS_TOKENS.insert(),
+            [
+                {
+                    "instructions_id": extras.instructions_id,
+                    "provider": str(provider)[:32],
+                    "tokens": int(count.tokens),
+                    "method": str(count.method)[:200],
+                }
+                for provider, count in cost.tokens.items()
+            ],
+        )
+    return ids
+
+
+def _lane_rows(
+    outcome: ScanOutcome,
+    scan_id: int,
+    toolset: Toolset | None,
+    toolset_id: int | None,
+    ids: Mapping[str, int],
+    errors: Mapping[str, str],
+) -> list[dict[str, Any]]:
+    """One ``scan_lanes`` row per lane; a lane listing the scan's own list shares its toolset id."""
+    rows = []
+    for lane in outcome.lanes:
+        lane_id: int | None = None
+        detail = str(lane.outcome.detail or "")
+        if lane.outcome.ok:
+            sha = Toolset.from_tools(tuple(lane.outcome.tools or ())).sha256
+            lane_id = toolset_id if toolset is not None and sha == toolset.sha256 else ids.get(sha)
+            detail = errors.get(sha, detail)
+        rows.append(
+            {
+                "scan_id": scan_id,
+                "lane": lane.lane[:16],
+                "outcome": str(lane.outcome.outcome),
+                "detail": codec.redact(detail[: codec.MAX_DETAIL * 2])[: codec.MAX_DETAIL],
+                "toolset_id": lane_id,
+                "tools_count": len(lane.outcome.tools or ()) if lane.outcome.ok else None,
+                "signals": codec.small_json(lane.signals),
+            }
+        )
+    return rows
 
 
 def _write_scan(
@@ -199,6 +334,7 @@ def _write_scan(
     toolset: Toolset | None,
     report: CheckReport | None,
     measure_error: str | None,
+    extras: _Extras,
 ) -> ScanRecord:
     """The writes of :meth:`record_scan`, inside its transaction, in the order the ORM used to emit them."""
     rule_version: str = state.rule_version
@@ -224,6 +360,7 @@ def _write_scan(
             new_toolset = True
         if report is not None:
             written = write_measurement(connection, toolset_id, report, rule_version, fresh=new_toolset)
+    lane_ids = _write_extras(connection, extras, rule_version)
 
     # Every row's own reading of the clock, in this order (the report tests' clock ticks once per reading).
     now = common.now()
@@ -252,15 +389,21 @@ def _write_scan(
                 "toolset_id": toolset_id,
                 "anonymous": bool(entry.anonymous),
                 # A server may print the secrets it was given (its env, its headers): never stored.
-                "extra": codec.small_json(
-                    codec.blank_known(
-                        {**outcome.extra, "measure_error": measure_error} if measure_error else outcome.extra, secrets
-                    )
-                ),
+                "extra": codec.small_json(codec.blank_known(_stored_extra(outcome.extra, measure_error), secrets)),
+                "lane": outcome.lane[:16] if outcome.lane and outcome.lanes else None,
+                "instructions_id": extras.instructions_id,
                 **what_was_run(entry),
             },
         )
     )
+    if outcome.lanes:
+        connection.execute(
+            _SCAN_LANES.insert(), _lane_rows(outcome, scan_id, toolset, toolset_id, lane_ids, extras.lane_errors)
+        )
+    if extras.findings:
+        connection.execute(
+            _INSERT_FINDINGS, [common.finding_values(f, toolset_id, rule_version, scan_id) for f in extras.findings]
+        )
     # A list that could not be measured has no findings to compare: history skips it and compares the next
     # measured scan with the last measured one.
     comparable = toolset is not None and toolset_id is not None and measure_error is None
@@ -272,7 +415,7 @@ def _write_scan(
     history_findings: list[Finding] = []
     if comparable and toolset is not None and toolset_id is not None:
         events_ok, history_findings = _history(
-            connection, scan_id, server_version, toolset, toolset_id, state, rule_version, written
+            connection, scan_id, server_version, toolset, toolset_id, state, rule_version, written, extras
         )
         events.extend(events_ok)
     if events:
@@ -410,6 +553,7 @@ def _history(
     state: Row[Any],
     rule_version: str,
     written: list[Finding] | None,
+    extras: _Extras,
 ) -> tuple[list[history.ChangeEvent], list[Finding]]:
     """Events and over-time findings of an ok scan against the server's previous successful scan.
 
@@ -432,6 +576,11 @@ def _history(
             )
             events.extend(tool_events)
         events.extend(history.compare_versions(state.ok_server_version, server_version))
+        instruction_events, instruction_findings = _compare_instructions(
+            connection, state, server_version, extras.instructions_id
+        )
+        events.extend(instruction_events)
+        history_findings += instruction_findings
     if history_findings:
         connection.execute(
             _INSERT_FINDINGS, [common.finding_values(f, toolset_id, rule_version, scan_id) for f in history_findings]
@@ -443,16 +592,47 @@ def _history(
         and previous_version == rule_version
         and not history_findings
         and not state.ok_has_findings
+        and not extras.findings
     )
     if not unchanged:
         current = written if written is not None else common.toolset_findings(connection, toolset_id, rule_version)
-        current = current + history_findings
+        current = current + extras.findings + history_findings
         before: list[Finding] = []
         if has_previous and previous_toolset is not None and previous_version is not None:
             before = common.toolset_findings(connection, previous_toolset, previous_version)
             before += common.scan_findings(connection, state.ok_id)
         events.extend(_appeared_details(history.compare_findings(before, current), current))
     return events, history_findings
+
+
+def _compare_instructions(
+    connection: Connection, state: Row[Any], server_version: str | None, instructions_id: int | None
+) -> tuple[list[history.ChangeEvent], list[Finding]]:
+    """``instructions_changed`` and MCP503 against the previous successful scan (both must have instructions:
+    a scan stored before migration 0004 has none recorded, and nothing is claimed about it)."""
+    previous_id = state.ok_instructions_id
+    if previous_id is None or instructions_id is None or previous_id == instructions_id:
+        return [], []
+    rows = {
+        row.id: row
+        for row in connection.execute(
+            select(_INSTRUCTIONS.c.id, _INSTRUCTIONS.c.sha256, _INSTRUCTIONS.c.text).where(
+                _INSTRUCTIONS.c.id.in_([previous_id, instructions_id])
+            )
+        )
+    }
+    before, after = rows.get(previous_id), rows.get(instructions_id)
+    if before is None or after is None:
+        return [], []
+    return history.compare_instructions(before.text, state.ok_server_version, after.text, server_version)
+
+
+def _stored_extra(extra: Mapping[str, Any], measure_error: str | None) -> dict[str, Any]:
+    """The outcome's extra as a scan row keeps it: the instructions live once in their own table, not per scan."""
+    kept = {key: value for key, value in extra.items() if key != "instructions"}
+    if measure_error:
+        kept["measure_error"] = measure_error
+    return kept
 
 
 def _appeared_details(events: list[history.ChangeEvent], current: list[Finding]) -> list[history.ChangeEvent]:

@@ -64,7 +64,7 @@ def test_rules_lists_the_whole_catalogue() -> None:
     assert result.exit_code == 0
     listed = re.findall(r"^(MCP\d{3})\s", result.stdout, re.M)
     assert listed == list(RULES)
-    assert len(listed) == 32 and listed[0] == "MCP101" and listed[-1] == "MCP602"
+    assert len(listed) == 33 and listed[0] == "MCP101" and listed[-1] == "MCP602"
 
 
 def test_rule_explains_one_and_refuses_unknown_codes() -> None:
@@ -110,3 +110,16 @@ def test_demo_scans_twice_and_writes_the_report(tmp_path: Path) -> None:
         "resource_43_manage",
         "resource_44_manage",
     }
+    # team-hub is scanned in both lanes with the demo's own token; alpenglow rewrites its instructions at 2.3.0
+    lanes = json.loads(
+        runner.invoke(app, ["history", "example/team-hub", "--db", str(database), "--format", "json"]).stdout
+    )
+    assert [row["lanes"] for row in lanes] == ["anonymous: 3 of 12 tools; credentialed: 12 tools"] * 2
+    for code, server in (("MCP601", "example/team-hub"), ("MCP503", "example/alpenglow")):
+        rows = json.loads(
+            runner.invoke(app, ["findings", "--db", str(database), "--rule", code, "--format", "json"]).stdout
+        )
+        assert [row["server"] for row in rows] == [server], code
+    assert "(credentialed lane)" in index.read_text(encoding="utf-8")
+    (alpenglow,) = (tmp_path / "demo" / "report" / "servers").glob("example-alpenglow-*.html")
+    assert "<dt>Instructions</dt><dd>" in alpenglow.read_text(encoding="utf-8")

@@ -54,9 +54,21 @@ def test_entries_to_json_fields():
             "env_names": [],
             "anonymous": True,
             "missing_secrets": ["X-Api-Key"],
+            "credential_headers": [],
             "missing_inputs": [],
             "package": None,
             "skip": None,
             "source": str(FIXTURES / "server_variables.json"),
         }
     ]
+
+
+def test_a_header_filled_from_the_environment_is_a_credential():
+    from scanner.registry.secrets import secret_env_name
+
+    environ = {secret_env_name("com.example/tenant", "X-Api-Key"): "k-123"}
+    (entry,) = load_entries(str(FIXTURES / "server_variables.json"), environ=environ)
+    assert entry.credential_headers == ("X-Api-Key",)  # scanned without and with it (docs/lanes.md)
+    (row,) = entries_to_json([entry])
+    assert row["credential_headers"] == ["X-Api-Key"] and row["header_names"] == ["X-Api-Key", "X-Region"]
+    assert "k-123" not in json.dumps(row)

@@ -99,6 +99,7 @@ def sdk_command(
     tools_file: Path | None = None,
     page_size: int = 100,
     legacy_only: bool = False,
+    instructions_file: Path | None = None,
 ) -> tuple[str, ...]:
     """The command line of :mod:`tests.servers.sdk_server` (for stdio entries, or to start it yourself)."""
     command = [sys.executable, str(HERE / "sdk_server.py"), "--transport", transport, "--page-size", str(page_size)]
@@ -108,18 +109,31 @@ def sdk_command(
         command += ["--tools", str(tools_file)]
     if legacy_only:
         command.append("--legacy-only")
+    if instructions_file is not None:
+        command += ["--instructions", str(instructions_file)]
     return tuple(command)
 
 
 def start_sdk_http(
-    *, tools_file: Path | None = None, page_size: int = 100, legacy_only: bool = False, sse: bool = False
+    *,
+    tools_file: Path | None = None,
+    page_size: int = 100,
+    legacy_only: bool = False,
+    sse: bool = False,
+    instructions_file: Path | None = None,
 ) -> RunningServer:
     """The SDK server on a free port: Streamable HTTP at ``/mcp`` (both eras), or legacy SSE at ``/sse``."""
     port = free_port()
     transport = "sse" if sse else "http"
-    return start(
-        sdk_command(transport, port=port, tools_file=tools_file, page_size=page_size, legacy_only=legacy_only), port
+    command = sdk_command(
+        transport,
+        port=port,
+        tools_file=tools_file,
+        page_size=page_size,
+        legacy_only=legacy_only,
+        instructions_file=instructions_file,
     )
+    return start(command, port)
 
 
 @contextlib.contextmanager

@@ -5,7 +5,9 @@ between two scans) or a built-in default of three tools, and is paged ``--page-s
 the next offset as a string). Transports: ``stdio``, ``http`` (Streamable HTTP at ``/mcp``, serving both the
 legacy handshake and the 2026-07-28 stateless era, as the SDK does), ``sse`` (legacy HTTP+SSE at ``/sse``).
 ``--legacy-only`` makes the HTTP server answer any 2026-style request with a plain 400, like a server built on
-an SDK that predates 2026-07-28.
+an SDK that predates 2026-07-28. ``--instructions FILE`` sends the file's text as the server's ``instructions``
+(re-read on every ``initialize`` and ``server/discover``, so a test can change them between two scans while the
+version stays the same).
 
     python tests/servers/sdk_server.py --transport http --port 8123 --tools tools.json --page-size 2
 """
@@ -56,7 +58,24 @@ def load_tools(path: Path | None) -> list[dict[str, Any]]:
     return list(json.loads(path.read_text(encoding="utf-8")))
 
 
-def build_server(tools_file: Path | None, page_size: int) -> Server[Any]:
+class FileInstructions(Server[Any]):
+    """The SDK's low-level server whose ``instructions`` are read from a file each time the SDK asks for them."""
+
+    def __init__(self, *args: Any, instructions_file: Path | None = None, **kwargs: Any) -> None:
+        self.instructions_file = instructions_file
+        super().__init__(*args, **kwargs)
+
+    @property  # type: ignore[override]
+    def instructions(self) -> str | None:
+        path = self.instructions_file
+        return path.read_text(encoding="utf-8") if path is not None and path.exists() else None
+
+    @instructions.setter
+    def instructions(self, value: str | None) -> None:
+        """The constructor's value is ignored: the file is the one source."""
+
+
+def build_server(tools_file: Path | None, page_size: int, instructions_file: Path | None = None) -> Server[Any]:
     """A low-level SDK server whose ``tools/list`` pages the file's tools ``page_size`` at a time."""
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -66,6 +85,10 @@ def build_server(tools_file: Path | None, page_size: int) -> Server[Any]:
         page = [types.Tool.model_validate(tool) for tool in tools[start:end]]
         return types.ListToolsResult(tools=page, next_cursor=str(end) if end < len(tools) else None)
 
+    if instructions_file is not None:
+        return FileInstructions(
+            SERVER_NAME, version=SERVER_VERSION, on_list_tools=list_tools, instructions_file=instructions_file
+        )
     return Server(SERVER_NAME, version=SERVER_VERSION, on_list_tools=list_tools)
 
 
@@ -114,8 +137,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tools", type=Path, default=None)
     parser.add_argument("--page-size", type=int, default=100)
     parser.add_argument("--legacy-only", action="store_true")
+    parser.add_argument("--instructions", type=Path, default=None)
     args = parser.parse_args(argv)
-    server = build_server(args.tools, args.page_size)
+    server = build_server(args.tools, args.page_size, args.instructions)
     if args.transport == "stdio":
         anyio.run(run_stdio, server)
         return
