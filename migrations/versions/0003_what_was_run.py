@@ -2,7 +2,7 @@
 pinned or not), its URL and its command line with secrets redacted.
 
 Revision ID: 0003
-Revises: 0004
+Revises: 0002
 Create Date: 2026-11-30 15:00:00
 """
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0003"
-down_revision: str | None = "0004"
+down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
