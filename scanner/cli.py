@@ -511,12 +511,14 @@ def _kind_help() -> str:
 @app.command(epilog=EXIT_CODES)
 def scan(
     registry: Annotated[
-        str,
+        str | None,
         typer.Argument(
             help="What to scan: an official registry base URL (https://registry.modelcontextprotocol.io), a saved "
-            'API response, a server.json, a list {"servers": [...]}, or a Claude Desktop / VS Code config file.'
+            'API response, a server.json, a list {"servers": [...]}, or a Claude Desktop / VS Code config file. '
+            "With --resume it may be left out.",
+            show_default=False,
         ),
-    ],
+    ] = None,
     db: Annotated[str, typer.Option(help=DB_HELP)] = "fathom.db",
     kind: Annotated[str | None, typer.Option(help=_kind_help())] = None,
     updated_since: Annotated[
@@ -574,7 +576,12 @@ def scan(
     ] = False,
     dry_run: Annotated[bool, typer.Option(help="List the resolved entries without connecting to anything.")] = False,
     resume: Annotated[
-        bool, typer.Option(help="Finish the newest interrupted run of this registry instead of starting anew.")
+        bool,
+        typer.Option(
+            help="Finish the newest interrupted run in --db (of REGISTRY if given) with that run's own source and "
+            "options (the options given here count only for a setting the run did not store). Nothing to resume: "
+            "exit 2."
+        ),
     ] = False,
     concurrency: Annotated[int, typer.Option(min=1, max=1024, help="Servers scanned at once.")] = 32,
     per_host: Annotated[int, typer.Option(min=1, max=1024, help="Servers scanned at once on one host.")] = 4,
@@ -639,6 +646,8 @@ def scan(
         resume=resume,
         crawl=settings,
     )
+    if registry is None and not resume:
+        _fail("name the registry to scan (only --resume may leave it out)", 2)
     if dry_run:
         entries = resolve_entries(config)
         for line in warning_lines(entries, settings.packages):
@@ -666,14 +675,36 @@ def scan(
         import dataclasses
         import json
 
-        typer.echo(json.dumps(dataclasses.asdict(summary), indent=2))
+        typer.echo(json.dumps({**dataclasses.asdict(summary), "scanned": summary.scanned}, indent=2))
     else:
-        counts = " · ".join(f"{name} {count}" for name, count in sorted(summary.counts.items()))
-        state = "interrupted" if summary.interrupted else "finished"
-        typer.echo(f"run {summary.run_id} {state}: {summary.total} servers · {counts or 'nothing scanned'}")
+        typer.echo(_scan_line(summary))
     if summary.interrupted:
-        typer.echo(f"fathom: interrupted; `fathom scan {registry} --resume` finishes the run", err=True)
+        import shlex
+
+        from scanner.store.engine import url_without_password
+
+        # The run keeps its source and options: --db is all the command needs (and stdin must be given again).
+        again = " -" if summary.source == "-" else ""
+        shown = url_without_password(db)
+        password = " (with the database password in place of ***)" if shown != db else ""
+        typer.echo(
+            f"fathom: interrupted; `fathom scan{again} --resume --db {shlex.quote(shown)}` finishes the run{password}",
+            err=True,
+        )
         raise typer.Exit(130)
+
+
+def _scan_line(summary: ScanSummary) -> str:
+    """``run 3 interrupted: 57 of 120 servers scanned · ok 50 · timeout 7`` (and what a resume found done)."""
+    counts = " · ".join(f"{name} {count}" for name, count in sorted(summary.counts.items()))
+    servers = "server" if summary.total == 1 else "servers"
+    if summary.interrupted:
+        head = f"run {summary.run_id} interrupted: {summary.scanned} of {summary.total} {servers} scanned"
+    else:
+        head = f"run {summary.run_id} finished: {summary.total} {servers}"
+    if summary.resumed:
+        head += f" ({summary.already_done} done before this resume)"
+    return f"{head} · {counts or 'nothing scanned'}"
 
 
 def _scan_with_progress(config: ScanConfig, run_scan: Callable[..., ScanSummary]) -> ScanSummary:
@@ -837,7 +868,8 @@ def runs(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table) -> N
 
 @app.command()
 def servers(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table) -> None:
-    """Every server with its last outcome, and the tools and tokens per turn of its last successful scan."""
+    """Every server with its last outcome, and the tools and tokens per turn of its last successful scan; JSON and
+    CSV add what its last scan ran (registry version, package, URL, command) and that scan's stderr tail."""
     from scanner import queries
 
     _table(fmt, lambda: queries.servers(_db_url(db, existing=True)), queries.SERVER_COLUMNS)
@@ -849,10 +881,19 @@ def history(
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
 ) -> None:
-    """One server's scans over time: outcome, version, tools, tokens per provider and findings per scan."""
+    """One server's scans over time: outcome, registry and server version, tools, tokens per provider, findings,
+    what was run (JSON/CSV) and, under the table, the newest scan's stderr tail."""
     from scanner import queries
 
-    _table(fmt, lambda: queries.history(_db_url(db, existing=True), server), queries.HISTORY_COLUMNS)
+    found: list[dict[str, Any]] = []
+
+    def fetch() -> list[dict[str, Any]]:
+        found.extend(queries.history(_db_url(db, existing=True), server))
+        return found
+
+    _table(fmt, fetch, queries.HISTORY_COLUMNS)
+    if fmt is QueryFormat.table:
+        typer.echo(queries.stderr_note(found), nl=False)
 
 
 @app.command()
@@ -890,16 +931,23 @@ def diff(
     from_run: Annotated[
         int | None,
         typer.Option(
-            "--from", min=1, max=RUN_ID_MAX, help="The earlier run (default: the successful scan before --to)."
+            "--from",
+            min=1,
+            max=RUN_ID_MAX,
+            help="The earlier run (default: the successful scan before --to; the scan before it if --to failed).",
         ),
     ] = None,
     to_run: Annotated[
-        int | None, typer.Option("--to", min=1, max=RUN_ID_MAX, help="The later run (default: the latest success).")
+        int | None,
+        typer.Option(
+            "--to", min=1, max=RUN_ID_MAX, help="The later run (default: the latest success, else the latest scan)."
+        ),
     ] = None,
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
 ) -> None:
-    """What changed on a server between two runs: tools added, removed and changed, tokens, findings."""
+    """What changed on a server between two runs: registry and server versions, outcome changes, tools added,
+    removed and changed, tokens, findings. A server that never answered shows its outcomes."""
     from scanner import queries
 
     _table(fmt, lambda: queries.diff(_db_url(db, existing=True), server, from_run, to_run), queries.DIFF_COLUMNS)
@@ -929,6 +977,7 @@ def report(
     """Build the static report site: leaderboard, trends, a page per server, the rule catalogue, and
     Markdown/JSON/CSV exports of the leaderboard. It opens from file:// with no network."""
     from scanner.report import build_report
+    from scanner.report.text import plural
     from scanner.store import open_store
 
     if out.exists() and not out.is_dir():
@@ -936,8 +985,8 @@ def report(
     with open_store(_db_url(db, existing=True)) as store:
         result = build_report(store, out, run_id=run)
     typer.echo(
-        f"run {result.run_id}: {result.servers_ranked} servers ranked, {result.servers_unranked} listed apart, "
-        f"{result.server_pages} server pages, {result.runs_in_trends} runs in trends"
+        f"run {result.run_id}: {plural(result.servers_ranked, 'server')} ranked, {result.servers_unranked} listed "
+        f"apart, {plural(result.server_pages, 'server page')}, {plural(result.runs_in_trends, 'run')} in trends"
     )
     typer.echo(f"open {(out / 'index.html').resolve().as_uri()}")
 

@@ -256,9 +256,30 @@ async def crawl(
     except BaseExceptionGroup as failed:
         # Servers' faults are outcomes, so the one way a crawl fails is its writer raising (a store or tokenizer
         # error, run-fatal). Raise that error itself, so callers catch it by its type (FathomError -> exit code).
-        if len(failed.exceptions) == 1:
-            raise failed.exceptions[0] from None
-        raise
+        cause = _run_fatal(failed)
+        if cause is None:
+            raise
+        raise cause from None
+
+
+def _run_fatal(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The error that failed the crawl: a FathomError first; else the one error that is not a worker finding the
+    writer's stream gone (``BrokenResourceError``, raised by workers because the writer stopped); else None."""
+    from scanner.errors import FathomError
+
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        else:
+            leaves.append(current)
+    fatal = [exc for exc in leaves if isinstance(exc, FathomError)]
+    if fatal:
+        return fatal[0]
+    others = [exc for exc in leaves if not isinstance(exc, (anyio.BrokenResourceError, anyio.ClosedResourceError))]
+    return others[0] if len(others) == 1 else None
 
 
 def scan_one(settings: CrawlSettings) -> ScanFn:

@@ -11,7 +11,8 @@ from typing import Any
 
 from scanner.lanes import lanes_text
 from scanner.models import PROVIDERS
-from scanner.store import open_store
+from scanner.store import RunSpec, open_store
+from scanner.textsafe import clean
 
 RUN_COLUMNS = ["run", "started_at", "finished_at", "status", "servers_scanned", "servers_ok", "source"]
 # A distributed run also shows its progress (scanned of planned) and the workers that wrote it.
@@ -21,12 +22,14 @@ HISTORY_COLUMNS = [
     "run",
     "scanned_at",
     "outcome",
+    "registry_version",
     "version",
     "tools",
     *PROVIDERS,
     "problems",
     "warnings",
     "notes",
+    "detail",
     "lanes",
 ]
 FINDING_COLUMNS = ["server", "code", "severity", "tool", "first_seen_run", "gone_run", "message"]
@@ -72,9 +75,21 @@ def servers(db_url: str) -> list[dict[str, Any]]:
             **{provider: row.tokens.get(provider) for provider in PROVIDERS},
             "detail": row.last_detail,
             "toolset_sha256": row.toolset_sha256,
+            **_ran(row.last_run or RunSpec()),
+            "stderr_tail": list(row.last_stderr_tail),
         }
         for row in found
     ]
+
+
+def _ran(ran: RunSpec) -> dict[str, Any]:
+    """What a scan ran, as columns: the registry version, the package, the URL, the command (redacted)."""
+    return {
+        "registry_version": ran.registry_version,
+        "package": dict(ran.package) if ran.package is not None else None,
+        "url": ran.url,
+        "command": ran.command,
+    }
 
 
 def history(db_url: str, server: str) -> list[dict[str, Any]]:
@@ -92,15 +107,29 @@ def history(db_url: str, server: str) -> list[dict[str, Any]]:
             "version": row.server_version,
             "tools": row.tools_count,
             **{provider: row.tokens.get(provider) for provider in PROVIDERS},
-            "problems": row.problems,
-            "warnings": row.warnings,
-            "notes": row.notes,
+            # A scan that did not answer has no findings to count: nothing, not 0/0/0.
+            "problems": row.problems if row.ok else None,
+            "warnings": row.warnings if row.ok else None,
+            "notes": row.notes if row.ok else None,
             "toolset_sha256": row.toolset_sha256,
             "lane": row.lane,
             "lanes": lanes_text(row.lanes),
+            **_ran(row.ran),
+            "stderr_tail": list(row.stderr_tail),
         }
         for row in found
     ]
+
+
+def stderr_note(rows: list[dict[str, Any]]) -> str:
+    """The newest scan's stderr tail under a history table, when it has one: escaped, one line each (the stored
+    tail is already normalised and scrubbed of secrets)."""
+    if not rows or not rows[-1].get("stderr_tail"):
+        return ""
+    last = rows[-1]
+    lines = [f"stderr of run {last['run']} ({last['outcome']}), last lines:"]
+    lines += [f"  | {clean(line)}" for line in last["stderr_tail"]]
+    return "\n".join(lines) + "\n"
 
 
 def findings(
@@ -130,10 +159,29 @@ def findings(
 
 
 def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> list[dict[str, Any]]:
-    """One row per change: tools added/removed/changed, token deltas, findings new/fixed."""
+    """One row per change: the two scans, registry and server versions, outcome changes on the way, tools
+    added/removed/changed, token deltas, findings new/fixed."""
     with open_store(db_url) as store:
         change = store.diff(server, from_run, to_run)
     rows: list[dict[str, Any]] = []
+    if change.from_run is not None:
+        for label, before, after in (
+            ("registry version", change.from_registry_version, change.to_registry_version),
+            ("server version", change.from_version, change.to_version),
+        ):
+            if before != after:
+                rows.append({"change": label, "tool": None, "detail": f"{before or '-'} → {after or '-'}"})
+    rows += [
+        {"change": "outcome", "tool": None, "detail": f"run {run}: {before} → {after}"}
+        for run, before, after in change.outcome_changes
+    ]
+    if not change.tools_compared:
+        failed = [
+            f"run {run} ended {outcome}"
+            for run, outcome in ((change.from_run, change.from_outcome), (change.to_run, change.to_outcome))
+            if run is not None and outcome != "ok"
+        ]
+        rows.append({"change": "tools not compared", "tool": None, "detail": "; ".join(failed)})
     rows += [{"change": "tool added", "tool": name, "detail": ""} for name in change.tools_added]
     rows += [{"change": "tool removed", "tool": name, "detail": ""} for name in change.tools_removed]
     rows += [
@@ -141,17 +189,24 @@ def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> 
     ]
     for provider, delta in change.token_deltas.items():
         if delta:
-            before, after = change.tokens_from.get(provider, 0), change.tokens_to.get(provider, 0)
-            rows.append({"change": "tokens", "tool": None, "detail": f"{provider} {before} → {after} ({delta:+d})"})
+            spent, spends = change.tokens_from.get(provider, 0), change.tokens_to.get(provider, 0)
+            rows.append({"change": "tokens", "tool": None, "detail": f"{provider} {spent} → {spends} ({delta:+d})"})
     for label, items in (("finding new", change.findings_new), ("finding fixed", change.findings_fixed)):
         rows += [{"change": label, "tool": f.tool, "detail": f"{f.code} {f.rule}: {f.message}"} for f in items]
     for side, lanes in (("from", change.lanes_from), ("to", change.lanes_to)):
         if lanes:
             rows.append({"change": f"lanes ({side})", "tool": None, "detail": lanes_text(lanes)})
-    header = {
-        "change": "runs",
-        "tool": None,
-        "detail": f"run {change.from_run} (version {change.from_version}) → run {change.to_run} "
-        f"(version {change.to_version})",
-    }
+    sides = [
+        _side(change.from_run, change.from_outcome, change.from_version, change.from_registry_version),
+        _side(change.to_run, change.to_outcome, change.to_version, change.to_registry_version),
+    ]
+    header = {"change": "runs", "tool": None, "detail": " → ".join(sides)}
     return [header, *rows]
+
+
+def _side(run: int | None, outcome: str | None, version: str | None, registry_version: str | None) -> str:
+    """``run 3 (ok, version 1.0.13, registry 1.0.31)``; ``run None`` when there is no earlier scan."""
+    facts = [part for part in (outcome, f"version {version or '-'}") if part]
+    if registry_version:
+        facts.append(f"registry {registry_version}")
+    return f"run {run} ({', '.join(facts)})"

@@ -2,7 +2,8 @@
 
 :func:`run_scan` is the one library call behind the command. A run is ``running`` while it goes, ``finished``
 when every entry was written, ``interrupted`` when stopped (Ctrl-C, SIGTERM); ``--resume`` continues the newest
-unfinished run of the same source with only the servers it has not written yet.
+unfinished run (of the database, or of the source given) with the run's own stored source and options, and only
+the servers it has not written yet; with nothing to resume it is an error, never a silent new run.
 
 One scan writes to a database at a time: :func:`run_scan` holds the database's writer lock
 (:mod:`scanner.store.lock`) from before it looks at earlier runs until its run is closed, so a second scan on the
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import typing
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from scanner import wire
 from scanner.crawl import CrawlSettings
+from scanner.errors import InputError
 from scanner.models import ScanOutcome, ServerEntry
 
 if TYPE_CHECKING:
@@ -37,9 +40,12 @@ STALE_RUN_AFTER = timedelta(minutes=10)
 
 @dataclass(frozen=True)
 class ScanConfig:
-    """Everything ``fathom scan`` was asked to do. Holds no secret: headers come from the environment."""
+    """Everything ``fathom scan`` was asked to do. Holds no secret: headers come from the environment.
 
-    source: str
+    ``source`` may be None only with ``resume``: the run to finish brings its own.
+    """
+
+    source: str | None
     db_url: str = "sqlite:///fathom.db"
     kind: str | None = None
     updated_since: str | None = None
@@ -92,8 +98,54 @@ def _flat_fields(settings: DataclassInstance, excluded: frozenset[str]) -> dict[
     return flat
 
 
+def config_from_options(
+    source: str, db_url: str, options: typing.Mapping[str, Any], given: ScanConfig | None = None
+) -> tuple[ScanConfig, list[str]]:
+    """The :class:`ScanConfig` a run was started with, rebuilt from its stored options (the inverse of
+    :meth:`ScanConfig.options`), for ``--resume``. A setting the run did not store (a run of an older version)
+    takes its value from ``given`` (the command line), else its default. Returns the config and one line per such
+    setting, and per stored option this version no longer has (ignored)."""
+    notes: list[str] = []
+    used: set[str] = set()
+
+    def fields_of(cls: type[Any], fallback: Any) -> dict[str, Any]:
+        hints = typing.get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for item in dataclasses.fields(cls):
+            if item.name in OPTIONS_EXCLUDED:
+                continue
+            hint = hints[item.name]
+            if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+                values[item.name] = hint(**fields_of(hint, getattr(fallback, item.name, None)))
+            elif item.name in options:
+                used.add(item.name)
+                values[item.name] = _from_json(options[item.name], hint)
+            elif fallback is not None:
+                values[item.name] = getattr(fallback, item.name)
+                notes.append(f"the run stored no {item.name!r}; this command's value is used")
+            else:
+                notes.append(f"the run stored no {item.name!r}; the default is used")
+        return values
+
+    values = fields_of(ScanConfig, given)
+    notes.extend(f"the run's option {key!r} is unknown to this version; ignored" for key in options if key not in used)
+    return ScanConfig(source=source, db_url=db_url, resume=True, **values), notes
+
+
+def _from_json(value: Any, hint: Any) -> Any:
+    """A stored option value as its setting holds it: a list as a tuple, a path's text as a Path."""
+    if isinstance(value, list):
+        return tuple(value)
+    if isinstance(value, str) and (hint is Path or Path in typing.get_args(hint)):
+        return Path(value)
+    return value
+
+
 @dataclass(frozen=True)
 class ScanSummary:
+    """What one ``fathom scan`` process did. ``total`` is what it set out to scan (after a resume: what was left),
+    ``scanned`` what it wrote, ``already_done`` what a resumed run had written before."""
+
     run_id: int
     total: int
     counts: dict[str, int]
@@ -101,6 +153,11 @@ class ScanSummary:
     resumed: bool = False
     already_done: int = 0
     duplicates: int = 0
+    source: str = ""
+
+    @property
+    def scanned(self) -> int:
+        return sum(self.counts.values())
 
 
 def source_key(source: str) -> str:
@@ -115,6 +172,8 @@ def source_key(source: str) -> str:
 def resolve_entries(config: ScanConfig) -> list[ServerEntry]:
     from scanner.registry import load_entries
 
+    if config.source is None:
+        raise InputError("Name the registry to scan (only --resume may leave it out).")
     return load_entries(
         config.source,
         kind=config.kind,
@@ -126,6 +185,26 @@ def resolve_entries(config: ScanConfig) -> list[ServerEntry]:
     )
 
 
+def resume_config(store: Any, config: ScanConfig) -> tuple[int, ScanConfig, list[str]]:
+    """The run ``--resume`` finishes and the config it was started with: the newest unfinished run of
+    ``config.source`` (of any source when None). Raises :class:`InputError` when there is none, or when the run's
+    source was stored redacted (a credential in its URL) and no registry was given to read it again."""
+    wanted = source_key(config.source) if config.source is not None else None
+    run_id = store.resumable_run(wanted)
+    if run_id is None:
+        of = f" of {wanted}" if wanted is not None else ""
+        raise InputError(f"Nothing to resume{of}: no interrupted run in this database. Run the scan without --resume.")
+    run = next(row for row in store.runs() if row.id == run_id)
+    source = config.source if config.source is not None else run.source
+    if config.source is None and ("[redacted]" in run.source or run.source == "-"):
+        raise InputError(
+            f"Run {run_id} read {run.source!r}, which cannot be read again as stored; "
+            "give the registry too: fathom scan REGISTRY --resume --db DB"
+        )
+    resumed, notes = config_from_options(source, config.db_url, run.options, config)
+    return run_id, resumed, notes
+
+
 def run_scan(
     config: ScanConfig,
     *,
@@ -135,36 +214,60 @@ def run_scan(
 ) -> ScanSummary:
     """Scan every entry of ``config.source`` into the database at ``config.db_url``.
 
+    With ``config.resume`` the newest unfinished run is finished with its own stored source and options (see
+    :func:`resume_config`); the options of ``config`` other than the source and database are not used.
     ``on_start(run_id, to_scan)`` and ``on_result(entry, outcome)`` feed a progress display; both run in the
     writer, never concurrently. A KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the CLI) marks the
     run interrupted, keeps every server already written, and returns a summary with ``interrupted=True``.
     """
     from scanner import tokenizer
     from scanner.store import open_store
+    from scanner.store.engine import sqlite_file_missing
     from scanner.store.lock import writer_lock
 
-    entries = resolve_entries(config)
-    from scanner.packages.runners import warning_lines
-
-    if on_warning is not None:
-        for line in warning_lines(entries, config.crawl.packages):
-            on_warning(line)  # once per missing runner, before connecting to anything
+    if config.source is None and not config.resume:
+        raise InputError("Name the registry to scan (only --resume may leave it out).")
+    entries: list[ServerEntry] = []
+    if not config.resume:
+        entries = _entries(config, on_warning)  # bad input fails before a database is created
+    elif sqlite_file_missing(config.db_url):
+        raise InputError(f"Nothing to resume: no database at {config.db_url} (--db names it).")
     # Fail before connecting to anything if token counts cannot be made (no silent heuristic, no wasted crawl).
     tokenizer.encoding()
     with open_store(config.db_url) as store, writer_lock(store.engine, "scan") as lock:
+        resume_id: int | None = None
+        if config.resume:
+            resume_id, config, notes = resume_config(store, config)
+            if on_warning is not None:
+                on_warning(f"resuming run {resume_id} of {config.source} with its own options")
+                for note in notes:
+                    on_warning(note)
+            entries = _entries(config, on_warning)
         # The encoding, the modules and the store's statements live as long as the run: keep them out of every
         # garbage collection the crawl triggers (measured: ~0.4 ms CPU per server on a 2 000-server scan).
         gc.freeze()
         try:
-            return _scan_into(store, config, entries, on_start, on_result, lock.check)
+            return _scan_into(store, config, entries, resume_id, on_start, on_result, lock.check)
         finally:
             gc.unfreeze()
+
+
+def _entries(config: ScanConfig, on_warning: Callable[[str], None] | None) -> list[ServerEntry]:
+    """The entries to scan, and the missing runners said once, before connecting to anything."""
+    from scanner.packages.runners import warning_lines
+
+    entries = resolve_entries(config)
+    if on_warning is not None:
+        for line in warning_lines(entries, config.crawl.packages):
+            on_warning(line)
+    return entries
 
 
 def _scan_into(
     store: Any,
     config: ScanConfig,
     entries: list[ServerEntry],
+    resume_id: int | None,
     on_start: Callable[[int, int], None] | None,
     on_result: Callable[[ServerEntry, ScanOutcome], None] | None,
     still_writer: Callable[[], None] = lambda: None,
@@ -175,16 +278,16 @@ def _scan_into(
     from scanner.crawl import crawl
     from scanner.rules import RULES_VERSION
 
+    assert config.source is not None  # resolve_entries has read it
     source = source_key(config.source)
-    run_id, done = None, set[str]()
-    if config.resume:
-        run_id = store.resumable_run(source)
-        if run_id is not None:
-            done = store.resume_run(run_id)
-    resumed = run_id is not None
-    if run_id is None:
+    done = set[str]()
+    if resume_id is not None:
+        run_id = resume_id
+        done = store.resume_run(run_id)
+    else:
         store.mark_stale_runs_interrupted(older_than=STALE_RUN_AFTER)
         run_id = store.start_run(source, RULES_VERSION, config.options())
+    resumed = resume_id is not None
     # A name is a server's identity in the store: a second entry with the same name would be scanned for nothing
     # (the store keeps one scan per server per run), so only the first is scanned and the rest are counted. Names
     # are compared as the store keeps them (NUL and lone surrogates as U+FFFD), so --resume recognises them.
@@ -196,6 +299,18 @@ def _scan_into(
     duplicates = len(entries) - len(unique)
     todo = [entry for entry in unique if entry.name not in done]
     counts: Counter[str] = Counter()
+
+    def summary(interrupted: bool) -> ScanSummary:
+        return ScanSummary(
+            run_id,
+            len(todo),
+            dict(counts),
+            interrupted=interrupted,
+            resumed=resumed,
+            already_done=len(done & first.keys()),
+            duplicates=duplicates,
+            source=source,
+        )
 
     def write(entry: ServerEntry, outcome: ScanOutcome) -> None:
         still_writer()  # raises WriterBusy if another process took the lock over
@@ -216,14 +331,6 @@ def _scan_into(
         raise
     except KeyboardInterrupt:
         store.finish_run(run_id, "interrupted")
-        return ScanSummary(
-            run_id,
-            len(todo),
-            dict(counts),
-            interrupted=True,
-            resumed=resumed,
-            already_done=len(done),
-            duplicates=duplicates,
-        )
+        return summary(interrupted=True)
     store.finish_run(run_id, "finished")
-    return ScanSummary(run_id, len(todo), dict(counts), resumed=resumed, already_done=len(done), duplicates=duplicates)
+    return summary(interrupted=False)

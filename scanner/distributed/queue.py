@@ -139,6 +139,11 @@ def enqueue_scan(config: ScanConfig) -> EnqueueSummary:
 
     if config.resume:
         raise InputError("--resume does not apply to --enqueue: a distributed run is finished by its workers")
+    if config.source is None:
+        raise InputError(
+            "--enqueue needs a registry to queue: fathom scan REGISTRY --db postgresql+psycopg://... --enqueue"
+        )
+    source = config.source
     app = make_app(config.db_url)  # refuses SQLite before anything is read
     entries = resolve_entries(config)
     tokenizer.encoding()  # the workers need it too; fail here rather than in every job
@@ -153,7 +158,7 @@ def enqueue_scan(config: ScanConfig) -> EnqueueSummary:
         run_id: int | None = None
         try:
             options = {**config.options(), "distributed": True}
-            run_id = store.start_run(source_key(config.source), RULES_VERSION, options, planned=len(unique))
+            run_id = store.start_run(source_key(source), RULES_VERSION, options, planned=len(unique))
             if unique:
                 with engine_errors(config.db_url), app.open():
                     deferrer = app.configure_task(TASK, queue=QUEUE)

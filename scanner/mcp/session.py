@@ -450,7 +450,7 @@ async def _scan_with(
     finally:
         # After closing, so the facts include the shutdown (the session DELETE's status, say).
         progress.extra.update(transport.details(failed=failed))
-    return progress.outcome(Outcome.OK, f"{len(tools)} tools", tools=tuple(tools))
+    return progress.outcome(Outcome.OK, f"{len(tools)} tool" + ("" if len(tools) == 1 else "s"), tools=tuple(tools))
 
 
 def _unwrap(exc: BaseException) -> BaseException:

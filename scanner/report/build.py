@@ -69,12 +69,38 @@ def _label(moment: datetime | None) -> str:
     return moment.date().isoformat() if moment is not None else "?"
 
 
+def _timed_label(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M") if moment is not None else "?"
+
+
 class _Labels(dict[datetime, str]):
-    """Chart labels by scan time, each computed once (a year of 2 000 servers is 730 000 scans, few dates)."""
+    """Chart labels by scan time, each computed once (a year of 2 000 servers is 730 000 scans, few dates).
+    ``timed`` holds the labels with the time of day, for a series whose points share a day."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timed = _TimedLabels()
 
     def __missing__(self, moment: datetime) -> str:
         label = self[moment] = _label(moment)
         return label
+
+
+class _TimedLabels(dict[datetime, str]):
+    def __missing__(self, moment: datetime) -> str:
+        label = self[moment] = _timed_label(moment)
+        return label
+
+
+def _labels_of(
+    moments: Sequence[datetime], labels: Mapping[datetime, str], timed: Mapping[datetime, str]
+) -> tuple[str, ...]:
+    """Chart labels for ``moments``: the date, or the date and time when two points share a day (so that same-day
+    runs do not all read "2026-11-30")."""
+    dated = tuple(map(labels.__getitem__, moments))
+    if len(set(dated)) == len(dated):
+        return dated
+    return tuple(map(timed.__getitem__, moments))
 
 
 def _severity_label(value: Severity | int) -> str:
@@ -180,13 +206,13 @@ def _server_row(
 def build_trends(store: Store) -> tuple[TrendPoint, ...]:
     """One point per finished run, oldest first."""
     points = []
-    for trend in sorted(store.trends(), key=lambda item: item.run_id):
-        if trend.status != "finished":
-            continue
+    finished = [trend for trend in sorted(store.trends(), key=lambda item: item.run_id) if trend.status == "finished"]
+    labels = _labels_of([trend.started_at for trend in finished], _Labels(), _TimedLabels())
+    for trend, label in zip(finished, labels, strict=True):
         points.append(
             TrendPoint(
                 run_id=trend.run_id,
-                label=_label(trend.started_at),
+                label=label,
                 servers_scanned=trend.servers_scanned,
                 servers_ok=trend.servers_ok,
                 servers_with_problems=trend.servers_with_problems,
@@ -288,7 +314,7 @@ def _provider_views(tools: Sequence[object], providers: Sequence[str]) -> dict[s
 _NO_TOKENS: Mapping[str, int] = {}
 
 
-def _history_columns(scans: HistoryColumns, providers: Sequence[str], labels: Mapping[datetime, str]) -> History:
+def _history_columns(scans: HistoryColumns, providers: Sequence[str], labels: _Labels) -> History:
     """The store's history of one server (ordered by run) as chart columns; failed scans are gaps.
 
     ``labels`` maps a scan time to its label, shared by every page (a run's scans share dates). The per-scan
@@ -313,12 +339,13 @@ def _history_columns(scans: HistoryColumns, providers: Sequence[str], labels: Ma
             tokens[index] = _NO_TOKENS
     return History(
         run_ids=scans.run_ids,
-        labels=tuple(map(labels.__getitem__, scans.scanned_at)),
+        labels=_labels_of(scans.scanned_at, labels, labels.timed),
         outcomes=outcomes,
         tokens={provider: tuple(map(methodcaller("get", provider), tokens)) for provider in providers},
         problems=column(scans.problems),
         warnings=column(scans.warnings),
         notes=column(scans.notes),
+        details=scans.details,
     )
 
 
@@ -329,7 +356,7 @@ def build_server_page(
     server_events: Sequence[EventRow],
     scans: HistoryColumns,
     tools: Sequence[object] | None,
-    labels: Mapping[datetime, str] | None = None,
+    labels: _Labels | None = None,
 ) -> ServerPage:
     """One server's page from what the store returned for it: ``scans`` (its history as columns,
     :meth:`Store.history_columns`), ``server_events`` (its change log), ``leader`` (its leaderboard row, whose
@@ -358,6 +385,8 @@ def build_server_page(
         views = _provider_views(tools, providers)
     info: dict[str, str] = {}
     latest = scans.latest
+    # What ran and its stderr belong to this run's scan: a report of an older run does not show a newer one's.
+    shown = latest if latest is not None and latest.scan_id == leader.scan_id else None
     if latest is not None:
         for key, value in (
             ("Server info name", latest.server_name),
@@ -379,7 +408,16 @@ def build_server_page(
         info["Lanes"] = row.lanes
         if row.lane:
             info["Ranked lane"] = f"{row.lane} (the richest)"
-    return ServerPage(row=row, history=points, events=events, findings=findings, provider_views=views, server_info=info)
+    return ServerPage(
+        row=row,
+        history=points,
+        events=events,
+        findings=findings,
+        provider_views=views,
+        server_info=info,
+        ran=shown.ran if shown is not None else None,
+        stderr_tail=shown.stderr_tail if shown is not None else (),
+    )
 
 
 def server_pages(

@@ -12,6 +12,29 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from scanner.models import MEASURED_PROVIDERS, PROVIDERS, Outcome
+from scanner.store.rows import RunSpec
+
+# Why a server was not ranked, for the report's grouping: (key, heading, the outcomes it covers), in the order
+# shown. A package's own causes come first: they are what a nightly registry scan mostly meets.
+FAILURE_CAUSES: tuple[tuple[str, str, frozenset[str]], ...] = (
+    ("install_failed", "Install failed", frozenset({"install_failed"})),
+    ("package_not_found", "Package not found", frozenset({"package_not_found"})),
+    ("runner_missing", "Runner missing", frozenset({"runner_missing"})),
+    ("needs_configuration", "Needs configuration", frozenset({"needs_configuration"})),
+    ("crashed", "Crashed or exited", frozenset({"crashed", "exited", "spawn_error"})),
+    ("timeout", "Timed out", frozenset({"timeout"})),
+    ("unreachable", "Unreachable", frozenset({"connect_error", "http_error"})),
+    ("auth_required", "Authentication required", frozenset({"auth_required"})),
+    ("protocol", "Protocol errors", frozenset({"protocol_error", "invalid_response"})),
+    ("too_large", "Too large", frozenset({"too_large"})),
+    ("skipped", "Skipped by policy", frozenset({"skipped", "refused"})),
+)
+_CAUSE_OF = {outcome: (key, label) for key, label, outcomes in FAILURE_CAUSES for outcome in outcomes}
+
+
+def failure_cause(outcome: str) -> tuple[str, str]:
+    """The (key, heading) of the cause an unranked outcome is grouped under; an unknown outcome is ``other``."""
+    return _CAUSE_OF.get(outcome, ("other", "Other"))
 
 
 @dataclass(frozen=True)
@@ -77,6 +100,32 @@ class Leaderboard:
     ranked: tuple[ServerRow, ...]
     unranked: tuple[ServerRow, ...]
 
+    @property
+    def failure_groups(self) -> tuple[FailureGroup, ...]:
+        """The unranked servers grouped by cause (see :data:`FAILURE_CAUSES`), in that order, each by name."""
+        grouped: dict[str, list[ServerRow]] = {}
+        for row in self.unranked:
+            grouped.setdefault(failure_cause(row.outcome)[0], []).append(row)
+        order = [key for key, _, _ in FAILURE_CAUSES] + ["other"]
+        return tuple(
+            FailureGroup(
+                key=key,
+                label=failure_cause(grouped[key][0].outcome)[1],
+                rows=tuple(sorted(grouped[key], key=lambda row: row.name)),
+            )
+            for key in order
+            if key in grouped
+        )
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    """Unranked servers that failed for one cause (``key`` and ``label`` from :data:`FAILURE_CAUSES`)."""
+
+    key: str
+    label: str
+    rows: tuple[ServerRow, ...]
+
 
 @dataclass(frozen=True)
 class TrendPoint:
@@ -114,9 +163,15 @@ class History:
     problems: tuple[int | None, ...]
     warnings: tuple[int | None, ...]
     notes: tuple[int | None, ...]
+    details: tuple[str, ...] = ()  # each scan's one-line detail (the reason, for a failed scan)
 
     def __len__(self) -> int:
         return len(self.run_ids)
+
+    @property
+    def has_data(self) -> bool:
+        """Whether any scan read a tool list (otherwise its charts would be empty)."""
+        return any(value is not None for value in self.problems)
 
 
 @dataclass(frozen=True)
@@ -141,6 +196,16 @@ class ServerPage:
     findings: tuple[FindingView, ...]
     provider_views: Mapping[str, str]  # provider -> pretty JSON of the list as that provider receives it
     server_info: Mapping[str, str] = field(default_factory=dict)  # label -> the server's own text
+    ran: RunSpec | None = None  # what this run's scan ran (registry version, package, URL, command; redacted)
+    stderr_tail: tuple[str, ...] = ()  # its last stderr lines (normalised, scrubbed; escaped by the renderer)
+
+    @property
+    def scan_table(self) -> tuple[tuple[int, str, str, str], ...]:
+        """The history as table rows (run, label, outcome, detail), newest first, at most 50."""
+        history = self.history
+        details = history.details or ("",) * len(history)
+        rows = zip(history.run_ids, history.labels, history.outcomes, details, strict=True)
+        return tuple(reversed(tuple(rows)))[:50]
 
 
 @dataclass(frozen=True)

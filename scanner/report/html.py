@@ -22,7 +22,7 @@ from scanner.errors import OutputError
 from scanner.models import PROVIDER_LABELS
 from scanner.report.data import ServerPage, ServerRow, SiteData, TrendPoint
 from scanner.report.svg import Series, line_chart, stacked_bar_chart
-from scanner.report.text import clean_text
+from scanner.report.text import clean_text, plural
 
 CSP = (
     "default-src 'none'; script-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'"
@@ -74,6 +74,7 @@ def make_environment() -> Environment:
     env.filters["score"] = _score
     env.filters["pct"] = _pct
     env.filters["movement"] = movement_text
+    env.filters["plural"] = plural
     return env
 
 
@@ -140,8 +141,11 @@ def _floats(column: Sequence[int | None]) -> tuple[float | None, ...]:
 
 
 def server_charts(page: ServerPage, providers: tuple[str, ...]) -> list[str]:
-    """A server's token history (one line per provider) and findings history (one line per severity)."""
+    """A server's token history (one line per provider) and findings history (one line per severity); none for a
+    server that never answered (two empty charts say nothing: its page shows its scans as a table)."""
     history = page.history
+    if not history.has_data:
+        return []
     tokens = [
         Series(PROVIDER_LABELS.get(provider, provider), _floats(history.tokens.get(provider, ())))
         for provider in providers

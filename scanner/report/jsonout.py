@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from scanner.report.data import Leaderboard, ServerRow
+from scanner.report.data import Leaderboard, ServerRow, failure_cause
 
 STRING_LIMIT = 4000
 FORMAT_VERSION = 1
@@ -62,7 +62,10 @@ def leaderboard_document(board: Leaderboard) -> dict[str, Any]:
         "score": {"version": board.score_version, "formula": board.score_formula},
         "providers": list(board.providers),
         "ranked": [_row(row) for row in board.ranked],
-        "unranked": [_row(row) for row in board.unranked],
+        "unranked": [{**_row(row), "cause": failure_cause(row.outcome)[0]} for row in board.unranked],
+        "unranked_by_cause": [
+            {"cause": group.key, "label": group.label, "servers": len(group.rows)} for group in board.failure_groups
+        ],
     }
 
 

@@ -1,4 +1,4 @@
-"""The leaderboard as Markdown (``leaderboard.md``): one table of ranked servers, one of the others.
+"""The leaderboard as Markdown (``leaderboard.md``): one table of ranked servers, then the others grouped by cause.
 
 Every server string goes through :func:`scanner.report.text.markdown_escape`: HTML characters become entities
 and Markdown syntax is backslash-escaped, so a name like ``[x](javascript:alert(1))`` or ``<script>`` shows as
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from scanner.report.data import Leaderboard, ServerRow
 from scanner.report.html import movement_text
-from scanner.report.text import markdown_escape
+from scanner.report.text import markdown_escape, plural
 
 
 def _cell(value: int | float | None) -> str:
@@ -48,14 +48,17 @@ def render_markdown(board: Leaderboard) -> str:
         "|" + "---:|" * 2 + "---|" + "---:|" * (2 + len(providers) + 3) + "---|",
     ]
     lines.extend(_ranked_line(row, providers) for row in board.ranked)
-    lines += ["", "## Not ranked: unreachable or behind authentication", ""]
+    lines += ["", f"## Not ranked: {plural(len(board.unranked), 'server')} whose tool list could not be read", ""]
     if board.unranked:
-        lines += ["| Server | Outcome | Detail |", "|---|---|---|"]
-        lines.extend(
-            f"| {markdown_escape(row.name, limit=500)} | {markdown_escape(row.outcome)} | "
-            f"{markdown_escape(row.detail, limit=500)} |"
-            for row in board.unranked
-        )
+        for number, group in enumerate(board.failure_groups):
+            lines += [""] if number else []
+            lines += [f"### {group.label} ({plural(len(group.rows), 'server')})", ""]
+            lines += ["| Server | Outcome | Reason |", "|---|---|---|"]
+            lines.extend(
+                f"| {markdown_escape(row.name, limit=500)} | {markdown_escape(row.outcome)} | "
+                f"{markdown_escape(row.detail, limit=500)} |"
+                for row in group.rows
+            )
     else:
         lines.append("Every server answered.")
     lines += ["", f"Score v{board.score_version}: `{board.score_formula}`.", ""]

@@ -50,6 +50,11 @@ def markdown_escape(value: Any, *, limit: int | None = DEFAULT_LIMIT) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``1 tool``, ``2 tools`` (``words`` for an irregular plural)."""
+    return f"{count:,} {word if count == 1 else (words or word + 's')}"
+
+
 # Windows device names: ``con.html`` (or ``con.anything``) opens the console, not a file, on every Windows.
 RESERVED_NAMES = frozenset(
     {"con", "prn", "aux", "nul", *(f"com{digit}" for digit in range(1, 10)), *(f"lpt{digit}" for digit in range(1, 10))}

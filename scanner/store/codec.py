@@ -12,8 +12,9 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import shlex
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +72,70 @@ def redact(text: str) -> str:
     text = _INLINE_CREDENTIAL.sub(lambda m: f"{m.group(1)} [redacted]", clean_str(text))
     text = _QUERY_CREDENTIAL.sub(lambda m: f"{m.group(1)}[redacted]", text)
     return _URL_PASSWORD.sub(lambda m: f"{m.group(1)}[redacted]@", text)
+
+
+# A value this short is not taken for a secret when blanking known values out of a command line ("1", "true").
+_MIN_SECRET_CHARS = 6
+MAX_COMMAND = 2000
+
+
+def _known(secrets: Iterable[str]) -> list[str]:
+    return sorted({value for value in secrets if len(value) >= _MIN_SECRET_CHARS}, key=len, reverse=True)
+
+
+def redact_known(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with every known secret value (at least six characters) blanked as ``<secret>``, then
+    :func:`redact`."""
+    for value in _known(secrets):
+        text = text.replace(value, "<secret>")
+    return redact(text)
+
+
+def blank_known(value: Any, secrets: Iterable[str], depth: int = 0) -> Any:
+    """``value`` (JSON-like) with every known secret value blanked as ``<secret>`` in each string, keys
+    included; deeper than :data:`MAX_DEPTH` levels, what would be cut anyway becomes None."""
+    known = _known(secrets)
+    if not known:
+        return value
+    return _blank(value, known, depth)
+
+
+def _blank(value: Any, known: list[str], depth: int) -> Any:
+    if isinstance(value, str):
+        for secret in known:
+            value = value.replace(secret, "<secret>")
+        return value
+    if depth > MAX_DEPTH + 1:
+        return None
+    if isinstance(value, Mapping):
+        return {_blank(str(k), known, depth): _blank(v, known, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_blank(item, known, depth + 1) for item in value]
+    return value
+
+
+def redact_command(words: Sequence[str], secrets: Iterable[str] = ()) -> str:
+    """A command line as it is stored and shown: quoted as a shell would read it, every known secret value
+    (``secrets``: the entry's env and header values) blanked as ``<secret>``, the value of a flag whose name looks
+    like a credential (``--api-key X``, ``--token=X``) blanked, and inline credentials masked (:func:`redact`)."""
+    known = _known(secrets)
+    shown: list[str] = []
+    blank_next = False
+    for word in words:
+        text = str(word)
+        for value in known:
+            text = text.replace(value, "<secret>")
+        if blank_next:
+            text, blank_next = "<secret>", False
+        elif text.startswith("-"):
+            flag, equals, _value = text.partition("=")
+            if is_secret_key(flag.lstrip("-")):
+                if equals:
+                    text = f"{flag}=<secret>"
+                else:
+                    blank_next = True
+        shown.append(redact(text))
+    return shlex.join(shown)[:MAX_COMMAND]
 
 
 def is_secret_key(key: str) -> bool:

@@ -212,6 +212,27 @@ def downgrade(engine: Engine, revision: str) -> None:
         command.downgrade(config, revision)
 
 
+def url_without_password(url: str) -> str:
+    """``url`` as it may be printed: a database password shown as ``***``; anything else (a path, a URL without a
+    password, one that does not parse) as given."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return url
+    return parsed.render_as_string(hide_password=True) if parsed.password else url
+
+
+def sqlite_file_missing(url: str) -> bool:
+    """True for a SQLite URL whose file does not exist (``--resume`` must not create an empty database to find
+    nothing in); False for any other URL, an in-memory one, or one that does not parse (opening it says why)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return False
+    database = parsed.database or ""
+    return parsed.drivername.startswith("sqlite") and database not in ("", ":memory:") and not Path(database).exists()
+
+
 def open_engine(url: str) -> Engine:
     """Open ``url`` and migrate it to head; any failure becomes one clear :class:`StoreError` line."""
     engine = create_store_engine(url)

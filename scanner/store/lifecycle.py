@@ -77,15 +77,14 @@ def resume_run(sessions: sessionmaker[Session], run_id: int) -> set[str]:
     return scanned_server_names(sessions, run_id)
 
 
-def resumable_run(sessions: sessionmaker[Session], source: str) -> int | None:
-    """The newest unfinished run (interrupted, or left ``running`` by a killed process) of ``source``."""
+def resumable_run(sessions: sessionmaker[Session], source: str | None) -> int | None:
+    """The newest unfinished run (interrupted, or left ``running`` by a killed process) of ``source``, or of any
+    source when None."""
+    query = select(Run.id).where(Run.status.in_(("interrupted", "running")))
+    if source is not None:
+        query = query.where(Run.source == _source(source))
     with sessions() as session:
-        return session.scalar(
-            select(Run.id)
-            .where(Run.source == _source(source), Run.status.in_(("interrupted", "running")))
-            .order_by(Run.id.desc())
-            .limit(1)
-        )
+        return session.scalar(query.order_by(Run.id.desc()).limit(1))
 
 
 def scanned_server_names(sessions: sessionmaker[Session], run_id: int) -> set[str]:

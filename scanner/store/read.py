@@ -37,6 +37,7 @@ from scanner.store.rows import (
     LaneRow,
     LeaderRow,
     RunRow,
+    RunSpec,
     RunTrend,
     ScanRow,
     ServerSummary,
@@ -247,6 +248,11 @@ def servers(engine: Engine) -> list[ServerSummary]:
             ok_scan.c.run_id,
             ok_scan.c.server_version,
             ok_scan.c.toolset_id,
+            last_scan.c.registry_version,
+            last_scan.c.package,
+            last_scan.c.url,
+            last_scan.c.command,
+            last_scan.c.extra,
         )
         .outerjoin(last_scan, last_scan.c.id == _SERVERS.c.last_scan_id)
         .outerjoin(ok_scan, ok_scan.c.id == _SERVERS.c.last_ok_scan_id)
@@ -268,8 +274,22 @@ def servers(engine: Engine) -> list[ServerSummary]:
             tools_count=sizes[toolset_id][0] if toolset_id in sizes else None,
             tokens=dict(tokens.get(toolset_id, {})) if toolset_id is not None else {},
             toolset_sha256=sizes[toolset_id][1] if toolset_id in sizes else None,
+            last_run=run_spec(*ran) if last_run is not None else None,
+            last_stderr_tail=stderr_tail(extra),
         )
-        for name, first_seen, last_run, last_at, last_outcome, last_detail, ok_run, version, toolset_id in rows
+        for (
+            name,
+            first_seen,
+            last_run,
+            last_at,
+            last_outcome,
+            last_detail,
+            ok_run,
+            version,
+            toolset_id,
+            *ran,
+            extra,
+        ) in rows
     ]
 
 
@@ -312,7 +332,28 @@ _SCAN_COLUMNS = (
     _SCANS.c.server_name,
     _SCANS.c.server_version,
     _SCANS.c.toolset_id,
+    _SCANS.c.registry_version,
+    _SCANS.c.package,
+    _SCANS.c.url,
+    _SCANS.c.command,
+    _SCANS.c.extra,
 )
+
+
+def stderr_tail(extra: Any) -> tuple[str, ...]:
+    """A scan's stored stderr tail (``extra["stderr_tail"]``: the last lines, normalised and scrubbed)."""
+    tail = extra.get("stderr_tail") if isinstance(extra, Mapping) else None
+    return tuple(line for line in tail if isinstance(line, str)) if isinstance(tail, list) else ()
+
+
+def run_spec(registry_version: Any, package: Any, url: Any, command: Any) -> RunSpec:
+    """The :class:`RunSpec` of a scan's four what-was-run columns."""
+    return RunSpec(
+        registry_version=registry_version,
+        package=package if isinstance(package, Mapping) else None,
+        url=url,
+        command=command,
+    )
 
 
 class _Memo(dict[Any, Any]):
@@ -416,6 +457,11 @@ class _Facts:
             server_name,
             server_version,
             toolset_id,
+            registry_version,
+            package,
+            url,
+            command,
+            extra,
         ) = row
         problems, warnings, notes = self.counts(scan_id, toolset_id, run_id)
         tools_count, sha256 = self.toolsets.get(toolset_id, _NO_TOOLSET) if toolset_id is not None else _NO_TOOLSET
@@ -437,6 +483,8 @@ class _Facts:
             notes=notes,
             toolset_sha256=sha256,
             rule_version=self.versions[run_id],
+            ran=run_spec(registry_version, package, url, command),
+            stderr_tail=stderr_tail(extra),
         )
 
 
@@ -555,8 +603,9 @@ def history_columns(engine: Engine, names: Iterable[str] | None = None) -> dict[
     """Each server's history as :class:`HistoryColumns` (every server when ``names`` is None), keyed by name.
 
     What :func:`histories` gives, ordered by run, for a chart rather than a table: five queries per 500 servers
-    (four narrow columns of every scan, the three grouped reads of :class:`_Facts`, then the newest scan of each
-    server in full), and no object per scan. Names not in the database are left out; keys in name order.
+    (five narrow columns of every scan, its detail included, the three grouped reads of :class:`_Facts`, then
+    the newest scan of each server in full), and no object per scan. Names not in the database are left out;
+    keys in name order.
     """
     connection, versions, servers, chunks = _start(engine, names)
     result: dict[int, HistoryColumns] = {}
@@ -569,12 +618,13 @@ def history_columns(engine: Engine, names: Iterable[str] | None = None) -> dict[
                 _SCAN_COLUMNS[3],
                 _SCANS.c.outcome,
                 _SCANS.c.toolset_id,
+                _SCANS.c.detail,
             ).order_by(_SCANS.c.server_id, _SCANS.c.run_id)
             scans = connection.execute(query if chunk is None else query.where(_SCANS.c.server_id.in_(chunk))).all()
             facts = _Facts(connection, versions, chunk, (row[5] for row in scans))
             newest: dict[int, int] = {}
             for server_id, group in groupby(scans, key=itemgetter(0)):
-                _, scan_ids, run_ids, raw_moments, outcomes, toolset_ids = zip(*group, strict=True)
+                _, scan_ids, run_ids, raw_moments, outcomes, toolset_ids, details = zip(*group, strict=True)
                 problems, warnings, notes = facts.count_columns(scan_ids, toolset_ids, run_ids)
                 result[server_id] = HistoryColumns(
                     scan_ids=scan_ids,
@@ -586,6 +636,7 @@ def history_columns(engine: Engine, names: Iterable[str] | None = None) -> dict[
                     warnings=warnings,
                     notes=notes,
                     latest=None,
+                    details=details,
                 )
                 newest[server_id] = scan_ids[-1]
             for part in common.chunks(sorted(newest.values())):
@@ -924,8 +975,14 @@ class _Intervals:
 # --- What changed between two scans -------------------------------------------------------------------------
 
 
-def _scan_of(session: Session, server_id: int, run_id: int | None, before: int | None) -> Scan | None:
-    query = select(Scan).where(Scan.server_id == server_id, Scan.outcome == "ok")
+def _scan_of(
+    session: Session, server_id: int, run_id: int | None, before: int | None, *, ok: bool = True
+) -> Scan | None:
+    """The newest scan of a server (a successful one when ``ok``), in ``run_id`` and before scan ``before`` if
+    given."""
+    query = select(Scan).where(Scan.server_id == server_id)
+    if ok:
+        query = query.where(Scan.outcome == "ok")
     if run_id is not None:
         query = query.where(Scan.run_id == run_id)
     if before is not None:
@@ -933,25 +990,43 @@ def _scan_of(session: Session, server_id: int, run_id: int | None, before: int |
     return session.scalar(query.order_by(Scan.id.desc()).limit(1))
 
 
-def diff(sessions: sessionmaker[Session], server: str, from_run: int | None = None, to_run: int | None = None) -> Diff:
-    """What changed on ``server`` between two successful scans.
+def _diff_ends(
+    session: Session, server: str, server_id: int, from_run: int | None, to_run: int | None
+) -> tuple[Scan | None, Scan]:
+    """The two scans :func:`diff` compares (see :class:`Diff`)."""
+    if to_run is not None:
+        to_scan = _scan_of(session, server_id, to_run, None, ok=False)
+        if to_scan is None:
+            raise InputError(f"Server {server!r} has no scan in run {to_run}.")
+    else:
+        found = _scan_of(session, server_id, None, None) or _scan_of(session, server_id, None, None, ok=False)
+        if found is None:
+            raise InputError(f"Server {server!r} has no scan yet.")
+        to_scan = found
+    if from_run is not None:
+        from_scan = _scan_of(session, server_id, from_run, None, ok=False)
+        if from_scan is None:
+            raise InputError(f"Server {server!r} has no scan in run {from_run}.")
+    else:
+        from_scan = _scan_of(session, server_id, None, to_scan.id, ok=to_scan.outcome == "ok")
+    return from_scan, to_scan
 
-    ``to_run`` None: its latest successful scan; ``from_run`` None: the successful scan before that.
-    Raises :class:`InputError` when the server had no successful scan in a run asked for.
+
+def diff(sessions: sessionmaker[Session], server: str, from_run: int | None = None, to_run: int | None = None) -> Diff:
+    """What changed on ``server`` between two scans (see :class:`Diff`).
+
+    ``to_run`` None: its latest successful scan (its latest scan if none succeeded); ``from_run`` None: the
+    successful scan before that (the scan before it, when it failed). Raises :class:`InputError` when the server
+    has no scan in a run asked for.
     """
     with sessions() as session:
         server_id = common.server_id(session, server)
         versions = common.scoring_versions(session)
-        to_scan = _scan_of(session, server_id, to_run, None)
-        if to_scan is None or to_scan.toolset_id is None:
-            where = f"in run {to_run}" if to_run is not None else "yet"
-            raise InputError(f"Server {server!r} has no successful scan {where}.")
-        from_scan = _scan_of(session, server_id, from_run, None if from_run is not None else to_scan.id)
-        if from_run is not None and from_scan is None:
-            raise InputError(f"Server {server!r} has no successful scan in run {from_run}.")
+        from_scan, to_scan = _diff_ends(session, server, server_id, from_run, to_run)
+        compared = to_scan.toolset_id is not None and (from_scan is None or from_scan.toolset_id is not None)
 
         def side(scan: Scan | None) -> tuple[list[Any], str | None, dict[str, int], list[Finding]]:
-            if scan is None or scan.toolset_id is None:
+            if not compared or scan is None or scan.toolset_id is None:
                 return [], None, {}, []
             row = session.get(ToolsetRow, scan.toolset_id)
             assert row is not None  # a foreign key guarantees it
@@ -967,6 +1042,17 @@ def diff(sessions: sessionmaker[Session], server: str, from_run: int | None = No
         lanes = lanes_of(session, select(Scan.id).where(Scan.id.in_(sides)))
         keys_from = {changes.finding_key(f) for f in found_from}
         keys_to = {changes.finding_key(f) for f in found_to}
+        low, high = sorted((from_scan.id if from_scan else 0, to_scan.id))
+        outcome_events = session.execute(
+            select(Event.run_id, Event.details)
+            .where(
+                Event.server_id == server_id,
+                Event.kind == changes.OUTCOME_CHANGED,
+                Event.scan_id > low,
+                Event.scan_id <= high,
+            )
+            .order_by(Event.id)
+        ).all()
         return Diff(
             server=server,
             from_run=from_scan.run_id if from_scan else None,
@@ -974,7 +1060,7 @@ def diff(sessions: sessionmaker[Session], server: str, from_run: int | None = No
             from_version=from_scan.server_version if from_scan else None,
             to_version=to_scan.server_version,
             from_sha256=sha_from,
-            to_sha256=sha_to or "",
+            to_sha256=sha_to,
             tools_added=tool_changes.added,
             tools_removed=tool_changes.removed,
             tools_changed=tool_changes.changed,
@@ -986,6 +1072,20 @@ def diff(sessions: sessionmaker[Session], server: str, from_run: int | None = No
             findings_fixed=tuple(
                 sorted((f for f in found_from if changes.finding_key(f) not in keys_to), key=Finding.sort_key)
             ),
+            from_outcome=from_scan.outcome if from_scan else None,
+            to_outcome=to_scan.outcome,
+            from_registry_version=from_scan.registry_version if from_scan else None,
+            to_registry_version=to_scan.registry_version,
+            outcome_changes=tuple(
+                (run_id, _text_or_none(details.get("from")), _text_or_none(details.get("to")))
+                for run_id, details in outcome_events
+                if isinstance(details, Mapping)
+            ),
+            tools_compared=compared,
             lanes_from=lanes.get(from_scan.id, (None, ()))[1] if from_scan else (),
             lanes_to=lanes.get(to_scan.id, (None, ()))[1],
         )
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

@@ -65,10 +65,32 @@ class ServerSummary:
     tools_count: int | None
     tokens: Mapping[str, int]
     toolset_sha256: str | None
+    last_run: RunSpec | None = None  # what the last scan ran
+    last_stderr_tail: tuple[str, ...] = ()  # the last scan's stderr tail (normalised, scrubbed; not escaped)
 
     @property
     def max_tokens(self) -> int:
         return max(self.tokens.values(), default=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSpec:
+    """What one scan ran: the entry's version in its registry, its package or URL, and its command line (secrets
+    redacted). ``package`` holds ``registry_type``, ``identifier``, ``version``, ``pinned``, ``spec``, ``runner``
+    when the entry was a registry package. All None for scans stored before migration 0003."""
+
+    registry_version: str | None = None
+    package: Mapping[str, object] | None = None  # JSON values
+    url: str | None = None
+    command: str | None = None
+
+    def what(self) -> str | None:
+        """One line: the command, else the URL, else the package's identifier and version."""
+        if self.command or self.url:
+            return self.command or self.url
+        if self.package:
+            return f"{self.package.get('identifier')} {self.package.get('version') or ''}".strip()
+        return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,12 +127,18 @@ class ScanRow:
     notes: int
     toolset_sha256: str | None
     rule_version: str
+    ran: RunSpec = field(default_factory=RunSpec)
+    stderr_tail: tuple[str, ...] = ()  # normalised and scrubbed when stored; escape it to show it
     lane: str | None = None  # a scan in lanes: the lane whose result this row is (the richest)
     lanes: tuple[LaneRow, ...] = ()  # a scan in lanes: every lane, anonymous first
 
     @property
     def max_tokens(self) -> int:
         return max(self.tokens.values(), default=0)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,6 +160,7 @@ class HistoryColumns:
     warnings: tuple[int, ...]
     notes: tuple[int, ...]
     latest: ScanRow | None
+    details: tuple[str, ...] = ()  # each scan's one-line detail ("" for most ok scans)
 
     def __len__(self) -> int:
         return len(self.scan_ids)
@@ -201,7 +230,13 @@ class EventRow:
 
 @dataclass(frozen=True, kw_only=True)
 class Diff:
-    """What changed on a server between two successful scans (``from_run`` None: everything is new)."""
+    """What changed on a server between two scans (``from_run`` None: everything is new).
+
+    By default the two are its last two successful scans; a server with no successful scan compares its last two
+    scans, whatever their outcome. Tools, tokens and findings are compared only when both sides answered
+    (``tools_compared``); outcome changes on the way (``outcome_changes``: run, before, after) and both sides'
+    versions (the registry's and the server's own) are always given.
+    """
 
     server: str
     from_run: int | None
@@ -209,7 +244,7 @@ class Diff:
     from_version: str | None
     to_version: str | None
     from_sha256: str | None
-    to_sha256: str
+    to_sha256: str | None
     tools_added: tuple[str, ...]
     tools_removed: tuple[str, ...]
     tools_changed: tuple[tuple[str, tuple[str, ...]], ...]  # (tool, fields that changed)
@@ -217,6 +252,12 @@ class Diff:
     tokens_to: Mapping[str, int]
     findings_new: tuple[Finding, ...]
     findings_fixed: tuple[Finding, ...]
+    from_outcome: str | None = None
+    to_outcome: str = "ok"
+    from_registry_version: str | None = None
+    to_registry_version: str | None = None
+    outcome_changes: tuple[tuple[int, str | None, str | None], ...] = ()
+    tools_compared: bool = True
     lanes_from: tuple[LaneRow, ...] = ()  # the lanes of each side, when it was scanned in lanes
     lanes_to: tuple[LaneRow, ...] = ()
 
@@ -227,7 +268,13 @@ class Diff:
 
     @property
     def unchanged(self) -> bool:
-        return self.from_sha256 == self.to_sha256 and not self.findings_new and not self.findings_fixed
+        return (
+            self.from_sha256 == self.to_sha256
+            and not self.findings_new
+            and not self.findings_fixed
+            and self.from_outcome == self.to_outcome
+            and not self.outcome_changes
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

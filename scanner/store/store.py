@@ -89,8 +89,9 @@ class Store:
         """Reopen an interrupted (or still running) run; returns the names already scanned, to skip them."""
         return lifecycle.resume_run(self._sessions, run_id)
 
-    def resumable_run(self, source: str) -> int | None:
-        """The newest unfinished run (interrupted, or left ``running`` by a killed process) of ``source``."""
+    def resumable_run(self, source: str | None) -> int | None:
+        """The newest unfinished run (interrupted, or left ``running`` by a killed process) of ``source``, or of
+        any source when None."""
         return lifecycle.resumable_run(self._sessions, source)
 
     def scanned_server_names(self, run_id: int) -> set[str]:

@@ -196,6 +196,12 @@ class Scan(Base):
     toolset_id: Mapped[int | None] = mapped_column(ForeignKey("toolsets.id"), index=True)
     anonymous: Mapped[bool] = mapped_column(Boolean, default=False)
     extra: Mapped[dict[str, Any]]
+    # What was run (migration 0003): the entry's version in its registry (beside serverInfo's), its package
+    # (registry_type, identifier, version, pinned, spec, runner), its URL and command line, secrets redacted.
+    registry_version: Mapped[str | None] = mapped_column(String(100))
+    package: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    url: Mapped[str | None] = mapped_column(Text)
+    command: Mapped[str | None] = mapped_column(Text)
     # Scans in lanes (docs/lanes.md): which lane this row's result is (the richest), NULL for a one-lane scan.
     lane: Mapped[str | None] = mapped_column(String(16))
     instructions_id: Mapped[int | None] = mapped_column(ForeignKey("instructions.id"), index=True)

@@ -364,6 +364,7 @@ def _write_scan(
 
     # Every row's own reading of the clock, in this order (the report tests' clock ticks once per reading).
     now = common.now()
+    secrets = entry_secrets(entry)
     scan_outcome = str(outcome.outcome)
     server_version = codec.text(outcome.server_version, 100)
     scan_id = _new_id(
@@ -374,7 +375,9 @@ def _write_scan(
                 "server_id": server_id,
                 "scanned_at": now,
                 "outcome": scan_outcome,
-                "detail": codec.redact(str(outcome.detail or "")[: codec.MAX_DETAIL * 2])[: codec.MAX_DETAIL],
+                "detail": codec.redact_known(str(outcome.detail or "")[: codec.MAX_DETAIL * 2], secrets)[
+                    : codec.MAX_DETAIL
+                ],
                 "transport": str(outcome.transport or entry.transport)[:32],
                 "era": codec.text(outcome.era, 16),
                 "protocol_version": codec.text(outcome.protocol_version, 32),
@@ -385,9 +388,11 @@ def _write_scan(
                 "pages": outcome.pages if isinstance(outcome.pages, int) else 0,
                 "toolset_id": toolset_id,
                 "anonymous": bool(entry.anonymous),
-                "extra": codec.small_json(_stored_extra(outcome.extra, measure_error)),
+                # A server may print the secrets it was given (its env, its headers): never stored.
+                "extra": codec.small_json(codec.blank_known(_stored_extra(outcome.extra, measure_error), secrets)),
                 "lane": outcome.lane[:16] if outcome.lane and outcome.lanes else None,
                 "instructions_id": extras.instructions_id,
+                **what_was_run(entry),
             },
         )
     )
@@ -441,6 +446,43 @@ def _write_scan(
         events=tuple(events),
         history_findings=tuple(history_findings),
     )
+
+
+# The package facts kept with a scan: what identifies what ran, none of the entry's variables.
+_PACKAGE_KEYS = {
+    "registryType": "registry_type",
+    "identifier": "identifier",
+    "version": "version",
+    "pinned": "pinned",
+    "spec": "spec",
+    "runner": "runner",
+}
+
+
+def entry_secrets(entry: ServerEntry) -> list[str]:
+    """The values an entry hands a server (its env and headers, and a header's credential without its scheme,
+    as in ``Bearer X``): any may be a secret, none is stored."""
+    values = [str(value) for value in (*entry.env.values(), *entry.headers.values())]
+    return values + [value.split()[-1] for value in map(str, entry.headers.values()) if len(value.split()) > 1]
+
+
+def what_was_run(entry: ServerEntry) -> dict[str, Any]:
+    """The ``scans`` columns saying what was run: the entry's registry version, its package, its URL and its
+    command line, with every value of its env and headers (and anything credential-like) redacted."""
+    secrets = entry_secrets(entry)
+    package = None
+    if entry.package is not None and entry.package.get("identifier"):
+        package = {
+            stored: entry.package[key] if isinstance(entry.package[key], bool) else codec.text(entry.package[key], 300)
+            for key, stored in _PACKAGE_KEYS.items()
+            if entry.package.get(key) is not None
+        }
+    return {
+        "registry_version": codec.text(entry.version, 100),
+        "package": package,
+        "url": codec.redact_known(entry.url, secrets)[: codec.MAX_COMMAND] if entry.url else None,
+        "command": codec.redact_command(entry.command, secrets) if entry.command else None,
+    }
 
 
 def write_measurement(

@@ -86,8 +86,12 @@ def test_ranking_movement_and_unranked_servers(site: Path) -> None:
 
     index = text_of(read(site / "index.html"))
     assert "Score v1:" in index
-    assert "Not ranked: unreachable or behind authentication" in index
-    assert "connection refused" in index
+    assert "Not ranked: 2 servers whose tool list could not be read" in index
+    assert (
+        "Unreachable (1 server) Unreachable in run 3 Server Outcome Reason delta connect_error connection refused"
+        in (index)
+    )
+    assert "Authentication required (1 server)" in index
 
 
 def test_trends_page_has_each_runs_numbers(site: Path, story_store: Store) -> None:

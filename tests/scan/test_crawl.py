@@ -286,3 +286,18 @@ def test_a_failing_writer_stops_the_crawl_with_its_own_error() -> None:
     fake = InFlight()
     with pytest.raises(StoreError, match="refused the write"):
         anyio.run(lambda: crawl([http(f"s{i}") for i in range(5)], settings(concurrency=2), sink, scan=fake))
+
+
+def test_a_writer_error_is_raised_itself_when_workers_find_its_stream_gone() -> None:
+    """Many workers waiting to hand results over when the writer fails: they hit a closed stream too, and the
+    crawl's exception group holds both. The caller still gets the writer's own error (exit 4, not a group)."""
+
+    def sink(_entry: ServerEntry, _outcome: ScanOutcome) -> None:
+        raise StoreError("the disk is full")
+
+    async def instant(entry: ServerEntry) -> ScanOutcome:
+        return ScanOutcome(outcome=Outcome.OK, transport="streamable-http", detail="0 tools", tools=())
+
+    entries = [http(f"s{i}") for i in range(200)]
+    with pytest.raises(StoreError, match="disk is full"):
+        anyio.run(lambda: crawl(entries, settings(concurrency=32), sink, scan=instant))

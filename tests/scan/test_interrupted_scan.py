@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import signal
 import socket
 import sqlite3
@@ -148,8 +150,18 @@ def assert_consistent(db: Path) -> None:
         store.close()
 
 
-def resume_and_check(setup: dict[str, Any], run_id: int) -> None:
-    """Replace the hanging listener by servers that answer, ``--resume``, and check only the rest were scanned."""
+def hint_command(err: str) -> list[str]:
+    """The resume command the interruption message prints, as this test runs it (``fathom`` is this package)."""
+    match = re.search(r"`fathom (scan [^`]*)` finishes the run", err)
+    assert match, err
+    return [sys.executable, "-m", "scanner", *shlex.split(match.group(1))]
+
+
+def resume_and_check(setup: dict[str, Any], run_id: int, command: list[str] | None = None) -> None:
+    """Replace the hanging listener by servers that answer, ``--resume``, and check only the rest were scanned.
+
+    ``command`` is the resume command as printed; without it, the full scan command plus ``--resume``. Either way
+    it runs from another directory, so a relative default database would not be found."""
     db: Path = setup["db"]
     store = open_store(f"sqlite:///{db}")
     before = {row.name: row.last_scanned_at for row in store.servers()}
@@ -157,7 +169,17 @@ def resume_and_check(setup: dict[str, Any], run_id: int) -> None:
     port = setup["hanging"].port
     setup["hanging"].close()
     with DemoHost(slow_sites(), port=port):
-        process = start_scan(setup["registry"], db, "--resume", "--format", "json")
+        args = [*command, "--format", "json"] if command else scan_command(setup["registry"], db, "--resume")
+        if not command:
+            args += ["--format", "json"]
+        process = subprocess.Popen(
+            args,
+            cwd=db.parent,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         out, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
     summary = json.loads(out)
@@ -184,9 +206,10 @@ def test_sigint_marks_the_run_interrupted_and_resume_finishes_it(setup: dict[str
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=20)
     assert process.returncode == 130, (out, err)
-    assert "--resume" in err
+    assert err.endswith(f"fathom: interrupted; `fathom scan --resume --db {db}` finishes the run\n"), err
     summary = json.loads(out)
     assert summary["interrupted"] is True and summary["counts"] == {"ok": len(QUICK)}
+    assert (summary["scanned"], summary["total"]) == (len(QUICK), len(QUICK) + len(SLOW))
     store = open_store(f"sqlite:///{db}")
     try:
         (run,) = store.runs()
@@ -196,7 +219,9 @@ def test_sigint_marks_the_run_interrupted_and_resume_finishes_it(setup: dict[str
     finally:
         store.close()
     assert_consistent(db)
-    resume_and_check(setup, run.id)
+    # Followed as printed, from another directory: --db alone brings back the run's source and every option
+    # (without its stored --allow-private the five loopback servers would be refused, not ok).
+    resume_and_check(setup, run.id, hint_command(err))
 
 
 def test_sigterm_stops_as_cleanly_as_ctrl_c(setup: dict[str, Any]) -> None:
@@ -204,8 +229,10 @@ def test_sigterm_stops_as_cleanly_as_ctrl_c(setup: dict[str, Any]) -> None:
     process = start_scan(setup["registry"], db)
     wait_for_quick_results(process, db)
     process.send_signal(signal.SIGTERM)
-    _out, err = process.communicate(timeout=20)
+    out, err = process.communicate(timeout=20)
     assert process.returncode == 130, err
+    # The summary counts what was done, not what the registry lists.
+    assert out == f"run 1 interrupted: {len(QUICK)} of {len(QUICK) + len(SLOW)} servers scanned · ok {len(QUICK)}\n"
     store = open_store(f"sqlite:///{db}")
     try:
         assert [run.status for run in store.runs()] == ["interrupted"]
@@ -306,3 +333,47 @@ def test_ctrl_c_leaves_no_stdio_server_running(tmp_path: Path) -> None:
     for pid in left:  # do not leave them behind whatever the verdict
         os.kill(pid, signal.SIGKILL)
     assert left == []
+
+
+PG_URL = os.environ.get("FATHOM_TEST_POSTGRES_URL", "")
+
+
+@pytest.mark.skipif(not PG_URL, reason="set FATHOM_TEST_POSTGRES_URL to test PostgreSQL")
+def test_the_resume_hint_never_prints_a_database_password(setup: dict[str, Any]) -> None:
+    pytest.importorskip("psycopg")
+    from sqlalchemy import text
+    from sqlalchemy.engine import make_url
+
+    from scanner.store.engine import create_store_engine
+
+    engine = create_store_engine(PG_URL)
+    with engine.begin() as connection:  # a scratch database: start it empty
+        connection.execute(text("DROP SCHEMA public CASCADE"))
+        connection.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+    # The test server trusts loopback, so any password is accepted: the point is that none is printed.
+    url = make_url(PG_URL).set(password="pw-NOT-PRINTED-42").render_as_string(hide_password=False)
+    command = [*scan_command(setup["registry"], Path("unused")), "--db", url]  # the last --db wins
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    deadline = time.monotonic() + 40
+    with open_store(PG_URL) as store:
+        while not any(run.servers_scanned >= len(QUICK) for run in store.runs()):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=20)
+    assert process.returncode == 130, err
+    assert "pw-NOT-PRINTED-42" not in out + err
+    shown = make_url(url).render_as_string(hide_password=True)
+    assert err.endswith(
+        f"`fathom scan --resume --db {shlex.quote(shown)}` finishes the run "
+        "(with the database password in place of ***)\n"
+    ), err

@@ -294,10 +294,14 @@ def test_diff_default_and_explicit_runs(scanned: Scanned) -> None:
     assert ("tool removed", "delete_note") in {(r["change"], r["tool"]) for r in back}
 
 
-def test_diff_refuses_a_run_without_a_successful_scan(scanned: Scanned) -> None:
-    result = runner.invoke(app, ["diff", "hostile/hang", "--db", scanned.db, "--format", "json"])
-    assert result.exit_code == 2, (result.stdout, result.stderr)
-    assert "hostile/hang" in result.stderr
+def test_diff_of_a_server_that_never_answered_shows_its_outcomes(scanned: Scanned) -> None:
+    rows = scanned.q("diff", "hostile/hang")  # exit 0: what can be shown is shown
+    assert rows == [
+        {"change": "runs", "tool": None, "detail": "run 1 (timeout, version -) → run 2 (timeout, version -)"},
+        {"change": "tools not compared", "tool": None, "detail": "run 1 ended timeout; run 2 ended timeout"},
+    ]
+    result = runner.invoke(app, ["diff", "hostile/hang", "--to", "9", "--db", scanned.db])
+    assert result.exit_code == 2 and result.stderr == "fathom: Server 'hostile/hang' has no scan in run 9.\n"
     result = runner.invoke(app, ["history", "no/such-server", "--db", scanned.db, "--format", "json"])
     assert result.exit_code == 2, (result.stdout, result.stderr)
 

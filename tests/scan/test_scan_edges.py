@@ -52,14 +52,29 @@ def test_a_name_listed_twice_is_scanned_once_and_counted(tmp_path: Path) -> None
     assert "loopback" in rows["twice"]["detail"]  # the first entry of the name is the one scanned
 
 
-def test_resume_with_nothing_to_resume_starts_a_new_run(tmp_path: Path) -> None:
+def test_resume_with_nothing_to_resume_is_an_error_and_starts_nothing(tmp_path: Path) -> None:
     registry = write_list(tmp_path / "servers.json", [{"name": "a", "url": "http://127.0.0.1:9/mcp"}])
     db = f"sqlite:///{tmp_path}/f.db"
-    first = fathom_json("scan", str(registry), "--db", db, "--resume")
+    missing = runner.invoke(app, ["scan", "--resume", "--db", db])
+    assert missing.exit_code == 2
+    assert missing.stderr == f"fathom: Nothing to resume: no database at {db} (--db names it).\n"
+    assert not (tmp_path / "f.db").exists()  # not created by asking
+    first = fathom_json("scan", str(registry), "--db", db)
     assert (first["run_id"], first["resumed"], first["total"]) == (1, False, 1)
-    second = fathom_json("scan", str(registry), "--db", db, "--resume")  # run 1 is finished: not reopened
-    assert (second["run_id"], second["resumed"]) == (2, False)
-    assert [run["status"] for run in fathom_json("runs", "--db", db)] == ["finished", "finished"]
+    empty = runner.invoke(app, ["scan", "--resume", "--db", db])
+    assert empty.exit_code == 2
+    assert empty.stderr == (
+        "fathom: Nothing to resume: no interrupted run in this database. Run the scan without --resume.\n"
+    )
+    again = runner.invoke(app, ["scan", str(registry), "--db", db, "--resume"])  # run 1 is finished
+    assert again.exit_code == 2 and "Nothing to resume of " in again.stderr
+    assert [run["status"] for run in fathom_json("runs", "--db", db)] == ["finished"]  # no silent new run
+
+
+def test_scan_without_a_registry_needs_resume(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["scan", "--db", f"sqlite:///{tmp_path}/f.db"])
+    assert result.exit_code == 2
+    assert result.stderr == "fathom: name the registry to scan (only --resume may leave it out)\n"
 
 
 def test_a_missing_tokenizer_stops_the_scan_before_it_connects(tmp_path: Path) -> None:
@@ -111,5 +126,5 @@ def test_text_summary_and_no_progress_noise_off_a_terminal(tmp_path: Path) -> No
     registry = write_list(tmp_path / "servers.json", [{"name": "a", "url": "http://127.0.0.1:9/mcp"}])
     result = runner.invoke(app, ["scan", str(registry), "--db", f"sqlite:///{tmp_path}/f.db"])
     assert result.exit_code == 0, result.stderr
-    assert result.stdout == "run 1 finished: 1 servers · refused 1\n"
+    assert result.stdout == "run 1 finished: 1 server · refused 1\n"
     assert result.stderr == ""  # standard error is not a terminal here: no progress bar drawn into a log

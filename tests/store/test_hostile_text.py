@@ -114,7 +114,9 @@ def test_the_store_replaces_nul_and_surrogates_that_skipped_the_parse_edge_and_r
     result = runner.invoke(app, ["scan", str(registry), "--db", db_url, "--allow-private", "--resume"])
 
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith(f"run {run_id} finished: 1 servers")  # only "second" was left to scan
+    # Only "second" was left to scan; the run stored no address policy, so this command's --allow-private is used.
+    assert result.stdout == f"run {run_id} finished: 1 server (1 done before this resume) · ok 1\n"
+    assert "the run stored no 'allow_private'; this command's value is used" in result.stderr
     with open_store(db_url) as store:
         (run,) = store.runs()
         assert run.status == "finished" and run.servers_scanned == 2

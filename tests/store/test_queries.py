@@ -122,8 +122,13 @@ def test_diff(store: Store, runs: list[int]) -> None:
 
     first = store.diff("c")  # only one successful scan: everything is new
     assert first.from_run is None and first.tools_added == ("echo", "add", "search")
-    with pytest.raises(InputError, match="no successful scan in run"):
-        store.diff("c", to_run=runs[2])
+    assert first.outcome_changes == ((runs[1], "timeout", "ok"),)  # the way to its first answer
+    failed = store.diff("c", to_run=runs[2])  # a failed scan is compared with the scan before it, by outcome
+    assert (failed.from_run, failed.from_outcome, failed.to_outcome) == (runs[1], "ok", "auth_required")
+    assert not failed.tools_compared and failed.tools_added == failed.tools_removed == () and not failed.unchanged
+    assert failed.outcome_changes == ((runs[2], "ok", "auth_required"),)
+    with pytest.raises(InputError, match="has no scan in run 999"):
+        store.diff("c", to_run=999)
 
 
 def test_events(store: Store, runs: list[int]) -> None:

@@ -70,3 +70,37 @@ def test_two_settings_with_one_name_are_refused() -> None:
 
     with pytest.raises(ValueError, match="'timeout' is defined twice"):
         _flat_fields(Outer(), frozenset())
+
+
+def test_resume_rebuilds_the_config_a_run_stored() -> None:
+    from pathlib import Path
+
+    from scanner.scan import config_from_options
+
+    config = ScanConfig(
+        source="servers.json",
+        kind="list",
+        run_packages=True,
+        crawl=CrawlSettings(
+            concurrency=3,
+            limits=ClientLimits(timeout=120.0),
+            packages=PackageSettings(cache_dir=Path("/var/cache/f"), disk_limit_mb=99, pass_env=("A", "B")),
+        ),
+    )
+    stored = config.options()
+    rebuilt, notes = config_from_options("servers.json", "sqlite:///x.db", stored)
+    assert notes == []
+    assert rebuilt == dataclasses.replace(config, db_url="sqlite:///x.db", resume=True)
+    assert rebuilt.options() == stored
+    # An older run that stored fewer settings: the default is used and said; an unknown one is said too.
+    older = {key: value for key, value in stored.items() if key != "disk_limit_mb"} | {"gone": 1}
+    _, notes = config_from_options("servers.json", "sqlite:///x.db", older)
+    assert notes == [
+        "the run stored no 'disk_limit_mb'; the default is used",
+        "the run's option 'gone' is unknown to this version; ignored",
+    ]
+    # Given the command's config, a setting the run did not store takes the command's value, and says so.
+    given = dataclasses.replace(config, crawl=CrawlSettings(packages=PackageSettings(disk_limit_mb=512)))
+    rebuilt, notes = config_from_options("servers.json", "sqlite:///x.db", older, given)
+    assert rebuilt.crawl.packages.disk_limit_mb == 512 and rebuilt.crawl.concurrency == 3
+    assert notes[0] == "the run stored no 'disk_limit_mb'; this command's value is used"
