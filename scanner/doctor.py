@@ -29,12 +29,11 @@ import anyio
 import httpx
 
 from scanner.mcp import ClientLimits, scan_server
-from scanner.mcp.auth import _fetch_metadata, parse_challenge
+from scanner.mcp.auth import fetch_metadata, parse_challenge, same_origin, well_known_urls
 from scanner.models import Finding, Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.rules.lanes import lane_findings
 
 ANONYMOUS = "anonymous"
-_WELL_KNOWN_PRM = "/.well-known/oauth-protected-resource"
 _PROBE_BODY = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -221,18 +220,6 @@ async def probe_signals(url: str, limits: ClientLimits) -> AuthSignals:
     )
 
 
-def _same_origin(a: str, b: str) -> bool:
-    pa, pb = urlsplit(a), urlsplit(b)
-    return (pa.scheme, pa.hostname, pa.port) == (pb.scheme, pb.hostname, pb.port)
-
-
-def well_known_urls(url: str) -> list[str]:
-    """RFC 9728's well-known locations for ``url``: the path-inserted one first, then the origin's root."""
-    path = urlsplit(url).path.rstrip("/")
-    found = [urljoin(url, _WELL_KNOWN_PRM + path)] if path else []
-    return [*found, urljoin(url, _WELL_KNOWN_PRM)]
-
-
 async def _protected_resource(
     client: httpx.AsyncClient,
     url: str,
@@ -244,12 +231,12 @@ async def _protected_resource(
     candidates = well_known_urls(url)
     if isinstance(pointed, str) and pointed:
         pointed = urljoin(url, pointed)
-        if _same_origin(pointed, url):
+        if same_origin(pointed, url):
             candidates.insert(0, pointed)
         else:
             notes.append(f"resource_metadata on another origin, not fetched: {pointed}")
     for candidate in candidates:
-        document, error = await _fetch_metadata(client, candidate, limits)
+        document, error = await fetch_metadata(client, candidate, limits)
         if document is not None:
             return candidate, document
         notes.append(f"{candidate}: {error}")
@@ -284,7 +271,7 @@ async def _authorization_server(
         notes.append(f"authorization server not fetched: {refusal}")
         return None, None
     for candidate in authorization_server_urls(issuer):
-        document, error = await _fetch_metadata(client, candidate, limits)
+        document, error = await fetch_metadata(client, candidate, limits)
         if document is not None:
             return candidate, document
         notes.append(f"{candidate}: {error}")

@@ -49,9 +49,16 @@ def parse_challenge(header: str) -> dict[str, Any]:
     return {"scheme": wire.clean_str(scheme), "params": params}
 
 
-def _same_origin(a: str, b: str) -> bool:
+def same_origin(a: str, b: str) -> bool:
     pa, pb = urlsplit(a), urlsplit(b)
     return (pa.scheme, pa.hostname, pa.port) == (pb.scheme, pb.hostname, pb.port)
+
+
+def well_known_urls(url: str) -> list[str]:
+    """RFC 9728's well-known locations for ``url``: the path-inserted one first, then the origin's root."""
+    path = urlsplit(url).path.rstrip("/")
+    found = [urljoin(url, _WELL_KNOWN + path)] if path else []
+    return [*found, urljoin(url, _WELL_KNOWN)]
 
 
 async def auth_required(
@@ -69,17 +76,14 @@ async def auth_required(
     if metadata_url:
         metadata_url = urljoin(url, metadata_url)
         extra["resource_metadata_url"] = metadata_url
-        if _same_origin(metadata_url, url):
+        if same_origin(metadata_url, url):
             candidates.append(metadata_url)
         else:
             extra["resource_metadata_error"] = "not fetched: on another origin than the server"
     else:
-        path = urlsplit(url).path.rstrip("/")
-        if path:
-            candidates.append(urljoin(url, _WELL_KNOWN + path))
-        candidates.append(urljoin(url, _WELL_KNOWN))
+        candidates.extend(well_known_urls(url))
     for candidate in candidates:
-        metadata, error = await _fetch_metadata(client, candidate, limits)
+        metadata, error = await fetch_metadata(client, candidate, limits)
         if metadata is not None:
             extra["resource_metadata"] = metadata
             extra["resource_metadata_url"] = candidate
@@ -90,7 +94,7 @@ async def auth_required(
     return ScanFailure(Outcome.AUTH_REQUIRED, f"HTTP {status}: {what}", extra)
 
 
-async def _fetch_metadata(
+async def fetch_metadata(
     client: httpx.AsyncClient, url: str, limits: ClientLimits
 ) -> tuple[dict[str, Any] | None, str]:
     """GET protected-resource metadata: (the JSON object, "") or (None, why not). Never raises."""

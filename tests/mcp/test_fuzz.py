@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 
 from scanner.mcp import ClientLimits, jsonrpc, scan_server
 from scanner.mcp import session as session_module
-from scanner.mcp.auth import _fetch_metadata, parse_challenge
+from scanner.mcp.auth import fetch_metadata, parse_challenge
 from scanner.mcp.body import BodyDecoder, BodyError
 from scanner.mcp.failures import ScanFailure
 from scanner.mcp.sse import SSEParser
@@ -368,7 +368,7 @@ def test_metadata_fetch_takes_any_body_and_coding(coded: tuple[bytes, str], stat
 
         transport = httpx.MockTransport(answer)
         async with httpx.AsyncClient(transport=transport) as client:
-            return await _fetch_metadata(client, "http://127.0.0.1:9/.well-known/oauth-protected-resource", LIMITS)
+            return await fetch_metadata(client, "http://127.0.0.1:9/.well-known/oauth-protected-resource", LIMITS)
 
     with bounded_memory():
         metadata, error = anyio.run(fetch)
