@@ -11,7 +11,7 @@ from alembic import context
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection
 
-from scanner.store.tables import Base
+from scanner.store.tables import Base, described_here
 
 config = context.config
 target_metadata = Base.metadata
@@ -23,6 +23,7 @@ def _run(connection: Connection) -> None:
         target_metadata=target_metadata,
         render_as_batch=True,
         compare_type=True,
+        include_name=described_here,  # the task engine's queue tables are its own (migration 0005)
     )
     with context.begin_transaction():
         context.run_migrations()

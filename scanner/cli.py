@@ -609,6 +609,13 @@ def scan(
         ),
     ] = LaneChoice.both,
     fmt: Annotated[ScanFormat, typer.Option("--format", help="Output format of the summary.")] = ScanFormat.text,
+    enqueue: Annotated[
+        bool,
+        typer.Option(
+            help="PostgreSQL only: open the run and queue one job per server for `fathom worker`s "
+            "(docs/distributed.md) instead of scanning here."
+        ),
+    ] = False,
 ) -> None:
     """Scan every server of a registry concurrently into the database, keeping history between runs."""
     from scanner.crawl import CrawlSettings
@@ -646,6 +653,22 @@ def scan(
         for line in warning_lines(entries, settings.packages):
             typer.echo(f"fathom: {line}", err=True)
         _print_entries(entries, fmt)
+        return
+    if enqueue:
+        from scanner.distributed import enqueue_scan
+
+        queued = enqueue_scan(config)
+        if fmt is ScanFormat.json:
+            import dataclasses
+            import json
+
+            typer.echo(json.dumps(dataclasses.asdict(queued), indent=2))
+            return
+        typer.echo(
+            f"run {queued.run_id} queued: {queued.queued} servers"
+            + (f" ({queued.duplicates} duplicate names left out)" if queued.duplicates else "")
+            + "; start `fathom worker --db ...` on any machine"
+        )
         return
     summary = _scan_with_progress(config, run_scan)
     if fmt is ScanFormat.json:
@@ -731,13 +754,19 @@ def _print_entries(entries: list[ServerEntry], fmt: ScanFormat) -> None:
     typer.echo(render_rows(table, TableFormat.table, columns=columns), nl=False)
 
 
-def _table(fmt: QueryFormat, fetch: Callable[[], list[dict[str, Any]]], columns: list[str]) -> None:
-    """Run one query and print its rows in the chosen format (every column for JSON and CSV)."""
+def _table(
+    fmt: QueryFormat,
+    fetch: Callable[[], list[dict[str, Any]]],
+    columns: list[str] | Callable[[list[dict[str, Any]]], list[str]],
+) -> None:
+    """Run one query and print its rows in the chosen format (every column for JSON and CSV); ``columns`` may
+    be chosen from the rows."""
     from scanner.tabular import TableFormat, render_rows
 
     rows = fetch()
     table_format = TableFormat(fmt.value)
-    shown = columns if table_format is TableFormat.table else None
+    chosen = columns(rows) if callable(columns) else columns
+    shown = chosen if table_format is TableFormat.table else None
     typer.echo(render_rows(rows, table_format, columns=shown), nl=False)
 
 
@@ -751,12 +780,90 @@ FormatOption = Annotated[QueryFormat, typer.Option("--format", help="Output form
 DbOption = Annotated[str, typer.Option(help=DB_HELP)]
 
 
+@app.command(epilog=EXIT_CODES)
+def worker(
+    db: Annotated[str, typer.Option(help="The PostgreSQL of the distributed run: postgresql+psycopg://user@host/db.")],
+    concurrency: Annotated[int, typer.Option(min=1, max=1024, help="Servers this worker scans at once.")] = 32,
+    per_host: Annotated[int, typer.Option(min=1, max=1024, help="Servers this worker scans at once on one host.")] = 4,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            parser=_seconds,
+            help="Deadline for each server, in seconds (above 0, at most 86400); it covers every retry and wait.",
+        ),
+    ] = 30.0,
+    connect_timeout: Annotated[
+        float, typer.Option(parser=_seconds, help="Deadline to connect or spawn, in seconds (above 0, at most 86400).")
+    ] = 10.0,
+    retries: Annotated[
+        int, typer.Option(min=0, max=10, help="Retries for 429, 503 and resets, within the deadline.")
+    ] = 2,
+    profile: Annotated[str, typer.Option(help="Client-capability profile: rich (default), full or bare.")] = "rich",
+    allow_private: Annotated[
+        bool, typer.Option(help="Connect to loopback, private and link-local addresses too (never cloud metadata).")
+    ] = False,
+    run_packages: Annotated[
+        bool, typer.Option(help="Run the queued npm/PyPI/OCI packages. Off: they are recorded as skipped.")
+    ] = False,
+    run_commands: Annotated[
+        bool, typer.Option(help="Run the queued commands of lists and client configs. Off: recorded as skipped.")
+    ] = False,
+    cache_dir: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="With --run-packages: this machine's npm/uv cache.")
+    ] = None,
+    disk_limit_mb: Annotated[
+        int, typer.Option(min=16, help="With --run-packages: what one package may write, in MiB.")
+    ] = 4096,
+    pass_env: Annotated[
+        list[str] | None,
+        typer.Option(metavar="NAME", help="With --run-packages: also hand this variable to every package."),
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="This worker's name in `fathom runs`. [default: host:pid]")] = None,
+    stall_timeout: Annotated[
+        float,
+        typer.Option(
+            parser=_seconds, help="Seconds without a worker's heartbeat before its jobs are taken again (above 0)."
+        ),
+    ] = 60.0,
+    until_idle: Annotated[bool, typer.Option(help="Stop when no job is left, instead of waiting for more.")] = False,
+) -> None:
+    """Take servers of distributed runs (`fathom scan --enqueue`) from the queue, scan and write them, and close
+    each run after its last server. Ctrl-C hands this worker's running jobs back to the queue."""
+    from scanner.crawl import CrawlSettings
+    from scanner.distributed import WorkerConfig, run_worker
+    from scanner.distributed.worker import default_name
+    from scanner.mcp import ClientLimits
+    from scanner.packages import PackageSettings
+
+    config = WorkerConfig(
+        db_url=_db_url(db),
+        crawl=CrawlSettings(
+            concurrency=concurrency,
+            per_host=per_host,
+            limits=ClientLimits(timeout=timeout, connect_timeout=connect_timeout),
+            profile=_known_profile(profile),
+            retries=retries,
+            allow_private=allow_private,
+            packages=PackageSettings(cache_dir=cache_dir, disk_limit_mb=disk_limit_mb, pass_env=tuple(pass_env or ())),
+        ),
+        name=name or default_name(),
+        stall_timeout=stall_timeout,
+        until_idle=until_idle,
+        run_packages=run_packages,
+        run_commands=run_commands,
+    )
+    done = run_worker(config, on_closed=lambda run_id: typer.echo(f"run {run_id} finished"))
+    counts = " · ".join(f"{outcome} {count}" for outcome, count in sorted(done.counts.items()))
+    typer.echo(f"worker {done.name} stopped: {done.written} servers written · {counts or 'nothing scanned'}")
+
+
 @app.command()
 def runs(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table) -> None:
-    """The scan runs in the database: when, their status, how many servers were scanned and answered."""
+    """The scan runs in the database: when, their status, how many servers were scanned and answered (and for
+    a distributed run, how many were queued and which workers took part)."""
     from scanner import queries
 
-    _table(fmt, lambda: queries.runs(_db_url(db, existing=True)), queries.RUN_COLUMNS)
+    _table(fmt, lambda: queries.runs(_db_url(db, existing=True)), queries.run_columns)
 
 
 @app.command()

@@ -280,3 +280,10 @@ def _run_fatal(group: BaseExceptionGroup[BaseException]) -> BaseException | None
         return fatal[0]
     others = [exc for exc in leaves if not isinstance(exc, (anyio.BrokenResourceError, anyio.ClosedResourceError))]
     return others[0] if len(others) == 1 else None
+
+
+def scan_one(settings: CrawlSettings) -> ScanFn:
+    """One entry's whole treatment as :func:`crawl` gives it (skips, the address check, per-host limits, retries),
+    for a caller that takes entries one at a time (``fathom worker``). Its per-host limiters are shared by every
+    call of the function it returns."""
+    return _Crawler(settings, None).outcome_for

@@ -15,6 +15,8 @@ from scanner.store import RunSpec, open_store
 from scanner.textsafe import clean
 
 RUN_COLUMNS = ["run", "started_at", "finished_at", "status", "servers_scanned", "servers_ok", "source"]
+# A distributed run also shows its progress (scanned of planned) and the workers that wrote it.
+DISTRIBUTED_RUN_COLUMNS = [*RUN_COLUMNS[:5], "planned", "servers_ok", "workers", "source"]
 SERVER_COLUMNS = ["server", "last_outcome", "last_scanned_at", "version", "tools", *PROVIDERS, "detail"]
 HISTORY_COLUMNS = [
     "run",
@@ -47,9 +49,16 @@ def runs(db_url: str) -> list[dict[str, Any]]:
             "servers_ok": run.servers_ok,
             "source": run.source,
             "rule_version": run.rule_version,
+            "planned": run.planned,
+            "workers": " ".join(run.workers),
         }
         for run in found
     ]
+
+
+def run_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The table's columns for :func:`runs`: with ``planned`` and ``workers`` when a run is distributed."""
+    return DISTRIBUTED_RUN_COLUMNS if any(row["planned"] is not None for row in rows) else RUN_COLUMNS
 
 
 def servers(db_url: str) -> list[dict[str, Any]]:

@@ -31,7 +31,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 import migrations
 from scanner import wire
-from scanner.errors import StoreError
+from scanner.errors import InputError, StoreError
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -262,3 +262,23 @@ def open_engine(url: str) -> Engine:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StoreError(f"Cannot open or migrate database {where}: {first}") from exc
     return engine
+
+
+def libpq_url(url: str) -> str | None:
+    """The plain libpq URL (``postgresql://...``) of a PostgreSQL database URL, for drivers outside SQLAlchemy
+    (the task engine); None for any other database. An unparseable URL is an :class:`InputError`."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise InputError(f"Cannot use database URL {url!r}: {exc}") from exc
+    if parsed.get_backend_name() != "postgresql":
+        return None
+    return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def shown_url(url: str) -> str:
+    """A database URL as a message shows it: the password replaced by ``***``."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(an unparseable database URL)"

@@ -131,6 +131,12 @@ class WriterLock:
 
     def acquire(self) -> None:
         """Take the lock, taking over a stale one; raise :class:`WriterBusy` naming the live holder otherwise."""
+        self.take()
+        self._thread = threading.Thread(target=self._beat, name="fathom-writer-lock", daemon=True)
+        self._thread.start()
+
+    def take(self) -> None:
+        """:meth:`acquire` without the heartbeat thread (a distributed run's workers beat it as they write)."""
         with self.engine.begin() as connection:
             holder = self._try_insert(connection)
         if holder is None or holder.token != self.token:
@@ -151,8 +157,6 @@ class WriterLock:
                         self.took_over = {"pid": stale.pid, "host": stale.host, "started_at": stale.started_at}
                 if holder is None or holder.token != self.token:
                     raise self._busy(holder, now)
-        self._thread = threading.Thread(target=self._beat, name="fathom-writer-lock", daemon=True)
-        self._thread.start()
 
     def _busy(self, holder: Any, now: datetime) -> WriterBusy:
         where = database_label(self.engine)
@@ -211,3 +215,52 @@ def writer_lock(engine: Engine, purpose: str = "scan") -> Iterator[WriterLock]:
             lock.release()
         raise
     lock.release()
+
+
+class RunLease:
+    """The writer lock held for a distributed run: one row whose token names the run, shared by all its workers.
+
+    ``fathom scan --enqueue`` takes the lock like any scan (refused while another writes), then hands it to the
+    run (:meth:`adopt`). Each worker, before each write, moves the heartbeat to now if the run still holds it, or
+    takes it back if it is free or stale (:meth:`hold`); while another scan holds it, :meth:`hold` raises
+    :class:`WriterBusy` and the worker waits. The worker that closes the run deletes the row (:meth:`release`).
+    So a local ``fathom scan`` is refused while a distributed run is being written, and waits for nobody once its
+    workers have been silent for :data:`STALE_AFTER`.
+    """
+
+    def __init__(self, engine: Engine, run_id: int) -> None:
+        self.engine = engine
+        self.lock = WriterLock(engine, purpose=f"distributed run {run_id}"[:32])
+        self.lock.token = f"distributed-run-{run_id}"
+        # Held by many processes on many hosts: no pid or host can say it is gone, only its heartbeat can.
+        self.lock.pid, self.lock.host = 0, f"the workers of run {run_id}"[:255]
+
+    def adopt(self, held: WriterLock) -> None:
+        """Give the run the lock ``held`` holds (taken with :meth:`WriterLock.take`)."""
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(_TABLE)
+                .where(_TABLE.c.id == _ROW, _TABLE.c.token == held.token)
+                .values(
+                    token=self.lock.token,
+                    purpose=self.lock.purpose,
+                    pid=self.lock.pid,
+                    host=self.lock.host,
+                    heartbeat_at=_now(),
+                )
+            )
+
+    def hold(self) -> None:
+        """Refresh the run's hold on the lock, or take it if free or stale; :class:`WriterBusy` if another has it."""
+        with self.engine.begin() as connection:
+            beat = (
+                update(_TABLE).where(_TABLE.c.id == _ROW, _TABLE.c.token == self.lock.token).values(heartbeat_at=_now())
+            )
+            if connection.execute(beat).rowcount == 1:
+                return
+        self.lock.take()
+
+    def release(self) -> None:
+        """Delete the run's row (its last server is written)."""
+        with self.engine.begin() as connection:
+            connection.execute(delete(_TABLE).where(_TABLE.c.id == _ROW, _TABLE.c.token == self.lock.token))

@@ -47,6 +47,7 @@ from scanner.store.tables import (
     Measurement,
     Run,
     RunAggregate,
+    RunWorker,
     Scan,
     Server,
     StoredFinding,
@@ -89,6 +90,11 @@ def runs(sessions: sessionmaker[Session]) -> list[RunRow]:
                 .group_by(Scan.run_id)
             ).all()
         )
+        workers: dict[int, list[str]] = {}
+        for run_id, worker in session.execute(
+            select(RunWorker.run_id, RunWorker.worker).order_by(RunWorker.run_id, RunWorker.first_at, RunWorker.worker)
+        ):
+            workers.setdefault(run_id, []).append(worker)
         return [
             RunRow(
                 id=run.id,
@@ -100,6 +106,8 @@ def runs(sessions: sessionmaker[Session]) -> list[RunRow]:
                 options=dict(run.options or {}),
                 servers_scanned=live.get(run.id, 0) if run.status == "running" else run.servers_scanned,
                 servers_ok=live_ok.get(run.id, 0) if run.status == "running" else run.servers_ok,
+                planned=run.planned,
+                workers=tuple(workers.get(run.id, ())),
             )
             for run in session.scalars(select(Run).order_by(Run.id))
         ]

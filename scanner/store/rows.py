@@ -45,6 +45,8 @@ class RunRow:
     options: Mapping[str, object]  # JSON values
     servers_scanned: int
     servers_ok: int
+    planned: int | None = None  # a distributed run: servers queued (progress is servers_scanned / planned)
+    workers: tuple[str, ...] = ()  # a distributed run: the workers that wrote its scans, by name
 
 
 @dataclass(frozen=True, kw_only=True)

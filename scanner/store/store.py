@@ -64,9 +64,22 @@ class Store:
 
     # --- Runs (lifecycle) ---------------------------------------------------------------------------------
 
-    def start_run(self, source: str, rule_version: str, options: Mapping[str, Any]) -> int:
-        """Open a run (status ``running``) and return its id. ``options`` are stored without secrets."""
-        return lifecycle.start_run(self._sessions, source, rule_version, options)
+    def start_run(self, source: str, rule_version: str, options: Mapping[str, Any], planned: int | None = None) -> int:
+        """Open a run (status ``running``) and return its id. ``options`` are stored without secrets;
+        ``planned``: the servers queued for a distributed run."""
+        return lifecycle.start_run(self._sessions, source, rule_version, options, planned)
+
+    def close_if_complete(self, run_id: int) -> bool:
+        """Finish a distributed run if every planned server has its scan; True if this call finished it."""
+        return lifecycle.close_if_complete(self._sessions, run_id)
+
+    def note_worker(self, run_id: int, worker: str, scans: int = 1) -> None:
+        """Count ``scans`` more servers written by ``worker`` in distributed run ``run_id``."""
+        lifecycle.note_worker(self._sessions, run_id, worker, scans)
+
+    def has_scan(self, run_id: int, name: str) -> bool:
+        """Whether server ``name`` already has its scan in ``run_id``."""
+        return lifecycle.has_scan(self._sessions, run_id, name)
 
     def finish_run(self, run_id: int, status: str = "finished") -> None:
         """Close a run as ``finished`` or ``interrupted`` and compute its aggregates (one row for trends)."""

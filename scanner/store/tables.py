@@ -94,6 +94,9 @@ class Run(Base):
     options: Mapped[dict[str, Any]]
     servers_scanned: Mapped[int] = mapped_column(Integer, default=0)
     servers_ok: Mapped[int] = mapped_column(Integer, default=0)
+    # A distributed run (``fathom scan --enqueue``): how many servers were queued. It is finished by the worker
+    # whose write makes the scans reach this number. None for a run one process crawls.
+    planned: Mapped[int | None] = mapped_column(Integer)
 
 
 class ToolsetRow(Base):
@@ -298,3 +301,25 @@ class WriterLock(Base):
     host: Mapped[str] = mapped_column(String(255))
     started_at: Mapped[datetime]
     heartbeat_at: Mapped[datetime]
+
+
+class RunWorker(Base):
+    """A worker that wrote scans into a distributed run: its name, and how many servers and when."""
+
+    __tablename__ = "run_workers"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    worker: Mapped[str] = mapped_column(String(200), primary_key=True)  # host:pid unless named
+    first_at: Mapped[datetime]
+    last_at: Mapped[datetime]
+    scans: Mapped[int] = mapped_column(Integer)
+
+
+# The task engine's own tables (``procrastinate_*``, created by migration 0005 on PostgreSQL from the engine's
+# schema file): not described here, so schema comparisons leave them out with :func:`described_here`.
+ENGINE_TABLE_PREFIX = "procrastinate_"
+
+
+def described_here(name: str | None, type_: str, _parent_names: Any) -> bool:
+    """Alembic's ``include_name`` hook: False for the task engine's tables, which this module does not model."""
+    return not (type_ == "table" and name is not None and name.startswith(ENGINE_TABLE_PREFIX))

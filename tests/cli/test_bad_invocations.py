@@ -102,6 +102,25 @@ TABLE: list[tuple[list[str], int, str]] = [
     ],
     (["scan", "{list}", "--db", "bogus://nowhere"], 4, "Cannot open database"),
     (["scan", "{list}", "--db", "{file}/sub/f.db"], 4, "Cannot create the folder"),
+    (["scan", "{list}", "--db", "{db}", "--enqueue"], 2, "Distributed runs need PostgreSQL"),
+    # worker: its flags, and a database that is not PostgreSQL
+    (["worker"], 2, "Missing option"),
+    (["worker", "--db", "{db}"], 2, "Distributed runs need PostgreSQL"),
+    (["worker", "--db", "bogus://nowhere"], 2, "Distributed runs need PostgreSQL"),
+    *[
+        (["worker", "--db", "{db}", flag, value], 2, flag)
+        for flag, value in (
+            ("--timeout", "nan"),
+            ("--connect-timeout", "0"),
+            ("--stall-timeout", "inf"),
+            ("--stall-timeout", "-1"),
+            ("--concurrency", "0"),
+            ("--per-host", BIG),
+            ("--retries", "-1"),
+            ("--disk-limit-mb", "1"),
+            ("--profile", "bogus"),
+        )
+    ],
     # the queries
     (["runs", "--db", "{dir}/missing.db"], 2, "no database at"),
     (["runs", "--db", "{db}", "--format", "bogus"], 2, "--format"),

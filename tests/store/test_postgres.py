@@ -20,7 +20,7 @@ from sqlalchemy import text
 from scanner.models import Outcome
 from scanner.store import Store, open_store
 from scanner.store.engine import create_store_engine, downgrade, migrate
-from scanner.store.tables import Base
+from scanner.store.tables import Base, described_here
 from tests.store.conftest import entry, failed, local_measure, ok, tool
 
 URL = os.environ.get("FATHOM_TEST_POSTGRES_URL", "")
@@ -89,7 +89,8 @@ def test_postgres_migrates_both_ways_and_agrees_with_the_models(postgres: str) -
     engine = create_store_engine(postgres)
     migrate(engine)
     with engine.connect() as connection:
-        assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
+        context = MigrationContext.configure(connection, opts={"include_name": described_here})
+        assert compare_metadata(context, Base.metadata) == []
     downgrade(engine, "base")
     migrate(engine)
     engine.dispose()
