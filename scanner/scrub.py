@@ -11,8 +11,10 @@ What the scan knows as secret (:meth:`Scrubber.for_scan`):
 * every request header value (``--header``, ``--bearer-env``, registry headers filled from the environment), whole
   and, after an auth scheme, the credential alone; for ``Basic`` also the decoded ``user:password`` and password;
 * every environment value given to a stdio server (a package's or a config's ``env``), except the few names that
-  are never secret (``PATH``, ``LANG``, ``HOME``...); for a server that inherits this process's environment, the
-  values of variables whose name says secret (``*_TOKEN``, ``*API_KEY``, ``*SECRET*``, ``*PASSWORD*``...);
+  are never secret (``PATH``, ``LANG``, ``HOME``...); for a stdio server started without an explicit environment
+  (it gets only its declared ``env`` and the pass-through, never this process's whole environment), also the
+  values in this process's environment of variables whose name says secret (``*_TOKEN``, ``*API_KEY``,
+  ``*SECRET*``, ``*PASSWORD*``...), as a second guard;
 * every ``FATHOM_SECRET_<SERVER>_*`` value for this server (headers, package variables, URL variables).
 
 Shapes (:func:`shapes`): as is, JSON-escaped (ASCII or not), URL-encoded (``quote``, ``quote_plus``),
