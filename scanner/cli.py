@@ -891,7 +891,7 @@ def history(
         found.extend(queries.history(_db_url(db, existing=True), server))
         return found
 
-    _table(fmt, fetch, queries.HISTORY_COLUMNS)
+    _table(fmt, fetch, queries.history_columns)
     if fmt is QueryFormat.table:
         typer.echo(queries.stderr_note(found), nl=False)
 

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.types import NullType
 
 from scanner import history as changes
+from scanner import metrics as scan_metrics
 from scanner import wire
 from scanner.errors import InputError
 from scanner.models import Finding, Severity, TokenCount, ToolCost
@@ -337,6 +338,7 @@ _SCAN_COLUMNS = (
     _SCANS.c.url,
     _SCANS.c.command,
     _SCANS.c.extra,
+    _SCANS.c.metrics,
 )
 
 
@@ -462,6 +464,7 @@ class _Facts:
             url,
             command,
             extra,
+            metrics,
         ) = row
         problems, warnings, notes = self.counts(scan_id, toolset_id, run_id)
         tools_count, sha256 = self.toolsets.get(toolset_id, _NO_TOOLSET) if toolset_id is not None else _NO_TOOLSET
@@ -485,6 +488,7 @@ class _Facts:
             rule_version=self.versions[run_id],
             ran=run_spec(registry_version, package, url, command),
             stderr_tail=stderr_tail(extra),
+            metrics=scan_metrics.stored(metrics),
         )
 
 
@@ -603,7 +607,7 @@ def history_columns(engine: Engine, names: Iterable[str] | None = None) -> dict[
     """Each server's history as :class:`HistoryColumns` (every server when ``names`` is None), keyed by name.
 
     What :func:`histories` gives, ordered by run, for a chart rather than a table: five queries per 500 servers
-    (five narrow columns of every scan, its detail included, the three grouped reads of :class:`_Facts`, then
+    (six narrow columns of every scan, its detail and metrics included, the three grouped reads of :class:`_Facts`, then
     the newest scan of each server in full), and no object per scan. Names not in the database are left out;
     keys in name order.
     """
@@ -619,12 +623,13 @@ def history_columns(engine: Engine, names: Iterable[str] | None = None) -> dict[
                 _SCANS.c.outcome,
                 _SCANS.c.toolset_id,
                 _SCANS.c.detail,
+                _SCANS.c.metrics,
             ).order_by(_SCANS.c.server_id, _SCANS.c.run_id)
             scans = connection.execute(query if chunk is None else query.where(_SCANS.c.server_id.in_(chunk))).all()
             facts = _Facts(connection, versions, chunk, (row[5] for row in scans))
             newest: dict[int, int] = {}
             for server_id, group in groupby(scans, key=itemgetter(0)):
-                _, scan_ids, run_ids, raw_moments, outcomes, toolset_ids, details = zip(*group, strict=True)
+                _, scan_ids, run_ids, raw_moments, outcomes, toolset_ids, details, stored = zip(*group, strict=True)
                 problems, warnings, notes = facts.count_columns(scan_ids, toolset_ids, run_ids)
                 result[server_id] = HistoryColumns(
                     scan_ids=scan_ids,
@@ -637,6 +642,7 @@ def history_columns(engine: Engine, names: Iterable[str] | None = None) -> dict[
                     notes=notes,
                     latest=None,
                     details=details,
+                    metrics=tuple(map(scan_metrics.stored, stored)),
                 )
                 newest[server_id] = scan_ids[-1]
             for part in common.chunks(sorted(newest.values())):

@@ -131,6 +131,7 @@ class ScanRow:
     stderr_tail: tuple[str, ...] = ()  # normalised and scrubbed when stored; escape it to show it
     lane: str | None = None  # a scan in lanes: the lane whose result this row is (the richest)
     lanes: tuple[LaneRow, ...] = ()  # a scan in lanes: every lane, anonymous first
+    metrics: Mapping[str, int | float] = field(default_factory=dict)  # scanner.metrics: {name: number}
 
     @property
     def max_tokens(self) -> int:
@@ -161,6 +162,7 @@ class HistoryColumns:
     notes: tuple[int, ...]
     latest: ScanRow | None
     details: tuple[str, ...] = ()  # each scan's one-line detail ("" for most ok scans)
+    metrics: tuple[Mapping[str, int | float], ...] = ()  # each scan's registered metrics (scanner.metrics)
 
     def __len__(self) -> int:
         return len(self.scan_ids)
