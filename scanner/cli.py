@@ -882,7 +882,8 @@ def history(
     fmt: FormatOption = QueryFormat.table,
 ) -> None:
     """One server's scans over time: outcome, registry and server version, tools, tokens per provider, findings,
-    what was run (JSON/CSV) and, under the table, the newest scan's stderr tail."""
+    a column per per-scan metric (handshake and list times, tools/list pages), what was run (JSON/CSV) and, under
+    the table, the newest scan's stderr tail."""
     from scanner import queries
 
     found: list[dict[str, Any]] = []
