@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from scanner.models import PROVIDER_LABELS
 from scanner.report.svg import LEGEND_CHAR, LEGEND_SLOT, _legend_places
 
@@ -16,7 +18,7 @@ def _spans(legend: list[str]) -> list[tuple[int, float, float]]:
 def test_provider_labels_never_overlap() -> None:
     legend = list(PROVIDER_LABELS.values())
     spans = _spans(legend)
-    for (row_a, _, end_a), (row_b, start_b, _) in zip(spans, spans[1:], strict=False):
+    for (row_a, _, end_a), (row_b, start_b, _) in itertools.pairwise(spans):
         assert row_b > row_a or start_b >= end_a, (legend, spans)
 
 
