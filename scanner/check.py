@@ -17,6 +17,7 @@ from scanner.errors import OutputError
 from scanner.models import (
     CONTEXT_WINDOW,
     CheckReport,
+    Finding,
     ScanOutcome,
     ServerEntry,
     ToolCost,
@@ -116,6 +117,8 @@ class CheckResult:
     outcome: ScanOutcome | None = None
     source: str = ""
     instructions: str | None = None  # the server's instructions, when it sent any (``--as`` prints them apart)
+    # What the connection itself showed when no list was read: MCP602 on a 401 a client cannot learn to answer.
+    outcome_findings: tuple[Finding, ...] = ()
 
 
 def run_check(request: CheckRequest) -> CheckResult:
@@ -138,7 +141,10 @@ def run_check(request: CheckRequest) -> CheckResult:
     entry = request.entry
     outcome = anyio.run(scan_server, entry, request.limits or ClientLimits(), request.profile)
     if not outcome.ok or outcome.tools is None:
-        return CheckResult(report=None, outcome=outcome, source=entry.target())
+        from scanner.lanes import scan_findings
+
+        found = tuple(scan_findings(outcome))
+        return CheckResult(report=None, outcome=outcome, source=entry.target(), outcome_findings=found)
     if request.save is not None:
         try:
             request.save.write_text(json.dumps({"tools": list(outcome.tools)}, indent=2) + "\n", encoding="utf-8")

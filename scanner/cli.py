@@ -311,7 +311,8 @@ def check(
             typer.echo(check_json.render(result), nl=False)
         from scanner.textsafe import clean
 
-        _fail(f"{clean(result.source)}: {result.outcome.outcome.value}: {result.outcome.detail}", 3)
+        found = "".join(f"; {f.code} {f.rule}: {clean(f.message)}" for f in result.outcome_findings)
+        _fail(f"{clean(result.source)}: {result.outcome.outcome.value}: {result.outcome.detail}{found}", 3)
     if as_provider is not None:
         import json
 

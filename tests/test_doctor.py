@@ -169,3 +169,19 @@ def test_url_and_config_together_are_a_usage_error(host: DemoHost, tmp_path: Pat
     assert result.exit_code == 2
     result = runner.invoke(app, ["doctor", "--url", host.url("silent"), "--bearer-env", "NOT_SET_ANYWHERE_X"])
     assert result.exit_code == 2 and "NOT_SET_ANYWHERE_X" in result.output
+
+
+def test_check_says_mcp602_on_a_401_a_client_cannot_learn_to_answer(host: DemoHost) -> None:
+    """``fathom check`` connects in one lane: on a bare 401 it still says MCP602 (one line on stderr; JSON too)."""
+    text = runner.invoke(app, ["check", "--url", host.url("undiscoverable"), "--timeout", "10"])
+    assert text.exit_code == 3
+    (line,) = text.stderr.strip().splitlines()
+    assert line.endswith(
+        "auth_required: HTTP 401: authorization required (unauthorized); MCP602 auth-undiscoverable: The server "
+        "answers 401 without a resource_metadata parameter in WWW-Authenticate (challenge scheme: Bearer) and "
+        "without protected-resource metadata at the well-known URL."
+    ), line
+    data = json.loads(runner.invoke(app, ["check", "--url", host.url("undiscoverable"), "--format", "json"]).stdout)
+    assert [finding["code"] for finding in data["findings"]] == ["MCP602"]
+    told = json.loads(runner.invoke(app, ["check", "--url", host.url("challenged"), "--format", "json"]).stdout)
+    assert told["outcome"]["status"] == "auth_required" and "findings" not in told

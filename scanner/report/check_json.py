@@ -79,6 +79,8 @@ def result_dict(result: CheckResult) -> dict[str, Any]:
     if result.outcome is not None:
         data["server"] = server_dict(result.outcome)
         data["outcome"] = outcome_dict(result.outcome)
+    if result.outcome_findings:
+        data["findings"] = [finding.to_json() for finding in result.outcome_findings]
     if result.report is not None:
         data.update(report_dict(result.report))
     return data

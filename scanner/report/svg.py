@@ -69,9 +69,28 @@ def _fmt(value: float, percent: bool) -> str:
     return f"{value:g}"
 
 
+LEGEND_SLOT = 160  # px a legend entry takes; a longer label takes more slots, four slots a row
+LEGEND_CHAR = 6.5  # px a character of the legend's 11 px sans-serif takes, at most (for laying out only)
+
+
+def _legend_places(legend: Sequence[str]) -> list[tuple[int, int]]:
+    """(slot, row) of each legend entry: four slots a row, a label too long for one slot taking as many as it
+    needs, so no two labels overlap (``Anthropic (Claude Opus 4.7+ tokenizer)`` is two)."""
+    places: list[tuple[int, int]] = []
+    slot = row = 0
+    for name in legend:
+        needs = max(1, min(4, math.ceil((14 + len(name) * LEGEND_CHAR + 10) / LEGEND_SLOT)))
+        if slot + needs > 4:
+            slot, row = 0, row + 1
+        places.append((slot, row))
+        slot += needs
+    return places
+
+
 def _frame(title: str, desc: str, body: list[str], legend: Sequence[str]) -> str:
-    # The legend grows downwards four entries a row, so many series never overlap the axis labels.
-    height = HEIGHT + 14 * max(0, math.ceil(len(legend) / 4) - 1)
+    # The legend grows downwards, so many series never overlap the axis labels.
+    places = _legend_places(legend)
+    height = HEIGHT + 14 * (places[-1][1] if places else 0)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" viewBox="0 0 {WIDTH} {height}" '
         f'width="{WIDTH}" height="{height}" class="chart" font-family="sans-serif" font-size="11">',
@@ -80,9 +99,9 @@ def _frame(title: str, desc: str, body: list[str], legend: Sequence[str]) -> str
         f'<text x="{WIDTH / 2:g}" y="18" text-anchor="middle" font-size="14" font-weight="bold">{_esc(title)}</text>',
     ]
     parts.extend(body)
-    for index, name in enumerate(legend):
-        x = LEFT + (index % 4) * 160
-        y = HEIGHT - 22 + (index // 4) * 14
+    for index, (name, (slot, row)) in enumerate(zip(legend, places, strict=True)):
+        x = LEFT + slot * LEGEND_SLOT
+        y = HEIGHT - 22 + row * 14
         colour = PALETTE[index % len(PALETTE)]
         parts.append(f'<rect x="{x}" y="{y - 8}" width="10" height="10" fill="{colour}"/>')
         parts.append(f'<text x="{x + 14}" y="{y + 1}">{_esc(name)}</text>')
