@@ -166,7 +166,8 @@ class History:
     warnings: tuple[int | None, ...]
     notes: tuple[int | None, ...]
     details: tuple[str, ...] = ()  # each scan's one-line detail (the reason, for a failed scan)
-    metrics: tuple[Mapping[str, int | float], ...] = ()  # each scan's registered metrics (scanner.metrics)
+    # The registered metrics (scanner.metrics) of the newest scans (at most 10), aligned with the end of the columns.
+    metrics: tuple[Mapping[str, int | float], ...] = ()
 
     def __len__(self) -> int:
         return len(self.run_ids)
@@ -212,18 +213,18 @@ class ServerPage:
 
     @property
     def metric_table(self) -> tuple[tuple[Metric, ...], tuple[tuple[int, str, tuple[str, ...]], ...]]:
-        """Every registered per-scan metric (the columns) and, newest first, at most 10 scans that measured any
-        of them as (run, label, one formatted value per metric, "" where not measured). No rows: no table."""
+        """Every registered per-scan metric (the columns) and, newest first, those of the newest 10 scans that
+        measured any of them as (run, label, one formatted value per metric, "" where not measured). No rows: no
+        table."""
         shown = tuple(scan_metrics.METRICS.values())
         history = self.history
         rows: list[tuple[int, str, tuple[str, ...]]] = []
+        offset = len(history.run_ids) - len(history.metrics)
         for index in range(len(history.metrics) - 1, -1, -1):
             values = history.metrics[index]
             cells = tuple(_metric_text(values.get(metric.name)) for metric in shown)
             if any(cells):
-                rows.append((history.run_ids[index], history.labels[index], cells))
-                if len(rows) == 10:
-                    break
+                rows.append((history.run_ids[offset + index], history.labels[offset + index], cells))
         return shown, tuple(rows)
 
 

@@ -162,7 +162,9 @@ class HistoryColumns:
     notes: tuple[int, ...]
     latest: ScanRow | None
     details: tuple[str, ...] = ()  # each scan's one-line detail ("" for most ok scans)
-    metrics: tuple[Mapping[str, int | float], ...] = ()  # each scan's registered metrics (scanner.metrics)
+    # The registered metrics (scanner.metrics) of the newest scans only (at most ``read.RECENT_METRICS``), aligned
+    # with the end of the columns: ``metrics[-1]`` is the newest scan's, ``{}`` for a scan that measured none.
+    metrics: tuple[Mapping[str, int | float], ...] = ()
 
     def __len__(self) -> int:
         return len(self.scan_ids)
