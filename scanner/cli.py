@@ -883,7 +883,8 @@ def history(
     fmt: FormatOption = QueryFormat.table,
 ) -> None:
     """One server's scans over time: outcome, registry and server version, tools, tokens per provider, findings,
-    what was run (JSON/CSV) and, under the table, the newest scan's stderr tail."""
+    a column per per-scan metric (handshake and list times, tools/list pages), what was run (JSON/CSV) and, under
+    the table, the newest scan's stderr tail."""
     from scanner import queries
 
     found: list[dict[str, Any]] = []
@@ -892,7 +893,7 @@ def history(
         found.extend(queries.history(_db_url(db, existing=True), server))
         return found
 
-    _table(fmt, fetch, queries.HISTORY_COLUMNS)
+    _table(fmt, fetch, queries.history_columns)
     if fmt is QueryFormat.table:
         typer.echo(queries.stderr_note(found), nl=False)
 

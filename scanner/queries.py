@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from scanner import metrics as scan_metrics
 from scanner.lanes import lanes_text
 from scanner.models import PROVIDERS
 from scanner.store import RunSpec, open_store
@@ -32,6 +33,15 @@ HISTORY_COLUMNS = [
     "detail",
     "lanes",
 ]
+
+
+def history_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The table's columns for :func:`history`: :data:`HISTORY_COLUMNS` with one per registered metric (by name)
+    after the finding counts."""
+    at = HISTORY_COLUMNS.index("detail")
+    return [*HISTORY_COLUMNS[:at], *scan_metrics.METRICS, *HISTORY_COLUMNS[at:]]
+
+
 FINDING_COLUMNS = ["server", "code", "severity", "tool", "first_seen_run", "gone_run", "message"]
 DIFF_COLUMNS = ["change", "tool", "detail"]
 
@@ -111,6 +121,8 @@ def history(db_url: str, server: str) -> list[dict[str, Any]]:
             "problems": row.problems if row.ok else None,
             "warnings": row.warnings if row.ok else None,
             "notes": row.notes if row.ok else None,
+            # Every registered per-scan metric by name; None where the scan did not measure it.
+            **{name: row.metrics.get(name) for name in scan_metrics.METRICS},
             "toolset_sha256": row.toolset_sha256,
             "lane": row.lane,
             "lanes": lanes_text(row.lanes),

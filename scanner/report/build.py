@@ -346,6 +346,7 @@ def _history_columns(scans: HistoryColumns, providers: Sequence[str], labels: _L
         warnings=column(scans.warnings),
         notes=column(scans.notes),
         details=scans.details,
+        metrics=scans.metrics,
     )
 
 

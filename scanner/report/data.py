@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from scanner import metrics as scan_metrics
+from scanner.metrics import Metric
 from scanner.models import MEASURED_PROVIDERS, PROVIDERS, Outcome
 from scanner.store.rows import RunSpec
 
@@ -164,6 +166,8 @@ class History:
     warnings: tuple[int | None, ...]
     notes: tuple[int | None, ...]
     details: tuple[str, ...] = ()  # each scan's one-line detail (the reason, for a failed scan)
+    # The registered metrics (scanner.metrics) of the newest scans (at most 10), aligned with the end of the columns.
+    metrics: tuple[Mapping[str, int | float], ...] = ()
 
     def __len__(self) -> int:
         return len(self.run_ids)
@@ -206,6 +210,29 @@ class ServerPage:
         details = history.details or ("",) * len(history)
         rows = zip(history.run_ids, history.labels, history.outcomes, details, strict=True)
         return tuple(reversed(tuple(rows)))[:50]
+
+    @property
+    def metric_table(self) -> tuple[tuple[Metric, ...], tuple[tuple[int, str, tuple[str, ...]], ...]]:
+        """Every registered per-scan metric (the columns) and, newest first, those of the newest 10 scans that
+        measured any of them as (run, label, one formatted value per metric, "" where not measured). No rows: no
+        table."""
+        shown = tuple(scan_metrics.METRICS.values())
+        history = self.history
+        rows: list[tuple[int, str, tuple[str, ...]]] = []
+        offset = len(history.run_ids) - len(history.metrics)
+        for index in range(len(history.metrics) - 1, -1, -1):
+            values = history.metrics[index]
+            cells = tuple(_metric_text(values.get(metric.name)) for metric in shown)
+            if any(cells):
+                rows.append((history.run_ids[offset + index], history.labels[offset + index], cells))
+        return shown, tuple(rows)
+
+
+def _metric_text(value: int | float | None) -> str:
+    """``1,234`` for an int, ``12.3`` for a float, ``""`` for a scan that did not measure it."""
+    if value is None:
+        return ""
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,7 @@ class ScanRow:
     stderr_tail: tuple[str, ...] = ()  # normalised and scrubbed when stored; escape it to show it
     lane: str | None = None  # a scan in lanes: the lane whose result this row is (the richest)
     lanes: tuple[LaneRow, ...] = ()  # a scan in lanes: every lane, anonymous first
+    metrics: Mapping[str, int | float] = field(default_factory=dict)  # scanner.metrics: {name: number}
 
     @property
     def max_tokens(self) -> int:
@@ -161,6 +162,9 @@ class HistoryColumns:
     notes: tuple[int, ...]
     latest: ScanRow | None
     details: tuple[str, ...] = ()  # each scan's one-line detail ("" for most ok scans)
+    # The registered metrics (scanner.metrics) of the newest scans only (at most ``read.RECENT_METRICS``), aligned
+    # with the end of the columns: ``metrics[-1]`` is the newest scan's, ``{}`` for a scan that measured none.
+    metrics: tuple[Mapping[str, int | float], ...] = ()
 
     def __len__(self) -> int:
         return len(self.scan_ids)

@@ -205,6 +205,8 @@ class Scan(Base):
     # Scans in lanes (docs/lanes.md): which lane this row's result is (the richest), NULL for a one-lane scan.
     lane: Mapped[str | None] = mapped_column(String(16))
     instructions_id: Mapped[int | None] = mapped_column(ForeignKey("instructions.id"), index=True)
+    # Every registered per-scan metric (scanner.metrics) as {name: number}; NULL for scans before migration 0006.
+    metrics: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class InstructionsRow(Base):

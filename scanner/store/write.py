@@ -29,6 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from scanner import history
+from scanner import metrics as scan_metrics
 from scanner.errors import FathomError, InputError
 from scanner.models import CheckReport, Finding, InstructionsCost, ScanOutcome, ServerEntry, Toolset
 from scanner.store import codec, common
@@ -392,6 +393,7 @@ def _write_scan(
                 "extra": codec.small_json(codec.blank_known(_stored_extra(outcome.extra, measure_error), secrets)),
                 "lane": outcome.lane[:16] if outcome.lane and outcome.lanes else None,
                 "instructions_id": extras.instructions_id,
+                "metrics": scan_metrics.values(outcome),
                 **what_was_run(entry),
             },
         )

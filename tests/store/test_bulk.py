@@ -17,7 +17,7 @@ import pytest
 
 from scanner.errors import InputError
 from scanner.models import CheckReport, Finding, Outcome, Severity, Toolset
-from scanner.store import Store, common
+from scanner.store import Store, common, read
 from scanner.store.codec import compress_tools
 from tests.store.conftest import entry, failed, local_measure, ok, tool
 
@@ -108,7 +108,19 @@ def test_history_columns_are_history_by_run(story: Store) -> None:
         assert got.warnings == tuple(row.warnings for row in rows)
         assert got.notes == tuple(row.notes for row in rows)
         assert got.latest == rows[-1]
+        assert got.metrics == tuple(row.metrics for row in rows[-read.RECENT_METRICS :])
     assert story.history_columns(["c", "nobody"]).keys() == {"c"}
+
+
+def test_history_columns_read_the_metrics_of_the_newest_scans_only(
+    story: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(read, "RECENT_METRICS", 2)
+    rows = sorted(story.history("c"), key=lambda row: row.run_id)
+    assert [row.outcome for row in rows[-2:]] == ["auth_required", "ok"]
+    # The failed scan measured no listing; the ok one its listing time and pages, aligned with the columns' end.
+    assert story.history_columns(["c"])["c"].metrics == ({}, {"list_ms": 8.2, "list_pages": 1})
+    assert rows[-1].metrics == {"list_ms": 8.2, "list_pages": 1}
 
 
 def test_events_as_columns(story: Store) -> None:
