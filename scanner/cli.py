@@ -509,6 +509,23 @@ def _kind_help() -> str:
     return kind_help()
 
 
+# Options ``scan`` and ``worker`` share: defined once, so their limits and help cannot drift apart.
+ServerTimeout = Annotated[
+    float,
+    typer.Option(
+        parser=_seconds,
+        help="Deadline for each server, in seconds (above 0, at most 86400); it covers every retry and wait.",
+    ),
+]
+ConnectTimeout = Annotated[
+    float, typer.Option(parser=_seconds, help="Deadline to connect or spawn, in seconds (above 0, at most 86400).")
+]
+Retries = Annotated[int, typer.Option(min=0, max=10, help="Retries for 429, 503 and resets, within the deadline.")]
+AllowPrivate = Annotated[
+    bool, typer.Option(help="Connect to loopback, private and link-local addresses too (never cloud metadata).")
+]
+
+
 @app.command(epilog=EXIT_CODES)
 def scan(
     registry: Annotated[
@@ -572,9 +589,7 @@ def scan(
     max_input_mb: Annotated[
         int, typer.Option(min=1, help="Most MiB read from the input: a file, a directory, or all API pages.")
     ] = 64,
-    allow_private: Annotated[
-        bool, typer.Option(help="Connect to loopback, private and link-local addresses too (never cloud metadata).")
-    ] = False,
+    allow_private: AllowPrivate = False,
     dry_run: Annotated[bool, typer.Option(help="List the resolved entries without connecting to anything.")] = False,
     resume: Annotated[
         bool,
@@ -586,19 +601,9 @@ def scan(
     ] = False,
     concurrency: Annotated[int, typer.Option(min=1, max=1024, help="Servers scanned at once.")] = 32,
     per_host: Annotated[int, typer.Option(min=1, max=1024, help="Servers scanned at once on one host.")] = 4,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            parser=_seconds,
-            help="Deadline for each server, in seconds (above 0, at most 86400); it covers every retry and wait.",
-        ),
-    ] = 30.0,
-    connect_timeout: Annotated[
-        float, typer.Option(parser=_seconds, help="Deadline to connect or spawn, in seconds (above 0, at most 86400).")
-    ] = 10.0,
-    retries: Annotated[
-        int, typer.Option(min=0, max=10, help="Retries for 429, 503 and resets, within the deadline.")
-    ] = 2,
+    timeout: ServerTimeout = 30.0,
+    connect_timeout: ConnectTimeout = 10.0,
+    retries: Retries = 2,
     profile: Annotated[
         str, typer.Option(help="Client-capability profile declared to servers: rich (default), full or bare.")
     ] = "rich",
@@ -786,23 +791,11 @@ def worker(
     db: Annotated[str, typer.Option(help="The PostgreSQL of the distributed run: postgresql+psycopg://user@host/db.")],
     concurrency: Annotated[int, typer.Option(min=1, max=1024, help="Servers this worker scans at once.")] = 32,
     per_host: Annotated[int, typer.Option(min=1, max=1024, help="Servers this worker scans at once on one host.")] = 4,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            parser=_seconds,
-            help="Deadline for each server, in seconds (above 0, at most 86400); it covers every retry and wait.",
-        ),
-    ] = 30.0,
-    connect_timeout: Annotated[
-        float, typer.Option(parser=_seconds, help="Deadline to connect or spawn, in seconds (above 0, at most 86400).")
-    ] = 10.0,
-    retries: Annotated[
-        int, typer.Option(min=0, max=10, help="Retries for 429, 503 and resets, within the deadline.")
-    ] = 2,
+    timeout: ServerTimeout = 30.0,
+    connect_timeout: ConnectTimeout = 10.0,
+    retries: Retries = 2,
     profile: Annotated[str, typer.Option(help="Client-capability profile: rich (default), full or bare.")] = "rich",
-    allow_private: Annotated[
-        bool, typer.Option(help="Connect to loopback, private and link-local addresses too (never cloud metadata).")
-    ] = False,
+    allow_private: AllowPrivate = False,
     run_packages: Annotated[
         bool, typer.Option(help="Run the queued npm/PyPI/OCI packages. Off: they are recorded as skipped.")
     ] = False,
