@@ -364,10 +364,6 @@ def _load_directory(path: Path, kind: str | None, options: Options, budget: _Bud
     return entries
 
 
-def _some(names: list[str]) -> str:
-    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-
-
 def _check_updated_since(value: str | None) -> None:
     if value is None:
         return

@@ -205,19 +205,6 @@ class FindingRow:
     gone_run: int | None
     gone_at: datetime | None
 
-    def to_finding(self) -> Finding:
-        return Finding(
-            code=self.code,
-            rule=self.rule,
-            severity=self.severity,
-            tool=self.tool,
-            message=self.message,
-            hint=self.hint,
-            pointer=self.pointer,
-            details=dict(self.details),
-            tool_index=self.tool_index,
-        )
-
 
 @dataclass(frozen=True, kw_only=True)
 class EventRow:
