@@ -3,13 +3,19 @@
 :func:`measure` is pure given a tool list (and the offline tokenizer); the crawler and the store call it for every
 new toolset, ``fathom check`` for one. :func:`run_check` is the single library call behind ``fathom check``: it
 gets the list (from a file, or from a server through the MCP client), measures it, and returns both.
+
+``--select``/``--ignore`` and the per-tool ignores of a config file never drop a finding: :func:`run_check`
+measures every rule, then moves the findings the author chose not to see to :attr:`CheckResult.ignored` with the
+reason. The score (:meth:`CheckResult.score`) is the leaderboard's: :func:`scanner.score.score_breakdown` over
+every finding, ignored ones included, so ``check`` and the leaderboard always give a list the same number.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +31,10 @@ from scanner.models import (
 )
 
 if TYPE_CHECKING:
+    from scanner.baseline import Comparison
+    from scanner.gates import GateResult
     from scanner.mcp import ClientLimits
+    from scanner.score import ScoreBreakdown
 
 
 def tool_label(tool: Any, index: int) -> str:
@@ -93,6 +102,41 @@ def measure(
 
 
 @dataclass(frozen=True)
+class ToolIgnore:
+    """A per-tool ignore from a config file: these rules (code prefixes; every rule when empty) on this tool,
+    and why the author decided the finding is fine."""
+
+    tool: str
+    rules: tuple[str, ...]
+    reason: str
+
+    def matches(self, finding: Finding) -> bool:
+        from scanner.report.check_groups import tools_of
+
+        if self.tool not in tools_of(finding):
+            return False
+        return not self.rules or any(finding.code.startswith(prefix) for prefix in self.rules)
+
+
+@dataclass(frozen=True)
+class IgnoredFinding:
+    """A finding kept out of the gates and the findings list, with the reason it was ignored."""
+
+    finding: Finding
+    reason: str
+
+
+@dataclass(frozen=True)
+class RuleCost:
+    """What one rule's findings cost the score: how many points fixing all of them would give back."""
+
+    code: str
+    rule: str
+    findings: int
+    points: float
+
+
+@dataclass(frozen=True)
 class CheckRequest:
     """What ``fathom check`` was asked to do: read a file, or connect to one server."""
 
@@ -105,6 +149,7 @@ class CheckRequest:
     profile: str = "rich"
     save: Path | None = None
     measure: bool = True  # False: only fetch the list (``--as`` prints a provider view and needs no tokenizer)
+    tool_ignores: tuple[ToolIgnore, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,6 +164,49 @@ class CheckResult:
     instructions: str | None = None  # the server's instructions, when it sent any (``--as`` prints them apart)
     # What the connection itself showed when no list was read: MCP602 on a 401 a client cannot learn to answer.
     outcome_findings: tuple[Finding, ...] = ()
+    ignored: tuple[IgnoredFinding, ...] = ()  # findings --select/--ignore or a per-tool ignore kept out, with why
+    comparison: Comparison | None = None  # against --baseline, when one was given
+    gates: tuple[GateResult, ...] = field(default=())  # every gate asked for, passed or failed
+
+    @property
+    def scored_findings(self) -> tuple[Finding, ...]:
+        """Every finding the leaderboard would count: shown, ignored and the connection's own."""
+        shown = self.report.findings if self.report is not None else ()
+        return (*shown, *(item.finding for item in self.ignored), *self.outcome_findings)
+
+    @cached_property
+    def score(self) -> ScoreBreakdown | None:
+        """The leaderboard's score of this list (None when no list was measured)."""
+        if self.report is None:
+            return None
+        from scanner.score import score_breakdown
+
+        return score_breakdown(self.report.tools_count, self.scored_findings)
+
+    @cached_property
+    def rule_costs(self) -> tuple[RuleCost, ...]:
+        """Per rule, the points its findings cost (the score without them minus the score), dearest first.
+
+        Each rule is priced alone, by the same :func:`~scanner.score.score_breakdown`; because the worst tool
+        weighs in, the costs need not add up to ``100 - score``. Rules that cost nothing are left out.
+        """
+        if self.report is None or self.score is None:
+            return ()
+        from scanner.score import score_breakdown
+
+        found = self.scored_findings
+        costs = []
+        for code in dict.fromkeys(finding.code for finding in found):
+            rest = [finding for finding in found if finding.code != code]
+            points = round(score_breakdown(self.report.tools_count, rest).score - self.score.score, 1)
+            if points > 0:
+                same = [finding for finding in found if finding.code == code]
+                costs.append(RuleCost(code=code, rule=same[0].rule, findings=len(same), points=points))
+        return tuple(sorted(costs, key=lambda cost: (-cost.points, cost.code)))
+
+    @property
+    def failed_gates(self) -> tuple[GateResult, ...]:
+        return tuple(gate for gate in self.gates if not gate.passed)
 
 
 def run_check(request: CheckRequest) -> CheckResult:
@@ -132,7 +220,8 @@ def run_check(request: CheckRequest) -> CheckResult:
         source = request.tools_file or "-"
         toolset = Toolset.from_tools(load_tools(source, request.max_bytes or DEFAULT_MAX_BYTES))
         label = "standard input" if source == "-" else source
-        return CheckResult(report=_measure(request, toolset), tools=toolset.tools, source=label)
+        report, ignored = _measure(request, toolset)
+        return CheckResult(report=report, tools=toolset.tools, source=label, ignored=ignored)
 
     import anyio
 
@@ -154,8 +243,10 @@ def run_check(request: CheckRequest) -> CheckResult:
     from scanner.instructions import instructions_text
 
     text = instructions_text(outcome.extra)
+    report, ignored = _measure(request, toolset, text)
     return CheckResult(
-        report=_measure(request, toolset, text),
+        report=report,
+        ignored=ignored,
         tools=toolset.tools,
         outcome=outcome,
         source=entry.target(),
@@ -163,7 +254,43 @@ def run_check(request: CheckRequest) -> CheckResult:
     )
 
 
-def _measure(request: CheckRequest, toolset: Toolset, instructions: str | None = None) -> CheckReport | None:
+def _measure(
+    request: CheckRequest, toolset: Toolset, instructions: str | None = None
+) -> tuple[CheckReport | None, tuple[IgnoredFinding, ...]]:
+    """Measure with every rule, then set aside what the request ignores (never dropped: the score counts it)."""
     if not request.measure:
-        return None
-    return measure(toolset, select=request.select, ignore=request.ignore, instructions=instructions)
+        return None, ()
+    from scanner.rules.registry import check_prefixes
+
+    check_prefixes(request.select)
+    check_prefixes(request.ignore)
+    for tool_ignore in request.tool_ignores:
+        check_prefixes(tool_ignore.rules)
+    report = measure(toolset, instructions=instructions)
+    kept, ignored = partition(report.findings, request.select, request.ignore, request.tool_ignores)
+    return replace(report, findings=kept), ignored
+
+
+def partition(
+    findings: Sequence[Finding],
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    tool_ignores: Sequence[ToolIgnore] = (),
+) -> tuple[tuple[Finding, ...], tuple[IgnoredFinding, ...]]:
+    """Split findings into those shown and those ignored (with the reason), keeping their order."""
+    from scanner.rules.registry import rule_selected
+
+    kept: list[Finding] = []
+    ignored: list[IgnoredFinding] = []
+    for finding in findings:
+        if not rule_selected(finding.code, select, ()):
+            ignored.append(IgnoredFinding(finding, "rule not selected"))
+        elif not rule_selected(finding.code, (), ignore):
+            ignored.append(IgnoredFinding(finding, "rule ignored"))
+        else:
+            reason = next((rule.reason for rule in tool_ignores if rule.matches(finding)), None)
+            if reason is None:
+                kept.append(finding)
+            else:
+                ignored.append(IgnoredFinding(finding, reason))
+    return tuple(kept), tuple(ignored)

@@ -5,8 +5,8 @@ starts fast. Errors are turned into output in ONE place, :class:`FathomGroup`.
 
 Exit codes (also in ``fathom --help`` and the README):
 
-    0  done; nothing failed (without --strict, problems found still exit 0)
-    1  --strict and at least one problem was found
+    0  done; nothing failed (without a gate, problems found still exit 0)
+    1  a check gate failed (--strict, --fail-on, --min-score, --max-tokens, --max-increase): one line each
     2  usage or input error (a file that is not a tool list, a bad flag value)
     3  the server could not be checked (timeout, refused, auth required, ...): the outcome says why
     4  environment error: the offline tokenizer is missing, the database cannot be opened or written, another
@@ -38,8 +38,8 @@ if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when
 
 EXIT_CODES = """\b
 Exit codes:
-  0    done (problems found still exit 0 unless --strict)
-  1    --strict and at least one problem was found
+  0    done (problems found still exit 0 unless a gate is set)
+  1    a check gate failed (--strict, --fail-on, --min-score, --max-tokens, --max-increase)
   2    usage or input error
   3    the server could not be checked (the outcome says why)
   4    environment error (offline tokenizer missing, database unusable or busy)
@@ -100,6 +100,24 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from scanner import __version__
+
+        typer.echo(f"fathom {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Measure what MCP servers' tool lists cost a model per turn, and what a model would stumble over."""
 
 
 class CheckFormat(enum.StrEnum):
@@ -197,8 +215,43 @@ def check(
             'that sends instructions gives {"tools": [...], "instructions": "..."} instead.',
         ),
     ] = None,
-    fmt: Annotated[CheckFormat, typer.Option("--format", help="Output format.")] = CheckFormat.text,
-    strict: Annotated[bool, typer.Option(help="Exit 1 when there is at least one problem (for CI).")] = False,
+    fmt: Annotated[
+        CheckFormat | None, typer.Option("--format", help="Output format (default text, or the config file's).")
+    ] = None,
+    strict: Annotated[bool, typer.Option(help="Exit 1 when there is at least one problem: --fail-on problem.")] = False,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(metavar="problem|warning|note", help="Exit 1 on a finding at this severity or worse (CI)."),
+    ] = None,
+    min_score: Annotated[
+        float | None, typer.Option(min=0, max=100, help="Exit 1 when the leaderboard score is below this.")
+    ] = None,
+    max_tokens: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="N|PROVIDER=N",
+            help="Exit 1 above N tokens per turn with the most expensive provider, or with PROVIDER (repeatable).",
+        ),
+    ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(help="Compare with this --save-baseline file; --fail-on then counts only new findings."),
+    ] = None,
+    max_increase: Annotated[
+        str | None,
+        typer.Option(metavar="PCT%|N", help="With --baseline: exit 1 when any provider's tokens grew more."),
+    ] = None,
+    save_baseline: Annotated[
+        Path | None, typer.Option(help="Write the tool list, findings and costs here as a versioned JSON baseline.")
+    ] = None,
+    badge: Annotated[
+        Path | None,
+        typer.Option(help="Write a badge SVG here (score, tokens) and a shields.io endpoint .json beside it."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(help="A fathom.toml or pyproject.toml ([tool.fathom]); by default found from here upwards."),
+    ] = None,
     verbose: Annotated[
         bool,
         typer.Option(
@@ -267,15 +320,18 @@ def check(
     The list comes from a file (--tools-file), a server URL (--url), a stdio command (--stdio or after '--'),
     or the bundled example (--example).
     """
-    from scanner.check import CheckRequest, run_check
+    from scanner.check import CheckRequest
+    from scanner.checkconfig import load_config, settings
+    from scanner.gates import GateRequest, run_gate
 
     sources = [tools_file is not None, url is not None, stdio is not None, bool(command), example]
     if sum(sources) != 1:
         _fail("give exactly one of --tools-file, --url, --stdio, '-- command ...' or --example", 2)
     if tools_file is not None:
         _readable_file("--tools-file", tools_file)
-    if save is not None:
-        _writable_file("--save", save)
+    for flag, path in (("--save", save), ("--save-baseline", save_baseline), ("--badge", badge)):
+        if path is not None:
+            _writable_file(flag, path)
     entry = _server_entry(url, stdio, command, transport, _headers(header, bearer_env), env_names)
     if example:
         from importlib import resources
@@ -291,24 +347,37 @@ def check(
         max_tools=max_tools,
         max_line_bytes=max_line_bytes,
     )
+    chosen = settings(
+        load_config(config),
+        select=_codes(select),
+        ignore=_codes(ignore),
+        fmt=fmt.value if fmt is not None else None,
+        fail_on=fail_on,
+        strict=strict,
+        min_score=min_score,
+        max_tokens=max_tokens,
+        max_increase=max_increase,
+        baseline=baseline,
+    )
     request = CheckRequest(
         tools_file=tools_file,
         entry=entry,
-        select=_codes(select),
-        ignore=_codes(ignore),
+        select=chosen.select,
+        ignore=chosen.ignore,
+        tool_ignores=chosen.tool_ignores,
         max_bytes=max_bytes,
         limits=limits,
         profile=_known_profile(profile),
         save=save,
         measure=as_provider is None,
     )
-    result = run_check(request)
+    gate = GateRequest(request, chosen.gates, chosen.baseline, save_baseline, badge)
+    result = run_gate(gate)
+    out_format = CheckFormat(chosen.format)
     if result.tools is None:
         assert result.outcome is not None
-        if fmt is CheckFormat.json:
-            from scanner.report import check_json
-
-            typer.echo(check_json.render(result), nl=False)
+        if out_format in (CheckFormat.json, CheckFormat.sarif):  # a parseable document even then (CI uploads)
+            typer.echo(_render_check(result, out_format), nl=False)
         from scanner.textsafe import clean
 
         found = "".join(f"; {f.code} {f.rule}: {clean(f.message)}" for f in result.outcome_findings)
@@ -323,8 +392,10 @@ def check(
             view = {"tools": view, "instructions": result.instructions}
         typer.echo(json.dumps(view, indent=2, ensure_ascii=True))
         return
-    typer.echo(_render_check(result, fmt, verbose=verbose, all_tools=all_tools), nl=False)
-    if strict and result.report is not None and result.report.summary.problems:
+    typer.echo(_render_check(result, out_format, verbose=verbose, all_tools=all_tools), nl=False)
+    for failed in result.failed_gates:
+        typer.echo(f"fathom: {_one_line(failed.line())}", err=True)
+    if result.failed_gates:
         raise typer.Exit(1)
 
 
@@ -339,6 +410,11 @@ def _server_entry(
     from scanner.models import ServerEntry, Transport
 
     if url is not None:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            _fail(f"--url {url!r} is not an http:// or https:// URL with a host", 2)
         kind = {
             TransportChoice.auto: Transport.HTTP,
             TransportChoice.streamable_http: Transport.STREAMABLE_HTTP,

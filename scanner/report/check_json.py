@@ -10,6 +10,11 @@ text itself is in ``outcome.extra.instructions``. A server check adds ``server``
 detail, extra});
 a server that could not be listed has ``outcome`` and no measurement keys. Output is ASCII-escaped JSON, so
 nothing a server wrote reaches a terminal raw.
+
+Also: ``score`` ({score, version, mean_tool, worst_tool, list_penalty, rules: [{code, rule, findings, points}]}:
+the leaderboard's number and what each rule cost), ``ignored`` (the findings ``--select``/``--ignore`` or a
+per-tool ignore kept out, each with its ``reason``; the score still counts them), ``gates`` ([{gate, passed,
+message}]) and, with ``--baseline``, ``baseline`` (tokens, tools and findings compared with it).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from scanner.baseline import Comparison
 from scanner.check import CheckResult
 from scanner.models import CheckReport, ScanOutcome
 
@@ -83,6 +89,63 @@ def result_dict(result: CheckResult) -> dict[str, Any]:
         data["findings"] = [finding.to_json() for finding in result.outcome_findings]
     if result.report is not None:
         data.update(report_dict(result.report))
+        data.update(gate_dict(result))
+    return data
+
+
+def score_dict(result: CheckResult) -> dict[str, Any] | None:
+    score = result.score
+    if score is None:
+        return None
+    return {
+        "score": score.score,
+        "version": score.version,
+        "mean_tool": score.mean_tool,
+        "worst_tool": score.worst_tool,
+        "list_penalty": score.list_penalty,
+        "rules": [
+            {"code": cost.code, "rule": cost.rule, "findings": cost.findings, "points": cost.points}
+            for cost in result.rule_costs
+        ],
+    }
+
+
+def comparison_dict(comparison: Comparison) -> dict[str, Any]:
+    return {
+        "file": comparison.baseline,
+        "source": comparison.source,
+        "score": {"before": comparison.score_before, "after": comparison.score_after},
+        "tools_count": {"before": comparison.tools_before, "after": comparison.tools_after},
+        "tokens": {
+            delta.provider: {
+                "before": delta.before,
+                "after": delta.after,
+                "delta": delta.delta,
+                "percent": None if delta.percent is None else round(delta.percent, 2),
+            }
+            for delta in comparison.tokens
+        },
+        "tools": [
+            {"name": tool.name, "change": tool.change, "before": dict(tool.before), "after": dict(tool.after)}
+            for tool in comparison.tools
+        ],
+        "new_findings": [finding.to_json() for finding in comparison.new],
+        "fixed_findings": [
+            {"code": f.code, "rule": f.rule, "severity": f.severity.label, "tool": f.tool, "message": f.message}
+            for f in comparison.fixed
+        ],
+    }
+
+
+def gate_dict(result: CheckResult) -> dict[str, Any]:
+    """The keys a measured check adds beyond the report: score, ignored findings, gates, baseline."""
+    data: dict[str, Any] = {
+        "score": score_dict(result),
+        "ignored": [item.finding.to_json() | {"reason": item.reason} for item in result.ignored],
+        "gates": [{"gate": gate.gate, "passed": gate.passed, "message": gate.message} for gate in result.gates],
+    }
+    if result.comparison is not None:
+        data["baseline"] = comparison_dict(result.comparison)
     return data
 
 

@@ -3,12 +3,18 @@
 Server text is escaped for Markdown (table pipes, emphasis, HTML) and stripped of control characters; the
 catalogue's own hints keep their code spans. A rule firing on more than five tools is one row with its count
 (``--verbose`` lists each); ``--tools`` lists every tool's cost instead of the five largest.
+
+With ``--baseline`` it is a PR comment: the gates and the changes since the baseline come first (tokens per
+provider with their deltas, tools added, removed and changed with their cost deltas, findings new and fixed),
+then the full report. The score (the leaderboard's) and what each rule cost, and the ignored findings with
+their reasons, are always there.
 """
 
 from __future__ import annotations
 
+from scanner.baseline import Comparison
 from scanner.check import CheckResult
-from scanner.models import PROVIDER_LABELS
+from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT
 from scanner.report.check_groups import FindingGroup, group_findings
 from scanner.report.text import markdown_escape
 
@@ -31,6 +37,12 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
             return "\n".join(out)
     report = result.report
     assert report is not None
+    score = result.score
+    if score is not None:
+        out += [f"**Score:** {score.score:g} / 100 (leaderboard formula v{score.version})", ""]
+    out += gate_lines(result)
+    if result.comparison is not None:
+        out += comparison_lines(result.comparison, list(report.tokens))
     out += ["| Provider | Tokens per turn | Method |", "|---|---:|---|"]
     for provider, count in report.tokens.items():
         out.append(f"| {PROVIDER_LABELS.get(provider, provider)} | {count.tokens:,} | {md(count.method)} |")
@@ -69,4 +81,85 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
                 f"{md(finding.message)} | {finding.hint} |"
             )
         out.append("")
+    out += score_lines(result) + ignored_lines(result)
     return "\n".join(out)
+
+
+def gate_lines(result: CheckResult) -> list[str]:
+    if not result.gates:
+        return []
+    out = ["| Gate | Result | |", "|---|---|---|"]
+    for gate in result.gates:
+        out.append(f"| `{gate.gate}` | {'passed' if gate.passed else '**failed**'} | {md(gate.message)} |")
+    return [*out, ""]
+
+
+def score_lines(result: CheckResult) -> list[str]:
+    score = result.score
+    if score is None:
+        return []
+    out = [
+        f"### Score {score.score:g} / 100",
+        "",
+        f"Mean tool {score.mean_tool * 100:.1f} · worst tool {score.worst_tool * 100:.1f} · "
+        f"list penalty {score.list_penalty:g}.",
+        "",
+    ]
+    if result.rule_costs:
+        out += ["| Rule | Findings | Points it costs |", "|---|---:|---:|"]
+        out += [f"| {cost.code} {cost.rule} | {cost.findings} | {-cost.points:.1f} |" for cost in result.rule_costs]
+        out.append("")
+    return out
+
+
+def ignored_lines(result: CheckResult) -> list[str]:
+    if not result.ignored:
+        return []
+    out = [f"### Ignored ({len(result.ignored)}; still counted in the score)", ""]
+    out += ["| Severity | Code | Tool | Reason |", "|---|---|---|---|"]
+    for item in result.ignored:
+        finding = item.finding
+        tool = md(finding.tool) if finding.tool is not None else "(list)"
+        out.append(f"| {finding.severity.label} | {finding.code} {finding.rule} | {tool} | {md(item.reason)} |")
+    return [*out, ""]
+
+
+def _signed(value: int) -> str:
+    return f"{value:+,}" if value else "0"
+
+
+def comparison_lines(comparison: Comparison, providers: list[str]) -> list[str]:
+    """The PR comment's head: what changed since the baseline."""
+    out = [f"### Since the baseline ({md(comparison.baseline)})", ""]
+    if comparison.score_before is not None and comparison.score_after is not None:
+        change = comparison.score_after - comparison.score_before
+        out += [f"Score {comparison.score_before:g} → {comparison.score_after:g} ({change:+.1f})", ""]
+    out += [f"Tools {comparison.tools_before} → {comparison.tools_after}", ""]
+    out += ["| Provider | Baseline | Now | Change |", "|---|---:|---:|---:|"]
+    for delta in comparison.tokens:
+        percent = f" ({delta.percent:+.1f} %)" if delta.percent is not None else ""
+        label = PROVIDER_LABELS.get(delta.provider, delta.provider)
+        out.append(f"| {label} | {delta.before:,} | {delta.after:,} | {_signed(delta.delta)}{percent} |")
+    out.append("")
+    if comparison.tools:
+        out += ["| Tool | Change | " + " | ".join(PROVIDER_SHORT.get(p, p) for p in providers) + " |"]
+        out.append("|---|---|" + "---:|" * len(providers))
+        for tool in comparison.tools:
+            deltas = " | ".join(_signed(tool.delta(p)) for p in providers)
+            out.append(f"| {md(tool.name)} | {tool.change} | {deltas} |")
+        out.append("")
+    else:
+        out += ["No tool added, removed or changed.", ""]
+    if comparison.new or comparison.fixed:
+        out += ["| Finding | Severity | Code | Tool | |", "|---|---|---|---|---|"]
+        for finding in comparison.new:
+            name = md(finding.tool) if finding.tool is not None else "(list)"
+            row = f"| new | {finding.severity.label} | {finding.code} {finding.rule} | {name} | {md(finding.message)} |"
+            out.append(row)
+        for fixed in comparison.fixed:
+            name = md(fixed.tool) if fixed.tool is not None else "(list)"
+            out.append(f"| fixed | {fixed.severity.label} | {fixed.code} {fixed.rule} | {name} | {md(fixed.message)} |")
+        out.append("")
+    else:
+        out += ["No finding new or fixed.", ""]
+    return out

@@ -3,12 +3,14 @@
 Tokens per provider (both Claude tokenizer generations, each named by its models), the tool count and the 200k
 share, the biggest tools (every tool with ``--tools``), then findings worst first under ``1 problem, 2 warnings,
 3 notes`` (or ``Nothing a model would stumble over``); a rule firing on more than five tools is shown once with
-its count (``--verbose`` lists each). Colour only when asked (on a TTY); every string from the list goes through
-:func:`scanner.textsafe.clean`.
+its count (``--verbose`` lists each). Then the score (the leaderboard's) and what each rule cost, the findings
+set aside as ignored (with why), the comparison with a ``--baseline``, and every gate asked for. Colour only
+when asked (on a TTY); every string from the list goes through :func:`scanner.textsafe.clean`.
 """
 
 from __future__ import annotations
 
+from scanner.baseline import Comparison
 from scanner.check import CheckResult
 from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT, CheckReport, ScanOutcome, Severity, ToolCost
 from scanner.report.check_groups import FindingGroup, group_findings
@@ -119,4 +121,74 @@ def render(result: CheckResult, *, colour: bool = False, verbose: bool = False, 
         return "\n".join(lines) + "\n"
     lines.append("")
     lines += report_lines(result.report, paint, verbose=verbose, all_tools=all_tools)
+    lines += score_lines(result, paint)
+    lines += ignored_lines(result, paint)
+    if result.comparison is not None:
+        lines += comparison_lines(result.comparison, paint)
+    if result.gates:
+        lines += ["", paint("Gates", "1")]
+        for gate in result.gates:
+            mark = paint("passed", "32;1") if gate.passed else paint("FAILED", "31;1")
+            lines.append(f"  {mark} {gate.gate}: {clean(gate.message)}")
     return "\n".join(lines) + "\n"
+
+
+def score_lines(result: CheckResult, paint: _Painter) -> list[str]:
+    """``Score 93.5 / 100`` and what each rule cost (the points fixing it would give back)."""
+    score = result.score
+    if score is None:
+        return []
+    lines = ["", paint(f"Score {score.score:g} / 100", "1") + paint(f"  (leaderboard formula v{score.version})", "2")]
+    lines.append(
+        f"  mean tool {score.mean_tool * 100:.1f} · worst tool {score.worst_tool * 100:.1f} · "
+        f"list penalty {score.list_penalty:g}"
+    )
+    for cost in result.rule_costs:
+        found = f"{cost.findings} finding{'' if cost.findings == 1 else 's'}"
+        lines.append(f"  {-cost.points:>6.1f}  {cost.code} {cost.rule} ({found})")
+    return lines
+
+
+def ignored_lines(result: CheckResult, paint: _Painter) -> list[str]:
+    """Findings kept out of the list and the gates, one line each with the reason (the score counts them)."""
+    if not result.ignored:
+        return []
+    lines = ["", paint(f"Ignored ({len(result.ignored)}; still counted in the score)", "1")]
+    for item in result.ignored:
+        finding = item.finding
+        where = f" · {clean(finding.tool)}" if finding.tool is not None else ""
+        lines.append(f"  {finding.severity.label:<8} {finding.code} {finding.rule}{where}: {clean(item.reason)}")
+    return lines
+
+
+def _delta(before: int, after: int) -> str:
+    change = after - before
+    percent = f", {100.0 * change / before:+.1f} %" if before else ""
+    return f"{before:,} -> {after:,} ({change:+,}{percent})"
+
+
+def comparison_lines(comparison: Comparison, paint: _Painter) -> list[str]:
+    """What changed since the baseline: tokens per provider, tools, findings new and fixed."""
+    lines = ["", paint(f"Since the baseline {clean(comparison.baseline)}", "1")]
+    if comparison.score_before is not None and comparison.score_after is not None:
+        lines.append(
+            f"  score {comparison.score_before:g} -> {comparison.score_after:g} "
+            f"({comparison.score_after - comparison.score_before:+.1f})"
+        )
+    lines.append(f"  tools {comparison.tools_before} -> {comparison.tools_after}")
+    for delta in comparison.tokens:
+        lines.append(f"  {PROVIDER_LABELS.get(delta.provider, delta.provider)}: {_delta(delta.before, delta.after)}")
+    dearest = next(iter(comparison.tokens), None)
+    for tool in comparison.tools:
+        cost = ""
+        if dearest is not None:
+            short = PROVIDER_SHORT.get(dearest.provider, dearest.provider)
+            cost = f" ({tool.delta(dearest.provider):+,} tokens, {short})"
+        lines.append(f"  {tool.change:<8} {clean(tool.name)}{cost}")
+    for finding in comparison.new:
+        where = f" · {clean(finding.tool)}" if finding.tool is not None else ""
+        lines.append(f"  new      {finding.severity.label} {finding.code} {finding.rule}{where}")
+    for fixed in comparison.fixed:
+        where = f" · {clean(fixed.tool)}" if fixed.tool is not None else ""
+        lines.append(f"  fixed    {fixed.severity.label} {fixed.code} {fixed.rule}{where}")
+    return lines

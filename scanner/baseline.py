@@ -1,0 +1,264 @@
+"""A check's baseline: the tool list, findings and costs of a release, saved as versioned JSON, and the comparison
+of a later check against it (``fathom check --save-baseline FILE`` / ``--baseline FILE``).
+
+Works from files alone, no database: the baseline keeps each tool's cost per provider and content hash, so a
+later check can say which tools were added, removed or changed and what each did to the cost, and which
+findings are new or fixed. Findings are matched by (rule, tool) and counted, because a finding's pointer and
+message move when a schema is edited while the fault stays the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scanner.errors import InputError, OutputError
+from scanner.models import Finding, Severity, canonical_json
+
+if TYPE_CHECKING:
+    from scanner.check import CheckResult
+
+BASELINE_FORMAT = 1
+"""Bump when a key changes meaning; :func:`load` refuses other formats with a clear message."""
+
+
+@dataclass(frozen=True)
+class BaselineFinding:
+    """A finding as the baseline keeps it (or a finding now, for the same matching)."""
+
+    code: str
+    rule: str
+    severity: Severity
+    tool: str | None
+    message: str
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        return (self.code, self.tool)
+
+    @classmethod
+    def of(cls, finding: Finding) -> BaselineFinding:
+        return cls(finding.code, finding.rule, finding.severity, finding.tool, finding.message)
+
+
+@dataclass(frozen=True)
+class TokenDelta:
+    """One provider's tokens per turn in the baseline and now."""
+
+    provider: str
+    before: int
+    after: int
+
+    @property
+    def delta(self) -> int:
+        return self.after - self.before
+
+    @property
+    def percent(self) -> float | None:
+        return None if self.before == 0 else 100.0 * self.delta / self.before
+
+
+@dataclass(frozen=True)
+class ToolDelta:
+    """A tool added, removed or changed since the baseline, with its cost per provider before and after."""
+
+    name: str
+    change: str  # "added", "removed" or "changed"
+    before: Mapping[str, int]
+    after: Mapping[str, int]
+
+    def delta(self, provider: str) -> int:
+        return self.after.get(provider, 0) - self.before.get(provider, 0)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What changed between the baseline and this check."""
+
+    baseline: str  # the baseline file, as given
+    source: str  # what the baseline checked
+    tokens: tuple[TokenDelta, ...]
+    tools: tuple[ToolDelta, ...]
+    new: tuple[Finding, ...]  # findings now whose (rule, tool) the baseline had fewer of
+    fixed: tuple[BaselineFinding, ...]  # baseline findings whose (rule, tool) is now seen fewer times
+    score_before: float | None
+    score_after: float | None
+    tools_before: int
+    tools_after: int
+
+    @property
+    def added(self) -> tuple[ToolDelta, ...]:
+        return tuple(tool for tool in self.tools if tool.change == "added")
+
+    @property
+    def removed(self) -> tuple[ToolDelta, ...]:
+        return tuple(tool for tool in self.tools if tool.change == "removed")
+
+    @property
+    def changed(self) -> tuple[ToolDelta, ...]:
+        return tuple(tool for tool in self.tools if tool.change == "changed")
+
+
+def _tool_sha(tool: Any) -> str:
+    return hashlib.sha256(canonical_json(tool).encode("utf-8")).hexdigest()
+
+
+def _finding_json(finding: Finding) -> dict[str, Any]:
+    return {
+        "code": finding.code,
+        "rule": finding.rule,
+        "severity": finding.severity.label,
+        "tool": finding.tool,
+        "pointer": finding.pointer,
+        "message": finding.message,
+    }
+
+
+def baseline_dict(result: CheckResult) -> dict[str, Any]:
+    """The baseline document of a measured check (see the module docstring)."""
+    from scanner import __version__
+
+    report = result.report
+    if report is None or result.tools is None:
+        raise InputError("no tool list was measured, so there is no baseline to save")
+    score = result.score
+    return {
+        "fathom_baseline": BASELINE_FORMAT,
+        "fathom_version": __version__,
+        "score_version": score.version if score is not None else None,
+        "source": result.source,
+        "toolset_sha256": report.toolset_sha256,
+        "tools_count": report.tools_count,
+        "score": score.score if score is not None else None,
+        "tokens": {provider: count.tokens for provider, count in report.tokens.items()},
+        "tools": [
+            {"name": cost.name, "sha256": _tool_sha(result.tools[cost.index]), "tokens": dict(cost.tokens)}
+            for cost in report.tool_costs
+        ],
+        "findings": [_finding_json(finding) for finding in report.findings],
+        "ignored": [_finding_json(item.finding) | {"reason": item.reason} for item in result.ignored],
+    }
+
+
+def save(result: CheckResult, path: Path) -> None:
+    text = json.dumps(baseline_dict(result), indent=2, ensure_ascii=True) + "\n"
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise OutputError(f"Cannot write the baseline {path}: {exc.strerror or exc}") from exc
+
+
+def load(path: Path) -> dict[str, Any]:
+    """Read a baseline file; anything that is not one of ours is an input error (exit 2)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"--baseline {path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"--baseline {path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict) or "fathom_baseline" not in data:
+        raise InputError(f"--baseline {path} is not a fathom baseline (write one with --save-baseline)")
+    if data["fathom_baseline"] != BASELINE_FORMAT:
+        raise InputError(
+            f"--baseline {path} is baseline format {data['fathom_baseline']!r}; this fathom reads format "
+            f"{BASELINE_FORMAT}: save it again with --save-baseline"
+        )
+    for key, kind in (("tokens", dict), ("tools", list), ("findings", list)):
+        if not isinstance(data.get(key), kind):
+            raise InputError(f"--baseline {path}: {key!r} is missing or not a JSON {kind.__name__}")
+    return data
+
+
+def _keyed(names: Iterable[str]) -> list[str]:
+    """Tool names made unique (a duplicate name gets ``#2``, ``#3``...), so duplicates are compared one by one."""
+    seen: Counter[str] = Counter()
+    out = []
+    for name in names:
+        seen[name] += 1
+        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out
+
+
+def _stored_finding(item: Any) -> BaselineFinding | None:
+    if not isinstance(item, dict) or not isinstance(item.get("code"), str):
+        return None
+    try:
+        severity = Severity.parse(str(item.get("severity", "note")))
+    except KeyError:
+        severity = Severity.NOTE
+    tool = item.get("tool")
+    return BaselineFinding(
+        code=item["code"],
+        rule=str(item.get("rule", "")),
+        severity=severity,
+        tool=tool if isinstance(tool, str) else None,
+        message=str(item.get("message", "")),
+    )
+
+
+def compare(baseline: Mapping[str, Any], result: CheckResult, *, path: str = "") -> Comparison:
+    """This check against ``baseline`` (a :func:`load` document)."""
+    report = result.report
+    assert report is not None and result.tools is not None
+    before_tokens = {p: int(n) for p, n in baseline["tokens"].items() if isinstance(n, int)}
+    tokens = tuple(
+        TokenDelta(provider, before_tokens[provider], count.tokens)
+        for provider, count in report.tokens.items()
+        if provider in before_tokens
+    )
+    old_tools = [tool for tool in baseline["tools"] if isinstance(tool, dict)]
+    old = dict(zip(_keyed(str(tool.get("name", "")) for tool in old_tools), old_tools, strict=True))
+    now_costs = list(report.tool_costs)
+    now = dict(zip(_keyed(cost.name for cost in now_costs), now_costs, strict=True))
+    deltas: list[ToolDelta] = []
+    for name, cost in now.items():
+        after = dict(cost.tokens)
+        if name not in old:
+            deltas.append(ToolDelta(name, "added", {}, after))
+            continue
+        before = {p: int(n) for p, n in dict(old[name].get("tokens") or {}).items() if isinstance(n, int)}
+        if old[name].get("sha256") != _tool_sha(result.tools[cost.index]):
+            deltas.append(ToolDelta(name, "changed", before, after))
+    for name, tool in old.items():
+        if name not in now:
+            before = {p: int(n) for p, n in dict(tool.get("tokens") or {}).items() if isinstance(n, int)}
+            deltas.append(ToolDelta(name, "removed", before, {}))
+    stored = [found for found in map(_stored_finding, baseline["findings"]) if found is not None]
+    was = Counter(found.key for found in stored)
+    still = Counter(BaselineFinding.of(finding).key for finding in report.findings)
+    new: list[Finding] = []
+    budget = Counter(was)
+    for finding in report.findings:  # worst first: the first ones over the baseline's count are the new ones
+        key = BaselineFinding.of(finding).key
+        if budget[key] > 0:
+            budget[key] -= 1
+        else:
+            new.append(finding)
+    fixed: list[BaselineFinding] = []
+    left = Counter(still)
+    for found in stored:
+        if left[found.key] > 0:
+            left[found.key] -= 1
+        else:
+            fixed.append(found)
+    score = result.score
+    old_score = baseline.get("score")
+    return Comparison(
+        baseline=path,
+        source=str(baseline.get("source", "")),
+        tokens=tokens,
+        tools=tuple(deltas),
+        new=tuple(new),
+        fixed=tuple(fixed),
+        score_before=float(old_score) if isinstance(old_score, int | float) else None,
+        score_after=score.score if score is not None else None,
+        tools_before=len(old_tools),
+        tools_after=report.tools_count,
+    )

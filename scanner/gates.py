@@ -1,0 +1,239 @@
+"""The gates of ``fathom check`` in CI, and :func:`run_gate`, the one library call behind the command.
+
+A gate is a limit the author sets: ``--fail-on problem|warning|note`` (findings at or above a severity;
+``--strict`` is ``--fail-on problem``), ``--min-score N`` (the leaderboard's score), ``--max-tokens N`` (the
+most expensive provider, or ``PROVIDER=N`` for one) and, against a ``--baseline``, ``--max-increase 10%`` (or a
+number of tokens) on every provider. With a baseline, ``--fail-on`` counts only findings that are new since it:
+the gate fails on what got worse, not on what the last release already had. Every gate asked for is evaluated
+and reported (passed or failed, and by how much); any failure makes the command exit 1.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from scanner.check import CheckRequest, CheckResult, run_check
+from scanner.errors import InputError
+from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT, Severity
+
+
+@dataclass(frozen=True)
+class TokenLimit:
+    """``--max-tokens``: at most ``limit`` tokens per turn with ``provider`` (None: the most expensive one)."""
+
+    limit: int
+    provider: str | None = None
+
+    def text(self) -> str:
+        return f"{self.provider}={self.limit}" if self.provider else str(self.limit)
+
+
+@dataclass(frozen=True)
+class Increase:
+    """``--max-increase``: growth allowed over the baseline, in percent (``10%``) or tokens (``500``)."""
+
+    value: float
+    percent: bool
+
+    def text(self) -> str:
+        return f"{self.value:g}%" if self.percent else f"{self.value:g}"
+
+    def allowed(self, before: int) -> float:
+        return before * self.value / 100.0 if self.percent else self.value
+
+
+@dataclass(frozen=True)
+class Gates:
+    fail_on: Severity | None = None
+    min_score: float | None = None
+    max_tokens: tuple[TokenLimit, ...] = ()
+    max_increase: Increase | None = None
+
+    @property
+    def any(self) -> bool:
+        return bool(self.fail_on is not None or self.min_score is not None or self.max_tokens or self.max_increase)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """One gate: its flag as written, whether it passed, and a sentence with the numbers."""
+
+    gate: str
+    passed: bool
+    message: str
+
+    def line(self) -> str:
+        return f"gate {self.gate} {'passed' if self.passed else 'failed'}: {self.message}"
+
+
+@dataclass(frozen=True)
+class GateRequest:
+    """Everything one ``fathom check`` run does beyond measuring: gates, baseline, badge."""
+
+    check: CheckRequest
+    gates: Gates = Gates()
+    baseline: Path | None = None
+    save_baseline: Path | None = None
+    badge: Path | None = None
+
+
+# --- parsing (flags and config share these) -----------------------------------------------------------------
+
+
+def parse_severity(text: str, where: str = "--fail-on") -> Severity:
+    try:
+        return Severity.parse(text.strip())
+    except KeyError:
+        raise InputError(f"{where} {text!r} is not one of problem, warning, note") from None
+
+
+def parse_max_tokens(value: object, where: str = "--max-tokens") -> TokenLimit:
+    """``5000`` (the most expensive provider) or ``openai=3000`` (one provider)."""
+    text = str(value).strip()
+    provider: str | None = None
+    if "=" in text:
+        name, _, text = text.partition("=")
+        provider = name.strip().lower()
+        if provider not in PROVIDER_SHORT:
+            raise InputError(f"{where} {value!r}: no provider {provider!r} (one of {', '.join(PROVIDER_SHORT)})")
+    try:
+        limit = int(text.strip().replace("_", "").replace(",", ""))
+    except ValueError:
+        raise InputError(f"{where} {value!r} is not a whole number of tokens (or PROVIDER=N)") from None
+    if limit < 0:
+        raise InputError(f"{where} {value!r} is negative")
+    return TokenLimit(limit=limit, provider=provider)
+
+
+def parse_increase(value: object, where: str = "--max-increase") -> Increase:
+    """``10%`` of the baseline's tokens, or ``500`` tokens."""
+    text = str(value).strip()
+    percent = text.endswith("%")
+    try:
+        number = float(text.rstrip("%").strip())
+    except ValueError:
+        raise InputError(f"{where} {value!r} is neither a percentage (10%) nor a number of tokens") from None
+    if not math.isfinite(number) or number < 0:
+        raise InputError(f"{where} {value!r} must be a finite number at or above 0")
+    return Increase(value=number, percent=percent)
+
+
+def parse_score(value: object, where: str = "--min-score") -> float:
+    try:
+        number = float(str(value))
+    except ValueError:
+        raise InputError(f"{where} {value!r} is not a number from 0 to 100") from None
+    if not math.isfinite(number) or not 0 <= number <= 100:
+        raise InputError(f"{where} {value!r} is not a number from 0 to 100")
+    return number
+
+
+# --- evaluation ---------------------------------------------------------------------------------------------
+
+
+def _label(provider: str) -> str:
+    return PROVIDER_LABELS.get(provider, provider)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _fail_on(result: CheckResult, level: Severity) -> GateResult:
+    assert result.report is not None
+    against = result.comparison
+    findings = against.new if against is not None else result.report.findings
+    hit = [finding for finding in findings if finding.severity <= level]
+    counts = [sum(1 for finding in hit if finding.severity is sev) for sev in Severity if sev <= level]
+    words = ", ".join(_plural(n, sev.label) for n, sev in zip(counts, Severity, strict=False))
+    scope = " new since the baseline" if against is not None else ""
+    worse = "" if level is Severity.PROBLEM else f" at {level.label} or worse"
+    if hit:
+        return GateResult(f"--fail-on {level.label}", False, f"{_plural(len(hit), 'finding')}{worse}{scope} ({words})")
+    return GateResult(f"--fail-on {level.label}", True, f"no finding{worse}{scope}")
+
+
+def _min_score(result: CheckResult, minimum: float) -> GateResult:
+    score = result.score
+    assert score is not None
+    gate = f"--min-score {minimum:g}"
+    if score.score < minimum:
+        return GateResult(gate, False, f"score {score.score:g} is {minimum - score.score:.1f} below {minimum:g}")
+    return GateResult(gate, True, f"score {score.score:g}")
+
+
+def _max_tokens(result: CheckResult, limit: TokenLimit) -> GateResult:
+    report = result.report
+    assert report is not None
+    gate = f"--max-tokens {limit.text()}"
+    if limit.provider is None:
+        count = max(report.tokens.values(), key=lambda count: count.tokens)
+    elif limit.provider in report.tokens:
+        count = report.tokens[limit.provider]
+    else:
+        return GateResult(gate, False, f"{_label(limit.provider)} was not measured")
+    over = count.tokens - limit.limit
+    said = f"{count.tokens:,} tokens per turn with {_label(count.provider)}"
+    if over > 0:
+        share = f", +{100.0 * over / limit.limit:.1f} %" if limit.limit else ""
+        return GateResult(gate, False, f"{said}: {over:,} over the limit of {limit.limit:,}{share}")
+    return GateResult(gate, True, said)
+
+
+def _max_increase(result: CheckResult, increase: Increase) -> GateResult:
+    gate = f"--max-increase {increase.text()}"
+    against = result.comparison
+    if against is None:
+        raise InputError("--max-increase compares with a baseline: give --baseline FILE too")
+    over = []
+    for delta in against.tokens:
+        allowed = increase.allowed(delta.before)
+        if delta.delta > allowed:
+            percent = f", {delta.percent:+.1f} %" if delta.percent is not None else ""
+            over.append(f"{_label(delta.provider)} {delta.before:,} to {delta.after:,} ({delta.delta:+,}{percent})")
+    if over:
+        return GateResult(gate, False, "tokens grew more than allowed: " + "; ".join(over))
+    most = max(against.tokens, key=lambda delta: delta.delta, default=None)
+    grew = f"largest change {most.delta:+,} tokens ({_label(most.provider)})" if most is not None else "no provider"
+    return GateResult(gate, True, grew)
+
+
+def evaluate(result: CheckResult, gates: Gates) -> tuple[GateResult, ...]:
+    """Every gate asked for, in a fixed order; nothing for a list that was not measured."""
+    if result.report is None:
+        return ()
+    out: list[GateResult] = []
+    if gates.fail_on is not None:
+        out.append(_fail_on(result, gates.fail_on))
+    if gates.min_score is not None:
+        out.append(_min_score(result, gates.min_score))
+    out += [_max_tokens(result, limit) for limit in gates.max_tokens]
+    if gates.max_increase is not None:
+        out.append(_max_increase(result, gates.max_increase))
+    return tuple(out)
+
+
+def run_gate(request: GateRequest) -> CheckResult:
+    """Check the list, compare it with the baseline, evaluate the gates, and write the baseline and badge asked
+    for. A server that could not be listed comes back with its outcome and no gates (the caller exits 3)."""
+    from scanner import baseline
+
+    if request.gates.max_increase is not None and request.baseline is None:
+        raise InputError("--max-increase compares with a baseline: give --baseline FILE too")
+    before = baseline.load(request.baseline) if request.baseline is not None else None
+    result = run_check(request.check)
+    if result.report is None:
+        return result
+    if request.badge is not None:
+        from scanner.report import badge
+
+        badge.write(request.badge, result)
+    if before is not None:
+        assert request.baseline is not None
+        result = replace(result, comparison=baseline.compare(before, result, path=str(request.baseline)))
+    result = replace(result, gates=evaluate(result, request.gates))
+    if request.save_baseline is not None:
+        baseline.save(result, request.save_baseline)
+    return result
