@@ -377,7 +377,7 @@ def check(
     if result.tools is None:
         assert result.outcome is not None
         if out_format in (CheckFormat.json, CheckFormat.sarif):  # a parseable document even then (CI uploads)
-            typer.echo(_render_check(result, out_format), nl=False)
+            typer.echo(_render_check(result, out_format, anchor=chosen.config), nl=False)
         from scanner.textsafe import clean
 
         found = "".join(f"; {f.code} {f.rule}: {clean(f.message)}" for f in result.outcome_findings)
@@ -392,7 +392,8 @@ def check(
             view = {"tools": view, "instructions": result.instructions}
         typer.echo(json.dumps(view, indent=2, ensure_ascii=True))
         return
-    typer.echo(_render_check(result, out_format, verbose=verbose, all_tools=all_tools), nl=False)
+    rendered = _render_check(result, out_format, verbose=verbose, all_tools=all_tools, anchor=chosen.config)
+    typer.echo(rendered, nl=False)
     for failed in result.failed_gates:
         typer.echo(f"fathom: {_one_line(failed.line())}", err=True)
     if result.failed_gates:
@@ -444,7 +445,14 @@ def _server_entry(
     return ServerEntry(name=argv[0], transport=Transport.STDIO, command=tuple(argv), env=env, source="command line")
 
 
-def _render_check(result: CheckResult, fmt: CheckFormat, *, verbose: bool = False, all_tools: bool = False) -> str:
+def _render_check(
+    result: CheckResult,
+    fmt: CheckFormat,
+    *,
+    verbose: bool = False,
+    all_tools: bool = False,
+    anchor: Path | None = None,
+) -> str:
     if fmt is CheckFormat.json:
         from scanner.report import check_json
 
@@ -456,7 +464,7 @@ def _render_check(result: CheckResult, fmt: CheckFormat, *, verbose: bool = Fals
     if fmt is CheckFormat.sarif:
         from scanner.report import check_sarif
 
-        return check_sarif.render(result)
+        return check_sarif.render(result, anchor=anchor)
     from scanner.report import check_text
 
     return check_text.render(result, colour=_colour(), verbose=verbose, all_tools=all_tools)
