@@ -1,0 +1,298 @@
+"""``fathom check`` as a CI gate, against real servers: gates, baseline, config file, badge, --version.
+
+The warning-only server is the npm reference ``server-everything`` (0 problems, several warnings); the baseline
+and config tests run the official-SDK server with a tools file the test edits between two checks (it re-reads
+the file on every ``tools/list``).
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from scanner.cli import app
+from tests.servers.launch import RunningServer, everything_command, everything_installed, sdk_http_server
+
+runner = CliRunner()
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "get_forecast",
+        "description": "Hourly weather forecast for the next two days at a latitude and longitude, in metric units.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "latitude": {"type": "number", "description": "Latitude in degrees, e.g. 47.37."},
+                "longitude": {"type": "number", "description": "Longitude in degrees, e.g. 8.54."},
+            },
+            "required": ["latitude", "longitude"],
+        },
+    },
+    {
+        "name": "get_alerts",
+        "description": "Current severe-weather alerts for one country, given its two-letter ISO code.",
+        "inputSchema": {
+            "type": "object",
+            # no description on the parameter: MCP207, a warning
+            "properties": {"country": {"type": "string"}},
+            "required": ["country"],
+        },
+    },
+]
+ADDED = {
+    "name": "get_history",
+    "description": "Daily weather of the past ten years at one place: temperature, rain, wind, sunshine hours and "
+    "snow depth for each day, with the station that measured it and how far away it stands.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "latitude": {"type": "number", "description": "Latitude in degrees, e.g. 47.37."},
+            "longitude": {"type": "number", "description": "Longitude in degrees, e.g. 8.54."},
+            "year": {"type": "integer", "description": "The year, e.g. 2021."},
+        },
+        "required": ["latitude", "longitude", "year"],
+    },
+}
+
+
+@pytest.fixture
+def tools_file(tmp_path: Path) -> Path:
+    path = tmp_path / "served.json"
+    path.write_text(json.dumps(TOOLS), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def server(tools_file: Path) -> Iterator[RunningServer]:
+    with sdk_http_server(tools_file=tools_file) as running:
+        yield running
+
+
+def check(*args: str) -> Any:
+    return runner.invoke(app, ["check", *args, "--timeout", "20"])
+
+
+def gate_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("fathom: gate ")]
+
+
+# --- gates on a real warning-only server ---------------------------------------------------------------------
+
+
+@pytest.mark.npm
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(not everything_installed(), reason="run `npm install` in tests/npm (node_modules missing)")
+def test_a_warning_only_server_fails_fail_on_warning_and_passes_strict() -> None:
+    command = everything_command("stdio")
+    strict = check("--strict", "--format", "json", "--", *command)
+    assert strict.exit_code == 0, strict.output
+    data = json.loads(strict.stdout)
+    assert data["summary"]["problems"] == 0 and data["summary"]["warnings"] > 0
+    assert data["gates"] == [{"gate": "--fail-on problem", "passed": True, "message": "no finding"}]
+    warnings = data["summary"]["warnings"]
+    failed = check("--fail-on", "warning", "--", *command)
+    assert failed.exit_code == 1
+    assert gate_lines(failed.stderr) == [
+        f"fathom: gate --fail-on warning failed: {warnings} findings at warning or worse (0 problems, "
+        f"{warnings} warnings)"
+    ]
+    assert "FAILED --fail-on warning" in failed.stdout  # and in the report's Gates section
+
+
+def test_min_score_and_max_tokens_say_which_gate_failed_and_by_how_much(server: RunningServer) -> None:
+    url = server.url("/mcp")
+    data = json.loads(check("--url", url, "--format", "json").stdout)
+    score = data["score"]["score"]
+    assert 0 < score < 100  # MCP207 on get_alerts costs points
+    assert data["score"]["rules"][0]["code"] == "MCP207" and data["score"]["rules"][0]["points"] > 0
+    dearest = max(count["tokens"] for count in data["tokens"].values())
+    openai = data["tokens"]["openai"]["tokens"]
+    result = check("--url", url, "--min-score", str(score + 5), "--max-tokens", str(dearest - 10))
+    assert result.exit_code == 1
+    lines = gate_lines(result.stderr)
+    assert len(lines) == 2
+    assert lines[0] == f"fathom: gate --min-score {score + 5:g} failed: score {score:g} is 5.0 below {score + 5:g}"
+    assert lines[1].startswith(f"fathom: gate --max-tokens {dearest - 10} failed: {dearest:,} tokens per turn with ")
+    assert "10 over the limit" in lines[1]
+    per_provider = check("--url", url, "--max-tokens", f"openai={openai}", "--min-score", str(score))
+    assert per_provider.exit_code == 0, per_provider.output  # exactly at both limits passes
+    over = check("--url", url, "--max-tokens", f"openai={openai - 1}")
+    assert over.exit_code == 1 and "with OpenAI: 1 over the limit" in over.stderr
+    unknown = check("--url", url, "--max-tokens", "mistral=5")
+    assert unknown.exit_code == 2 and "no provider 'mistral'" in unknown.stderr
+
+
+# --- baseline -----------------------------------------------------------------------------------------------
+
+
+def test_a_tool_added_since_the_baseline_shows_in_the_delta_and_fails_max_increase(
+    server: RunningServer, tools_file: Path, tmp_path: Path
+) -> None:
+    url = server.url("/mcp")
+    baseline = tmp_path / "fathom-baseline.json"
+    saved = check("--url", url, "--save-baseline", str(baseline), "--fail-on", "warning")
+    assert saved.exit_code == 1  # the gate runs, and the baseline is still written
+    document = json.loads(baseline.read_text(encoding="utf-8"))
+    assert document["fathom_baseline"] == 1 and [tool["name"] for tool in document["tools"]] == [
+        "get_forecast",
+        "get_alerts",
+    ]
+    assert [finding["code"] for finding in document["findings"]] == ["MCP207"]
+    # against an unchanged server: nothing new, so the baseline's warning no longer fails --fail-on warning
+    same = check("--url", url, "--baseline", str(baseline), "--fail-on", "warning", "--max-increase", "0%")
+    assert same.exit_code == 0, same.output
+    tools_file.write_text(json.dumps([*TOOLS, ADDED]), encoding="utf-8")
+    grown = check("--url", url, "--baseline", str(baseline), "--max-increase", "10%", "--format", "markdown")
+    assert grown.exit_code == 1
+    lines = gate_lines(grown.stderr)
+    assert len(lines) == 1 and lines[0].startswith("fathom: gate --max-increase 10% failed: tokens grew more")
+    comment = grown.stdout
+    assert "### Since the baseline" in comment and "Tools 2 → 3" in comment
+    added_row = next(line for line in comment.splitlines() if line.startswith("| get\\_history | added |"))
+    assert all(cell.strip().startswith("+") for cell in added_row.split("|")[3:-1])
+    assert "No finding new or fixed." in comment
+    as_json = json.loads(check("--url", url, "--baseline", str(baseline), "--format", "json").stdout)
+    delta = as_json["baseline"]
+    assert [(tool["name"], tool["change"]) for tool in delta["tools"]] == [("get_history", "added")]
+    for provider, change in delta["tokens"].items():
+        assert change["after"] - change["before"] == change["delta"] > 0
+        # the list grew by about the new tool's own cost (a list's rendering is not quite the sum of its tools)
+        assert abs(change["delta"] - delta["tools"][0]["after"][provider]) <= 0.1 * change["delta"]
+    # a generous budget passes; a new warning on a changed tool is new, the old one is still not
+    assert check("--url", url, "--baseline", str(baseline), "--max-increase", "200%").exit_code == 0
+    changed = [dict(TOOLS[0], inputSchema={"type": "object", "properties": {"q": {"type": "string"}}}), TOOLS[1]]
+    tools_file.write_text(json.dumps(changed), encoding="utf-8")
+    worse = check("--url", url, "--baseline", str(baseline), "--fail-on", "warning", "--format", "json")
+    assert worse.exit_code == 1
+    new = json.loads(worse.stdout)["baseline"]["new_findings"]
+    assert {(finding["code"], finding["tool"]) for finding in new} == {("MCP207", "get_forecast")}
+    fixed = json.loads(worse.stdout)["baseline"]["fixed_findings"]
+    assert fixed == []
+    assert "1 finding at warning or worse new since the baseline" in worse.stderr
+
+
+def test_baseline_errors_are_input_errors(tmp_path: Path) -> None:
+    example = ("--example",)
+    not_ours = tmp_path / "x.json"
+    not_ours.write_text("{}", encoding="utf-8")
+    result = check(*example, "--baseline", str(not_ours))
+    assert result.exit_code == 2 and "not a fathom baseline" in result.stderr
+    missing = check(*example, "--max-increase", "10%")
+    assert missing.exit_code == 2 and "--baseline" in missing.stderr
+    assert check(*example, "--baseline", str(tmp_path / "nope.json")).exit_code == 2
+
+
+# --- configuration ------------------------------------------------------------------------------------------
+
+
+PYPROJECT = """\
+[project]
+name = "my-server"
+
+[tool.fathom]
+fail-on = "warning"
+format = "json"
+
+[[tool.fathom.per-tool-ignores]]
+tool = "get_alerts"
+rules = ["MCP207"]
+reason = "the ISO code is self-explanatory"
+"""
+
+
+def test_a_per_tool_ignore_in_pyproject_moves_the_finding_to_ignored(
+    server: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    (project / "src" / "deep").mkdir(parents=True)
+    (project / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
+    (project / ".git").mkdir()  # the repository root SARIF locations are relative to
+    url = server.url("/mcp")
+    before = json.loads(check("--url", url, "--format", "json").stdout)  # no config in the test's folder
+    assert [finding["code"] for finding in before["findings"]] == ["MCP207"]
+    monkeypatch.chdir(project / "src" / "deep")  # found from here upwards
+    result = check("--url", url)
+    assert result.exit_code == 0, result.output  # fail-on warning from the file, and nothing left to fail on
+    data = json.loads(result.stdout)  # format json from the file
+    assert data["findings"] == [] and data["summary"] == {"problems": 0, "warnings": 0, "notes": 0}
+    assert [(item["code"], item["tool"], item["reason"]) for item in data["ignored"]] == [
+        ("MCP207", "get_alerts", "the ISO code is self-explanatory")
+    ]
+    assert data["score"]["score"] == before["score"]["score"]  # the leaderboard's number: ignores do not change it
+    assert data["gates"][0]["gate"] == "--fail-on warning" and data["gates"][0]["passed"]
+    text = check("--url", url, "--format", "text")  # flags win over the file
+    assert "Ignored (1; still counted in the score)" in text.stdout
+    assert "MCP207 param-undescribed · get_alerts: the ISO code is self-explanatory" in text.stdout
+    # a server has no file: its results stand in the config file, by a path relative to the repository
+    sarif = json.loads(check("--url", url, "--format", "sarif").stdout)
+    (suppressed,) = sarif["runs"][0]["results"]
+    assert suppressed["suppressions"] == [{"kind": "external", "justification": "the ISO code is self-explanatory"}]
+    assert suppressed["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pyproject.toml"
+
+
+def test_config_file_rules_and_flags_win(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fathom.toml").write_text('fail-on = "note"\nmin-score = 99\n', encoding="utf-8")
+    assert check("--example").exit_code == 1
+    loose = check("--example", "--fail-on", "problem", "--min-score", "0")
+    assert loose.exit_code == 1 and len(gate_lines(loose.stderr)) == 1  # problems remain: only that gate fails
+    (tmp_path / "fathom.toml").write_text('fail-on = "problme"\n', encoding="utf-8")
+    typo = check("--example")
+    assert typo.exit_code == 2 and "'problme' is not one of problem, warning, note" in typo.stderr
+    (tmp_path / "fathom.toml").write_text('fail_on = "note"\n', encoding="utf-8")
+    unknown = check("--example")
+    assert unknown.exit_code == 2 and "unknown key 'fail_on'" in unknown.stderr
+    (tmp_path / "fathom.toml").write_text('[[per-tool-ignores]]\ntool = "check_stock"\n', encoding="utf-8")
+    reasonless = check("--example")
+    assert reasonless.exit_code == 2 and "needs a reason" in reasonless.stderr
+    elsewhere = tmp_path / "ci" / "fathom-ci.toml"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text('select = ["MCP2"]\nmax-tokens = {openai = 1}\n', encoding="utf-8")
+    named = check("--example", "--config", str(elsewhere), "--format", "json")
+    assert named.exit_code == 1 and "--max-tokens openai=1 failed" in named.stderr
+    data = json.loads(named.stdout)
+    assert {finding["code"][:4] for finding in data["findings"]} == {"MCP2"}
+    assert {item["reason"] for item in data["ignored"]} == {"rule not selected"}
+    empty = tmp_path / "ci" / "fathom.toml"
+    empty.write_text("", encoding="utf-8")
+    every = json.loads(check("--example", "--config", str(empty), "--format", "json").stdout)
+    assert every["ignored"] == [] and len(data["findings"]) + len(data["ignored"]) == len(every["findings"])
+    assert data["score"] == every["score"]
+
+
+# --- badge, version, bad URL ------------------------------------------------------------------------------
+
+
+def test_badge_writes_an_svg_and_a_shields_endpoint(tmp_path: Path) -> None:
+    badge = tmp_path / "fathom.svg"
+    result = check("--example", "--badge", str(badge), "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    endpoint = json.loads((tmp_path / "fathom.json").read_text(encoding="utf-8"))
+    score = data["score"]["score"]
+    assert endpoint == {
+        "schemaVersion": 1,
+        "label": "fathom",
+        "message": f"{score:g} · {max(c['tokens'] for c in data['tokens'].values()) / 1000:.1f}k tokens",
+        "color": "red" if score < 40 else "orange" if score < 60 else "yellow",
+    }
+    svg = ET.fromstring(badge.read_text(encoding="utf-8"))
+    texts = [element.text for element in svg.iter("{http://www.w3.org/2000/svg}text")]
+    assert texts == ["fathom", endpoint["message"]]
+
+
+def test_version_and_a_url_that_is_not_one() -> None:
+    from scanner import __version__
+
+    version = runner.invoke(app, ["--version"])
+    assert version.exit_code == 0 and version.stdout.strip() == f"fathom {__version__}"
+    for bad in ("notaurl", "ftp://example.org/mcp", "http://"):
+        result = check("--url", bad)
+        assert result.exit_code == 2, bad
+        assert "is not an http:// or https:// URL" in result.stderr
