@@ -252,6 +252,12 @@ def check(
         Path | None,
         typer.Option(help="A fathom.toml or pyproject.toml ([tool.fathom]); by default found from here upwards."),
     ] = None,
+    write: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="FORMAT=PATH", help="Also write the check in this format to PATH (repeatable): sarif=fathom.sarif."
+        ),
+    ] = None,
     verbose: Annotated[
         bool,
         typer.Option(
@@ -371,9 +377,15 @@ def check(
         save=save,
         measure=as_provider is None,
     )
-    gate = GateRequest(request, chosen.gates, chosen.baseline, save_baseline, badge)
-    result = run_gate(gate)
+    from scanner.report import check_write
+
+    files = [check_write.parse_spec(spec) for spec in write or ()]
+    for _, path in files:
+        _writable_file("--write", path)
+    result = run_gate(GateRequest(request, chosen.gates, chosen.baseline, save_baseline, badge))
     out_format = CheckFormat(chosen.format)
+    if as_provider is None:
+        check_write.write(result, files, verbose=verbose, all_tools=all_tools, anchor=chosen.config)
     if result.tools is None:
         assert result.outcome is not None
         if out_format in (CheckFormat.json, CheckFormat.sarif):  # a parseable document even then (CI uploads)
@@ -453,21 +465,10 @@ def _render_check(
     all_tools: bool = False,
     anchor: Path | None = None,
 ) -> str:
-    if fmt is CheckFormat.json:
-        from scanner.report import check_json
+    from scanner.report import check_write
 
-        return check_json.render(result)
-    if fmt is CheckFormat.markdown:
-        from scanner.report import check_markdown
-
-        return check_markdown.render(result, verbose=verbose, all_tools=all_tools)
-    if fmt is CheckFormat.sarif:
-        from scanner.report import check_sarif
-
-        return check_sarif.render(result, anchor=anchor)
-    from scanner.report import check_text
-
-    return check_text.render(result, colour=_colour(), verbose=verbose, all_tools=all_tools)
+    colour = fmt is CheckFormat.text and _colour()
+    return check_write.render(result, fmt.value, colour=colour, verbose=verbose, all_tools=all_tools, anchor=anchor)
 
 
 DOCTOR_EXIT_CODES = """\b

@@ -1,0 +1,178 @@
+"""The drop-in CI: ``action.yml`` and ``.pre-commit-hooks.yaml`` run ``python -m scanner.ci``; tested here as
+GitHub and pre-commit run them (a subprocess with the inputs in ``INPUT_*``, the hook's entry plus file names),
+against a real SDK server and real files. The docs' copy-paste examples are checked against both files."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from scanner.ci import _LIST_FLAGS, _VALUE_FLAGS, split_hook_args
+from tests.servers.launch import RunningServer, free_port
+
+ROOT = Path(__file__).parents[2]
+ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+HOOKS = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+DOCS = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+SARIF_SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "sarif" / "sarif-schema-2.1.0.json").read_text("utf-8"))
+
+CLEAN = [
+    {
+        "name": "get_forecast",
+        "description": "Hourly weather forecast for the next two days at a latitude and longitude, in metric units.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "latitude": {"type": "number", "description": "Latitude in degrees, e.g. 47.37."},
+                "longitude": {"type": "number", "description": "Longitude in degrees, e.g. 8.54."},
+            },
+            "required": ["latitude", "longitude"],
+        },
+    }
+]
+WARNS = [dict(CLEAN[0], inputSchema={"type": "object", "properties": {"city": {"type": "string"}}})]
+BROKEN = [dict(CLEAN[0], inputSchema={"type": "object", "properties": {"city": {}}, "required": ["town"]})]
+
+
+def run_action(tmp_path: Path, **inputs: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str], str]:
+    summary, outputs = tmp_path / "summary.md", tmp_path / "outputs.txt"
+    summary.write_text("earlier step\n", encoding="utf-8")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("INPUT_")}
+    env |= {f"INPUT_{name.upper().replace('-', '_')}": value for name, value in inputs.items()}
+    env |= {"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(outputs)}
+    done = subprocess.run(
+        [sys.executable, "-m", "scanner.ci", "action"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    said = dict(line.split("=", 1) for line in outputs.read_text(encoding="utf-8").splitlines())
+    return done, said, summary.read_text(encoding="utf-8")
+
+
+def test_every_action_input_reaches_the_script() -> None:
+    (step,) = [step for step in ACTION["runs"]["steps"] if step.get("id") == "check"]
+    assert step["run"] == "python -m scanner.ci action"
+    handled = set(_VALUE_FLAGS) | set(_LIST_FLAGS) | {"STRICT", "ARGS", "SARIF"}
+    passed = {name.removeprefix("INPUT_") for name in step["env"]}
+    script_inputs = {name for name in ACTION["inputs"] if name not in ("upload-sarif", "python-version")}
+    assert passed == handled == {name.upper().replace("-", "_") for name in script_inputs}
+    for name, value in step["env"].items():
+        assert value == "${{ inputs.%s }}" % name.removeprefix("INPUT_").lower().replace("_", "-")
+    assert set(ACTION["outputs"]) == {"score", "tokens", "sarif", "exit-code"}
+
+
+def test_action_gates_a_server_writes_sarif_summary_and_outputs(sdk_http: RunningServer, tmp_path: Path) -> None:
+    done, outputs, summary = run_action(
+        tmp_path, url=sdk_http.url("/mcp"), fail_on="warning", max_tokens="100000 openai=99999", args="--timeout 20"
+    )
+    assert done.returncode == 1, done.stderr  # the SDK server's get_weather has an undescribed parameter
+    assert "Tokens per turn" in done.stdout and "FAILED --fail-on warning" in done.stdout
+    assert "fathom: gate --fail-on warning failed" in done.stderr
+    assert outputs["exit-code"] == "1" and outputs["sarif"] == "fathom.sarif"
+    assert 0 < float(outputs["score"]) < 100 and int(outputs["tokens"]) > 0
+    assert summary.startswith("earlier step\n## Tool list check: ")  # appended, never overwritten
+    assert "| `--fail-on warning` | **failed** |" in summary and "| `--max-tokens openai=99999` | passed |" in summary
+    log = json.loads((tmp_path / "fathom.sarif").read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    assert log["runs"][0]["properties"]["score"]["score"] == float(outputs["score"])
+
+
+def test_action_passes_and_saves_a_baseline_and_badge(tmp_path: Path) -> None:
+    (tmp_path / "tools.json").write_text(json.dumps(CLEAN), encoding="utf-8")
+    done, outputs, _ = run_action(
+        tmp_path, tools_file="tools.json", strict="true", save_baseline="base.json", badge="fathom.svg", sarif="x.sarif"
+    )
+    assert done.returncode == 0, done.stderr
+    assert outputs["exit-code"] == "0" and outputs["score"] == "100.0" and outputs["sarif"] == "x.sarif"
+    assert json.loads((tmp_path / "base.json").read_text(encoding="utf-8"))["fathom_baseline"] == 1
+    assert (tmp_path / "fathom.svg").read_text(encoding="utf-8").startswith("<svg")
+    assert json.loads((tmp_path / "fathom.json").read_text(encoding="utf-8"))["color"] == "brightgreen"
+    # the baseline gate, as a pull request would run it against the saved file
+    (tmp_path / "tools.json").write_text(json.dumps([*CLEAN, dict(CLEAN[0], name="get_more")]), encoding="utf-8")
+    done, outputs, summary = run_action(tmp_path, tools_file="tools.json", baseline="base.json", max_increase="10%")
+    assert done.returncode == 1 and "--max-increase 10% failed" in done.stderr
+    assert "| get\\_more | added |" in summary
+
+
+def test_action_with_an_unreachable_server_still_uploads_a_valid_sarif(tmp_path: Path) -> None:
+    done, outputs, summary = run_action(tmp_path, url=f"http://127.0.0.1:{free_port()}/mcp", args="--timeout 5")
+    assert done.returncode == 3
+    assert outputs["exit-code"] == "3" and outputs["sarif"] == "fathom.sarif" and outputs["score"] == ""
+    log = json.loads((tmp_path / "fathom.sarif").read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
+    assert log["runs"][0]["invocations"][0]["executionSuccessful"] is False
+    assert "connect_error" in summary
+
+
+# --- pre-commit -----------------------------------------------------------------------------------------------
+
+
+def run_hook(tmp_path: Path, *files: str, args: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    (hook,) = HOOKS
+    entry = hook["entry"].split()
+    return subprocess.run(
+        [sys.executable if entry[0] == "python" else entry[0], *entry[1:], *args, *files],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_pre_commit_hook_fails_on_problems_and_honours_args(tmp_path: Path) -> None:
+    (hook,) = HOOKS
+    assert hook["id"] == "fathom-check" and hook["language"] == "python"
+    assert re.search(hook["files"], "server/tools.json") and not re.search(hook["files"], "package.json")
+    for name, tools in (("clean", CLEAN), ("warns", WARNS), ("broken", BROKEN)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "tools.json").write_text(json.dumps(tools), encoding="utf-8")
+    assert run_hook(tmp_path, "clean/tools.json", "warns/tools.json").returncode == 0  # warnings pass by default
+    broken = run_hook(tmp_path, "clean/tools.json", "broken/tools.json")
+    assert broken.returncode == 1 and "fathom check --tools-file broken/tools.json" in broken.stdout
+    strict = run_hook(tmp_path, "warns/tools.json", args=("--fail-on", "warning", "--max-tokens", "9000"))
+    assert strict.returncode == 1 and "gate --fail-on warning failed" in strict.stderr
+    (tmp_path / "fathom.toml").write_text('fail-on = "warning"\n', encoding="utf-8")
+    assert run_hook(tmp_path, "warns/tools.json").returncode == 1  # the config's gate, not the hook's default
+
+
+def test_hook_args_are_told_from_file_names() -> None:
+    flags, files = split_hook_args(["--baseline", "tools.json", "--strict", "--max-tokens", "9", "a.json", "b.json"])
+    assert flags == ["--baseline", "tools.json", "--strict", "--max-tokens", "9"] and files == ["a.json", "b.json"]
+
+
+# --- docs -----------------------------------------------------------------------------------------------------
+
+
+def _yaml_blocks() -> list[Any]:
+    return [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", DOCS, flags=re.S)]
+
+
+def test_the_docs_examples_use_only_real_inputs_and_the_real_hook() -> None:
+    used: set[str] = set()
+    hooks: set[str] = set()
+    for block in _yaml_blocks():
+        for job in (block.get("jobs") or {}).values() if isinstance(block, dict) else ():
+            for step in job.get("steps", []):
+                if "fathom" in str(step.get("uses", "")):
+                    used |= set(step.get("with", {}))
+        for repo in block.get("repos", []) if isinstance(block, dict) else ():
+            hooks |= {hook["id"] for hook in repo.get("hooks", [])}
+    assert used and used <= set(ACTION["inputs"]), used - set(ACTION["inputs"])
+    assert hooks == {HOOKS[0]["id"]}
+
+
+@pytest.mark.parametrize("flag", ["--fail-on", "--min-score", "--max-tokens", "--baseline", "--max-increase"])
+def test_the_docs_show_each_gate(flag: str) -> None:
+    assert flag in DOCS
