@@ -69,7 +69,8 @@ def test_every_action_input_reaches_the_script() -> None:
     script_inputs = {name for name in ACTION["inputs"] if name not in ("upload-sarif", "python-version")}
     assert passed == handled == {name.upper().replace("-", "_") for name in script_inputs}
     for name, value in step["env"].items():
-        assert value == "${{ inputs.%s }}" % name.removeprefix("INPUT_").lower().replace("_", "-")
+        input_name = name.removeprefix("INPUT_").lower().replace("_", "-")
+        assert value == "${{ inputs." + input_name + " }}"
     assert set(ACTION["outputs"]) == {"score", "tokens", "sarif", "exit-code"}
 
 
