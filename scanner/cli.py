@@ -224,7 +224,8 @@ def check(
         typer.Option(metavar="problem|warning|note", help="Exit 1 on a finding at this severity or worse (CI)."),
     ] = None,
     min_score: Annotated[
-        float | None, typer.Option(min=0, max=100, help="Exit 1 when the leaderboard score is below this.")
+        float | None,
+        typer.Option(min=0, max=100, metavar="N", help="Exit 1 when the leaderboard score (0-100) is below N."),
     ] = None,
     max_tokens: Annotated[
         list[str] | None,
