@@ -2,8 +2,9 @@
 
 ``python -m scanner.ci action`` turns the Action's inputs (``INPUT_*`` environment variables, set by the
 composite step) into ONE ``fathom check`` run: the text report in the log, SARIF to the ``sarif`` input's path
-(for the upload step), the Markdown appended to ``$GITHUB_STEP_SUMMARY``, and ``score``, ``tokens``, ``sarif`` and
-``exit-code`` written to ``$GITHUB_OUTPUT``. Its exit code is the check's (1 for a failed gate, 3 for a server
+(for the upload step), the Markdown to the ``markdown`` input's path (for the optional PR comment) and appended to
+``$GITHUB_STEP_SUMMARY``, and ``score``, ``tokens``, ``sarif``, ``markdown`` and ``exit-code`` written to
+``$GITHUB_OUTPUT``. Its exit code is the check's (1 for a failed gate, 3 for a server
 that could not be reached...), so the step fails exactly when the check does; the upload still runs.
 
 ``python -m scanner.ci pre-commit [check flags ...] FILE ...`` checks each staged tools file (the hook's
@@ -72,14 +73,20 @@ def _run_fathom(argv: Sequence[str]) -> int:
 
 def run_action(env: Mapping[str, str]) -> int:
     sarif = _input(env, "SARIF") or "fathom.sarif"
+    markdown = _input(env, "MARKDOWN") or "fathom.md"
     with tempfile.TemporaryDirectory(prefix="fathom-action-") as scratch:
-        summary, data = Path(scratch) / "summary.md", Path(scratch) / "check.json"
-        code = _run_fathom(action_argv(env, sarif, str(summary), str(data)))
+        data = Path(scratch) / "check.json"
+        code = _run_fathom(action_argv(env, sarif, markdown, str(data)))
         step_summary = env.get("GITHUB_STEP_SUMMARY")
+        summary = Path(markdown)
         if step_summary and summary.is_file():
             with open(step_summary, "a", encoding="utf-8") as handle:
                 handle.write(summary.read_text(encoding="utf-8") + "\n")
-        outputs = {"exit-code": str(code), "sarif": sarif if Path(sarif).is_file() else ""}
+        outputs = {
+            "exit-code": str(code),
+            "sarif": sarif if Path(sarif).is_file() else "",
+            "markdown": markdown if summary.is_file() else "",
+        }
         if data.is_file():
             checked = json.loads(data.read_text(encoding="utf-8"))
             score = checked.get("score") or {}

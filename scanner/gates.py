@@ -220,6 +220,9 @@ def run_gate(request: GateRequest) -> CheckResult:
     for. A server that could not be listed comes back with its outcome and no gates (the caller exits 3)."""
     from scanner import baseline
 
+    asked = request.gates.any or request.baseline or request.save_baseline or request.badge
+    if not request.check.measure and asked:
+        raise InputError("--as prints only the provider's JSON: it takes no gate, baseline or badge")
     if request.gates.max_increase is not None and request.baseline is None:
         raise InputError("--max-increase compares with a baseline: give --baseline FILE too")
     before = baseline.load(request.baseline) if request.baseline is not None else None

@@ -311,3 +311,14 @@ def test_the_score_and_its_breakdown_are_in_every_format() -> None:
     assert f"| {dearest['code']} {dearest['rule']} | {dearest['findings']} | {-dearest['points']:.1f} |" in markdown
     sarif = json.loads(check("--example", "--format", "sarif").stdout)
     assert sarif["runs"][0]["properties"]["score"] == score
+
+
+def test_as_provider_takes_no_gate_baseline_or_badge(tmp_path: Path) -> None:
+    for extra in (
+        ["--fail-on", "note"],
+        ["--badge", str(tmp_path / "b.svg")],
+        ["--save-baseline", str(tmp_path / "b")],
+    ):
+        result = check("--example", "--as", "openai", *extra)
+        assert result.exit_code == 2 and "--as prints only the provider's JSON" in result.stderr
+    assert not list(tmp_path.iterdir())

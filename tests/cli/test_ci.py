@@ -64,14 +64,20 @@ def run_action(tmp_path: Path, **inputs: str) -> tuple[subprocess.CompletedProce
 def test_every_action_input_reaches_the_script() -> None:
     (step,) = [step for step in ACTION["runs"]["steps"] if step.get("id") == "check"]
     assert step["run"] == "python -m scanner.ci action"
-    handled = set(_VALUE_FLAGS) | set(_LIST_FLAGS) | {"STRICT", "ARGS", "SARIF"}
+    handled = set(_VALUE_FLAGS) | set(_LIST_FLAGS) | {"STRICT", "ARGS", "SARIF", "MARKDOWN"}
     passed = {name.removeprefix("INPUT_") for name in step["env"]}
-    script_inputs = {name for name in ACTION["inputs"] if name not in ("upload-sarif", "python-version")}
+    steps_only = ("upload-sarif", "python-version", "pr-comment", "github-token")
+    script_inputs = {name for name in ACTION["inputs"] if name not in steps_only}
     assert passed == handled == {name.upper().replace("-", "_") for name in script_inputs}
     for name, value in step["env"].items():
         input_name = name.removeprefix("INPUT_").lower().replace("_", "-")
         assert value == "${{ inputs." + input_name + " }}"
-    assert set(ACTION["outputs"]) == {"score", "tokens", "sarif", "exit-code"}
+    assert set(ACTION["outputs"]) == {"score", "tokens", "sarif", "markdown", "exit-code"}
+    for name in ACTION["outputs"]:
+        assert ACTION["outputs"][name]["value"] == "${{ steps.check.outputs." + name + " }}"
+    for step in ACTION["runs"]["steps"]:  # every input a later step reads exists
+        for used in re.findall(r"inputs\.([a-z-]+)", json.dumps(step)):
+            assert used in ACTION["inputs"], used
 
 
 def test_action_gates_a_server_writes_sarif_summary_and_outputs(sdk_http: RunningServer, tmp_path: Path) -> None:
@@ -81,7 +87,8 @@ def test_action_gates_a_server_writes_sarif_summary_and_outputs(sdk_http: Runnin
     assert done.returncode == 1, done.stderr  # the SDK server's get_weather has an undescribed parameter
     assert "Tokens per turn" in done.stdout and "FAILED --fail-on warning" in done.stdout
     assert "fathom: gate --fail-on warning failed" in done.stderr
-    assert outputs["exit-code"] == "1" and outputs["sarif"] == "fathom.sarif"
+    assert outputs["exit-code"] == "1" and outputs["sarif"] == "fathom.sarif" and outputs["markdown"] == "fathom.md"
+    assert (tmp_path / "fathom.md").read_text(encoding="utf-8") in summary
     assert 0 < float(outputs["score"]) < 100 and int(outputs["tokens"]) > 0
     assert summary.startswith("earlier step\n## Tool list check: ")  # appended, never overwritten
     assert "| `--fail-on warning` | **failed** |" in summary and "| `--max-tokens openai=99999` | passed |" in summary
