@@ -383,7 +383,13 @@ def check(
     files = [check_write.parse_spec(spec) for spec in write or ()]
     for _, path in files:
         _writable_file("--write", path)
-    result = run_gate(GateRequest(request, chosen.gates, chosen.baseline, save_baseline, badge))
+    gate = GateRequest(request, chosen.gates, chosen.baseline, save_baseline, badge)
+    if as_provider is not None:  # the config file's gates are not for --as; flags given with it are refused
+        flags = (fail_on, strict or None, min_score, max_tokens, max_increase, baseline, save_baseline, badge)
+        if any(flag is not None for flag in flags):
+            _fail("--as prints only the provider's JSON: it takes no gate, baseline or badge", 2)
+        gate = GateRequest(request)
+    result = run_gate(gate)
     out_format = CheckFormat(chosen.format)
     if as_provider is None:
         check_write.write(result, files, verbose=verbose, all_tools=all_tools, anchor=chosen.config)

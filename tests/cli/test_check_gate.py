@@ -322,3 +322,11 @@ def test_as_provider_takes_no_gate_baseline_or_badge(tmp_path: Path) -> None:
         result = check("--example", "--as", "openai", *extra)
         assert result.exit_code == 2 and "--as prints only the provider's JSON" in result.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_as_provider_in_a_project_with_gates_in_its_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fathom.toml").write_text('fail-on = "note"\nbaseline = "missing.json"\n', encoding="utf-8")
+    result = check("--example", "--as", "openai")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)[0]["type"] == "function"
