@@ -65,7 +65,8 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
             counts = " | ".join(f"{cost.tokens.get(p, 0):,}" for p in providers)
             out.append(f"| {md(cost.name)} | {counts} |")
         out.append("")
-    out += [f"### {report.summary.headline()}", ""]
+    ignored = f" ({len(result.ignored)} ignored)" if result.ignored else ""
+    out += [f"### {report.summary.headline()}{ignored}", ""]
     if report.findings:
         out += ["| Severity | Code | Tool | Finding | Fix |", "|---|---|---|---|---|"]
         for item in group_findings(report.findings, verbose=verbose):

@@ -43,7 +43,9 @@ def server_lines(outcome: ScanOutcome, paint: _Painter) -> list[str]:
     return [paint(f"Server: {name}{version}", "1"), "  " + " · ".join(parts)]
 
 
-def report_lines(report: CheckReport, paint: _Painter, *, verbose: bool = False, all_tools: bool = False) -> list[str]:
+def report_lines(
+    report: CheckReport, paint: _Painter, *, verbose: bool = False, all_tools: bool = False, ignored: int = 0
+) -> list[str]:
     lines = [paint("Tokens per turn", "1")]
     width = max(len(PROVIDER_LABELS.get(provider, provider)) for provider in report.tokens) + 2
     for provider, count in report.tokens.items():
@@ -64,7 +66,7 @@ def report_lines(report: CheckReport, paint: _Painter, *, verbose: bool = False,
         title = "Tools, most expensive first" if all_tools else "Largest tools"
         lines += ["", paint(title, "1")]
         lines += _cost_table(shown, list(report.tokens))
-    lines += ["", paint(report.summary.headline(), "1")]
+    lines += ["", paint(report.summary.headline() + (f" ({ignored} ignored)" if ignored else ""), "1")]
     for item in group_findings(report.findings, verbose=verbose):
         finding = item.first if isinstance(item, FindingGroup) else item
         if isinstance(item, FindingGroup):
@@ -120,7 +122,7 @@ def render(result: CheckResult, *, colour: bool = False, verbose: bool = False, 
         )
         return "\n".join(lines) + "\n"
     lines.append("")
-    lines += report_lines(result.report, paint, verbose=verbose, all_tools=all_tools)
+    lines += report_lines(result.report, paint, verbose=verbose, all_tools=all_tools, ignored=len(result.ignored))
     lines += score_lines(result, paint)
     lines += ignored_lines(result, paint)
     if result.comparison is not None:

@@ -227,7 +227,7 @@ def test_a_per_tool_ignore_in_pyproject_moves_the_finding_to_ignored(
     assert data["score"]["score"] == before["score"]["score"]  # the leaderboard's number: ignores do not change it
     assert data["gates"][0]["gate"] == "--fail-on warning" and data["gates"][0]["passed"]
     text = check("--url", url, "--format", "text")  # flags win over the file
-    assert "Ignored (1; still counted in the score)" in text.stdout
+    assert "Ignored (1; still counted in the score)" in text.stdout and "(1 ignored)" in text.stdout
     assert "MCP207 param-undescribed · get_alerts: the ISO code is self-explanatory" in text.stdout
     # a server has no file: its results stand in the config file, by a path relative to the repository
     sarif = json.loads(check("--url", url, "--format", "sarif").stdout)
