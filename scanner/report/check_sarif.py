@@ -3,10 +3,11 @@
 Every rule of the catalogue is described in ``tool.driver.rules``; each finding is a result whose level follows
 its severity (problem → error, warning → warning, note → note). For a ``--tools-file`` the result stands in the
 file by a URI relative to the repository root (the nearest folder holding ``.git``, else the current folder)
-on the line where its tool starts, with the finding's JSON Pointer in the file (``/tools/3/inputSchema/...``)
-as its logical location. A server has no file: its results carry the logical location only, or stand in the
-config file (``anchor``) when one was used, so an upload can place them. Findings ignored by ``--select``/
-``--ignore`` or a per-tool ignore are results too, with an external suppression giving the reason.
+on the line of the finding's JSON Pointer, with the pointer in the file (``/tools/3/inputSchema/...``) as its
+logical location. A server has no file: its results carry the logical location only, or stand in the config
+file (``anchor``, on its ``[tool.fathom]`` line) when one was used, so an upload can place them. Findings
+ignored by ``--select``/``--ignore`` or a per-tool ignore are results too, with an external suppression giving
+the reason.
 
 ``invocations`` says whether the check ran: a server that could not be reached gives a valid log with no
 results, ``executionSuccessful: false`` and a ``toolExecutionNotification`` saying why, so ``> fathom.sarif``
@@ -53,11 +54,13 @@ class _Placer:
     def __init__(self, result: CheckResult, anchor: Path | None) -> None:
         self.lines: ToolLines | None = None
         self.uri: str | None = None
+        self.anchor_line = 1
         if result.outcome is None and result.source != "standard input":
             self.uri, _ = relative_uri(result.source)
             self.lines = locate_file(result.source)
         elif anchor is not None:
             self.uri, _ = relative_uri(anchor)
+            self.anchor_line = _table_line(anchor)
 
     def location(self, finding: Finding) -> dict[str, Any]:
         if finding.tool is not None:
@@ -74,12 +77,21 @@ class _Placer:
             "logicalLocations": [{"name": name, "fullyQualifiedName": pointer, "kind": "object"}]
         }
         if self.uri is not None:
-            line = self.lines.line(finding.tool_index, finding.pointer) if self.lines is not None else 1
+            line = self.lines.line(finding.tool_index, finding.pointer) if self.lines is not None else self.anchor_line
             location["physicalLocation"] = {
                 "artifactLocation": {"uri": self.uri},
                 "region": {"startLine": line},
             }
         return location
+
+
+def _table_line(path: Path) -> int:
+    """The line of ``[tool.fathom]`` in a pyproject.toml (1 in a fathom.toml, or when it cannot be read)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return 1
+    return next((number for number, line in enumerate(lines, 1) if line.strip() == "[tool.fathom]"), 1)
 
 
 def _result(finding: Finding, index: dict[str, int], placer: _Placer, reason: str | None = None) -> dict[str, Any]:

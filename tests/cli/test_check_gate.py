@@ -233,7 +233,10 @@ def test_a_per_tool_ignore_in_pyproject_moves_the_finding_to_ignored(
     sarif = json.loads(check("--url", url, "--format", "sarif").stdout)
     (suppressed,) = sarif["runs"][0]["results"]
     assert suppressed["suppressions"] == [{"kind": "external", "justification": "the ISO code is self-explanatory"}]
-    assert suppressed["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pyproject.toml"
+    assert suppressed["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "pyproject.toml"},
+        "region": {"startLine": PYPROJECT.splitlines().index("[tool.fathom]") + 1},
+    }
 
 
 def test_config_file_rules_and_flags_win(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
