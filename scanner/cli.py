@@ -325,7 +325,9 @@ def check(
     """Check one tool list: tokens per turn per provider, the largest tools, and what a model would stumble over.
 
     The list comes from a file (--tools-file), a server URL (--url), a stdio command (--stdio or after '--'),
-    or the bundled example (--example).
+    or the bundled example (--example). Every format shows the leaderboard's score. For CI: gates (--fail-on,
+    --min-score, --max-tokens), a baseline (--save-baseline, --baseline, --max-increase), settings from
+    [tool.fathom] in pyproject.toml or a fathom.toml, and a badge (--badge); see docs/ci.md.
     """
     from scanner.check import CheckRequest
     from scanner.checkconfig import load_config, settings
