@@ -14,7 +14,9 @@ nothing a server wrote reaches a terminal raw.
 Also: ``score`` ({score, version, mean_tool, worst_tool, list_penalty, rules: [{code, rule, findings, points}]}:
 the leaderboard's number and what each rule cost), ``ignored`` (the findings ``--select``/``--ignore`` or a
 per-tool ignore kept out, each with its ``reason``; the score still counts them), ``gates`` ([{gate, passed,
-message}]) and, with ``--baseline``, ``baseline`` (tokens, tools and findings compared with it).
+message}]), ``clients`` ({client: {label, provider, deferred, tokens, loaded_3, loaded_5, search_tool, method}}:
+what each client sends per turn, scanner.clients) and, with ``--baseline``, ``baseline`` (tokens, tools and
+findings compared with it).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 from scanner.baseline import Comparison
 from scanner.check import CheckResult
+from scanner.clients import report_clients
 from scanner.models import CheckReport, ScanOutcome
 
 
@@ -42,6 +45,7 @@ def report_dict(report: CheckReport) -> dict[str, Any]:
         ],
         "summary": {"problems": summary.problems, "warnings": summary.warnings, "notes": summary.notes},
         "findings": [finding.to_json() for finding in report.findings],
+        "clients": {cost.client: cost.to_json() for cost in report_clients(report)},
     } | instructions_dict(report)
 
 

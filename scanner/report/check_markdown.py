@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from scanner.baseline import Comparison
 from scanner.check import CheckResult
-from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT
+from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT, CheckReport
 from scanner.report.check_groups import FindingGroup, group_findings
 from scanner.report.text import markdown_escape
 
@@ -47,6 +47,7 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
     for provider, count in report.tokens.items():
         out.append(f"| {PROVIDER_LABELS.get(provider, provider)} | {count.tokens:,} | {md(count.method)} |")
     out += ["", f"{report.tools_count} tools · {report.context_share * 100:.1f} % of a 200k context", ""]
+    out += client_lines(report)
     if report.instructions is not None:
         out += ["**Instructions** (the server's, read as a system text every turn):", ""]
         out += ["| Provider | Tools | + Instructions | Method |", "|---|---:|---:|---|"]
@@ -84,6 +85,22 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
         out.append("")
     out += score_lines(result) + ignored_lines(result)
     return "\n".join(out)
+
+
+def client_lines(report: CheckReport) -> list[str]:
+    """What each client sends per turn (scanner.clients): at rest, and with a typical 3 to 5 tools loaded."""
+    from scanner.clients import report_clients
+
+    costs = report_clients(report)
+    if not costs:
+        return []
+    out = ["**Per client** (what each client sends per turn):", ""]
+    out += ["| Client | Defers | Per turn | With 3-5 tools loaded | Method |", "|---|---|---:|---:|---|"]
+    for cost in costs:
+        loaded = f"{cost.loaded_low:,}-{cost.loaded_high:,}" if cost.deferred else f"{cost.tokens:,}"
+        defers = "yes" if cost.deferred else "no"
+        out.append(f"| {md(cost.label)} | {defers} | {cost.tokens:,} | {loaded} | {md(cost.method)} |")
+    return [*out, ""]
 
 
 def gate_lines(result: CheckResult) -> list[str]:

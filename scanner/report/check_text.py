@@ -55,6 +55,7 @@ def report_lines(
     tools = f"{report.tools_count} tool{'' if report.tools_count == 1 else 's'}"
     share = f"{report.context_share * 100:.1f} % of a 200k context"
     lines.append(f"  {tools} · {share} ({PROVIDER_LABELS.get(dearest.provider, dearest.provider)})")
+    lines += client_lines(report, paint)
     if report.instructions is not None:
         lines += ["", paint("Instructions (the server's, read as a system text every turn)", "1")]
         for provider, count in report.instructions.tokens.items():
@@ -82,6 +83,26 @@ def report_lines(
         lines.append(f"           {paint('fix: ' + clean(finding.hint), '2')}")
     if not verbose and any(isinstance(item, FindingGroup) for item in group_findings(report.findings)):
         lines += ["", paint("  (rules firing on more than 5 tools are shown once; --verbose lists each)", "2")]
+    return lines
+
+
+def client_lines(report: CheckReport, paint: _Painter) -> list[str]:
+    """What each client sends per turn (scanner.clients): at rest and, when it defers, with 3 to 5 tools loaded."""
+    from scanner.clients import report_clients
+
+    costs = report_clients(report)
+    if not costs:
+        return []
+    lines = ["", paint("Per client (what each sends per turn)", "1")]
+    width = max(len(cost.label) for cost in costs) + 2
+    for cost in costs:
+        how = (
+            f"deferred; {cost.loaded_low:,}-{cost.loaded_high:,} with 3-5 tools loaded"
+            if cost.deferred
+            else "every tool"
+        )
+        lines.append(f"  {cost.label:<{width}}{cost.tokens:>9,}   {how}")
+        lines.append(f"  {'':<{width}}{'':>9}   {paint(cost.method, '2')}")
     return lines
 
 
