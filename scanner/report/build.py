@@ -157,10 +157,11 @@ def build_leaderboard(store: Store, run: RunRow, previous: RunRow | None, rows: 
         before = {row.server: place for place, (row, _) in enumerate(_ranking(store.leaderboard(previous.id)), 1)}
     providers = provider_order({provider for row in rows for provider in row.tokens})
     slugs = unique_slugs(row.server for row in rows)  # one page per name, whatever the names
+    clients = _client_tokens(store, rows)
     ranked = []
     for place, (row, value) in enumerate(_ranking(rows), 1):
         movement, moved_by = _movement(place, before.get(row.server))
-        ranked.append(_server_row(row, place, movement, moved_by, value, slugs))
+        ranked.append(_server_row(row, place, movement, moved_by, value, slugs, clients))
     unranked = sorted(
         (_server_row(row, None, "unranked", 0, None, slugs) for row in rows if not is_ranked_outcome(row.outcome)),
         key=lambda item: (item.outcome, item.name),
@@ -179,8 +180,30 @@ def build_leaderboard(store: Store, run: RunRow, previous: RunRow | None, rows: 
     )
 
 
+def _client_tokens(store: Store, rows: Sequence[LeaderRow]) -> dict[str, dict[str, int]]:
+    """What each client sends per turn (scanner.clients) for every ranked toolset, by its sha256: one read of the
+    toolset's per-tool costs each."""
+    from scanner.clients import measure_clients
+
+    out: dict[str, dict[str, int]] = {}
+    for row in rows:
+        sha = row.toolset_sha256
+        if not sha or sha in out or not row.tokens or not is_ranked_outcome(row.outcome):
+            continue
+        costs = store.toolset_costs(sha)
+        measured = measure_clients(dict(row.tokens), [cost.tokens for cost in costs], [cost.name for cost in costs])
+        out[sha] = {cost.client: cost.tokens for cost in measured}
+    return out
+
+
 def _server_row(
-    row: LeaderRow, rank: int | None, movement: str, moved_by: int, value: float | None, slugs: Mapping[str, str]
+    row: LeaderRow,
+    rank: int | None,
+    movement: str,
+    moved_by: int,
+    value: float | None,
+    slugs: Mapping[str, str],
+    clients: Mapping[str, Mapping[str, int]] | None = None,
 ) -> ServerRow:
     return ServerRow(
         name=row.server,
@@ -200,6 +223,7 @@ def _server_row(
         server_version=row.server_version,
         lane=row.lane,
         lanes=lanes_text(row.lanes),
+        clients=dict((clients or {}).get(row.toolset_sha256 or "", {})),
     )
 
 

@@ -31,7 +31,14 @@ def csv_text(value: Any) -> str:
     return text
 
 
-def _row(row: ServerRow, providers: tuple[str, ...]) -> list[Any]:
+def client_keys(board: Leaderboard) -> tuple[str, ...]:
+    """The ``client_<key>`` columns, last in each row: every preset client whose provider the run measured."""
+    from scanner.clients import CLIENTS
+
+    return tuple(client.key for client in CLIENTS if client.provider in board.providers)
+
+
+def _row(row: ServerRow, providers: tuple[str, ...], clients: tuple[str, ...] = ()) -> list[Any]:
     return [
         "" if row.rank is None else row.rank,
         row.movement,
@@ -44,6 +51,7 @@ def _row(row: ServerRow, providers: tuple[str, ...]) -> list[Any]:
         row.notes,
         csv_text(row.outcome),
         csv_text(row.detail),
+        *("" if row.clients.get(key) is None else row.clients[key] for key in clients),
     ]
 
 
@@ -51,6 +59,7 @@ def render_csv(board: Leaderboard) -> str:
     """The whole ``leaderboard.csv`` text (RFC 4180 quoting, ``\\r\\n`` line ends)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
+    clients = client_keys(board)
     writer.writerow(
         [
             "rank",
@@ -64,8 +73,9 @@ def render_csv(board: Leaderboard) -> str:
             "notes",
             "outcome",
             "detail",
+            *(f"client_{key}" for key in clients),
         ]
     )
     for row in (*board.ranked, *board.unranked):
-        writer.writerow(_row(row, board.providers))
+        writer.writerow(_row(row, board.providers, clients))
     return buffer.getvalue()

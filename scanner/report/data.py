@@ -81,6 +81,8 @@ class ServerRow:
     server_version: str | None = None
     lane: str | None = None  # a scan in lanes: the lane ranked (the richest), said beside the name
     lanes: str = ""  # a scan in lanes: every lane side by side, "anonymous: 3 of 14 tools; credentialed: 14 tools"
+    # What each client sends per turn at rest (scanner.clients), by client key; empty when not measured.
+    clients: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def ranked(self) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from scanner.clients import CLIENTS_BY_KEY
 from scanner.errors import OutputError
 from scanner.models import PROVIDER_LABELS
 from scanner.report.data import ServerPage, ServerRow, SiteData, TrendPoint
@@ -67,6 +68,7 @@ def make_environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["t"] = lambda value: clean_text(value, limit=2000)
+    env.filters["client"] = lambda key: CLIENTS_BY_KEY[key].label if key in CLIENTS_BY_KEY else clean_text(key)
     env.filters["provider"] = lambda name: PROVIDER_LABELS.get(name, clean_text(name, limit=100))
     env.filters["block"] = lambda value: clean_text(value, limit=PRE_LIMIT, keep_newlines=True)
     env.filters["when"] = _when

@@ -40,6 +40,7 @@ def _row(row: ServerRow) -> dict[str, Any]:
         "outcome": _text(row.outcome),
         "detail": _text(row.detail),
         "toolset_sha256": row.toolset_sha256,
+        "clients": dict(row.clients),
     } | _lanes(row)
 
 
