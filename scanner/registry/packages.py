@@ -10,7 +10,8 @@ A package runs a stranger's code on this machine, so:
   the spawner sets to a fresh temporary directory per entry: ``PATH`` and ``LANG`` from ours, then the
   package's declared variables (defaults, or values from the environment under the naming rule of
   :mod:`scanner.registry.secrets`; a required one that is missing is left out and listed);
-* memory is capped by the OS: npm and PyPI commands are wrapped by :func:`memlimit.limit_command`; an OCI image
+* memory is capped by the OS: npm and PyPI commands are started under ``memory_limit_mb`` (kept in the entry's
+  package facts) by :mod:`scanner.packages.sandbox`, so the stored command is the runner's own; an OCI image
   runs with ``docker run --memory``;
 * secrets are never put on a command line (it is stored and printed): a package that needs a secret argument is
   skipped; secret environment variables reach the container as ``-e NAME`` with the value in ``entry.env``.
@@ -34,7 +35,6 @@ from typing import Any
 from scanner.models import ServerEntry, Transport
 from scanner.registry import _json
 from scanner.registry.interface import Options
-from scanner.registry.memlimit import limit_command
 from scanner.registry.secrets import lookup, secret_env_name
 
 _RUNNERS: dict[str, tuple[str, frozenset[str]]] = {
@@ -379,12 +379,12 @@ def _command(server: str, package: dict[str, Any], env: Mapping[str, str], optio
         runtime_words = _runner_words(kind, runner, identifier, server, runtime, notes)
         spec = f"{identifier}@{version or 'latest'}"
         head = [runner, "-y"] if runner == "npx" else [runner]
-        command = limit_command([*head, *runtime_words, spec, *package_args], options.memory_limit_mb)
+        command = (*head, *runtime_words, spec, *package_args)
         return _Plan(command, runner, spec, version is not None, tuple(notes))
     if kind == "pypi":
         runtime_words = _runner_words(kind, runner, identifier, server, runtime, notes)
         spec = f"{identifier}=={version}" if version else f"{identifier}@latest"
-        command = limit_command([runner, *runtime_words, spec, *package_args], options.memory_limit_mb)
+        command = (runner, *runtime_words, spec, *package_args)
         return _Plan(command, runner, spec, version is not None, tuple(notes))
     runtime_words = _docker_words(identifier, server, runtime, notes)
     pinned = version is not None or bool(_IMAGE_PINNED.search(identifier))

@@ -120,7 +120,8 @@ def test_installer_settings_pass_through_secrets_do_not(tmp_path):
     base = ServerEntry(**{**base.__dict__, "env": {"PATH": "/usr/bin", "LANG": "C.UTF-8"}})
     env = package_env(base, tmp_path, settings)
     assert env["HOME"] == str(tmp_path) and env["TMPDIR"] == str(tmp_path / "tmp")
-    assert env["npm_config_cache"] == str(tmp_path / "c" / "npm") and env["npm_config_prefer_offline"] == "true"
+    own = tmp_path / "c" / "pkg" / "npm" / "@acme_mcp@1.2.0-7b0d49c2c7"  # this package@version's own folder
+    assert env["npm_config_cache"] == str(own / "npm") and env["npm_config_prefer_offline"] == "true"
     assert (env["npm_config_update_notifier"], env["npm_config_fund"], env["npm_config_audit"]) == ("false",) * 3
     assert env["CORP_TOKEN"] == "corp" and env["SSL_CERT_FILE"] == "/etc/corp-ca.pem"
     assert "AWS_SECRET_ACCESS_KEY" not in env and "npm_config__authToken" not in env and "HTTP_PROXY" not in env

@@ -21,6 +21,7 @@ import pytest
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages import PackageSettings, run_package
+from scanner.packages.cache import PackageCache
 from scanner.registry.interface import Options
 from scanner.registry.packages import resolve_packages
 from tests.packages.local_registry import NPM_NAME, PY_NAME, LocalRegistry
@@ -89,7 +90,8 @@ def test_npm_runs_the_declared_version_and_the_second_night_uses_the_cache(regis
     assert tool_names(first) == ["version_1_0_0"]
     assert first.server_version == "1.0.0"
     assert registry.downloads(f"{NPM_NAME}-1.0.0.tgz") == 1
-    assert (tmp_path / "cache" / "npm" / "_npx").is_dir()  # installed into the shared cache, not the HOME
+    # installed into the package@version's own cache folder, not the throwaway HOME
+    assert (PackageCache(tmp_path / "cache").package_dir(entry) / "npm" / "_npx").is_dir()
     second = run(entry, settings)
     assert tool_names(second) == ["version_1_0_0"]
     assert registry.downloads(f"{NPM_NAME}-1.0.0.tgz") == 1  # the second night did not download again
@@ -146,7 +148,8 @@ def test_a_package_that_fills_the_disk_is_stopped_as_too_large(registry, tmp_pat
     entry = resolve(npm_package("1.0.0", "fill", "48"), env)
     outcome = run(entry, PackageSettings(cache_dir=tmp_path, environ=env, disk_limit_mb=16))
     assert outcome.outcome is Outcome.TOO_LARGE
-    assert "over the 16 MiB disk budget" in outcome.detail and "in its own folder" in outcome.detail
+    assert outcome.detail == "wrote more than its 16 MiB disk budget (--disk-limit-mb)"
+    assert outcome.extra["written_mb"] > 16 and outcome.extra["home_mb"] > 16
 
 
 @needs_uvx
@@ -156,7 +159,7 @@ def test_pypi_wheel_through_uvx_runs_then_crash_reports_the_traceback(registry, 
     package = {"registryType": "pypi", "identifier": PY_NAME, "version": "1.0.0", "transport": {"type": "stdio"}}
     assert tool_names(run(resolve(package, env), settings)) == ["version_1_0_0"]
     fetched = registry.downloads(".whl")  # uv may read a wheel's metadata by range first, then the whole
-    assert fetched >= 1 and any((tmp_path / "cache" / "uv").iterdir())
+    assert fetched >= 1 and any((PackageCache(tmp_path / "cache").package_dir(resolve(package, env)) / "uv").iterdir())
     crash = {**package, "packageArguments": [{"type": "positional", "value": "crash"}]}
     outcome = run(resolve(crash, env), settings)
     assert outcome.outcome is Outcome.CRASHED
@@ -197,4 +200,4 @@ def test_fathom_scan_end_to_end_with_cache_dir_and_runner_check(registry, tmp_pa
     assert rows["io.github.t/crash"]["last_outcome"] == "crashed"
     assert rows["io.github.t/crash"]["detail"] == "Error: cannot open the index at /var/lib/fathom-test/index.db"
     assert rows["io.github.t/python"]["last_outcome"] == "runner_missing"
-    assert (cache / "npm" / "_npx").is_dir()
+    assert list((cache / "pkg" / "npm").glob(f"{NPM_NAME}@1.0.0-*/npm/_npx"))
