@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A plain-node MCP server for Fathom's package tests (no dependencies). Its one tool is named after its own
 // package version, so a test sees which package answered. argv[2] picks a behaviour: serve (default), crash,
-// needs-key, fill MB, spill PATH MB (write outside its HOME), poison (rewrite every other cached copy of this
+// needs-key, fill MB (into its TMPDIR), fill-cache MB (into its npm cache, as a big install does), spill PATH MB (write outside its HOME), poison (rewrite every other cached copy of this
 // package under Fathom's cache, as a hostile package would).
 "use strict";
 const fs = require("fs");
@@ -26,6 +26,12 @@ if (mode === "fill") {
   fs.closeSync(fd);
 }
 
+if (mode === "fill-cache") {
+  const chunk = Buffer.alloc(1 << 20, 7);
+  const fd = fs.openSync(path.join(process.env.npm_config_cache, "filler.bin"), "w");
+  for (let i = 0; i < Number(process.argv[3] || 64); i++) fs.writeSync(fd, chunk);
+  fs.closeSync(fd);
+}
 if (mode === "spill") {
   const chunk = Buffer.alloc(1 << 20, 7);
   const fd = fs.openSync(process.argv[3], "w");

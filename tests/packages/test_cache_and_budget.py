@@ -1,0 +1,166 @@
+"""The package cache a nightly can trust: each entry is charged only for what its own process tree wrote, a hard
+link counts once, no package can rewrite another's install or write outside its folders, and a too_large
+package@version is remembered instead of installed again every night.
+
+Real npx against the tests' loopback registry, real files; the confinement tests need Landlock (Linux 5.13+).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+
+import anyio
+import pytest
+
+from scanner.mcp import ClientLimits
+from scanner.models import Outcome, ScanOutcome, ServerEntry
+from scanner.packages import PackageSettings, run_package
+from scanner.packages.cache import PackageCache, tree_bytes
+from scanner.packages.confine import landlock_abi
+from tests.packages.local_registry import NPM_NAME, LocalRegistry
+from tests.packages.test_package_runs import environ, needs_npx, npm_package, resolve, tool_names
+
+MISSING = "fathom-test-missing"
+needs_landlock = pytest.mark.skipif(landlock_abi() == 0, reason="the kernel has no Landlock")
+
+
+class SlowMissingRegistry(LocalRegistry):
+    """The loopback registry, answering 404 for ``fathom-test-missing`` only after ``delay_s`` (as a slow
+    registry does), so a 404 entry is still running while another entry writes."""
+
+    delay_s = 8.0
+
+    def answer(self, path: str) -> tuple[str, bytes] | None:
+        if MISSING in path:
+            time.sleep(self.delay_s)
+            return None
+        return super().answer(path)
+
+
+@pytest.fixture(scope="module")
+def registry() -> Iterator[LocalRegistry]:
+    served = SlowMissingRegistry()
+    yield served
+    served.close()
+
+
+def run(entry: ServerEntry, settings: PackageSettings, timeout: float = 90) -> ScanOutcome:
+    return anyio.run(run_package, entry, ClientLimits(timeout=timeout), "rich", settings)
+
+
+def test_a_hard_linked_tree_is_counted_once(tmp_path):
+    archive = tmp_path / "cache" / "archive"
+    archive.mkdir(parents=True)
+    (archive / "lib.so").write_bytes(b"x" * 100_000)
+    env = tmp_path / "home" / "env"
+    env.mkdir(parents=True)
+    for index in range(3):  # uv hard-links an environment's files from its archive
+        os.link(archive / "lib.so", env / f"lib{index}.so")
+    (env / "own.txt").write_bytes(b"y" * 1000)
+    assert tree_bytes([tmp_path / "cache"]) == 100_000
+    assert tree_bytes([tmp_path / "home"]) == 101_000  # three links, one file
+    assert tree_bytes([tmp_path / "cache", tmp_path / "home"]) == 101_000  # across two roots, still once
+
+
+@needs_npx
+def test_two_entries_at_once_only_the_writer_is_too_large(registry, tmp_path):
+    """One entry writes 48 MB into its install cache under a 16 MB budget while another waits for a 404: the
+    writer is too_large, the 404 is package_not_found (before: the shared cache's growth was charged to both)."""
+    env = environ(registry)
+    settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env, disk_limit_mb=16)
+    writer = resolve(npm_package("1.0.0", "fill-cache", "48"), env)
+    missing = resolve({**npm_package("1.0.0"), "identifier": MISSING}, env)
+    results: dict[str, ScanOutcome] = {}
+
+    async def both() -> None:
+        async def one(key: str, entry: ServerEntry) -> None:
+            results[key] = await run_package(entry, ClientLimits(timeout=90), "rich", settings)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(one, "missing", missing)
+            await anyio.sleep(0.5)  # the 404 is in flight first, and still is while the writer writes
+            group.start_soon(one, "writer", writer)
+
+    anyio.run(both)
+    assert results["writer"].outcome is Outcome.TOO_LARGE, results["writer"].detail
+    assert results["writer"].extra["cache_mb"] > 16 and results["writer"].extra["home_mb"] == 0
+    assert results["missing"].outcome is Outcome.PACKAGE_NOT_FOUND, results["missing"].detail
+
+
+@needs_npx
+def test_too_large_is_remembered_per_version_until_a_retry_is_asked(registry, tmp_path):
+    env = environ(registry)
+    settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env, disk_limit_mb=16)
+    entry = resolve(npm_package("1.0.0", "fill-cache", "48"), env)
+    cache = PackageCache(tmp_path / "cache")
+    first = run(entry, settings)
+    assert first.outcome is Outcome.TOO_LARGE
+    assert not cache.package_dir(entry).exists()  # its files are gone, its verdict stays
+    downloads = registry.downloads(f"{NPM_NAME}-1.0.0.tgz")
+    second = run(entry, settings)
+    assert second.outcome is Outcome.TOO_LARGE and second.extra["remembered"] is True
+    assert second.detail == (
+        f"wrote more than its 16 MiB disk budget (--disk-limit-mb); remembered for {NPM_NAME}@1.0.0: not installed "
+        "again until its version changes (--retry-too-large installs it again)"
+    )
+    assert registry.downloads(f"{NPM_NAME}-1.0.0.tgz") == downloads  # nothing was downloaded again
+    # Another version of the same package is its own package@version: it runs.
+    assert tool_names(run(resolve(npm_package("2.0.0"), env), settings)) == ["version_2_0_0"]
+    retry = PackageSettings(cache_dir=tmp_path / "cache", environ=env, disk_limit_mb=16, retry_too_large=True)
+    again = run(entry, retry)
+    assert again.outcome is Outcome.TOO_LARGE and "remembered" not in again.extra
+    assert registry.downloads(f"{NPM_NAME}-1.0.0.tgz") == downloads + 1
+
+
+@needs_npx
+@needs_landlock
+def test_a_package_cannot_rewrite_another_package_install(registry, tmp_path):
+    env = environ(registry)
+    settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
+    victim = resolve(npm_package("1.0.0"), env)
+    assert tool_names(run(victim, settings)) == ["version_1_0_0"]
+    installed = list(PackageCache(tmp_path / "cache").package_dir(victim).rglob("server.js"))
+    assert installed, "the victim's install is in its own folder"
+    before = [path.read_bytes() for path in installed]
+    attacker = run(resolve(npm_package("2.0.0", "poison"), env), settings)
+    assert attacker.outcome is Outcome.REFUSED, (attacker.outcome, attacker.detail)
+    assert attacker.detail.startswith("refused: wrote outside its HOME and its own cache folder: Error: EACCES")
+    assert [path.read_bytes() for path in installed] == before
+    # The next night the victim still runs its own code.
+    assert tool_names(run(victim, settings)) == ["version_1_0_0"]
+
+
+@needs_npx
+@needs_landlock
+def test_a_package_cannot_write_outside_its_folders(registry, tmp_path):
+    env = environ(registry)
+    settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env, disk_limit_mb=16)
+    outside = tmp_path / "outside.bin"
+    outcome = run(resolve(npm_package("1.0.0", "spill", str(outside), "32"), env), settings)
+    assert outcome.outcome is Outcome.REFUSED, (outcome.outcome, outcome.detail)
+    assert "EACCES" in outcome.detail
+    assert not outside.exists()
+
+
+def test_orphans_and_the_ceiling(tmp_path):
+    cache = PackageCache(tmp_path)
+    cache.prepare()
+    old, new = tmp_path / "pkg" / "npm" / "old-1", tmp_path / "pkg" / "npm" / "new-1"
+    for folder, stamp in ((old, 1_000_000), (new, 2_000_000)):
+        (folder / "npm").mkdir(parents=True)
+        (folder / "npm" / "blob").write_bytes(b"z" * 600_000)
+        (folder / ".fathom-used").write_text("x", encoding="utf-8")
+        os.utime(folder / ".fathom-used", (stamp, stamp))
+    (old / "uv" / ".tmpAbC").mkdir(parents=True)  # an installer killed mid-install
+    (tmp_path / "homes" / "home-999999999-x").mkdir()  # a HOME whose process is gone
+    live = tmp_path / "homes" / f"home-{os.getpid()}-y"
+    live.mkdir()
+    (tmp_path / "npm").mkdir()  # the shared folder of an older Fathom
+    removed = cache.remove_orphans()
+    assert set(removed) == {old / "uv" / ".tmpAbC", tmp_path / "homes" / "home-999999999-x", tmp_path / "npm"}
+    assert live.exists()
+    # 1.2 MB held, 1 MiB allowed: the least recently used package goes first.
+    assert cache.enforce_ceiling(1) == [old]
+    assert new.exists() and cache.size() <= 1024 * 1024
