@@ -559,8 +559,8 @@ def scan(
         Path | None,
         typer.Option(
             metavar="DIR",
-            help="With --run-packages: the npm/uv cache shared by all packages and nights. "
-            "[default: $XDG_CACHE_HOME/fathom or ~/.cache/fathom]",
+            help="With --run-packages: the package cache kept between nights, one folder per package@version "
+            "(docs/registry.md). [default: $XDG_CACHE_HOME/fathom or ~/.cache/fathom]",
         ),
     ] = None,
     disk_limit_mb: Annotated[
@@ -568,9 +568,21 @@ def scan(
         typer.Option(
             min=16,
             help="With --run-packages: what one package may write (its HOME, TMPDIR and "
-            "the cache's growth), in MiB; over it: too_large.",
+            "its own cache folder's growth), in MiB; over it: too_large, remembered for that version.",
         ),
     ] = 4096,
+    cache_max_mb: Annotated[
+        int,
+        typer.Option(
+            min=64,
+            help="With --run-packages: after the scan, remove the least recently used packages' installs until "
+            "the package cache holds at most this many MiB.",
+        ),
+    ] = 20480,
+    retry_too_large: Annotated[
+        bool,
+        typer.Option(help="With --run-packages: install again the package versions remembered as too_large."),
+    ] = False,
     pass_env: Annotated[
         list[str] | None,
         typer.Option(
@@ -637,7 +649,13 @@ def scan(
         profile=_known_profile(profile),
         retries=retries,
         allow_private=allow_private,
-        packages=PackageSettings(cache_dir=cache_dir, disk_limit_mb=disk_limit_mb, pass_env=tuple(pass_env or ())),
+        packages=PackageSettings(
+            cache_dir=cache_dir,
+            disk_limit_mb=disk_limit_mb,
+            cache_max_mb=cache_max_mb,
+            retry_too_large=retry_too_large,
+            pass_env=tuple(pass_env or ()),
+        ),
         lanes=lanes,
     )
     config = ScanConfig(

@@ -246,10 +246,36 @@ def run_scan(
         # The encoding, the modules and the store's statements live as long as the run: keep them out of every
         # garbage collection the crawl triggers (measured: ~0.4 ms CPU per server on a 2 000-server scan).
         gc.freeze()
+        tidy = _package_cache_kept(config, entries, on_warning)
         try:
             return _scan_into(store, config, entries, resume_id, on_start, on_result, lock.check)
         finally:
             gc.unfreeze()
+            tidy()
+
+
+def _package_cache_kept(
+    config: ScanConfig, entries: list[ServerEntry], on_warning: Callable[[str], None] | None
+) -> Callable[[], None]:
+    """When packages will run: clear what killed runs left in the package cache now, and return what prunes it
+    and holds ``--cache-max-mb`` after the scan (:mod:`scanner.packages.housekeeping`); else a no-op."""
+    if not config.run_packages or not any(entry.package and not entry.skip for entry in entries):
+        return lambda: None
+    import time
+
+    from scanner.packages import housekeeping
+
+    settings = config.crawl.packages
+    since = time.time()
+    say = on_warning or (lambda line: None)
+    for line in housekeeping.before_scan(settings):
+        say(line)
+
+    def after() -> None:
+        for line in housekeeping.after_scan(settings, since):
+            say(line)
+
+    return after
 
 
 def _entries(config: ScanConfig, on_warning: Callable[[str], None] | None) -> list[ServerEntry]:

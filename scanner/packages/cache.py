@@ -13,8 +13,9 @@ write only into those two folders (:mod:`scanner.packages.confine`), so it canno
 install. The price is that two packages sharing a dependency keep a copy each; :func:`enforce_ceiling` keeps the
 whole cache under ``--cache-max-mb`` by removing the least recently used packages' folders.
 
-Sizes count each file once per ``(st_dev, st_ino)``: uv hard-links installed environments from its archive, and
-a folder walk that counted every link would charge them twice.
+Sizes are disk use as ``du`` counts it (allocated blocks), each file once per ``(st_dev, st_ino)``: uv
+hard-links installed environments from its archive, and a folder walk that counted every link would charge
+them twice.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ _ORPHANS = (("uv", ".tmp"), ("npm/_cacache/tmp", ""))
 
 
 def tree_bytes(roots: Iterable[Path], seen: set[tuple[int, int]] | None = None) -> int:
-    """Bytes of the regular files under ``roots``, each ``(st_dev, st_ino)`` counted once (hard links, and a
-    file reachable from two roots), links not followed, unreadable parts counted as empty."""
+    """Disk used by the regular files under ``roots`` as ``du`` counts it (allocated blocks), each
+    ``(st_dev, st_ino)`` once (hard links, and a file reachable from two roots), links not followed,
+    unreadable parts counted as empty. Where the OS gives no block count, the file's size."""
     seen = set() if seen is None else seen
     total = 0
     stack = [str(root) for root in roots]
@@ -56,7 +58,8 @@ def tree_bytes(roots: Iterable[Path], seen: set[tuple[int, int]] | None = None) 
                             key = (info.st_dev, info.st_ino)
                             if key not in seen:
                                 seen.add(key)
-                                total += info.st_size
+                                blocks = getattr(info, "st_blocks", None)
+                                total += info.st_size if blocks is None else blocks * 512
                     except OSError:
                         continue
         except OSError:

@@ -35,9 +35,15 @@ MAX_DETAIL = 300
 
 # --- normalisation ---------------------------------------------------------------------------------------
 
+# ISO times, and npm's log names (``2026-12-01T11_12_15_350Z-debug-0.log``: underscores for colons and dot).
 _TIMESTAMP = re.compile(
-    r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?\b|\b\d{2}:\d{2}:\d{2}(\.\d+)?\b"
+    r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}[:_]\d{2}([:_]\d{2}([._]\d+)?)?(Z|[+-]\d{2}:?\d{2})?(?![\d])|"
+    r"\b\d{2}:\d{2}:\d{2}(\.\d+)?\b"
 )
+# uv's cache entries are named by random ids (``archive-v0/zYBgjnV1wjGx3yKOQm5xq``), its temporary folders
+# ``.tmpAbC123``.
+_UV_ID = re.compile(r"\b((?:archive|builds|environments|sdists|wheels|interpreter)-v\d+)/[A-Za-z0-9_-]{6,}")
+_TMP_NAME = re.compile(r"\.tmp[A-Za-z0-9_]{4,}\b")
 _TEMP_PATH = re.compile(r"(/(?:private/)?(?:tmp|var/folders|var/tmp)/[^\s'\"():,]*)")
 _HOME_PATH = re.compile(r"(/(?:home|Users)/[^/\s'\"():,]+|/root)(?=/|\b)")
 _HEX_RUN = re.compile(r"\b[0-9a-f]{12,}\b")
@@ -48,12 +54,15 @@ _SPACES = re.compile(r"\s+")
 
 def normalise(text: str, places: Iterable[tuple[str, str]] = ()) -> str:
     """``text`` without what changes from night to night: known folders become ``<home>`` / ``<cache>``, other
-    temporary paths ``<tmp>``, home folders ``~``, timestamps ``<time>``, durations ``<n>s``, hex runs
+    temporary paths ``<tmp>``, home folders ``~``, timestamps ``<time>`` (npm's log names too), uv's random
+    cache ids ``<id>``, durations ``<n>s``, hex runs
     (temporary and content hashes) ``<hash>``, process ids ``pid <n>``."""
     for path, label in sorted(places, key=lambda item: len(item[0]), reverse=True):
         if path:
             text = text.replace(path, label)
     text = _TIMESTAMP.sub("<time>", text)
+    text = _UV_ID.sub(lambda m: f"{m.group(1)}/<id>", text)
+    text = _TMP_NAME.sub(".tmp<id>", text)
     text = _TEMP_PATH.sub("<tmp>", text)
     text = _HOME_PATH.sub("~", text)
     text = _HEX_RUN.sub("<hash>", text)

@@ -7,9 +7,13 @@ Real npx against the tests' loopback registry, real files; the confinement tests
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -19,8 +23,8 @@ from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages import PackageSettings, run_package
 from scanner.packages.cache import PackageCache, tree_bytes
 from scanner.packages.confine import landlock_abi
-from tests.packages.local_registry import NPM_NAME, LocalRegistry
-from tests.packages.test_package_runs import environ, needs_npx, npm_package, resolve, tool_names
+from tests.packages.local_registry import NPM_NAME, PY_NAME, LocalRegistry
+from tests.packages.test_package_runs import environ, needs_npx, needs_uvx, npm_package, resolve, tool_names
 
 MISSING = "fathom-test-missing"
 needs_landlock = pytest.mark.skipif(landlock_abi() == 0, reason="the kernel has no Landlock")
@@ -59,9 +63,11 @@ def test_a_hard_linked_tree_is_counted_once(tmp_path):
     for index in range(3):  # uv hard-links an environment's files from its archive
         os.link(archive / "lib.so", env / f"lib{index}.so")
     (env / "own.txt").write_bytes(b"y" * 1000)
-    assert tree_bytes([tmp_path / "cache"]) == 100_000
-    assert tree_bytes([tmp_path / "home"]) == 101_000  # three links, one file
-    assert tree_bytes([tmp_path / "cache", tmp_path / "home"]) == 101_000  # across two roots, still once
+    one = tree_bytes([tmp_path / "cache"])
+    own = (env / "own.txt").stat().st_blocks * 512
+    assert one == (archive / "lib.so").stat().st_blocks * 512 >= 100_000  # disk use, as du counts it
+    assert tree_bytes([tmp_path / "home"]) == one + own  # three links, one file
+    assert tree_bytes([tmp_path / "cache", tmp_path / "home"]) == one + own  # across two roots, still once
 
 
 @needs_npx
@@ -164,3 +170,76 @@ def test_orphans_and_the_ceiling(tmp_path):
     # 1.2 MB held, 1 MiB allowed: the least recently used package goes first.
     assert cache.enforce_ceiling(1) == [old]
     assert new.exists() and cache.size() <= 1024 * 1024
+
+
+def _server(name: str, package: dict[str, Any]) -> dict[str, Any]:
+    return {"server": {"name": name, "description": "d", "version": "1.0.0", "packages": [package]}}
+
+
+def _stored(db: Path, run_id: int) -> dict[str, tuple[Any, ...]]:
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute(
+            "SELECT servers.name, scans.outcome, scans.detail, scans.command, scans.extra FROM scans "
+            "JOIN servers ON servers.id = scans.server_id WHERE scans.run_id = ?",
+            (run_id,),
+        ).fetchall()
+    return {
+        name: (outcome, detail, command, json.loads(extra or "{}").get("stderr_tail"))
+        for name, outcome, detail, command, extra in rows
+    }
+
+
+@needs_npx
+@needs_uvx
+def test_three_nights_keep_the_cache_bounded_and_the_stored_text_identical(registry, tmp_path):
+    """``fathom scan --run-packages`` three nights in a row over the same local packages: the cache is no larger
+    after nights 2 and 3 than after night 1, and what is stored (outcome, detail, command, stderr tail) is
+    byte-identical from night to night (night 1's too_large becomes "remembered" on night 2, said once)."""
+    from typer.testing import CliRunner
+
+    from scanner.cli import app
+
+    pypi = {"registryType": "pypi", "identifier": PY_NAME, "version": "1.0.0", "transport": {"type": "stdio"}}
+    servers = [
+        _server("io.github.t/good", npm_package("1.0.0")),
+        _server("io.github.t/crash", npm_package("1.0.0", "crash")),
+        _server("io.github.t/gone", npm_package("9.9.9")),
+        _server("io.github.t/python", pypi),
+        _server("io.github.t/big", npm_package("2.0.0", "fill-cache", "48")),
+    ]
+    source = tmp_path / "registry.json"
+    source.write_text(json.dumps({"servers": servers, "metadata": {"count": len(servers)}}), encoding="utf-8")
+    env = environ(registry)
+    cache = tmp_path / "cache"
+    db = tmp_path / "fathom.db"
+    args = ["scan", str(source), "--db", str(db), "--run-packages", "--cache-dir", str(cache), "--timeout", "90"]
+    args += ["--disk-limit-mb", "16", "--concurrency", "3"]
+    nights: list[dict[str, tuple[Any, ...]]] = []
+    sizes: list[int] = []
+    wheels: list[int] = []
+    for night in range(1, 4):
+        result = CliRunner().invoke(app, args, env=env)
+        assert result.exit_code == 0, result.output
+        nights.append(_stored(db, night))
+        sizes.append(tree_bytes([cache]))
+        wheels.append(registry.downloads(".whl"))
+    first, second, third = nights
+    assert {name: row[0] for name, row in first.items()} == {
+        "io.github.t/good": "ok",
+        "io.github.t/crash": "crashed",
+        "io.github.t/gone": "package_not_found",
+        "io.github.t/python": "ok",
+        "io.github.t/big": "too_large",
+    }
+    assert second["io.github.t/big"][1].endswith(
+        "not installed again until its version changes (--retry-too-large installs it again)"
+    )
+    assert {name: row for name, row in first.items() if name != "io.github.t/big"} == {
+        name: row for name, row in second.items() if name != "io.github.t/big"
+    }
+    assert second == third
+    assert not any(
+        word.startswith(("/usr/bin/prlimit", "--data=")) for row in first.values() for word in row[2].split()
+    )
+    assert sizes[1] <= sizes[0] and sizes[2] <= sizes[0], sizes
+    assert wheels[0] == wheels[1] == wheels[2]  # the prune after a night kept what the next night needs
