@@ -81,3 +81,30 @@ def test_a_pass_env_name_that_is_not_set_is_said(tmp_path):
         "--pass-env CORP_TOKEN is not set: nothing passed",
         "--pass-env HOME: Fathom sets HOME for every package itself; not passed",
     ]
+
+
+def test_a_skip_keeps_what_was_declared(tmp_path):
+    """A package that cannot run keeps its registry type, identifier and version: in the dry run, in the store
+    (``servers --format json``), so skips can be counted by registry type."""
+    from scanner import queries
+
+    declared = {"registryType": "nuget", "identifier": "Acme.Mcp", "version": "1.2.3", "transport": {"type": "stdio"}}
+    document = {"servers": [{"server": {"name": "io.github.t/nuget", "version": "1.0.0", "packages": [declared]}}]}
+    source = tmp_path / "registry.json"
+    source.write_text(json.dumps(document), encoding="utf-8")
+    runner = CliRunner()
+    dry = runner.invoke(app, ["scan", str(source), "--dry-run", "--run-packages", "--format", "json"])
+    assert dry.exit_code == 0, dry.output
+    [row] = json.loads(dry.stdout)
+    assert row["package"] == {
+        "registryType": "nuget",
+        "identifier": "Acme.Mcp",
+        "version": "1.2.3",
+        "skip_outcome": "skipped",
+    }
+    db = tmp_path / "fathom.db"
+    assert runner.invoke(app, ["scan", str(source), "--db", str(db)]).exit_code == 0
+    [stored] = queries.servers(f"sqlite:///{db}")
+    assert stored["last_outcome"] == "skipped"
+    assert stored["package"] == {"registry_type": "nuget", "identifier": "Acme.Mcp", "version": "1.2.3"}
+    assert stored["detail"] == "nuget packages are not run (dnx needs the .NET 10 SDK)"

@@ -157,7 +157,13 @@ def test_required_argument_without_value_skips(write_json):
     assert entry.skip == (
         "needs configuration: argument db_path has no value (set FATHOM_SECRET_IO_GITHUB_EXAMPLE_PKG_DB_PATH)"
     )
-    assert entry.package == {"skip_outcome": "needs_configuration"}
+    # The skip keeps what was declared (issue 19): its registry type, identifier and version.
+    assert entry.package == {
+        "registryType": "npm",
+        "identifier": "@example/mcp",
+        "version": "1.2.3",
+        "skip_outcome": "needs_configuration",
+    }
 
 
 def test_unsupported_kinds_and_local_http_servers(write_json):
