@@ -174,7 +174,7 @@ def resolve_entries(config: ScanConfig) -> list[ServerEntry]:
 
     if config.source is None:
         raise InputError("Name the registry to scan (only --resume may leave it out).")
-    return load_entries(
+    entries = load_entries(
         config.source,
         kind=config.kind,
         updated_since=config.updated_since,
@@ -183,6 +183,12 @@ def resolve_entries(config: ScanConfig) -> list[ServerEntry]:
         memory_limit_mb=config.memory_limit_mb,
         max_input_bytes=config.max_input_mb * 1024 * 1024,
     )
+    if config.run_packages:
+        # A container runner whose daemon does not answer: its images are runner_missing, said once.
+        from scanner.packages.runners import check_daemons
+
+        entries = check_daemons(entries, config.crawl.packages.source())
+    return entries
 
 
 def resume_config(store: Any, config: ScanConfig) -> tuple[int, ScanConfig, list[str]]:
