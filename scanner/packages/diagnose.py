@@ -203,9 +203,11 @@ _NO_EXECUTABLE = re.compile(
 )
 _UV_NO_SOLUTION = re.compile(r"No solution found when resolving", re.IGNORECASE)
 # uv's explanation under "No solution found": an indented "╰─▶ Because ..." line (arrows vary by terminal).
-_UV_BECAUSE = re.compile(r"^\W*(Because|And because|the current Python version)\b", re.IGNORECASE)
+# uv's explanation under "No solution found": "╰─▶ Because ..." on a terminal, "cause: Because ..." otherwise.
+_UV_BECAUSE = re.compile(r"^\W*(cause:\s*)?(Because|And because|the current Python version)\b", re.IGNORECASE)
+_SPEC = r"([<>=!~][^\s,;]+(?:,\s*[<>=!~][^\s,;]+)*)"
 _PYTHON_NEEDED = re.compile(
-    r"current Python version \(([\d.]+)\) does not satisfy Python\s*([<>=!~][^\s,;]+(?:,\s*[<>=!~][^\s,;]+)*)",
+    rf"current Python version \(([\d.]+)\) does not satisfy Python\s*{_SPEC}|\brequires Python\s*{_SPEC}",
     re.IGNORECASE,
 )
 _MEMORY = re.compile(
@@ -327,16 +329,26 @@ def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any
     return Outcome.CRASHED, f"{ended} before answering, with nothing on stderr"
 
 
+def python_needed(outcome: ScanOutcome) -> str | None:
+    """The ``requires-python`` that uv said the interpreter it took does not satisfy (``>=3.12``), or None."""
+    tail = outcome.extra.get("stderr_tail")
+    if not isinstance(tail, list):
+        return None
+    found = _PYTHON_NEEDED.search(" ".join(str(line) for line in tail))
+    return (found.group(2) or found.group(3)).replace(" ", "") if found else None
+
+
 def _no_solution(found: str, tail: list[str]) -> tuple[Outcome, str]:
     """uv could not resolve: keep its reason ("Because ..."), and say when a newer Python is what it needs."""
     start = next((index for index, text in enumerate(tail) if _UV_NO_SOLUTION.search(text)), 0)
     said = next((text.strip() for text in tail[start + 1 :] if _UV_BECAUSE.match(text.strip())), None)
-    because = re.sub(r"^\W+", "", said) if said else None
+    because = re.sub(r"^\W*(cause:\s*)?", "", said, flags=re.IGNORECASE) if said else None
     python = _PYTHON_NEEDED.search(" ".join(tail))
     if python:
+        had = f"uv had {python.group(1)}; " if python.group(1) else ""
+        needed = (python.group(2) or python.group(3)).replace(" ", "")
         return Outcome.RUNNER_MISSING, (
-            f"needs Python {python.group(2)} (uv had {python.group(1)}; no installed interpreter satisfies it): "
-            f"{because or found}"
+            f"needs Python {needed} ({had}no installed interpreter satisfies it): {because or found}"
         )
-    head = re.sub(r"^\W+", "", found).rstrip(":")
+    head = re.sub(r"^\W*(error:\s*)?", "", found, flags=re.IGNORECASE).rstrip(":")
     return Outcome.INSTALL_FAILED, f"{head}: {because}" if because else head

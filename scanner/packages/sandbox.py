@@ -34,8 +34,9 @@ from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages.cache import PackageCache, touch, tree_bytes
 from scanner.packages.confine import landlock_abi
-from scanner.packages.diagnose import classify
+from scanner.packages.diagnose import classify, python_needed
 from scanner.packages.environment import package_env
+from scanner.packages.interpreters import find_python, python_version, runner_version, with_python
 from scanner.packages.settings import PackageSettings
 from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
@@ -99,7 +100,7 @@ async def run_package(
         folder.mkdir(parents=True, exist_ok=True)
         home = Path(tempfile.mkdtemp(prefix=f"home-{os.getpid()}-", dir=cache.homes()))
         try:
-            outcome = await _run(entry, limits, profile, settings, cache, folder, home)
+            outcome = await _with_python(entry, limits, profile, settings, cache, folder, home)
         finally:
             shutil.rmtree(home, ignore_errors=True)
         if outcome.outcome is Outcome.TOO_LARGE and "disk_limit_mb" in outcome.extra:
@@ -109,6 +110,50 @@ async def run_package(
             cache.remember(entry, verdict=None, detail=None, disk_limit_mb=None)
             touch(folder)
         return outcome
+
+
+async def _with_python(
+    entry: ServerEntry,
+    limits: ClientLimits,
+    profile: str,
+    settings: PackageSettings,
+    cache: PackageCache,
+    folder: Path,
+    home: Path,
+) -> ScanOutcome:
+    """Run ``entry``; a PyPI package whose ``requires-python`` excludes the interpreter uv took runs again on an
+    installed one that satisfies it (remembered for its version), see :mod:`scanner.packages.interpreters`.
+    The runner's version, and the interpreter chosen, are recorded in the outcome's extra."""
+    path = (entry.env or {}).get("PATH") or os.defpath
+    runner = shutil.which(entry.command[0], path=path) if entry.command else None
+    facts: dict[str, str] = {}
+    if runner and (version := await anyio.to_thread.run_sync(runner_version, runner)):
+        facts["runner_version"] = version
+    chosen = str(cache.state(entry).get("python") or "")
+    run_entry = entry
+    if chosen and Path(chosen).exists():
+        run_entry = replace(entry, command=with_python(entry.command, chosen))
+    outcome = await _run(run_entry, limits, profile, settings, cache, folder, home)
+    needed = python_needed(outcome) if outcome.outcome is Outcome.RUNNER_MISSING else None
+    if needed and run_entry is entry:
+        find_env = {"PATH": path, "UV_PYTHON_INSTALL_DIR": str(cache.python_dir())}
+        found = await anyio.to_thread.run_sync(find_python, needed, find_env)
+        if found is not None:
+            outcome = await _run(
+                replace(entry, command=with_python(entry.command, found[0])),
+                limits,
+                profile,
+                settings,
+                cache,
+                folder,
+                home,
+            )
+            cache.remember(entry, python=found[0])
+            facts["python"] = found[1]
+            facts["python_required"] = needed
+    elif run_entry is not entry and (version := await anyio.to_thread.run_sync(python_version, chosen, {})):
+        facts["python"] = version
+    return replace(outcome, extra={**outcome.extra, **facts}) if facts else outcome
 
 
 async def _run(
