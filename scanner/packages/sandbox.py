@@ -36,6 +36,7 @@ from scanner.packages.cache import PackageCache, touch, tree_bytes
 from scanner.packages.confine import landlock_abi
 from scanner.packages.diagnose import classify, python_needed
 from scanner.packages.environment import package_env
+from scanner.packages.install import install_command, run_install
 from scanner.packages.interpreters import find_python, python_version, runner_version, with_python
 from scanner.packages.settings import PackageSettings
 from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
@@ -53,16 +54,19 @@ async def _one_at_a_time(folder: Path) -> AsyncIterator[None]:
         yield
 
 
-def confined_command(entry: ServerEntry, writable: list[Path]) -> tuple[str, ...]:
-    """``entry.command`` as it is started: under the memory cap and, for npm and PyPI runners, confined to
-    write beneath ``writable`` (an OCI image's writes happen in its container, and docker has its own limits).
-    The stored command stays the plain one."""
+def confined_command(
+    entry: ServerEntry, writable: list[Path], command: tuple[str, ...] | None = None
+) -> tuple[str, ...]:
+    """``command`` (default ``entry.command``) as it is started: under the memory cap and, for npm and PyPI
+    runners, confined to write beneath ``writable`` (an OCI image's writes happen in its container, and docker
+    has its own limits). The stored command stays the plain one."""
     package = entry.package or {}
+    command = entry.command if command is None else command
     limit = int(package.get("memory_limit_mb") or DEFAULT_MEMORY_LIMIT_MB) * _MB
-    if package.get("registryType") == "oci" or not entry.command:
-        return entry.command
+    if package.get("registryType") == "oci" or not command:
+        return command
     folders = [str(path) for path in writable]
-    return (sys.executable, "-I", str(_CONFINE), str(limit), str(len(folders)), *folders, "--", *entry.command)
+    return (sys.executable, "-I", str(_CONFINE), str(limit), str(len(folders)), *folders, "--", *command)
 
 
 def remembered_too_large(entry: ServerEntry, cache: PackageCache, settings: PackageSettings) -> ScanOutcome | None:
@@ -174,7 +178,23 @@ async def _run(
     before = await anyio.to_thread.run_sync(tree_bytes, [folder])
 
     async def scan(scope: anyio.CancelScope) -> None:
-        result.append(await scan_server(started_entry, limits, profile, env=env))
+        # The install first, timed on its own (see .install); what is left of the deadline is the server's.
+        run_limits, installed = limits, None
+        step = install_command(entry)
+        if step is not None:
+            began = time.monotonic()
+            done = await run_install(entry, confined_command(entry, [home, folder], step), env, limits.timeout)
+            if not done.ok:
+                result.append(done)
+                scope.cancel()
+                return
+            installed = done.timings_ms.get("install")
+            left = max(1.0, limits.timeout - (time.monotonic() - began))
+            run_limits = replace(limits, timeout=left, connect_timeout=min(limits.connect_timeout, left))
+        outcome = await scan_server(started_entry, run_limits, profile, env=env)
+        if installed is not None:
+            outcome = replace(outcome, timings_ms={**outcome.timings_ms, "install": installed})
+        result.append(outcome)
         scope.cancel()
 
     async def over_budget() -> bool:

@@ -95,6 +95,9 @@ def test_npm_runs_the_declared_version_and_the_second_night_uses_the_cache(regis
     second = run(entry, settings)
     assert tool_names(second) == ["version_1_0_0"]
     assert registry.downloads(f"{NPM_NAME}-1.0.0.tgz") == 1  # the second night did not download again
+    # The install is timed on its own (the install_ms metric), so the handshake does not carry it.
+    assert first.timings_ms["install"] > 0 and second.timings_ms["install"] > 0
+    assert "handshake" in first.timings_ms and "handshake" in second.timings_ms
 
 
 @needs_npx
