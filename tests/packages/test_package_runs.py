@@ -204,3 +204,24 @@ def test_fathom_scan_end_to_end_with_cache_dir_and_runner_check(registry, tmp_pa
     assert rows["io.github.t/crash"]["detail"] == "Error: cannot open the index at /var/lib/fathom-test/index.db"
     assert rows["io.github.t/python"]["last_outcome"] == "runner_missing"
     assert list((cache / "pkg" / "npm").glob(f"{NPM_NAME}@1.0.0-*/npm/_npx"))
+
+
+@needs_npx
+def test_check_reproduces_a_scan_of_a_package(registry, tmp_path):
+    """``fathom check -- npx ...`` runs the package as a scan does: the allow-listed installer settings reach
+    npx (here the loopback registry; behind a proxy, the CA bundle), and the failure is the scan's cause with its
+    telling line, not the last line of stderr."""
+    from typer.testing import CliRunner
+
+    from scanner.cli import app
+
+    env = {**environ(registry), "HOME": str(tmp_path), "npm_config_cache": str(tmp_path / "npm")}
+    command = ["npx", "-y", f"{NPM_NAME}@1.0.0", "crash"]
+    result = CliRunner().invoke(app, ["check", "--timeout", "90", "--", *command], env=env)
+    assert result.exit_code == 3, result.output
+    assert registry.downloads(f"{NPM_NAME}-1.0.0.tgz") >= 1  # npx was pointed at the loopback registry
+    assert result.stderr.strip().endswith("crashed: Error: cannot open the index at /var/lib/fathom-test/index.db"), (
+        result.stderr
+    )
+    missing = CliRunner().invoke(app, ["check", "--timeout", "90", "--", "npx", "-y", f"{NPM_NAME}@9.9.9"], env=env)
+    assert f"package_not_found: {NPM_NAME}@9.9.9 not found: npm error" in missing.stderr, missing.stderr
