@@ -719,13 +719,17 @@ def scan(
 
 
 def _scan_line(summary: ScanSummary) -> str:
-    """``run 3 interrupted: 57 of 120 servers scanned · ok 50 · timeout 7`` (and what a resume found done)."""
-    counts = " · ".join(f"{name} {count}" for name, count in sorted(summary.counts.items()))
-    servers = "server" if summary.total == 1 else "servers"
+    """``run 3 interrupted: 57 of 120 servers scanned · ok 50 · timeout 7``; after a resume, the whole run's
+    totals (what was done before it, and what it did)."""
+    before = summary.already_done if summary.resumed else 0
+    shown = summary.run_counts if summary.resumed and summary.run_counts else summary.counts
+    counts = " · ".join(f"{name} {count}" for name, count in sorted(shown.items()))
+    total = summary.total + before
+    servers = "server" if total == 1 else "servers"
     if summary.interrupted:
-        head = f"run {summary.run_id} interrupted: {summary.scanned} of {summary.total} {servers} scanned"
+        head = f"run {summary.run_id} interrupted: {summary.scanned + before} of {total} {servers} scanned"
     else:
-        head = f"run {summary.run_id} finished: {summary.total} {servers}"
+        head = f"run {summary.run_id} finished: {total} {servers}"
     if summary.resumed:
         head += f" ({summary.already_done} done before this resume)"
     return f"{head} · {counts or 'nothing scanned'}"
@@ -741,6 +745,9 @@ def _scan_with_progress(config: ScanConfig, run_scan: Callable[..., ScanSummary]
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)
+    # A scan started as a background job of a non-interactive shell inherits SIGINT ignored (Python then installs
+    # no handler): take it back, so `kill -INT` stops a scan the same clean way wherever it was started.
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     progress: Progress | None = None
 
     def on_start(_run_id: int, total: int) -> None:
@@ -758,6 +765,7 @@ def _scan_with_progress(config: ScanConfig, run_scan: Callable[..., ScanSummary]
         return run_scan(config, on_start=on_start, on_result=on_result, on_warning=on_warning)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         if progress is not None:
             progress.close()
 

@@ -144,7 +144,8 @@ def _from_json(value: Any, hint: Any) -> Any:
 @dataclass(frozen=True)
 class ScanSummary:
     """What one ``fathom scan`` process did. ``total`` is what it set out to scan (after a resume: what was left),
-    ``scanned`` what it wrote, ``already_done`` what a resumed run had written before."""
+    ``scanned`` what it wrote, ``already_done`` what a resumed run had written before, ``run_counts`` (a resumed
+    run only) the outcomes of the whole run, before and during this resume."""
 
     run_id: int
     total: int
@@ -154,6 +155,7 @@ class ScanSummary:
     already_done: int = 0
     duplicates: int = 0
     source: str = ""
+    run_counts: dict[str, int] = field(default_factory=dict)
 
     @property
     def scanned(self) -> int:
@@ -333,6 +335,10 @@ def _scan_into(
     counts: Counter[str] = Counter()
 
     def summary(interrupted: bool) -> ScanSummary:
+        whole: dict[str, int] = {}
+        if resumed:
+            with contextlib.suppress(Exception):  # the totals are a courtesy: a failing read never loses the run
+                whole = dict(Counter(row.outcome for row in store.leaderboard(run_id)))
         return ScanSummary(
             run_id,
             len(todo),
@@ -342,6 +348,7 @@ def _scan_into(
             already_done=len(done & first.keys()),
             duplicates=duplicates,
             source=source,
+            run_counts=whole,
         )
 
     def write(entry: ServerEntry, outcome: ScanOutcome) -> None:
