@@ -35,6 +35,7 @@ from typing import Any
 from scanner.models import ServerEntry
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@-]+")
+_USED = ".fathom-used"
 # Left-overs of an installer killed mid-install: uv's temporary folders, npm's temporary content.
 _ORPHANS = (("uv", ".tmp"), ("npm/_cacache/tmp", ""))
 
@@ -65,6 +66,40 @@ def tree_bytes(roots: Iterable[Path], seen: set[tuple[int, int]] | None = None) 
         except OSError:
             continue
     return total
+
+
+def fingerprint(folder: Path) -> str:
+    """A digest of every file and link under ``folder``: its path, size, mode, modification and change times.
+
+    The change time (``st_ctime``) cannot be set by an unprivileged process, so a rewrite of any file, even one
+    that puts the old size and modification time back, changes the digest; reading does not. A package@version's
+    folder is sealed with it after its own run and checked before the next (see :func:`PackageCache.tampered`):
+    without Landlock that is what stops one package from planting code in another's install.
+    """
+    rows: list[str] = []
+    stack = [str(folder)]
+    base = len(str(folder)) + 1
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as listing:
+                for item in listing:
+                    try:
+                        if item.is_dir(follow_symlinks=False):
+                            stack.append(item.path)
+                            continue
+                        info = item.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    relative = item.path[base:]
+                    if relative == _USED:
+                        continue
+                    rows.append(f"{relative}\0{info.st_size}\0{info.st_mode}\0{info.st_mtime_ns}\0{info.st_ctime_ns}")
+        except OSError:
+            continue
+    digest = hashlib.sha256()
+    for row in sorted(rows):
+        digest.update(row.encode("utf-8", "surrogateescape") + b"\n")
+    return digest.hexdigest()
 
 
 def folder_name(entry: ServerEntry) -> tuple[str, str]:
@@ -123,7 +158,33 @@ class PackageCache:
 
     def drop_install(self, entry: ServerEntry) -> None:
         """Remove the package's installed files (kept: its state, so a verdict outlives them)."""
-        shutil.rmtree(self.package_dir(entry), ignore_errors=True)
+        _remove(self.package_dir(entry))
+        if self.state(entry).get("fingerprint"):
+            self.remember(entry, fingerprint=None)
+
+    def seal(self, entry: ServerEntry) -> None:
+        """Record the package folder's :func:`fingerprint` as its own run left it."""
+        self.remember(entry, fingerprint=fingerprint(self.package_dir(entry)))
+
+    def tampered(self, entry: ServerEntry) -> bool:
+        """Whether the package folder changed since it was sealed (by anything but its own run and Fathom)."""
+        sealed = self.state(entry).get("fingerprint")
+        folder = self.package_dir(entry)
+        return bool(sealed) and folder.exists() and fingerprint(folder) != sealed
+
+    def reseal(self, folder: Path) -> None:
+        """Seal ``folder`` again after Fathom itself changed it (an installer's prune), keeping its other state."""
+        state = self.root / "state" / folder.parent.name / f"{folder.name}.json"
+        try:
+            data = json.loads(state.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        if not isinstance(data, dict) or not data.get("fingerprint"):
+            return
+        data["fingerprint"] = fingerprint(folder)
+        partial = state.with_name(f".{state.name}.{os.getpid()}")
+        partial.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
+        partial.replace(state)
 
     # --- housekeeping ------------------------------------------------------------------------------------
 
@@ -138,13 +199,17 @@ class PackageCache:
         for legacy in ("npm", "uv"):
             if (self.root / legacy).is_dir():
                 removed.append(self.root / legacy)
+        touched: list[Path] = []
         for package in self.package_dirs():
             for sub, prefix in _ORPHANS:
                 for item in _children(package / sub):
                     if item.name.startswith(prefix):
                         removed.append(item)
+                        touched.append(package)
         for path in removed:
             _remove(path)
+        for package in dict.fromkeys(touched):
+            self.reseal(package)  # Fathom's own change: not a tampering
         return removed
 
     def package_dirs(self) -> list[Path]:
@@ -176,14 +241,14 @@ class PackageCache:
 
 def touch(folder: Path) -> None:
     """Mark a package's folder as used now (its last use decides what the ceiling removes first)."""
-    marker = folder / ".fathom-used"
+    marker = folder / _USED
     with contextlib.suppress(OSError):
         marker.write_text(str(int(time.time())), encoding="utf-8")
 
 
 def _last_used(folder: Path) -> float:
     try:
-        return (folder / ".fathom-used").stat().st_mtime
+        return (folder / _USED).stat().st_mtime
     except OSError:
         try:
             return folder.stat().st_mtime

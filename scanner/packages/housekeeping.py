@@ -94,6 +94,7 @@ def after_scan(settings: PackageSettings, since: float, run: Callable[..., objec
         # learn again, and neither prune removes them.
         for facts in (folder / "uv").glob("interpreter-v*"):
             shutil.rmtree(facts, ignore_errors=True)
+        cache.reseal(folder)  # the prune was Fathom's own change, not a tampering
     removed = cache.enforce_ceiling(settings.cache_max_mb)
     if not removed:
         return []

@@ -13,7 +13,9 @@ records ``too_large``, even for a package that answered in between. A package@ve
 remembered: its files are removed and it is not installed again until its version changes, or the budget is
 raised, or ``--retry-too-large`` is given.
 
-Two entries declaring the same package@version run one after the other (they share its folder).
+Two entries declaring the same package@version run one after the other (they share its folder). The folder
+is sealed after its own run and checked before the next (:func:`scanner.packages.cache.fingerprint`): an
+install changed in between is removed and installed afresh, so a package never runs code another one planted.
 """
 
 from __future__ import annotations
@@ -101,6 +103,10 @@ async def run_package(
         return remembered
     folder = cache.package_dir(entry)
     async with _one_at_a_time(folder):
+        # Changed since its own last run (without Landlock another package could have): installed afresh.
+        tampered = await anyio.to_thread.run_sync(cache.tampered, entry)
+        if tampered:
+            cache.drop_install(entry)
         folder.mkdir(parents=True, exist_ok=True)
         home = Path(tempfile.mkdtemp(prefix=f"home-{os.getpid()}-", dir=cache.homes()))
         try:
@@ -113,6 +119,10 @@ async def run_package(
         else:
             cache.remember(entry, verdict=None, detail=None, disk_limit_mb=None)
             touch(folder)
+            await anyio.to_thread.run_sync(cache.seal, entry)
+        if tampered:
+            note = "its cached install had changed since its last run (not by Fathom): removed and installed again"
+            outcome = replace(outcome, extra={**outcome.extra, "reinstalled": note})
         return outcome
 
 

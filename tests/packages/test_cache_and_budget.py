@@ -191,6 +191,7 @@ def _stored(db: Path, run_id: int) -> dict[str, tuple[Any, ...]]:
 
 @needs_npx
 @needs_uvx
+@pytest.mark.timeout(600)  # three whole scans of five packages each (about 100 s on two busy cores)
 def test_three_nights_keep_the_cache_bounded_and_the_stored_text_identical(registry, tmp_path):
     """``fathom scan --run-packages`` three nights in a row over the same local packages: the cache is no larger
     after nights 2 and 3 than after night 1, and what is stored (outcome, detail, command, stderr tail) is
@@ -243,3 +244,26 @@ def test_three_nights_keep_the_cache_bounded_and_the_stored_text_identical(regis
     )
     assert sizes[1] <= sizes[0] and sizes[2] <= sizes[0], sizes
     assert wheels[0] == wheels[1] == wheels[2]  # the prune after a night kept what the next night needs
+
+
+@needs_npx
+def test_an_install_changed_between_nights_is_installed_again(registry, tmp_path):
+    """Without Landlock (or by hand) a package's cached install can be rewritten between nights; the folder is
+    sealed after its own run, so the next night sees the change, removes the install and runs its own code."""
+    env = environ(registry)
+    settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
+    victim = resolve(npm_package("1.0.0"), env)
+    assert tool_names(run(victim, settings)) == ["version_1_0_0"]
+    [installed] = [
+        path
+        for path in PackageCache(tmp_path / "cache").package_dir(victim).rglob("server.js")
+        if "node_modules" in path.parts
+    ]
+    original = installed.stat()
+    installed.write_text('console.error("planted"); process.exit(3);\n', encoding="utf-8")
+    os.utime(installed, ns=(original.st_atime_ns, original.st_mtime_ns))  # size and mtime put back do not hide it
+    again = run(victim, settings)
+    assert tool_names(again) == ["version_1_0_0"]
+    assert again.extra["reinstalled"].startswith("its cached install had changed since its last run")
+    third = run(victim, settings)  # sealed again after its own run: nothing to say the next night
+    assert tool_names(third) == ["version_1_0_0"] and "reinstalled" not in third.extra
