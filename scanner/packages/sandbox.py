@@ -31,6 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import anyio
+from anyio.lowlevel import RunVar
 
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry
@@ -46,13 +47,18 @@ from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 _MIN_INTERVAL = 1.0
 _MB = 1024 * 1024
 _CONFINE = Path(__file__).with_name("confine.py")
-_LOCKS: dict[Path, anyio.Lock] = {}
+# One lock per package folder and event loop (a lock must not outlive the loop that may have left it held).
+_LOCKS: RunVar[dict[Path, anyio.Lock]] = RunVar("fathom_package_locks")
 
 
 @asynccontextmanager
 async def _one_at_a_time(folder: Path) -> AsyncIterator[None]:
-    lock = _LOCKS.setdefault(folder, anyio.Lock())
-    async with lock:
+    try:
+        locks = _LOCKS.get()
+    except LookupError:
+        locks = {}
+        _LOCKS.set(locks)
+    async with locks.setdefault(folder, anyio.Lock()):
         yield
 
 
