@@ -4,7 +4,8 @@ settings.
 ``entry.env`` (from the resolver) holds only ``PATH``, ``LANG`` and the package's declared variables. To that
 this module adds, in this order (a later step never overrides an earlier one's names except where said):
 
-1. ``HOME`` and ``TMPDIR``: the entry's own temporary folder, thrown away afterwards;
+1. ``HOME`` and ``TMPDIR``: the entry's own temporary folder (under the cache's ``homes/``), thrown away
+   afterwards;
 2. installer settings from :data:`INSTALLER_SETTINGS` (CA bundles, proxies, registry and index settings of
    npm, uv and pip), taken from Fathom's environment when set there. A value holding credentials in a URL
    (``https://user:token@proxy``) is a secret and is left out: pass it with ``--pass-env NAME`` if the
