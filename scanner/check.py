@@ -226,9 +226,11 @@ def run_check(request: CheckRequest) -> CheckResult:
     import anyio
 
     from scanner.mcp import ClientLimits, scan_server
+    from scanner.packages.checkrun import check_entry, classify_check
 
-    entry = request.entry
-    outcome = anyio.run(scan_server, entry, request.limits or ClientLimits(), request.profile)
+    # A package runner's command runs as a scan runs it: the installer settings, the cause classifier.
+    entry = check_entry(request.entry)
+    outcome = classify_check(entry, anyio.run(scan_server, entry, request.limits or ClientLimits(), request.profile))
     if not outcome.ok or outcome.tools is None:
         from scanner.lanes import scan_findings
 

@@ -653,8 +653,8 @@ def scan(
         Path | None,
         typer.Option(
             metavar="DIR",
-            help="With --run-packages: the npm/uv cache shared by all packages and nights. "
-            "[default: $XDG_CACHE_HOME/fathom or ~/.cache/fathom]",
+            help="With --run-packages: the package cache kept between nights, one folder per package@version "
+            "(docs/registry.md). [default: $XDG_CACHE_HOME/fathom or ~/.cache/fathom]",
         ),
     ] = None,
     disk_limit_mb: Annotated[
@@ -662,9 +662,21 @@ def scan(
         typer.Option(
             min=16,
             help="With --run-packages: what one package may write (its HOME, TMPDIR and "
-            "the cache's growth), in MiB; over it: too_large.",
+            "its own cache folder's growth), in MiB; over it: too_large, remembered for that version.",
         ),
     ] = 4096,
+    cache_max_mb: Annotated[
+        int,
+        typer.Option(
+            min=64,
+            help="With --run-packages: after the scan, remove the least recently used packages' installs until "
+            "the package cache holds at most this many MiB.",
+        ),
+    ] = 20480,
+    retry_too_large: Annotated[
+        bool,
+        typer.Option(help="With --run-packages: install again the package versions remembered as too_large."),
+    ] = False,
     pass_env: Annotated[
         list[str] | None,
         typer.Option(
@@ -731,7 +743,13 @@ def scan(
         profile=_known_profile(profile),
         retries=retries,
         allow_private=allow_private,
-        packages=PackageSettings(cache_dir=cache_dir, disk_limit_mb=disk_limit_mb, pass_env=tuple(pass_env or ())),
+        packages=PackageSettings(
+            cache_dir=cache_dir,
+            disk_limit_mb=disk_limit_mb,
+            cache_max_mb=cache_max_mb,
+            retry_too_large=retry_too_large,
+            pass_env=tuple(pass_env or ()),
+        ),
         lanes=lanes,
     )
     config = ScanConfig(
@@ -795,13 +813,17 @@ def scan(
 
 
 def _scan_line(summary: ScanSummary) -> str:
-    """``run 3 interrupted: 57 of 120 servers scanned · ok 50 · timeout 7`` (and what a resume found done)."""
-    counts = " · ".join(f"{name} {count}" for name, count in sorted(summary.counts.items()))
-    servers = "server" if summary.total == 1 else "servers"
+    """``run 3 interrupted: 57 of 120 servers scanned · ok 50 · timeout 7``; after a resume, the whole run's
+    totals (what was done before it, and what it did)."""
+    before = summary.already_done if summary.resumed else 0
+    shown = summary.run_counts if summary.resumed and summary.run_counts else summary.counts
+    counts = " · ".join(f"{name} {count}" for name, count in sorted(shown.items()))
+    total = summary.total + before
+    servers = "server" if total == 1 else "servers"
     if summary.interrupted:
-        head = f"run {summary.run_id} interrupted: {summary.scanned} of {summary.total} {servers} scanned"
+        head = f"run {summary.run_id} interrupted: {summary.scanned + before} of {total} {servers} scanned"
     else:
-        head = f"run {summary.run_id} finished: {summary.total} {servers}"
+        head = f"run {summary.run_id} finished: {total} {servers}"
     if summary.resumed:
         head += f" ({summary.already_done} done before this resume)"
     return f"{head} · {counts or 'nothing scanned'}"
@@ -817,6 +839,9 @@ def _scan_with_progress(config: ScanConfig, run_scan: Callable[..., ScanSummary]
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)
+    # A scan started as a background job of a non-interactive shell inherits SIGINT ignored (Python then installs
+    # no handler): take it back, so `kill -INT` stops a scan the same clean way wherever it was started.
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     progress: Progress | None = None
 
     def on_start(_run_id: int, total: int) -> None:
@@ -834,6 +859,7 @@ def _scan_with_progress(config: ScanConfig, run_scan: Callable[..., ScanSummary]
         return run_scan(config, on_start=on_start, on_result=on_result, on_warning=on_warning)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         if progress is not None:
             progress.close()
 

@@ -107,3 +107,13 @@ register(
         read=lambda outcome: outcome.pages if outcome.ok else None,
     )
 )
+register(
+    Metric(
+        name="install_ms",
+        label="Package install",
+        unit="ms",
+        doc="A registry package's install by its runner (npx, uvx) before the server starts: kept apart from the "
+        "handshake, so a cold cache does not read as a slow server (scanner.packages.install).",
+        read=_timing("install"),
+    )
+)

@@ -279,6 +279,7 @@ class Outcome(enum.StrEnum):
     INSTALL_FAILED = "install_failed"  # network, TLS, build or missing-executable trouble while installing
     NEEDS_CONFIGURATION = "needs_configuration"  # a variable, argument or file it needs is not set
     CRASHED = "crashed"  # started, then died before answering
+    MEMORY_LIMIT = "memory_limit"  # ran out of memory under Fathom's own cap (--memory-limit-mb)
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,23 @@
 :mod:`scanner.registry.packages` decides *what* runs (exactly the declared package at its version, or a skip
 with the reason). This package decides *how* it runs and what its failure means:
 
-* :mod:`~scanner.packages.settings`: the persistent cache, the per-entry disk budget, ``--pass-env``;
-* :mod:`~scanner.packages.environment`: the child's environment (throwaway HOME, the shared cache, installer
-  settings from a documented allow-list, update/funding/audit chatter off);
-* :mod:`~scanner.packages.runners`: which runners (npx, uvx, docker) are missing, said once before a scan;
+* :mod:`~scanner.packages.settings`: the cache folder, the per-entry disk budget, the cache's ceiling,
+  ``--retry-too-large``, ``--pass-env``;
+* :mod:`~scanner.packages.cache`: one folder per package@version, what Fathom remembers of it (a ``too_large``
+  verdict, the Python chosen, the seal of its install), sizes as ``du`` counts them, orphans and the ceiling;
+* :mod:`~scanner.packages.housekeeping`: the cache kept in bounds before and after a scan;
+* :mod:`~scanner.packages.environment`: the child's environment (throwaway HOME, its own cache folder,
+  installer settings from a documented allow-list, update/funding/audit chatter off);
+* :mod:`~scanner.packages.confine`: the wrapper that caps memory and (Landlock) confines writes;
+* :mod:`~scanner.packages.runners`: which runners (npx, uvx, docker) are missing or whose daemon does not
+  answer, said once before a scan;
+* :mod:`~scanner.packages.install`: the install, timed on its own (``install_ms``);
+* :mod:`~scanner.packages.interpreters`: the Python a PyPI package runs on, and the runners' versions;
 * :mod:`~scanner.packages.sandbox`: one package's scan, under its disk budget;
 * :mod:`~scanner.packages.diagnose`: why a package did not answer (``package_not_found``, ``install_failed``,
-  ``needs_configuration``, ``crashed``, ...), in a message normalised to read the same every night.
+  ``needs_configuration``, ``memory_limit``, ``refused``, ``crashed``, ...), from the evidence in its output,
+  in a message normalised to read the same every night;
+* :mod:`~scanner.packages.checkrun`: ``fathom check -- npx ...`` run and classified as a scan does.
 
 See the "Packages" part of ``docs/registry.md``.
 """

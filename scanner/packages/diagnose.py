@@ -7,10 +7,13 @@ lines of its stderr. :func:`classify` turns that into the outcome a person can a
 ``runner_missing``          the runner (npx, uvx, docker) could not be started
 ``package_not_found``       the registry has no such package, or not at the declared version
 ``install_failed``          the package exists but could not be installed (network, TLS, build, no binary)
-``needs_configuration``     it stopped asking for a variable, argument or file (known from the entry, or
-                            recognised in its output)
+``needs_configuration``     it stopped asking for a variable, argument, subcommand or file, as its own
+                            output says (argparse/click usage, pydantic "Field required", an error line);
+                            a declared required input that is unset decides only when it said nothing
 ``crashed``                 it started and died: the most telling line (a traceback's last line, an
                             ``Error:`` line), never an npm notice or a pointer to a log file
+``memory_limit``            it ran out of memory under Fathom's own cap (``--memory-limit-mb``)
+``refused``                 it tried to write outside its HOME and its own cache folder (confined)
 ``timeout``                 no answer in time (kept; the detail gets the telling line when there is one)
 ==========================  ===========================================================================
 
@@ -32,9 +35,15 @@ MAX_DETAIL = 300
 
 # --- normalisation ---------------------------------------------------------------------------------------
 
+# ISO times, and npm's log names (``2026-12-01T11_12_15_350Z-debug-0.log``: underscores for colons and dot).
 _TIMESTAMP = re.compile(
-    r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?\b|\b\d{2}:\d{2}:\d{2}(\.\d+)?\b"
+    r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}[:_]\d{2}([:_]\d{2}([._]\d+)?)?(Z|[+-]\d{2}:?\d{2})?(?![\d])|"
+    r"\b\d{2}:\d{2}:\d{2}(\.\d+)?\b"
 )
+# uv's cache entries are named by random ids (``archive-v0/zYBgjnV1wjGx3yKOQm5xq``), its temporary folders
+# ``.tmpAbC123``.
+_UV_ID = re.compile(r"\b((?:archive|builds|environments|sdists|wheels|interpreter)-v\d+)/[A-Za-z0-9_-]{6,}")
+_TMP_NAME = re.compile(r"\.tmp[A-Za-z0-9_]{4,}\b")
 _TEMP_PATH = re.compile(r"(/(?:private/)?(?:tmp|var/folders|var/tmp)/[^\s'\"():,]*)")
 _HOME_PATH = re.compile(r"(/(?:home|Users)/[^/\s'\"():,]+|/root)(?=/|\b)")
 _HEX_RUN = re.compile(r"\b[0-9a-f]{12,}\b")
@@ -45,12 +54,15 @@ _SPACES = re.compile(r"\s+")
 
 def normalise(text: str, places: Iterable[tuple[str, str]] = ()) -> str:
     """``text`` without what changes from night to night: known folders become ``<home>`` / ``<cache>``, other
-    temporary paths ``<tmp>``, home folders ``~``, timestamps ``<time>``, durations ``<n>s``, hex runs
+    temporary paths ``<tmp>``, home folders ``~``, timestamps ``<time>`` (npm's log names too), uv's random
+    cache ids ``<id>``, durations ``<n>s``, hex runs
     (temporary and content hashes) ``<hash>``, process ids ``pid <n>``."""
     for path, label in sorted(places, key=lambda item: len(item[0]), reverse=True):
         if path:
             text = text.replace(path, label)
     text = _TIMESTAMP.sub("<time>", text)
+    text = _UV_ID.sub(lambda m: f"{m.group(1)}/<id>", text)
+    text = _TMP_NAME.sub(".tmp<id>", text)
     text = _TEMP_PATH.sub("<tmp>", text)
     text = _HOME_PATH.sub("~", text)
     text = _HEX_RUN.sub("<hash>", text)
@@ -184,7 +196,101 @@ def classify(
     return replace(outcome, outcome=status, detail=detail[:MAX_DETAIL], extra=extra)
 
 
+_NO_EXECUTABLE = re.compile(
+    r"could not determine executable to run|An executable named .* is not provided|"
+    r"does not provide any executables|The executable `?[\w.-]+`? was not found",
+    re.IGNORECASE,
+)
+_UV_NO_SOLUTION = re.compile(r"No solution found when resolving", re.IGNORECASE)
+# uv's explanation under "No solution found": an indented "╰─▶ Because ..." line (arrows vary by terminal).
+# uv's explanation under "No solution found": "╰─▶ Because ..." on a terminal, "cause: Because ..." otherwise.
+_UV_BECAUSE = re.compile(r"^\W*(cause:\s*)?(Because|And because|the current Python version)\b", re.IGNORECASE)
+_SPEC = r"([<>=!~][^\s,;]+(?:,\s*[<>=!~][^\s,;]+)*)"
+_PYTHON_NEEDED = re.compile(
+    rf"current Python version \(([\d.]+)\) does not satisfy Python\s*{_SPEC}|\brequires Python\s*{_SPEC}",
+    re.IGNORECASE,
+)
+_MEMORY = re.compile(
+    r"\bMemoryError\b|JavaScript heap out of memory|Fatal process out of memory|Allocation failed|"
+    r"\bENOMEM\b|Cannot allocate memory|std::bad_alloc|out of memory",
+    re.IGNORECASE,
+)
+_DENIED = re.compile(r"\bEACCES\b|\bEPERM\b|\bEROFS\b|PermissionError|Permission denied", re.IGNORECASE)
+# argparse: "error: one of the arguments --a --b is required" / "the following arguments are required: x, y".
+_ARGPARSE_ONE_OF = re.compile(r"error: one of the arguments (.+?) is required")
+_ARGPARSE_REQUIRED = re.compile(r"error: the following arguments are required: (.+)$")
+_USAGE = re.compile(r"^\s*Usage:\s", re.IGNORECASE)
+# "Commands:" (click, argparse) or typer's boxed "╭─ Commands ───╮".
+_COMMANDS = re.compile(
+    r"^\s*(?:[╭┌+][─-]+\s*)?(Commands|Available commands|Subcommands)\b:?\s*[─-]*[╮┐+]?\s*$", re.IGNORECASE
+)
+_MISSING_COMMAND = re.compile(r"Missing command|No such command|requires a (sub)?command", re.IGNORECASE)
+_FIELD_REQUIRED = re.compile(r"^\s*Field required\b")
+_VALIDATION_HEAD = re.compile(r"validation errors? for (\w+)")
+
+
+def _commands_listed(lines: Sequence[str]) -> list[str]:
+    """The subcommand names a click/typer/argparse group printed under ``Commands:`` (one per line, up to a
+    blank line or the next section; the tail's lines are already stripped of their indentation)."""
+    names: list[str] = []
+    listing = False
+    for line in lines:
+        text = line.strip().strip("│|").strip()
+        if _COMMANDS.match(text):
+            listing = True
+            continue
+        if not listing:
+            continue
+        if not text or text.endswith(":") or text.startswith(("╰", "└", "+-", "-")):
+            if names:
+                break
+            continue
+        word = text.split(" ", 1)[0]
+        if not re.fullmatch(r"[A-Za-z][\w.-]*", word):
+            break
+        names.append(word)
+    return names
+
+
+def _pydantic_fields(lines: Sequence[str]) -> list[str]:
+    """The fields pydantic reported as ``Field required`` (the line above each names the field)."""
+    fields: list[str] = []
+    for index, line in enumerate(lines):
+        if _FIELD_REQUIRED.match(line) and index > 0:
+            name = lines[index - 1].strip()
+            if name and re.fullmatch(r"[\w.\[\]-]+", name) and name not in fields:
+                fields.append(name)
+    return fields
+
+
+def _configuration(lines: Sequence[str], line: str | None) -> str | None:
+    """What is missing, when the evidence (usage text, argparse, pydantic, the telling line) says so."""
+    for text in reversed(lines):
+        if found := _ARGPARSE_ONE_OF.search(text):
+            options = ", ".join(found.group(1).split())
+            return f"needs one of {options}: {text.strip()}"
+        if found := _ARGPARSE_REQUIRED.search(text):
+            return f"needs {found.group(1).strip()}: {text.strip()}"
+    fields = _pydantic_fields(lines)
+    if fields and any(_VALIDATION_HEAD.search(text) for text in lines):
+        return f"needs {', '.join(fields)} (Field required): {line or 'validation error'}"
+    usage = any(_USAGE.match(text) for text in lines)
+    if (
+        usage
+        and (commands := _commands_listed(lines))
+        and (line is None or not _ERROR_LINE.search(line) or _MISSING_COMMAND.search(line))
+    ):
+        return f"needs a command ({', '.join(commands[:8])}): printed its usage and stopped"
+    if line is not None and _CONFIG.search(line):
+        return line
+    return None
+
+
 def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any) -> tuple[Outcome, str]:
+    """The cause, from evidence first: the runner's and installer's own messages, a memory error under Fathom's
+    limit, a write refused by the confinement, usage text and configuration errors, then the telling line
+    (a traceback's last line decides "crashed"); a declared input that is unset only speaks when the package
+    said nothing at all."""
     package = entry.package or {}
     runner = str(package.get("runner") or (entry.command[0] if entry.command else "runner"))
     code = outcome.extra.get("exit_code")
@@ -199,15 +305,50 @@ def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any
     spec = str(package.get("spec") or "the package")
     if found := _first(_NOT_FOUND, tail):
         return Outcome.PACKAGE_NOT_FOUND, f"{spec} not found: {found}"
+    if found := _first(_NO_EXECUTABLE, tail):
+        return Outcome.INSTALL_FAILED, f"{spec} provides no executable to run: {found}"
+    if found := _first(_UV_NO_SOLUTION, tail):
+        return _no_solution(found, tail)
     if found := _first(_INSTALL, tail):
         return Outcome.INSTALL_FAILED, found
-    if found := _first(_CONFIG, tail):
-        return Outcome.NEEDS_CONFIGURATION, found
+    if found := _first(_MEMORY, tail):
+        limit = package.get("memory_limit_mb")
+        cap = f"the {limit} MiB memory limit" if limit else "Fathom's memory limit"
+        return Outcome.MEMORY_LIMIT, f"ran out of memory under {cap} (raise it with --memory-limit-mb): {found}"
+    if outcome.extra.get("confined") and (found := _first(_DENIED, tail)):
+        return Outcome.REFUSED, f"refused: wrote outside its HOME and its own cache folder: {found}"
+    if needed := _configuration(tail, line):
+        return Outcome.NEEDS_CONFIGURATION, needed
     missing = [*package.get("missing_inputs", []), *entry.secret_header_names]
-    if missing:
-        said = f": {line}" if line else ""
-        return Outcome.NEEDS_CONFIGURATION, f"needs {', '.join(map(str, missing))} (not set){said}"
     if line:
-        return Outcome.CRASHED, line
+        unset = f" ({', '.join(map(str, missing))} not set)" if missing else ""
+        return Outcome.CRASHED, f"{line}{unset}"
+    if missing:
+        return Outcome.NEEDS_CONFIGURATION, f"needs {', '.join(map(str, missing))} (not set)"
     ended = f"exited with code {code}" if code is not None else "closed its output"
     return Outcome.CRASHED, f"{ended} before answering, with nothing on stderr"
+
+
+def python_needed(outcome: ScanOutcome) -> str | None:
+    """The ``requires-python`` that uv said the interpreter it took does not satisfy (``>=3.12``), or None."""
+    tail = outcome.extra.get("stderr_tail")
+    if not isinstance(tail, list):
+        return None
+    found = _PYTHON_NEEDED.search(" ".join(str(line) for line in tail))
+    return (found.group(2) or found.group(3)).replace(" ", "") if found else None
+
+
+def _no_solution(found: str, tail: list[str]) -> tuple[Outcome, str]:
+    """uv could not resolve: keep its reason ("Because ..."), and say when a newer Python is what it needs."""
+    start = next((index for index, text in enumerate(tail) if _UV_NO_SOLUTION.search(text)), 0)
+    said = next((text.strip() for text in tail[start + 1 :] if _UV_BECAUSE.match(text.strip())), None)
+    because = re.sub(r"^\W*(cause:\s*)?", "", said, flags=re.IGNORECASE) if said else None
+    python = _PYTHON_NEEDED.search(" ".join(tail))
+    if python:
+        had = f"uv had {python.group(1)}; " if python.group(1) else ""
+        needed = (python.group(2) or python.group(3)).replace(" ", "")
+        return Outcome.RUNNER_MISSING, (
+            f"needs Python {needed} ({had}no installed interpreter satisfies it): {because or found}"
+        )
+    head = re.sub(r"^\W*(error:\s*)?", "", found, flags=re.IGNORECASE).rstrip(":")
+    return Outcome.INSTALL_FAILED, f"{head}: {because}" if because else head

@@ -4,14 +4,16 @@ settings.
 ``entry.env`` (from the resolver) holds only ``PATH``, ``LANG`` and the package's declared variables. To that
 this module adds, in this order (a later step never overrides an earlier one's names except where said):
 
-1. ``HOME`` and ``TMPDIR``: the entry's own temporary folder, thrown away afterwards;
+1. ``HOME`` and ``TMPDIR``: the entry's own temporary folder (under the cache's ``homes/``), thrown away
+   afterwards;
 2. installer settings from :data:`INSTALLER_SETTINGS` (CA bundles, proxies, registry and index settings of
    npm, uv and pip), taken from Fathom's environment when set there. A value holding credentials in a URL
    (``https://user:token@proxy``) is a secret and is left out: pass it with ``--pass-env NAME`` if the
    installer needs it, knowing the package sees it too;
 3. every ``--pass-env NAME`` set in Fathom's environment, as is (except ``HOME``, ``TMPDIR`` and ``PATH``);
-4. the runner's cache and quiet settings (``npm_config_cache``, ``UV_CACHE_DIR``, update notices, funding and
-   audit messages off), which always win: they keep the cache shared and the stderr tail readable.
+4. the runner's cache and quiet settings (``npm_config_cache``, ``UV_CACHE_DIR`` in the package@version's own
+   cache folder, see :mod:`scanner.packages.cache`; update notices, funding and audit messages off; uv never
+   downloads an interpreter, since the interpreters' folder is read-only to packages), which always win.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from scanner.models import ServerEntry
+from scanner.packages.cache import PackageCache
 from scanner.packages.settings import PackageSettings
 
 # Installer settings a package's runner may need to reach its registry from this network. Names only; every
@@ -77,10 +80,11 @@ OWN = frozenset({"HOME", "TMPDIR", "PATH"})
 
 _CREDENTIALS_IN_URL = re.compile(r"://[^/@\s]+@")
 
-# The runner's own settings, keyed by runner; "{cache}" and "{home}" are filled in.
+# The runner's own settings, keyed by runner; "{cache}" (the whole cache), "{pkg}" (the package@version's own
+# folder) and "{home}" are filled in.
 _RUNNER_SETTINGS: dict[str, dict[str, str]] = {
     "npm": {
-        "npm_config_cache": "{cache}/npm",
+        "npm_config_cache": "{pkg}/npm",
         "npm_config_logs_dir": "{home}/.npm-logs",
         "npm_config_update_notifier": "false",
         "npm_config_fund": "false",
@@ -89,8 +93,9 @@ _RUNNER_SETTINGS: dict[str, dict[str, str]] = {
         "NO_UPDATE_NOTIFIER": "1",
     },
     "pypi": {
-        "UV_CACHE_DIR": "{cache}/uv",
+        "UV_CACHE_DIR": "{pkg}/uv",
         "UV_PYTHON_INSTALL_DIR": "{cache}/uv-python",
+        "UV_PYTHON_DOWNLOADS": "never",
         "UV_TOOL_DIR": "{home}/.uv-tools",
         "UV_NO_PROGRESS": "1",
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
@@ -118,7 +123,7 @@ def package_env(entry: ServerEntry, home: Path, settings: PackageSettings) -> di
     """The exact environment of ``entry``'s process (see the module docstring for what wins)."""
     source = settings.source()
     kind = str((entry.package or {}).get("registryType") or "")
-    cache = settings.cache()
+    cache = PackageCache(settings.cache())
     env = dict(entry.env)
     tmp = home / "tmp"
     tmp.mkdir(exist_ok=True)
@@ -134,7 +139,7 @@ def package_env(entry: ServerEntry, home: Path, settings: PackageSettings) -> di
         if given and "\0" not in given:
             env[name] = given
     for name, template in _RUNNER_SETTINGS.get(kind, {}).items():
-        env[name] = template.format(cache=cache, home=home)
+        env[name] = template.format(cache=cache.root, pkg=cache.package_dir(entry), home=home)
     if kind == "npm" and (entry.package or {}).get("pinned"):
         # A pinned version never changes: take it from the cache without asking the registry again.
         env["npm_config_prefer_offline"] = "true"

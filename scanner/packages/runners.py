@@ -7,12 +7,18 @@ on ``PATH``: it is skipped with ``package["skip_outcome"] == "runner_missing"``,
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 
 from scanner.models import Outcome, ServerEntry
 from scanner.packages.environment import OWN
 from scanner.packages.settings import PackageSettings
+
+DAEMON_TIMEOUT_S = 15
 
 
 def skip_outcome(entry: ServerEntry) -> Outcome:
@@ -37,10 +43,21 @@ def warning_lines(entries: Iterable[ServerEntry], settings: PackageSettings | No
     """One line per missing runner, and per ``--pass-env`` name that is not set, for the start of a scan or a
     dry run."""
     entries = list(entries)
-    lines = [
-        f"{runner} is not on PATH: {count} {'entry' if count == 1 else 'entries'} will be recorded runner_missing"
-        for runner, count in missing_runners(entries).items()
-    ]
+    lines = []
+    problems: Counter[str] = Counter()
+    for entry in entries:
+        if skip_outcome(entry) is Outcome.RUNNER_MISSING and entry.package and entry.package.get("runner_problem"):
+            problems[str(entry.package["runner_problem"])] += 1
+    for runner, count in missing_runners(entries).items():
+        if not any(problem.startswith(f"{runner} ") for problem in problems):
+            lines.append(
+                f"{runner} is not on PATH: {count} {'entry' if count == 1 else 'entries'} will be recorded "
+                "runner_missing"
+            )
+    lines.extend(
+        f"{problem}: {count} {'entry' if count == 1 else 'entries'} will be recorded runner_missing"
+        for problem, count in sorted(problems.items())
+    )
     if settings is not None and any(entry.package and not entry.skip for entry in entries):
         source = settings.source()
         for name in settings.pass_env:
@@ -49,3 +66,53 @@ def warning_lines(entries: Iterable[ServerEntry], settings: PackageSettings | No
             elif not source.get(name):
                 lines.append(f"--pass-env {name} is not set: nothing passed")
     return lines
+
+
+def check_daemons(
+    entries: list[ServerEntry],
+    environ: Mapping[str, str],
+    run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run,
+) -> list[ServerEntry]:
+    """``entries`` with every OCI entry whose runner's daemon does not answer turned into a ``runner_missing``
+    skip (said once by :func:`warning_lines`), instead of one ``install_failed`` per image. One ``docker info``
+    (or ``podman info``) per runner, only when an OCI entry would run."""
+    wanted = {
+        str(entry.package.get("runner"))
+        for entry in entries
+        if entry.package and not entry.skip and entry.package.get("registryType") == "oci"
+    }
+    problems: dict[str, str] = {}
+    for runner in sorted(wanted):
+        found = shutil.which(runner, path=environ.get("PATH") or os.defpath)
+        if found is None:
+            continue
+        said = ""
+        try:
+            done = run(
+                [found, "info", "--format", "{{.ServerVersion}}"],
+                capture_output=True,
+                text=True,
+                timeout=DAEMON_TIMEOUT_S,
+                check=False,
+                env={"PATH": environ.get("PATH") or os.defpath, "HOME": environ.get("HOME") or "/"},
+            )
+            answered = done.returncode == 0
+            said = next((line.strip() for line in reversed(done.stderr.splitlines()) if line.strip()), "")
+        except subprocess.TimeoutExpired:
+            answered, said = False, f"no answer in {DAEMON_TIMEOUT_S} s"
+        except OSError as exc:
+            answered, said = False, str(exc.strerror or exc)
+        if not answered:
+            problems[runner] = (
+                f"{runner} daemon does not answer ({said[:200]})" if said else f"{runner} daemon does not answer"
+            )
+    if not problems:
+        return entries
+    out: list[ServerEntry] = []
+    for entry in entries:
+        runner = str((entry.package or {}).get("runner"))
+        if entry.package and not entry.skip and entry.package.get("registryType") == "oci" and runner in problems:
+            package = {**entry.package, "skip_outcome": "runner_missing", "runner_problem": problems[runner]}
+            entry = replace(entry, skip=f"runner missing: {problems[runner]}", package=package)
+        out.append(entry)
+    return out

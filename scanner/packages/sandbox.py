@@ -1,75 +1,100 @@
-"""One package's scan: its own throwaway HOME, the shared cache, a disk budget enforced while it runs.
+"""One package's scan: its own throwaway HOME, its own package@version cache, confined writes, a disk budget.
 
-The budget (``--disk-limit-mb``) counts what the package writes into its own folder (HOME and TMPDIR) plus
-what the shared cache grew by while it ran. Sizes are sampled in a worker thread, about once a second (less
-often when the cache is large enough that a walk takes long), and once more when the scan ends; a sample over
-the budget stops the scan (the client then kills the process group) and records ``too_large`` with both
-figures, even for a package that answered in between. With several packages
-installing at once the cache's growth is shared out to none of them in particular: each sees the whole growth,
-so keep the budget well above what one package needs (the default, 4 GiB, is meant to catch a package that
-pulls a multi-gigabyte framework, not to meter ordinary ones).
+How an entry is charged (``--disk-limit-mb``): the bytes in its HOME (with TMPDIR inside) plus what its own
+package@version cache folder grew by since the run started (see :mod:`scanner.packages.cache`), each
+``(st_dev, st_ino)`` once. Nothing another entry writes at the same time is in either folder, so which entries
+are charged never depends on scheduling. Where the kernel has Landlock the package cannot write anywhere else
+(:mod:`scanner.packages.confine`; a write elsewhere fails and the entry is recorded ``refused``), so the two
+folders are everything it can write.
+
+Sizes are sampled in a worker thread about once a second (less often when a walk takes long) and once more
+when the process has ended; a sample over the budget stops the scan (the client kills the process group) and
+records ``too_large``, even for a package that answered in between. A package@version found ``too_large`` is
+remembered: its files are removed and it is not installed again until its version changes, or the budget is
+raised, or ``--retry-too-large`` is given.
+
+Two entries declaring the same package@version run one after the other (they share its folder). The folder
+is sealed after its own run and checked before the next (:func:`scanner.packages.cache.fingerprint`): an
+install changed in between is removed and installed afresh, so a package never runs code another one planted.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 import tempfile
-import threading
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
+from anyio.lowlevel import RunVar
 
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages.diagnose import classify
+from scanner.packages.cache import PackageCache, touch, tree_bytes
+from scanner.packages.confine import landlock_abi
+from scanner.packages.diagnose import classify, python_needed
 from scanner.packages.environment import package_env
+from scanner.packages.install import install_command, run_install
+from scanner.packages.interpreters import find_python, python_version, runner_version, with_python
 from scanner.packages.settings import PackageSettings
+from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
 _MIN_INTERVAL = 1.0
 _MB = 1024 * 1024
+_CONFINE = Path(__file__).with_name("confine.py")
+# One lock per package folder and event loop (a lock must not outlive the loop that may have left it held).
+_LOCKS: RunVar[dict[Path, anyio.Lock]] = RunVar("fathom_package_locks")
 
 
-def folder_bytes(root: Path) -> int:
-    """Bytes of the regular files under ``root`` (not following links; unreadable parts count as empty)."""
-    total = 0
-    stack = [str(root)]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as listing:
-                for item in listing:
-                    try:
-                        if item.is_dir(follow_symlinks=False):
-                            stack.append(item.path)
-                        elif item.is_file(follow_symlinks=False):
-                            total += item.stat(follow_symlinks=False).st_size
-                    except OSError:
-                        continue
-        except OSError:
-            continue
-    return total
+@asynccontextmanager
+async def _one_at_a_time(folder: Path) -> AsyncIterator[None]:
+    try:
+        locks = _LOCKS.get()
+    except LookupError:
+        locks = {}
+        _LOCKS.set(locks)
+    async with locks.setdefault(folder, anyio.Lock()):
+        yield
 
 
-class _Meter:
-    """Sizes of the shared cache, shared by the packages running at once: one walk serves every entry that
-    asks within ``fresh_s`` of it, so eight concurrent packages do not walk a large cache eight times."""
-
-    def __init__(self, fresh_s: float = _MIN_INTERVAL) -> None:
-        self.fresh_s = fresh_s
-        self.lock = threading.Lock()
-        self.samples: dict[Path, tuple[float, int]] = {}
-
-    def size(self, root: Path) -> int:
-        with self.lock:
-            taken = self.samples.get(root)
-            if taken is not None and time.monotonic() - taken[0] < self.fresh_s:
-                return taken[1]
-            size = folder_bytes(root)
-            self.samples[root] = (time.monotonic(), size)
-            return size
+def confined_command(
+    entry: ServerEntry, writable: list[Path], command: tuple[str, ...] | None = None
+) -> tuple[str, ...]:
+    """``command`` (default ``entry.command``) as it is started: under the memory cap and, for npm and PyPI
+    runners, confined to write beneath ``writable`` (an OCI image's writes happen in its container, and docker
+    has its own limits). The stored command stays the plain one."""
+    package = entry.package or {}
+    command = entry.command if command is None else command
+    limit = int(package.get("memory_limit_mb") or DEFAULT_MEMORY_LIMIT_MB) * _MB
+    if package.get("registryType") == "oci" or not command:
+        return command
+    folders = [str(path) for path in writable]
+    return (sys.executable, "-I", str(_CONFINE), str(limit), str(len(folders)), *folders, "--", *command)
 
 
-_CACHE_METER = _Meter()
+def remembered_too_large(entry: ServerEntry, cache: PackageCache, settings: PackageSettings) -> ScanOutcome | None:
+    """The remembered ``too_large`` of this package@version, unless a retry was asked for or the budget raised."""
+    state = cache.state(entry)
+    if state.get("verdict") != "too_large" or settings.retry_too_large:
+        return None
+    if int(settings.disk_limit_mb) > int(state.get("disk_limit_mb") or 0):
+        return None  # a larger budget than the one it failed: try again
+    spec = (entry.package or {}).get("spec") or entry.name
+    detail = (
+        f"{state.get('detail') or 'over the disk budget'}; remembered for {spec}: not installed again until its "
+        "version changes (--retry-too-large installs it again)"
+    )
+    return ScanOutcome(
+        outcome=Outcome.TOO_LARGE,
+        transport=entry.transport.value,
+        detail=detail,
+        extra={"disk_limit_mb": settings.disk_limit_mb, "remembered": True},
+    )
 
 
 async def run_package(
@@ -77,60 +102,159 @@ async def run_package(
 ) -> ScanOutcome:
     """Scan ``entry`` (a resolved registry package) and classify its failure, if any (see :mod:`.diagnose`)."""
     settings = settings or PackageSettings()
-    cache = settings.cache()
-    for sub in ("npm", "uv"):
-        (cache / sub).mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="fathom-home-", ignore_cleanup_errors=True) as folder:
-        home = Path(folder)
-        env = package_env(entry, home, settings)
-        over: list[str] = []
-        result: list[ScanOutcome] = []
-        budget = int(settings.disk_limit_mb) * _MB
-        cache_before = await anyio.to_thread.run_sync(_CACHE_METER.size, cache)
-
-        async def scan(scope: anyio.CancelScope) -> None:
-            result.append(await scan_server(entry, limits, profile, env=env))
-            scope.cancel()
-
-        async def over_budget() -> bool:
-            own = await anyio.to_thread.run_sync(folder_bytes, home)
-            grown = max(0, await anyio.to_thread.run_sync(_CACHE_METER.size, cache) - cache_before)
-            if own + grown <= budget:
-                return False
-            over.append(
-                f"wrote {(own + grown) / _MB:.0f} MiB, over the {settings.disk_limit_mb} MiB disk budget "
-                f"({own / _MB:.0f} MiB in its own folder, {grown / _MB:.0f} MiB into the shared cache)"
-            )
-            return True
-
-        async def watch(scope: anyio.CancelScope) -> None:
-            interval = _MIN_INTERVAL
-            while True:
-                await anyio.sleep(interval)
-                started = time.monotonic()
-                if await over_budget():
-                    scope.cancel()
-                    return
-                interval = max(_MIN_INTERVAL, 5 * (time.monotonic() - started))
-
-        started = time.perf_counter()
-        async with anyio.create_task_group() as group:
-            group.start_soon(scan, group.cancel_scope)
-            group.start_soon(watch, group.cancel_scope)
-        if not over:
-            await over_budget()  # what it wrote since the last sample counts too, however fast it answered
-        if over:
-            elapsed = round((time.perf_counter() - started) * 1000, 1)
-            outcome = ScanOutcome(
-                outcome=Outcome.TOO_LARGE,
-                transport=entry.transport.value,
-                detail=over[0],
-                timings_ms={"total": elapsed},
-                extra={"disk_limit_mb": settings.disk_limit_mb},
-            )
+    cache = PackageCache(settings.cache())
+    cache.prepare()
+    remembered = remembered_too_large(entry, cache, settings)
+    if remembered is not None:
+        return remembered
+    folder = cache.package_dir(entry)
+    async with _one_at_a_time(folder):
+        # Changed since its own last run (without Landlock another package could have): installed afresh.
+        tampered = await anyio.to_thread.run_sync(cache.tampered, entry)
+        if tampered:
+            cache.drop_install(entry)
+        folder.mkdir(parents=True, exist_ok=True)
+        home = Path(tempfile.mkdtemp(prefix=f"home-{os.getpid()}-", dir=cache.homes()))
+        try:
+            outcome = await _with_python(entry, limits, profile, settings, cache, folder, home)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+        if outcome.outcome is Outcome.TOO_LARGE and "disk_limit_mb" in outcome.extra:
+            cache.remember(entry, verdict="too_large", detail=outcome.detail, disk_limit_mb=settings.disk_limit_mb)
+            cache.drop_install(entry)
         else:
-            outcome = result[0]
-        places = [(str(home), "<home>"), (str(cache), "<cache>")]
-        declared = set((entry.package or {}).get("secret_env_names") or ())
-        secrets = [value for name, value in env.items() if name in declared or name in settings.pass_env]
-        return classify(entry, outcome, places=places, secrets=secrets)
+            cache.remember(entry, verdict=None, detail=None, disk_limit_mb=None)
+            touch(folder)
+            await anyio.to_thread.run_sync(cache.seal, entry)
+        if tampered:
+            note = "its cached install had changed since its last run (not by Fathom): removed and installed again"
+            outcome = replace(outcome, extra={**outcome.extra, "reinstalled": note})
+        return outcome
+
+
+async def _with_python(
+    entry: ServerEntry,
+    limits: ClientLimits,
+    profile: str,
+    settings: PackageSettings,
+    cache: PackageCache,
+    folder: Path,
+    home: Path,
+) -> ScanOutcome:
+    """Run ``entry``; a PyPI package whose ``requires-python`` excludes the interpreter uv took runs again on an
+    installed one that satisfies it (remembered for its version), see :mod:`scanner.packages.interpreters`.
+    The runner's version, and the interpreter chosen, are recorded in the outcome's extra."""
+    path = (entry.env or {}).get("PATH") or os.defpath
+    runner = shutil.which(entry.command[0], path=path) if entry.command else None
+    facts: dict[str, str] = {}
+    if runner and (version := await anyio.to_thread.run_sync(runner_version, runner)):
+        facts["runner_version"] = version
+    chosen = str(cache.state(entry).get("python") or "")
+    run_entry = entry
+    if chosen and Path(chosen).exists():
+        run_entry = replace(entry, command=with_python(entry.command, chosen))
+    outcome = await _run(run_entry, limits, profile, settings, cache, folder, home)
+    needed = python_needed(outcome) if outcome.outcome is Outcome.RUNNER_MISSING else None
+    if needed and run_entry is entry:
+        find_env = {"PATH": path, "UV_PYTHON_INSTALL_DIR": str(cache.python_dir())}
+        found = await anyio.to_thread.run_sync(find_python, needed, find_env)
+        if found is not None:
+            outcome = await _run(
+                replace(entry, command=with_python(entry.command, found[0])),
+                limits,
+                profile,
+                settings,
+                cache,
+                folder,
+                home,
+            )
+            cache.remember(entry, python=found[0])
+            facts["python"] = found[1]
+            facts["python_required"] = needed
+    elif run_entry is not entry and (version := await anyio.to_thread.run_sync(python_version, chosen, {})):
+        facts["python"] = version
+    return replace(outcome, extra={**outcome.extra, **facts}) if facts else outcome
+
+
+async def _run(
+    entry: ServerEntry,
+    limits: ClientLimits,
+    profile: str,
+    settings: PackageSettings,
+    cache: PackageCache,
+    folder: Path,
+    home: Path,
+) -> ScanOutcome:
+    env = package_env(entry, home, settings)
+    confined = landlock_abi() > 0 and (entry.package or {}).get("registryType") != "oci"
+    started_entry = replace(entry, command=confined_command(entry, [home, folder]))
+    over: list[dict[str, float]] = []
+    result: list[ScanOutcome] = []
+    budget = int(settings.disk_limit_mb) * _MB
+    before = await anyio.to_thread.run_sync(tree_bytes, [folder])
+
+    async def scan(scope: anyio.CancelScope) -> None:
+        # The install first, timed on its own (see .install); what is left of the deadline is the server's.
+        run_limits, installed = limits, None
+        step = install_command(entry)
+        if step is not None:
+            began = time.monotonic()
+            done = await run_install(entry, confined_command(entry, [home, folder], step), env, limits.timeout)
+            if not done.ok:
+                result.append(done)
+                scope.cancel()
+                return
+            installed = done.timings_ms.get("install")
+            left = max(1.0, limits.timeout - (time.monotonic() - began))
+            run_limits = replace(limits, timeout=left, connect_timeout=min(limits.connect_timeout, left))
+        outcome = await scan_server(started_entry, run_limits, profile, env=env)
+        if installed is not None:
+            outcome = replace(outcome, timings_ms={**outcome.timings_ms, "install": installed})
+        result.append(outcome)
+        scope.cancel()
+
+    async def over_budget() -> bool:
+        seen: set[tuple[int, int]] = set()
+        own = await anyio.to_thread.run_sync(tree_bytes, [home], seen)
+        grown = max(0, await anyio.to_thread.run_sync(tree_bytes, [folder], seen) - before)
+        if own + grown <= budget:
+            return False
+        over.append(
+            {"written_mb": round((own + grown) / _MB), "home_mb": round(own / _MB), "cache_mb": round(grown / _MB)}
+        )
+        return True
+
+    async def watch(scope: anyio.CancelScope) -> None:
+        interval = _MIN_INTERVAL
+        while True:
+            await anyio.sleep(interval)
+            began = time.monotonic()
+            if await over_budget():
+                scope.cancel()
+                return
+            interval = max(_MIN_INTERVAL, 5 * (time.monotonic() - began))
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        group.start_soon(scan, group.cancel_scope)
+        group.start_soon(watch, group.cancel_scope)
+    if not over:
+        await over_budget()  # what it wrote since the last sample counts too, however fast it answered
+    if over:
+        elapsed = round((time.perf_counter() - started) * 1000, 1)
+        # The sampled figures differ from night to night; they go to extra, the detail stays the same.
+        outcome = ScanOutcome(
+            outcome=Outcome.TOO_LARGE,
+            transport=entry.transport.value,
+            detail=f"wrote more than its {settings.disk_limit_mb} MiB disk budget (--disk-limit-mb)",
+            timings_ms={"total": elapsed},
+            extra={"disk_limit_mb": settings.disk_limit_mb, **over[0]},
+        )
+    else:
+        outcome = result[0]
+    if confined:
+        outcome = replace(outcome, extra={**outcome.extra, "confined": True})
+    places = [(str(home), "<home>"), (str(folder), "<pkg>"), (str(cache.root), "<cache>")]
+    declared = set((entry.package or {}).get("secret_env_names") or ())
+    secrets = [value for name, value in env.items() if name in declared or name in settings.pass_env]
+    return classify(entry, outcome, places=places, secrets=secrets)

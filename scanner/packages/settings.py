@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_DISK_LIMIT_MB = 4096
+DEFAULT_CACHE_MAX_MB = 20480
 
 
 def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -21,15 +22,19 @@ def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 @dataclass(frozen=True)
 class PackageSettings:
-    """``--cache-dir``, ``--disk-limit-mb`` and ``--pass-env`` as data.
+    """``--cache-dir``, ``--disk-limit-mb``, ``--cache-max-mb``, ``--retry-too-large`` and ``--pass-env`` as data.
 
-    ``cache_dir`` None means :func:`default_cache_dir`. ``pass_env`` names variables of this process's
-    environment handed to every package as they are (the user's explicit choice, like a proxy password).
+    ``cache_dir`` None means :func:`default_cache_dir`. ``cache_max_mb`` is the ceiling the whole cache is kept
+    under after a scan; ``retry_too_large`` installs again a package@version remembered ``too_large``.
+    ``pass_env`` names variables of this process's environment handed to every package as they are (the user's
+    explicit choice, like a proxy password).
     ``environ`` is where installer settings and ``pass_env`` values are read (None: this process's).
     """
 
     cache_dir: Path | None = None
     disk_limit_mb: int = DEFAULT_DISK_LIMIT_MB
+    cache_max_mb: int = DEFAULT_CACHE_MAX_MB
+    retry_too_large: bool = False
     pass_env: tuple[str, ...] = ()
     environ: Mapping[str, str] | None = None
 

@@ -10,7 +10,8 @@ A package runs a stranger's code on this machine, so:
   the spawner sets to a fresh temporary directory per entry: ``PATH`` and ``LANG`` from ours, then the
   package's declared variables (defaults, or values from the environment under the naming rule of
   :mod:`scanner.registry.secrets`; a required one that is missing is left out and listed);
-* memory is capped by the OS: npm and PyPI commands are wrapped by :func:`memlimit.limit_command`; an OCI image
+* memory is capped by the OS: npm and PyPI commands are started under ``memory_limit_mb`` (kept in the entry's
+  package facts) by :mod:`scanner.packages.sandbox`, so the stored command is the runner's own; an OCI image
   runs with ``docker run --memory``;
 * secrets are never put on a command line (it is stored and printed): a package that needs a secret argument is
   skipped; secret environment variables reach the container as ``-e NAME`` with the value in ``entry.env``.
@@ -34,7 +35,6 @@ from typing import Any
 from scanner.models import ServerEntry, Transport
 from scanner.registry import _json
 from scanner.registry.interface import Options
-from scanner.registry.memlimit import limit_command
 from scanner.registry.secrets import lookup, secret_env_name
 
 _RUNNERS: dict[str, tuple[str, frozenset[str]]] = {
@@ -379,12 +379,12 @@ def _command(server: str, package: dict[str, Any], env: Mapping[str, str], optio
         runtime_words = _runner_words(kind, runner, identifier, server, runtime, notes)
         spec = f"{identifier}@{version or 'latest'}"
         head = [runner, "-y"] if runner == "npx" else [runner]
-        command = limit_command([*head, *runtime_words, spec, *package_args], options.memory_limit_mb)
+        command = (*head, *runtime_words, spec, *package_args)
         return _Plan(command, runner, spec, version is not None, tuple(notes))
     if kind == "pypi":
         runtime_words = _runner_words(kind, runner, identifier, server, runtime, notes)
         spec = f"{identifier}=={version}" if version else f"{identifier}@latest"
-        command = limit_command([runner, *runtime_words, spec, *package_args], options.memory_limit_mb)
+        command = (runner, *runtime_words, spec, *package_args)
         return _Plan(command, runner, spec, version is not None, tuple(notes))
     runtime_words = _docker_words(identifier, server, runtime, notes)
     pinned = version is not None or bool(_IMAGE_PINNED.search(identifier))
@@ -421,7 +421,7 @@ def resolve_packages(
     the first reason, and ``package["skip_outcome"]`` says what to record (``needs_configuration`` for a missing
     argument value, ``runner_missing`` when the runner is not on ``PATH``, else ``skipped``).
     """
-    failures: list[_Unusable] = []
+    failures: list[tuple[_Unusable, dict[str, Any]]] = []
     for _, package in sorted(enumerate(packages), key=_sort_key):
         env, missing_secret, missing_other = _build_env(
             name, _json.items(_json.field(package, "environmentVariables", "environment_variables")), options.environ
@@ -429,7 +429,7 @@ def resolve_packages(
         try:
             plan = _command(name, package, env, options)
         except _Unusable as exc:
-            failures.append(exc)
+            failures.append((exc, package))
             continue
         kind = _registry_type(package)
         description: dict[str, Any] = {
@@ -466,13 +466,26 @@ def resolve_packages(
             secret_header_names=tuple(missing_secret),
             package=description,
         )
-    reason = str(failures[0]) if failures else "no runnable package"
+    reason = str(failures[0][0]) if failures else "no runnable package"
     if remote_problems:
         reason = f"{remote_problems[0]}; {reason}"
-    package_facts = {"skip_outcome": failures[0].outcome} if failures and options.run_packages else None
+    package_facts = _declared(failures[0][1]) if failures else None
+    if failures and options.run_packages:
+        package_facts = {**(package_facts or {}), "skip_outcome": failures[0][0].outcome}
     return ServerEntry(
         name=name, transport=Transport.STDIO, version=version, source=source, skip=reason, package=package_facts
     )
+
+
+def _declared(package: dict[str, Any]) -> dict[str, Any] | None:
+    """What a package that cannot run declared (registry type, identifier, version), so a skip keeps its
+    identity in the store, the dry run and the report; None when it names no package at all."""
+    identifier = _identifier(package)
+    if identifier is None:
+        return None
+    facts: dict[str, Any] = {"registryType": _registry_type(package) or None, "identifier": identifier}
+    facts["version"] = _json.text(package.get("version"), limit=100)
+    return {key: value for key, value in facts.items() if value is not None}
 
 
 def _secret_names(package: dict[str, Any]) -> list[str]:

@@ -28,7 +28,7 @@ FAILURE_CAUSES: tuple[tuple[str, str, frozenset[str]], ...] = (
     ("unreachable", "Unreachable", frozenset({"connect_error", "http_error"})),
     ("auth_required", "Authentication required", frozenset({"auth_required"})),
     ("protocol", "Protocol errors", frozenset({"protocol_error", "invalid_response"})),
-    ("too_large", "Too large", frozenset({"too_large"})),
+    ("too_large", "Too large", frozenset({"too_large", "memory_limit"})),
     ("skipped", "Skipped by policy", frozenset({"skipped", "refused"})),
 )
 _CAUSE_OF = {outcome: (key, label) for key, label, outcomes in FAILURE_CAUSES for outcome in outcomes}

@@ -44,18 +44,20 @@ def npm_tarball(version: str) -> bytes:
     return out.getvalue()
 
 
-def wheel(version: str = PY_VERSION) -> tuple[str, bytes]:
-    """The wheel's file name and bytes (console script ``fathom-test-pyserver``)."""
-    module = PY_NAME.replace("-", "_")
+def wheel(version: str = PY_VERSION, name: str = PY_NAME, requires_python: str | None = None) -> tuple[str, bytes]:
+    """The wheel's file name and bytes (console script named as the package; ``requires_python`` goes into
+    its metadata)."""
+    module = name.replace("-", "_")
     info = f"{module}-{version}.dist-info"
+    needs = f"Requires-Python: {requires_python}\n" if requires_python else ""
     files = {
         f"{module}/__init__.py": (HERE / "server_py.py")
         .read_text(encoding="utf-8")
         .replace('VERSION = "0.0.0"', f'VERSION = "{version}"')
         .encode(),
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {PY_NAME}\nVersion: {version}\n".encode(),
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{needs}".encode(),
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: fathom-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        f"{info}/entry_points.txt": f"[console_scripts]\n{PY_NAME} = {module}:main\n".encode(),
+        f"{info}/entry_points.txt": f"[console_scripts]\n{name} = {module}:main\n".encode(),
     }
     record = []
     for name, data in files.items():

@@ -54,11 +54,12 @@ def test_install_failures_runner_problems_and_configuration():
     assert classify(entry("pypi", "x==1"), runner).outcome is Outcome.RUNNER_MISSING
     config = exited("Error: BRAVE_API_KEY environment variable is required")
     assert classify(entry(), config).outcome is Outcome.NEEDS_CONFIGURATION
+    # A declared input that is unset does not override what the package said: its line decides, the unset
+    # input is named beside it; with nothing said at all, the unset input is the cause.
     declared = classify(entry(missing_inputs=["DB_URL"]), exited("Segmentation fault?"))
-    assert (declared.outcome, declared.detail) == (
-        Outcome.NEEDS_CONFIGURATION,
-        "needs DB_URL (not set): Segmentation fault?",
-    )
+    assert (declared.outcome, declared.detail) == (Outcome.CRASHED, "Segmentation fault? (DB_URL not set)")
+    silent = classify(entry(missing_inputs=["DB_URL"]), exited())
+    assert (silent.outcome, silent.detail) == (Outcome.NEEDS_CONFIGURATION, "needs DB_URL (not set)")
 
 
 def test_crash_keeps_the_telling_line_never_a_notice_or_log_pointer():
@@ -120,7 +121,8 @@ def test_installer_settings_pass_through_secrets_do_not(tmp_path):
     base = ServerEntry(**{**base.__dict__, "env": {"PATH": "/usr/bin", "LANG": "C.UTF-8"}})
     env = package_env(base, tmp_path, settings)
     assert env["HOME"] == str(tmp_path) and env["TMPDIR"] == str(tmp_path / "tmp")
-    assert env["npm_config_cache"] == str(tmp_path / "c" / "npm") and env["npm_config_prefer_offline"] == "true"
+    own = tmp_path / "c" / "pkg" / "npm" / "@acme_mcp@1.2.0-7b0d49c2c7"  # this package@version's own folder
+    assert env["npm_config_cache"] == str(own / "npm") and env["npm_config_prefer_offline"] == "true"
     assert (env["npm_config_update_notifier"], env["npm_config_fund"], env["npm_config_audit"]) == ("false",) * 3
     assert env["CORP_TOKEN"] == "corp" and env["SSL_CERT_FILE"] == "/etc/corp-ca.pem"
     assert "AWS_SECRET_ACCESS_KEY" not in env and "npm_config__authToken" not in env and "HTTP_PROXY" not in env
@@ -144,3 +146,124 @@ def test_runner_trouble_is_told_apart_from_the_server_own_trouble():
     )
     api = exited("Error: GET https://api.acme.example/v1/me: 404 Not Found")
     assert classify(entry(), api).outcome is Outcome.CRASHED
+
+
+# --- causes from evidence (issue 19: each case as the real registry slice printed it) ----------------------
+
+UNSET = {"missing_inputs": ["AIRFLOW_BASE_URL"]}
+
+
+def test_evidence_decides_before_an_unset_declared_variable():
+    traceback = exited(
+        "Traceback (most recent call last):",
+        '  File "/root/.cache/fathom/pkg/pypi/x/uv/archive-v0/AbC/bin/airflow-mcp-server", line 4, in <module>',
+        "    import yaml",
+        "ModuleNotFoundError: No module named 'yaml'",
+    )
+    crashed = classify(entry("pypi", "airflow-mcp-server==0.9.0", **UNSET), traceback)
+    assert (crashed.outcome, crashed.detail) == (
+        Outcome.CRASHED,
+        "ModuleNotFoundError: No module named 'yaml' (AIRFLOW_BASE_URL not set)",
+    )
+    fastmcp = exited("ImportError: cannot import name 'FastMCP' from 'mcp.server.fastmcp'")
+    assert classify(entry("pypi", "x==1", **UNSET), fastmcp).outcome is Outcome.CRASHED
+    # One outcome for "no executable", whichever way uv or npx says it, with or without unset variables.
+    for said in (
+        "Package `contextual-mcp-server` does not provide any executables.",
+        "An executable named `contextual-mcp-server` is not provided by package `contextual-mcp-server`.",
+        "npm error could not determine executable to run",
+    ):
+        outcome = classify(entry("pypi", "contextual-mcp-server==0.1.0", **UNSET), exited(said, code=2))
+        assert outcome.outcome is Outcome.INSTALL_FAILED, said
+        assert outcome.detail.startswith("contextual-mcp-server==0.1.0 provides no executable to run: ")
+
+
+def test_usage_text_argparse_and_pydantic_name_what_is_missing():
+    argparse = exited(
+        "usage: mcpcap [-h] (--pcap-path PCAP_PATH | --pcap-url PCAP_URL)",
+        "mcpcap: error: one of the arguments --pcap-path --pcap-url is required",
+        code=2,
+    )
+    outcome = classify(entry("pypi", "mcpcap==0.4.4"), argparse)
+    assert outcome.outcome is Outcome.NEEDS_CONFIGURATION
+    assert outcome.detail.startswith("needs one of --pcap-path, --pcap-url: mcpcap: error: one of the arguments")
+    click = exited(
+        "Usage: datacommons-mcp [OPTIONS] COMMAND [ARGS]...",
+        "",
+        "Options:",
+        "  --help  Show this message and exit.",
+        "",
+        "Commands:",
+        "  serve    Start the MCP server.",
+        "  version  Print the version.",
+        code=2,
+    )
+    group = classify(entry("pypi", "datacommons-mcp==1.1.0", missing_inputs=["DC_API_KEY"]), click)
+    assert (group.outcome, group.detail) == (
+        Outcome.NEEDS_CONFIGURATION,
+        "needs a command (serve, version): printed its usage and stopped",
+    )
+    pydantic = exited(
+        "pydantic_core._pydantic_core.ValidationError: 2 validation errors for Settings",
+        "api_key",
+        "  Field required [type=missing, input_value={}, input_type=dict]",
+        "base_url",
+        "  Field required [type=missing, input_value={}, input_type=dict]",
+    )
+    fields = classify(entry("pypi", "x==1"), pydantic)
+    assert fields.outcome is Outcome.NEEDS_CONFIGURATION
+    assert fields.detail.startswith("needs api_key, base_url (Field required): ")
+
+
+def test_memory_under_fathom_limit_is_its_own_cause():
+    for said in (
+        "MemoryError",
+        "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory",
+        "Error: spawn ENOMEM",
+    ):
+        outcome = classify(entry("pypi", "mcp-kql-server==1.0", memory_limit_mb=1024), exited(said))
+        assert outcome.outcome is Outcome.MEMORY_LIMIT, said
+        assert "the 1024 MiB memory limit" in outcome.detail and "--memory-limit-mb" in outcome.detail
+
+
+def test_uv_resolution_failure_keeps_its_cause_line():
+    python = exited(
+        "  × No solution found when resolving tool dependencies:",
+        "  ╰─▶ Because the current Python version (3.11.7) does not satisfy Python>=3.12 and x==0.9.0 depends on "
+        "Python>=3.12, we can conclude that x==0.9.0 cannot be used.",
+        code=1,
+    )
+    needs = classify(entry("pypi", "x==0.9.0"), python)
+    assert needs.outcome is Outcome.RUNNER_MISSING
+    assert needs.detail.startswith("needs Python >=3.12 (uv had 3.11.7; no installed interpreter satisfies it): ")
+    other = exited(
+        "  × No solution found when resolving tool dependencies:",
+        "  ╰─▶ Because there is no version of y==2.0 and you require y==2.0, we can conclude that your requirements "
+        "are unsatisfiable.",
+    )
+    failed = classify(entry("pypi", "x==1"), other)
+    assert failed.outcome is Outcome.PACKAGE_NOT_FOUND or failed.detail.startswith(
+        "No solution found when resolving tool dependencies: Because"
+    )
+    conflict = exited(
+        "  × No solution found when resolving tool dependencies:",
+        "  ╰─▶ Because x==1 depends on httpx>=0.28 and httpx<0.28, we can conclude that x==1 cannot be used.",
+    )
+    assert classify(entry("pypi", "x==1"), conflict).detail == (
+        "No solution found when resolving tool dependencies: Because x==1 depends on httpx>=0.28 and httpx<0.28, "
+        "we can conclude that x==1 cannot be used."
+    )
+
+
+def test_a_write_refused_by_the_confinement_is_refused():
+    denied = ScanOutcome(
+        Outcome.EXITED,
+        "stdio",
+        "exited",
+        extra={"exit_code": 1, "confined": True, "stderr_tail": ["Error: EACCES: permission denied, open '/srv/x'"]},
+    )
+    outcome = classify(entry(), denied)
+    assert outcome.outcome is Outcome.REFUSED
+    assert outcome.detail == (
+        "refused: wrote outside its HOME and its own cache folder: Error: EACCES: permission denied, open '/srv/x'"
+    )

@@ -21,6 +21,7 @@ import pytest
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages import PackageSettings, run_package
+from scanner.packages.cache import PackageCache
 from scanner.registry.interface import Options
 from scanner.registry.packages import resolve_packages
 from tests.packages.local_registry import NPM_NAME, PY_NAME, LocalRegistry
@@ -89,10 +90,14 @@ def test_npm_runs_the_declared_version_and_the_second_night_uses_the_cache(regis
     assert tool_names(first) == ["version_1_0_0"]
     assert first.server_version == "1.0.0"
     assert registry.downloads(f"{NPM_NAME}-1.0.0.tgz") == 1
-    assert (tmp_path / "cache" / "npm" / "_npx").is_dir()  # installed into the shared cache, not the HOME
+    # installed into the package@version's own cache folder, not the throwaway HOME
+    assert (PackageCache(tmp_path / "cache").package_dir(entry) / "npm" / "_npx").is_dir()
     second = run(entry, settings)
     assert tool_names(second) == ["version_1_0_0"]
     assert registry.downloads(f"{NPM_NAME}-1.0.0.tgz") == 1  # the second night did not download again
+    # The install is timed on its own (the install_ms metric), so the handshake does not carry it.
+    assert first.timings_ms["install"] > 0 and second.timings_ms["install"] > 0
+    assert "handshake" in first.timings_ms and "handshake" in second.timings_ms
 
 
 @needs_npx
@@ -146,7 +151,8 @@ def test_a_package_that_fills_the_disk_is_stopped_as_too_large(registry, tmp_pat
     entry = resolve(npm_package("1.0.0", "fill", "48"), env)
     outcome = run(entry, PackageSettings(cache_dir=tmp_path, environ=env, disk_limit_mb=16))
     assert outcome.outcome is Outcome.TOO_LARGE
-    assert "over the 16 MiB disk budget" in outcome.detail and "in its own folder" in outcome.detail
+    assert outcome.detail == "wrote more than its 16 MiB disk budget (--disk-limit-mb)"
+    assert outcome.extra["written_mb"] > 16 and outcome.extra["home_mb"] > 16
 
 
 @needs_uvx
@@ -156,7 +162,7 @@ def test_pypi_wheel_through_uvx_runs_then_crash_reports_the_traceback(registry, 
     package = {"registryType": "pypi", "identifier": PY_NAME, "version": "1.0.0", "transport": {"type": "stdio"}}
     assert tool_names(run(resolve(package, env), settings)) == ["version_1_0_0"]
     fetched = registry.downloads(".whl")  # uv may read a wheel's metadata by range first, then the whole
-    assert fetched >= 1 and any((tmp_path / "cache" / "uv").iterdir())
+    assert fetched >= 1 and any((PackageCache(tmp_path / "cache").package_dir(resolve(package, env)) / "uv").iterdir())
     crash = {**package, "packageArguments": [{"type": "positional", "value": "crash"}]}
     outcome = run(resolve(crash, env), settings)
     assert outcome.outcome is Outcome.CRASHED
@@ -197,4 +203,25 @@ def test_fathom_scan_end_to_end_with_cache_dir_and_runner_check(registry, tmp_pa
     assert rows["io.github.t/crash"]["last_outcome"] == "crashed"
     assert rows["io.github.t/crash"]["detail"] == "Error: cannot open the index at /var/lib/fathom-test/index.db"
     assert rows["io.github.t/python"]["last_outcome"] == "runner_missing"
-    assert (cache / "npm" / "_npx").is_dir()
+    assert list((cache / "pkg" / "npm").glob(f"{NPM_NAME}@1.0.0-*/npm/_npx"))
+
+
+@needs_npx
+def test_check_reproduces_a_scan_of_a_package(registry, tmp_path):
+    """``fathom check -- npx ...`` runs the package as a scan does: the allow-listed installer settings reach
+    npx (here the loopback registry; behind a proxy, the CA bundle), and the failure is the scan's cause with its
+    telling line, not the last line of stderr."""
+    from typer.testing import CliRunner
+
+    from scanner.cli import app
+
+    env = {**environ(registry), "HOME": str(tmp_path), "npm_config_cache": str(tmp_path / "npm")}
+    command = ["npx", "-y", f"{NPM_NAME}@1.0.0", "crash"]
+    result = CliRunner().invoke(app, ["check", "--timeout", "90", "--", *command], env=env)
+    assert result.exit_code == 3, result.output
+    assert registry.downloads(f"{NPM_NAME}-1.0.0.tgz") >= 1  # npx was pointed at the loopback registry
+    assert result.stderr.strip().endswith("crashed: Error: cannot open the index at /var/lib/fathom-test/index.db"), (
+        result.stderr
+    )
+    missing = CliRunner().invoke(app, ["check", "--timeout", "90", "--", "npx", "-y", f"{NPM_NAME}@9.9.9"], env=env)
+    assert f"package_not_found: {NPM_NAME}@9.9.9 not found: npm error" in missing.stderr, missing.stderr

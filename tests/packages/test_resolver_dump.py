@@ -44,12 +44,9 @@ def options(tmp_path_factory: pytest.TempPathFactory) -> Options:
 
 
 def unwrap(command: tuple[str, ...]) -> list[str]:
-    """The runner's command inside the memory-limit wrapper (docker carries its own limit)."""
-    if os.path.basename(command[0]) in ("docker", "podman"):
-        return list(command)
-    if "--" in command:
-        return list(command[command.index("--") + 1 :])
-    return list(command[5:])
+    """The stored command: the runner's own, with no memory wrapper (the sandbox adds it when it starts)."""
+    assert os.path.basename(command[0]) in ("npx", "bunx", "pnpx", "uvx", "docker", "podman"), command[:3]
+    return list(command)
 
 
 def expected_spec(kind: str, package: dict[str, Any]) -> tuple[str, bool]:

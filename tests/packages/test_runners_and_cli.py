@@ -81,3 +81,57 @@ def test_a_pass_env_name_that_is_not_set_is_said(tmp_path):
         "--pass-env CORP_TOKEN is not set: nothing passed",
         "--pass-env HOME: Fathom sets HOME for every package itself; not passed",
     ]
+
+
+def test_a_skip_keeps_what_was_declared(tmp_path):
+    """A package that cannot run keeps its registry type, identifier and version: in the dry run, in the store
+    (``servers --format json``), so skips can be counted by registry type."""
+    from scanner import queries
+
+    declared = {"registryType": "nuget", "identifier": "Acme.Mcp", "version": "1.2.3", "transport": {"type": "stdio"}}
+    document = {"servers": [{"server": {"name": "io.github.t/nuget", "version": "1.0.0", "packages": [declared]}}]}
+    source = tmp_path / "registry.json"
+    source.write_text(json.dumps(document), encoding="utf-8")
+    runner = CliRunner()
+    dry = runner.invoke(app, ["scan", str(source), "--dry-run", "--run-packages", "--format", "json"])
+    assert dry.exit_code == 0, dry.output
+    [row] = json.loads(dry.stdout)
+    assert row["package"] == {
+        "registryType": "nuget",
+        "identifier": "Acme.Mcp",
+        "version": "1.2.3",
+        "skip_outcome": "skipped",
+    }
+    db = tmp_path / "fathom.db"
+    assert runner.invoke(app, ["scan", str(source), "--db", str(db)]).exit_code == 0
+    [stored] = queries.servers(f"sqlite:///{db}")
+    assert stored["last_outcome"] == "skipped"
+    assert stored["package"] == {"registry_type": "nuget", "identifier": "Acme.Mcp", "version": "1.2.3"}
+    assert stored["detail"] == "nuget packages are not run (dnx needs the .NET 10 SDK)"
+
+
+def test_a_docker_daemon_that_does_not_answer_is_runner_missing_said_once(tmp_path):
+    """docker is on PATH but its daemon is down: every OCI entry is runner_missing, said once in the dry run
+    (and at the start of a scan), instead of one install_failed per image."""
+    stub = tmp_path / "docker"
+    stub.write_text(
+        "#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+        "Is the docker daemon running?' >&2\nexit 1\n",
+        encoding="utf-8",
+    )
+    stub.chmod(0o755)
+    only_npx(tmp_path)
+    result = CliRunner().invoke(
+        app,
+        ["scan", str(SAMPLE), "--dry-run", "--run-packages", "--format", "json"],
+        env={"PATH": str(tmp_path)},
+    )
+    assert result.exit_code == 0, result.output
+    said = [line for line in result.stderr.splitlines() if "docker" in line]
+    assert said == [
+        "fathom: docker daemon does not answer (Cannot connect to the Docker daemon at "
+        "unix:///var/run/docker.sock. Is the docker daemon running?): 2 entries will be recorded runner_missing"
+    ]
+    oci = [row for row in json.loads(result.stdout) if row["package"] and row["package"].get("registryType") == "oci"]
+    assert len(oci) == 2 and all(row["package"]["skip_outcome"] == "runner_missing" for row in oci)
+    assert all(row["skip"].startswith("runner missing: docker daemon does not answer") for row in oci)

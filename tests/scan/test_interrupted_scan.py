@@ -377,3 +377,39 @@ def test_the_resume_hint_never_prints_a_database_password(setup: dict[str, Any])
         f"`fathom scan --resume --db {shlex.quote(shown)}` finishes the run "
         "(with the database password in place of ***)\n"
     ), err
+
+
+def test_sigint_stops_a_scan_started_with_sigint_ignored_and_resume_prints_the_run_totals(
+    setup: dict[str, Any],
+) -> None:
+    """A background job of a non-interactive shell (a cron wrapper's ``fathom scan &``) inherits SIGINT ignored;
+    ``kill -INT`` still stops it cleanly. Resumed, its last line gives the whole run's totals."""
+    db: Path = setup["db"]
+    process = subprocess.Popen(
+        scan_command(setup["registry"], db),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # as sh does for `cmd &`
+    )
+    wait_for_quick_results(process, db)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=20)
+    assert process.returncode == 130, (out, err)
+    assert out == f"run 1 interrupted: {len(QUICK)} of {len(QUICK) + len(SLOW)} servers scanned · ok {len(QUICK)}\n"
+    port = setup["hanging"].port
+    setup["hanging"].close()
+    with DemoHost(slow_sites(), port=port):
+        done = subprocess.run(
+            scan_command(setup["registry"], db, "--resume"),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+    assert done.returncode == 0, done.stderr
+    total = len(QUICK) + len(SLOW)
+    assert done.stdout == f"run 1 finished: {total} servers ({len(QUICK)} done before this resume) · ok {total}\n"

@@ -115,7 +115,8 @@ def test_the_store_replaces_nul_and_surrogates_that_skipped_the_parse_edge_and_r
 
     assert result.exit_code == 0, result.output
     # Only "second" was left to scan; the run stored no address policy, so this command's --allow-private is used.
-    assert result.stdout == f"run {run_id} finished: 1 server (1 done before this resume) · ok 1\n"
+    # The line gives the whole run's totals (issue 19): the server written before the resume counts too.
+    assert result.stdout == f"run {run_id} finished: 2 servers (1 done before this resume) · ok 2\n"
     assert "the run stored no 'allow_private'; this command's value is used" in result.stderr
     with open_store(db_url) as store:
         (run,) = store.runs()
