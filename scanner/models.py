@@ -279,6 +279,10 @@ class Outcome(enum.StrEnum):
     INSTALL_FAILED = "install_failed"  # network, TLS, build or missing-executable trouble while installing
     NEEDS_CONFIGURATION = "needs_configuration"  # a variable, argument or file it needs is not set
     CRASHED = "crashed"  # started, then died before answering
+    # Census classes (docs/outcomes.md): answered, but not with a tool list anyone can measure.
+    PAYMENT_REQUIRED = "payment_required"  # HTTP 402 (an x402 offer's summary in extra["x402"] when present)
+    NOT_MCP = "not_mcp"  # answered HTML, or JSON that is not JSON-RPC: a web page, an API, a parked domain
+    RATE_LIMITED = "rate_limited"  # HTTP 429 after the allowed retries: unmeasured, not broken
 
 
 @dataclass(frozen=True)
