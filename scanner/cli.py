@@ -755,8 +755,15 @@ def _print_entries(entries: list[ServerEntry], fmt: ScanFormat) -> None:
         return
     from scanner.tabular import TableFormat, render_rows
 
-    columns = ["name", "transport", "target", "skip"]
-    table = [{**row, "target": row.get("url") or " ".join(row.get("command") or [])} for row in rows]
+    columns = ["name", "transport", "target", "skip", "findings"]
+    table = [
+        {
+            **row,
+            "target": row.get("url") or " ".join(row.get("command") or []),
+            "findings": " ".join(finding["code"] for finding in row["findings"]),
+        }
+        for row in rows
+    ]
     typer.echo(render_rows(table, TableFormat.table, columns=columns), nl=False)
 
 

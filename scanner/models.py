@@ -252,6 +252,9 @@ class ServerEntry:
     # Headers of ``headers`` that carry a credential from the environment (FATHOM_SECRET_...): a scan lists the
     # server once with them and once without (the anonymous lane; docs/lanes.md).
     credential_headers: tuple[str, ...] = ()
+    # What the registry published that a client stumbles over (MCP7xx, scanner.rules.registrydata): found when the
+    # registry is read, stored with the entry's scan whatever its outcome.
+    findings: tuple[Finding, ...] = ()
 
     def target(self) -> str:
         """What to show a person: the URL, or the command line."""

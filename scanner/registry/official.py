@@ -17,6 +17,7 @@ or is larger than the budget, is a run-fatal :class:`~scanner.errors.InputError`
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -206,11 +207,16 @@ def fetch_rows(base: str, options: Options, *, client: httpx.Client | None = Non
 
 
 def entries_from_rows(rows: list[Any], *, source: str, options: Options) -> list[ServerEntry]:
-    """Resolve the latest active version of every server in ``rows``."""
-    return [
-        resolve_server(server, source=source, options=options, index=index)
-        for index, server in enumerate(latest_active(rows))
-    ]
+    """Resolve the latest active version of every server in ``rows``, each with its registry-data findings
+    (MCP701-MCP705, :mod:`scanner.rules.registrydata`)."""
+    from scanner.rules.registrydata import registry_findings
+
+    servers = latest_active(rows)
+    entries = []
+    for index, (server, findings) in enumerate(zip(servers, registry_findings(servers), strict=True)):
+        entry = resolve_server(server, source=source, options=options, index=index)
+        entries.append(replace(entry, findings=findings) if findings else entry)
+    return entries
 
 
 def load_api(base: str, options: Options) -> list[ServerEntry]:
