@@ -255,6 +255,9 @@ class ServerEntry:
     # What the registry published that a client stumbles over (MCP7xx, scanner.rules.registrydata): found when the
     # registry is read, stored with the entry's scan whatever its outcome.
     findings: tuple[Finding, ...] = ()
+    # "deleted" or "deprecated" when the registry says so (its statusMessage beside it): recorded, never scanned.
+    registry_status: str | None = None
+    status_message: str | None = None
 
     def target(self) -> str:
         """What to show a person: the URL, or the command line."""
@@ -286,6 +289,9 @@ class Outcome(enum.StrEnum):
     PAYMENT_REQUIRED = "payment_required"  # HTTP 402 (an x402 offer's summary in extra["x402"] when present)
     NOT_MCP = "not_mcp"  # answered HTML, or JSON that is not JSON-RPC: a web page, an API, a parked domain
     RATE_LIMITED = "rate_limited"  # HTTP 429 after the allowed retries: unmeasured, not broken
+    # The registry's own word on an entry (never connected to, never a failure; the detail holds its statusMessage).
+    DELISTED = "delisted"  # deleted from the registry
+    DEPRECATED = "deprecated"  # deprecated in the registry
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ FAILURE_CAUSES: tuple[tuple[str, str, frozenset[str]], ...] = (
     ("protocol", "Protocol errors", frozenset({"protocol_error", "invalid_response"})),
     ("too_large", "Too large", frozenset({"too_large"})),
     ("skipped", "Skipped by policy", frozenset({"skipped", "refused"})),
+    ("delisted", "Delisted or deprecated in the registry", frozenset({"delisted", "deprecated"})),
 )
 _CAUSE_OF = {outcome: (key, label) for key, label, outcomes in FAILURE_CAUSES for outcome in outcomes}
 
