@@ -222,3 +222,16 @@ def test_load_entries_attaches_findings_to_the_entry(tmp_path: Path) -> None:
     }
     assert [finding.code for finding in entries["io.example/tenant"].findings] == ["MCP701"]
     assert entries["io.example/live"].findings == ()
+
+
+def test_a_distributed_job_carries_the_entrys_findings_and_status() -> None:
+    from scanner.distributed.queue import entry_from_payload, entry_payload
+    from scanner.models import ServerEntry, Transport
+
+    (findings,) = registry_findings(_load("MCP704", "positive"))
+    entry = ServerEntry(name="io.example/invalid", transport=Transport.HTTP, findings=findings)
+    payload = json.loads(json.dumps(entry_payload(entry)))
+    assert entry_from_payload(payload, {}).findings == findings
+    gone = ServerEntry(name="io.x/a", transport=Transport.HTTP, skip="x", registry_status="deleted", status_message="m")
+    again = entry_from_payload(json.loads(json.dumps(entry_payload(gone))), {})
+    assert (again.registry_status, again.status_message) == ("deleted", "m")
