@@ -38,6 +38,7 @@ from scanner.report.data import (
 from scanner.report.html import write_site
 from scanner.report.jsonout import render_json
 from scanner.report.markdown import render_markdown
+from scanner.report.registry_health import write_health
 from scanner.report.text import clean_text, unique_slugs
 from scanner.score import SCORE_FORMULA, SCORE_VERSION, score_breakdown
 from scanner.store import Store
@@ -545,6 +546,7 @@ def build_report(
         out_dir.mkdir(parents=True, exist_ok=True)
         with _long_lived_frozen():
             paths = [*write_site(data, out_dir), *write_exports(data.leaderboard, out_dir)]
+            paths += write_health(store.engine, data.leaderboard, out_dir, data.generated_at)  # health.html/json/csv
     except OSError as exc:  # a full disk, a read-only folder, --out naming a file: one line, exit 4
         raise OutputError(f"Cannot write the report to {out_dir}: {exc.strerror or exc}") from exc
     pages = sum(1 for path in paths if path.parent.name == "servers")
