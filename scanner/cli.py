@@ -588,7 +588,7 @@ def scan(
     ] = False,
     max_input_mb: Annotated[
         int, typer.Option(min=1, help="Most MiB read from the input: a file, a directory, or all API pages.")
-    ] = 64,
+    ] = 128,
     allow_private: AllowPrivate = False,
     dry_run: Annotated[bool, typer.Option(help="List the resolved entries without connecting to anything.")] = False,
     resume: Annotated[

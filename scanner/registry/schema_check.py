@@ -5,7 +5,7 @@ server.schema.json``; Fathom ships every one of them (``scanner/registry/schemas
 copied unchanged from github.com/modelcontextprotocol/static, commit a9ba437, 2025-12-12), so no scan fetches a
 schema. An entry is checked against the schema its ``$schema`` names (a ``#fragment`` ignored), or the newest
 shipped one when it names none Fathom has. Formats (``uri``) are not asserted, as the schemas' own draft-07 does
-by default.
+by default. Validation uses ``jsonschema-rs`` (a Rust draft-07 validator; its messages quote with ``"``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 from importlib import resources
 from typing import Any
 
-from jsonschema import Draft7Validator
+import jsonschema_rs
 
 _DATE = re.compile(r"/schemas/(\d{4}-\d{2}-\d{2})/server\.schema\.json")
 MAX_ERRORS = 50
@@ -41,28 +41,12 @@ def schema_date(named: Any) -> tuple[str, bool]:
 
 
 @functools.cache
-def _validator(date: str) -> Draft7Validator:
+def _validator(date: str) -> Any:
     path = resources.files("scanner.registry").joinpath("schemas", f"server-{date}.schema.json")
+    # jsonschema-rs (draft-07, like the schemas): ~50x faster than python-jsonschema on the real registry (0.05 ms
+    # an entry instead of 2.5 ms), so 25 000 entries validate in about a second instead of a minute or more.
     schema = json.loads(path.read_text(encoding="utf-8"))
-    definitions = schema.pop("definitions", {})
-    schema.pop("$id", None)
-    # Local ``$ref``s inlined once (the schemas have no cycle): validation then skips jsonschema's reference
-    # resolution, about twice as fast on the real registry (~2 ms an entry instead of ~4), same errors.
-    return Draft7Validator(_inline(schema, definitions))
-
-
-def _inline(node: Any, definitions: dict[str, Any], depth: int = 0) -> Any:
-    if depth > 50:
-        raise ValueError("a shipped schema's $ref chain is too deep (a cycle?)")
-    if isinstance(node, list):
-        return [_inline(item, definitions, depth) for item in node]
-    if not isinstance(node, dict):
-        return node
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/definitions/"):
-        # Draft-07: a ``$ref`` replaces its object, siblings (``description``) are ignored.
-        return _inline(definitions[ref.removeprefix("#/definitions/")], definitions, depth + 1)
-    return {key: _inline(value, definitions, depth) for key, value in node.items()}
+    return jsonschema_rs.Draft7Validator(schema, validate_formats=False, offline=True)
 
 
 def _pointer(path: Any) -> str:
@@ -78,10 +62,11 @@ def schema_errors(server: Any) -> tuple[str, bool, list[dict[str, str]]]:
     named = server.get("$schema") if isinstance(server, dict) else None
     date, known = schema_date(named)
     try:
-        found = sorted(_validator(date).iter_errors(server), key=lambda error: [str(p) for p in error.absolute_path])
-    except RecursionError:  # an entry nested deeper than the validator can follow: one error says so
+        found = sorted(
+            ((_pointer(error.instance_path), error.message) for error in _validator(date).iter_errors(server)),
+            key=lambda item: item[0].split("/"),
+        )
+    except (ValueError, RecursionError):  # an entry nested deeper than the validator follows: one error says so
         return date, known, [{"path": "", "message": "nested too deeply to validate"}]
-    errors = [
-        {"path": _pointer(error.absolute_path), "message": error.message[:MAX_MESSAGE]} for error in found[:MAX_ERRORS]
-    ]
+    errors = [{"path": path, "message": message[:MAX_MESSAGE]} for path, message in found[:MAX_ERRORS]]
     return date, known, errors

@@ -105,7 +105,9 @@ def render_health_json(data: Census, rows: list[dict[str, Any]]) -> str:
         "newly_broken": list(data.newly_broken),
         "recovered": list(data.recovered),
     }
-    return json.dumps({"census": summary, "servers": rows}, indent=2, ensure_ascii=False) + "\n"
+    # As leaderboard.json: ASCII only, HTML-significant characters escaped, safe to serve beside the pages.
+    text = json.dumps({"census": summary, "servers": rows}, indent=2, ensure_ascii=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
 
 
 def render_health_csv(rows: list[dict[str, Any]]) -> str:
