@@ -38,7 +38,7 @@ from scanner.report.data import (
 from scanner.report.html import write_site
 from scanner.report.jsonout import render_json
 from scanner.report.markdown import render_markdown
-from scanner.report.registry_health import write_health
+from scanner.report.registry_health import run_health, write_health
 from scanner.report.text import clean_text, unique_slugs
 from scanner.score import SCORE_FORMULA, SCORE_VERSION, score_breakdown
 from scanner.store import Store
@@ -492,6 +492,7 @@ def site_data(
         servers=pages if stream else tuple(pages),
         rules=build_rules(store, run.id),
         generated_at=now or datetime.now(UTC),
+        health=run_health(store.engine, board),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from scanner import metrics as scan_metrics
 from scanner.metrics import Metric
@@ -264,6 +265,8 @@ class SiteData:
     servers: Iterable[ServerPage]
     rules: tuple[RuleView, ...]
     generated_at: datetime
+    # Each server's uptime and latency over time (scanner.health.Health by name; the registry health page's figures).
+    health: Mapping[str, Any] = field(default_factory=dict)
 
 
 def is_ranked_outcome(outcome: str) -> bool:

@@ -126,6 +126,13 @@ def _ms(value: float | None) -> str:
     return "–" if value is None else f"{value:,.0f} ms"
 
 
+def run_health(engine: Any, board: Leaderboard) -> dict[str, Health]:
+    """Uptime and latency of every server of the board's run, over the windows ending at the run's start."""
+    names = {row.name for row in (*board.ranked, *board.unranked)}
+    end = board.started_at
+    return server_health(reads.scan_samples(engine, end - timedelta(days=WINDOWS_DAYS[-1]), names), end)
+
+
 def write_health(engine: Any, board: Leaderboard, out_dir: Path, generated_at: Any) -> list[Path]:
     """Write ``health.html``, ``health.json`` and ``health.csv`` for the board's run; return their paths."""
     rows = reads.census_rows(engine, board.run_id, board.previous_run_id)
@@ -135,9 +142,7 @@ def write_health(engine: Any, board: Leaderboard, out_dir: Path, generated_at: A
         run_id=board.run_id,
         previous_run_id=board.previous_run_id,
     )
-    end = board.started_at
-    names = set(data.entries)
-    health = server_health(reads.scan_samples(engine, end - timedelta(days=WINDOWS_DAYS[-1]), names), end)
+    health = run_health(engine, board)
     table = health_rows(data, health)
     slugs = {row.name: row.slug for row in (*board.ranked, *board.unranked)}
     env = make_environment()

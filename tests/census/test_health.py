@@ -118,6 +118,10 @@ def test_uptime_and_latency_windows(tmp_path: Path, clock: FixedClock) -> None:
         assert section is not None, anchor
         assert section.group(1).count("<li>") == int(count), anchor
     assert 'href="servers/' in page and "health.html" in (out / "index.html").read_text(encoding="utf-8")
+    steady_page = (out / "servers" / "steady.html").read_text(encoding="utf-8")
+    assert "<dt>Uptime</dt><dd>100.0% over 7 days (2 scans), 100.0% over 30 (4 scans)</dd>" in steady_page
+    assert "handshake + list p50 200 ms, p95 400 ms (4 scans, 30 days)" in steady_page
+    assert "<dt>Latency</dt>" not in (out / "servers" / "fresh.html").read_text(encoding="utf-8")
 
 
 def test_nearest_rank_and_platforms() -> None:
