@@ -129,8 +129,9 @@ def _choose_run(store: Store, run_id: int | None) -> tuple[RunRow, RunRow | None
 
 
 def _score_of(row: LeaderRow) -> float:
-    """The score of one leaderboard row, from its findings (the toolset's and the scan's own MCP5xx)."""
-    return score_breakdown(int(row.tools_count or 0), row.findings).score
+    """The score of one leaderboard row, from its findings (the toolset's and the scan's own MCP5xx). Registry-data
+    findings (MCP7xx) are about the registry entry, not the tool list a model reads: shown, never scored."""
+    return score_breakdown(int(row.tools_count or 0), (f for f in row.findings if not f.code.startswith("MCP7"))).score
 
 
 def _ranking(rows: Iterable[LeaderRow]) -> list[tuple[LeaderRow, float]]:

@@ -217,6 +217,23 @@ def test_findings_are_stored_per_entry_and_run_and_shown(tmp_path: Path, hostile
     diff = json.loads(runner.invoke(app, ["diff", "io.example/live", "--db", db, "--format", "json"]).stdout)
     assert any("MCP704" in json.dumps(row) and "fixed" in json.dumps(row) for row in diff), diff
 
+    # The server page of run 1 lists the finding; the leaderboard counts it but never scores it (same list, same
+    # score in both runs).
+    scores, warnings = [], []
+    for run in ("1", "2"):
+        site = tmp_path / f"site-{run}"
+        built = runner.invoke(app, ["report", "--db", db, "--out", str(site), "--run", run])
+        assert built.exit_code == 0, built.output
+        board = json.loads((site / "leaderboard.json").read_text(encoding="utf-8"))
+        (live,) = [row for row in board["ranked"] if row["server"] == "io.example/live"]
+        scores.append(live["score"])
+        page = (site / "servers" / f"{live['slug']}.html").read_text(encoding="utf-8")
+        if run == "1":  # run 2's page names MCP704 only in its change log (resolved)
+            assert "Not valid against server.json schema 2025-09-29" in page
+        warnings.append(live["warnings"])
+    assert scores[0] == scores[1] is not None
+    assert warnings[0] == warnings[1] + 1  # MCP704 is a warning, counted with the list's own
+
 
 def test_load_entries_attaches_findings_to_the_entry(tmp_path: Path) -> None:
     entries = {
