@@ -694,7 +694,7 @@ def scan(
     ] = False,
     max_input_mb: Annotated[
         int, typer.Option(min=1, help="Most MiB read from the input: a file, a directory, or all API pages.")
-    ] = 64,
+    ] = 128,
     allow_private: AllowPrivate = False,
     dry_run: Annotated[bool, typer.Option(help="List the resolved entries without connecting to anything.")] = False,
     resume: Annotated[
@@ -875,8 +875,15 @@ def _print_entries(entries: list[ServerEntry], fmt: ScanFormat) -> None:
         return
     from scanner.tabular import TableFormat, render_rows
 
-    columns = ["name", "transport", "target", "skip"]
-    table = [{**row, "target": row.get("url") or " ".join(row.get("command") or [])} for row in rows]
+    columns = ["name", "transport", "target", "skip", "findings"]
+    table = [
+        {
+            **row,
+            "target": row.get("url") or " ".join(row.get("command") or []),
+            "findings": " ".join(finding["code"] for finding in row["findings"]),
+        }
+        for row in rows
+    ]
     typer.echo(render_rows(table, TableFormat.table, columns=columns), nl=False)
 
 

@@ -94,7 +94,7 @@ def interleave_by_host(entries: Iterable[ServerEntry]) -> list[ServerEntry]:
 def retry_delay(outcome: ScanOutcome, attempt: int, settings: CrawlSettings) -> float | None:
     """Seconds to wait before trying again, or None if this outcome is final."""
     status = outcome.extra.get("status")
-    retryable = (outcome.outcome is Outcome.HTTP_ERROR and status in RETRY_STATUSES) or (
+    retryable = (outcome.outcome in (Outcome.HTTP_ERROR, Outcome.RATE_LIMITED) and status in RETRY_STATUSES) or (
         outcome.outcome is Outcome.CONNECT_ERROR and "reset" in outcome.detail.lower()
     )
     if not retryable or attempt >= settings.retries:

@@ -252,6 +252,12 @@ class ServerEntry:
     # Headers of ``headers`` that carry a credential from the environment (FATHOM_SECRET_...): a scan lists the
     # server once with them and once without (the anonymous lane; docs/lanes.md).
     credential_headers: tuple[str, ...] = ()
+    # What the registry published that a client stumbles over (MCP7xx, scanner.rules.registrydata): found when the
+    # registry is read, stored with the entry's scan whatever its outcome.
+    findings: tuple[Finding, ...] = ()
+    # "deleted" or "deprecated" when the registry says so (its statusMessage beside it): recorded, never scanned.
+    registry_status: str | None = None
+    status_message: str | None = None
 
     def target(self) -> str:
         """What to show a person: the URL, or the command line."""
@@ -280,6 +286,13 @@ class Outcome(enum.StrEnum):
     NEEDS_CONFIGURATION = "needs_configuration"  # a variable, argument or file it needs is not set
     CRASHED = "crashed"  # started, then died before answering
     MEMORY_LIMIT = "memory_limit"  # ran out of memory under Fathom's own cap (--memory-limit-mb)
+    # Census classes (docs/outcomes.md): answered, but not with a tool list anyone can measure.
+    PAYMENT_REQUIRED = "payment_required"  # HTTP 402 (an x402 offer's summary in extra["x402"] when present)
+    NOT_MCP = "not_mcp"  # answered HTML, or JSON that is not JSON-RPC: a web page, an API, a parked domain
+    RATE_LIMITED = "rate_limited"  # HTTP 429 after the allowed retries: unmeasured, not broken
+    # The registry's own word on an entry (never connected to, never a failure; the detail holds its statusMessage).
+    DELISTED = "delisted"  # deleted from the registry
+    DEPRECATED = "deprecated"  # deprecated in the registry
 
 
 @dataclass(frozen=True)

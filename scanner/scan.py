@@ -52,7 +52,7 @@ class ScanConfig:
     run_packages: bool = False
     run_commands: bool = False
     memory_limit_mb: int = 1024
-    max_input_mb: int = 64
+    max_input_mb: int = 128
     resume: bool = False
     crawl: CrawlSettings = field(default_factory=CrawlSettings)
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from scanner import wire
 from scanner.errors import InputError, StoreError
-from scanner.models import ServerEntry, Transport
+from scanner.models import Finding, ServerEntry, Severity, Transport
 
 if TYPE_CHECKING:
     import procrastinate
@@ -92,6 +92,9 @@ def entry_payload(entry: ServerEntry) -> dict[str, Any]:
         "anonymous": entry.anonymous,
         "secret_header_names": list(entry.secret_header_names),
         "package": dict(entry.package) if entry.package is not None else None,
+        "registry_status": entry.registry_status,
+        "status_message": entry.status_message,
+        "findings": [finding.to_json() for finding in entry.findings],
     }
 
 
@@ -112,6 +115,23 @@ def entry_from_payload(payload: Mapping[str, Any], environ: Mapping[str, str]) -
         anonymous=bool(clean.get("anonymous")),
         secret_header_names=tuple(clean.get("secret_header_names") or ()),
         package=package if isinstance(package, dict) else None,
+        registry_status=clean.get("registry_status"),
+        status_message=clean.get("status_message"),
+        findings=tuple(_finding(item) for item in clean.get("findings") or () if isinstance(item, dict)),
+    )
+
+
+def _finding(item: Mapping[str, Any]) -> Finding:
+    """A registry-data finding (MCP7xx) as the job carried it (:meth:`Finding.to_json`)."""
+    return Finding(
+        code=str(item["code"]),
+        rule=str(item["rule"]),
+        severity=Severity.parse(str(item["severity"])),
+        tool=item.get("tool"),
+        message=str(item["message"]),
+        hint=str(item["hint"]),
+        pointer=item.get("pointer"),
+        details=dict(item.get("details") or {}),
     )
 
 

@@ -141,7 +141,7 @@ class _Session:
             if response is None:
                 self.progress.extra["discover"] = f"HTTP {failure.status}"
         except ScanFailure as failure:
-            if failure.outcome not in (Outcome.INVALID_RESPONSE, Outcome.PROTOCOL_ERROR):
+            if failure.outcome not in (Outcome.INVALID_RESPONSE, Outcome.PROTOCOL_ERROR, Outcome.NOT_MCP):
                 raise
             self.progress.extra["discover"] = failure.detail[:200]
         self.transport.modern = False

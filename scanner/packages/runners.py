@@ -22,7 +22,10 @@ DAEMON_TIMEOUT_S = 15
 
 
 def skip_outcome(entry: ServerEntry) -> Outcome:
-    """The outcome to record for a skipped entry: ``runner_missing``, ``needs_configuration`` or ``skipped``."""
+    """The outcome to record for a skipped entry: ``delisted`` / ``deprecated`` (the registry said so),
+    ``runner_missing``, ``needs_configuration`` or ``skipped``."""
+    if entry.registry_status in ("deleted", "deprecated"):
+        return Outcome.DELISTED if entry.registry_status == "deleted" else Outcome.DEPRECATED
     if entry.package:
         value = entry.package.get("skip_outcome")
         if isinstance(value, str) and value in Outcome.__members__.values():

@@ -27,6 +27,7 @@ def entry_to_json(entry: ServerEntry) -> dict[str, Any]:
         "package": {k: v for k, v in package.items() if k != "missing_inputs"} if package else None,
         "skip": entry.skip,
         "source": entry.source,
+        "findings": [finding.to_json() for finding in entry.findings],
     }
 
 

@@ -4,10 +4,10 @@
 ``{"servers": [{"server": {...server.json...}, "_meta": {"io.modelcontextprotocol.registry/official":
 {"status", "isLatest", "publishedAt", "updatedAt", ...}}}], "metadata": {"nextCursor", "count"}}``. Rows are
 *versions*; with ``updated_since`` the registry also returns deleted ones. For each server name we keep the
-latest version and only if it is active (a server whose latest version is deleted or deprecated is dropped, not
-replaced by an older one). Before 2025-09-16 the same fields were snake_case (``is_latest``,
-``next_cursor``, ``published_at``) and rows could be flat server.json objects carrying their own ``_meta`` and
-``status``; both shapes are read.
+latest version; one that is deleted or deprecated is kept as such (outcome ``delisted`` / ``deprecated``, with the
+registry's ``statusMessage``, never connected to), not replaced by an older version. Before 2025-09-16 the same
+fields were snake_case (``is_latest``, ``next_cursor``, ``published_at``) and rows could be flat server.json objects
+carrying their own ``_meta`` and ``status``; both shapes are read.
 
 Reading is bounded: at most ``Options.max_pages`` pages, ``Options.max_page_bytes`` per page and
 ``Options.max_input_bytes`` for all pages together (so memory is bounded for the whole read, not per page), a
@@ -17,19 +17,20 @@ or is larger than the budget, is a run-fatal :class:`~scanner.errors.InputError`
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from scanner import wire
+from scanner import textsafe, wire
 from scanner.errors import InputError
 from scanner.mcp.body import ACCEPT_ENCODING, BodyError, decode_all
-from scanner.models import ServerEntry
+from scanner.models import ServerEntry, Transport
 from scanner.registry import _json
 from scanner.registry.interface import Options, size_text
-from scanner.registry.serverjson import resolve_server, server_name
+from scanner.registry.serverjson import resolve_server, server_name, server_version
 
 OFFICIAL = "io.modelcontextprotocol.registry/official"
 PAGE_LIMIT = 100
@@ -60,6 +61,29 @@ def latest_active(rows: list[Any]) -> list[Any]:
     A row without registry metadata counts as latest and active (a plain list of server.json objects); if a
     slice holds several "latest" rows for one name, the most recently updated wins.
     """
+    return [server for server, status, _ in latest_rows(rows) if status == "active"]
+
+
+INACTIVE = ("deleted", "deprecated")
+
+
+def status_message(meta: dict[str, Any], server: Any) -> str | None:
+    """The registry's reason for a deprecation or deletion (``statusMessage``): one line, hidden characters shown
+    as escapes, capped; None if it gave none."""
+    holder = server if isinstance(server, dict) else {}
+    text = _json.text(_json.field(meta, "statusMessage", "status_message")) or _json.text(
+        _json.field(holder, "statusMessage", "status_message")
+    )
+    return textsafe.clean_text(" ".join(wire.clean_str(text).split()), limit=300) if text else None
+
+
+def latest_rows(rows: list[Any]) -> list[tuple[Any, str, str | None]]:
+    """(server.json, status, status message) of the latest version of every name, in order of first appearance;
+    then every row without a usable name (status ``active``, to be skipped by the resolver with its reason).
+
+    ``status`` is ``active``, ``deleted`` or ``deprecated``; a name whose latest row has any other status is left
+    out, as before.
+    """
     best: dict[str, tuple[tuple[str, int], Any, dict[str, Any]]] = {}
     order: list[str] = []
     invalid: list[Any] = []
@@ -80,13 +104,15 @@ def latest_active(rows: list[Any]) -> list[Any]:
             order.append(name)
         if name not in best or key >= best[name][0]:
             best[name] = (key, server, meta)
-    kept: list[Any] = []
+    kept: list[tuple[Any, str, str | None]] = []
     for name in order:
         _, server, meta = best[name]
         status = meta.get("status", "active")
-        if status == "active":
-            kept.append(server)
-    return kept + invalid
+        if status in INACTIVE:
+            kept.append((server, status, status_message(meta, server)))
+        elif status == "active":
+            kept.append((server, "active", None))
+    return kept + [(server, "active", None) for server in invalid]
 
 
 def _parse_time(text: str | None) -> datetime | None:
@@ -206,11 +232,37 @@ def fetch_rows(base: str, options: Options, *, client: httpx.Client | None = Non
 
 
 def entries_from_rows(rows: list[Any], *, source: str, options: Options) -> list[ServerEntry]:
-    """Resolve the latest active version of every server in ``rows``."""
-    return [
-        resolve_server(server, source=source, options=options, index=index)
-        for index, server in enumerate(latest_active(rows))
-    ]
+    """Resolve the latest active version of every server in ``rows``, each with its registry-data findings
+    (MCP701-MCP705, :mod:`scanner.rules.registrydata`)."""
+    from scanner.rules.registrydata import registry_findings
+
+    latest = latest_rows(rows)
+    servers = [server for server, status, _ in latest if status == "active"]
+    found = iter(registry_findings(servers))
+    entries = []
+    for index, (server, status, message) in enumerate(latest):
+        if status != "active":
+            entries.append(_inactive_entry(server, status, message, source))
+            continue
+        findings = next(found)
+        entry = resolve_server(server, source=source, options=options, index=index)
+        entries.append(replace(entry, findings=findings) if findings else entry)
+    return entries
+
+
+def _inactive_entry(server: dict[str, Any], status: str, message: str | None, source: str) -> ServerEntry:
+    """A server the registry reports deleted or deprecated: recorded as ``delisted`` / ``deprecated`` (never
+    connected to, never a failure), its status message kept in the detail."""
+    said = "deleted from the registry" if status == "deleted" else "deprecated in the registry"
+    return ServerEntry(
+        name=server_name(server) or "",
+        transport=Transport.HTTP,
+        version=server_version(server),
+        source=source,
+        skip=f"{said}: {message}" if message else said,
+        registry_status=status,
+        status_message=message,
+    )
 
 
 def load_api(base: str, options: Options) -> list[ServerEntry]:

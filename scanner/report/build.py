@@ -38,6 +38,7 @@ from scanner.report.data import (
 from scanner.report.html import write_site
 from scanner.report.jsonout import render_json
 from scanner.report.markdown import render_markdown
+from scanner.report.registry_health import run_health, write_health
 from scanner.report.text import clean_text, unique_slugs
 from scanner.score import SCORE_FORMULA, SCORE_VERSION, score_breakdown
 from scanner.store import Store
@@ -128,8 +129,9 @@ def _choose_run(store: Store, run_id: int | None) -> tuple[RunRow, RunRow | None
 
 
 def _score_of(row: LeaderRow) -> float:
-    """The score of one leaderboard row, from its findings (the toolset's and the scan's own MCP5xx)."""
-    return score_breakdown(int(row.tools_count or 0), row.findings).score
+    """The score of one leaderboard row, from its findings (the toolset's and the scan's own MCP5xx). Registry-data
+    findings (MCP7xx) are about the registry entry, not the tool list a model reads: shown, never scored."""
+    return score_breakdown(int(row.tools_count or 0), (f for f in row.findings if not f.code.startswith("MCP7"))).score
 
 
 def _ranking(rows: Iterable[LeaderRow]) -> list[tuple[LeaderRow, float]]:
@@ -515,6 +517,7 @@ def site_data(
         servers=pages if stream else tuple(pages),
         rules=build_rules(store, run.id),
         generated_at=now or datetime.now(UTC),
+        health=run_health(store.engine, board),
     )
 
 
@@ -569,6 +572,7 @@ def build_report(
         out_dir.mkdir(parents=True, exist_ok=True)
         with _long_lived_frozen():
             paths = [*write_site(data, out_dir), *write_exports(data.leaderboard, out_dir)]
+            paths += write_health(store.engine, data.leaderboard, out_dir, data.generated_at)  # health.html/json/csv
     except OSError as exc:  # a full disk, a read-only folder, --out naming a file: one line, exit 4
         raise OutputError(f"Cannot write the report to {out_dir}: {exc.strerror or exc}") from exc
     pages = sum(1 for path in paths if path.parent.name == "servers")

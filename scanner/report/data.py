@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from scanner import metrics as scan_metrics
 from scanner.metrics import Metric
@@ -27,9 +28,13 @@ FAILURE_CAUSES: tuple[tuple[str, str, frozenset[str]], ...] = (
     ("timeout", "Timed out", frozenset({"timeout"})),
     ("unreachable", "Unreachable", frozenset({"connect_error", "http_error"})),
     ("auth_required", "Authentication required", frozenset({"auth_required"})),
+    ("payment_required", "Payment required", frozenset({"payment_required"})),
+    ("rate_limited", "Rate limited (not measured)", frozenset({"rate_limited"})),
+    ("not_mcp", "Not MCP (a web page or another API)", frozenset({"not_mcp"})),
     ("protocol", "Protocol errors", frozenset({"protocol_error", "invalid_response"})),
     ("too_large", "Too large", frozenset({"too_large", "memory_limit"})),
     ("skipped", "Skipped by policy", frozenset({"skipped", "refused"})),
+    ("delisted", "Delisted or deprecated in the registry", frozenset({"delisted", "deprecated"})),
 )
 _CAUSE_OF = {outcome: (key, label) for key, label, outcomes in FAILURE_CAUSES for outcome in outcomes}
 
@@ -262,6 +267,8 @@ class SiteData:
     servers: Iterable[ServerPage]
     rules: tuple[RuleView, ...]
     generated_at: datetime
+    # Each server's uptime and latency over time (scanner.health.Health by name; the registry health page's figures).
+    health: Mapping[str, Any] = field(default_factory=dict)
 
 
 def is_ranked_outcome(outcome: str) -> bool:

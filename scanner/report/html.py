@@ -192,6 +192,7 @@ def render_pages(site: SiteData, env: Environment | None = None) -> Iterator[tup
                 row=page.row,
                 page=page,
                 charts=server_charts(page, site.leaderboard.providers),
+                health=site.health.get(page.row.name),
                 **common,
             ),
         )

@@ -18,6 +18,7 @@ FAMILIES = (
     ("MCP4", "Safety"),
     ("MCP5", "Over time (two scans of one server)"),
     ("MCP6", "Lanes (with and without a credential)"),
+    ("MCP7", "Registry data (the entry as published)"),
 )
 
 STATUS_MEANINGS = (

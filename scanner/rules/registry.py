@@ -14,6 +14,8 @@ Scopes:
   lives elsewhere (``scanner.history``) and builds its findings with :func:`make_finding`.
 - ``lanes``: needs connections with and without a credential; likewise registered for the catalogue, checked by
   :func:`scanner.rules.lanes.lane_findings`.
+- ``registry``: called once per registry entry (a ``server.json`` object) with a
+  :class:`~scanner.rules.registrydata.RegistryContext`, by :func:`scanner.rules.registrydata.registry_findings`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any, Literal
 from scanner.errors import InputError
 from scanner.models import Finding, Severity
 
-Scope = Literal["tool", "list", "history", "lanes"]
+Scope = Literal["tool", "list", "history", "lanes", "registry"]
 Status = Literal["stable", "preview", "deprecated", "removed"]
 """``stable``: its meaning holds. ``preview``: new, its condition may still be tuned (it still runs and counts).
 ``deprecated``: still runs, will be removed; the doc says what replaces it. ``removed``: never runs; the code
@@ -36,7 +38,7 @@ STATUSES: tuple[Status, ...] = ("stable", "preview", "deprecated", "removed")
 # Bump whenever any rule's condition, threshold or message shape changes: stored findings are keyed by it, and a
 # store re-scores its toolsets when the catalogue it was scored with is not this one. tests/rules/test_catalogue.py
 # ties every version to the digest of the catalogue it names (see :func:`catalogue_digest`).
-RULES_VERSION = "3"
+RULES_VERSION = "4"
 
 
 @dataclass(frozen=True)

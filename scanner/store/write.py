@@ -191,6 +191,7 @@ def record_scan(engine: Engine, run_id: int, entry: ServerEntry, outcome: ScanOu
                 measure_error = f"{type(exc).__name__}: {exc}"[:300]
 
         extras = _prepare_extras(connection, outcome, toolset, state.rule_version, measure)
+        extras.findings += entry.findings  # the registry entry's own (MCP7xx), whatever the outcome
         connection.commit()  # end the reads; the write below is its own transaction
 
         with connection.begin():

@@ -65,7 +65,7 @@ def test_stdio_and_double_dash_give_the_same_list(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("path", "status"),
-    [("/error500", "http_error"), ("/html", "invalid_response"), ("/auth", "auth_required")],
+    [("/error500", "http_error"), ("/html", "not_mcp"), ("/auth", "auth_required")],
 )
 def test_a_server_that_cannot_be_listed_is_one_line_and_exit_3(
     hostile_http: RunningServer, path: str, status: str

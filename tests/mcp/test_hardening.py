@@ -142,7 +142,7 @@ def peak_traced(action: Any) -> tuple[Any, int]:
     [
         ("/gzip-bomb", Transport.STREAMABLE_HTTP, Outcome.TOO_LARGE),  # the answer
         ("/gzip-bomb-500", Transport.STREAMABLE_HTTP, Outcome.HTTP_ERROR),  # an error body (64 KiB read)
-        ("/gzip-bomb-html", Transport.STREAMABLE_HTTP, Outcome.INVALID_RESPONSE),  # a snippet (300 bytes read)
+        ("/gzip-bomb-html", Transport.STREAMABLE_HTTP, Outcome.NOT_MCP),  # a snippet (300 bytes read)
         ("/auth-gzip-bomb", Transport.HTTP, Outcome.AUTH_REQUIRED),  # RFC 9728 metadata (256 KiB cap)
     ],
 )

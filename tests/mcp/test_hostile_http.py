@@ -25,7 +25,7 @@ SLACK = 1.5  # seconds over the deadline a scan may take to wind down (DELETE, c
         ("/sse-silent", Outcome.TIMEOUT),
         ("/huge", Outcome.TOO_LARGE),
         ("/malformed", Outcome.INVALID_RESPONSE),
-        ("/html", Outcome.INVALID_RESPONSE),
+        ("/html", Outcome.NOT_MCP),
         ("/error500", Outcome.HTTP_ERROR),
         ("/wrong-id", Outcome.PROTOCOL_ERROR),
         ("/repeat", Outcome.PROTOCOL_ERROR),

@@ -25,7 +25,15 @@ def test_three_pages_followed_and_versions_filtered(fake_registry):
         },
     }
     entries = load_entries(fake_registry.url, updated_since="2025-09-01T00:00:00Z", environ={})
-    assert [(e.name, e.version) for e in entries] == [("io.x/b", "2.0.0"), ("io.x/a", "1.1.0"), ("io.x/c", "0.1.0")]
+    assert [(e.name, e.version) for e in entries] == [
+        ("io.x/b", "2.0.0"),
+        ("io.x/a", "1.1.0"),
+        ("io.x/gone", "1.0.0"),
+        ("io.x/c", "0.1.0"),
+        ("io.x/old", "3.0.0"),
+    ]
+    # Delisted and deprecated entries are recorded as such, never connected to (tests/census/test_delisted.py).
+    assert [(e.registry_status, e.url) for e in entries if e.skip] == [("deleted", None), ("deprecated", None)]
     assert entries[1].url == "https://a.example.com/mcp"
     assert entries[1].source == f"registry:{fake_registry.url}"
     assert fake_registry.paths == ["/v0.1/servers"] * 3
@@ -36,11 +44,13 @@ def test_three_pages_followed_and_versions_filtered(fake_registry):
         assert query["limit"] == ["100"]
 
 
-def test_latest_version_deleted_drops_the_server(fake_registry):
+def test_latest_version_deleted_is_recorded_as_delisted_not_replaced(fake_registry):
     fake_registry.pages = {
         "": {"servers": [row("io.x/a", "1.0.0", latest=False), row("io.x/a", "2.0.0", status="deleted")]}
     }
-    assert load_entries(fake_registry.url, environ={}) == []
+    (entry,) = load_entries(fake_registry.url, environ={})
+    assert (entry.name, entry.version, entry.registry_status, entry.url) == ("io.x/a", "2.0.0", "deleted", None)
+    assert entry.skip == "deleted from the registry"
 
 
 def test_explicit_servers_endpoint_and_no_updated_since(fake_registry):

@@ -98,7 +98,9 @@ def test_kind_override(write_json):
 
 def test_saved_snake_case_response():
     entries = by_name(load_entries(str(FIXTURES / "registry_snake_case.json"), environ=ENV))
-    assert list(entries) == ["io.github.old/remote", "io.github.old/package"]  # old version and deleted dropped
+    # the old version dropped; the deleted one recorded as such (outcome delisted, never connected to)
+    assert list(entries) == ["io.github.old/remote", "io.github.old/package", "io.github.old/gone"]
+    assert entries["io.github.old/gone"].registry_status == "deleted"
     remote = entries["io.github.old/remote"]
     assert (remote.transport, remote.url, remote.version) == (
         Transport.STREAMABLE_HTTP,

@@ -59,6 +59,18 @@ def test_entries_to_json_fields():
             "package": None,
             "skip": None,
             "source": str(FIXTURES / "server_variables.json"),
+            "findings": [  # the first remote's {tenant} has no default (MCP701; tests/census)
+                {
+                    "code": "MCP701",
+                    "rule": "url-placeholder",
+                    "severity": "problem",
+                    "tool": None,
+                    "message": "Remote 0 URL 'https://{tenant}.example.com/mcp' has {tenant} with no value or default.",
+                    "hint": "Publish the URL a client should use, or declare the variable with a default.",
+                    "pointer": "/remotes/0/url",
+                    "details": {"url": "https://{tenant}.example.com/mcp", "variables": ["tenant"]},
+                }
+            ],
         }
     ]
 

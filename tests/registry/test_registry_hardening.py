@@ -347,7 +347,7 @@ def test_a_huge_file_is_refused_from_its_size_without_reading(tmp_path: Path) ->
         handle.truncate(1024**3)  # 1 GiB, sparse
     tracemalloc.start()
     try:
-        with pytest.raises(InputError, match=r"huge.json: larger than the input limit of 64 MiB"):
+        with pytest.raises(InputError, match=r"huge.json: larger than the input limit of 128 MiB"):
             load_entries(str(path))
         _, peak = tracemalloc.get_traced_memory()
     finally:

@@ -53,7 +53,7 @@ def test_every_page_loads_cleanly(story_store: Store, make_store, tmp_path: Path
             assert report.probe == HEADER_BACKGROUND, f"stylesheet not applied on {page}"
             assert report.title.endswith("· Fathom")
             opened += 1
-    assert opened == (3 + 6) + (3 + 5)
+    assert opened == (4 + 6) + (4 + 5)  # index, trends, rules, health; the server pages
     assert (ARTIFACTS / "leaderboard.png").stat().st_size > 10_000
 
 

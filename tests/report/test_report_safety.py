@@ -95,7 +95,8 @@ def hostile_site(make_store, tmp_path: Path) -> Path:
 
 def test_every_file_is_free_of_raw_markup_and_hidden_characters(hostile_site: Path) -> None:
     files = [path for path in hostile_site.rglob("*") if path.is_file()]
-    assert len(files) == 1 + 3 + 5 + 3  # stylesheet, three site pages, five server pages, three exports
+    # stylesheet, four site pages (health.html too), five server pages, five exports (health.json and .csv too)
+    assert len(files) == 1 + 4 + 5 + 5
     for path in files:
         text = path.read_text(encoding="utf-8")
         # CSV is data for spreadsheets, not markup: it keeps < and > (its hazard, formulas, is tested below).
@@ -108,7 +109,7 @@ def test_every_file_is_free_of_raw_markup_and_hidden_characters(hostile_site: Pa
 
 def test_html_pages_have_nothing_that_runs_or_loads(hostile_site: Path) -> None:
     pages = sorted(hostile_site.rglob("*.html"))
-    assert len(pages) == 8
+    assert len(pages) == 9
     seen_hostile_text = 0
     for page in pages:
         html = page.read_text(encoding="utf-8")

@@ -76,7 +76,8 @@ def _expected(code: str) -> list[dict[str, Any]]:
         return list(json.load(handle))
 
 
-CHECKED = [code for code, rule in RULES.items() if rule.scope not in ("history", "lanes")]  # lanes: test_lanes.py
+# lanes: test_lanes.py; registry (MCP7xx, a registry of server.json entries): tests/census/test_registry_rules.py
+CHECKED = [code for code, rule in RULES.items() if rule.scope not in ("history", "lanes", "registry")]
 
 
 def _of(findings: list[Finding], code: str) -> list[Finding]:

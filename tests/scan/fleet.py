@@ -101,7 +101,7 @@ HOSTILE_HTTP_PATHS = {
     "hostile/hang": ("/hang", "timeout"),
     "hostile/error500": ("/error500", "http_error"),
     "hostile/malformed": ("/malformed", "invalid_response"),
-    "hostile/html": ("/html", "invalid_response"),
+    "hostile/html": ("/html", "not_mcp"),  # a web page answered: docs/outcomes.md
     "hostile/auth": ("/auth", "auth_required"),
     "hostile/endless": ("/endless", "protocol_error"),
     "hostile/wrong-id": ("/wrong-id", "protocol_error"),

@@ -65,6 +65,27 @@ BEHAVIOURS = {
     "echo-auth-401": "answers 401 echoing the Authorization header in the challenge and the body",
     "echo-auth-rpc": "answers initialize with a JSON-RPC error echoing the Authorization header",
     "slow-503": "waits 1 s, then answers 503 with Retry-After: 3600",
+    "x402": "answers 402 with an x402 v1 body offering two ways to pay",
+    "x402-header": "answers 402 with an empty body and an x402 v2 PAYMENT-REQUIRED header",
+    "json-api": "answers 200 application/json that is not JSON-RPC (a REST API's status)",
+    "html-page": "answers every method (GET too) 200 text/html with control characters in it",
+}
+X402_BODY = {
+    "x402Version": 1,
+    "error": "X-PAYMENT header is required",
+    "accepts": [
+        {
+            "scheme": "exact",
+            "network": "base",
+            "maxAmountRequired": "10000",
+            "resource": "https://example.com/mcp",
+            "description": "One call \u001b[31m",
+            "payTo": "0x0000000000000000000000000000000000000001",
+            "asset": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+            "extra": {"name": "USDC", "version": "2"},
+        },
+        {"scheme": "exact", "network": "base-sepolia", "maxAmountRequired": "10000"},
+    ],
 }
 
 BOMB = (Path(__file__).resolve().parent.parent / "fixtures" / "bombs" / "gzip-gzip-4gib.bin").read_bytes()
@@ -161,6 +182,14 @@ async def mcp_endpoint(request: Request) -> Response:
             behaviour, (200, "application/json")
         )
         return Response(BOMB, status_code=status, headers={"Content-Encoding": "gzip, gzip", "Content-Type": kind})
+    if behaviour == "x402":
+        return JSONResponse(X402_BODY, status_code=402)
+    if behaviour == "x402-header":
+        offer = {"x402Version": 2, "accepts": [{"scheme": "exact", "network": "eip155:8453", "amount": "5"}]}
+        header = base64.b64encode(json.dumps(offer).encode()).decode()
+        return Response(status_code=402, headers={"PAYMENT-REQUIRED": header})
+    if behaviour == "html-page":
+        return Response("<html><title>Parked</title><body>\x1b[2Jfor sale</body></html>", media_type="text/html")
     if behaviour == "slow-503":
         await asyncio.sleep(1)
         return Response("busy", status_code=503, headers={"Retry-After": "3600"})
@@ -190,6 +219,8 @@ async def mcp_endpoint(request: Request) -> Response:
         return Response("<!doctype html><html><body>Please log in</body></html>", media_type="text/html")
     if behaviour == "error500":
         return Response("internal error", status_code=500)
+    if behaviour == "json-api":
+        return JSONResponse({"status": "ok", "version": "1.2.3"})
     if behaviour == "sse-silent":
         return StreamingResponse(_sse_silent(), media_type="text/event-stream")
     try:

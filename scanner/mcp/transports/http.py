@@ -26,7 +26,7 @@ import anyio
 import httpx
 
 from scanner import wire
-from scanner.mcp import auth
+from scanner.mcp import auth, census
 from scanner.mcp.body import ACCEPT_ENCODING, BodyError, iter_decoded
 from scanner.mcp.failures import HttpStatusFailure, ScanFailure
 from scanner.mcp.limits import ClientLimits
@@ -202,6 +202,9 @@ async def _error_body(response: httpx.Response, limits: ClientLimits) -> bytes:
 async def status_failure(response: httpx.Response, limits: ClientLimits) -> HttpStatusFailure:
     """An unusable status, with up to 64 KiB of its body kept (a modern error may be in it).
 
+    402 ends as ``payment_required`` (with the x402 offer's summary in ``extra["x402"]``), 429 as
+    ``rate_limited`` (the crawl retries it first), any other status as ``http_error`` (:mod:`scanner.mcp.census`).
+
     The detail quotes the body's reason when there is one (``HTTP 403: Access is only allowed at
     localhost:8931``): a bare status leaves a person guessing what the server wanted.
     """
@@ -216,6 +219,14 @@ async def status_failure(response: httpx.Response, limits: ClientLimits) -> Http
     wait = retry_after_seconds(response.headers.get("retry-after"))
     if wait is not None:
         failure.extra["retry_after"] = wait
+    failure.outcome = census.status_outcome(response.status_code)
+    if failure.outcome is Outcome.PAYMENT_REQUIRED:
+        offer = census.x402_summary(body, response.headers.get("payment-required"))
+        if offer is not None:
+            failure.extra["x402"] = offer
+            failure.detail = f"HTTP 402: payment required ({census.x402_text(offer)})"
+        elif not reason:
+            failure.detail = "HTTP 402: payment required"
     return failure
 
 

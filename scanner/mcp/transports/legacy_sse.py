@@ -20,7 +20,8 @@ from urllib.parse import urljoin
 import anyio
 import httpx
 
-from scanner.mcp import jsonrpc
+from scanner import wire
+from scanner.mcp import census, jsonrpc
 from scanner.mcp.failures import ScanFailure
 from scanner.mcp.limits import ClientLimits
 from scanner.mcp.sse import SSEParser
@@ -73,10 +74,11 @@ class LegacySseTransport(ClientTransport):
                 raise await http.status_failure(response, self._limits)
             kind = http.content_type(response)
             if kind != "text/event-stream":
+                text = census.snippet(wire.decode_bytes(await http.read_prefix(response, 300)))
                 raise ScanFailure(
-                    Outcome.INVALID_RESPONSE,
+                    Outcome.NOT_MCP,
                     f"SSE URL answered {kind or 'untyped'}, not an event stream",
-                    {"content_type": kind[:100]},
+                    {"content_type": kind[:100], "snippet": text},
                 )
             await self._read(response)
         raise ScanFailure(Outcome.INVALID_RESPONSE, "event stream closed by the server")

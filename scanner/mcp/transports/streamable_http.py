@@ -18,7 +18,7 @@ import anyio
 import httpx
 
 from scanner import wire
-from scanner.mcp import jsonrpc
+from scanner.mcp import census, jsonrpc
 from scanner.mcp.failures import ScanFailure, SessionExpired
 from scanner.mcp.limits import ClientLimits
 from scanner.mcp.sse import SSEParser
@@ -92,14 +92,14 @@ class StreamableHttpTransport(ClientTransport):
                 if isinstance(answer, list):
                     raise ScanFailure(Outcome.INVALID_RESPONSE, f"{method}: answered with a JSON array (batch)")
                 if not jsonrpc.is_response(answer):
-                    raise ScanFailure(Outcome.INVALID_RESPONSE, f"{method}: answer is not a JSON-RPC response")
+                    raise _not_mcp(f"{method}: answered JSON that is not a JSON-RPC response", kind, body)
                 return self._check_id(answer, request_id, method)
             if kind == "text/event-stream":
                 return await self._read_stream(response, request_id, method)
-            raise ScanFailure(
-                Outcome.INVALID_RESPONSE,
+            raise _not_mcp(
                 f"{method}: answer is {kind or 'untyped'}, not JSON or an event stream",
-                {"content_type": kind[:100], "snippet": await _snippet(response)},
+                kind,
+                await http.read_prefix(response, 300),
             )
 
     @staticmethod
@@ -171,6 +171,8 @@ def _error_answer(body: bytes, request_id: int) -> dict[str, Any] | None:
     return None
 
 
-async def _snippet(response: httpx.Response) -> str:
-    """The first few hundred characters of an unexpected body (an HTML error page, say), for a person."""
-    return wire.decode_bytes(await http.read_prefix(response, 300))
+def _not_mcp(detail: str, kind: str, body: bytes) -> ScanFailure:
+    """The server answered, but not MCP (a web page, a JSON API): ``not_mcp`` with the content type and the
+    start of the body (:func:`scanner.mcp.census.snippet`), for a person."""
+    text = census.snippet(wire.decode_bytes(body[:1024]))
+    return ScanFailure(Outcome.NOT_MCP, detail, {"content_type": kind[:100], "snippet": text})

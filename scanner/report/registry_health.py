@@ -1,0 +1,173 @@
+"""The registry health page (``health.html``) and each server's health over time (``health.json``, ``health.csv``).
+
+``build_report`` calls :func:`write_health` once, after the rest of the site: it reads the run's census and the
+last 30 days of scans through :mod:`scanner.store.health`, shapes them with :mod:`scanner.health`, and writes
+three files. Every number on the page links to the rows it counts (a list further down the page, each server
+linking to its own page). Uptime windows end at the run's start, so a report of an old run is reproducible.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from scanner.census import census_class
+from scanner.health import WINDOWS_DAYS, Census, Health, census, server_health
+from scanner.report.csv_out import csv_text
+from scanner.report.data import Leaderboard
+from scanner.report.html import CSP, make_environment
+from scanner.report.text import clean_text
+from scanner.store import health as reads
+
+CLASS_LABELS = {
+    "open": "Open: lists tools without a credential",
+    "gated": "Gated: needs a credential",
+    "payment": "Payment required (HTTP 402)",
+    "not_mcp": "Answers, but not MCP",
+    "unreachable": "Unreachable",
+    "timeout": "Timed out",
+    "jsonrpc_error": "JSON-RPC or protocol error",
+    "unmeasured": "Not measured (rate limited, skipped, delisted)",
+    "package": "Package did not answer",
+    "other": "Other",
+}
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One list of servers a number on the page links to: its anchor, heading and names."""
+
+    anchor: str
+    title: str
+    names: tuple[str, ...]
+
+
+def _anchor(*parts: str) -> str:
+    text = "-".join(parts).lower()
+    return "".join(char if char.isalnum() or char == "-" else "-" for char in text)[:80]
+
+
+def listings(data: Census) -> list[Listing]:
+    """Every list a number links to, in page order."""
+    out = [Listing("entries", "Every entry", data.entries)]
+    out.append(Listing("tools", "Servers whose tools are counted", data.tools_servers))
+    out += [Listing(_anchor("class", key), CLASS_LABELS.get(key, key), names) for key, names in data.by_class.items()]
+    out += [Listing(_anchor("outcome", key), f"Outcome {key}", names) for key, names in data.by_outcome.items()]
+    out += [Listing(_anchor("type", key), f"Registry type {key}", names) for key, names in data.by_type.items()]
+    for index, item in enumerate(data.platforms):
+        out.append(Listing(f"platform-{index}", f"Hosted on {item.name}", item.entries))
+        out.append(Listing(f"platform-{index}-broken", f"Broken on {item.name}", item.broken))
+    out += [Listing(_anchor("fault", code), f"{code} findings", names) for code, names in data.faults.items()]
+    out += [
+        Listing("published", "Newly published", data.published),
+        Listing("delisted", "Delisted", data.delisted),
+        Listing("newly-broken", "Newly broken", data.newly_broken),
+        Listing("recovered", "Recovered", data.recovered),
+    ]
+    return out
+
+
+def health_rows(data: Census, health: Mapping[str, Health]) -> list[dict[str, Any]]:
+    """One row per server of the run: outcome, census class, and its health over time."""
+    empty = Health(None, None, 0, 0, None, None, 0)
+    return [
+        {
+            "server": name,
+            "outcome": data.rows[name].outcome,
+            "census_class": census_class(data.rows[name].outcome),
+            **health.get(name, empty).to_json(),
+        }
+        for name in data.entries
+    ]
+
+
+def render_health_json(data: Census, rows: list[dict[str, Any]]) -> str:
+    summary = {
+        "run_id": data.run_id,
+        "compared_with_run": data.previous_run_id,
+        "entries": len(data.entries),
+        "tools": data.tools,
+        "by_class": {key: len(names) for key, names in data.by_class.items()},
+        "by_outcome": {key: len(names) for key, names in data.by_outcome.items()},
+        "by_type": {key: len(names) for key, names in data.by_type.items()},
+        "platforms": [
+            {"platform": item.name, "entries": len(item.entries), "broken": len(item.broken)} for item in data.platforms
+        ],
+        "faults": {code: len(names) for code, names in data.faults.items()},
+        "published": list(data.published),
+        "delisted": list(data.delisted),
+        "newly_broken": list(data.newly_broken),
+        "recovered": list(data.recovered),
+    }
+    # As leaderboard.json: ASCII only, HTML-significant characters escaped, safe to serve beside the pages.
+    text = json.dumps({"census": summary, "servers": rows}, indent=2, ensure_ascii=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
+
+
+def render_health_csv(rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    columns = ["server", "outcome", "census_class", "uptime_7d", "uptime_30d", "scans_7d", "scans_30d"]
+    columns += ["latency_p50_ms", "latency_p95_ms", "latency_samples"]
+    writer.writerow(columns)
+    for row in rows:
+        cells = [row[key] for key in columns]
+        writer.writerow([csv_text(cell) if isinstance(cell, str) else ("" if cell is None else cell) for cell in cells])
+    return buffer.getvalue()
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f} ms"
+
+
+def run_health(engine: Any, board: Leaderboard) -> dict[str, Health]:
+    """Uptime and latency of every server of the board's run, over the windows ending at the run's start."""
+    names = {row.name for row in (*board.ranked, *board.unranked)}
+    end = board.started_at
+    return server_health(reads.scan_samples(engine, end - timedelta(days=WINDOWS_DAYS[-1]), names), end)
+
+
+def write_health(engine: Any, board: Leaderboard, out_dir: Path, generated_at: Any) -> list[Path]:
+    """Write ``health.html``, ``health.json`` and ``health.csv`` for the board's run; return their paths."""
+    rows = reads.census_rows(engine, board.run_id, board.previous_run_id)
+    data = census(
+        rows,
+        reads.run_findings(engine, board.run_id, "MCP7"),
+        run_id=board.run_id,
+        previous_run_id=board.previous_run_id,
+    )
+    health = run_health(engine, board)
+    table = health_rows(data, health)
+    slugs = {row.name: row.slug for row in (*board.ranked, *board.unranked)}
+    env = make_environment()
+    env.filters["ms"] = _ms
+    page = env.get_template("health.html").render(
+        root="",
+        board=board,
+        generated_at=generated_at,
+        csp=CSP,
+        census=data,
+        labels=CLASS_LABELS,
+        listings=listings(data),
+        anchor=_anchor,
+        slugs=slugs,
+        rows=table,
+        clean=clean_text,
+    )
+    written = []
+    for name, text in (
+        ("health.html", page),
+        ("health.json", render_health_json(data, table)),
+        ("health.csv", render_health_csv(table)),
+    ):
+        path = out_dir / name
+        with path.open("w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+        written.append(path)
+    return written
