@@ -24,12 +24,6 @@ TYPICAL_LOADED: tuple[int, int] = (3, 5)
 """How many tools a deferring client typically loads for one request: Anthropic's tool search documentation
 ("loading only the 3–5 tools Claude needs") and the Agent SDK's ("The 3-5 most relevant tools are loaded")."""
 
-CLAUDE_CODE_SEARCH_O200K = 364
-"""o200k_base tokens of what Claude Code adds once per session when it defers MCP tools: the ``ToolSearch`` tool's
-own ``<function>`` line (its description and its ``query``/``max_results`` schema, 352 tokens, measured on the
-text of Claude Code 2.1.88's ``ToolSearchTool``) and the ``<available-deferred-tools>`` tags around the names
-(12). Shared by every MCP server in the session, and paid once whatever the number of tools."""
-
 CLAUDE_CODE_NAME_PREFIX = "mcp__server__"
 """Claude Code names an MCP tool ``mcp__<server>__<tool>``; the server part is the name the user gave the server
 in their configuration, unknown here, so a neutral ``server`` stands in (a longer name costs a little more)."""
@@ -68,9 +62,8 @@ CLIENTS: tuple[Client, ...] = (
         "anthropic",
         defers=True,
         name_prefix=CLAUDE_CODE_NAME_PREFIX,
-        search_o200k=CLAUDE_CODE_SEARCH_O200K,
         note="ENABLE_TOOL_SEARCH unset or true: MCP tools always deferred (not on Haiku, nor through a proxy "
-        "ANTHROPIC_BASE_URL)",
+        "ANTHROPIC_BASE_URL); the search tool's own size is not published",
     ),
     Client(
         "claude-code-auto",
@@ -79,7 +72,6 @@ CLIENTS: tuple[Client, ...] = (
         defers=True,
         threshold=0.10,
         name_prefix=CLAUDE_CODE_NAME_PREFIX,
-        search_o200k=CLAUDE_CODE_SEARCH_O200K,
         note="defers only when the MCP tools exceed 10 % of a 200k context window (auto:N sets N %)",
     ),
     Client(
