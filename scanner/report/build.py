@@ -99,14 +99,20 @@ class _TimedLabels(dict[datetime, str]):
 
 
 def _labels_of(
-    moments: Sequence[datetime], labels: Mapping[datetime, str], timed: Mapping[datetime, str]
+    moments: Sequence[datetime],
+    labels: Mapping[datetime, str],
+    timed: Mapping[datetime, str],
+    run_ids: Sequence[int] = (),
 ) -> tuple[str, ...]:
     """Chart labels for ``moments``: the date, or the date and time when two points share a day (so that same-day
-    runs do not all read "2026-11-30")."""
+    runs do not all read "2026-11-30"), or "run N" when even the minutes repeat (two runs in one minute)."""
     dated = tuple(map(labels.__getitem__, moments))
     if len(set(dated)) == len(dated):
         return dated
-    return tuple(map(timed.__getitem__, moments))
+    with_time = tuple(map(timed.__getitem__, moments))
+    if len(set(with_time)) == len(with_time) or len(run_ids) != len(moments):
+        return with_time
+    return tuple(f"run {run_id}" for run_id in run_ids)
 
 
 def _severity_label(value: Severity | int) -> str:
@@ -251,7 +257,9 @@ def build_trends(store: Store) -> tuple[TrendPoint, ...]:
     """One point per finished run, oldest first."""
     points = []
     finished = [trend for trend in sorted(store.trends(), key=lambda item: item.run_id) if trend.status == "finished"]
-    labels = _labels_of([trend.started_at for trend in finished], _Labels(), _TimedLabels())
+    labels = _labels_of(
+        [trend.started_at for trend in finished], _Labels(), _TimedLabels(), [trend.run_id for trend in finished]
+    )
     for trend, label in zip(finished, labels, strict=True):
         points.append(
             TrendPoint(
@@ -430,7 +438,7 @@ def _history_columns(scans: HistoryColumns, providers: Sequence[str], labels: _L
             tokens[index] = _NO_TOKENS
     return History(
         run_ids=scans.run_ids,
-        labels=_labels_of(scans.scanned_at, labels, labels.timed),
+        labels=_labels_of(scans.scanned_at, labels, labels.timed, scans.run_ids),
         outcomes=outcomes,
         tokens={provider: tuple(map(methodcaller("get", provider), tokens)) for provider in providers},
         problems=column(scans.problems),

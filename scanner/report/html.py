@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -21,11 +22,11 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from scanner.errors import OutputError
 from scanner.models import PROVIDER_LABELS
 from scanner.report.data import ServerPage, ServerRow, SiteData, TrendPoint
-from scanner.report.svg import Series, line_chart, stacked_bar_chart
+from scanner.report.svg import Series, line_chart, needs_own_scales, small_multiples, stacked_bar_chart
 from scanner.report.text import clean_text, plural
 
 CSP = (
-    "default-src 'none'; script-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'"
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'"
 )
 TOP_RULES_CHARTED = 8
 TREND_TABLE_ROWS = 60
@@ -78,10 +79,37 @@ def make_environment() -> Environment:
     return env
 
 
-def trend_charts(trends: tuple[TrendPoint, ...]) -> list[str]:
-    """The four trend charts: problem share, tokens per turn, findings by rule, outcomes by kind."""
+@dataclass(frozen=True)
+class Multiples:
+    """Small charts shown side by side under one heading (one per series, each on its own scale)."""
+
+    title: str
+    panels: tuple[str, ...]
+
+
+def _rule_name(code: str) -> str:
+    from scanner.rules import RULES
+
+    rule = RULES.get(code)
+    return f"{code} {rule.slug}" if rule is not None else code
+
+
+def _maybe_multiples(
+    title: str, labels: Sequence[str], series: list[Series], *, y_label: str, percent: bool = False
+) -> str | Multiples:
+    """One chart, or small multiples when the series' magnitudes differ tenfold (one would lie flat on zero)."""
+    if needs_own_scales(series):
+        return Multiples(
+            f"{title} (each on its own scale)", tuple(small_multiples(title, labels, series, y_label=y_label))
+        )
+    return line_chart(title, labels, series, y_label=y_label, percent=percent)
+
+
+def trend_charts(trends: tuple[TrendPoint, ...]) -> list[str | Multiples]:
+    """The trend charts: problem share, tokens per turn, servers hit per rule (small multiples, one per rule),
+    outcomes by kind."""
     labels = [point.label for point in trends]
-    charts = [
+    charts: list[str | Multiples] = [
         line_chart(
             "Share of answering servers with at least one problem",
             labels,
@@ -89,7 +117,7 @@ def trend_charts(trends: tuple[TrendPoint, ...]) -> list[str]:
             y_label="share of servers",
             percent=True,
         ),
-        line_chart(
+        _maybe_multiples(
             "Tokens per turn (dearest provider)",
             labels,
             [
@@ -103,13 +131,14 @@ def trend_charts(trends: tuple[TrendPoint, ...]) -> list[str]:
     for point in trends:
         totals.update(point.findings_by_rule)
     top = [code for code, _ in sorted(totals.items(), key=lambda item: (-item[1], item[0]))[:TOP_RULES_CHARTED]]
+    title = f"Servers hit per rule (the {len(top)} most frequent)"
+    rules = [
+        Series(_rule_name(code), tuple(float(point.findings_by_rule.get(code, 0)) for point in trends)) for code in top
+    ]
     charts.append(
-        line_chart(
-            f"Servers hit per rule (the {len(top)} most frequent)",
-            labels,
-            [Series(code, tuple(float(point.findings_by_rule.get(code, 0)) for point in trends)) for code in top],
-            y_label="servers",
-        )
+        Multiples(title, tuple(small_multiples(title, labels, rules, y_label="servers")))
+        if rules
+        else line_chart(title, labels, rules, y_label="servers")
     )
     kinds = sorted({kind for point in trends for kind in point.outcomes}, key=lambda kind: (kind != "ok", kind))
     charts.append(
@@ -140,7 +169,7 @@ def _floats(column: Sequence[int | None]) -> tuple[float | None, ...]:
     return tuple(map(_AsFloat().__getitem__, column))
 
 
-def server_charts(page: ServerPage, providers: tuple[str, ...]) -> list[str]:
+def server_charts(page: ServerPage, providers: tuple[str, ...]) -> list[str | Multiples]:
     """A server's token history (one line per provider) and findings history (one line per severity); none for a
     server that never answered (two empty charts say nothing: its page shows its scans as a table)."""
     history = page.history
@@ -160,7 +189,7 @@ def server_charts(page: ServerPage, providers: tuple[str, ...]) -> list[str]:
     ]
     labels = history.labels
     return [
-        line_chart("Tokens per turn, by provider", labels, tokens, y_label="tokens"),
+        _maybe_multiples("Tokens per turn, by provider", labels, tokens, y_label="tokens"),
         line_chart("Findings over time", labels, findings, y_label="findings"),
     ]
 
@@ -200,13 +229,32 @@ def stylesheet() -> str:
     return resources.files("scanner.report").joinpath("templates/style.css").read_text(encoding="utf-8")
 
 
+def board_script() -> str:
+    """The leaderboard's one script (search, filter, sort), served from the site itself."""
+    return resources.files("scanner.report").joinpath("templates/board.js").read_text(encoding="utf-8")
+
+
+def badge_files(row: ServerRow) -> tuple[tuple[str, str], tuple[str, str]]:
+    """``(relative path, text)`` of a server's two badges: ``badges/<slug>.svg`` and ``badges/<slug>.json``."""
+    import json
+
+    from scanner.report.badge import badge_svg, shields_endpoint
+
+    score = row.score if row.ranked else None
+    tokens = max(row.tokens.values()) if row.tokens and row.ranked else None
+    endpoint = json.dumps(shields_endpoint(score, tokens), ensure_ascii=True) + "\n"
+    return (f"badges/{row.slug}.svg", badge_svg(score, tokens)), (f"badges/{row.slug}.json", endpoint)
+
+
 def write_site(site: SiteData, out_dir: Path) -> list[Path]:
-    """Write every HTML page and the stylesheet under ``out_dir``; return the paths written."""
+    """Write every HTML page, each server's badges and the stylesheet under ``out_dir``; return the paths written."""
     (out_dir / "servers").mkdir(parents=True, exist_ok=True)
+    (out_dir / "badges").mkdir(parents=True, exist_ok=True)
     written = []
-    css = out_dir / "style.css"
-    css.write_text(stylesheet(), encoding="utf-8")
-    written.append(css)
+    for name, text in (("style.css", stylesheet()), ("board.js", board_script())):
+        path = out_dir / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
     pages: set[str] = set()
     for relative, text in render_pages(site):
         # Slugs are unique per build (text.unique_slugs); this is the last guard: never overwrite a page of this
@@ -217,4 +265,9 @@ def write_site(site: SiteData, out_dir: Path) -> list[Path]:
         path = out_dir / relative
         path.write_text(text, encoding="utf-8")
         written.append(path)
+    for row in (*site.leaderboard.ranked, *site.leaderboard.unranked):
+        for relative, text in badge_files(row):
+            path = out_dir / relative
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
     return written

@@ -111,8 +111,17 @@ def test_trends_page_has_each_runs_numbers(site: Path, story_store: Store) -> No
     assert "1 2026-03-01 5 4 1 25.0%" in visible
     assert "2 2026-03-02 6 5 2 40.0%" in visible
     assert "3 2026-03-03 6 4 1 25.0%" in visible
-    assert page.count("<svg") == 4
-    for title in ("Share of answering servers", "Tokens per turn", "Servers hit per rule", "Outcomes by kind"):
+    # Servers hit per rule: one small chart per rule, titled with its code and name, each on its own scale.
+    hits: dict[str, int] = {}
+    for trend in trends:
+        for code in trend.findings_by_rule:
+            hits[code] = hits.get(code, 0) + 1
+    rules = sorted(hits)[:8]
+    panels = re.findall(r"<title>(MCP\d+) ([a-z0-9-]+)</title>", page)
+    assert sorted(code for code, _ in panels) == rules and len(rules) >= 2
+    assert "Servers hit per rule (the" in page
+    assert page.count("<svg") == 3 + len(rules) or page.count("<svg") == 4 + len(rules)  # tokens: 1 chart or 2
+    for title in ("Share of answering servers", "Tokens per turn", "Outcomes by kind"):
         assert f"<title>{title}" in page
 
 
