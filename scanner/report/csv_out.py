@@ -44,7 +44,15 @@ def _row(row: ServerRow, providers: tuple[str, ...]) -> list[Any]:
         row.notes,
         csv_text(row.outcome),
         csv_text(row.detail),
+        *(("", "", "") if row.breakdown is None else _parts(row)),
+        " ".join(row.codes),
     ]
+
+
+def _parts(row: ServerRow) -> tuple[str, str, str]:
+    parts = row.breakdown
+    assert parts is not None
+    return f"{parts.mean_tool:.4f}", f"{parts.worst_tool:.4f}", f"{parts.list_penalty:g}"
 
 
 def render_csv(board: Leaderboard) -> str:
@@ -64,6 +72,11 @@ def render_csv(board: Leaderboard) -> str:
             "notes",
             "outcome",
             "detail",
+            # Added later, at the end so that readers by position keep working.
+            "mean_tool_score",
+            "worst_tool_score",
+            "list_penalty",
+            "rules",
         ]
     )
     for row in (*board.ranked, *board.unranked):
