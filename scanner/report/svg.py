@@ -56,7 +56,7 @@ class Box:
         return self.height - self.top - self.bottom
 
 
-MAIN = Box(right=150)
+MAIN = Box(right=190)
 PANEL = Box(width=PANEL_WIDTH, height=PANEL_HEIGHT, left=48, right=40, top=30, bottom=40)
 
 
