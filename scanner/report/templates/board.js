@@ -6,7 +6,14 @@
   var controls = document.getElementById("filters");
   if (!board || !controls) { return; }
   var body = board.tBodies[0];
-  var ranked = Array.prototype.slice.call(body.rows).filter(function (row) { return row.hasAttribute("data-name"); });
+  // Past the first rows the leaderboard continues in a closed <details> (#board-rest): both are searched and sorted.
+  var rest = document.getElementById("board-rest");
+  var restBody = rest ? rest.tBodies[0] : null;
+  var more = document.getElementById("board-more");
+  var shownAtOnce = body.rows.length;
+  var named = function (row) { return row.hasAttribute("data-name"); };
+  var ranked = Array.prototype.slice.call(body.rows).filter(named);
+  if (restBody) { ranked = ranked.concat(Array.prototype.slice.call(restBody.rows).filter(named)); }
   var others = Array.prototype.slice.call(document.querySelectorAll("table.unranked tbody tr[data-name]"));
   var search = document.getElementById("f-search");
   var outcome = document.getElementById("f-outcome");
@@ -21,15 +28,17 @@
     var code = rule.value;
     var most = tokens.value === "" ? Infinity : Number(tokens.value);
     var shown = 0;
+    var inRest = 0;
     ranked.forEach(function (row) {
       var ok = (!words || row.getAttribute("data-name").indexOf(words) !== -1)
         && (!wanted || wanted === "ok")
         && (!code || (" " + row.getAttribute("data-rules") + " ").indexOf(" " + code + " ") !== -1)
         && Number(row.getAttribute("data-tokens")) <= most;
       row.hidden = !ok;
-      if (ok) { shown += 1; }
+      if (ok) { shown += 1; if (row.parentNode === restBody) { inRest += 1; } }
     });
     var filtering = Boolean(words || wanted || code || tokens.value !== "");
+    if (more && filtering && inRest > 0) { more.open = true; }
     others.forEach(function (row) {
       var ok = (!words || row.getAttribute("data-name").indexOf(words) !== -1)
         && (!wanted || wanted === row.getAttribute("data-outcome"))
@@ -77,9 +86,13 @@
         if (a[0] > b[0]) { return ascending ? 1 : -1; }
         return a[1] - b[1];
       });
-      var fragment = document.createDocumentFragment();
-      keyed.forEach(function (item) { fragment.appendChild(item[2]); });
-      body.appendChild(fragment);
+      var first = document.createDocumentFragment();
+      var after = document.createDocumentFragment();
+      keyed.forEach(function (item, position) {
+        (position < shownAtOnce || !restBody ? first : after).appendChild(item[2]);
+      });
+      body.appendChild(first);
+      if (restBody) { restBody.appendChild(after); }
       ranked = keyed.map(function (item) { return item[2]; });
     });
   });
