@@ -140,3 +140,17 @@ def test_the_change_log_reads_as_a_person_would_say_it(changed_site: Path) -> No
 def test_a_failed_server_page_says_what_to_do(changed_site: Path) -> None:
     page = _text((changed_site / "servers" / "flaky.html").read_text(encoding="utf-8"))
     assert "Next step Check that the URL answers" in page
+
+
+def test_the_site_is_byte_stable_for_unchanged_input(
+    make_store: Callable[[Sequence[dict[str, ScanOutcome]]], Store], tmp_path: Path
+) -> None:
+    store = make_store(scripted_runs())
+    first, second = tmp_path / "one", tmp_path / "two"
+    build_report(store, first, now=FIXED_NOW)
+    build_report(store, second, now=FIXED_NOW)
+    files = sorted(path.relative_to(first) for path in first.rglob("*") if path.is_file())
+    assert files == sorted(path.relative_to(second) for path in second.rglob("*") if path.is_file())
+    assert len(files) > 20
+    for name in files:
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name
