@@ -12,13 +12,19 @@ their whole content, so a hostile list can only produce added/removed noise, nev
   away is a query, not a recompute.
 - ``instructions_changed`` when the server's ``instructions`` text differs; MCP503
   instructions-changed-silently when it did so under the same ``serverInfo.version``.
+
+Stored events are one row per fact, which is what a query wants; :func:`readable_log` turns one server's events
+into the change log a person reads (a first scan as one baseline row, findings grouped by rule, a finding that
+left with its tool said so, a rename as one row). The report's server pages use it; so can ``fathom diff``.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
 from scanner.models import Finding, canonical_json
 from scanner.rules import make_finding
@@ -108,6 +114,15 @@ def _changed_fields(before: Any, after: Any) -> tuple[str, ...]:
     return tuple(sorted(changed, key=lambda name: (name not in WATCHED_FIELDS, name)))
 
 
+def body_sha256(tool: Any) -> str | None:
+    """The SHA-256 of what a tool says besides its name (its description and inputSchema), or None for an item that
+    is not an object: two tools with the same body and different names are one tool renamed."""
+    if not isinstance(tool, dict):
+        return None
+    body = {key: tool.get(key) for key in WATCHED_FIELDS}
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
 def diff_tools(previous: Sequence[Any], current: Sequence[Any]) -> ToolChanges:
     """Which tools were added, removed or changed (and in which top-level fields) from ``previous`` to ``current``."""
     before, after = _index(previous), _index(current)
@@ -146,10 +161,14 @@ def compare_tools(
     same_version = previous_version == current_version
 
     for label in changes.added:
-        events.append(ChangeEvent(TOOL_ADDED, tool=label, details={"index": after[label].index}))
+        tool = after[label]
+        events.append(
+            ChangeEvent(TOOL_ADDED, tool=label, details={"index": tool.index, "body_sha256": body_sha256(tool.value)})
+        )
     for label in changes.removed:
         old_index = before[label].index
-        events.append(ChangeEvent(TOOL_REMOVED, tool=label, details={"previous_index": old_index}))
+        body = body_sha256(before[label].value)
+        events.append(ChangeEvent(TOOL_REMOVED, tool=label, details={"previous_index": old_index, "body_sha256": body}))
         findings.append(
             make_finding(
                 "MCP502",
@@ -263,7 +282,6 @@ def compare_instructions(
     """
     if previous_text == current_text:
         return [], []
-    import hashlib
 
     def digest(text: str) -> str:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -287,3 +305,251 @@ def compare_instructions(
         details={**details, "field": "instructions"},
     )
     return events, [finding]
+
+
+# --- The change log a person reads -------------------------------------------------------------------------------
+
+BASELINE = "baseline"
+TOOL_RENAMED = "tool_renamed"
+FINDING_GONE_WITH_TOOL = "finding_gone_with_tool"
+# Over-time findings hold for the one scan in which the change happened; their going away the scan after is not a
+# fix, so the readable log leaves those finding_resolved rows out (the store keeps them).
+ONE_SCAN_CODES = frozenset({"MCP501", "MCP502", "MCP503"})
+LOG_KIND_LABELS: Mapping[str, str] = {
+    BASELINE: "Baseline",
+    OUTCOME_CHANGED: "Outcome changed",
+    SERVER_VERSION_CHANGED: "Version changed",
+    INSTRUCTIONS_CHANGED: "Instructions changed",
+    TOOL_RENAMED: "Tools renamed",
+    TOOL_ADDED: "Tools added",
+    TOOL_REMOVED: "Tools removed",
+    TOOL_CHANGED: "Tools changed",
+    FINDING_APPEARED: "Finding appeared",
+    FINDING_GONE_WITH_TOOL: "Gone with its tool",
+    FINDING_RESOLVED: "Fixed",
+}
+_ORDER = {kind: index for index, kind in enumerate(LOG_KIND_LABELS)}
+_SEVERITY_ORDER = {"problem": 0, "warning": 1, "note": 2}
+THE_LIST = "(the list)"  # a list-wide finding names no tool
+
+
+class StoredEvent(Protocol):
+    """What :func:`readable_log` reads of a stored event (``scanner.store.rows.EventRow`` has all of it)."""
+
+    @property
+    def run_id(self) -> int: ...
+
+    @property
+    def at(self) -> datetime: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def tool(self) -> str | None: ...
+
+    @property
+    def code(self) -> str | None: ...
+
+    @property
+    def details(self) -> Mapping[str, object]: ...
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One row of the readable change log: one kind of change in one run, for one rule where it is a finding.
+
+    ``items`` are the tools it concerns (``old → new`` for a rename; :data:`THE_LIST` for a list-wide finding),
+    ``summary`` one plain line, ``severity`` the finding's severity label ("" for other kinds).
+    """
+
+    run_id: int
+    at: datetime | None
+    kind: str
+    summary: str
+    code: str | None = None
+    items: tuple[str, ...] = ()
+    severity: str = ""
+
+    @property
+    def label(self) -> str:
+        """The kind in words ("Tools renamed", "Gone with its tool")."""
+        return LOG_KIND_LABELS.get(self.kind, self.kind)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+def _default_baseline(by_run: Mapping[int, Sequence[StoredEvent]]) -> int | None:
+    """The first run, when it holds only what a first successful scan records (findings, an outcome change)."""
+    if not by_run:
+        return None
+    first = min(by_run)
+    kinds = {event.kind for event in by_run[first]}
+    return first if kinds and kinds <= {FINDING_APPEARED, OUTCOME_CHANGED} else None
+
+
+def readable_log(events: Iterable[StoredEvent], *, baseline_run: int | None = None) -> tuple[LogEntry, ...]:
+    """One server's stored events as the change log a person reads, newest run first.
+
+    - The run of ``baseline_run`` (the server's first successful scan; by default the first run, when it holds
+      only findings and an outcome change) is one ``baseline`` row counting its findings, not one row per finding.
+    - A ``tool_removed`` and a ``tool_added`` of one run with the same description and inputSchema (the
+      ``body_sha256`` of their details) are one ``tool_renamed`` item ``old → new``; its MCP502 and the findings
+      that followed it to its new name are not repeated. Events stored before ``body_sha256`` existed are not
+      paired.
+    - Findings are grouped per run by rule and kind (appeared, fixed), worst first; a finding whose tool was
+      removed in that run is ``finding_gone_with_tool``, not fixed. MCP501-503 going away the scan after they
+      fired is left out (they hold for one scan).
+    """
+    by_run: dict[int, list[StoredEvent]] = {}
+    for event in events:
+        by_run.setdefault(event.run_id, []).append(event)
+    if baseline_run is None:
+        baseline_run = _default_baseline(by_run)
+    entries: list[LogEntry] = []
+    for run_id in sorted(by_run, reverse=True):
+        entries.extend(_run_entries(run_id, by_run[run_id], baseline=run_id == baseline_run))
+    return tuple(entries)
+
+
+def _run_entries(run_id: int, events: Sequence[StoredEvent], *, baseline: bool) -> list[LogEntry]:
+    at = min((event.at for event in events), default=None)
+    if baseline:
+        return _baseline_entries(run_id, at, events)
+    added = [event for event in events if event.kind == TOOL_ADDED and event.tool is not None]
+    removed = [event for event in events if event.kind == TOOL_REMOVED and event.tool is not None]
+    renamed = _pair_renames(removed, added)
+    new_names = set(renamed.values())
+    removed_names = {str(event.tool) for event in removed}
+    # A finding that followed a renamed tool: resolved on the old name, appeared with the same code on the new.
+    followed = {
+        (event.code, event.tool)
+        for event in events
+        if event.kind == FINDING_APPEARED
+        and event.tool in new_names
+        and any(
+            other.kind == FINDING_RESOLVED and other.code == event.code and renamed.get(str(other.tool)) == event.tool
+            for other in events
+        )
+    }
+    entries: list[LogEntry] = []
+    groups: dict[tuple[str, str | None, tuple[str, ...]], list[StoredEvent]] = {}
+    mcp502 = {str(event.tool) for event in events if event.kind == FINDING_APPEARED and event.code == "MCP502"}
+    for event in events:
+        kind, code, tool = event.kind, event.code, event.tool
+        if kind in (OUTCOME_CHANGED, SERVER_VERSION_CHANGED, INSTRUCTIONS_CHANGED):
+            entries.append(LogEntry(run_id, at, kind, _single_summary(event)))
+            continue
+        if kind == TOOL_ADDED and tool in new_names:
+            continue
+        if kind == TOOL_REMOVED and tool in renamed:
+            continue
+        if kind == FINDING_APPEARED and code == "MCP502" and tool in removed_names:
+            continue  # said by the tools-removed or renamed row
+        if kind == FINDING_APPEARED and (code, tool) in followed:
+            continue
+        if kind == FINDING_RESOLVED:
+            if code in ONE_SCAN_CODES:
+                continue
+            if tool in renamed and (code, renamed[str(tool)]) in followed:
+                continue
+            if tool in removed_names:
+                kind = FINDING_GONE_WITH_TOOL
+        fields: tuple[str, ...] = ()
+        if kind == TOOL_CHANGED:
+            listed = event.details.get("fields")
+            fields = tuple(str(name) for name in listed) if isinstance(listed, list) else ()
+        groups.setdefault((kind, code if kind not in _TOOL_KINDS else None, fields), []).append(event)
+    if renamed:
+        pairs = tuple(f"{old} → {new}" for old, new in renamed.items())
+        entries.append(
+            LogEntry(run_id, at, TOOL_RENAMED, f"{len(pairs)} renamed, same description and schema", items=pairs)
+        )
+    for (kind, code, fields), members in groups.items():
+        entries.append(_group_entry(run_id, at, kind, code, fields, members, mcp502))
+    entries.sort(
+        key=lambda entry: (_ORDER.get(entry.kind, 99), _SEVERITY_ORDER.get(entry.severity, 3), entry.code or "")
+    )
+    return entries
+
+
+_TOOL_KINDS = frozenset({TOOL_ADDED, TOOL_REMOVED, TOOL_CHANGED})
+
+
+def _pair_renames(removed: Sequence[StoredEvent], added: Sequence[StoredEvent]) -> dict[str, str]:
+    """Old name -> new name for removed and added tools of one run with the same body, paired in order."""
+    waiting: dict[str, list[str]] = {}
+    for event in added:
+        body = event.details.get("body_sha256")
+        if isinstance(body, str):
+            waiting.setdefault(body, []).append(str(event.tool))
+    pairs: dict[str, str] = {}
+    for event in removed:
+        body = event.details.get("body_sha256")
+        if isinstance(body, str) and waiting.get(body):
+            pairs[str(event.tool)] = waiting[body].pop(0)
+    return pairs
+
+
+def _single_summary(event: StoredEvent) -> str:
+    details = event.details
+    if event.kind in (SERVER_VERSION_CHANGED, OUTCOME_CHANGED) and {"from", "to"} <= set(details):
+        return f"{details['from']} → {details['to']}"
+    if event.kind == INSTRUCTIONS_CHANGED and {"from_chars", "to_chars"} <= set(details):
+        return f"{details['from_chars']} → {details['to_chars']} characters"
+    return ""
+
+
+def _group_entry(
+    run_id: int,
+    at: datetime | None,
+    kind: str,
+    code: str | None,
+    fields: tuple[str, ...],
+    members: Sequence[StoredEvent],
+    mcp502: set[str],
+) -> LogEntry:
+    items = tuple(THE_LIST if event.tool is None else str(event.tool) for event in members)
+    count = len(items)
+    if kind == TOOL_ADDED:
+        return LogEntry(run_id, at, kind, f"{count} added", items=items)
+    if kind == TOOL_REMOVED:
+        flagged = " (MCP502 tool-removed)" if any(item in mcp502 for item in items) else ""
+        return LogEntry(run_id, at, kind, f"{count} removed{flagged}", items=items)
+    if kind == TOOL_CHANGED:
+        return LogEntry(run_id, at, kind, f"{count} changed: " + ", ".join(fields), items=items)
+    first = members[0].details
+    severity = str(first.get("severity") or "")
+    rule = str(first.get("rule") or "")
+    message = first.get("message")
+    where = "the list" if items == (THE_LIST,) else ("1 tool" if count == 1 else f"{count} tools")
+    if kind == FINDING_APPEARED:
+        text = f"{rule} on {where}" + (f": {message}" if isinstance(message, str) and count == 1 else "")
+    elif kind == FINDING_GONE_WITH_TOOL:
+        text = f"{rule} left with its tool on {where} (the tool was removed, not fixed)"
+    else:
+        text = f"{rule} fixed on {where}"
+    return LogEntry(run_id, at, kind, text.strip(), code=code, items=items, severity=severity)
+
+
+def _baseline_entries(run_id: int, at: datetime | None, events: Sequence[StoredEvent]) -> list[LogEntry]:
+    entries = [
+        LogEntry(run_id, at, event.kind, _single_summary(event)) for event in events if event.kind == OUTCOME_CHANGED
+    ]
+    found = [event for event in events if event.kind == FINDING_APPEARED]
+    counts = {label: 0 for label in _SEVERITY_ORDER}
+    for event in found:
+        label = str(event.details.get("severity") or "")
+        if label in counts:
+            counts[label] += 1
+    rules = sorted({str(event.code) for event in found if event.code})
+    parts = ", ".join(f"{number} {label}{'' if number == 1 else 's'}" for label, number in counts.items() if number)
+    summary = "First successful scan: "
+    if found:
+        summary += f"{_count(len(found), 'finding')} ({parts}) under {_count(len(rules), 'rule')}"
+    else:
+        summary += "no findings"
+    entries.insert(0, LogEntry(run_id, at, BASELINE, summary, items=tuple(rules)))
+    return entries

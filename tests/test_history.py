@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from scanner import history
@@ -90,3 +93,84 @@ def test_version_and_outcome_changes() -> None:
     assert [(e.kind, dict(e.details)) for e in history.compare_outcomes("ok", "timeout")] == [
         (history.OUTCOME_CHANGED, {"from": "ok", "to": "timeout"})
     ]
+
+
+# --- readable_log: the change log a person reads ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Event:
+    run_id: int
+    kind: str
+    tool: str | None = None
+    code: str | None = None
+    details: Mapping[str, object] = field(default_factory=dict)
+    at: datetime = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def _stored(run_id: int, events: list[history.ChangeEvent]) -> list[_Event]:
+    return [_Event(run_id, e.kind, e.tool, e.code, dict(e.details)) for e in events]
+
+
+def test_a_rename_is_one_row_and_its_mcp502_is_not_repeated() -> None:
+    before = [_tool("get-tiny-image", "Return a tiny image."), _tool("echo", "Echo the text."), _tool("gone")]
+    after = [_tool("getTinyImage", "Return a tiny image."), _tool("echo", "Echo the text.")]
+    events, findings = history.compare_tools(before, "1", after, "1")
+    appeared = history.compare_findings([], findings)  # the MCP502s of this scan
+    log = history.readable_log(_stored(2, events + appeared), baseline_run=1)
+    kinds = [(entry.kind, entry.items) for entry in log]
+    assert (history.TOOL_RENAMED, ("get-tiny-image → getTinyImage",)) in kinds
+    assert (history.TOOL_REMOVED, ("gone",)) in kinds
+    assert not any(entry.kind == history.TOOL_ADDED for entry in log)
+    assert not any(entry.code == "MCP502" for entry in log)  # said by the removed row
+    removed = next(entry for entry in log if entry.kind == history.TOOL_REMOVED)
+    assert removed.summary == "1 removed (MCP502 tool-removed)"
+
+
+def test_a_renamed_tool_with_a_changed_description_is_not_a_rename() -> None:
+    events, _ = history.compare_tools([_tool("a", "One.")], "1", [_tool("b", "Two.")], "1")
+    log = history.readable_log(_stored(2, events), baseline_run=1)
+    assert {entry.kind for entry in log} == {history.TOOL_ADDED, history.TOOL_REMOVED}
+
+
+def test_findings_group_by_rule_and_leave_with_their_tool() -> None:
+    def appeared(code: str, tool: str | None, severity: str = "warning") -> _Event:
+        return _Event(3, history.FINDING_APPEARED, tool, code, {"rule": "r-" + code, "severity": severity})
+
+    events = [
+        _Event(3, history.TOOL_REMOVED, "old", details={"previous_index": 0}),
+        _Event(3, history.FINDING_RESOLVED, "old", "MCP102", {"rule": "description-missing", "severity": "problem"}),
+        _Event(3, history.FINDING_RESOLVED, "kept", "MCP205", {"rule": "param-untyped", "severity": "warning"}),
+        _Event(3, history.FINDING_RESOLVED, "kept", "MCP501", {"rule": "tool-changed-silently", "severity": "problem"}),
+        appeared("MCP207", "a"),
+        appeared("MCP207", "b"),
+        appeared("MCP207", "c"),
+        appeared("MCP102", "d", "problem"),
+        appeared("MCP305", None),
+    ]
+    log = history.readable_log(events, baseline_run=1)
+    rows = [(entry.kind, entry.code, entry.items) for entry in log]
+    assert (history.FINDING_APPEARED, "MCP207", ("a", "b", "c")) in rows  # one row for the rule, not three
+    assert (history.FINDING_GONE_WITH_TOOL, "MCP102", ("old",)) in rows  # not "fixed"
+    assert (history.FINDING_RESOLVED, "MCP205", ("kept",)) in rows
+    assert not any(code == "MCP501" for _, code, _ in rows)  # a one-scan finding going away is not a fix
+    assert (history.FINDING_APPEARED, "MCP305", (history.THE_LIST,)) in rows
+    appeared_rows = [entry for entry in log if entry.kind == history.FINDING_APPEARED]
+    assert appeared_rows[0].severity == "problem"  # worst first within a kind
+    assert [entry.label for entry in log][:1] == ["Tools removed"]
+
+
+def test_the_first_scan_is_one_baseline_row() -> None:
+    first = [
+        _Event(1, history.FINDING_APPEARED, f"t{index}", "MCP207", {"severity": "note", "rule": "x"})
+        for index in range(170)
+    ]
+    first.append(_Event(1, history.FINDING_APPEARED, "t0", "MCP102", {"severity": "problem", "rule": "y"}))
+    later = [_Event(2, history.SERVER_VERSION_CHANGED, details={"from": "1", "to": "2"})]
+    log = history.readable_log(first + later)  # the first run holds only findings: it is the baseline
+    assert [entry.kind for entry in log] == [history.SERVER_VERSION_CHANGED, history.BASELINE]
+    baseline = log[-1]
+    assert baseline.summary == "First successful scan: 171 findings (1 problem, 170 notes) under 2 rules"
+    assert baseline.items == ("MCP102", "MCP207")
+    # Told which run was the first successful scan, a log that starts later has no baseline row.
+    assert history.BASELINE not in {entry.kind for entry in history.readable_log(later, baseline_run=1)}

@@ -45,13 +45,13 @@ def _tokens(tokens: int) -> str:
 
 
 def message(score: float | None, tokens: int | None) -> str:
-    """``93.5 · 2.7k tokens``; either part is left out when unknown, ``unknown`` when both are."""
+    """``93.5 · 2.7k tokens``; either part is left out when unknown, ``not ranked`` when both are (a server whose list was not read)."""
     parts = []
     if score is not None:
         parts.append(f"{score:g}")
     if tokens is not None:
         parts.append(f"{_tokens(tokens)} tokens")
-    return " · ".join(parts) if parts else "unknown"
+    return " · ".join(parts) if parts else "not ranked"
 
 
 def shields_endpoint(score: float | None, tokens: int | None) -> dict[str, object]:

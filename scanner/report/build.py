@@ -18,19 +18,24 @@ from operator import methodcaller
 from pathlib import Path
 
 from scanner.errors import InputError, OutputError
+from scanner.history import readable_log
 from scanner.lanes import lanes_text
 from scanner.models import PROVIDER_SHORT, SCHEMA_DEPTH_LIMIT, Finding, Severity
+from scanner.report.changes import run_changes
 from scanner.report.check_groups import FindingGroup, group_findings
 from scanner.report.csv_out import render_csv
 from scanner.report.data import (
+    ChangeRow,
     EventView,
     FindingView,
     History,
     Leaderboard,
+    RuleShare,
     RuleView,
     ServerPage,
     ServerRow,
     SiteData,
+    ToolCostRow,
     TrendPoint,
     is_ranked_outcome,
     provider_order,
@@ -39,8 +44,9 @@ from scanner.report.html import write_site
 from scanner.report.jsonout import render_json
 from scanner.report.markdown import render_markdown
 from scanner.report.registry_health import run_health, write_health
+from scanner.report.nextstep import next_step
 from scanner.report.text import clean_text, unique_slugs
-from scanner.score import SCORE_FORMULA, SCORE_VERSION, score_breakdown
+from scanner.score import SCORE_FORMULA, SCORE_VERSION, ScoreBreakdown, score_breakdown
 from scanner.store import Store
 from scanner.store.rows import EventRow, HistoryColumns, LeaderRow, RunRow
 
@@ -94,14 +100,20 @@ class _TimedLabels(dict[datetime, str]):
 
 
 def _labels_of(
-    moments: Sequence[datetime], labels: Mapping[datetime, str], timed: Mapping[datetime, str]
+    moments: Sequence[datetime],
+    labels: Mapping[datetime, str],
+    timed: Mapping[datetime, str],
+    run_ids: Sequence[int] = (),
 ) -> tuple[str, ...]:
     """Chart labels for ``moments``: the date, or the date and time when two points share a day (so that same-day
-    runs do not all read "2026-11-30")."""
+    runs do not all read "2026-11-30"), or "run N" when even the minutes repeat (two runs in one minute)."""
     dated = tuple(map(labels.__getitem__, moments))
     if len(set(dated)) == len(dated):
         return dated
-    return tuple(map(timed.__getitem__, moments))
+    with_time = tuple(map(timed.__getitem__, moments))
+    if len(set(with_time)) == len(with_time) or len(run_ids) != len(moments):
+        return with_time
+    return tuple(f"run {run_id}" for run_id in run_ids)
 
 
 def _severity_label(value: Severity | int) -> str:
@@ -128,16 +140,18 @@ def _choose_run(store: Store, run_id: int | None) -> tuple[RunRow, RunRow | None
     return chosen, (earlier[-1] if earlier else None)
 
 
-def _score_of(row: LeaderRow) -> float:
-    """The score of one leaderboard row, from its findings (the toolset's and the scan's own MCP5xx). Registry-data
-    findings (MCP7xx) are about the registry entry, not the tool list a model reads: shown, never scored."""
-    return score_breakdown(int(row.tools_count or 0), (f for f in row.findings if not f.code.startswith("MCP7"))).score
+def _breakdown_of(row: LeaderRow) -> ScoreBreakdown:
+    """The score of one leaderboard row and its parts, from its findings (the toolset's and the scan's MCP5xx).
+    Registry-data findings (MCP7xx) are about the registry entry, not the tool list a model reads: shown, never
+    scored."""
+    findings = (f for f in row.findings if not f.code.startswith("MCP7"))
+    return score_breakdown(int(row.tools_count or 0), findings)
 
 
-def _ranking(rows: Iterable[LeaderRow]) -> list[tuple[LeaderRow, float]]:
+def _ranking(rows: Iterable[LeaderRow]) -> list[tuple[LeaderRow, ScoreBreakdown]]:
     """Ok rows with their scores, best first: score, then fewer tokens with the dearest provider, then name."""
-    scored = [(row, _score_of(row)) for row in rows if is_ranked_outcome(row.outcome)]
-    scored.sort(key=lambda pair: (-pair[1], pair[0].max_tokens, str(pair[0].server)))
+    scored = [(row, _breakdown_of(row)) for row in rows if is_ranked_outcome(row.outcome)]
+    scored.sort(key=lambda pair: (-pair[1].score, pair[0].max_tokens, str(pair[0].server)))
     return scored
 
 
@@ -151,23 +165,53 @@ def _movement(rank: int, previous: int | None) -> tuple[str, int]:
     return "same", 0
 
 
-def build_leaderboard(store: Store, run: RunRow, previous: RunRow | None, rows: Sequence[LeaderRow]) -> Leaderboard:
-    """Rank ``rows`` (the store's leaderboard of ``run``) and compare places with ``previous``, the finished run
-    before it (read from the store)."""
-    before: dict[str, int] = {}
-    if previous is not None:
-        before = {row.server: place for place, (row, _) in enumerate(_ranking(store.leaderboard(previous.id)), 1)}
+def relative_places(current: Sequence[str], previous: Sequence[str]) -> tuple[dict[str, int], dict[str, int]]:
+    """Each server's place among the servers ranked in both runs, now and before (both best first).
+
+    Movement compares these, so a newcomer entering at #2, or a server that left or stopped answering, moves no
+    one else: only a server that overtook another, or was overtaken, moves.
+    """
+    both = set(current) & set(previous)
+    now = {name: place for place, name in enumerate((name for name in current if name in both), 1)}
+    before = {name: place for place, name in enumerate((name for name in previous if name in both), 1)}
+    return now, before
+
+
+def build_leaderboard(
+    store: Store,
+    run: RunRow,
+    previous: RunRow | None,
+    rows: Sequence[LeaderRow],
+    events: Mapping[str, Sequence[EventRow]] | None = None,
+) -> Leaderboard:
+    """Rank ``rows`` (the store's leaderboard of ``run``) and compare with ``previous``, the finished run before it
+    (read from the store): movement and the change block (``events``: each server's stored events)."""
+    previous_rows = list(store.leaderboard(previous.id)) if previous is not None else []
+    previous_ranking = _ranking(previous_rows)
+    ranking = _ranking(rows)
+    now, before = relative_places(
+        [str(row.server) for row, _ in ranking], [str(row.server) for row, _ in previous_ranking]
+    )
     providers = provider_order({provider for row in rows for provider in row.tokens})
     slugs = unique_slugs(row.server for row in rows)  # one page per name, whatever the names
     clients = _client_tokens(store, rows)
     ranked = []
-    for place, (row, value) in enumerate(_ranking(rows), 1):
-        movement, moved_by = _movement(place, before.get(row.server))
-        ranked.append(_server_row(row, place, movement, moved_by, value, slugs, clients))
+    for place, (row, parts) in enumerate(ranking, 1):
+        movement, moved_by = _movement(now.get(row.server, 0), before.get(row.server))
+        ranked.append(_server_row(row, place, movement, moved_by, parts, slugs, clients))
     unranked = sorted(
         (_server_row(row, None, "unranked", 0, None, slugs) for row in rows if not is_ranked_outcome(row.outcome)),
         key=lambda item: (item.outcome, item.name),
     )
+    changes: tuple[ChangeRow, ...] = ()
+    if previous is not None:
+        changes = run_changes(
+            run.id,
+            (*ranked, *unranked),
+            previous_rows,
+            {str(row.server): parts.score for row, parts in previous_ranking},
+            events or {},
+        )
     return Leaderboard(
         run_id=run.id,
         started_at=run.started_at,
@@ -179,6 +223,7 @@ def build_leaderboard(store: Store, run: RunRow, previous: RunRow | None, rows: 
         providers=providers,
         ranked=tuple(ranked),
         unranked=tuple(unranked),
+        changes=changes,
     )
 
 
@@ -203,7 +248,7 @@ def _server_row(
     rank: int | None,
     movement: str,
     moved_by: int,
-    value: float | None,
+    parts: ScoreBreakdown | None,
     slugs: Mapping[str, str],
     clients: Mapping[str, Mapping[str, int]] | None = None,
 ) -> ServerRow:
@@ -215,7 +260,7 @@ def _server_row(
         rank=rank,
         movement=movement,
         moved_by=moved_by,
-        score=value,
+        score=parts.score if parts is not None else None,
         tools_count=row.tools_count,
         tokens=dict(row.tokens),
         problems=row.problems,
@@ -226,6 +271,8 @@ def _server_row(
         lane=row.lane,
         lanes=lanes_text(row.lanes),
         clients=dict((clients or {}).get(row.toolset_sha256 or "", {})),
+        codes=tuple(sorted({str(finding.code) for finding in row.findings})) if parts is not None else (),
+        breakdown=parts,
     )
 
 
@@ -233,7 +280,9 @@ def build_trends(store: Store) -> tuple[TrendPoint, ...]:
     """One point per finished run, oldest first."""
     points = []
     finished = [trend for trend in sorted(store.trends(), key=lambda item: item.run_id) if trend.status == "finished"]
-    labels = _labels_of([trend.started_at for trend in finished], _Labels(), _TimedLabels())
+    labels = _labels_of(
+        [trend.started_at for trend in finished], _Labels(), _TimedLabels(), [trend.run_id for trend in finished]
+    )
     for trend, label in zip(finished, labels, strict=True):
         points.append(
             TrendPoint(
@@ -317,16 +366,21 @@ def pretty_json(value: object, depth: int = 0) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
-def _provider_views(tools: Sequence[object], providers: Sequence[str]) -> dict[str, str]:
-    """Each provider's view of ``tools`` (``scanner.providers.provider_view``) as pretty JSON, cut at the limit.
+def _provider_views(
+    tools: Sequence[object], providers: Sequence[str]
+) -> tuple[dict[str, str], tuple[ToolCostRow, ...]]:
+    """Each provider's view of ``tools`` (``scanner.providers.provider_view``) as pretty JSON, cut at the limit,
+    and every tool's tokens per provider, dearest first (the numbers of ``fathom check --tools``).
 
     Each tool is read (copied with its depth and size caps) once for all providers rather than once per
     provider: the copy is most of a view's cost, and a site holds thousands of lists.
     """
-    from scanner.providers import get
+    from scanner.check import tool_label
+    from scanner.providers import get, measure_all
     from scanner.providers.base import read_tool
 
-    parts = [part for part in map(read_tool, tools) if part is not None]
+    read = [read_tool(tool) for tool in tools]
+    parts = [part for part in read if part is not None]
     views = {}
     for provider in providers:
         implementation = get(provider)
@@ -334,7 +388,49 @@ def _provider_views(tools: Sequence[object], providers: Sequence[str]) -> dict[s
         declarations = [implementation.declaration(part) for part in parts]
         text = pretty_json(implementation.wrap(declarations) if declarations else [])
         views[provider] = text if len(text) <= PROVIDER_VIEW_LIMIT else text[:PROVIDER_VIEW_LIMIT] + "\n… (cut)"
-    return views
+    measured = {name: value for name, value in measure_all(read).items() if name in providers}
+    costs = [
+        ToolCostRow(
+            name=tool_label(tool, index),
+            index=index,
+            tokens={name: value.per_tool[index] for name, value in measured.items() if index < len(value.per_tool)},
+        )
+        for index, tool in enumerate(tools)
+    ]
+    key = providers[0] if providers else ""
+    costs.sort(key=lambda row: (-row.tokens.get(key, 0), row.index))
+    return views, tuple(costs)
+
+
+def score_shares(tools_count: int, findings: Sequence[Finding]) -> tuple[RuleShare, ...]:
+    """What each rule costs a server's score: the points it would gain were that rule's findings gone, dearest
+    first (the shares need not add up to the whole loss: the worst tool and the caps interact)."""
+    whole = score_breakdown(tools_count, findings).score
+    by_code: dict[str, list[Finding]] = defaultdict(list)
+    for finding in findings:
+        by_code[str(finding.code)].append(finding)
+    shares = []
+    for code, members in by_code.items():
+        without = score_breakdown(tools_count, [f for f in findings if f.code != code]).score
+        first = members[0]
+        shares.append(
+            RuleShare(
+                code=code,
+                rule=str(first.rule),
+                severity=_severity_label(first.severity),
+                findings=len(members),
+                points=round(without - whole, 1),
+            )
+        )
+    shares.sort(key=lambda share: (-share.points, share.code))
+    return tuple(shares)
+
+
+# The handshake era in plain words: the stored value says which handshake answered, not how good it is.
+ERA_WORDS = {
+    "legacy": "initialize handshake (MCP 2024-11-05 to 2025-11-25, what most clients speak today)",
+    "stateless": "stateless server/discover (MCP 2026-07-28)",
+}
 
 
 _NO_TOKENS: Mapping[str, int] = {}
@@ -365,7 +461,7 @@ def _history_columns(scans: HistoryColumns, providers: Sequence[str], labels: _L
             tokens[index] = _NO_TOKENS
     return History(
         run_ids=scans.run_ids,
-        labels=_labels_of(scans.scanned_at, labels, labels.timed),
+        labels=_labels_of(scans.scanned_at, labels, labels.timed, scans.run_ids),
         outcomes=outcomes,
         tokens={provider: tuple(map(methodcaller("get", provider), tokens)) for provider in providers},
         problems=column(scans.problems),
@@ -401,15 +497,24 @@ def build_server_page(
         )
         for event in sorted(server_events, key=lambda item: item.id, reverse=True)
     )
+    first_ok = scans.outcomes.index("ok") if "ok" in scans.outcomes else None
+    oldest_first: list[EventRow] = sorted(server_events, key=lambda item: item.id)
+    log = readable_log(
+        oldest_first,
+        baseline_run=scans.run_ids[first_ok] if first_ok is not None else None,
+    )
     findings: tuple[FindingView, ...] = ()
     views: dict[str, str] = {}
+    costs: tuple[ToolCostRow, ...] = ()
+    shares: tuple[RuleShare, ...] = ()
     if row.toolset_sha256 and is_ranked_outcome(row.outcome) and tools is not None:
         # The leaderboard row already holds the toolset's findings and the scan's own (MCP5xx), under the run's
         # scoring rule version: no second query.
         raw = leader.findings
         ordered = sorted(raw, key=lambda f: (int(f.severity), -1 if f.tool_index is None else f.tool_index, f.code))
         findings = tuple(_finding_view(finding) for finding in group_findings(ordered))
-        views = _provider_views(tools, providers)
+        views, costs = _provider_views(tools, providers)
+        shares = score_shares(int(leader.tools_count or 0), list(raw))
     info: dict[str, str] = {}
     latest = scans.latest
     # What ran and its stderr belong to this run's scan: a report of an older run does not show a newer one's.
@@ -419,7 +524,7 @@ def build_server_page(
             ("Server info name", latest.server_name),
             ("Server info version", latest.server_version),
             ("Protocol version", latest.protocol_version),
-            ("Handshake", latest.era),
+            ("Handshake", ERA_WORDS.get(latest.era or "", latest.era)),
             ("Transport", latest.transport),
         ):
             if value:
@@ -444,6 +549,10 @@ def build_server_page(
         server_info=info,
         ran=shown.ran if shown is not None else None,
         stderr_tail=shown.stderr_tail if shown is not None else (),
+        log=log,
+        score_shares=shares,
+        tool_costs=costs,
+        next_step="" if row.ranked else next_step(row.name, row.outcome, row.detail),
     )
 
 
@@ -503,13 +612,13 @@ def site_data(
     """
     run, previous = _choose_run(store, run_id)
     rows = list(store.leaderboard(run.id))
-    board = build_leaderboard(store, run, previous, rows)
     leaders = {row.server: row for row in rows}
     # Every event in one query, grouped here: one query per server costs seconds on a registry-sized site.
     events: dict[str, list[EventRow]] = defaultdict(list)
     for event in store.events():
         if event.server in leaders:
             events[event.server].append(event)
+    board = build_leaderboard(store, run, previous, rows, events)
     pages = server_pages(store, (*board.ranked, *board.unranked), leaders, board.providers, events)
     return SiteData(
         leaderboard=board,

@@ -51,8 +51,16 @@ def _row(row: ServerRow, providers: tuple[str, ...], clients: tuple[str, ...] = 
         row.notes,
         csv_text(row.outcome),
         csv_text(row.detail),
+        *(("", "", "") if row.breakdown is None else _parts(row)),
+        " ".join(row.codes),
         *("" if row.clients.get(key) is None else row.clients[key] for key in clients),
     ]
+
+
+def _parts(row: ServerRow) -> tuple[str, str, str]:
+    parts = row.breakdown
+    assert parts is not None
+    return f"{parts.mean_tool:.4f}", f"{parts.worst_tool:.4f}", f"{parts.list_penalty:g}"
 
 
 def render_csv(board: Leaderboard) -> str:
@@ -73,6 +81,11 @@ def render_csv(board: Leaderboard) -> str:
             "notes",
             "outcome",
             "detail",
+            # Added later, at the end so that readers by position keep working.
+            "mean_tool_score",
+            "worst_tool_score",
+            "list_penalty",
+            "rules",
             *(f"client_{key}" for key in clients),
         ]
     )

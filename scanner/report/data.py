@@ -13,8 +13,11 @@ from datetime import datetime
 from typing import Any
 
 from scanner import metrics as scan_metrics
+from scanner.history import LogEntry
 from scanner.metrics import Metric
 from scanner.models import MEASURED_PROVIDERS, PROVIDERS, Outcome
+from scanner.report.nextstep import reason_group
+from scanner.score import ScoreBreakdown
 from scanner.store.rows import RunSpec
 
 # Why a server was not ranked, for the report's grouping: (key, heading, the outcomes it covers), in the order
@@ -88,10 +91,45 @@ class ServerRow:
     lanes: str = ""  # a scan in lanes: every lane side by side, "anonymous: 3 of 14 tools; credentialed: 14 tools"
     # What each client sends per turn at rest (scanner.clients), by client key; empty when not measured.
     clients: Mapping[str, int] = field(default_factory=dict)
+    codes: tuple[str, ...] = ()  # the rule codes of its current findings, sorted (for the leaderboard's filter)
+    breakdown: ScoreBreakdown | None = None  # the parts of its score (scanner.score.score_breakdown)
 
     @property
     def ranked(self) -> bool:
         return self.rank is not None
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    """One line of "What changed in this run": a server and what happened to it since the previous run.
+
+    ``kind`` is one of :data:`CHANGE_KINDS`; ``slug`` is None for a server that left (it has no page this run).
+    """
+
+    kind: str
+    server: str
+    slug: str | None
+    detail: str
+
+    @property
+    def label(self) -> str:
+        return dict(CHANGE_KINDS).get(self.kind, self.kind)
+
+
+# The kinds of change the leaderboard's change block lists, in the order shown.
+CHANGE_KINDS: tuple[tuple[str, str], ...] = (
+    ("added", "Added"),
+    ("gone", "Gone"),
+    ("started_failing", "Started failing"),
+    ("stopped_failing", "Answers again"),
+    ("silent_change", "Silent change"),
+    ("new_problems", "New problems"),
+    ("score_down", "Score down"),
+    ("score_up", "Score up"),
+    ("tools_changed", "Tools changed"),
+    ("version", "Version bump"),
+)
+SCORE_MOVE_THRESHOLD = 5.0  # points: a smaller move of the score is not listed as a change
 
 
 @dataclass(frozen=True)
@@ -108,6 +146,17 @@ class Leaderboard:
     providers: tuple[str, ...]
     ranked: tuple[ServerRow, ...]
     unranked: tuple[ServerRow, ...]
+    changes: tuple[ChangeRow, ...] = ()  # what changed since the previous finished run (none for the first)
+
+    @property
+    def rule_codes(self) -> tuple[str, ...]:
+        """Every rule code that hits a ranked server, sorted (the leaderboard's rule filter)."""
+        return tuple(sorted({code for row in self.ranked for code in row.codes}))
+
+    @property
+    def unranked_outcomes(self) -> tuple[str, ...]:
+        """Every outcome of an unranked server, sorted (the leaderboard's outcome filter)."""
+        return tuple(sorted({row.outcome for row in self.unranked}))
 
     @property
     def failure_groups(self) -> tuple[FailureGroup, ...]:
@@ -130,6 +179,26 @@ class Leaderboard:
 @dataclass(frozen=True)
 class FailureGroup:
     """Unranked servers that failed for one cause (``key`` and ``label`` from :data:`FAILURE_CAUSES`)."""
+
+    key: str
+    label: str
+    rows: tuple[ServerRow, ...]
+
+    @property
+    def reasons(self) -> tuple[ReasonGroup, ...]:
+        """The servers of this cause grouped by reason (``scanner.report.nextstep.reason_group``), the largest
+        group first, then by reason."""
+        grouped: dict[str, tuple[str, list[ServerRow]]] = {}
+        for row in self.rows:
+            key, label = reason_group(row.outcome, row.detail)
+            grouped.setdefault(key, (label, []))[1].append(row)
+        ordered = sorted(grouped.items(), key=lambda item: (-len(item[1][1]), item[1][0]))
+        return tuple(ReasonGroup(key=key, label=label, rows=tuple(rows)) for key, (label, rows) in ordered)
+
+
+@dataclass(frozen=True)
+class ReasonGroup:
+    """Servers of one cause that failed for the same reason (their detail with per-server parts blanked)."""
 
     key: str
     label: str
@@ -209,6 +278,10 @@ class ServerPage:
     server_info: Mapping[str, str] = field(default_factory=dict)  # label -> the server's own text
     ran: RunSpec | None = None  # what this run's scan ran (registry version, package, URL, command; redacted)
     stderr_tail: tuple[str, ...] = ()  # its last stderr lines (normalised, scrubbed; escaped by the renderer)
+    log: tuple[LogEntry, ...] = ()  # the readable change log (scanner.history.readable_log), newest first
+    score_shares: tuple[RuleShare, ...] = ()  # what each rule costs the score, dearest first
+    tool_costs: tuple[ToolCostRow, ...] = ()  # every tool's tokens per provider, dearest first
+    next_step: str = ""  # for a server not ranked: what to do so the next scan reads its list
 
     @property
     def scan_table(self) -> tuple[tuple[int, str, str, str], ...]:
@@ -240,6 +313,27 @@ def _metric_text(value: int | float | None) -> str:
     if value is None:
         return ""
     return f"{value:,}" if isinstance(value, int) else f"{value:,.1f}"
+
+
+@dataclass(frozen=True)
+class RuleShare:
+    """One rule's part in a server's score: the points the score would gain without its findings."""
+
+    code: str
+    rule: str
+    severity: str
+    findings: int
+    points: float
+
+
+@dataclass(frozen=True)
+class ToolCostRow:
+    """One tool of a server's list and its tokens per provider (its own declaration, without the request's
+    fixed overhead)."""
+
+    name: str
+    index: int
+    tokens: Mapping[str, int]
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -22,13 +23,16 @@ from scanner.clients import CLIENTS_BY_KEY
 from scanner.errors import OutputError
 from scanner.models import PROVIDER_LABELS
 from scanner.report.data import ServerPage, ServerRow, SiteData, TrendPoint
-from scanner.report.svg import Series, line_chart, stacked_bar_chart
+from scanner.report.svg import Series, line_chart, needs_own_scales, small_multiples, stacked_bar_chart
 from scanner.report.text import clean_text, plural
 
 CSP = (
-    "default-src 'none'; script-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'"
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'"
 )
 TOP_RULES_CHARTED = 8
+# Ranked rows shown at once on the leaderboard; the rest wait in a closed <details>, which a browser does not lay
+# out: 20 000 rows in one open table took ten times as long to become usable (bench/bench_board_page.py).
+BOARD_ROWS = 1000
 TREND_TABLE_ROWS = 60
 PRE_LIMIT = 400_000
 
@@ -80,10 +84,37 @@ def make_environment() -> Environment:
     return env
 
 
-def trend_charts(trends: tuple[TrendPoint, ...]) -> list[str]:
-    """The four trend charts: problem share, tokens per turn, findings by rule, outcomes by kind."""
+@dataclass(frozen=True)
+class Multiples:
+    """Small charts shown side by side under one heading (one per series, each on its own scale)."""
+
+    title: str
+    panels: tuple[str, ...]
+
+
+def _rule_name(code: str) -> str:
+    from scanner.rules import RULES
+
+    rule = RULES.get(code)
+    return f"{code} {rule.slug}" if rule is not None else code
+
+
+def _maybe_multiples(
+    title: str, labels: Sequence[str], series: list[Series], *, y_label: str, percent: bool = False
+) -> str | Multiples:
+    """One chart, or small multiples when the series' magnitudes differ tenfold (one would lie flat on zero)."""
+    if needs_own_scales(series):
+        return Multiples(
+            f"{title} (each on its own scale)", tuple(small_multiples(title, labels, series, y_label=y_label))
+        )
+    return line_chart(title, labels, series, y_label=y_label, percent=percent)
+
+
+def trend_charts(trends: tuple[TrendPoint, ...]) -> list[str | Multiples]:
+    """The trend charts: problem share, tokens per turn, servers hit per rule (small multiples, one per rule),
+    outcomes by kind."""
     labels = [point.label for point in trends]
-    charts = [
+    charts: list[str | Multiples] = [
         line_chart(
             "Share of answering servers with at least one problem",
             labels,
@@ -91,7 +122,7 @@ def trend_charts(trends: tuple[TrendPoint, ...]) -> list[str]:
             y_label="share of servers",
             percent=True,
         ),
-        line_chart(
+        _maybe_multiples(
             "Tokens per turn (dearest provider)",
             labels,
             [
@@ -105,13 +136,14 @@ def trend_charts(trends: tuple[TrendPoint, ...]) -> list[str]:
     for point in trends:
         totals.update(point.findings_by_rule)
     top = [code for code, _ in sorted(totals.items(), key=lambda item: (-item[1], item[0]))[:TOP_RULES_CHARTED]]
+    title = f"Servers hit per rule (the {len(top)} most frequent)"
+    rules = [
+        Series(_rule_name(code), tuple(float(point.findings_by_rule.get(code, 0)) for point in trends)) for code in top
+    ]
     charts.append(
-        line_chart(
-            f"Servers hit per rule (the {len(top)} most frequent)",
-            labels,
-            [Series(code, tuple(float(point.findings_by_rule.get(code, 0)) for point in trends)) for code in top],
-            y_label="servers",
-        )
+        Multiples(title, tuple(small_multiples(title, labels, rules, y_label="servers")))
+        if rules
+        else line_chart(title, labels, rules, y_label="servers")
     )
     kinds = sorted({kind for point in trends for kind in point.outcomes}, key=lambda kind: (kind != "ok", kind))
     charts.append(
@@ -142,7 +174,7 @@ def _floats(column: Sequence[int | None]) -> tuple[float | None, ...]:
     return tuple(map(_AsFloat().__getitem__, column))
 
 
-def server_charts(page: ServerPage, providers: tuple[str, ...]) -> list[str]:
+def server_charts(page: ServerPage, providers: tuple[str, ...]) -> list[str | Multiples]:
     """A server's token history (one line per provider) and findings history (one line per severity); none for a
     server that never answered (two empty charts say nothing: its page shows its scans as a table)."""
     history = page.history
@@ -162,7 +194,7 @@ def server_charts(page: ServerPage, providers: tuple[str, ...]) -> list[str]:
     ]
     labels = history.labels
     return [
-        line_chart("Tokens per turn, by provider", labels, tokens, y_label="tokens"),
+        _maybe_multiples("Tokens per turn, by provider", labels, tokens, y_label="tokens"),
         line_chart("Findings over time", labels, findings, y_label="findings"),
     ]
 
@@ -171,7 +203,7 @@ def render_pages(site: SiteData, env: Environment | None = None) -> Iterator[tup
     """Yield ``(relative path, html)`` for every page of the site, the leaderboard first."""
     env = env or make_environment()
     common: dict[str, Any] = {"board": site.leaderboard, "generated_at": site.generated_at, "csp": CSP}
-    yield "index.html", env.get_template("index.html").render(root="", **common)
+    yield "index.html", env.get_template("index.html").render(root="", board_rows=BOARD_ROWS, **common)
     yield (
         "trends.html",
         env.get_template("trends.html").render(
@@ -203,13 +235,32 @@ def stylesheet() -> str:
     return resources.files("scanner.report").joinpath("templates/style.css").read_text(encoding="utf-8")
 
 
+def board_script() -> str:
+    """The leaderboard's one script (search, filter, sort), served from the site itself."""
+    return resources.files("scanner.report").joinpath("templates/board.js").read_text(encoding="utf-8")
+
+
+def badge_files(row: ServerRow) -> tuple[tuple[str, str], tuple[str, str]]:
+    """``(relative path, text)`` of a server's two badges: ``badges/<slug>.svg`` and ``badges/<slug>.json``."""
+    import json
+
+    from scanner.report.badge import badge_svg, shields_endpoint
+
+    score = row.score if row.ranked else None
+    tokens = max(row.tokens.values()) if row.tokens and row.ranked else None
+    endpoint = json.dumps(shields_endpoint(score, tokens), ensure_ascii=True) + "\n"
+    return (f"badges/{row.slug}.svg", badge_svg(score, tokens)), (f"badges/{row.slug}.json", endpoint)
+
+
 def write_site(site: SiteData, out_dir: Path) -> list[Path]:
-    """Write every HTML page and the stylesheet under ``out_dir``; return the paths written."""
+    """Write every HTML page, each server's badges and the stylesheet under ``out_dir``; return the paths written."""
     (out_dir / "servers").mkdir(parents=True, exist_ok=True)
+    (out_dir / "badges").mkdir(parents=True, exist_ok=True)
     written = []
-    css = out_dir / "style.css"
-    css.write_text(stylesheet(), encoding="utf-8")
-    written.append(css)
+    for name, text in (("style.css", stylesheet()), ("board.js", board_script())):
+        path = out_dir / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
     pages: set[str] = set()
     for relative, text in render_pages(site):
         # Slugs are unique per build (text.unique_slugs); this is the last guard: never overwrite a page of this
@@ -220,4 +271,9 @@ def write_site(site: SiteData, out_dir: Path) -> list[Path]:
         path = out_dir / relative
         path.write_text(text, encoding="utf-8")
         written.append(path)
+    for row in (*site.leaderboard.ranked, *site.leaderboard.unranked):
+        for relative, text in badge_files(row):
+            path = out_dir / relative
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
     return written

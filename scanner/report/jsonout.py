@@ -12,8 +12,11 @@ import json
 from typing import Any
 
 from scanner.report.data import Leaderboard, ServerRow, failure_cause
+from scanner.report.nextstep import reason_group
 
 STRING_LIMIT = 4000
+# Format 1 only ever gains fields (``score_parts``, ``rules``, ``badge``, ``changes``, ``reason`` were added
+# later); a field that changes meaning or goes away makes format 2.
 FORMAT_VERSION = 1
 
 
@@ -41,7 +44,23 @@ def _row(row: ServerRow) -> dict[str, Any]:
         "detail": _text(row.detail),
         "toolset_sha256": row.toolset_sha256,
         "clients": dict(row.clients),
+        "score_parts": _parts(row),
+        "rules": list(row.codes),
+        "badge": {"svg": f"badges/{row.slug}.svg", "endpoint": f"badges/{row.slug}.json"},
     } | _lanes(row)
+
+
+def _parts(row: ServerRow) -> dict[str, Any] | None:
+    """What the score is made of (``scanner.score.score_breakdown``); None for a server that is not ranked."""
+    parts = row.breakdown
+    if parts is None:
+        return None
+    return {
+        "mean_tool": parts.mean_tool,
+        "worst_tool": parts.worst_tool,
+        "list_penalty": parts.list_penalty,
+        "version": parts.version,
+    }
 
 
 def _lanes(row: ServerRow) -> dict[str, Any]:
@@ -63,9 +82,16 @@ def leaderboard_document(board: Leaderboard) -> dict[str, Any]:
         "score": {"version": board.score_version, "formula": board.score_formula},
         "providers": list(board.providers),
         "ranked": [_row(row) for row in board.ranked],
-        "unranked": [{**_row(row), "cause": failure_cause(row.outcome)[0]} for row in board.unranked],
+        "unranked": [
+            {**_row(row), "cause": failure_cause(row.outcome)[0], "reason": reason_group(row.outcome, row.detail)[1]}
+            for row in board.unranked
+        ],
         "unranked_by_cause": [
             {"cause": group.key, "label": group.label, "servers": len(group.rows)} for group in board.failure_groups
+        ],
+        "changes": [
+            {"kind": change.kind, "server": _text(change.server), "slug": change.slug, "detail": _text(change.detail)}
+            for change in board.changes
         ],
     }
 

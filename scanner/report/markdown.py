@@ -32,6 +32,19 @@ def _ranked_line(row: ServerRow, providers: tuple[str, ...]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def _changes(board: Leaderboard) -> list[str]:
+    """``## What changed since run N`` with one bullet per change, or nothing for a first run."""
+    if board.previous_run_id is None:
+        return []
+    lines = [f"## What changed since run {board.previous_run_id}", ""]
+    if not board.changes:
+        return [*lines, "Nothing changed.", ""]
+    for change in board.changes:
+        server, detail = markdown_escape(change.server, limit=500), markdown_escape(change.detail, limit=500)
+        lines.append(f"- **{change.label}**: {server}: {detail}")
+    return [*lines, ""]
+
+
 def render_markdown(board: Leaderboard) -> str:
     """The whole ``leaderboard.md`` text for ``board``."""
     providers = board.providers
@@ -41,6 +54,7 @@ def render_markdown(board: Leaderboard) -> str:
         f"Run {board.run_id} started {board.started_at:%Y-%m-%d %H:%M} UTC; rule catalogue "
         f"{markdown_escape(board.rule_version)}; score version {board.score_version} (0–100, higher is better).",
         "",
+        *_changes(board),
         "| Rank | Move | Server | Score | Tools | "
         + " | ".join(f"{markdown_escape(p)} tokens" for p in providers)
         + (" | " if providers else "")

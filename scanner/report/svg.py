@@ -21,13 +21,43 @@ from scanner.report.text import DEFAULT_LIMIT, clean_text, xml_escape
 
 PALETTE: tuple[str, ...] = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
-WIDTH = 720
-HEIGHT = 300
+WIDTH = 900
+HEIGHT = 320
 LEFT = 64
 RIGHT = 48
 TOP = 36
 BOTTOM = 64
 MAX_X_TICKS = 8
+FONT = 12  # px at the viewBox's own size; the stylesheet never shows a chart narrower than its legible width
+LABEL_GAP = 15  # px between two direct labels at the end of the lines
+# Later series are dashed, so a line drawn over an equal one still shows both colours.
+DASHES: tuple[str, ...] = ("", "7 4", "2 3", "10 3 2 3")
+PANEL_WIDTH = 360
+PANEL_HEIGHT = 210
+
+
+@dataclass(frozen=True)
+class Box:
+    """A chart's size and margins (``right`` holds the direct labels of the lines)."""
+
+    width: int = WIDTH
+    height: int = HEIGHT
+    left: int = LEFT
+    right: int = RIGHT
+    top: int = TOP
+    bottom: int = BOTTOM
+
+    @property
+    def plot_w(self) -> float:
+        return self.width - self.left - self.right
+
+    @property
+    def plot_h(self) -> float:
+        return self.height - self.top - self.bottom
+
+
+MAIN = Box(right=190)
+PANEL = Box(width=PANEL_WIDTH, height=PANEL_HEIGHT, left=48, right=40, top=30, bottom=40)
 
 
 @dataclass(frozen=True)
@@ -73,35 +103,37 @@ LEGEND_SLOT = 160  # px a legend entry takes; a longer label takes more slots, f
 LEGEND_CHAR = 6.5  # px a character of the legend's 11 px sans-serif takes, at most (for laying out only)
 
 
-def _legend_places(legend: Sequence[str]) -> list[tuple[int, int]]:
+def _legend_places(legend: Sequence[str], slots: int = 4) -> list[tuple[int, int]]:
     """(slot, row) of each legend entry: four slots a row, a label too long for one slot taking as many as it
     needs, so no two labels overlap (``Anthropic (Claude Opus 4.7+ tokenizer)`` is two)."""
     places: list[tuple[int, int]] = []
     slot = row = 0
     for name in legend:
-        needs = max(1, min(4, math.ceil((14 + len(name) * LEGEND_CHAR + 10) / LEGEND_SLOT)))
-        if slot + needs > 4:
+        needs = max(1, min(slots, math.ceil((14 + len(name) * LEGEND_CHAR + 10) / LEGEND_SLOT)))
+        if slot + needs > slots:
             slot, row = 0, row + 1
         places.append((slot, row))
         slot += needs
     return places
 
 
-def _frame(title: str, desc: str, body: list[str], legend: Sequence[str]) -> str:
+def _frame(title: str, desc: str, body: list[str], legend: Sequence[str], box: Box = MAIN) -> str:
     # The legend grows downwards, so many series never overlap the axis labels.
-    places = _legend_places(legend)
-    height = HEIGHT + 14 * (places[-1][1] if places else 0)
+    slots = max(1, int((box.width - box.left) // LEGEND_SLOT))
+    places = _legend_places(legend, slots)
+    height = box.height + 14 * (places[-1][1] if places else 0)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" viewBox="0 0 {WIDTH} {height}" '
-        f'width="{WIDTH}" height="{height}" class="chart" font-family="sans-serif" font-size="11">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" viewBox="0 0 {box.width} {height}" '
+        f'width="{box.width}" height="{height}" class="chart" font-family="sans-serif" font-size="{FONT}">',
         f"<title>{_esc(title)}</title>",
         f"<desc>{_esc(desc)}</desc>",
-        f'<text x="{WIDTH / 2:g}" y="18" text-anchor="middle" font-size="14" font-weight="bold">{_esc(title)}</text>',
+        f'<text x="{box.width / 2:g}" y="18" text-anchor="middle" font-size="14" font-weight="bold">'
+        f"{_esc(title)}</text>",
     ]
     parts.extend(body)
     for index, (name, (slot, row)) in enumerate(zip(legend, places, strict=True)):
-        x = LEFT + slot * LEGEND_SLOT
-        y = HEIGHT - 22 + row * 14
+        x = box.left + slot * LEGEND_SLOT
+        y = box.height - 22 + row * 14
         colour = PALETTE[index % len(PALETTE)]
         parts.append(f'<rect x="{x}" y="{y - 8}" width="10" height="10" fill="{colour}"/>')
         parts.append(f'<text x="{x + 14}" y="{y + 1}">{_esc(name)}</text>')
@@ -109,28 +141,40 @@ def _frame(title: str, desc: str, body: list[str], legend: Sequence[str]) -> str
     return "\n".join(parts)
 
 
-def _axes(x_labels: Sequence[str], y_max: float, y_label: str, percent: bool, slot: float, centred: bool) -> list[str]:
-    plot_w = WIDTH - LEFT - RIGHT
-    plot_h = HEIGHT - TOP - BOTTOM
-    base = TOP + plot_h
+def _tick_every(labels: Sequence[str], plot_w: float) -> int:
+    """Show every n-th x label, so that no two drawn labels overlap (each as wide as the longest)."""
+    count = len(labels)
+    if not count:
+        return 1
+    widest = max(len(label) for label in labels) * LEGEND_CHAR + 10
+    fits = max(1, min(MAX_X_TICKS, int(plot_w // widest)))
+    return max(1, math.ceil(count / fits))
+
+
+def _axes(
+    x_labels: Sequence[str], y_max: float, y_label: str, percent: bool, slot: float, centred: bool, box: Box = MAIN
+) -> list[str]:
+    plot_w, plot_h = box.plot_w, box.plot_h
+    left, top = box.left, box.top
+    base = top + plot_h
     out = [
-        f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{base}" stroke="#333"/>',
-        f'<line x1="{LEFT}" y1="{base}" x2="{LEFT + plot_w}" y2="{base}" stroke="#333"/>',
-        f'<text x="14" y="{TOP + plot_h / 2:g}" text-anchor="middle" '
-        f'transform="rotate(-90 14 {TOP + plot_h / 2:g})">{_esc(y_label)}</text>',
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{base}" stroke="#333"/>',
+        f'<line x1="{left}" y1="{base}" x2="{left + plot_w:g}" y2="{base}" stroke="#333"/>',
+        f'<text x="14" y="{top + plot_h / 2:g}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {top + plot_h / 2:g})">{_esc(y_label)}</text>',
     ]
     for step in range(5):
         value = y_max * step / 4
         y = base - plot_h * step / 4
-        out.append(f'<line x1="{LEFT - 4}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" stroke="#ddd"/>')
-        out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(value, percent)}</text>')
+        out.append(f'<line x1="{left - 4}" y1="{y:.1f}" x2="{left + plot_w:g}" y2="{y:.1f}" stroke="#ddd"/>')
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(value, percent)}</text>')
     count = len(x_labels)
     if count:
-        every = max(1, math.ceil(count / MAX_X_TICKS))
+        every = _tick_every(x_labels, plot_w)
         for index in range(0, count, every):
-            x = LEFT + slot * index + (slot / 2 if centred else 0)
+            x = left + slot * index + (slot / 2 if centred else 0)
             out.append(f'<line x1="{x:.1f}" y1="{base}" x2="{x:.1f}" y2="{base + 4}" stroke="#333"/>')
-            out.append(f'<text x="{x:.1f}" y="{base + 16}" text-anchor="middle">{_esc(x_labels[index])}</text>')
+            out.append(f'<text x="{x:.1f}" y="{base + 20}" text-anchor="middle">{_esc(x_labels[index])}</text>')
     return out
 
 
@@ -170,8 +214,15 @@ def line_chart(
     y_label: str = "",
     percent: bool = False,
     desc: str = "",
+    box: Box = MAIN,
+    direct_labels: bool = True,
+    legend: bool = True,
 ) -> str:
-    """A line chart of ``series`` over ``x_labels`` (e.g. run dates); a single point is drawn as a dot."""
+    """A line chart of ``series`` over ``x_labels`` (e.g. run dates); a single point is drawn as a dot.
+
+    Each line is named at its end (``direct_labels``), lines ending on the same value sharing one label, so a
+    line hidden under an equal one is still named; later series are dashed, so both colours show where they meet.
+    """
     count = len(x_labels)
     drawn = [_segments(line.values[:count]) for line in series]
     if all(len(line.values) <= count for line in series):
@@ -180,26 +231,88 @@ def line_chart(
     else:
         peak = max((v for s in series for v in s.values if v is not None and math.isfinite(v)), default=0.0)
     y_max = 1.0 if percent and peak <= 1 else _nice_max(peak)
-    plot_w = WIDTH - LEFT - RIGHT
-    plot_h = HEIGHT - TOP - BOTTOM
+    if not direct_labels and box is MAIN:
+        box = Box()
+    plot_w, plot_h = box.plot_w, box.plot_h
     slot = plot_w / max(1, count - 1)
-    body = _axes(x_labels, y_max, y_label, percent, slot, centred=False)
+    body = _axes(x_labels, y_max, y_label, percent, slot, centred=False, box=box)
     if count == 0 or not series:
-        body.append(f'<text x="{WIDTH / 2:g}" y="{HEIGHT / 2:g}" text-anchor="middle">No data yet</text>')
+        body.append(f'<text x="{box.width / 2:g}" y="{box.height / 2:g}" text-anchor="middle">No data yet</text>')
+    ends: dict[float, list[int]] = {}
     for index, segments in enumerate(drawn):
         colour = PALETTE[index % len(PALETTE)]
+        dash = DASHES[index % len(DASHES)]
+        dashed = f' stroke-dasharray="{dash}"' if dash else ""
         for segment in segments:
             coords = [
-                f"{LEFT + (slot * position if count > 1 else plot_w / 2):.1f},"
-                f"{TOP + plot_h - plot_h * max(0.0, value) / y_max:.1f}"
+                f"{box.left + (slot * position if count > 1 else plot_w / 2):.1f},"
+                f"{box.top + plot_h - plot_h * max(0.0, value) / y_max:.1f}"
                 for position, value in segment
             ]
             if len(coords) == 1:
                 cx, cy = coords[0].split(",")
                 body.append(f'<circle cx="{cx}" cy="{cy}" r="3" fill="{colour}"/>')
             else:
-                body.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{" ".join(coords)}"/>')
-    return _frame(title, desc or title, body, [s.name for s in series])
+                body.append(
+                    f'<polyline fill="none" stroke="{colour}" stroke-width="2"{dashed} points="{" ".join(coords)}"/>'
+                )
+        if segments:
+            ends.setdefault(segments[-1][-1][1], []).append(index)
+    if direct_labels and series:
+        body.extend(_end_labels(ends, series, y_max, box, percent))
+    return _frame(title, desc or title, body, [s.name for s in series] if legend else [], box)
+
+
+def _end_labels(
+    ends: dict[float, list[int]], series: Sequence[Series], y_max: float, box: Box, percent: bool
+) -> list[str]:
+    """The names at the right end of the lines, one label per end value, pushed apart so none overlap."""
+    placed: list[tuple[float, str, str]] = []
+    for value, members in sorted(ends.items(), key=lambda item: -item[0]):
+        y = box.top + box.plot_h - box.plot_h * max(0.0, value) / y_max + 4
+        names = " = ".join(series[index].name for index in members)
+        limit = max(4, int((box.right - 8) // LEGEND_CHAR))
+        text = f"{names}: {_fmt(value, percent)}"
+        placed.append((y, text if len(text) <= limit else text[: limit - 1] + "…", PALETTE[members[0] % len(PALETTE)]))
+    # Push labels apart downwards, then keep the lowest above the x axis's labels, pushing the others up.
+    ys = [y for y, _, _ in placed]
+    for index in range(1, len(ys)):
+        ys[index] = max(ys[index], ys[index - 1] + LABEL_GAP)
+    lowest = box.top + box.plot_h
+    for index in range(len(ys) - 1, -1, -1):
+        ys[index] = min(ys[index], lowest if index == len(ys) - 1 else ys[index + 1] - LABEL_GAP)
+    return [
+        f'<text x="{box.width - box.right + 6:g}" y="{y:.1f}" fill="{colour}">{_esc(text)}</text>'
+        for y, (_, text, colour) in zip(ys, placed, strict=True)
+    ]
+
+
+def small_multiples(
+    title: str, x_labels: Sequence[str], series: Sequence[Series], *, y_label: str = "", percent: bool = False
+) -> list[str]:
+    """One small chart per series, each on its own scale and titled with its name: every series is visible
+    however close the others are, and a series ten times smaller is not flattened against the axis."""
+    return [
+        line_chart(
+            line.name,
+            x_labels,
+            [line],
+            y_label=y_label,
+            percent=percent,
+            desc=f"{title}: {line.name}",
+            box=PANEL,
+            direct_labels=False,
+            legend=False,
+        )
+        for line in series
+    ]
+
+
+def needs_own_scales(series: Sequence[Series], ratio: float = 10.0) -> bool:
+    """True when the largest values of two series differ by ``ratio`` or more (one would look flat)."""
+    peaks = [max((v for v in line.values if v is not None and math.isfinite(v)), default=0.0) for line in series]
+    positive = [peak for peak in peaks if peak > 0]
+    return len(positive) > 1 and max(positive) >= ratio * min(positive)
 
 
 def stacked_bar_chart(
@@ -214,14 +327,14 @@ def stacked_bar_chart(
     count = len(x_labels)
     totals = [sum((s.values[i] or 0.0) for s in series if i < len(s.values)) for i in range(count)]
     y_max = _nice_max(max(totals, default=0.0))
-    plot_w = WIDTH - LEFT - RIGHT
-    plot_h = HEIGHT - TOP - BOTTOM
+    box = Box()
+    plot_w, plot_h = box.plot_w, box.plot_h
     slot = plot_w / max(1, count)
     bar_w = max(0.5, slot * 0.8)
-    body = _axes(x_labels, y_max, y_label, False, slot, centred=True)
+    body = _axes(x_labels, y_max, y_label, False, slot, centred=True, box=box)
     if count == 0 or not series:
         body.append(f'<text x="{WIDTH / 2:g}" y="{HEIGHT / 2:g}" text-anchor="middle">No data yet</text>')
-    base = TOP + plot_h
+    base = box.top + plot_h
     for index, bar in enumerate(series):
         colour = PALETTE[index % len(PALETTE)]
         # One <path> per series keeps a year of bars small: each bar is a rectangle sub-path.
@@ -233,8 +346,8 @@ def stacked_bar_chart(
             below = sum((series[j].values[position] or 0.0) for j in range(index) if position < len(series[j].values))
             y_top = base - plot_h * (below + value) / y_max
             height = plot_h * value / y_max
-            x = LEFT + slot * position + (slot - bar_w) / 2
+            x = box.left + slot * position + (slot - bar_w) / 2
             path.append(f"M{x:.1f} {y_top:.1f}h{bar_w:.1f}v{height:.1f}h{-bar_w:.1f}z")
         if path:
             body.append(f'<path fill="{colour}" d="{"".join(path)}"/>')
-    return _frame(title, desc or title, body, [s.name for s in series])
+    return _frame(title, desc or title, body, [s.name for s in series], box)

@@ -134,17 +134,40 @@ class Chromium:
         return dict(reply.get("result", {}))
 
     def open(
-        self, url: str, *, screenshot: Path | None = None, settle: float = 0.3, probe: str | None = None
+        self,
+        url: str,
+        *,
+        screenshot: Path | None = None,
+        settle: float = 0.3,
+        probe: str | None = None,
+        width: int | None = None,
+        actions: tuple[str, ...] = (),
+        scripts: bool = True,
     ) -> PageReport:
         """Load ``url`` in a fresh tab; collect console errors until load plus ``settle`` seconds.
 
-        ``probe`` is a JavaScript expression evaluated by DevTools (not by the page, whose CSP forbids scripts)
-        after load; its value lands in :attr:`PageReport.probe`.
+        ``probe`` is a JavaScript expression evaluated by DevTools (not by the page, whose CSP governs only its own
+        scripts) after load; its value lands in :attr:`PageReport.probe`. ``width`` sets the viewport width in CSS
+        pixels (a phone is 390); ``actions`` are expressions evaluated in order before the probe, each followed by
+        ``settle`` seconds (a click, typing into a field). ``scripts=False`` opens the page as a reader with
+        JavaScript turned off sees it.
         """
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Runtime", "Log", "Page"):
             self.call(f"{domain}.enable", session=session)
+        if width is not None:
+            metrics = {
+                "width": width,
+                "height": 900,
+                "deviceScaleFactor": 1,
+                "screenWidth": width,
+                "screenHeight": 900,
+                "mobile": width < 600,
+            }
+            self.call("Emulation.setDeviceMetricsOverride", metrics, session=session)
+        if not scripts:
+            self.call("Emulation.setScriptExecutionDisabled", {"value": True}, session=session)
         events: list[dict[str, Any]] = []
         self.send("Page.navigate", {"url": url}, session)
         loaded = self._wait(
@@ -153,6 +176,9 @@ class Chromium:
             time.monotonic() + self.timeout,
         )
         self._wait(lambda m: False, events, time.monotonic() + settle)
+        for action in actions:
+            self.call("Runtime.evaluate", {"expression": action, "returnByValue": True}, session=session)
+            self._wait(lambda m: False, events, time.monotonic() + settle)
         report = PageReport(url=url, loaded=loaded is not None, errors=_errors(events, session))
         title = self.call("Runtime.evaluate", {"expression": "document.title", "returnByValue": True}, session=session)
         report.title = str(title.get("result", {}).get("value", ""))

@@ -39,7 +39,7 @@ def test_colour_follows_the_score(score: float | None, colour: str) -> None:
         (12.0, 1_250_000, "12 · 1.2M tokens"),
         (None, 999, "999 tokens"),
         (50.0, None, "50"),
-        (None, None, "unknown"),
+        (None, None, "not ranked"),
     ],
 )
 def test_message(score: float | None, tokens: int | None, text: str) -> None:

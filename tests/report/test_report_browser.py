@@ -8,6 +8,7 @@ kept under ``artifacts/`` (gitignored) for a person to look at.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,3 +78,125 @@ def test_the_check_fails_on_a_missing_stylesheet(story_store: Store, tmp_path: P
     report = browser.open((site / "rules.html").as_uri(), probe=PROBE)
     assert report.errors, "a failed stylesheet load must show up as an error"
     assert report.probe != HEADER_BACKGROUND
+
+
+LAYOUT_PROBE = (Path(__file__).parent / "layout_probe.js").read_text(encoding="utf-8")
+VISIBLE_ROWS = "Array.from(document.querySelectorAll('#board tbody tr')).filter(r => r.offsetParent !== null).length"
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_pages_fit_at_desktop_and_phone_widths(
+    story_store: Store, make_store, tmp_path: Path, browser: Chromium, width: int
+) -> None:
+    """No page scrolls sideways, no code, outcome, date or number breaks over two lines, chart text stays legible
+    (9 px or more), no two chart labels overlap and every series of a chart is drawn (layout_probe.js)."""
+    from .test_report_changes import scripted_runs
+
+    sites = {"story": tmp_path / "story", "changes": tmp_path / "changes"}
+    build_report(story_store, sites["story"], now=FIXED_NOW)
+    build_report(make_store(scripted_runs()), sites["changes"], now=FIXED_NOW)
+    for label, site in sites.items():
+        for page in sorted(site.rglob("*.html")):
+            shot = ARTIFACTS / f"{label}-{page.stem}-{width}.png" if page.stem in ("index", "trends") else None
+            report = browser.open(page.as_uri(), probe=LAYOUT_PROBE, width=width, screenshot=shot)
+            assert report.loaded and report.errors == [], (page, report.errors)
+            assert report.probe == [], f"{label}/{page.relative_to(site)} at {width} px: {report.probe}"
+    index = browser.open((sites["changes"] / "index.html").as_uri(), width=width, probe="document.body.innerText")
+    # The change block comes first, right under the lede, before the ranked table.
+    text = str(index.probe)
+    assert text.index("What changed in this run") < text.index("Ranked servers")
+    for line in ("Added", "Gone", "Started failing", "Silent change", "Tools changed", "Version bump"):
+        assert line in text[text.index("What changed") : text.index("Ranked servers")]
+
+
+def test_the_layout_probe_catches_what_it_looks_for(story_store: Store, tmp_path: Path, browser: Chromium) -> None:
+    """The probe fails on the faults the issue saw: a table that overflows the page and a code that breaks."""
+    site = tmp_path / "site"
+    build_report(story_store, site, now=FIXED_NOW)
+    css = site / "style.css"
+    broken = (
+        "\n.wide { overflow-x: visible; } table { min-width: 900px; }\n"
+        "td code { white-space: normal; word-break: break-all; }\n"
+    )
+    css.write_text(css.read_text(encoding="utf-8") + broken, encoding="utf-8")
+    report = browser.open((site / "servers" / "zeta.html").as_uri(), probe=LAYOUT_PROBE, width=390)
+    assert any(problem.startswith("page scrolls sideways") for problem in report.probe), report.probe
+    assert any(problem.startswith("on two lines") for problem in report.probe), report.probe
+
+
+def test_search_filter_and_sort_work_and_the_table_stands_without_script(
+    make_store, tmp_path: Path, browser: Chromium
+) -> None:
+    from .test_report_changes import scripted_runs
+
+    site = tmp_path / "site"
+    build_report(make_store(scripted_runs()), site, now=FIXED_NOW)
+    page = (site / "index.html").as_uri()
+    plain = browser.open(page, probe=f"[{VISIBLE_ROWS}, document.getElementById('filters').hidden]", scripts=False)
+    ranked = plain.probe[0]
+    assert ranked >= 5 and plain.probe[1] is True  # every row, and no dead controls, without JavaScript
+    typed = (
+        "(() => { const box = document.getElementById('f-search'); box.value = 'second';"
+        " box.dispatchEvent(new Event('input')); })()"
+    )
+    searched = browser.open(page, actions=(typed,), settle=0.6, probe=VISIBLE_ROWS)
+    assert searched.errors == [] and searched.probe == 1
+    pick = (
+        "(() => { const s = document.getElementById('f-rule'); s.value = 'MCP102';"
+        " s.dispatchEvent(new Event('change')); })()"
+    )
+    rule = browser.open(page, actions=(pick,), probe=VISIBLE_ROWS)
+    assert 1 <= rule.probe < ranked
+    by_name = "document.querySelector('#board th[data-key=\"2\"] button').click()"
+    names = "Array.from(document.querySelectorAll('#board tbody tr td:nth-child(3)')).map(c => c.textContent.trim())"
+    sorted_once = browser.open(page, actions=(by_name,), probe=names)
+    assert sorted_once.probe == sorted(sorted_once.probe) and len(sorted_once.probe) == ranked
+    sorted_twice = browser.open(page, actions=(by_name, by_name), probe=names)
+    assert sorted_twice.probe == sorted(sorted_once.probe, reverse=True)
+
+
+def test_a_long_leaderboard_shows_its_first_rows_and_searches_and_sorts_all(
+    make_store, tmp_path: Path, browser: Chromium, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``BOARD_ROWS`` the ranked rows wait in a closed <details> (not laid out: fast at 20 000 servers); the
+    script still searches and sorts every row, and opens the rest when a match is there."""
+    from scanner.report import html
+
+    from .test_report_changes import scripted_runs
+
+    monkeypatch.setattr(html, "BOARD_ROWS", 2)
+    site = tmp_path / "site"
+    build_report(make_store(scripted_runs()), site, now=FIXED_NOW)
+    page = (site / "index.html").as_uri()
+    count = (
+        "[document.querySelectorAll('#board tbody tr').length,"
+        " document.querySelectorAll('#board-rest tbody tr').length]"
+    )
+    plain = browser.open(page, probe=count, scripts=False)
+    first, rest = plain.probe
+    assert first == 2 and rest >= 3
+    names = "Array.from(document.querySelectorAll('#board tbody tr td:nth-child(3)')).map(c => c.textContent.trim())"
+    last = browser.open(
+        page,
+        scripts=False,
+        probe=f"{names}.concat(Array.from(document.querySelectorAll("
+        "'#board-rest tbody tr td:nth-child(3)')).map(c => c.textContent.trim()))",
+    ).probe[-1]
+    typed = (
+        "(() => { const box = document.getElementById('f-search'); box.value = " + json.dumps(last) + ";"
+        " box.dispatchEvent(new Event('input')); })()"
+    )
+    visible = (
+        "Array.from(document.querySelectorAll('table.board tbody tr')).filter(r => r.offsetParent !== null).length"
+    )
+    found = browser.open(
+        page, actions=(typed,), settle=0.6, probe=f"[{visible}, document.getElementById('board-more').open]"
+    )
+    assert found.errors == [] and found.probe == [1, True]
+    by_name = "document.querySelector('#board th[data-key=\"2\"] button').click()"
+    everyone = (
+        f"{names}.concat(Array.from(document.querySelectorAll('#board-rest tbody tr td:nth-child(3)'))"
+        ".map(c => c.textContent.trim()))"
+    )
+    ordered = browser.open(page, actions=(by_name,), probe=f"[{count}, {everyone}]").probe
+    assert ordered[0] == [first, rest] and ordered[1] == sorted(ordered[1])

@@ -95,7 +95,7 @@ def test_failures_grouped_by_cause_and_a_failed_page_that_explains(tmp_path: Pat
         in index
     )
     assert (
-        "Install failed (1 server) Install failed in run 2 Server Outcome Reason "
+        "Install failed (1 server) npm error could not determine executable: 1 server Server Outcome Reason "
         "broken install_failed npm error could not determine executable" in index
     )
     assert "nokey needs_configuration Error: NOKEY_TOKEN is required" in index

@@ -88,8 +88,8 @@ def test_ranking_movement_and_unranked_servers(site: Path) -> None:
     assert "Score v1:" in index
     assert "Not ranked: 2 servers whose tool list could not be read" in index
     assert (
-        "Unreachable (1 server) Unreachable in run 3 Server Outcome Reason delta connect_error connection refused"
-        in (index)
+        "Unreachable (1 server) connection refused: 1 server Server Outcome Reason delta connect_error "
+        "connection refused" in index
     )
     assert "Authentication required (1 server)" in index
 
@@ -111,16 +111,25 @@ def test_trends_page_has_each_runs_numbers(site: Path, story_store: Store) -> No
     assert "1 2026-03-01 5 4 1 25.0%" in visible
     assert "2 2026-03-02 6 5 2 40.0%" in visible
     assert "3 2026-03-03 6 4 1 25.0%" in visible
-    assert page.count("<svg") == 4
-    for title in ("Share of answering servers", "Tokens per turn", "Servers hit per rule", "Outcomes by kind"):
+    # Servers hit per rule: one small chart per rule, titled with its code and name, each on its own scale.
+    hits: dict[str, int] = {}
+    for trend in trends:
+        for code in trend.findings_by_rule:
+            hits[code] = hits.get(code, 0) + 1
+    rules = sorted(hits)[:8]
+    panels = re.findall(r"<title>(MCP\d+) ([a-z0-9-]+)</title>", page)
+    assert sorted(code for code, _ in panels) == rules and len(rules) >= 2
+    assert "Servers hit per rule (the" in page
+    assert page.count("<svg") == 3 + len(rules) or page.count("<svg") == 4 + len(rules)  # tokens: 1 chart or 2
+    for title in ("Share of answering servers", "Tokens per turn", "Outcomes by kind"):
         assert f"<title>{title}" in page
 
 
 def test_server_pages(site: Path, story_store: Store) -> None:
     beta = read(site / "servers" / "beta.html")
     visible = text_of(beta)
-    assert "finding_resolved MCP102" in visible
-    assert "server_version_changed" in visible
+    assert "Fixed MCP102 problem description-missing fixed on 1 tool fetch_page" in visible
+    assert "Version changed 1.0.0 → 1.0.1" in visible
     assert "Nothing a model would stumble over." in visible
     assert beta.count("<details>") == 3
     for provider in ("Anthropic (Claude Opus 4.7+ tokenizer)", "OpenAI", "Google Gemini"):
@@ -135,7 +144,8 @@ def test_server_pages(site: Path, story_store: Store) -> None:
     assert gamma_row.findings, "the fixture gives gamma an untyped parameter in run 2"
     for finding in gamma_row.findings:
         assert finding.code in gamma
-    severities = re.findall(r'<td class="sev (problem|warning|note)">', gamma)
+    gamma_findings = gamma.split('<table class="findings">')[1].split("</table>")[0]
+    severities = re.findall(r'<td class="sev (problem|warning|note)">', gamma_findings)
     assert severities == sorted(severities, key=["problem", "warning", "note"].index)
     assert (
         f"Anthropic (Claude Opus 4.7+ tokenizer) {gamma_row.tokens['anthropic']:,}, "
@@ -156,7 +166,7 @@ def test_server_pages(site: Path, story_store: Store) -> None:
     delta = text_of(read(site / "servers" / "delta.html"))
     assert "connect_error: connection refused" in delta
     assert "No tool list was read in this run." in delta
-    assert "outcome_changed" in delta
+    assert "Outcome changed ok → connect_error" in delta
 
 
 def test_rules_page_counts_servers_hit(site: Path, story_store: Store) -> None:

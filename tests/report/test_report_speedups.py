@@ -65,7 +65,7 @@ HOSTILE: list[Any] = [
 
 @pytest.mark.parametrize("tools", [HOSTILE, [], [1, "x"], HOSTILE[:1]])
 def test_provider_views_equal_provider_view(tools: list[Any]) -> None:
-    views = _provider_views(tools, PROVIDER_NAMES)
+    views, _ = _provider_views(tools, PROVIDER_NAMES)
     assert views == {provider: pretty_json(provider_view(provider, tools)) for provider in PROVIDER_NAMES}
 
 

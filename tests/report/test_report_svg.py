@@ -50,3 +50,43 @@ def test_stacked_bars_stack_to_the_total() -> None:
 
 def test_empty_chart_says_so() -> None:
     assert "No data yet" in line_chart("t", [], [])
+
+
+def test_equal_lines_are_all_named_at_their_end_and_dashed_apart() -> None:
+    from scanner.report.svg import DASHES
+
+    svg = line_chart(
+        "Findings",
+        ["r1", "r2"],
+        [Series("problems", (0.0, 0.0)), Series("warnings", (0.0, 0.0)), Series("notes", (2.0, 1.0))],
+    )
+    root = ET.fromstring(svg)
+    labels = [t.text for t in root.iter(f"{NS}text")]
+    assert "problems = warnings: 0" in labels and "notes: 1" in labels
+    dashes = [line.get("stroke-dasharray") for line in root.findall(f"{NS}polyline")]
+    assert dashes == [None, DASHES[1], DASHES[2]]
+
+
+def test_small_multiples_give_each_series_its_own_chart_and_scale() -> None:
+    from scanner.report.svg import needs_own_scales, small_multiples
+
+    series = [Series("median", (700.0, 720.0)), Series("p90", (23_000.0, 24_000.0))]
+    assert needs_own_scales(series) and not needs_own_scales([Series("a", (10.0,)), Series("b", (50.0,))])
+    panels = small_multiples("Tokens", ["r1", "r2"], series, y_label="tokens")
+    assert len(panels) == 2
+    tops = [
+        max(
+            float(t.text.rstrip("k")) * (1000 if t.text.endswith("k") else 1)
+            for t in ET.fromstring(p).iter(f"{NS}text")
+            if t.text and t.text.rstrip("k").replace(".", "").isdigit()
+        )
+        for p in panels
+    ]
+    assert tops[0] < 2000 < tops[1]  # the median is drawn on its own scale, not flat on zero
+
+
+def test_x_labels_never_crowd() -> None:
+    labels = [f"2026-03-{day:02d} 02:00" for day in range(1, 31)]
+    root = ET.fromstring(line_chart("t", labels, [Series("x", tuple(float(i) for i in range(30)))]))
+    shown = [t.text for t in root.iter(f"{NS}text") if t.text in labels]
+    assert 2 <= len(shown) <= 8

@@ -28,10 +28,10 @@ def test_readme_names_every_file_a_build_writes_and_survives_it(story_store: Sto
 
     assert (out / "README.md").read_text(encoding="utf-8") == README.read_text(encoding="utf-8")
     assert out / "README.md" not in result.paths
-    names = re.findall(r"`([a-z]+(?:/<slug>)?\.(?:html|md|json|csv|css))`", README.read_text(encoding="utf-8"))
+    names = re.findall(r"`([a-z]+(?:/<slug>)?\.(?:html|md|json|csv|css|js|svg))`", README.read_text(encoding="utf-8"))
     documented = set(names)
     written = {
-        "servers/<slug>.html" if path.parent.name == "servers" else path.name
+        f"{path.parent.name}/<slug>{path.suffix}" if path.parent.name in ("servers", "badges") else path.name
         for path in result.paths
         if path.name != "README.md"
     }

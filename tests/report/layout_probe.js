@@ -1,0 +1,61 @@
+// Evaluated by DevTools after a report page loads: what a reader at this width would see go wrong.
+(() => {
+  const problems = [];
+  const page = document.documentElement;
+  // screen.width is the emulated device's width: a phone's layout viewport may widen to fit the content.
+  const width = Math.min(window.innerWidth, screen.width);
+  if (page.scrollWidth > width + 1) {
+    problems.push("page scrolls sideways: " + page.scrollWidth + " > " + width);
+  }
+  const lines = (element) => {
+    // The line boxes of the cell's text (the text nodes only: a button's border box is not a line).
+    const tops = new Set();
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (!node.textContent.trim()) { continue; }
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      for (const rect of range.getClientRects()) {
+        if (rect.width > 0) { tops.add(Math.round(rect.bottom)); }
+      }
+    }
+    return tops.size;
+  };
+  const whole = "td code, td.num, td.outcome, td.when, td.sev, td.move, td.kind, td.nowrap, th";
+  for (const cell of document.querySelectorAll(whole)) {
+    if (cell.offsetParent !== null && cell.textContent.trim() && lines(cell) > 1) {
+      problems.push("on two lines: " + cell.textContent.trim().slice(0, 60));
+    }
+  }
+  for (const svg of document.querySelectorAll("svg.chart")) {
+    if (svg.getBoundingClientRect().width === 0) { continue; }
+    const box = svg.viewBox.baseVal;
+    const font = parseFloat(svg.getAttribute("font-size")) * svg.getBoundingClientRect().width / box.width;
+    const name = svg.querySelector("title").textContent;
+    if (font < 9) { problems.push("chart text " + font.toFixed(1) + " px in " + name); }
+    const texts = Array.from(svg.querySelectorAll("text")).map((t) => [t.textContent, t.getBoundingClientRect()]);
+    for (let i = 0; i < texts.length; i++) {
+      for (let j = i + 1; j < texts.length; j++) {
+        const [a, ra] = texts[i];
+        const [b, rb] = texts[j];
+        const apart = ra.right <= rb.left + 0.5 || rb.right <= ra.left + 0.5 || ra.bottom <= rb.top + 0.5
+          || rb.bottom <= ra.top + 0.5;
+        if (!apart) { problems.push("labels overlap in " + name + ": " + a + " / " + b); }
+      }
+    }
+    if (!svg.querySelector("polyline, circle, path") && !svg.textContent.includes("No data yet")) {
+      problems.push("nothing drawn in " + name);
+    }
+    const drawn = new Set();
+    for (const mark of svg.querySelectorAll("polyline, circle, path")) {
+      drawn.add(mark.getAttribute("stroke") || "");
+      drawn.add(mark.getAttribute("fill") || "");
+    }
+    for (const key of svg.querySelectorAll("rect[width='10']")) {
+      if (!drawn.has(key.getAttribute("fill"))) {
+        problems.push("series not drawn in " + name + ": " + key.getAttribute("fill"));
+      }
+    }
+  }
+  return problems;
+})()
