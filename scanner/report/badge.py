@@ -45,7 +45,8 @@ def _tokens(tokens: int) -> str:
 
 
 def message(score: float | None, tokens: int | None) -> str:
-    """``93.5 · 2.7k tokens``; either part is left out when unknown, ``not ranked`` when both are (a server whose list was not read)."""
+    """``93.5 · 2.7k tokens``; either part is left out when unknown, ``not ranked`` when both are (a server whose
+    list was not read)."""
     parts = []
     if score is not None:
         parts.append(f"{score:g}")

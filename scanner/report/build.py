@@ -43,8 +43,8 @@ from scanner.report.data import (
 from scanner.report.html import write_site
 from scanner.report.jsonout import render_json
 from scanner.report.markdown import render_markdown
-from scanner.report.registry_health import run_health, write_health
 from scanner.report.nextstep import next_step
+from scanner.report.registry_health import run_health, write_health
 from scanner.report.text import clean_text, unique_slugs
 from scanner.score import SCORE_FORMULA, SCORE_VERSION, ScoreBreakdown, score_breakdown
 from scanner.store import Store
