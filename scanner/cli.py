@@ -764,16 +764,35 @@ def _table(
     fmt: QueryFormat,
     fetch: Callable[[], list[dict[str, Any]]],
     columns: list[str] | Callable[[list[dict[str, Any]]], list[str]],
+    *,
+    wide: bool = False,
+    optional: list[str] | None = None,
 ) -> None:
     """Run one query and print its rows in the chosen format (every column for JSON and CSV); ``columns`` may
-    be chosen from the rows."""
+    be chosen from the rows. A table fits the terminal (:func:`_table_width`) unless ``wide``."""
     from scanner.tabular import TableFormat, render_rows
 
     rows = fetch()
     table_format = TableFormat(fmt.value)
     chosen = columns(rows) if callable(columns) else columns
     shown = chosen if table_format is TableFormat.table else None
-    typer.echo(render_rows(rows, table_format, columns=shown), nl=False)
+    from scanner.queries import WRAP_COLUMNS
+
+    width = None if wide else _table_width()
+    text = render_rows(rows, table_format, columns=shown, width=width, optional=optional or (), wrap=WRAP_COLUMNS)
+    typer.echo(text, nl=False)
+
+
+def _table_width() -> int | None:
+    """The width a table fits: ``$COLUMNS`` when set, else the terminal's; None (no limit) when piped."""
+    import shutil
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
 
 
 class QueryFormat(enum.StrEnum):
@@ -782,7 +801,21 @@ class QueryFormat(enum.StrEnum):
     csv = "csv"
 
 
+class SeverityChoice(enum.StrEnum):
+    problem = "problem"
+    warning = "warning"
+    note = "note"
+
+
 FormatOption = Annotated[QueryFormat, typer.Option("--format", help="Output format.")]
+WideOption = Annotated[
+    bool,
+    typer.Option(
+        "--wide",
+        help="Table: keep every column and never wrap (by default a table fits $COLUMNS or the terminal, "
+        "wrapping its widest text; piped output is never wrapped or cut).",
+    ),
+]
 DbOption = Annotated[str, typer.Option(help=DB_HELP)]
 
 
@@ -852,21 +885,24 @@ def worker(
 
 
 @app.command()
-def runs(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table) -> None:
+def runs(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> None:
     """The scan runs in the database: when, their status, how many servers were scanned and answered (and for
     a distributed run, how many were queued and which workers took part)."""
     from scanner import queries
 
-    _table(fmt, lambda: queries.runs(_db_url(db, existing=True)), queries.run_columns)
+    optional = queries.OPTIONAL_COLUMNS["runs"]
+    _table(fmt, lambda: queries.runs(_db_url(db, existing=True)), queries.run_columns, wide=wide, optional=optional)
 
 
 @app.command()
-def servers(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table) -> None:
-    """Every server with its last outcome, and the tools and tokens per turn of its last successful scan; JSON and
-    CSV add what its last scan ran (registry version, package, URL, command) and that scan's stderr tail."""
+def servers(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> None:
+    """Every server with its last outcome, and the tools, leaderboard score, problem/warning/note counts and tokens
+    per turn of its last successful scan; JSON and CSV add what its last scan ran (registry version, package, URL,
+    command) and that scan's stderr tail."""
     from scanner import queries
 
-    _table(fmt, lambda: queries.servers(_db_url(db, existing=True)), queries.SERVER_COLUMNS)
+    fetch = lambda: queries.servers(_db_url(db, existing=True))  # noqa: E731
+    _table(fmt, fetch, queries.SERVER_COLUMNS, wide=wide, optional=queries.OPTIONAL_COLUMNS["servers"])
 
 
 @app.command()
@@ -874,8 +910,9 @@ def history(
     server: Annotated[str, typer.Argument(help="The server's name as the registry lists it.")],
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
+    wide: WideOption = False,
 ) -> None:
-    """One server's scans over time: outcome, registry and server version, tools, tokens per provider, findings,
+    """One server's scans over time: outcome, registry and server version, tools, tokens per provider, score, findings,
     a column per per-scan metric (handshake and list times, tools/list pages), what was run (JSON/CSV) and, under
     the table, the newest scan's stderr tail."""
     from scanner import queries
@@ -886,7 +923,7 @@ def history(
         found.extend(queries.history(_db_url(db, existing=True), server))
         return found
 
-    _table(fmt, fetch, queries.history_columns)
+    _table(fmt, fetch, queries.history_columns, wide=wide, optional=queries.OPTIONAL_COLUMNS["history"])
     if fmt is QueryFormat.table:
         typer.echo(queries.stderr_note(found), nl=False)
 
@@ -901,13 +938,22 @@ def findings(
     run: Annotated[
         int | None, typer.Option(min=1, max=RUN_ID_MAX, help="Exactly the findings present in this run.")
     ] = None,
+    severity: Annotated[SeverityChoice | None, typer.Option(help="Only findings of this severity.")] = None,
+    still_open: Annotated[
+        bool,
+        typer.Option("--open", help="Only findings not gone: present in their server's newest scan that listed tools."),
+    ] = False,
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
+    wide: WideOption = False,
 ) -> None:
-    """Findings over time, with the run each first appeared in and the run it went away in (if it did)."""
+    """Findings over time, with the run each first appeared in and the run it went away in (if it did).
+
+    An unknown rule code or slug is an error (exit 2) that names the nearest one."""
     from datetime import datetime
 
     from scanner import queries
+    from scanner.models import Severity
 
     try:
         when = datetime.fromisoformat(since) if since else None
@@ -915,8 +961,18 @@ def findings(
         _fail(f"--since wants a date like 2026-11-01 or 2026-11-01T18:00, got {since!r}", 2)
     _table(
         fmt,
-        lambda: queries.findings(_db_url(db, existing=True), rule=rule, server=server, since=when, run=run),
+        lambda: queries.findings(
+            _db_url(db, existing=True),
+            rule=rule,
+            server=server,
+            since=when,
+            run=run,
+            severity=Severity.parse(severity.value) if severity is not None else None,
+            still_open=still_open,
+        ),
         queries.FINDING_COLUMNS,
+        wide=wide,
+        optional=queries.OPTIONAL_COLUMNS["findings"],
     )
 
 
@@ -940,12 +996,14 @@ def diff(
     ] = None,
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
+    wide: WideOption = False,
 ) -> None:
     """What changed on a server between two runs: registry and server versions, outcome changes, tools added,
     removed and changed, tokens, findings. A server that never answered shows its outcomes."""
     from scanner import queries
 
-    _table(fmt, lambda: queries.diff(_db_url(db, existing=True), server, from_run, to_run), queries.DIFF_COLUMNS)
+    fetch = lambda: queries.diff(_db_url(db, existing=True), server, from_run, to_run)  # noqa: E731
+    _table(fmt, fetch, queries.DIFF_COLUMNS, wide=wide)
 
 
 @app.command()
@@ -1008,25 +1066,27 @@ def demo(
 
 
 @app.command()
-def rules() -> None:
+def rules(fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> None:
     """List the rule catalogue in code order: code, severity, status (stable, preview, deprecated, removed),
-    slug and the fix.
+    slug and the fix (JSON and CSV add the scope and the whole doc).
 
     `fathom rule CODE` explains one; `fathom check --select/--ignore` take code prefixes (MCP2, MCP401)."""
-    from scanner.rules import RULES
+    from scanner import queries
 
-    for rule in RULES.values():
-        typer.echo(f"{rule.code}  {rule.severity.label:<8} {rule.status:<10} {rule.slug:<30} {rule.hint}")
+    _table(fmt, queries.rules, queries.RULE_COLUMNS, wide=wide, optional=queries.OPTIONAL_COLUMNS["rules"])
 
 
 @app.command()
-def rule(code: Annotated[str, typer.Argument(help="A rule code, e.g. MCP205.")]) -> None:
-    """Explain one rule: what it checks, why a model stumbles over it, and how to fix it."""
+def rule(
+    code: Annotated[str, typer.Argument(metavar="CODE", help="A rule code or slug, e.g. MCP205 or param-untyped.")],
+) -> None:
+    """Explain one rule: what it checks, why a model stumbles over it, and how to fix it.
+
+    An unknown code or slug is an error (exit 2) that names the nearest one."""
+    from scanner import queries
     from scanner.rules import RULES
 
-    found = RULES.get(code.strip().upper())
-    if found is None:
-        _fail(f"no rule {code!r}; `fathom rules` lists them", 2)
+    found = RULES[queries.rule_code(code)]
     typer.echo(
         f"{found.code} {found.slug} ({found.severity.label}, {found.status})\n\n{found.doc}\n\nFix: {found.hint}"
     )
