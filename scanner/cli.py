@@ -20,7 +20,8 @@ import enum
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -302,7 +303,11 @@ def check(
         save=save,
         measure=as_provider is None,
     )
-    result = run_check(request)
+    from scanner.progress import spinner
+
+    waiting = None if entry is None else f"waiting for {entry.url or ' '.join(entry.command)} to list its tools"
+    with spinner(waiting) if waiting is not None else _nothing():
+        result = run_check(request)
     if result.tools is None:
         assert result.outcome is not None
         if fmt is CheckFormat.json:
@@ -326,6 +331,11 @@ def check(
     typer.echo(_render_check(result, fmt, verbose=verbose, all_tools=all_tools), nl=False)
     if strict and result.report is not None and result.report.summary.problems:
         raise typer.Exit(1)
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
 
 
 def _server_entry(
@@ -590,7 +600,23 @@ def scan(
         int, typer.Option(min=1, help="Most MiB read from the input: a file, a directory, or all API pages.")
     ] = 64,
     allow_private: AllowPrivate = False,
-    dry_run: Annotated[bool, typer.Option(help="List the resolved entries without connecting to anything.")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            help="List the resolved entries without connecting to anything, then totals by transport, package "
+            "registry type and skip reason."
+        ),
+    ] = False,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="NAME", help="Scan (or list) only the entry of this name (repeatable); an unknown name: exit 2."
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(metavar="N", min=1, help="Scan (or list) only the first N entries (after --only)."),
+    ] = None,
     resume: Annotated[
         bool,
         typer.Option(
@@ -651,6 +677,8 @@ def scan(
         max_input_mb=max_input_mb,
         resume=resume,
         crawl=settings,
+        only=tuple(only or ()),
+        limit=limit,
     )
     if registry is None and not resume:
         _fail("name the registry to scan (only --resume may leave it out)", 2)
@@ -659,6 +687,10 @@ def scan(
         for line in warning_lines(entries, settings.packages):
             typer.echo(f"fathom: {line}", err=True)
         _print_entries(entries, fmt)
+        if fmt is ScanFormat.text:
+            from scanner.registry.dryrun import totals
+
+            typer.echo("\n".join(totals(entries)))
         return
     if enqueue:
         from scanner.distributed import enqueue_scan
@@ -676,7 +708,11 @@ def scan(
             + "; start `fathom worker --db ...` on any machine"
         )
         return
-    summary = _scan_with_progress(config, run_scan)
+    needs: dict[str, int] = {}
+    summary = _scan_with_progress(config, run_scan, needs)
+    from scanner.scan import skipped_line
+
+    skipped_note = skipped_line(needs)
     if fmt is ScanFormat.json:
         import dataclasses
         import json
@@ -684,6 +720,8 @@ def scan(
         typer.echo(json.dumps({**dataclasses.asdict(summary), "scanned": summary.scanned}, indent=2))
     else:
         typer.echo(_scan_line(summary))
+    if skipped_note:
+        typer.echo(f"fathom: {skipped_note}", err=True)
     if summary.interrupted:
         import shlex
 
@@ -713,35 +751,43 @@ def _scan_line(summary: ScanSummary) -> str:
     return f"{head} · {counts or 'nothing scanned'}"
 
 
-def _scan_with_progress(config: ScanConfig, run_scan: Callable[..., ScanSummary]) -> ScanSummary:
-    """Run the scan with a progress bar, turning SIGTERM into the same clean stop as Ctrl-C."""
+def _scan_with_progress(
+    config: ScanConfig, run_scan: Callable[..., ScanSummary], needs: dict[str, int] | None = None
+) -> ScanSummary:
+    """Run the scan with a progress display from the first second, turning SIGTERM into the same clean stop as
+    Ctrl-C; ``needs`` counts the servers left unscanned by the opt-in flag that would scan them."""
     import signal
 
     from scanner.progress import Progress
+    from scanner.scan import opt_in_flags
 
     def stop(_signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)
-    progress: Progress | None = None
+    progress = Progress(None)
+    progress.start_ticking()
 
-    def on_start(_run_id: int, total: int) -> None:
-        nonlocal progress
-        progress = Progress(total)
-
-    def on_result(_entry: ServerEntry, outcome: ScanOutcome) -> None:
-        assert progress is not None
-        progress.advance(outcome.outcome)
+    def on_result(entry: ServerEntry, outcome: ScanOutcome) -> None:
+        progress.advance(outcome.outcome, entry.name)
+        if needs is not None:
+            for flag in opt_in_flags(outcome.detail)[:1]:
+                needs[flag] = needs.get(flag, 0) + 1
 
     def on_warning(line: str) -> None:
-        typer.echo(f"fathom: {line}", err=True)
+        progress.message(f"fathom: {line}")
 
     try:
-        return run_scan(config, on_start=on_start, on_result=on_result, on_warning=on_warning)
+        return run_scan(
+            config,
+            on_start=lambda _run_id, total: progress.set_total(total),
+            on_result=on_result,
+            on_warning=on_warning,
+            on_begin=lambda entry: progress.begin(entry.name),
+        )
     finally:
         signal.signal(signal.SIGTERM, previous)
-        if progress is not None:
-            progress.close()
+        progress.close()
 
 
 def _print_entries(entries: list[ServerEntry], fmt: ScanFormat) -> None:
