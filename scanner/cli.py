@@ -3,15 +3,8 @@
 Every import beyond Typer and ``scanner.errors`` happens inside the command that needs it, so ``fathom --help``
 starts fast. Errors are turned into output in ONE place, :class:`FathomGroup`.
 
-Exit codes (also in ``fathom --help`` and the README):
-
-    0  done; nothing failed (without --strict, problems found still exit 0)
-    1  --strict and at least one problem was found
-    2  usage or input error (a file that is not a tool list, a bad flag value)
-    3  the server could not be checked (timeout, refused, auth required, ...): the outcome says why
-    4  environment error: the offline tokenizer is missing, the database cannot be opened or written, another
-       scan is writing to it, the report cannot be written
-  130  interrupted (Ctrl-C)
+Exit codes: one table per command in :mod:`scanner.exitcodes`; each command's ``--help`` ends with its rows,
+``fathom --help`` lists them all, and a test holds the README to the same table.
 """
 
 from __future__ import annotations
@@ -28,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
+from scanner import exitcodes  # the one table of exit codes (a light module)
 from scanner.errors import FathomError
 from scanner.lanes import LaneChoice  # --lanes (a light module: models and the standard library)
 from scanner.models import ProviderView  # the one table of provider names (a light module, no heavy imports)
@@ -37,14 +31,7 @@ if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when
     from scanner.models import ScanOutcome, ServerEntry
     from scanner.scan import ScanConfig, ScanSummary
 
-EXIT_CODES = """\b
-Exit codes:
-  0    done (problems found still exit 0 unless --strict)
-  1    --strict and at least one problem was found
-  2    usage or input error
-  3    the server could not be checked (the outcome says why)
-  4    environment error (offline tokenizer missing, database unusable or busy)
-  130  interrupted"""
+EXIT_CODES = exitcodes.epilog(exitcodes.TOP_LEVEL)
 
 
 def _one_line(message: str) -> str:
@@ -61,6 +48,12 @@ class FathomGroup(TyperGroup):
     """The one place errors become output: a :class:`FathomError` from any command, a usage error (bad flag
     value, missing argument, unknown command or option) and Ctrl-C each print ONE line on stderr and exit with
     the code documented in :data:`EXIT_CODES`. Commands never catch these themselves."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for command in (self.commands or {}).values():
+            for param in command.params:
+                _name_metavar(param)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         try:
@@ -83,6 +76,63 @@ class FathomGroup(TyperGroup):
             raise typer.Exit(130) from exc
 
 
+# What an option's value is, said in its help's metavar (``--url URL``) instead of the Python type (``<str>``).
+METAVARS = {
+    "tools_file": "PATH",
+    "url": "URL",
+    "stdio": "CMD",
+    "select": "CODES",
+    "ignore": "CODES",
+    "header": "'NAME: VALUE'",
+    "bearer_env": "VAR",
+    "profile": "rich|full|bare",
+    "save": "PATH",
+    "db": "DB",
+    "kind": "KIND",
+    "updated_since": "TIME",
+    "out": "DIR",
+    "workdir": "DIR",
+    "rule": "CODE|SLUG",
+    "server": "NAME",
+    "since": "DATE",
+    "run": "RUN",
+    "from_run": "RUN",
+    "to_run": "RUN",
+    "model": "PROVIDER:MODEL",
+    "prompt": "TEXT",
+    "cases": "PATH",
+    "base_url": "URL",
+    "name": "NAME",
+}
+ARGUMENT_METAVARS = {"command": "CMD"}
+_BY_TYPE = {"int": "N", "float": "SECONDS", "str": "TEXT", "list[str]": "TEXT"}
+
+
+def _name_metavar(param: Any) -> None:
+    """Give an option without a metavar of its own one from :data:`METAVARS`, else one from its type."""
+    if getattr(param, "param_type_name", "") == "argument":
+        if param.metavar is None and param.name in ARGUMENT_METAVARS:
+            param.metavar = ARGUMENT_METAVARS[param.name]
+        param.display_type_rich = lambda ctx: None  # "server  The server's name", not "server <str>"
+        return
+    if getattr(param, "param_type_name", "") != "option" or param.metavar or param.is_flag:
+        return
+    if param.name in METAVARS:
+        param.metavar = METAVARS[param.name]
+        return
+    described = getattr(param, "type_descriptor", None)
+    if described is None or described.is_choice:
+        return
+    if param.name.endswith("_mb"):
+        param.metavar = "MIB"
+    elif param.name.endswith("_bytes"):
+        param.metavar = "BYTES"
+    elif described.is_path:
+        param.metavar = "PATH"
+    elif param.bare_type() in _BY_TYPE:
+        param.metavar = _BY_TYPE[param.bare_type()]
+
+
 def _usage_exit(exc: Exception) -> NoReturn:
     context = getattr(exc, "ctx", None)
     where = context.command_path if context is not None else "fathom"
@@ -97,10 +147,46 @@ app = typer.Typer(
     help="Measure what MCP servers' tool lists cost a model per turn, and what a model would stumble over.\n\n"
     + EXIT_CODES,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
+
+
+class ColorChoice(enum.StrEnum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+# What the top-level options chose for this invocation (set by :func:`_options` before any command runs).
+_SETTINGS: dict[str, Any] = {"quiet": False, "color": ColorChoice.auto}
+
+
+@app.callback()
+def _options(
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="No progress, spinner or notes on standard error; errors are still printed."
+        ),
+    ] = False,
+    color: Annotated[
+        ColorChoice,
+        typer.Option(
+            "--color",
+            help="Colour in text output: auto (a terminal, unless NO_COLOR is set or TERM=dumb; FORCE_COLOR=1 forces "
+            "it, for CI logs), always or never.",
+        ),
+    ] = ColorChoice.auto,
+) -> None:
+    _SETTINGS.update(quiet=quiet, color=color)
+
+
+def _note(line: str) -> None:
+    """A note on standard error (a warning, a hint): ``fathom: line``, unless --quiet."""
+    if not _SETTINGS["quiet"]:
+        typer.echo(f"fathom: {line}", err=True)
 
 
 class CheckFormat(enum.StrEnum):
@@ -150,6 +236,13 @@ def _known_profile(profile: str) -> str:
 
 
 def _colour() -> bool:
+    """Colour for text output: --color always/never; for auto, FORCE_COLOR (not empty or 0) forces it, else a
+    terminal without NO_COLOR or TERM=dumb gets it."""
+    choice = _SETTINGS["color"]
+    if choice is not ColorChoice.auto:
+        return bool(choice is ColorChoice.always)
+    if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
+        return True
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
 
@@ -168,7 +261,7 @@ def _headers(header: list[str] | None, bearer_env: str | None) -> dict[str, str]
     return headers
 
 
-@app.command(epilog=EXIT_CODES)
+@app.command(epilog=exitcodes.command_epilog("check"))
 def check(
     tools_file: Annotated[
         str | None,
@@ -306,7 +399,7 @@ def check(
     from scanner.progress import spinner
 
     waiting = None if entry is None else f"waiting for {entry.url or ' '.join(entry.command)} to list its tools"
-    with spinner(waiting) if waiting is not None else _nothing():
+    with spinner(waiting) if waiting is not None and not _SETTINGS["quiet"] else _nothing():
         result = run_check(request)
     if result.tools is None:
         assert result.outcome is not None
@@ -328,7 +421,8 @@ def check(
             view = {"tools": view, "instructions": result.instructions}
         typer.echo(json.dumps(view, indent=2, ensure_ascii=True))
         return
-    typer.echo(_render_check(result, fmt, verbose=verbose, all_tools=all_tools), nl=False)
+    # color=: Click strips escapes off a terminal unless told; FORCE_COLOR and --color always want them kept.
+    typer.echo(_render_check(result, fmt, verbose=verbose, all_tools=all_tools), nl=False, color=_colour())
     if strict and result.report is not None and result.report.summary.problems:
         raise typer.Exit(1)
 
@@ -396,20 +490,12 @@ def _render_check(result: CheckResult, fmt: CheckFormat, *, verbose: bool = Fals
     return check_text.render(result, colour=_colour(), verbose=verbose, all_tools=all_tools)
 
 
-DOCTOR_EXIT_CODES = """\b
-Exit codes:
-  0    healthy: every lane answered and callers without a credential can tell what they miss
-  1    a silent lane (MCP601) or authentication a client cannot discover (MCP602)
-  2    usage or input error
-  3    could not connect in any lane"""
-
-
 class DoctorFormat(enum.StrEnum):
     text = "text"
     json = "json"
 
 
-@app.command(epilog=DOCTOR_EXIT_CODES)
+@app.command(epilog=exitcodes.command_epilog("doctor"))
 def doctor(
     config: Annotated[
         str | None,
@@ -536,7 +622,7 @@ AllowPrivate = Annotated[
 ]
 
 
-@app.command(epilog=EXIT_CODES)
+@app.command(epilog=exitcodes.command_epilog("scan"))
 def scan(
     registry: Annotated[
         str | None,
@@ -685,7 +771,7 @@ def scan(
     if dry_run:
         entries = resolve_entries(config)
         for line in warning_lines(entries, settings.packages):
-            typer.echo(f"fathom: {line}", err=True)
+            _note(line)
         _print_entries(entries, fmt)
         if fmt is ScanFormat.text:
             from scanner.registry.dryrun import totals
@@ -721,7 +807,7 @@ def scan(
     else:
         typer.echo(_scan_line(summary))
     if skipped_note:
-        typer.echo(f"fathom: {skipped_note}", err=True)
+        _note(skipped_note)
     if summary.interrupted:
         import shlex
 
@@ -765,8 +851,10 @@ def _scan_with_progress(
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)
-    progress = Progress(None)
-    progress.start_ticking()
+    quiet = bool(_SETTINGS["quiet"])
+    progress = Progress(None, enabled=False, interval=math.inf) if quiet else Progress(None)
+    if not quiet:
+        progress.start_ticking()
 
     def on_result(entry: ServerEntry, outcome: ScanOutcome) -> None:
         progress.advance(outcome.outcome, entry.name)
@@ -775,7 +863,8 @@ def _scan_with_progress(
                 needs[flag] = needs.get(flag, 0) + 1
 
     def on_warning(line: str) -> None:
-        progress.message(f"fathom: {line}")
+        if not quiet:
+            progress.message(f"fathom: {line}")
 
     try:
         return run_scan(
@@ -865,7 +954,7 @@ WideOption = Annotated[
 DbOption = Annotated[str, typer.Option(help=DB_HELP)]
 
 
-@app.command(epilog=EXIT_CODES)
+@app.command(epilog=exitcodes.command_epilog("worker"))
 def worker(
     db: Annotated[str, typer.Option(help="The PostgreSQL of the distributed run: postgresql+psycopg://user@host/db.")],
     concurrency: Annotated[int, typer.Option(min=1, max=1024, help="Servers this worker scans at once.")] = 32,
@@ -930,7 +1019,7 @@ def worker(
     typer.echo(f"worker {done.name} stopped: {done.written} servers written · {counts or 'nothing scanned'}")
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("runs"))
 def runs(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> None:
     """The scan runs in the database: when, their status, how many servers were scanned and answered (and for
     a distributed run, how many were queued and which workers took part)."""
@@ -940,7 +1029,7 @@ def runs(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, wide
     _table(fmt, lambda: queries.runs(_db_url(db, existing=True)), queries.run_columns, wide=wide, optional=optional)
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("servers"))
 def servers(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> None:
     """Every server with its last outcome, and the tools, leaderboard score, problem/warning/note counts and tokens
     per turn of its last successful scan; JSON and CSV add what its last scan ran (registry version, package, URL,
@@ -951,7 +1040,7 @@ def servers(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, w
     _table(fmt, fetch, queries.SERVER_COLUMNS, wide=wide, optional=queries.OPTIONAL_COLUMNS["servers"])
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("history"))
 def history(
     server: Annotated[str, typer.Argument(help="The server's name as the registry lists it.")],
     db: DbOption = "fathom.db",
@@ -974,7 +1063,7 @@ def history(
         typer.echo(queries.stderr_note(found), nl=False)
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("findings"))
 def findings(
     rule: Annotated[str | None, typer.Option(help="Only this rule, by code (MCP205) or slug.")] = None,
     server: Annotated[str | None, typer.Option(help="Only this server.")] = None,
@@ -1022,7 +1111,7 @@ def findings(
     )
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("diff"))
 def diff(
     server: Annotated[str, typer.Argument(help="The server's name.")],
     from_run: Annotated[
@@ -1052,7 +1141,7 @@ def diff(
     _table(fmt, fetch, queries.DIFF_COLUMNS, wide=wide)
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("rescore"))
 def rescore(db: DbOption = "fathom.db") -> None:
     """Recompute findings and token counts of every stored tool list under the current rule catalogue."""
     from scanner.check import measure
@@ -1065,7 +1154,7 @@ def rescore(db: DbOption = "fathom.db") -> None:
     typer.echo(f"rescored {count} tool lists under rules {RULES_VERSION}")
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("report"))
 def report(
     out: Annotated[Path, typer.Option(help="Folder the site is written to.")] = Path("reports"),
     run: Annotated[
@@ -1090,7 +1179,7 @@ def report(
     typer.echo(f"open {(out / 'index.html').resolve().as_uri()}")
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("demo"))
 def demo(
     workdir: Annotated[Path, typer.Option(help="Folder for the demo's database, server list and site.")] = Path(
         "fathom-demo"
@@ -1111,7 +1200,7 @@ def demo(
     typer.echo(f"report:   {result.report_index.resolve().as_uri()}")
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("rules"))
 def rules(fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> None:
     """List the rule catalogue in code order: code, severity, status (stable, preview, deprecated, removed),
     slug and the fix (JSON and CSV add the scope and the whole doc).
@@ -1122,7 +1211,7 @@ def rules(fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> No
     _table(fmt, queries.rules, queries.RULE_COLUMNS, wide=wide, optional=queries.OPTIONAL_COLUMNS["rules"])
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("rule"))
 def rule(
     code: Annotated[str, typer.Argument(metavar="CODE", help="A rule code or slug, e.g. MCP205 or param-untyped.")],
 ) -> None:
@@ -1138,24 +1227,13 @@ def rule(
     )
 
 
-TRY_EXIT_CODES = """\b
-Exit codes:
-  0    done (misses still exit 0 unless --strict)
-  1    --strict and a case was missed
-  2    usage or input error, or no consent to send
-  3    the server named for the tool list could not be listed
-  4    environment error (the provider's API key variable is not set, tokenizer missing, database unusable)
-  5    the provider refused or failed (401/403, 404 model, 429 after retries, 5xx, timeout, malformed answer)
-  130  interrupted"""
-
-
 class TryFormat(enum.StrEnum):
     text = "text"
     json = "json"
     markdown = "markdown"
 
 
-@app.command("try", epilog=TRY_EXIT_CODES)
+@app.command("try", epilog=exitcodes.command_epilog("try"))
 def try_model(
     model: Annotated[
         str,
@@ -1184,7 +1262,7 @@ def try_model(
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Consent to sending to a remote provider.")] = False,
     repeat: Annotated[
-        int, typer.Option(min=1, max=1000, help="Ask each prompt this many times, to see how stable the choice is.")
+        int, typer.Option(min=1, max=100, help="Ask each prompt this many times, to see how stable the choice is.")
     ] = 1,
     max_tokens: Annotated[int, typer.Option(min=1, max=1_000_000, help="Output limit of each answer.")] = 1024,
     timeout: Annotated[
