@@ -39,7 +39,8 @@ COMMAND_CODES: dict[str, dict[int, str]] = {
         130: INTERRUPTED + "; its running jobs go back to the queue",
     },
     "doctor": {
-        0: "healthy: every lane answered and callers without a credential can tell what they miss",
+        0: "healthy: every lane answered and callers without a credential can tell what they miss; or the server "
+        "answered and no credential was given to compare",
         1: "a silent lane (MCP601) or authentication a client cannot discover (MCP602)",
         2: USAGE,
         3: "could not connect in any lane",

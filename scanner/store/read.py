@@ -317,6 +317,7 @@ def scan_scores(engine: Engine, scan_ids: Iterable[int]) -> dict[int, ScanScore]
     """
     wanted = sorted(set(scan_ids))
     result: dict[int, ScanScore] = {}
+    clean_lists: dict[int, ScanScore] = {}
     with engine.connect() as connection:
         versions = common.scoring_versions(connection)
         for chunk in common.chunks(wanted):
@@ -334,31 +335,48 @@ def scan_scores(engine: Engine, scan_ids: Iterable[int]) -> dict[int, ScanScore]
                     select(_FINDINGS.c.toolset_id, _FINDINGS.c.rule_version, *columns)
                     .where(_FINDINGS.c.scan_id.is_(None), _FINDINGS.c.toolset_id.in_(part))
                     .order_by(_FINDINGS.c.id)
-                )
+                ).all()
                 for toolset_id, version, code, severity, tool, index in rows:
                     if (toolset_id, version) in pairs:
                         found[(toolset_id, version)].append(_Scored(code, _severity(severity), tool, index))
             own = connection.execute(
                 select(_FINDINGS.c.scan_id, *columns).where(_FINDINGS.c.scan_id.in_(chunk)).order_by(_FINDINGS.c.id)
-            )
+            ).all()
             for scan_id, code, severity, tool, index in own:
                 found[scan_id].append(_Scored(code, _severity(severity), tool, index))
+            shared: dict[tuple[int, str], ScanScore] = {}  # a toolset's score under a version, computed once
             for scan_id, run_id, toolset_id, tools_count in scans:
-                hits = found.get((toolset_id, versions[run_id]), []) + found.get(scan_id, [])
+                key = (toolset_id, versions[run_id])
+                if scan_id not in found and key in shared:
+                    result[scan_id] = shared[key]
+                    continue
+                hits = found.get(key, []) + found.get(scan_id, [])
                 counts = [0, 0, 0]
                 for hit in hits:
-                    common.add_severity(counts, int(hit.severity))
-                score = score_breakdown(int(tools_count or 0), hits).score
-                result[scan_id] = ScanScore(score, counts[0], counts[1], counts[2])
+                    counts[hit.severity] += 1
+                size = int(tools_count or 0)
+                if hits:
+                    scored = ScanScore(
+                        score=score_breakdown(size, hits).score, problems=counts[0], warnings=counts[1], notes=counts[2]
+                    )
+                else:  # most lists: no findings; their score depends on the size alone
+                    if size not in clean_lists:
+                        clean_lists[size] = ScanScore(
+                            score=score_breakdown(size, ()).score, problems=0, warnings=0, notes=0
+                        )
+                    scored = clean_lists[size]
+                result[scan_id] = scored
+                if scan_id not in found:
+                    shared[key] = scored
     return result
+
+
+_SEVERITIES = {int(severity): severity for severity in Severity}
 
 
 def _severity(value: Any) -> Severity:
     """A stored severity; one the catalogue does not know (a newer Fathom's) reads as a note, as everywhere."""
-    try:
-        return Severity(value)
-    except ValueError:
-        return Severity.NOTE
+    return _SEVERITIES.get(value, Severity.NOTE)
 
 
 def history(engine: Engine, server: str) -> list[ScanRow]:

@@ -74,7 +74,7 @@ class ServerSummary:
         return max(self.tokens.values(), default=0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ScanScore:
     """One scan's leaderboard score and its finding counts under the run's scoring rule version
     (:meth:`Store.scan_scores`): the toolset's findings plus the scan's own, scored as the report scores them."""
