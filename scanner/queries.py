@@ -292,8 +292,10 @@ def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> 
         if delta:
             spent, spends = change.tokens_from.get(provider, 0), change.tokens_to.get(provider, 0)
             rows.append({"change": "tokens", "tool": None, "detail": f"{provider} {spent} → {spends} ({delta:+d})"})
-    for label, items in (("finding new", change.findings_new), ("finding fixed", change.findings_fixed)):
-        rows += [{"change": label, "tool": f.tool, "detail": f"{f.code} {f.rule}: {f.message}"} for f in items]
+    # Findings grouped by rule: a rule's new and fixed findings together, code by code, tools in order.
+    found = [("finding new", f) for f in change.findings_new] + [("finding fixed", f) for f in change.findings_fixed]
+    found.sort(key=lambda item: (item[1].code, item[0] != "finding new", item[1].tool or ""))
+    rows += [{"change": label, "tool": f.tool, "detail": f"{f.code} {f.rule}: {f.message}"} for label, f in found]
     for side, lanes in (("from", change.lanes_from), ("to", change.lanes_to)):
         if lanes:
             rows.append({"change": f"lanes ({side})", "tool": None, "detail": lanes_text(lanes)})
