@@ -114,3 +114,16 @@ def test_try_repeat_help_and_limit_match_the_library() -> None:
     assert repeat.max == MAX_REPEAT
     result = runner.invoke(app, ["try", "--model", "openai:x", "--example", "--repeat", str(MAX_REPEAT + 1)])
     assert result.exit_code == 2 and "--repeat" in result.stderr
+
+
+def test_enqueue_on_sqlite_says_sqlite_first_even_without_the_postgres_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "procrastinate", None)  # the extra is not installed: importing it fails
+    listing = tmp_path / "servers.json"
+    listing.write_text(json.dumps({"servers": [{"name": "a", "url": "http://127.0.0.1:9/mcp"}]}), encoding="utf-8")
+    result = runner.invoke(app, ["scan", str(listing), "--db", str(tmp_path / "f.db"), "--enqueue"])
+    assert result.exit_code == 2
+    assert "need PostgreSQL" in result.stderr and "pip install" not in result.stderr
