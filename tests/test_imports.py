@@ -113,3 +113,14 @@ def test_the_checker_sees_a_circle_hidden_in_a_function(tmp_path: Path, monkeypa
     monkeypatch.setattr(sys.modules[__name__], "ROOT", root)
     monkeypatch.setattr(sys.modules[__name__], "MODULES", {module_name(path): path for path in root.rglob("*.py")})
     assert circles() == [["scanner.first", "scanner.second"]]
+
+
+def test_a_store_is_passed_typed_never_as_any() -> None:
+    untyped = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for arg in [*node.args.args, *node.args.kwonlyargs]:
+                    if arg.arg == "store" and (arg.annotation is None or ast.unparse(arg.annotation) == "Any"):
+                        untyped.append(f"{name}.{node.name}")
+    assert untyped == []
