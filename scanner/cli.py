@@ -3,15 +3,8 @@
 Every import beyond Typer and ``scanner.errors`` happens inside the command that needs it, so ``fathom --help``
 starts fast. Errors are turned into output in ONE place, :class:`FathomGroup`.
 
-Exit codes (also in ``fathom --help`` and the README):
-
-    0  done; nothing failed (without a gate, problems found still exit 0)
-    1  a check gate failed (--strict, --fail-on, --min-score, --max-tokens, --max-increase): one line each
-    2  usage or input error (a file that is not a tool list, a bad flag value)
-    3  the server could not be checked (timeout, refused, auth required, ...): the outcome says why
-    4  environment error: the offline tokenizer is missing, the database cannot be opened or written, another
-       scan is writing to it, the report cannot be written
-  130  interrupted (Ctrl-C)
+Exit codes: one table per command in :mod:`scanner.exitcodes`; each command's ``--help`` ends with its rows,
+``fathom --help`` lists them all, and a test holds the README to the same table.
 """
 
 from __future__ import annotations
@@ -20,13 +13,15 @@ import enum
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
 
+from scanner import exitcodes  # the one table of exit codes (a light module)
 from scanner.errors import FathomError
 from scanner.lanes import LaneChoice  # --lanes (a light module: models and the standard library)
 from scanner.models import ProviderView  # the one table of provider names (a light module, no heavy imports)
@@ -36,14 +31,7 @@ if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when
     from scanner.models import ScanOutcome, ServerEntry
     from scanner.scan import ScanConfig, ScanSummary
 
-EXIT_CODES = """\b
-Exit codes:
-  0    done (problems found still exit 0 unless a gate is set)
-  1    a check gate failed (--strict, --fail-on, --min-score, --max-tokens, --max-increase)
-  2    usage or input error
-  3    the server could not be checked (the outcome says why)
-  4    environment error (offline tokenizer missing, database unusable or busy)
-  130  interrupted"""
+EXIT_CODES = exitcodes.epilog(exitcodes.TOP_LEVEL)
 
 
 def _one_line(message: str) -> str:
@@ -60,6 +48,12 @@ class FathomGroup(TyperGroup):
     """The one place errors become output: a :class:`FathomError` from any command, a usage error (bad flag
     value, missing argument, unknown command or option) and Ctrl-C each print ONE line on stderr and exit with
     the code documented in :data:`EXIT_CODES`. Commands never catch these themselves."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for command in (self.commands or {}).values():
+            for param in command.params:
+                _name_metavar(param)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         try:
@@ -82,6 +76,63 @@ class FathomGroup(TyperGroup):
             raise typer.Exit(130) from exc
 
 
+# What an option's value is, said in its help's metavar (``--url URL``) instead of the Python type (``<str>``).
+METAVARS = {
+    "tools_file": "PATH",
+    "url": "URL",
+    "stdio": "CMD",
+    "select": "CODES",
+    "ignore": "CODES",
+    "header": "'NAME: VALUE'",
+    "bearer_env": "VAR",
+    "profile": "rich|full|bare",
+    "save": "PATH",
+    "db": "DB",
+    "kind": "KIND",
+    "updated_since": "TIME",
+    "out": "DIR",
+    "workdir": "DIR",
+    "rule": "CODE|SLUG",
+    "server": "NAME",
+    "since": "DATE",
+    "run": "RUN",
+    "from_run": "RUN",
+    "to_run": "RUN",
+    "model": "PROVIDER:MODEL",
+    "prompt": "TEXT",
+    "cases": "PATH",
+    "base_url": "URL",
+    "name": "NAME",
+}
+ARGUMENT_METAVARS = {"command": "CMD"}
+_BY_TYPE = {"int": "N", "float": "SECONDS", "str": "TEXT", "list[str]": "TEXT"}
+
+
+def _name_metavar(param: Any) -> None:
+    """Give an option without a metavar of its own one from :data:`METAVARS`, else one from its type."""
+    if getattr(param, "param_type_name", "") == "argument":
+        if param.metavar is None and param.name in ARGUMENT_METAVARS:
+            param.metavar = ARGUMENT_METAVARS[param.name]
+        param.display_type_rich = lambda ctx: None  # "server  The server's name", not "server <str>"
+        return
+    if getattr(param, "param_type_name", "") != "option" or param.metavar or param.is_flag:
+        return
+    if param.name in METAVARS:
+        param.metavar = METAVARS[param.name]
+        return
+    described = getattr(param, "type_descriptor", None)
+    if described is None or described.is_choice:
+        return
+    if param.name.endswith("_mb"):
+        param.metavar = "MIB"
+    elif param.name.endswith("_bytes"):
+        param.metavar = "BYTES"
+    elif described.is_path:
+        param.metavar = "PATH"
+    elif param.bare_type() in _BY_TYPE:
+        param.metavar = _BY_TYPE[param.bare_type()]
+
+
 def _usage_exit(exc: Exception) -> NoReturn:
     context = getattr(exc, "ctx", None)
     where = context.command_path if context is not None else "fathom"
@@ -96,7 +147,7 @@ app = typer.Typer(
     help="Measure what MCP servers' tool lists cost a model per turn, and what a model would stumble over.\n\n"
     + EXIT_CODES,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
@@ -110,14 +161,45 @@ def _print_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+class ColorChoice(enum.StrEnum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+# What the top-level options chose for this invocation (set by :func:`_options` before any command runs).
+_SETTINGS: dict[str, Any] = {"quiet": False, "color": ColorChoice.auto}
+
+
 @app.callback()
-def _main(
+def _options(
     version: Annotated[
         bool,
         typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
     ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="No progress, spinner or notes on standard error; errors are still printed."
+        ),
+    ] = False,
+    color: Annotated[
+        ColorChoice,
+        typer.Option(
+            "--color",
+            help="Colour in text output: auto (a terminal, unless NO_COLOR is set or TERM=dumb; FORCE_COLOR=1 forces "
+            "it, for CI logs), always or never.",
+        ),
+    ] = ColorChoice.auto,
 ) -> None:
     """Measure what MCP servers' tool lists cost a model per turn, and what a model would stumble over."""
+    _SETTINGS.update(quiet=quiet, color=color)
+
+
+def _note(line: str) -> None:
+    """A note on standard error (a warning, a hint): ``fathom: line``, unless --quiet."""
+    if not _SETTINGS["quiet"]:
+        typer.echo(f"fathom: {line}", err=True)
 
 
 class CheckFormat(enum.StrEnum):
@@ -167,6 +249,13 @@ def _known_profile(profile: str) -> str:
 
 
 def _colour() -> bool:
+    """Colour for text output: --color always/never; for auto, FORCE_COLOR (not empty or 0) forces it, else a
+    terminal without NO_COLOR or TERM=dumb gets it."""
+    choice = _SETTINGS["color"]
+    if choice is not ColorChoice.auto:
+        return bool(choice is ColorChoice.always)
+    if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
+        return True
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
 
@@ -185,7 +274,7 @@ def _headers(header: list[str] | None, bearer_env: str | None) -> dict[str, str]
     return headers
 
 
-@app.command(epilog=EXIT_CODES)
+@app.command(epilog=exitcodes.command_epilog("check"))
 def check(
     tools_file: Annotated[
         str | None,
@@ -391,7 +480,11 @@ def check(
         if any(flag is not None for flag in flags):
             _fail("--as prints only the provider's JSON: it takes no gate, baseline or badge", 2)
         gate = GateRequest(request)
-    result = run_gate(gate)
+    from scanner.progress import spinner
+
+    waiting = None if entry is None else f"waiting for {entry.url or ' '.join(entry.command)} to list its tools"
+    with spinner(waiting) if waiting is not None and not _SETTINGS["quiet"] else _nothing():
+        result = run_gate(gate)
     out_format = CheckFormat(chosen.format)
     if as_provider is None:
         check_write.write(result, files, verbose=verbose, all_tools=all_tools, anchor=chosen.config)
@@ -414,11 +507,17 @@ def check(
         typer.echo(json.dumps(view, indent=2, ensure_ascii=True))
         return
     rendered = _render_check(result, out_format, verbose=verbose, all_tools=all_tools, anchor=chosen.config)
-    typer.echo(rendered, nl=False)
+    # color=: Click strips escapes off a terminal unless told; FORCE_COLOR and --color always want them kept.
+    typer.echo(rendered, nl=False, color=_colour())
     for failed in result.failed_gates:
         typer.echo(f"fathom: {_one_line(failed.line())}", err=True)
     if result.failed_gates:
         raise typer.Exit(1)
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
 
 
 def _server_entry(
@@ -480,20 +579,12 @@ def _render_check(
     return check_write.render(result, fmt.value, colour=colour, verbose=verbose, all_tools=all_tools, anchor=anchor)
 
 
-DOCTOR_EXIT_CODES = """\b
-Exit codes:
-  0    healthy: every lane answered and callers without a credential can tell what they miss
-  1    a silent lane (MCP601) or authentication a client cannot discover (MCP602)
-  2    usage or input error
-  3    could not connect in any lane"""
-
-
 class DoctorFormat(enum.StrEnum):
     text = "text"
     json = "json"
 
 
-@app.command(epilog=DOCTOR_EXIT_CODES)
+@app.command(epilog=exitcodes.command_epilog("doctor"))
 def doctor(
     config: Annotated[
         str | None,
@@ -620,7 +711,7 @@ AllowPrivate = Annotated[
 ]
 
 
-@app.command(epilog=EXIT_CODES)
+@app.command(epilog=exitcodes.command_epilog("scan"))
 def scan(
     registry: Annotated[
         str | None,
@@ -696,7 +787,23 @@ def scan(
         int, typer.Option(min=1, help="Most MiB read from the input: a file, a directory, or all API pages.")
     ] = 128,
     allow_private: AllowPrivate = False,
-    dry_run: Annotated[bool, typer.Option(help="List the resolved entries without connecting to anything.")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            help="List the resolved entries without connecting to anything, then totals by transport, package "
+            "registry type and skip reason."
+        ),
+    ] = False,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="NAME", help="Scan (or list) only the entry of this name (repeatable); an unknown name: exit 2."
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None,
+        typer.Option(metavar="N", min=1, help="Scan (or list) only the first N entries (after --only)."),
+    ] = None,
     resume: Annotated[
         bool,
         typer.Option(
@@ -763,14 +870,20 @@ def scan(
         max_input_mb=max_input_mb,
         resume=resume,
         crawl=settings,
+        only=tuple(only or ()),
+        limit=limit,
     )
     if registry is None and not resume:
         _fail("name the registry to scan (only --resume may leave it out)", 2)
     if dry_run:
         entries = resolve_entries(config)
         for line in warning_lines(entries, settings.packages):
-            typer.echo(f"fathom: {line}", err=True)
+            _note(line)
         _print_entries(entries, fmt)
+        if fmt is ScanFormat.text:
+            from scanner.registry.dryrun import totals
+
+            typer.echo("\n".join(totals(entries)))
         return
     if enqueue:
         from scanner.distributed import enqueue_scan
@@ -788,7 +901,11 @@ def scan(
             + "; start `fathom worker --db ...` on any machine"
         )
         return
-    summary = _scan_with_progress(config, run_scan)
+    needs: dict[str, int] = {}
+    summary = _scan_with_progress(config, run_scan, needs)
+    from scanner.scan import skipped_line
+
+    skipped_note = skipped_line(needs)
     if fmt is ScanFormat.json:
         import dataclasses
         import json
@@ -796,6 +913,8 @@ def scan(
         typer.echo(json.dumps({**dataclasses.asdict(summary), "scanned": summary.scanned}, indent=2))
     else:
         typer.echo(_scan_line(summary))
+    if skipped_note:
+        _note(skipped_note)
     if summary.interrupted:
         import shlex
 
@@ -829,11 +948,15 @@ def _scan_line(summary: ScanSummary) -> str:
     return f"{head} · {counts or 'nothing scanned'}"
 
 
-def _scan_with_progress(config: ScanConfig, run_scan: Callable[..., ScanSummary]) -> ScanSummary:
-    """Run the scan with a progress bar, turning SIGTERM into the same clean stop as Ctrl-C."""
+def _scan_with_progress(
+    config: ScanConfig, run_scan: Callable[..., ScanSummary], needs: dict[str, int] | None = None
+) -> ScanSummary:
+    """Run the scan with a progress display from the first second, turning SIGTERM into the same clean stop as
+    Ctrl-C; ``needs`` counts the servers left unscanned by the opt-in flag that would scan them."""
     import signal
 
     from scanner.progress import Progress
+    from scanner.scan import opt_in_flags
 
     def stop(_signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt
@@ -842,26 +965,33 @@ def _scan_with_progress(config: ScanConfig, run_scan: Callable[..., ScanSummary]
     # A scan started as a background job of a non-interactive shell inherits SIGINT ignored (Python then installs
     # no handler): take it back, so `kill -INT` stops a scan the same clean way wherever it was started.
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
-    progress: Progress | None = None
+    quiet = bool(_SETTINGS["quiet"])
+    progress = Progress(None, enabled=False, interval=math.inf) if quiet else Progress(None)
+    if not quiet:
+        progress.start_ticking()
 
-    def on_start(_run_id: int, total: int) -> None:
-        nonlocal progress
-        progress = Progress(total)
-
-    def on_result(_entry: ServerEntry, outcome: ScanOutcome) -> None:
-        assert progress is not None
-        progress.advance(outcome.outcome)
+    def on_result(entry: ServerEntry, outcome: ScanOutcome) -> None:
+        progress.advance(outcome.outcome, entry.name)
+        if needs is not None:
+            for flag in opt_in_flags(outcome.detail)[:1]:
+                needs[flag] = needs.get(flag, 0) + 1
 
     def on_warning(line: str) -> None:
-        typer.echo(f"fathom: {line}", err=True)
+        if not quiet:
+            progress.message(f"fathom: {line}")
 
     try:
-        return run_scan(config, on_start=on_start, on_result=on_result, on_warning=on_warning)
+        return run_scan(
+            config,
+            on_start=lambda _run_id, total: progress.set_total(total),
+            on_result=on_result,
+            on_warning=on_warning,
+            on_begin=lambda entry: progress.begin(entry.name),
+        )
     finally:
         signal.signal(signal.SIGTERM, previous)
         signal.signal(signal.SIGINT, previous_int)
-        if progress is not None:
-            progress.close()
+        progress.close()
 
 
 def _print_entries(entries: list[ServerEntry], fmt: ScanFormat) -> None:
@@ -891,16 +1021,35 @@ def _table(
     fmt: QueryFormat,
     fetch: Callable[[], list[dict[str, Any]]],
     columns: list[str] | Callable[[list[dict[str, Any]]], list[str]],
+    *,
+    wide: bool = False,
+    optional: list[str] | None = None,
 ) -> None:
     """Run one query and print its rows in the chosen format (every column for JSON and CSV); ``columns`` may
-    be chosen from the rows."""
+    be chosen from the rows. A table fits the terminal (:func:`_table_width`) unless ``wide``."""
     from scanner.tabular import TableFormat, render_rows
 
     rows = fetch()
     table_format = TableFormat(fmt.value)
     chosen = columns(rows) if callable(columns) else columns
     shown = chosen if table_format is TableFormat.table else None
-    typer.echo(render_rows(rows, table_format, columns=shown), nl=False)
+    from scanner.queries import WRAP_COLUMNS
+
+    width = None if wide else _table_width()
+    text = render_rows(rows, table_format, columns=shown, width=width, optional=optional or (), wrap=WRAP_COLUMNS)
+    typer.echo(text, nl=False)
+
+
+def _table_width() -> int | None:
+    """The width a table fits: ``$COLUMNS`` when set, else the terminal's; None (no limit) when piped."""
+    import shutil
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
 
 
 class QueryFormat(enum.StrEnum):
@@ -909,11 +1058,25 @@ class QueryFormat(enum.StrEnum):
     csv = "csv"
 
 
+class SeverityChoice(enum.StrEnum):
+    problem = "problem"
+    warning = "warning"
+    note = "note"
+
+
 FormatOption = Annotated[QueryFormat, typer.Option("--format", help="Output format.")]
+WideOption = Annotated[
+    bool,
+    typer.Option(
+        "--wide",
+        help="Table: keep every column and never wrap (by default a table fits $COLUMNS or the terminal, "
+        "wrapping its widest text; piped output is never wrapped or cut).",
+    ),
+]
 DbOption = Annotated[str, typer.Option(help=DB_HELP)]
 
 
-@app.command(epilog=EXIT_CODES)
+@app.command(epilog=exitcodes.command_epilog("worker"))
 def worker(
     db: Annotated[str, typer.Option(help="The PostgreSQL of the distributed run: postgresql+psycopg://user@host/db.")],
     concurrency: Annotated[int, typer.Option(min=1, max=1024, help="Servers this worker scans at once.")] = 32,
@@ -978,31 +1141,35 @@ def worker(
     typer.echo(f"worker {done.name} stopped: {done.written} servers written · {counts or 'nothing scanned'}")
 
 
-@app.command()
-def runs(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table) -> None:
+@app.command(epilog=exitcodes.command_epilog("runs"))
+def runs(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> None:
     """The scan runs in the database: when, their status, how many servers were scanned and answered (and for
     a distributed run, how many were queued and which workers took part)."""
     from scanner import queries
 
-    _table(fmt, lambda: queries.runs(_db_url(db, existing=True)), queries.run_columns)
+    optional = queries.OPTIONAL_COLUMNS["runs"]
+    _table(fmt, lambda: queries.runs(_db_url(db, existing=True)), queries.run_columns, wide=wide, optional=optional)
 
 
-@app.command()
-def servers(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table) -> None:
-    """Every server with its last outcome, and the tools and tokens per turn of its last successful scan; JSON and
-    CSV add what its last scan ran (registry version, package, URL, command) and that scan's stderr tail."""
+@app.command(epilog=exitcodes.command_epilog("servers"))
+def servers(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> None:
+    """Every server with its last outcome, and the tools, leaderboard score, problem/warning/note counts and tokens
+    per turn of its last successful scan; JSON and CSV add what its last scan ran (registry version, package, URL,
+    command) and that scan's stderr tail."""
     from scanner import queries
 
-    _table(fmt, lambda: queries.servers(_db_url(db, existing=True)), queries.SERVER_COLUMNS)
+    fetch = lambda: queries.servers(_db_url(db, existing=True))  # noqa: E731
+    _table(fmt, fetch, queries.SERVER_COLUMNS, wide=wide, optional=queries.OPTIONAL_COLUMNS["servers"])
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("history"))
 def history(
     server: Annotated[str, typer.Argument(help="The server's name as the registry lists it.")],
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
+    wide: WideOption = False,
 ) -> None:
-    """One server's scans over time: outcome, registry and server version, tools, tokens per provider, findings,
+    """One server's scans over time: outcome, registry and server version, tools, tokens per provider, score, findings,
     a column per per-scan metric (handshake and list times, tools/list pages), what was run (JSON/CSV) and, under
     the table, the newest scan's stderr tail."""
     from scanner import queries
@@ -1013,12 +1180,12 @@ def history(
         found.extend(queries.history(_db_url(db, existing=True), server))
         return found
 
-    _table(fmt, fetch, queries.history_columns)
+    _table(fmt, fetch, queries.history_columns, wide=wide, optional=queries.OPTIONAL_COLUMNS["history"])
     if fmt is QueryFormat.table:
         typer.echo(queries.stderr_note(found), nl=False)
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("findings"))
 def findings(
     rule: Annotated[str | None, typer.Option(help="Only this rule, by code (MCP205) or slug.")] = None,
     server: Annotated[str | None, typer.Option(help="Only this server.")] = None,
@@ -1028,13 +1195,22 @@ def findings(
     run: Annotated[
         int | None, typer.Option(min=1, max=RUN_ID_MAX, help="Exactly the findings present in this run.")
     ] = None,
+    severity: Annotated[SeverityChoice | None, typer.Option(help="Only findings of this severity.")] = None,
+    still_open: Annotated[
+        bool,
+        typer.Option("--open", help="Only findings not gone: present in their server's newest scan that listed tools."),
+    ] = False,
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
+    wide: WideOption = False,
 ) -> None:
-    """Findings over time, with the run each first appeared in and the run it went away in (if it did)."""
+    """Findings over time, with the run each first appeared in and the run it went away in (if it did).
+
+    An unknown rule code or slug is an error (exit 2) that names the nearest one."""
     from datetime import datetime
 
     from scanner import queries
+    from scanner.models import Severity
 
     try:
         when = datetime.fromisoformat(since) if since else None
@@ -1042,12 +1218,22 @@ def findings(
         _fail(f"--since wants a date like 2026-11-01 or 2026-11-01T18:00, got {since!r}", 2)
     _table(
         fmt,
-        lambda: queries.findings(_db_url(db, existing=True), rule=rule, server=server, since=when, run=run),
+        lambda: queries.findings(
+            _db_url(db, existing=True),
+            rule=rule,
+            server=server,
+            since=when,
+            run=run,
+            severity=Severity.parse(severity.value) if severity is not None else None,
+            still_open=still_open,
+        ),
         queries.FINDING_COLUMNS,
+        wide=wide,
+        optional=queries.OPTIONAL_COLUMNS["findings"],
     )
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("diff"))
 def diff(
     server: Annotated[str, typer.Argument(help="The server's name.")],
     from_run: Annotated[
@@ -1067,15 +1253,17 @@ def diff(
     ] = None,
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
+    wide: WideOption = False,
 ) -> None:
     """What changed on a server between two runs: registry and server versions, outcome changes, tools added,
     removed and changed, tokens, findings. A server that never answered shows its outcomes."""
     from scanner import queries
 
-    _table(fmt, lambda: queries.diff(_db_url(db, existing=True), server, from_run, to_run), queries.DIFF_COLUMNS)
+    fetch = lambda: queries.diff(_db_url(db, existing=True), server, from_run, to_run)  # noqa: E731
+    _table(fmt, fetch, queries.DIFF_COLUMNS, wide=wide)
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("rescore"))
 def rescore(db: DbOption = "fathom.db") -> None:
     """Recompute findings and token counts of every stored tool list under the current rule catalogue."""
     from scanner.check import measure
@@ -1088,7 +1276,7 @@ def rescore(db: DbOption = "fathom.db") -> None:
     typer.echo(f"rescored {count} tool lists under rules {RULES_VERSION}")
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("report"))
 def report(
     out: Annotated[Path, typer.Option(help="Folder the site is written to.")] = Path("reports"),
     run: Annotated[
@@ -1113,7 +1301,7 @@ def report(
     typer.echo(f"open {(out / 'index.html').resolve().as_uri()}")
 
 
-@app.command()
+@app.command(epilog=exitcodes.command_epilog("demo"))
 def demo(
     workdir: Annotated[Path, typer.Option(help="Folder for the demo's database, server list and site.")] = Path(
         "fathom-demo"
@@ -1134,40 +1322,31 @@ def demo(
     typer.echo(f"report:   {result.report_index.resolve().as_uri()}")
 
 
-@app.command()
-def rules() -> None:
+@app.command(epilog=exitcodes.command_epilog("rules"))
+def rules(fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> None:
     """List the rule catalogue in code order: code, severity, status (stable, preview, deprecated, removed),
-    slug and the fix.
+    slug and the fix (JSON and CSV add the scope and the whole doc).
 
     `fathom rule CODE` explains one; `fathom check --select/--ignore` take code prefixes (MCP2, MCP401)."""
+    from scanner import queries
+
+    _table(fmt, queries.rules, queries.RULE_COLUMNS, wide=wide, optional=queries.OPTIONAL_COLUMNS["rules"])
+
+
+@app.command(epilog=exitcodes.command_epilog("rule"))
+def rule(
+    code: Annotated[str, typer.Argument(metavar="CODE", help="A rule code or slug, e.g. MCP205 or param-untyped.")],
+) -> None:
+    """Explain one rule: what it checks, why a model stumbles over it, and how to fix it.
+
+    An unknown code or slug is an error (exit 2) that names the nearest one."""
+    from scanner import queries
     from scanner.rules import RULES
 
-    for rule in RULES.values():
-        typer.echo(f"{rule.code}  {rule.severity.label:<8} {rule.status:<10} {rule.slug:<30} {rule.hint}")
-
-
-@app.command()
-def rule(code: Annotated[str, typer.Argument(help="A rule code, e.g. MCP205.")]) -> None:
-    """Explain one rule: what it checks, why a model stumbles over it, and how to fix it."""
-    from scanner.rules import RULES
-
-    found = RULES.get(code.strip().upper())
-    if found is None:
-        _fail(f"no rule {code!r}; `fathom rules` lists them", 2)
+    found = RULES[queries.rule_code(code)]
     typer.echo(
         f"{found.code} {found.slug} ({found.severity.label}, {found.status})\n\n{found.doc}\n\nFix: {found.hint}"
     )
-
-
-TRY_EXIT_CODES = """\b
-Exit codes:
-  0    done (misses still exit 0 unless --strict)
-  1    --strict and a case was missed
-  2    usage or input error, or no consent to send
-  3    the server named for the tool list could not be listed
-  4    environment error (the provider's API key variable is not set, tokenizer missing, database unusable)
-  5    the provider refused or failed (401/403, 404 model, 429 after retries, 5xx, timeout, malformed answer)
-  130  interrupted"""
 
 
 class TryFormat(enum.StrEnum):
@@ -1176,7 +1355,7 @@ class TryFormat(enum.StrEnum):
     markdown = "markdown"
 
 
-@app.command("try", epilog=TRY_EXIT_CODES)
+@app.command("try", epilog=exitcodes.command_epilog("try"))
 def try_model(
     model: Annotated[
         str,
@@ -1205,7 +1384,7 @@ def try_model(
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Consent to sending to a remote provider.")] = False,
     repeat: Annotated[
-        int, typer.Option(min=1, max=1000, help="Ask each prompt this many times, to see how stable the choice is.")
+        int, typer.Option(min=1, max=100, help="Ask each prompt this many times, to see how stable the choice is.")
     ] = 1,
     max_tokens: Annotated[int, typer.Option(min=1, max=1_000_000, help="Output limit of each answer.")] = 1024,
     timeout: Annotated[

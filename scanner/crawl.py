@@ -206,8 +206,10 @@ async def crawl(
     sink: Sink,
     *,
     scan: ScanFn | None = None,
+    on_begin: Callable[[ServerEntry], None] | None = None,
 ) -> None:
     """Scan ``entries`` concurrently and call ``sink(entry, outcome)`` for each, one at a time, in a thread.
+    ``on_begin(entry)`` (a progress display's "in flight") is called in the event loop as a worker takes an entry.
 
     ``sink`` is the single writer (the store, a progress bar); it never runs concurrently with itself. ``scan``
     replaces the MCP client (benchmarks, fault tests); by default each entry goes through
@@ -228,6 +230,8 @@ async def crawl(
     async def worker(results: ObjectSendStream[tuple[ServerEntry, ScanOutcome]]) -> None:
         async with results:
             async for entry in entry_receive:
+                if on_begin is not None:
+                    on_begin(entry)
                 await results.send((entry, await crawler.outcome_for(entry)))
 
     def write_all(batch: list[tuple[ServerEntry, ScanOutcome]]) -> None:

@@ -96,12 +96,12 @@ class Diagnosis:
     lanes: tuple[Lane, ...]
     signals: AuthSignals
     findings: tuple[Finding, ...]
-    verdict: str  # healthy | silent-lane | auth-undiscoverable | unreachable | not-http
+    verdict: str  # healthy | not-compared | silent-lane | auth-undiscoverable | unreachable | not-http
     explanation: str
 
     @property
     def exit_code(self) -> int:
-        return {"healthy": 0, "unreachable": 3, "not-http": 0}.get(self.verdict, 1)
+        return {"healthy": 0, "not-compared": 0, "unreachable": 3, "not-http": 0}.get(self.verdict, 1)
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,8 @@ async def _diagnose(entry: ServerEntry, request: DoctorRequest) -> Diagnosis:
     findings = lane_findings(lanes, signals)
     verdict = _verdict(lanes, findings)
     configured_label = configured.label if configured else ANONYMOUS
+    # A --url has no configuration to place in a lane: the explanation starts with what each lane saw.
+    from_file = entry.source != "command line"
     return Diagnosis(
         server=entry.name,
         url=entry.url,
@@ -151,7 +153,7 @@ async def _diagnose(entry: ServerEntry, request: DoctorRequest) -> Diagnosis:
         signals=signals,
         findings=tuple(findings),
         verdict=verdict,
-        explanation=explain(configured_label, lanes, signals, verdict),
+        explanation=explain(configured_label if from_file else None, lanes, signals, verdict),
     )
 
 
@@ -184,6 +186,8 @@ def _verdict(lanes: Sequence[Lane], findings: Sequence[Finding]) -> str:
         return "auth-undiscoverable"
     if not any(lane.ok or lane.outcome.outcome is Outcome.AUTH_REQUIRED for lane in lanes):
         return "unreachable"
+    if len(lanes) == 1 and lanes[0].ok:  # it answered, but no credential was given to compare it with
+        return "not-compared"
     return "healthy"
 
 
@@ -291,12 +295,13 @@ async def _more_private(target: str, server: str) -> str | None:
     return await refuse_reason(target, allow_private=False)
 
 
-def explain(configured: str, lanes: Sequence[Lane], signals: AuthSignals, verdict: str) -> str:
-    """The diagnosis in plain words: which lane the configuration is in, and why."""
+def explain(configured: str | None, lanes: Sequence[Lane], signals: AuthSignals, verdict: str) -> str:
+    """The diagnosis in plain words: which lane the configuration is in (``configured``; None for a server given
+    by URL, which has no configuration), what each lane saw, and why."""
     anonymous = lanes[0]
     others = [lane for lane in lanes[1:] if lane.ok]
     richest = max(others, key=lambda lane: len(lane.tools), default=None)
-    sent = "no credential was sent" if configured == ANONYMOUS else f"it sends {configured}"
+    sent = "no credential was sent" if configured in (ANONYMOUS, None) else f"it sends {configured}"
     if verdict == "unreachable":
         return f"could not connect in any lane: {anonymous.outcome.detail}"
     if anonymous.ok:
@@ -305,7 +310,7 @@ def explain(configured: str, lanes: Sequence[Lane], signals: AuthSignals, verdic
         without = f"without a credential the server answers {anonymous.outcome.detail}"
     else:
         without = f"without a credential the connection ended {anonymous.outcome.outcome.value}"
-    parts = [f"this configuration is in the {configured} lane: {sent}", without]
+    parts = [without] if configured is None else [f"this configuration is in the {configured} lane: {sent}", without]
     if richest is not None:
         parts.append(f"with {richest.label} it lists {_tools(len(richest.tools))}")
     failed = [lane for lane in lanes[1:] if not lane.ok]
@@ -317,6 +322,8 @@ def explain(configured: str, lanes: Sequence[Lane], signals: AuthSignals, verdic
         return sentence + "; its 401 names no protected-resource metadata and none is at the well-known URL"
     if richest is not None and anonymous.ok and richest.only_here and signals.any_sign:
         return sentence + "; callers without a credential are told how to authenticate"
+    if verdict == "not-compared":
+        return sentence + "; no credential was given to compare (--bearer-env VAR or --header), so no lane is judged"
     return sentence
 
 

@@ -1,23 +1,32 @@
-"""A progress bar for long scans, on standard error, with counts by outcome.
+"""The progress of long work on standard error: a scan's bar with counts by outcome, and a spinner for one wait.
 
-Drawn in place on a terminal. When standard error is not a terminal (a nightly job's log), it writes a plain line
-at most every ``interval`` seconds (done/total, elapsed time, outcomes so far), so a cron log shows the scan moving
-without filling up: a scan shorter than ``interval`` writes nothing, and ``fathom scan`` prints its own one-line
-summary at the end. Only the crawl's single writer calls it, so it needs no locking.
+A scan's :class:`Progress` is drawn in place on a terminal from the first second (while the registry is still
+being read it says so), and tells the elapsed time, the rate, an estimate of what is left and the slowest servers
+in flight. When standard error is not a terminal (a nightly job's log), it writes a plain line saying the same at
+most every ``interval`` seconds, so a cron log shows the scan moving without filling up: a scan shorter than
+``interval`` writes nothing, and ``fathom scan`` prints its own one-line summary at the end.
+
+Results arrive from the crawl's single writer and ``begin`` from the event loop; a small lock keeps the two and
+the ticker thread (:meth:`Progress.start_ticking`, which redraws while nothing finishes) from interleaving.
 """
 
 from __future__ import annotations
 
 import shutil
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TextIO
 
 from scanner.models import Outcome
+from scanner.textsafe import clean
 
 LOG_INTERVAL_S = 10.0
+DRAW_INTERVAL_S = 0.5  # the terminal bar's redraw while nothing finishes (elapsed time, the slowest in flight)
+SLOWEST_SHOWN = 3
 
 
 def _elapsed(seconds: float) -> str:
@@ -26,12 +35,26 @@ def _elapsed(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
 
 
+def _short(seconds: float) -> str:
+    """``45s``, ``3m05s``, ``1h02m``: a duration in a status line."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, secs = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
 class Progress:
-    """Counts by outcome; a bar on a terminal (``enabled``), otherwise a log line every ``interval`` seconds."""
+    """Counts by outcome; a bar on a terminal (``enabled``), otherwise a log line every ``interval`` seconds.
+
+    ``total`` may be None while the entries are still being read (:meth:`set_total` gives it later)."""
 
     def __init__(
         self,
-        total: int,
+        total: int | None,
         *,
         stream: TextIO | None = None,
         enabled: bool | None = None,
@@ -46,42 +69,149 @@ class Progress:
         self.interval = interval
         self.clock = clock
         self.started = clock()
+        self.in_flight: dict[str, float] = {}
+        self._first_result: float | None = None
         self._last_draw = 0.0
         self._last_line = self.started
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
 
-    def advance(self, outcome: Outcome) -> None:
-        self.done += 1
-        self.counts[outcome.value] += 1
+    def set_total(self, total: int) -> None:
+        """The number of servers to scan, once the entries are read."""
+        with self._lock:
+            self.total = total
+            self._draw_or_log(force=self.enabled)
+
+    def begin(self, name: str) -> None:
+        """A server's scan started (it counts as in flight until :meth:`advance` names it)."""
+        with self._lock:
+            self.in_flight.setdefault(name, self.clock())
+
+    def advance(self, outcome: Outcome, name: str | None = None) -> None:
+        with self._lock:
+            self.done += 1
+            self.counts[outcome.value] += 1
+            if name is not None:
+                self.in_flight.pop(name, None)
+            now = self.clock()
+            if self._first_result is None:
+                self._first_result = now
+            self._draw_or_log(force=self.done == self.total)
+
+    def message(self, line: str) -> None:
+        """Write ``line`` on a line of its own (a warning during the scan), clearing the bar first."""
+        with self._lock:
+            if self.enabled:
+                width = shutil.get_terminal_size((100, 20)).columns
+                self.stream.write("\r" + " " * (width - 1) + "\r")
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
+    def tick(self) -> None:
+        """Redraw (a terminal) or write the periodic line when due (a log), also while nothing finishes."""
+        with self._lock:
+            self._draw_or_log(force=False)
+
+    def _draw_or_log(self, *, force: bool) -> None:
         now = self.clock()
         if self.enabled:
-            if now - self._last_draw > 0.1 or self.done == self.total:
+            if force or now - self._last_draw >= 0.1:
                 self._last_draw = now
-                self._draw()
+                self._draw(now)
         elif now - self._last_line >= self.interval:
             self._last_line = now
-            self._log_line(now)
+            self.stream.write("fathom: " + self.status(now) + "\n")
+            self.stream.flush()
 
     def breakdown(self) -> str:
         ordered = sorted(self.counts.items(), key=lambda item: (item[0] != Outcome.OK.value, -item[1], item[0]))
         return " · ".join(f"{name} {count}" for name, count in ordered)
 
-    def _draw(self) -> None:
+    def status(self, now: float | None = None) -> str:
+        """``30/120 servers (25%) in 0m30s · 1.0/s · about 1m30s left: ok 20 · timeout 10 · slowest: a 12s``."""
+        now = self.clock() if now is None else now
+        spent = now - self.started
+        if self.total is None:
+            return f"reading the entries… {_elapsed(spent)}"
+        share = f" ({100 * self.done // self.total}%)" if self.total else ""
+        noun = "server" if self.total == 1 else "servers"
+        parts = [f"{self.done}/{self.total} {noun}{share} in {_elapsed(spent)}"]
+        if self.done and self._first_result is not None:
+            rate = self.done / max(spent, 1e-9)
+            parts.append(f"{rate:.1f}/s" if rate >= 0.95 else f"{rate * 60:.1f}/min")
+            left = self.total - self.done
+            if left > 0:
+                parts.append(f"about {_short(left / rate)} left")
+        line = " · ".join(parts)
+        if self.counts:
+            line += f": {self.breakdown()}"
+        slowest = sorted(self.in_flight.items(), key=lambda item: item[1])[:SLOWEST_SHOWN]
+        if slowest:
+            line += " · slowest: " + ", ".join(f"{clean(name)} {_short(now - began)}" for name, began in slowest)
+        return line
+
+    def _draw(self, now: float) -> None:
         width = shutil.get_terminal_size((100, 20)).columns
         bar_width = 24
-        filled = int(bar_width * self.done / self.total) if self.total else bar_width
+        total = self.total or 0
+        filled = int(bar_width * self.done / total) if total else 0
         bar = "█" * filled + "░" * (bar_width - filled)
-        line = f"{bar} {self.done}/{self.total}  {self.breakdown()}"
+        line = f"{bar} {self.status(now)}"
         self.stream.write("\r" + line[: width - 1].ljust(width - 1))
         self.stream.flush()
 
-    def _log_line(self, now: float) -> None:
-        share = f" ({100 * self.done // self.total}%)" if self.total else ""
-        noun = "server" if self.total == 1 else "servers"
-        line = f"fathom: {self.done}/{self.total} {noun}{share} in {_elapsed(now - self.started)}: {self.breakdown()}"
-        self.stream.write(line + "\n")
-        self.stream.flush()
+    def start_ticking(self) -> None:
+        """Redraw from a daemon thread every :data:`DRAW_INTERVAL_S` (a terminal) or check every second whether
+        the periodic line is due (a log), until :meth:`close`."""
+        period = DRAW_INTERVAL_S if self.enabled else min(1.0, self.interval)
+
+        def run() -> None:
+            while not self._stop.wait(period):
+                self.tick()
+
+        self._ticker = threading.Thread(target=run, name="fathom-progress", daemon=True)
+        self._ticker.start()
 
     def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=5)
+        with self._lock:
+            if self.enabled:
+                self.stream.write("\n")
+                self.stream.flush()
+
+
+@contextmanager
+def spinner(what: str, *, stream: TextIO | None = None, enabled: bool | None = None) -> Iterator[None]:
+    """``⠋ connecting to npx -y pkg… 3s`` redrawn in place on a terminal while the block runs, wiped after it;
+    nothing at all when standard error is not a terminal."""
+    out = stream or sys.stderr
+    if not (out.isatty() if enabled is None else enabled):
+        yield
+        return
+    frames = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+    stop = threading.Event()
+    started = time.monotonic()
+    width = shutil.get_terminal_size((100, 20)).columns
+
+    def run() -> None:
+        index = 0
+        while True:
+            line = f"{frames[index % len(frames)]} {what}… {_short(time.monotonic() - started)}"
+            out.write("\r" + line[: width - 1])
+            out.flush()
+            index += 1
+            if stop.wait(0.1):
+                break
+
+    thread = threading.Thread(target=run, name="fathom-spinner", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        out.write("\r" + " " * (width - 1) + "\r")
+        out.flush()

@@ -10,15 +10,28 @@ from datetime import datetime
 from typing import Any
 
 from scanner import metrics as scan_metrics
+from scanner.errors import InputError
 from scanner.lanes import lanes_text
-from scanner.models import PROVIDERS
-from scanner.store import RunSpec, open_store
+from scanner.models import PROVIDERS, Severity
+from scanner.store import RunSpec, ScanScore, open_store
 from scanner.textsafe import clean
 
 RUN_COLUMNS = ["run", "started_at", "finished_at", "status", "servers_scanned", "servers_ok", "source"]
 # A distributed run also shows its progress (scanned of planned) and the workers that wrote it.
 DISTRIBUTED_RUN_COLUMNS = [*RUN_COLUMNS[:5], "planned", "servers_ok", "workers", "source"]
-SERVER_COLUMNS = ["server", "last_outcome", "last_scanned_at", "version", "tools", *PROVIDERS, "detail"]
+SERVER_COLUMNS = [
+    "server",
+    "last_outcome",
+    "last_scanned_at",
+    "version",
+    "tools",
+    "score",
+    "problems",
+    "warnings",
+    "notes",
+    *PROVIDERS,
+    "detail",
+]
 HISTORY_COLUMNS = [
     "run",
     "scanned_at",
@@ -27,6 +40,7 @@ HISTORY_COLUMNS = [
     "version",
     "tools",
     *PROVIDERS,
+    "score",
     "problems",
     "warnings",
     "notes",
@@ -44,6 +58,20 @@ def history_columns(rows: list[dict[str, Any]]) -> list[str]:
 
 FINDING_COLUMNS = ["server", "code", "severity", "tool", "first_seen_run", "gone_run", "message"]
 DIFF_COLUMNS = ["change", "tool", "detail"]
+RULE_COLUMNS = ["code", "severity", "status", "slug", "hint"]
+
+# Columns a table may leave out, last first, when wrapping text is not enough to fit the terminal (``--wide``
+# keeps them all; JSON and CSV always have every column).
+OPTIONAL_COLUMNS: dict[str, list[str]] = {
+    "runs": ["finished_at", "servers_scanned"],
+    "servers": ["warnings", "detail", "last_scanned_at", "version", "notes", *PROVIDERS[1:]],
+    "history": ["lanes", "registry_version", "version", *scan_metrics.METRICS, "notes", *PROVIDERS[1:]],
+    "findings": ["first_seen_run", "gone_run"],
+    "diff": [],
+    "rules": ["status"],
+}
+# The free-text columns a table wraps first to fit the terminal (names and codes stay whole while they can).
+WRAP_COLUMNS = ("detail", "message", "source", "hint", "lanes", "workers")
 
 
 def runs(db_url: str) -> list[dict[str, Any]]:
@@ -60,7 +88,7 @@ def runs(db_url: str) -> list[dict[str, Any]]:
             "source": run.source,
             "rule_version": run.rule_version,
             "planned": run.planned,
-            "workers": " ".join(run.workers),
+            "workers": list(run.workers),
         }
         for run in found
     ]
@@ -72,8 +100,10 @@ def run_columns(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def servers(db_url: str) -> list[dict[str, Any]]:
+    """Every server; the tools, tokens, score and finding counts are those of its last successful scan."""
     with open_store(db_url) as store:
         found = store.servers()
+        scores = store.scan_scores(row.last_ok_scan_id for row in found if row.last_ok_scan_id is not None)
     return [
         {
             "server": row.name,
@@ -82,6 +112,7 @@ def servers(db_url: str) -> list[dict[str, Any]]:
             "last_run": row.last_run_id,
             "version": row.server_version,
             "tools": row.tools_count,
+            **_scored(scores.get(row.last_ok_scan_id) if row.last_ok_scan_id is not None else None),
             **{provider: row.tokens.get(provider) for provider in PROVIDERS},
             "detail": row.last_detail,
             "toolset_sha256": row.toolset_sha256,
@@ -102,9 +133,18 @@ def _ran(ran: RunSpec) -> dict[str, Any]:
     }
 
 
+def _scored(found: ScanScore | None) -> dict[str, Any]:
+    """The score and finding counts as columns; all None for a server that never listed tools."""
+    if found is None:
+        return {"score": None, "problems": None, "warnings": None, "notes": None}
+    return {"score": found.score, "problems": found.problems, "warnings": found.warnings, "notes": found.notes}
+
+
 def history(db_url: str, server: str) -> list[dict[str, Any]]:
+    """One server's scans, oldest first, each with its score (None for a scan that listed no tools)."""
     with open_store(db_url) as store:
         found = store.history(server)
+        scores = store.scan_scores(row.scan_id for row in found if row.ok)
     return [
         {
             "run": row.run_id,
@@ -117,6 +157,7 @@ def history(db_url: str, server: str) -> list[dict[str, Any]]:
             "version": row.server_version,
             "tools": row.tools_count,
             **{provider: row.tokens.get(provider) for provider in PROVIDERS},
+            "score": scores[row.scan_id].score if row.scan_id in scores else None,
             # A scan that did not answer has no findings to count: nothing, not 0/0/0.
             "problems": row.problems if row.ok else None,
             "warnings": row.warnings if row.ok else None,
@@ -144,11 +185,59 @@ def stderr_note(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def rules() -> list[dict[str, Any]]:
+    """The rule catalogue in code order, one row per rule (``fathom rules``)."""
+    from scanner.rules import RULES
+
+    return [
+        {
+            "code": rule.code,
+            "severity": rule.severity.label,
+            "status": rule.status,
+            "slug": rule.slug,
+            "scope": str(rule.scope),
+            "hint": rule.hint,
+            "doc": rule.doc,
+        }
+        for rule in RULES.values()
+    ]
+
+
+def rule_code(text: str) -> str:
+    """The catalogue code of ``text``, a rule code (``mcp205``) or slug (``param-untyped``); an unknown one is an
+    :class:`InputError` (exit 2) naming the nearest code or slug, so a typo never answers "(none)"."""
+    import difflib
+
+    from scanner.rules import RULES
+
+    wanted = text.strip()
+    for rule in RULES.values():
+        if wanted.upper() == rule.code or wanted.lower() == rule.slug:
+            return rule.code
+    names = [*RULES, *(rule.slug for rule in RULES.values())]
+    if wanted[:3].upper() == "MCP":  # a code: a letter O typed for a zero is the usual slip
+        key = "MCP" + wanted[3:].upper().replace("O", "0")
+        near = [key] if key in RULES else difflib.get_close_matches(key, names, n=1)
+    else:
+        near = difflib.get_close_matches(wanted.lower(), names, n=1)
+    hint = f"did you mean {near[0]}? " if near else ""
+    raise InputError(f"no rule {clean(wanted)!r}; {hint}`fathom rules` lists them")
+
+
 def findings(
-    db_url: str, *, rule: str | None, server: str | None, since: datetime | None, run: int | None
+    db_url: str,
+    *,
+    rule: str | None,
+    server: str | None,
+    since: datetime | None,
+    run: int | None,
+    severity: Severity | None = None,
+    still_open: bool = False,
 ) -> list[dict[str, Any]]:
+    """Findings over time; ``rule`` is checked against the catalogue first (:func:`rule_code`)."""
+    code = rule_code(rule) if rule is not None else None
     with open_store(db_url) as store:
-        found = store.findings(rule=rule, server=server, since=since, run=run)
+        found = store.findings(rule=code, server=server, since=since, run=run, severity=severity, still_open=still_open)
     return [
         {
             "server": row.server,
@@ -203,8 +292,10 @@ def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> 
         if delta:
             spent, spends = change.tokens_from.get(provider, 0), change.tokens_to.get(provider, 0)
             rows.append({"change": "tokens", "tool": None, "detail": f"{provider} {spent} → {spends} ({delta:+d})"})
-    for label, items in (("finding new", change.findings_new), ("finding fixed", change.findings_fixed)):
-        rows += [{"change": label, "tool": f.tool, "detail": f"{f.code} {f.rule}: {f.message}"} for f in items]
+    # Findings grouped by rule: a rule's new and fixed findings together, code by code, tools in order.
+    found = [("finding new", f) for f in change.findings_new] + [("finding fixed", f) for f in change.findings_fixed]
+    found.sort(key=lambda item: (item[1].code, item[0] != "finding new", item[1].tool or ""))
+    rows += [{"change": label, "tool": f.tool, "detail": f"{f.code} {f.rule}: {f.message}"} for label, f in found]
     for side, lanes in (("from", change.lanes_from), ("to", change.lanes_to)):
         if lanes:
             rows.append({"change": f"lanes ({side})", "tool": None, "detail": lanes_text(lanes)})

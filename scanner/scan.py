@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import typing
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -30,6 +31,8 @@ from scanner.models import ScanOutcome, ServerEntry
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
+
+    from scanner.store import Store
 
 # A run still ``running`` with no new scan for this long was left by a killed process (a live crawl writes a
 # server at least every per-server deadline); a new scan marks it interrupted so ``fathom runs`` stops showing it
@@ -55,6 +58,8 @@ class ScanConfig:
     max_input_mb: int = 128
     resume: bool = False
     crawl: CrawlSettings = field(default_factory=CrawlSettings)
+    only: tuple[str, ...] = ()  # scan only the entries of these names (--only)
+    limit: int | None = None  # scan only the first N entries (after --only; --limit)
 
     def options(self) -> dict[str, Any]:
         """The run's options as stored with it: every field of this config, of its crawl settings and of their
@@ -190,10 +195,46 @@ def resolve_entries(config: ScanConfig) -> list[ServerEntry]:
         from scanner.packages.runners import check_daemons
 
         entries = check_daemons(entries, config.crawl.packages.source())
-    return entries
+    return pick_entries(entries, config.only, config.limit)
 
 
-def resume_config(store: Any, config: ScanConfig) -> tuple[int, ScanConfig, list[str]]:
+def pick_entries(entries: list[ServerEntry], only: Sequence[str], limit: int | None) -> list[ServerEntry]:
+    """The entries named in ``only`` (all when empty), in input order, then the first ``limit`` of them. A name
+    ``only`` gives that no entry has is an :class:`InputError` naming the nearest (a typo never scans nothing)."""
+    if only:
+        names = {entry.name for entry in entries}
+        missing = [name for name in only if name not in names]
+        if missing:
+            import difflib
+
+            near = difflib.get_close_matches(missing[0], sorted(names), n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise InputError(f"--only {missing[0]!r}: no entry of that name in the input{hint}")
+        wanted = set(only)
+        entries = [entry for entry in entries if entry.name in wanted]
+    return entries if limit is None else entries[:limit]
+
+
+OPT_IN_FLAGS = ("--run-packages", "--run-commands", "--allow-private")
+"""The flags a skipped or refused server's detail may name as the way to scan it."""
+
+
+def opt_in_flags(detail: str) -> tuple[str, ...]:
+    """The :data:`OPT_IN_FLAGS` a skip reason or outcome detail names (``package: needs --run-packages``)."""
+    return tuple(flag for flag in OPT_IN_FLAGS if flag in detail)
+
+
+def skipped_line(needs: Mapping[str, int]) -> str:
+    """``12 servers were not scanned: 10 need --run-packages, 2 need --allow-private`` ('' when none)."""
+    if not needs:
+        return ""
+    total = sum(needs.values())
+    noun = "server was" if total == 1 else "servers were"
+    parts = [f"{count} need{'s' if count == 1 else ''} {flag}" for flag, count in needs.items()]
+    return f"{total} {noun} not scanned: {', '.join(parts)} (run again with the flag to scan them)"
+
+
+def resume_config(store: Store, config: ScanConfig) -> tuple[int, ScanConfig, list[str]]:
     """The run ``--resume`` finishes and the config it was started with: the newest unfinished run of
     ``config.source`` (of any source when None). Raises :class:`InputError` when there is none, or when the run's
     source was stored redacted (a credential in its URL) and no registry was given to read it again."""
@@ -219,14 +260,16 @@ def run_scan(
     on_start: Callable[[int, int], None] | None = None,
     on_result: Callable[[ServerEntry, ScanOutcome], None] | None = None,
     on_warning: Callable[[str], None] | None = None,
+    on_begin: Callable[[ServerEntry], None] | None = None,
 ) -> ScanSummary:
     """Scan every entry of ``config.source`` into the database at ``config.db_url``.
 
     With ``config.resume`` the newest unfinished run is finished with its own stored source and options (see
     :func:`resume_config`); the options of ``config`` other than the source and database are not used.
     ``on_start(run_id, to_scan)`` and ``on_result(entry, outcome)`` feed a progress display; both run in the
-    writer, never concurrently. A KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the CLI) marks the
-    run interrupted, keeps every server already written, and returns a summary with ``interrupted=True``.
+    writer, never concurrently; ``on_begin(entry)`` says a server's scan started (in the event loop). A
+    KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the CLI) marks the run interrupted, keeps every
+    server already written, and returns a summary with ``interrupted=True``.
     """
     from scanner import tokenizer
     from scanner.store import open_store
@@ -256,7 +299,7 @@ def run_scan(
         gc.freeze()
         tidy = _package_cache_kept(config, entries, on_warning)
         try:
-            return _scan_into(store, config, entries, resume_id, on_start, on_result, lock.check)
+            return _scan_into(store, config, entries, resume_id, on_start, on_result, lock.check, on_begin)
         finally:
             gc.unfreeze()
             tidy()
@@ -298,13 +341,14 @@ def _entries(config: ScanConfig, on_warning: Callable[[str], None] | None) -> li
 
 
 def _scan_into(
-    store: Any,
+    store: Store,
     config: ScanConfig,
     entries: list[ServerEntry],
     resume_id: int | None,
     on_start: Callable[[int, int], None] | None,
     on_result: Callable[[ServerEntry, ScanOutcome], None] | None,
     still_writer: Callable[[], None] = lambda: None,
+    on_begin: Callable[[ServerEntry], None] | None = None,
 ) -> ScanSummary:
     import anyio
 
@@ -361,7 +405,7 @@ def _scan_into(
     if on_start is not None:
         on_start(run_id, len(todo))
     try:
-        anyio.run(crawl, todo, config.crawl, write)
+        anyio.run(functools.partial(crawl, on_begin=on_begin), todo, config.crawl, write)
     except Exception:
         # A run-fatal error while writing (no tokenizer, the database refusing writes): keep what was written
         # resumable, then let the caller report the error. Best effort: the database may be what failed.

@@ -1,5 +1,11 @@
 """Render query results (lists of flat rows) as a terminal table, JSON or CSV: ``--format table|json|csv``.
 
+A table fits ``width`` columns when one is given (the terminal's, or ``$COLUMNS``): the widest text columns
+shrink in turn and their cells wrap onto more lines, never cut; when even that cannot fit, the columns named
+``optional`` are left out (last first) and a line under the table names them (``--wide`` keeps every column).
+Without a width (output piped, or ``--wide``) nothing is wrapped or cut. Times read ``2026-12-01 11:23`` (UTC) in
+a table and stay full ISO 8601 in JSON and CSV.
+
 Rows are mappings of column name to a plain value. The table strips control characters from every cell (server
 strings end up here); CSV guards against formula injection (a cell starting with ``= + - @`` gets a leading
 apostrophe, the usual spreadsheet convention, as in the report's CSV) while JSON stays exact for machines.
@@ -11,8 +17,9 @@ import csv
 import enum
 import io
 import json
+import textwrap
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from scanner.report.csv_out import csv_text
@@ -33,7 +40,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
+MIN_WIDTH = 12  # a text column never shrinks below this (or its header): narrower wraps become unreadable
+COMFORTABLE_WIDTH = 20  # optional columns are left out before a free-text column shrinks below this
+GAP = 2
+
+
 def _cell(value: Any) -> str:
+    if isinstance(value, datetime):  # a short time in a table: full ISO stays in JSON and CSV
+        moment = value.astimezone(UTC) if value.tzinfo is not None else value
+        return moment.strftime("%Y-%m-%d %H:%M")
     value = _plain(value)
     if value is None:
         return ""
@@ -41,6 +56,8 @@ def _cell(value: Any) -> str:
         return f"{value:.3g}" if abs(value) < 1 else f"{value:,.1f}"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
+    if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
+        return clean(" ".join(value))  # names (a run's workers): a list in JSON, words in a table
     if isinstance(value, Mapping | list | tuple):
         return clean(json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":")))
     return clean(value)
@@ -58,9 +75,17 @@ def _csv_cell(value: Any) -> str:
 
 
 def render_rows(
-    rows: Sequence[Mapping[str, Any]], fmt: TableFormat, *, columns: Sequence[str] | None = None, max_width: int = 60
+    rows: Sequence[Mapping[str, Any]],
+    fmt: TableFormat,
+    *,
+    columns: Sequence[str] | None = None,
+    width: int | None = None,
+    optional: Sequence[str] = (),
+    wrap: Sequence[str] = (),
 ) -> str:
-    """``rows`` in the chosen format. ``columns`` picks and orders the table's columns (JSON keeps every key)."""
+    """``rows`` in the chosen format. ``columns`` picks and orders the table's columns (JSON keeps every key);
+    ``width`` fits the table to that many columns of text: the ``wrap`` columns (any text column when empty)
+    wrap first, ``optional`` ones are left out (last first) when wrapping is not enough."""
     if fmt is TableFormat.json:
         return json.dumps([{k: _plain(v) for k, v in row.items()} for row in rows], indent=2, default=str) + "\n"
     names = list(columns) if columns else (list(rows[0].keys()) if rows else [])
@@ -73,21 +98,87 @@ def render_rows(
         return buffer.getvalue()
     if not rows:
         return "(none)\n"
-    cells = [[_cell(row.get(name)) for name in names] for row in rows]
-    cells = [[value if len(value) <= max_width else value[: max_width - 1] + "…" for value in line] for line in cells]
-    widths = [max(len(name), *(len(line[index]) for line in cells)) for index, name in enumerate(names)]
-    numeric = [all(_is_number(row.get(name)) for row in rows) for name in names]
+    cells = {name: [_cell(row.get(name)) for row in rows] for name in names}
+    numeric = {name: all(_is_number(row.get(name)) for row in rows) for name in names}
+    # Numbers and times keep their width; only text columns shrink and wrap.
+    fixed = {name: numeric[name] or all(isinstance(row.get(name), datetime | None) for row in rows) for name in names}
+    natural = {name: max(len(name), *map(len, cells[name])) for name in names}
+    shown = list(names)
+    widths = dict(natural)
+    left_out: list[str] = []
+    if width is not None:
+        # First the free-text columns (``wrap``) shrink, down to a comfortable width, and optional columns are
+        # left out while that is not enough; only then does every text column shrink to the floor.
+        droppable = [name for name in optional if name in names]
+        shrinkable = {name: fixed[name] or name not in wrap for name in names} if wrap else fixed
+        while True:
+            widths = _fit({name: natural[name] for name in shown}, shrinkable, width, COMFORTABLE_WIDTH)
+            if _total(widths) <= width or not droppable:
+                break
+            dropped = droppable.pop()
+            shown.remove(dropped)
+            left_out.insert(0, dropped)
+        if _total(widths) > width:
+            widths = _fit(widths, fixed, width, MIN_WIDTH)
+        # A terminal narrower than even that: leave out columns from the right, free text last (the first
+        # column always stays).
+        while _total(widths) > width and len(shown) > 1:
+            rest = shown[1:]
+            dropped = next((name for name in reversed(rest) if name not in wrap), rest[-1])
+            shown.remove(dropped)
+            left_out.append(dropped)
+            widths = _fit({name: natural[name] for name in shown}, fixed, width, MIN_WIDTH)
 
-    def fit(values: Sequence[str]) -> str:
+    def line(values: Sequence[str]) -> str:
         parts = [
-            value.rjust(width) if right else value.ljust(width)
-            for value, width, right in zip(values, widths, numeric, strict=True)
+            value.rjust(widths[name]) if numeric[name] else value.ljust(widths[name])
+            for name, value in zip(shown, values, strict=True)
         ]
-        return "  ".join(parts).rstrip()
+        return (" " * GAP).join(parts).rstrip()
 
-    lines = [fit(names), fit(["─" * width for width in widths])]
-    lines += [fit(line) for line in cells]
+    lines = [line(shown), line(["─" * widths[name] for name in shown])]
+    for index in range(len(rows)):
+        wrapped = [_wrap(cells[name][index], widths[name]) for name in shown]
+        height = max(map(len, wrapped))
+        for row_line in range(height):
+            lines.append(line([part[row_line] if row_line < len(part) else "" for part in wrapped]))
+    if left_out:
+        noun = "columns" if len(left_out) > 1 else "column"
+        note = f"({len(left_out)} more {noun} with --wide: {', '.join(left_out)})"
+        lines += textwrap.wrap(note, width) if width else [note]
     return "\n".join(lines) + "\n"
+
+
+def _total(widths: Mapping[str, int]) -> int:
+    return sum(widths.values()) + GAP * (len(widths) - 1)
+
+
+def _fit(natural: Mapping[str, int], fixed: Mapping[str, bool], width: int, floor: int) -> dict[str, int]:
+    """Column widths within ``width``: the widest text column shrinks to the next widest, in turn, until the
+    table fits or every text column is at its floor (``floor`` or its header)."""
+    widths = dict(natural)
+    floors = {name: min(natural[name], max(floor, len(name))) for name in natural}
+    while (excess := _total(widths) - width) > 0:
+        text = sorted(
+            (name for name in widths if not fixed[name] and widths[name] > floors[name]),
+            key=lambda name: -widths[name],
+        )
+        if not text:
+            break
+        widest = text[0]
+        others = [widths[name] for name in text[1:]]
+        target = max(floors[widest], widths[widest] - excess, max(others, default=0))
+        if target >= widths[widest]:  # tied with the next widest: take one column from it
+            target = widths[widest] - 1
+        widths[widest] = target
+    return widths
+
+
+def _wrap(value: str, width: int) -> list[str]:
+    """``value`` in lines of at most ``width`` characters, broken at spaces where it can be (long words split)."""
+    if len(value) <= width:
+        return [value]
+    return textwrap.wrap(value, width, break_on_hyphens=False, drop_whitespace=True) or [""]
 
 
 def _is_number(value: Any) -> bool:

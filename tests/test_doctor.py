@@ -78,8 +78,9 @@ def test_a_silent_lane_is_diagnosed_in_plain_words(host: DemoHost) -> None:
     code, out = _doctor("--url", host.url("silent"), "--bearer-env", "MEMBER_TOKEN")
     assert code == 1, out
     assert "verdict: a silent lane" in out
-    assert "diagnosis: this configuration is in the anonymous lane: no credential was sent;" in out
-    assert "the server answers 3 tools without a credential; with MEMBER_TOKEN it lists 14 tools;" in out
+    # A --url has no configuration: the diagnosis starts with what each lane saw (not "the anonymous lane").
+    assert "diagnosis: the server answers 3 tools without a credential; with MEMBER_TOKEN it lists 14 tools;" in out
+    assert "this configuration is in" not in out
     assert "it gives callers without a credential no sign that they see less" in out
     assert "MCP601 silent-lane (warning)" in out
     assert "only in this lane: tool_03, tool_04" in out
@@ -185,3 +186,13 @@ def test_check_says_mcp602_on_a_401_a_client_cannot_learn_to_answer(host: DemoHo
     assert [finding["code"] for finding in data["findings"]] == ["MCP602"]
     told = json.loads(runner.invoke(app, ["check", "--url", host.url("challenged"), "--format", "json"]).stdout)
     assert told["outcome"]["status"] == "auth_required" and "findings" not in told
+
+
+def test_a_server_with_no_credential_to_compare_is_not_called_healthy(host: DemoHost) -> None:
+    code, (diagnosis,) = _json("--url", host.url("silent"))
+    assert code == 0
+    assert diagnosis["verdict"] == "not-compared" and diagnosis["findings"] == []
+    assert diagnosis["explanation"].startswith("the server answers 3 tools without a credential;")
+    assert "no credential was given to compare" in diagnosis["explanation"]
+    code, out = _doctor("--url", host.url("silent"))
+    assert "verdict: answered; not compared (no credential given)" in out and "healthy" not in out

@@ -24,9 +24,9 @@ def test_a_log_gets_a_line_every_interval_with_counts_so_far() -> None:
         progress.advance(Outcome.OK if second % 3 else Outcome.TIMEOUT)
     lines = stream.getvalue().splitlines()
     assert lines == [
-        "fathom: 10/120 servers (8%) in 0m10s: ok 7 · timeout 3",
-        "fathom: 20/120 servers (16%) in 0m20s: ok 14 · timeout 6",
-        "fathom: 30/120 servers (25%) in 0m30s: ok 20 · timeout 10",
+        "fathom: 10/120 servers (8%) in 0m10s · 1.0/s · about 1m50s left: ok 7 · timeout 3",
+        "fathom: 20/120 servers (16%) in 0m20s · 1.0/s · about 1m40s left: ok 14 · timeout 6",
+        "fathom: 30/120 servers (25%) in 0m30s · 1.0/s · about 1m30s left: ok 20 · timeout 10",
     ]
     progress.close()
     assert stream.getvalue().count("\n") == 3  # no bar, no stray newline in a log
@@ -52,3 +52,56 @@ def test_a_terminal_gets_the_bar_not_log_lines() -> None:
     progress.close()
     text = stream.getvalue()
     assert "\r" in text and "2/2" in text and "fathom:" not in text
+
+
+def test_the_log_line_comes_while_nothing_finishes_and_names_the_slowest_in_flight() -> None:
+    stream, clock = io.StringIO(), _Clock()
+    progress = Progress(None, stream=stream, enabled=False, interval=10.0, clock=clock)
+    clock.now += 10
+    progress.tick()  # the registry is still being read
+    progress.set_total(4)
+    for name in ("fast", "slow\x1b[31m", "slower"):
+        clock.now += 1
+        progress.begin(name)
+    clock.now += 1
+    progress.advance(Outcome.OK, "fast")
+    clock.now += 30
+    progress.tick()  # nothing finished for 30 s: the line still comes, naming who is slow, oldest first
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "fathom: reading the entries… 0m10s"
+    assert lines[1] == (
+        "fathom: 1/4 servers (25%) in 0m44s · 1.4/min · about 2m12s left: ok 1 · slowest: slow\\u001b[31m 32s, "
+        "slower 31s"
+    )
+    progress.close()
+
+
+def test_a_terminal_bar_is_drawn_before_the_first_result() -> None:
+    stream, clock = io.StringIO(), _Clock()
+    progress = Progress(None, stream=stream, enabled=True, interval=10.0, clock=clock)
+    progress.set_total(2)
+    progress.begin("only")
+    clock.now += 3
+    progress.tick()
+    assert stream.getvalue().rstrip().endswith("0/2 servers (0%) in 0m03s · slowest: only 3s")
+    progress.message("fathom: a warning")
+    assert "\nfathom: a warning\n" in stream.getvalue().replace("\r", "\n")
+    progress.close()
+
+
+def test_the_spinner_says_what_it_waits_for_on_a_terminal_and_nothing_in_a_log() -> None:
+    import time
+
+    from scanner.progress import spinner
+
+    stream = io.StringIO()
+    with spinner("waiting for npx -y pkg to list its tools", stream=stream, enabled=True):
+        deadline = time.monotonic() + 30
+        while "waiting for npx -y pkg to list its tools… 0s" not in stream.getvalue():
+            assert time.monotonic() < deadline, stream.getvalue()
+            time.sleep(0.05)
+    assert stream.getvalue().endswith("\r")  # the line is wiped: the command's own output starts clean
+    quiet = io.StringIO()
+    with spinner("waiting", stream=quiet, enabled=False):
+        pass
+    assert quiet.getvalue() == ""

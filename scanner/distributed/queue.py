@@ -54,11 +54,12 @@ def conninfo(db_url: str) -> str:
 
 def make_app(db_url: str) -> procrastinate.App:
     """A Procrastinate app on ``db_url`` with the one task registered (its body is the worker's to give)."""
+    plain = conninfo(db_url)  # SQLite is refused first: installing the extra would not help it
     try:
         import procrastinate
     except ImportError as exc:
         raise InputError("Distributed runs need the task engine: pip install 'fathom-scanner[postgres]'") from exc
-    return procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(db_url)))
+    return procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=plain))
 
 
 @contextlib.contextmanager

@@ -34,13 +34,16 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scanner.crawl import CrawlSettings
 from scanner.distributed.queue import MAX_ATTEMPTS, QUEUE, TASK, engine_errors, entry_from_payload, make_app
 from scanner.errors import WriterBusy
 from scanner.models import ScanOutcome, ServerEntry, Transport
 from scanner.store.lock import RunLease
+
+if TYPE_CHECKING:
+    from scanner.store import Store
 
 LOG = logging.getLogger("fathom.worker")
 # Seconds between tries of the writer lock while another scan writes to the database.
@@ -91,7 +94,7 @@ class _Job:
 
     def __init__(
         self,
-        store: Any,
+        store: Store,
         config: WorkerConfig,
         on_result: Callable[[ServerEntry, ScanOutcome], None] | None,
         on_closed: Callable[[int], None] | None,
@@ -180,7 +183,7 @@ class _Job:
                 self.on_closed(run_id)
 
 
-def _run_closed(store: Any, run_id: int) -> bool:
+def _run_closed(store: Store, run_id: int) -> bool:
     """Whether ``run_id`` no longer takes scans (finished, or not in this database)."""
     return not any(run.id == run_id and run.status != "finished" for run in store.runs())
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from typing import Any
 
 from scanner.models import ServerEntry
@@ -34,3 +36,33 @@ def entry_to_json(entry: ServerEntry) -> dict[str, Any]:
 def entries_to_json(entries: list[ServerEntry] | tuple[ServerEntry, ...]) -> list[dict[str, Any]]:
     """Every entry as :func:`entry_to_json`, in input order."""
     return [entry_to_json(entry) for entry in entries]
+
+
+def _counts(counter: Counter[str]) -> str:
+    return " · ".join(
+        f"{name} {count:,}" for name, count in sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+    )
+
+
+_SPECIFIC = re.compile(r"\s*\([^)]*\)")  # "package (npm @a/b): needs ..." -> "package: needs ..."
+
+
+def totals(entries: list[ServerEntry] | tuple[ServerEntry, ...]) -> list[str]:
+    """The lines that end a dry run: entries by transport, by package registry type, and skipped by reason
+    (the reason without the entry's own specifics, so like skips add up)."""
+    transports = Counter(str(entry.transport) for entry in entries)
+    registries = Counter(
+        str(entry.package.get("registryType") or "?")
+        for entry in entries
+        if entry.package and "identifier" in entry.package
+    )
+    skips = Counter(_SPECIFIC.sub("", entry.skip) for entry in entries if entry.skip)
+    noun = "entry" if len(entries) == 1 else "entries"
+    lines = [f"{len(entries):,} {noun} by transport: {_counts(transports) or 'none'}"]
+    if registries:
+        lines.append(f"packages by registry type: {_counts(registries)}")
+    scanned = len(entries) - sum(skips.values())
+    lines.append(
+        f"would scan {scanned:,}; would skip {sum(skips.values()):,}" + (f": {_counts(skips)}" if skips else "")
+    )
+    return lines

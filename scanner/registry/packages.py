@@ -35,6 +35,7 @@ from typing import Any
 from scanner.models import ServerEntry, Transport
 from scanner.registry import _json
 from scanner.registry.interface import Options
+from scanner.registry.placeholders import fill
 from scanner.registry.secrets import lookup, secret_env_name
 
 _RUNNERS: dict[str, tuple[str, frozenset[str]]] = {
@@ -292,8 +293,6 @@ def _docker_words(identifier: str, server: str, args: list[_Arg], notes: list[st
 
 def fill_declared(template: str, variables: dict[str, Any], supplied: Mapping[str, str]) -> tuple[str, list[str]]:
     """Fill placeholders; only *declared* variables without a value count as missing (undeclared stay as is)."""
-    from scanner.registry.serverjson import fill  # import here: serverjson imports this module
-
     text, missing = fill(template, variables, supplied)
     return text, [name for name in missing if name in variables]
 

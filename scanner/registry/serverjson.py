@@ -18,7 +18,6 @@ Secret values live only in ``entry.headers`` and ``entry.env``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,11 +27,12 @@ from scanner.registry import _json
 from scanner.registry.address import url_problem
 from scanner.registry.interface import Options
 from scanner.registry.packages import resolve_packages
+from scanner.registry.placeholders import PLACEHOLDER as _PLACEHOLDER
+from scanner.registry.placeholders import fill
 from scanner.registry.secrets import lookup
 
 MAX_NAME = 200
 MAX_URL = 2048
-_PLACEHOLDER = re.compile(r"\{([^{}]{1,100})\}")
 _REMOTE_TYPES = {
     "streamable-http": Transport.STREAMABLE_HTTP,
     "streamable": Transport.STREAMABLE_HTTP,  # before 2025-09-16
@@ -51,32 +51,6 @@ def server_version(server: Mapping[str, Any]) -> str | None:
     if version is None:
         version = _json.text(_json.obj(server.get("version_detail")).get("version"), limit=255)
     return version
-
-
-def fill(template: str, variables: Any, values: Mapping[str, str] | None = None) -> tuple[str, list[str]]:
-    """Replace ``{name}`` from ``values`` or the variables' defaults; return the text and the names left open.
-
-    A placeholder that names no declared variable stays as written (the server.json spec says so) but is still
-    reported as open, so a caller can decide whether literal braces are acceptable where it puts the text.
-    """
-    declared = _json.obj(variables)
-    supplied = values or {}
-    missing: list[str] = []
-
-    def one(match: re.Match[str]) -> str:
-        key = match.group(1)
-        if key in supplied:
-            return supplied[key]
-        spec = _json.obj(declared.get(key))
-        for candidate in (spec.get("value"), spec.get("default")):
-            if isinstance(candidate, (str, int, float)) and not isinstance(candidate, bool):
-                return str(candidate)
-            if isinstance(candidate, bool):
-                return "true" if candidate else "false"
-        missing.append(key)
-        return match.group(0)
-
-    return _PLACEHOLDER.sub(one, template), missing
 
 
 @dataclass

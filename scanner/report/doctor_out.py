@@ -11,6 +11,7 @@ from scanner.textsafe import clean_text
 
 _VERDICTS = {
     "healthy": "healthy",
+    "not-compared": "answered; not compared (no credential given)",
     "silent-lane": "a silent lane",
     "auth-undiscoverable": "authentication cannot be discovered",
     "unreachable": "could not connect",

@@ -24,6 +24,7 @@ from scanner.store.rows import (
     RunTrend,
     ScanRecord,
     ScanRow,
+    ScanScore,
     ServerSummary,
 )
 from scanner.store.store import Measure, Store
@@ -53,6 +54,7 @@ __all__ = [
     "RunTrend",
     "ScanRecord",
     "ScanRow",
+    "ScanScore",
     "ServerSummary",
     "Store",
     "open_store",

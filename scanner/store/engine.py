@@ -15,17 +15,15 @@ The engine is also the store's boundary, in both directions:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
@@ -33,11 +31,16 @@ import migrations
 from scanner import wire
 from scanner.errors import InputError, StoreError
 
+if TYPE_CHECKING:  # Alembic is imported only when a database must be created or migrated (~2 s of start-up)
+    from alembic.config import Config
+
 BUSY_TIMEOUT_MS = 30_000
 
 
 def alembic_config(engine: Engine | None = None) -> Config:
     """An Alembic config pointing at the packaged ``migrations`` directory (no ini file needed)."""
+    from alembic.config import Config
+
     config = Config()
     # ``__path__`` rather than ``__file__``: an editable install may present the package as a namespace.
     config.set_main_option("script_location", str(Path(next(iter(migrations.__path__)))))
@@ -187,17 +190,23 @@ def create_store_engine(url: str) -> Engine:
 
 def head_revision() -> str | None:
     """The newest migration this install ships."""
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
 def current_revision(engine: Engine) -> str | None:
     """The revision the database is at (None for an empty database)."""
+    from alembic.runtime.migration import MigrationContext
+
     with engine.connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
 
 
 def migrate(engine: Engine, revision: str = "head") -> None:
     """Upgrade the database to ``revision`` (head by default), in one transaction where the backend allows."""
+    from alembic import command
+
     config = alembic_config(engine)
     with engine.begin() as connection:
         config.attributes["connection"] = connection
@@ -206,10 +215,46 @@ def migrate(engine: Engine, revision: str = "head") -> None:
 
 def downgrade(engine: Engine, revision: str) -> None:
     """Downgrade the database to ``revision`` ("base" removes every table)."""
+    from alembic import command
+
     config = alembic_config(engine)
     with engine.begin() as connection:
         config.attributes["connection"] = connection
         command.downgrade(config, revision)
+
+
+_REVISION = re.compile(r"^(down_revision|revision)\b[^=\n]*=\s*(None|\"([^\"]+)\"|'([^']+)')", re.M)
+
+
+@functools.cache
+def shipped_head() -> str | None:
+    """The newest migration this install ships, read from the version files' ``revision``/``down_revision``
+    lines without importing Alembic; None when that reading is not certain (the caller then asks Alembic)."""
+    revisions: dict[str, str | None] = {}
+    for path in Path(next(iter(migrations.__path__)), "versions").glob("*.py"):
+        found = dict(
+            (name, value3 or value4 or None)
+            for name, _, value3, value4 in _REVISION.findall(path.read_text(encoding="utf-8"))
+        )
+        if "revision" not in found or not found["revision"]:
+            continue
+        revisions[found["revision"]] = found.get("down_revision")
+    heads = set(revisions) - {down for down in revisions.values() if down is not None}
+    return next(iter(heads)) if len(heads) == 1 else None
+
+
+def _at_shipped_head(engine: Engine) -> bool:
+    """True when the database's one stored revision is :func:`shipped_head` (read with plain SQL); any doubt (no
+    version table, several rows, an unreadable head) is False and :func:`open_engine` takes Alembic's path."""
+    head = shipped_head()
+    if head is None:
+        return False
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT version_num FROM alembic_version")).all()
+    except Exception:  # no table yet, or the database cannot be read: Alembic's path says which, in its words
+        return False
+    return len(rows) == 1 and rows[0][0] == head
 
 
 def url_without_password(url: str) -> str:
@@ -237,10 +282,14 @@ def open_engine(url: str) -> Engine:
     """Open ``url`` and migrate it to head; any failure becomes one clear :class:`StoreError` line."""
     engine = create_store_engine(url)
     where = engine.url.render_as_string(hide_password=True)
+    if _at_shipped_head(engine):
+        return engine  # the usual open: no migration to run, and no Alembic to import
     try:
         current = current_revision(engine)
         head = head_revision()
         if current != head:
+            from alembic.script import ScriptDirectory
+
             known = {script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
             if current is not None and current not in known:
                 raise StoreError(

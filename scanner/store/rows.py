@@ -67,10 +67,22 @@ class ServerSummary:
     toolset_sha256: str | None
     last_run: RunSpec | None = None  # what the last scan ran
     last_stderr_tail: tuple[str, ...] = ()  # the last scan's stderr tail (normalised, scrubbed; not escaped)
+    last_ok_scan_id: int | None = None  # the scan the tools and tokens come from (its score: Store.scan_scores)
 
     @property
     def max_tokens(self) -> int:
         return max(self.tokens.values(), default=0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScanScore:
+    """One scan's leaderboard score and its finding counts under the run's scoring rule version
+    (:meth:`Store.scan_scores`): the toolset's findings plus the scan's own, scored as the report scores them."""
+
+    score: float
+    problems: int
+    warnings: int
+    notes: int
 
 
 @dataclass(frozen=True, kw_only=True)

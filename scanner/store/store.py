@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import sessionmaker
 
-from scanner.models import Finding, ScanOutcome, ServerEntry, TokenCount, ToolCost
+from scanner.models import Finding, ScanOutcome, ServerEntry, Severity, TokenCount, ToolCost
 from scanner.store import aggregate, lifecycle, read, write
 from scanner.store.rows import (
     Diff,
@@ -35,6 +35,7 @@ from scanner.store.rows import (
     RunTrend,
     ScanRecord,
     ScanRow,
+    ScanScore,
     ServerSummary,
 )
 from scanner.store.write import Measure
@@ -139,6 +140,10 @@ class Store:
         """Every scan of ``server``, oldest first, with its tokens and finding counts."""
         return read.history(self.engine, server)
 
+    def scan_scores(self, scan_ids: Iterable[int]) -> dict[int, ScanScore]:
+        """Each scan's leaderboard score and finding counts (scans that listed tools; others left out)."""
+        return read.scan_scores(self.engine, scan_ids)
+
     def histories(self, names: Iterable[str] | None = None) -> dict[str, list[ScanRow]]:
         """:meth:`history` of many servers (all when None) in four queries per 500; unknown names left out."""
         return read.histories(self.engine, names)
@@ -164,9 +169,12 @@ class Store:
         server: str | None = None,
         since: datetime | None = None,
         run: int | None = None,
+        *,
+        severity: Severity | None = None,
+        still_open: bool = False,
     ) -> list[FindingRow]:
         """Findings with when they first appeared and when they went away (see :func:`scanner.store.read.findings`)."""
-        return read.findings(self._sessions, rule, server, since, run)
+        return read.findings(self._sessions, rule, server, since, run, severity=severity, still_open=still_open)
 
     def diff(self, server: str, from_run: int | None = None, to_run: int | None = None) -> Diff:
         """What changed on ``server`` between two successful scans (default: its last two)."""

@@ -91,3 +91,31 @@ def test_dry_run_table_shows_targets(tmp_path: Path) -> None:
     assert out.splitlines()[0].split()[:4] == ["name", "transport", "target", "skip"]
     assert "https://server.smithery.ai/@smithery/toolbox/mcp" in out
     assert SECRET not in out
+
+
+def test_dry_run_ends_with_totals_that_add_up(tmp_path: Path) -> None:
+    rows, _ = dry_run(tmp_path, "--format", "json")
+    _, out = dry_run(tmp_path)
+    *_, by_transport, by_registry, verdict = out.splitlines()
+    transports: dict[str, int] = {}
+    for row in rows:
+        transports[row["transport"]] = transports.get(row["transport"], 0) + 1
+    assert by_transport.startswith(f"{len(rows)} entries by transport: ")
+    for transport, count in transports.items():
+        assert f"{transport} {count}" in by_transport
+    packaged = [row for row in rows if row["package"] and "identifier" in row["package"]]
+    assert sum(int(part.rsplit(" ", 1)[1]) for part in by_registry.split(": ", 1)[1].split(" · ")) == len(packaged)
+    skipped = [row for row in rows if row["skip"]]
+    assert verdict.startswith(f"would scan {len(rows) - len(skipped)}; would skip {len(skipped)}: ")
+    assert "needs --run-packages" in verdict  # the sample's packages, without --run-packages
+
+
+def test_limit_and_only_pick_entries_in_a_dry_run(tmp_path: Path) -> None:
+    rows, _ = dry_run(tmp_path, "--format", "json")
+    limited, _ = dry_run(tmp_path, "--format", "json", "--limit", "3")
+    assert limited == rows[:3]
+    names = [rows[5]["name"], rows[1]["name"]]
+    only, _ = dry_run(tmp_path, "--format", "json", "--only", names[0], "--only", names[1])
+    assert only == [rows[1], rows[5]]  # input order
+    result = runner.invoke(app, ["scan", str(SAMPLE), "--dry-run", "--only", names[0] + "x"], env=ENV)
+    assert result.exit_code == 2 and f"did you mean '{names[0]}'?" in result.stderr

@@ -127,4 +127,21 @@ def test_text_summary_and_no_progress_noise_off_a_terminal(tmp_path: Path) -> No
     result = runner.invoke(app, ["scan", str(registry), "--db", f"sqlite:///{tmp_path}/f.db"])
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "run 1 finished: 1 server · refused 1\n"
-    assert result.stderr == ""  # standard error is not a terminal here: no progress bar drawn into a log
+    # Standard error is not a terminal here: no progress bar drawn into a log; only the last line naming the flag
+    # that would scan what was refused (a loopback address).
+    assert result.stderr == (
+        "fathom: 1 server was not scanned: 1 needs --allow-private (run again with the flag to scan them)\n"
+    )
+
+
+def test_only_and_limit_pick_what_a_real_scan_scans(tmp_path: Path) -> None:
+    registry = write_list(
+        tmp_path / "servers.json",
+        [{"name": name, "url": f"http://127.0.0.1:9/{name}"} for name in ("a", "b", "c", "d")],
+    )
+    db = f"sqlite:///{tmp_path}/f.db"
+    result = runner.invoke(app, ["scan", str(registry), "--db", db, "--only", "c", "--only", "a", "--limit", "1"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "run 1 finished: 1 server · refused 1\n"
+    servers = runner.invoke(app, ["servers", "--db", db, "--format", "json"])
+    assert [row["server"] for row in json.loads(servers.stdout)] == ["a"]

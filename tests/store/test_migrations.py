@@ -103,3 +103,22 @@ def test_unknown_scheme_and_newer_schema_are_store_errors(db_path: Path) -> None
         connection.execute("UPDATE alembic_version SET version_num = '9999_future'")
     with pytest.raises(StoreError, match="newer than this Fathom knows"):
         open_store(f"sqlite:///{db_path}")
+
+
+def test_the_shipped_head_is_read_without_alembic_and_agrees_with_it(tmp_path: Path) -> None:
+    """An already migrated database opens without importing Alembic (about 2 s of every query's start-up), and
+    the head read from the version files is Alembic's own."""
+    import subprocess
+    import sys
+
+    from scanner.store.engine import head_revision, shipped_head
+
+    assert shipped_head() == head_revision() is not None
+    db = tmp_path / "f.db"
+    open_store(f"sqlite:///{db}").close()  # created and migrated: Alembic's path
+    probe = (
+        "import sys; from scanner.store import open_store; "
+        f"open_store({f'sqlite:///{db}'!r}).close(); print('alembic' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False", done.stderr

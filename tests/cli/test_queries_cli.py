@@ -1,0 +1,181 @@
+"""The query commands as a user runs them: the score in servers/history, findings filters, unknown rules, rules
+formats, and tables that fit the terminal without cutting anything (a real SQLite file, three runs)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from scanner.cli import app
+from scanner.rules import RULES
+from scanner.score import score_breakdown
+from scanner.store import open_store
+from tests.store.conftest import entry, failed, local_measure, ok, tool
+
+runner = CliRunner()
+
+ECHO = tool("echo", "Echo the given text back, unchanged.", text="string")
+ADD = tool("add", "Add two numbers and return the sum.", a="number", b="number")
+SEARCH_UNTYPED = tool("search", "Search the index for documents.", query=None)
+SEARCH = tool("search", "Search the index for documents.", query="string")
+LONG = "a detail far longer than sixty characters, " * 4 + "ending in THE-END"
+
+
+@pytest.fixture(autouse=True)
+def no_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    """run 1: a [echo, untyped search], b [add], c timeout; run 2: a fixed, c answers three tools (two with
+    problems); run 3: a unchanged, b a new version, c fails with a long detail."""
+    path = tmp_path / "fathom.db"
+    plan = [
+        {"a": ok([ECHO, SEARCH_UNTYPED]), "b": ok([ADD]), "c": failed()},
+        {"a": ok([ECHO, SEARCH]), "b": ok([ADD]), "c": ok([tool("x", "x"), ADD, SEARCH_UNTYPED])},
+        {"a": ok([ECHO, SEARCH]), "b": ok([ECHO], version="2.0.0"), "c": failed(detail=LONG)},
+    ]
+    with open_store(f"sqlite:///{path}") as store:
+        for number, scans in enumerate(plan, 1):
+            run_id = store.start_run("list.txt", "1", {"round": number})
+            for name, outcome in scans.items():
+                store.record_scan(run_id, entry(name), outcome, local_measure)
+            store.finish_run(run_id)
+    return path
+
+
+def invoke(*args: str, columns: int | None = None) -> tuple[int, str, str]:
+    env = {"COLUMNS": str(columns)} if columns else None
+    result = runner.invoke(app, list(args), env=env)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def report_scores(path: Path) -> dict[tuple[int, str], float]:
+    """Every (run, server) score the report computes (leaderboard rows, as scanner.report.build scores them)."""
+    with open_store(f"sqlite:///{path}") as store:
+        return {
+            (run.id, row.server): score_breakdown(int(row.tools_count or 0), row.findings).score
+            for run in store.runs()
+            for row in store.leaderboard(run.id)
+            if row.outcome == "ok"
+        }
+
+
+def test_servers_and_history_carry_the_report_score_in_every_format(database: Path) -> None:
+    scores = report_scores(database)
+    code, out, _ = invoke("servers", "--db", str(database), "--format", "json")
+    assert code == 0
+    rows = {row["server"]: row for row in json.loads(out)}
+    # c's last scan failed: its tools, score and counts are those of its last successful scan (run 2).
+    assert {name: row["score"] for name, row in rows.items()} == {
+        "a": scores[(3, "a")],
+        "b": scores[(3, "b")],
+        "c": scores[(2, "c")],
+    }
+    assert rows["c"]["score"] < rows["a"]["score"] and rows["c"]["problems"] == 2
+    assert (rows["a"]["problems"], rows["a"]["warnings"], rows["a"]["notes"]) == (0, 0, 0)
+
+    code, out, _ = invoke("history", "c", "--db", str(database), "--format", "json")
+    history = json.loads(out)
+    assert [row["score"] for row in history] == [None, scores[(2, "c")], None]
+
+    code, out, _ = invoke("servers", "--db", str(database), "--format", "csv")
+    table = list(csv.DictReader(io.StringIO(out)))
+    assert [float(row["score"]) for row in table] == [rows[name]["score"] for name in ("a", "b", "c")]
+    assert [row["problems"] for row in table] == ["0", "0", "2"]
+    code, out, _ = invoke("history", "a", "--db", str(database), "--format", "csv")
+    assert [row["score"] for row in csv.DictReader(io.StringIO(out))] == [str(scores[(r, "a")]) for r in (1, 2, 3)]
+
+    code, out, _ = invoke("servers", "--db", str(database), "--wide")
+    header = out.splitlines()[0].split()
+    assert {"score", "problems", "warnings", "notes"} <= set(header)
+    line_c = next(line for line in out.splitlines() if line.startswith("c "))
+    assert str(scores[(2, "c")]) in line_c.split()
+
+
+def test_findings_filters_and_unknown_rules(database: Path) -> None:
+    code, out, _ = invoke("findings", "--db", str(database), "--format", "json")
+    every = json.loads(out)
+    assert {"problem", "warning"} <= {row["severity"] for row in every}
+    code, out, _ = invoke("findings", "--db", str(database), "--format", "json", "--severity", "warning")
+    assert json.loads(out) == [row for row in every if row["severity"] == "warning"] != []
+    code, out, _ = invoke("findings", "--db", str(database), "--format", "json", "--open")
+    still = json.loads(out)
+    assert still == [row for row in every if row["gone_run"] is None]
+    assert any(row["gone_run"] is not None for row in every)  # the filter left something out
+
+    for typo, nearest in (("MCP2O5", "MCP205"), ("param-untypd", "param-untyped")):
+        code, out, err = invoke("findings", "--db", str(database), "--rule", typo)
+        assert code == 2 and out == ""
+        assert f"did you mean {nearest}?" in err
+    code, out, _ = invoke("findings", "--db", str(database), "--rule", "param-untyped", "--format", "json")
+    assert code == 0 and {row["code"] for row in json.loads(out)} == {"MCP205"}
+
+
+def test_rule_takes_a_slug_and_rules_takes_a_format() -> None:
+    code, out, _ = invoke("rule", "descriptions-similar")
+    assert code == 0 and out.startswith(f"MCP303 {RULES['MCP303'].slug} (")
+    code, _, err = invoke("rule", "descriptions-similr")
+    assert code == 2 and "did you mean descriptions-similar?" in err
+
+    code, out, _ = invoke("rules", "--format", "json")
+    listed = json.loads(out)
+    assert [row["code"] for row in listed] == list(RULES)
+    assert all(row["hint"] == RULES[row["code"]].hint and row["slug"] == RULES[row["code"]].slug for row in listed)
+    code, out, _ = invoke("rules", "--format", "csv")
+    assert [row["code"] for row in csv.DictReader(io.StringIO(out))] == list(RULES)
+
+
+@pytest.mark.parametrize("columns", [60, 80, 100, 220])
+def test_tables_fit_the_terminal_and_cut_nothing(database: Path, columns: int) -> None:
+    for args in (("servers",), ("history", "c"), ("findings",), ("runs",), ("diff", "b"), ("rules",)):
+        code, out, _ = (
+            invoke(*args, "--db", str(database), columns=columns)
+            if args[0] != "rules"
+            else invoke(*args, columns=columns)
+        )
+        assert code == 0, args
+        assert all(len(line) <= columns for line in out.splitlines()), (args, columns, out)
+        assert "…" not in out or args[0] == "rules"  # a rule's hint may hold one itself
+    code, out, _ = invoke("history", "c", "--db", str(database), columns=columns)
+    words = " ".join(out.split())
+    assert "THE-END" in words and "far longer than sixty" in words  # wrapped, never cut
+
+
+def test_piped_tables_are_never_wrapped_and_wide_keeps_every_column(database: Path) -> None:
+    _, out, _ = invoke("history", "c", "--db", str(database))
+    assert LONG in out  # whole, on one line
+    _, narrow, _ = invoke("servers", "--db", str(database), columns=60)
+    _, wide, _ = invoke("servers", "--db", str(database), "--wide", columns=60)
+    assert "--wide" in narrow.splitlines()[-1] or "--wide" in " ".join(narrow.split()[-12:])
+    assert wide.splitlines()[0].split() == [
+        "server", "last_outcome", "last_scanned_at", "version", "tools", "score", "problems", "warnings", "notes",
+        "anthropic", "openai", "gemini", "detail",
+    ]  # fmt: skip
+
+
+def test_tables_show_short_times_and_json_full_ones(database: Path) -> None:
+    _, out, _ = invoke("runs", "--db", str(database), "--wide")
+    assert re.search(r"^\s+1  \d{4}-\d\d-\d\d \d\d:\d\d  \d{4}-\d\d-\d\d \d\d:\d\d  finished", out, re.M), out
+    assert "+00:00" not in out
+    _, out, _ = invoke("runs", "--db", str(database), "--format", "json")
+    first = json.loads(out)[0]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", first["started_at"])
+    assert first["workers"] == []
+
+
+def test_diff_groups_findings_by_rule(database: Path) -> None:
+    code, out, _ = invoke("diff", "a", "--from", "1", "--to", "2", "--db", str(database), "--format", "json")
+    assert code == 0
+    found = [
+        (row["detail"].split()[0], row["change"]) for row in json.loads(out) if row["change"].startswith("finding")
+    ]
+    assert len({rule for rule, _ in found}) >= 2  # a fixed and a new rule: the order below is a real choice
+    assert found == sorted(found, key=lambda item: (item[0], item[1] != "finding new"))
