@@ -21,8 +21,14 @@ FAMILIES = (
 )
 
 STATUS_MEANINGS = (
-    ("stable", "Its meaning holds; codes never change meaning."),
-    ("preview", "New: it runs and counts, but its condition may still be tuned."),
+    (
+        "stable",
+        "At least 80 % of its findings on real tool lists are right (hand-labelled, below); it counts in the score.",
+    ),
+    (
+        "preview",
+        "New, or under 80 % precision on real lists: reported and marked as such, but not counted in the score.",
+    ),
     ("deprecated", "Still runs; it will be removed, and its text says what replaces it."),
     ("removed", "Never runs; the code stays listed so it is never reused."),
 )

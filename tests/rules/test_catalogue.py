@@ -19,6 +19,7 @@ DOC = Path(__file__).parent.parent.parent / "docs" / "rules.md"
 DIGESTS = {
     "2": "cdae6a2fafa20db48f0cc447076124c4d0b6b8c31caf6a0588ca85b05dffc79c",
     "3": "26a23349ad9f1a7b2a85a81e167a12fd6b2fd4270253d57c6d4702783af99ec5",
+    "4": "39759744a751b100b6a81d68c0a3d546ce783bcd7b45f9058868afd470c0d31a",
 }
 
 
