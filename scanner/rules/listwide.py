@@ -265,6 +265,7 @@ class _Apart:
     Severity.WARNING,
     hint="Say in each when to use it instead of the other.",
     scope="list",
+    status="preview",
     doc="""Warns when two descriptions are not identical but their shared distinct words are at least 60 % of the
     distinct words of the longer one (words: lower-case runs of letters and digits; the longer description is
     the one with more distinct words). Sentences that MCP307 finds repeated are left out first: shared

@@ -133,6 +133,7 @@ def _root_params_described(tool: ToolInfo) -> bool:
     "description-echoes-name",
     Severity.WARNING,
     hint="Say what the tool needs and returns, and when to use it instead of a similar one.",
+    status="preview",
     doc="""Checks that the description adds at least three words that are not already in the name (the name is
     split on `_`, `-`, `.`, `/` and camelCase; words are compared folded, so "deletes" matches `delete` and
     "entities" matches `entity`; the stop words a, an, the, of, for, to, and, or, in, on, by, with, this, that,
@@ -296,7 +297,7 @@ TOOL_TOKEN_LIMIT = 1500
         "Shorten the description, move rarely used options out of the schema, or split the tool: this one tool "
         "is read on every turn."
     ),
-    status="preview",
+    status="stable",
     doc="""Warns when one tool's whole definition (name, description and input schema, as the most expensive
     provider receives it) costs more than 1,500 tokens per turn; details carry its cost and its share of the
     list's cost. One heavy tool is paid for on every turn of every conversation, whether or not it is called.
@@ -355,7 +356,7 @@ def _write_unannotated(tool: ToolInfo) -> tuple[bool, str | None]:
         "Say whether it only reads (`readOnlyHint`) or changes or destroys things (`destructiveHint`); clients "
         "decide from them what needs the user's confirmation."
     ),
-    status="preview",
+    status="stable",
     doc="""Notes a tool with no `annotations` object, or one in which none of `readOnlyHint`, `destructiveHint`,
     `idempotentHint`, `openWorldHint` is a boolean (not reported when MCP112 fires on the tool: that is the
     sharper finding). Clients read the hints to decide which calls run without asking; registries grade them.
@@ -420,7 +421,7 @@ def annotations_contradict_name(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hi
     "write-unannotated",
     Severity.WARNING,
     hint="Set `readOnlyHint: false` and `destructiveHint`, so a client knows to ask the user before it runs the tool.",
-    status="preview",
+    status="stable",
     doc="""Warns when a *write name* (a write verb such as create, update, send, delete, and no read verb) or a
     name with a destructive verb carries neither `readOnlyHint` nor `destructiveHint` as a boolean. A client
     that cannot tell a write from a read either asks about everything or about nothing. Bad: `send_email`

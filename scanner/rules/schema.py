@@ -369,6 +369,7 @@ def _says_what_goes_in(description: Any) -> bool:
     "object-free-form",
     Severity.WARNING,
     hint="Describe the keys, or say in the description what is expected.",
+    status="preview",
     doc="""Warns about a parameter of type `object` (not the root) with no non-empty `properties`. Not reported
     for a typed map (`additionalProperties` is a schema with a `type`, or whose `anyOf`/`oneOf` branches all
     have one: labels, headers), for an object that allows no keys (`additionalProperties: false` and no
@@ -455,6 +456,7 @@ def _named_in(name: str, text: str | None) -> bool:
     "param-undescribed",
     Severity.WARNING,
     hint="One line each: what it is, and an example value.",
+    status="preview",
     doc="""Warns about parameters without a non-blank `description`: the root parameters and the properties of
     nested objects (array `items` are exempt, their array is described). Not reported for a parameter whose
     every `anyOf`/`oneOf` branch has a description (the model reads those), for an object parameter (or array
@@ -517,6 +519,7 @@ def uses_ref(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     "gemini-drops-keywords",
     Severity.NOTE,
     hint="Where the constraint matters, say it in the parameter's description too: Gemini loses the keyword.",
+    status="preview",
     doc="""Notes constraint keywords that the Gemini conversion drops: oneOf, allOf, not, const, pattern,
     additionalProperties, patternProperties, propertyNames, exclusiveMinimum, exclusiveMaximum, multipleOf,
     uniqueItems, contains, minContains, maxContains, if, then, else, dependentRequired, dependentSchemas,
@@ -848,7 +851,7 @@ def _definition_text(name: str, schema: Any) -> str:
     "defs-unused",
     Severity.NOTE,
     hint="Remove the definitions this tool does not use; every provider sends them on every turn.",
-    status="preview",
+    status="stable",
     doc="""Notes definitions (`$defs` or `definitions` of `inputSchema`) that no parameter reaches through a
     `$ref`, with what they cost per turn (tokens with the most expensive provider). A model never needs them to
     fill the arguments, but the schema is sent whole, so they are paid for on every turn; servers that share one

@@ -151,7 +151,10 @@ class ListFacts:
         counts: Counter[str] = Counter()
         for found in per_tool:
             counts.update(found)
-        prefixes = frozenset(word for word, count in counts.items() if count >= 3 and count > len(tools) / 2)
+        # A verb most tools share ("create" on a server of creators) is still a verb, not a server prefix.
+        prefixes = frozenset(
+            word for word, count in counts.items() if count >= 3 and count > len(tools) / 2 and word not in VERBS
+        )
         by_word: dict[str, list[int]] = defaultdict(list)
         for position, found in enumerate(per_tool):
             for word in found:
