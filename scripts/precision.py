@@ -105,9 +105,8 @@ def main(argv: list[str]) -> int:
     OUT.write_text(text, encoding="utf-8")
     for code, entry in result["rules"].items():
         shown = "-" if entry["precision"] is None else f"{entry['precision']:.0%}"
-        print(
-            f"{code}  findings {entry['findings']:>4}  labelled {entry['labelled']:>2}  right {entry['right']:>2}  {shown}"
-        )
+        counts = f"findings {entry['findings']:>4}  labelled {entry['labelled']:>2}  right {entry['right']:>2}"
+        print(f"{code}  {counts}  {shown}")
     return 0
 
 
