@@ -15,7 +15,7 @@ method says so: a number is never guessed.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,8 +77,8 @@ class ClientCost:
 
 def client_costs(
     tools: Sequence[Any],
-    list_tokens: dict[str, int],
-    tool_tokens: dict[str, Sequence[int]],
+    list_tokens: Mapping[str, int],
+    tool_tokens: Mapping[str, Sequence[int]],
     count: Callable[[str], int],
     *,
     context_window: int = CONTEXT_WINDOW,
@@ -118,4 +118,21 @@ def client_costs(
                 ),
             )
         )
+    return out
+
+
+def report_client_costs(report: Any) -> list[ClientCost]:
+    """:func:`client_costs` of a :class:`~scanner.models.CheckReport` (its per-provider and per-tool counts), the
+    tool names counted with the client's provider: Claude's tokenizer for Anthropic clients, o200k_base otherwise."""
+    from scanner import providers, tokenizer
+
+    tools = [{"name": cost.name} for cost in sorted(report.tool_costs, key=lambda cost: cost.index)]
+    listed = {provider: count.tokens for provider, count in report.tokens.items()}
+    per_tool: dict[str, Sequence[int]] = {
+        provider: [int(cost.tokens.get(provider, 0)) for cost in report.tool_costs] for provider in listed
+    }
+    out: list[ClientCost] = []
+    for client in CLIENTS:
+        count = providers.text_cost if client.provider == "anthropic" else tokenizer.count
+        out += client_costs(tools, listed, per_tool, count, clients=(client,))
     return out

@@ -19,6 +19,7 @@ from typing import Any
 
 from scanner.check import CheckResult
 from scanner.models import CheckReport, ScanOutcome
+from scanner.providers.clients import report_client_costs
 
 
 def report_dict(report: CheckReport) -> dict[str, Any]:
@@ -36,6 +37,7 @@ def report_dict(report: CheckReport) -> dict[str, Any]:
         ],
         "summary": {"problems": summary.problems, "warnings": summary.warnings, "notes": summary.notes},
         "findings": [finding.to_json() for finding in report.findings],
+        "clients": [cost.to_json() for cost in report_client_costs(report)],  # docs/tokens.md, cost per client
     } | instructions_dict(report)
 
 

@@ -37,3 +37,16 @@ def test_a_list_past_the_threshold_is_deferred_by_claude_code() -> None:
     assert code.tokens == code.stubs_tokens + code.loaded_tokens < listed["anthropic"] / 3
     assert costs["cursor"].tokens == listed["anthropic"] and costs["gemini-cli"].tokens == listed["gemini"]
     assert {client.key for client in CLIENTS} == set(costs)
+
+
+def test_check_json_carries_the_cost_per_client() -> None:
+    from typer.testing import CliRunner
+
+    from scanner.cli import app
+
+    done = CliRunner().invoke(app, ["check", "--format", "json", "--tools-file", str(REAL / "notion-mcp-server.json")])
+    document = json.loads(done.output)
+    by_key = {client["key"]: client for client in document["clients"]}
+    assert by_key["claude-code"]["defers"] and by_key["claude-code"]["tokens"] < by_key["cursor"]["tokens"]
+    assert by_key["cursor"]["tokens"] == document["tokens"]["anthropic"]["tokens"]
+    assert by_key["claude-code"]["search_tool_tokens"] is None  # not published as text: never guessed
