@@ -148,6 +148,9 @@ def description_echoes_name(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     text = tool.description_text
     if text is None:
         return
+    relatives = _relatives(tool)
+    if not relatives and _root_params_described(tool):
+        return  # the name and the schema already say what the tool does and takes (checked first: it is cheaper)
     in_name = set(_name_words(tool))
     added: list[str] = []
     for word in text_words(text):
@@ -155,9 +158,6 @@ def description_echoes_name(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
             added.append(word)
             if len(added) == 3:
                 return
-    relatives = _relatives(tool)
-    if not relatives and _root_params_described(tool):
-        return
     extra = f" ({', '.join(added)})" if added else ""
     yield Hit(
         f"The description of {tool.display}, {quote(text)}, adds only {len(added)} word"

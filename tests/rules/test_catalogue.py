@@ -19,7 +19,7 @@ DOC = Path(__file__).parent.parent.parent / "docs" / "rules.md"
 DIGESTS = {
     "2": "cdae6a2fafa20db48f0cc447076124c4d0b6b8c31caf6a0588ca85b05dffc79c",
     "3": "26a23349ad9f1a7b2a85a81e167a12fd6b2fd4270253d57c6d4702783af99ec5",
-    "4": "aa8f082f6c875306d70a08d575fba6f052e598cc34371abba22d3e6c0a7253ea",
+    "4": "0c301bbfd49d193448fec16d6356c4e7e454c328ec1828ae930c1abb6b7dd950",
 }
 
 
