@@ -80,6 +80,8 @@ def measure(
         list_tokens_max=most,
         cost_text=providers.text_cost,
         cost_method=providers.text_cost_method(),
+        tool_tokens_max=tuple(max(cost.tokens.values(), default=0) for cost in tool_costs),
+        tool_tokens_method="per tool, the most expensive provider's view",
     )
     findings = run_rules(tools, context, select=select, ignore=ignore)
     cost = None

@@ -1264,16 +1264,20 @@ def diff(
 
 
 @app.command(epilog=exitcodes.command_epilog("rescore"))
-def rescore(db: DbOption = "fathom.db") -> None:
-    """Recompute findings and token counts of every stored tool list under the current rule catalogue."""
+def rescore(
+    db: DbOption = "fathom.db",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would change; write nothing.")] = False,
+) -> None:
+    """Recompute findings and token counts of every stored tool list, and every scan's own findings (MCP5xx,
+    MCP6xx, instructions), under the current rule catalogue; print findings added/removed per rule."""
     from scanner.check import measure
     from scanner.rules import RULES_VERSION
     from scanner.store import open_store
     from scanner.store.lock import writer_lock
 
     with open_store(_db_url(db, existing=True)) as store, writer_lock(store.engine, "rescore"):
-        count = store.rescore(RULES_VERSION, measure)
-    typer.echo(f"rescored {count} tool lists under rules {RULES_VERSION}")
+        result = store.rescore_history(RULES_VERSION, measure, dry_run=dry_run)
+    typer.echo(result.text())
 
 
 @app.command(epilog=exitcodes.command_epilog("report"))

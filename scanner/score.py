@@ -20,6 +20,12 @@ name their first tool, but the fault belongs to the pair). Otherwise it belongs 
 ``tool_index`` (or, when the index is unknown, to the tool of that name). A finding whose index lies outside the
 list still counts, as an extra tool: the score never drops a finding silently.
 
+Only findings of ``stable`` rules count (rules.md: a rule is stable when at least 80 % of its findings on
+hand-labelled real tool lists are right). A ``preview`` rule's findings are still reported and listed, but a
+ranking built on a rule that is wrong more often than one time in five would be mostly noise. Findings of a code
+the catalogue does not know (a newer catalogue's) count, so nothing unknown is dropped silently.
+:attr:`ScoreBreakdown.left_out` says how many findings were left out.
+
 The score is a pure function of the findings and the tool count, so any stored toolset can be re-scored when the
 formula changes; bump :data:`SCORE_VERSION` whenever any constant or step above changes, because scores of
 different versions are not comparable.
@@ -27,13 +33,13 @@ different versions are not comparable.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from scanner.models import Severity
 
-SCORE_VERSION = "1"
+SCORE_VERSION = "2"
 
 TOOL_PENALTY: dict[Severity, float] = {Severity.PROBLEM: 0.50, Severity.WARNING: 0.15, Severity.NOTE: 0.03}
 LIST_PENALTY: dict[Severity, float] = {Severity.PROBLEM: 10.0, Severity.WARNING: 4.0, Severity.NOTE: 1.0}
@@ -45,7 +51,8 @@ LIST_CAP_PER_CODE = 3
 SCORE_FORMULA = (
     "tool score = max(0, 1 - 0.50 x problems - 0.15 x warnings - 0.03 x notes); "
     "score = clamp(100 x (0.7 x mean tool score + 0.3 x worst tool score) "
-    "- (10 x list problems + 4 x list warnings + 1 x list notes, each rule counted at most 3 times), 0, 100)"
+    "- (10 x list problems + 4 x list warnings + 1 x list notes, each rule counted at most 3 times), 0, 100); "
+    "only findings of stable rules count"
 )
 """One line for the leaderboard footer and the exports."""
 
@@ -75,6 +82,8 @@ class ScoreBreakdown:
     worst_tool: float
     list_penalty: float
     version: str = SCORE_VERSION
+    left_out: int = 0
+    """Findings of preview (or deprecated) rules, reported but not counted."""
 
 
 def is_list_wide(finding: Scorable) -> bool:
@@ -141,14 +150,39 @@ def score_counts(tools_count: int, tool_counts: Iterable[Counts], list_counts: C
     )
 
 
-def score_breakdown(tools_count: int, findings: Iterable[Scorable]) -> ScoreBreakdown:
-    """Compute the score of a list of ``tools_count`` tools carrying ``findings``; see the module docstring."""
+def counts_in_score(code: str) -> bool:
+    """Whether a rule's findings count in the score: its status is ``stable``, or the code is unknown here."""
+    from scanner.rules import RULES
+
+    rule = RULES.get(code)
+    return rule is None or rule.status == "stable"
+
+
+def score_breakdown(
+    tools_count: int, findings: Iterable[Scorable], *, counts: Callable[[str], bool] = counts_in_score
+) -> ScoreBreakdown:
+    """Compute the score of a list of ``tools_count`` tools carrying ``findings``; see the module docstring.
+
+    ``counts`` says which codes count (by default the stable rules of the catalogue).
+    """
     tools_count = max(0, int(tools_count))
-    per_tool, list_counts, outside = tally(tools_count, findings)
+    kept: list[Scorable] = []
+    left_out = 0
+    decided: dict[str, bool] = {}
+    for finding in findings:
+        code = finding.code
+        if code not in decided:
+            decided[code] = counts(code)
+        if decided[code]:
+            kept.append(finding)
+        else:
+            left_out += 1
+    per_tool, list_counts, outside = tally(tools_count, kept)
     # Tools hit at an index outside the list count on top of it, so their findings never vanish.
-    return score_counts(tools_count + outside, per_tool, list_counts)
+    result = score_counts(tools_count + outside, per_tool, list_counts)
+    return replace(result, left_out=left_out)
 
 
-def score(tools_count: int, findings: Iterable[Scorable]) -> float:
+def score(tools_count: int, findings: Iterable[Scorable], *, counts: Callable[[str], bool] = counts_in_score) -> float:
     """The score (0 to 100, one decimal) of a list of ``tools_count`` tools with ``findings``."""
-    return score_breakdown(tools_count, findings).score
+    return score_breakdown(tools_count, findings, counts=counts).score

@@ -6,7 +6,10 @@ the file and the registry disagree. ``fathom rules`` and ``fathom rule CODE`` pr
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
+from typing import Any
 
 from scanner.rules import RULES, RULES_VERSION
 from scanner.rules.registry import Rule
@@ -22,11 +25,60 @@ FAMILIES = (
 )
 
 STATUS_MEANINGS = (
-    ("stable", "Its meaning holds; codes never change meaning."),
-    ("preview", "New: it runs and counts, but its condition may still be tuned."),
+    (
+        "stable",
+        "At least 80 % of its findings on real tool lists are right (hand-labelled, below); it counts in the score.",
+    ),
+    (
+        "preview",
+        "New, or under 80 % precision on real lists: reported and marked as such, but not counted in the score.",
+    ),
     ("deprecated", "Still runs; it will be removed, and its text says what replaces it."),
     ("removed", "Never runs; the code stays listed so it is never reused."),
 )
+
+
+PRECISION = Path(__file__).with_name("precision.json")
+
+
+def precision() -> dict[str, Any]:
+    """The per-rule precision ``scripts/precision.py`` measured on real tool lists (empty when never measured)."""
+    if not PRECISION.exists():
+        return {}
+    return dict(json.loads(PRECISION.read_text(encoding="utf-8")))
+
+
+def _precision_section() -> list[str]:
+    measured = precision()
+    if not measured:
+        return []
+    rules = measured.get("rules", {})
+    out = [
+        "## Precision on real tool lists",
+        "",
+        f"Measured by `python scripts/precision.py` on {measured['servers']} real servers' saved tool lists "
+        f"({measured['tools']:,} tools; `tests/fixtures/real/`, listed by `scripts/collect_real.py`): up to 20 "
+        "findings per rule labelled right or wrong by hand, with a one-line reason each "
+        "(`tests/fixtures/real/labels.json`). A finding is right when a careful server author would agree it points "
+        f"at a real problem for a model. A rule needs {measured['min_labelled']} labelled findings to be measured; "
+        f"it is `stable` only at {round(measured['stable_at'] * 100)} % or more, and only stable rules count in "
+        "the score (docs/score.md). Rules that never fired on these lists are not measured: they keep the status "
+        "their fixtures and history gave them, and new ones start as `preview`.",
+        "",
+        "| code | status | findings | servers | labelled | right | precision |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for code, rule in RULES.items():
+        entry = rules.get(code)
+        if entry is None:
+            continue
+        shown = "not measured" if entry["precision"] is None else f"{round(entry['precision'] * 100)} %"
+        out.append(
+            f"| {code} | {rule.status} | {entry['findings']} | {entry['servers']} | {entry['labelled']} | "
+            f"{entry['right']} | {shown} |"
+        )
+    out.append("")
+    return out
 
 
 def _cell(text: str) -> str:
@@ -65,6 +117,7 @@ def markdown() -> str:
                 if _family(r) == family
             ]
             out.append("")
+    out += _precision_section()
     out += ["## Every rule", ""]
     for rule in RULES.values():
         out += [

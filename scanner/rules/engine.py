@@ -14,6 +14,7 @@ from typing import Any
 from scanner.models import Finding
 from scanner.rules.registry import RULES, Hit, Rule, RuleContext, check_prefixes, make_finding, rule_selected
 from scanner.rules.tools import ToolInfo
+from scanner.rules.vocabulary import ListFacts
 
 
 def _finding(rule: Rule, hit: Hit, tools: Sequence[ToolInfo], default: ToolInfo | None) -> Finding:
@@ -26,6 +27,7 @@ def _finding(rule: Rule, hit: Hit, tools: Sequence[ToolInfo], default: ToolInfo 
         pointer=hit.pointer,
         details=hit.details,
         tool_index=index,
+        fix=hit.fix,
     )
 
 
@@ -45,6 +47,9 @@ def run_rules(
     check_prefixes(select)
     check_prefixes(ignore)
     infos = [ToolInfo(raw, index) for index, raw in enumerate(tools)]
+    facts = ListFacts.of(infos)
+    for info in infos:
+        info.facts = facts
     findings: list[Finding] = []
     chosen = [rule for rule in RULES.values() if rule.check is not None and rule_selected(rule.code, select, ignore)]
     for info in infos:

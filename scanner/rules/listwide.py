@@ -1,5 +1,5 @@
-"""Rules on the tool list as a whole (MCP301-MCP307): tools a model would confuse, lists too large to send, and
-doctrine copied into every description.
+"""Rules on the tool list as a whole (MCP301-MCP308): tools a model would confuse, lists too large to send, and
+doctrine or parameters copied into every tool.
 
 Pair rules blame the first tool of a pair (in list order) and name the other in ``details``. To keep a list of
 thousands of near-copies from producing millions of findings, each later tool is paired once: MCP301/MCP302 with
@@ -18,14 +18,16 @@ each description), then are verified exactly. A hostile list built to defeat the
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.tools import ToolInfo, label, words
+from scanner.rules.tools import ToolInfo, escape_token, label, words
+from scanner.rules.vocabulary import fold, name_words, quote, text_words
 
 SIMILARITY = 0.6
 TOOLS_PROBLEM = 128
@@ -33,8 +35,14 @@ TOOLS_WARNING = 40
 LIST_TOKEN_LIMIT = 20_000
 # Candidate pairs MCP303 compares at most (a few seconds); real lists need a tiny fraction of it.
 COMPARISON_BUDGET = 2_000_000
-DOCTRINE_TOOLS = 3
-DOCTRINE_WORDS = 8
+# What one similar pair turned down by MCP303's exceptions costs of that budget.
+REJECTED_COST = 8
+# A sentence is doctrine when 3 or more tools repeat it and it has at least 12 words, or 5 or more and 8 words.
+DOCTRINE_RULES = ((3, 12), (5, 8))
+DOCTRINE_TOOLS = min(tools for tools, _ in DOCTRINE_RULES)
+DOCTRINE_WORDS = min(length for _, length in DOCTRINE_RULES)
+PARAM_TOOLS = 5
+PARAM_TOKEN_LIMIT = 500
 _SENTENCE_END = re.compile(r"[.!?;\r\n]+")
 
 
@@ -48,15 +56,20 @@ def sentences(text: str) -> list[tuple[str, tuple[str, ...]]]:
     return out
 
 
+def _doctrine_size(words_count: int, tools: int) -> bool:
+    return any(tools >= at_least and words_count >= length for at_least, length in DOCTRINE_RULES)
+
+
 def doctrine(descriptions: Sequence[str | None]) -> dict[tuple[str, ...], list[int]]:
-    """Sentences of at least 8 words found in 3 or more descriptions: their words -> the indexes that have them."""
+    """Repeated sentences: of at least 12 words in 3 or more descriptions, or of at least 8 words in 5 or more;
+    their words -> the indexes that have them."""
     where: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for index, text in enumerate(descriptions):
         if not text:
             continue
         for key in dict.fromkeys(key for _, key in sentences(text) if len(key) >= DOCTRINE_WORDS):
             where[key].append(index)
-    return {key: indexes for key, indexes in where.items() if len(indexes) >= DOCTRINE_TOOLS}
+    return {key: indexes for key, indexes in where.items() if _doctrine_size(len(key), len(indexes))}
 
 
 def without_doctrine(descriptions: Sequence[str | None]) -> list[str | None]:
@@ -144,6 +157,7 @@ def similar_pairs(
     descriptions: Sequence[str | None],
     budget: int = COMPARISON_BUDGET,
     compared: Sequence[str | None] | None = None,
+    accept: Callable[[int, int], bool] | None = None,
 ) -> Iterator[tuple[int, int, float, list[str]]]:
     """(i, j, share, shared words) for each j paired with the first earlier i whose description is similar.
 
@@ -151,7 +165,8 @@ def similar_pairs(
     whose words are compared; the descriptions themselves by default) are at least 60 % of the distinct words
     of the longer one (the one with more distinct words). At most ``budget`` candidate pairs are looked at; a
     list needing more (thousands of tools written to defeat the prefix filter) is reported only as far as the
-    budget reached.
+    budget reached. ``accept(i, j)``, when given, can turn down a similar pair (MCP303's exceptions); the
+    search then goes on to the next earlier candidate.
     """
     sets: list[frozenset[str]] = []
     folded: list[str | None] = []
@@ -185,9 +200,13 @@ def similar_pairs(
                 if min(sizes[i], size) < SIMILARITY * larger or folded[i] == folded[j]:
                     continue
                 shared = sets[i] & word_set
-                if len(shared) >= SIMILARITY * larger:
-                    best = (i, len(shared) / larger, shared)
-                    break
+                if len(shared) < SIMILARITY * larger:
+                    continue
+                if accept is not None and not accept(i, j):
+                    budget -= REJECTED_COST  # an exception is dearer to test than an overlap
+                    continue
+                best = (i, len(shared) / larger, shared)
+                break
         if best is not None:
             yield best[0], j, best[1], sorted(best[2])
         if budget <= 0:
@@ -200,26 +219,78 @@ def similar_pairs(
                 index[word].append(j)
 
 
+def _joined(text: str) -> frozenset[str]:
+    """A description's folded words, plus each two adjacent words joined (``functionapp`` for "Function App")."""
+    found = text_words(text)
+    return frozenset(found) | {fold(found[k] + found[k + 1]) for k in range(len(found) - 1)}
+
+
+class _Apart:
+    """What MCP303's exceptions read of each tool, computed once: name words, description words, texts."""
+
+    def __init__(self, tools: Sequence[ToolInfo]) -> None:
+        self.tools = tools
+        self._seen: dict[int, tuple[frozenset[str], frozenset[str], str, str]] = {}
+
+    def _facts(self, index: int) -> tuple[frozenset[str], frozenset[str], str, str]:
+        """A tool's name words, description words (joined pairs too), lower-case name and description, computed
+        when first asked for."""
+        found = self._seen.get(index)
+        if found is None:
+            tool = self.tools[index]
+            text = tool.description_text or ""
+            name = tool.name.lower() if isinstance(tool.name, str) else ""
+            found = (
+                frozenset(tool.cache.get("name_words") or name_words(tool.name)),
+                _joined(text),
+                name,
+                text.lower(),
+            )
+            self._seen[index] = found
+        return found
+
+    def told_apart(self, i: int, j: int) -> bool:
+        """(a) each name has a word the other lacks and each description holds one of its own name's distinguishing
+        words; or (b) either description names the other tool."""
+        name_i, joined_i, lower_i, text_i = self._facts(i)
+        name_j, joined_j, lower_j, text_j = self._facts(j)
+        if (len(lower_j) >= 3 and lower_j in text_i) or (len(lower_i) >= 3 and lower_i in text_j):
+            return True
+        return bool((name_i - name_j) & joined_i) and bool((name_j - name_i) & joined_j)
+
+
 @register(
     "MCP303",
     "descriptions-similar",
     Severity.WARNING,
     hint="Say in each when to use it instead of the other.",
     scope="list",
+    status="preview",
     doc="""Warns when two descriptions are not identical but their shared distinct words are at least 60 % of the
     distinct words of the longer one (words: lower-case runs of letters and digits; the longer description is
-    the one with more distinct words). Sentences that MCP307 finds in 3 or more descriptions are left out first:
-    shared boilerplate does not make two tools alike. A model cannot tell such tools apart and picks one by
-    chance. Bad:
-    "Search the docs for a phrase." and "Search the docs for a keyword.". Good: say in each when to use it,
-    "Full-text search in the guides; use search_api for reference pages.\"""",
+    the one with more distinct words). Sentences that MCP307 finds repeated are left out first: shared
+    boilerplate does not make two tools alike. Not reported when the descriptions already tell the two apart:
+    (a) each name has a word the other lacks and each description contains one of its own name's distinguishing
+    words (folded, so "observations" matches `observation`; two adjacent words joined also count, so
+    `functionapp` matches "Function App"): `add_observations`/`delete_observations` and `create_event`/
+    `delete_event` do not fire, `list_directory`/`list_directory_with_sizes` still does; or (b) either
+    description names the other tool ("use search_api for reference pages"). A model cannot tell such tools
+    apart and picks one by chance. The message quotes both descriptions. Bad: "Search the docs for a phrase."
+    and "Search the docs for a keyword.". Good: say in each when to use it, "Full-text search in the guides;
+    use search_api for reference pages.\"""",
 )
 def descriptions_similar(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
     texts = [tool.description_text for tool in tools]
-    for i, j, share, shared in similar_pairs(texts, compared=without_doctrine(texts)):
+    apart = _Apart(tools)
+
+    def accept(i: int, j: int) -> bool:
+        return not apart.told_apart(i, j)
+
+    for i, j, share, shared in similar_pairs(texts, compared=without_doctrine(texts), accept=accept):
         first, other = tools[i], tools[j]
         yield Hit(
-            f"{first.subject} and {other.display} have similar descriptions ({round(share * 100)} % of words shared).",
+            f"{first.subject} and {other.display} have similar descriptions ({round(share * 100)} % of words "
+            f"shared): {quote(texts[i] or '', 80)} and {quote(texts[j] or '', 80)}.",
             "/description",
             {
                 "other": other.tool_name,
@@ -295,8 +366,9 @@ def list_over_20k_tokens(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterato
     ),
     scope="list",
     status="preview",
-    doc="""Warns when the same sentence appears in the descriptions of 3 or more tools (a sentence: the text
-    between `.`, `!`, `?`, `;` or a line break, at least 8 words, compared as its words). One finding per
+    doc="""Warns when the same sentence appears in the descriptions of 3 or more tools and has at least 12
+    words, or of 5 or more tools and has at least 8 words (a sentence: the text between `.`, `!`, `?`, `;` or a
+    line break, compared as its words); short per-tool facts shared by a few tools are not doctrine. One finding per
     repeated sentence, on the first tool that has it, with the tools and what the copies cost per turn together
     (tokens with the most expensive provider). Doctrine pasted into every description is read again for every
     tool on every turn, and the copies drift apart as the server changes. Bad: "IMPORTANT: Always use absolute
@@ -321,6 +393,68 @@ def doctrine_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[H
                 "tools": names[:40],
                 "count": len(indexes),
                 "tokens": total,
+                "method": method,
+            },
+            tool_index=first.index,
+        )
+
+
+def _canonical(value: object) -> str | None:
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (RecursionError, TypeError, ValueError):
+        return None
+
+
+@register(
+    "MCP308",
+    "params-repeated",
+    Severity.WARNING,
+    hint=(
+        "Set shared options (authentication, retries, tenancy) once in the server's configuration, or describe "
+        "them once in its instructions: every copy is read on every turn."
+    ),
+    scope="list",
+    status="preview",
+    doc="""Warns when the same root parameter (the same name and the same schema, compared as canonical JSON)
+    appears in 5 or more tools and its copies together cost more than 500 tokens per turn with the most
+    expensive provider. One finding per parameter name, on the first tool that has it, with the tools and the
+    cost. A server that copies its authentication, retry and paging options onto every tool pays for them once
+    per tool on every turn (one real server spends about 40 % of its list this way). Bad: `api_key`,
+    `timeout`, `max_retries` with long descriptions on 200 tools. Good: set them once in the server's
+    configuration.""",
+)
+def params_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for tool in tools:
+        schema = tool.schema
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        if not isinstance(properties, dict):
+            continue
+        for name, sub in properties.items():
+            text = _canonical(sub)
+            if isinstance(name, str) and text is not None:
+                groups[(name, text)].append(tool.index)
+    best: dict[str, tuple[int, str, list[int], int, str]] = {}
+    for (name, text), indexes in groups.items():
+        if len(indexes) < PARAM_TOOLS:
+            continue
+        one, method = ctx.cost(f"{json.dumps(name, ensure_ascii=False)}: {text}")
+        total = one * len(indexes)
+        if total > PARAM_TOKEN_LIMIT and (name not in best or total > best[name][0]):
+            best[name] = (total, text, indexes, one, method)
+    for name, (total, _text, indexes, one, method) in sorted(best.items(), key=lambda item: item[1][2][0]):
+        first = tools[indexes[0]]
+        yield Hit(
+            f"{first.subject} and {len(indexes) - 1} other tools carry the same parameter {label(name, 60)!r} "
+            f"({total} tokens per turn together).",
+            "/inputSchema/properties/" + escape_token(name),
+            {
+                "parameter": label(name, 200),
+                "tools": [tools[index].tool_name for index in indexes][:40],
+                "count": len(indexes),
+                "tokens": total,
+                "tokens_each": one,
                 "method": method,
             },
             tool_index=first.index,

@@ -1,4 +1,6 @@
-"""Rules on a tool's name and description (MCP101-MCP104): what a model reads first when it picks a tool."""
+"""Rules on a tool's name, description and annotations (MCP101-MCP112): what a model reads first when it picks a
+tool, and what a client reads to decide whether to ask the user. The words they share (folded words, verbs,
+relatives, usage clauses) are in :mod:`scanner.rules.vocabulary`."""
 
 from __future__ import annotations
 
@@ -7,7 +9,17 @@ from collections.abc import Iterator
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.tools import ToolInfo, label, split_name, type_label, words
+from scanner.rules.schema import compact_json, schema_text
+from scanner.rules.tools import ToolInfo, label, type_label, words
+from scanner.rules.vocabulary import (
+    WRITE_VERBS,
+    NameReading,
+    has_usage_clause,
+    name_words,
+    quote,
+    read_name,
+    text_words,
+)
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 STOP_WORDS = frozenset(
@@ -80,34 +92,78 @@ def description_missing(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         yield Hit(f"The description of {tool.display} is blank.", "/description", {"problem": "blank"})
 
 
+def _name_words(tool: ToolInfo) -> list[str]:
+    found = tool.cache.get("name_words")
+    if found is None:
+        found = tool.cache["name_words"] = name_words(tool.name)
+    return list(found)
+
+
+def _reading(tool: ToolInfo) -> NameReading:
+    """The tool's name read for verbs (prefix words left out), once per tool."""
+    found = tool.cache.get("reading")
+    if found is None:
+        found = tool.cache["reading"] = read_name(tool.name, _prefixes(tool), _name_words(tool))
+    assert isinstance(found, NameReading)
+    return found
+
+
+def _relatives(tool: ToolInfo) -> list[int]:
+    return tool.facts.relatives_of(tool.index) if tool.facts is not None else []
+
+
+def _prefixes(tool: ToolInfo) -> frozenset[str]:
+    return tool.facts.prefixes if tool.facts is not None else frozenset()
+
+
+def _root_params_described(tool: ToolInfo) -> bool:
+    """Every root parameter has a non-blank description (true when there are none)."""
+    schema = tool.schema
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return True
+    return all(
+        isinstance(sub, dict) and isinstance(sub.get("description"), str) and sub["description"].strip()
+        for sub in properties.values()
+    )
+
+
 @register(
     "MCP103",
     "description-echoes-name",
     Severity.WARNING,
     hint="Say what the tool needs and returns, and when to use it instead of a similar one.",
+    status="preview",
     doc="""Checks that the description adds at least three words that are not already in the name (the name is
-    split on `_`, `-`, `.` and camelCase; the stop words a, an, the, of, for, to, and, or, in, on, by, with, this,
-    that, is, it, from do not count). A description that only repeats the name tells the model nothing about
-    when to call the tool or what comes back. Bad: `get_user` described as "Gets the user.". Good: "Look up one
-    user by id or e-mail; returns name, role and last login.\"""",
+    split on `_`, `-`, `.`, `/` and camelCase; words are compared folded, so "deletes" matches `delete` and
+    "entities" matches `entity`; the stop words a, an, the, of, for, to, and, or, in, on, by, with, this, that,
+    is, it, from do not count). A description that only repeats the name tells the model nothing about when to
+    call the tool or what comes back. Not reported when the tool has no relative in the list (MCP105) and every
+    root parameter is described (or there are none): then the name and the schema already say what the tool
+    does and takes (`get_current_time` "Get the current time." with a described `timezone`). The message
+    quotes the description. Bad: `get_user` described as "Gets the user." beside `get_user_roles`. Good: "Look
+    up one user by id or e-mail; returns name, role and last login.\"""",
 )
 def description_echoes_name(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     text = tool.description_text
     if text is None:
         return
-    name_words = set(split_name(tool.name)) if isinstance(tool.name, str) else set()
+    relatives = _relatives(tool)
+    if not relatives and _root_params_described(tool):
+        return  # the name and the schema already say what the tool does and takes (checked first: it is cheaper)
+    in_name = set(_name_words(tool))
     added: list[str] = []
-    for word in words(text):
-        if word not in STOP_WORDS and word not in name_words and word not in added:
+    for word in text_words(text):
+        if word not in STOP_WORDS and word not in in_name and word not in added:
             added.append(word)
             if len(added) == 3:
                 return
     extra = f" ({', '.join(added)})" if added else ""
     yield Hit(
-        f"The description of {tool.display} adds only {len(added)} word{'s' if len(added) != 1 else ''}"
-        f" not in its name{extra}.",
+        f"The description of {tool.display}, {quote(text)}, adds only {len(added)} word"
+        f"{'s' if len(added) != 1 else ''} not in its name{extra}.",
         "/description",
-        {"added_words": added},
+        {"added_words": added, "relatives": len(relatives)},
     )
 
 
@@ -115,7 +171,10 @@ def description_echoes_name(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     "MCP104",
     "description-long",
     Severity.NOTE,
-    hint="It is read again on every turn.",
+    hint=(
+        "Keep what a model needs to choose and call the tool; move background to the server's instructions or "
+        "docs. It is read again on every turn."
+    ),
     doc="""Notes a description longer than 1500 characters. The whole tool list is sent with every turn of a
     conversation, so a long description is paid for again and again, and the important sentence gets buried.
     Bad: a description that pastes a full manual. Good: two or three sentences on what the tool does, what it
@@ -129,3 +188,252 @@ def description_long(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
             "/description",
             {"length": len(text)},
         )
+
+
+def _names(tool: ToolInfo, indexes: list[int]) -> list[str]:
+    names = tool.facts.names if tool.facts is not None else {}
+    return [names.get(index, f"#{index}") for index in indexes]
+
+
+@register(
+    "MCP105",
+    "usage-unstated",
+    Severity.NOTE,
+    hint="Say when to use this tool rather than its relatives, and when not to.",
+    status="preview",
+    doc="""Notes a tool that has a *relative* in the list (another tool whose name shares a word of 4 or more
+    letters that is neither a read/write verb nor a prefix word most tools carry, such as `create_event` and
+    `delete_event`) while its description has no usage clause: no "use this when/to/for/instead", "when you",
+    "instead of", "rather than", "do not use", "not for", "for example", "e.g.", "such as", "useful for/when",
+    "call this when/before/after", "only when/if/for" or "prefer". Among related tools a model picks by the
+    description; one that never says when it fits leaves the choice to chance. The message quotes the start of
+    the description. Bad: `search_issues` "Searches issues." beside `list_issues`. Good: "Full-text search over
+    issues; use list_issues to page through one repository's issues in order.\"""",
+)
+def usage_unstated(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    text = tool.description_text
+    relatives = _relatives(tool)
+    if text is None or not relatives or has_usage_clause(text):
+        return
+    names = _names(tool, relatives)
+    shown = ", ".join(label(name, 60) for name in names[:3]) + (" and others" if len(names) > 3 else "")
+    yield Hit(
+        f"The description of {tool.display}, {quote(text, 80)}, never says when to use it rather than {shown}.",
+        "/description",
+        {"relatives": names},
+    )
+
+
+LOSS_WORDS = frozenset(
+    [
+        "permanent",
+        "permanently",
+        "irreversible",
+        "irreversibly",
+        "undone",
+        "undo",
+        "recover",
+        "recoverable",
+        "restore",
+        "trash",
+        "soft",
+        "confirm",
+        "confirmation",
+        "destructive",
+        "lost",
+        "cannot",
+    ]
+)
+
+
+@register(
+    "MCP106",
+    "destructive-undisclosed",
+    Severity.WARNING,
+    hint=(
+        "Say what is destroyed and whether it can be undone, and set `destructiveHint: true`, so a client can ask "
+        "the user first."
+    ),
+    status="preview",
+    doc="""Warns when the tool's name has a destructive verb (delete, remove, drop, clear, purge, destroy, erase,
+    wipe, truncate, overwrite, reset, revoke, cancel, kill, terminate, uninstall, unlink), its
+    `annotations.destructiveHint` is not `true`, and its description says nothing of what is lost: none of
+    permanent(ly), irreversible(ly), undone, undo, recover(able), restore, trash, soft, confirm(ation),
+    destructive, lost, cannot. A model (and the client that asks the user) cannot tell a reversible archive
+    from a permanent deletion. The message quotes the description. Bad: `delete_repository` "Deletes a
+    repository." with no annotations. Good: "Permanently deletes the repository and its issues; this cannot
+    be undone." with `destructiveHint: true`.""",
+)
+def destructive_undisclosed(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    reading = _reading(tool)
+    verb = reading.destructive_verb
+    if verb is None or (tool.annotations is not None and tool.annotations.get("destructiveHint") is True):
+        return
+    text = tool.description_text or ""
+    if not LOSS_WORDS.isdisjoint(words(text)):
+        return
+    said = f"its description, {quote(text, 80)}," if text else "it has no description and"
+    yield Hit(
+        f"{tool.subject} {verb}s, but {said} says nothing of what is lost or whether it can be undone, "
+        "and destructiveHint is not true.",
+        "/description" if text else None,
+        {"verb": verb, "destructiveHint": _hint_value(tool, "destructiveHint")},
+    )
+
+
+def _hint_value(tool: ToolInfo, key: str) -> object:
+    value = tool.annotations.get(key) if tool.annotations is not None else None
+    return value if isinstance(value, bool) else None
+
+
+TOOL_TOKEN_LIMIT = 1500
+
+
+@register(
+    "MCP107",
+    "tool-heavy",
+    Severity.WARNING,
+    hint=(
+        "Shorten the description, move rarely used options out of the schema, or split the tool: this one tool "
+        "is read on every turn."
+    ),
+    status="stable",
+    doc="""Warns when one tool's whole definition (name, description and input schema, as the most expensive
+    provider receives it) costs more than 1,500 tokens per turn; details carry its cost and its share of the
+    list's cost. One heavy tool is paid for on every turn of every conversation, whether or not it is called.
+    Bad: a `query` tool whose description pastes the whole query language. Good: the syntax summarised in three
+    lines, the reference in a resource.""",
+)
+def tool_heavy(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    if not tool.is_object:
+        return
+    given = ctx.tool_cost(tool.index)
+    if given is None:
+        # Without the caller's per-tool counts: name, description and schema as JSON at the dearest text cost.
+        # A text that short stays under the limit, so it is not counted: at most one o200k token per byte
+        # (times Claude's factor of about 1.4 when the caller's cost is Claude's).
+        parts = [compact_json(tool.name), compact_json(tool.description)]
+        parts = [part.encode("utf-8", "surrogatepass").decode("utf-8", "replace") for part in parts]
+        if isinstance(tool.schema, dict):
+            parts.append(schema_text(tool))
+        text = '{"description":' + parts[1] + ',"inputSchema":' + (parts[2] if len(parts) > 2 else "null")
+        text += ',"name":' + parts[0] + "}"
+        if len(text.encode("utf-8")) <= (1000 if ctx.cost_text is not None else TOOL_TOKEN_LIMIT):
+            return
+        given = ctx.cost(text)
+    tokens, method = given
+    if tokens <= TOOL_TOKEN_LIMIT:
+        return
+    share = tokens / ctx.list_tokens_max if ctx.list_tokens_max else None
+    shown = f", {round(share * 100)} % of the list" if share is not None else ""
+    yield Hit(
+        f"{tool.subject} costs {tokens} tokens per turn (more than {TOOL_TOKEN_LIMIT}{shown}).",
+        None,
+        {"tokens": tokens, "share": round(share, 3) if share is not None else None, "method": method},
+    )
+
+
+HINT_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+def _write_unannotated(tool: ToolInfo) -> tuple[bool, str | None]:
+    """Whether MCP112 fires on the tool, and the verb that makes it a write (or destructive) name."""
+    reading = _reading(tool)
+    if not (reading.write_name or reading.destructive_verb is not None):
+        return False, None
+    marked = tool.annotations is not None and any(
+        isinstance(tool.annotations.get(key), bool) for key in ("readOnlyHint", "destructiveHint")
+    )
+    verb = reading.destructive_verb or next((word for word in reading.words if word in WRITE_VERBS), None)
+    return not marked, verb
+
+
+@register(
+    "MCP110",
+    "annotations-missing",
+    Severity.NOTE,
+    hint=(
+        "Say whether it only reads (`readOnlyHint`) or changes or destroys things (`destructiveHint`); clients "
+        "decide from them what needs the user's confirmation."
+    ),
+    status="stable",
+    doc="""Notes a tool with no `annotations` object, or one in which none of `readOnlyHint`, `destructiveHint`,
+    `idempotentHint`, `openWorldHint` is a boolean (not reported when MCP112 fires on the tool: that is the
+    sharper finding). Clients read the hints to decide which calls run without asking; registries grade them.
+    Bad: no `annotations`. Good: `"annotations": {"readOnlyHint": true}` on a search tool.""",
+)
+def annotations_missing(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    if not tool.is_object:
+        return
+    if tool.annotations is not None and any(isinstance(tool.annotations.get(key), bool) for key in HINT_KEYS):
+        return
+    if _write_unannotated(tool)[0]:
+        return
+    where = "has no annotations" if tool.annotations is None else "has annotations with no boolean hint"
+    yield Hit(
+        f"{tool.subject} {where} (readOnlyHint, destructiveHint, idempotentHint, openWorldHint).",
+        "/annotations" if tool.annotations is not None else None,
+        {"annotations": tool.annotations is not None},
+        fix='Add "annotations": {"readOnlyHint": …} to the tool.',
+    )
+
+
+@register(
+    "MCP111",
+    "annotations-contradict-name",
+    Severity.WARNING,
+    hint="Make the annotations say what the tool does: a client trusts them to skip or ask for confirmation.",
+    status="preview",
+    doc="""Warns when a *read name* (a read verb such as get, list, search, and no write verb) carries annotations
+    saying it is not read-only (`readOnlyHint: false` or `destructiveHint: true`), or a *write name* (create,
+    update, delete, send and so on, and no read verb) says `readOnlyHint: true`. A client that trusts
+    `readOnlyHint: true` runs the call without asking; one that sees a destructive read asks for nothing.
+    Details carry the verb and the annotation. Bad: `delete_file` with `readOnlyHint: true`. Good:
+    `readOnlyHint: false, destructiveHint: true`.""",
+)
+def annotations_contradict_name(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    if tool.annotations is None:
+        return
+    reading = _reading(tool)
+    read_only = tool.annotations.get("readOnlyHint")
+    destructive = tool.annotations.get("destructiveHint")
+    found: tuple[str, object] | None = None
+    if reading.read_name and read_only is False:
+        found = ("readOnlyHint", False)
+    elif reading.read_name and destructive is True:
+        found = ("destructiveHint", True)
+    elif reading.write_name and read_only is True:
+        found = ("readOnlyHint", True)
+    if found is None:
+        return
+    key, value = found
+    verb = reading.destructive_verb or reading.verb
+    kind = "reads" if reading.read_name else "changes things"
+    yield Hit(
+        f"{tool.subject} is named as a tool that {kind} ({verb}), but its annotations say {key}: {str(value).lower()}.",
+        f"/annotations/{key}",
+        {"verb": verb, "annotation": key, "value": value},
+    )
+
+
+@register(
+    "MCP112",
+    "write-unannotated",
+    Severity.WARNING,
+    hint="Set `readOnlyHint: false` and `destructiveHint`, so a client knows to ask the user before it runs the tool.",
+    status="stable",
+    doc="""Warns when a *write name* (a write verb such as create, update, send, delete, and no read verb) or a
+    name with a destructive verb carries neither `readOnlyHint` nor `destructiveHint` as a boolean. A client
+    that cannot tell a write from a read either asks about everything or about nothing. Bad: `send_email`
+    with no annotations. Good: `"annotations": {"readOnlyHint": false, "destructiveHint": false}`.""",
+)
+def write_unannotated(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    fires, verb = _write_unannotated(tool)
+    if not fires:
+        return
+    yield Hit(
+        f"{tool.subject} changes things ({verb}) but its annotations carry neither readOnlyHint nor destructiveHint.",
+        "/annotations" if tool.annotations is not None else None,
+        {"verb": verb},
+        fix='Add "readOnlyHint": false and "destructiveHint" to the tool\'s annotations.',
+    )

@@ -29,7 +29,8 @@ from scanner.models import Finding, Severity
 
 Scope = Literal["tool", "list", "history", "lanes", "registry"]
 Status = Literal["stable", "preview", "deprecated", "removed"]
-"""``stable``: its meaning holds. ``preview``: new, its condition may still be tuned (it still runs and counts).
+"""``stable``: at least 80 % of its findings on real tool lists are right; it counts in the score. ``preview``:
+new or less precise: it runs and is reported, but the score leaves it out (:mod:`scanner.score`).
 ``deprecated``: still runs, will be removed; the doc says what replaces it. ``removed``: never runs; the code
 stays listed so it is never reused."""
 
@@ -56,6 +57,10 @@ class RuleContext:
     list_tokens_max: int = 0
     cost_text: Callable[[str], int] | None = None
     cost_method: str = ""
+    tool_tokens_max: Sequence[int] = ()
+    """Each tool's own cost per turn with the most expensive provider, by list index (MCP107); when the caller
+    has none, :meth:`tool_cost` counts the tool's JSON with :meth:`cost`."""
+    tool_tokens_method: str = ""
 
     def cost(self, text: str) -> tuple[int, str]:
         """What ``text`` costs per turn with the most expensive provider, and how that was counted.
@@ -65,6 +70,12 @@ class RuleContext:
         if self.cost_text is not None:
             return self.cost_text(text), self.cost_method
         return self.count_tokens(text), "o200k_base"
+
+    def tool_cost(self, index: int) -> tuple[int, str] | None:
+        """What tool ``index`` costs per turn with the most expensive provider, and how; None when not given."""
+        if 0 <= index < len(self.tool_tokens_max):
+            return self.tool_tokens_max[index], self.tool_tokens_method
+        return None
 
 
 @dataclass(frozen=True)
@@ -79,6 +90,9 @@ class Hit:
     pointer: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
     tool_index: int | None = None
+    fix: str | None = None
+    """This finding's own fix, naming the key to add and where (``Add "description" to properties.q.``); the
+    finding's hint is this followed by the rule's hint."""
 
 
 @dataclass(frozen=True)
@@ -212,10 +226,12 @@ def make_finding(
     pointer: str | None = None,
     details: Mapping[str, Any] | None = None,
     tool_index: int | None = None,
+    fix: str | None = None,
 ) -> Finding:
     """A :class:`Finding` of rule ``code`` with the catalogue's slug, severity and hint.
 
-    For rules whose check runs elsewhere (MCP501/MCP502, comparing two scans) and for the engine itself.
+    For rules whose check runs elsewhere (MCP501/MCP502, comparing two scans) and for the engine itself. ``fix``
+    (a finding's own first step, naming the key to add) goes before the rule's hint.
     Raises KeyError for a code that is not registered: a finding of an unknown rule is a programming error.
     """
     rule = RULES[code]
@@ -225,7 +241,7 @@ def make_finding(
         severity=rule.severity,
         tool=tool,
         message=message,
-        hint=rule.hint,
+        hint=f"{fix} {rule.hint}" if fix else rule.hint,
         pointer=pointer,
         details=dict(details or {}),
         tool_index=tool_index,

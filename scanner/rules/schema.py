@@ -1,4 +1,5 @@
-"""Rules on a tool's ``inputSchema`` (MCP201-MCP215): what a model needs to fill the arguments right.
+"""Rules on a tool's ``inputSchema`` and ``outputSchema`` (MCP201-MCP216): what a model needs to fill the
+arguments right, and what a client validates results against.
 
 Every rule reads the one iterative walk of :class:`~scanner.rules.tools.ToolInfo` and reports one finding per
 tool, the parameters involved in ``details["parameters"]`` (the paths where a model meets them: dotted, ``[]``
@@ -11,6 +12,7 @@ for array items) and a JSON Pointer to the first place it applies (where the sch
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -21,7 +23,17 @@ from jsonschema.exceptions import ValidationError, relevance
 from scanner.models import SCHEMA_DEPTH_LIMIT, Severity
 from scanner.rules.metaschema import dialect_of, meta_validator
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.tools import Node, ToolInfo, json_too_costly, label, pointer, resolve_ref, type_label
+from scanner.rules.tools import (
+    Node,
+    ToolInfo,
+    json_too_costly,
+    label,
+    pointer,
+    resolve_ref,
+    split_name,
+    type_label,
+    words,
+)
 
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 GEMINI_DROPPED = frozenset(
@@ -165,14 +177,27 @@ def _definitions(nodes: list[Node]) -> dict[str, str]:
     return out
 
 
-def _parameters_hit(tool: ToolInfo, what: str, found: list[Node]) -> Hit:
+def _where(found: list[Node]) -> str:
+    """Where a key is to be added: the schema locations of the first few parameters (``properties.q``)."""
+    places = list(dict.fromkeys(_location(node) for node in found))
+    shown = ", ".join(label(place, 80) for place in places[:3])
+    return shown + (f" and {len(places) - 3} more" if len(places) > 3 else "")
+
+
+def _location(node: Node) -> str:
+    """A node's place in the schema as dotted keys below ``inputSchema`` (``properties.filter.properties.x``)."""
+    tokens = node.tokens[1:] if node.tokens[:1] == ("inputSchema",) else node.tokens
+    return ".".join(tokens) or "inputSchema"
+
+
+def _parameters_hit(tool: ToolInfo, what: str, found: list[Node], fix: str | None = None) -> Hit:
     """One hit naming every parameter involved (a finding per rule and tool, never per parameter)."""
     paths = _paths(found)
     details: dict[str, Any] = {"parameters": paths[:MAX_LISTED], "count": len(paths)}
     definitions = _definitions(found)
     if definitions:
         details["definitions"] = definitions
-    return Hit(f"{tool.subject} {what}: {_listing(paths)}.", found[0].pointer, details)
+    return Hit(f"{tool.subject} {what}: {_listing(paths)}.", found[0].pointer, details, fix=fix)
 
 
 @register(
@@ -313,7 +338,30 @@ def param_untyped(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         node for node in tool.params if not node.conditional and not _typed(node.schema) and not _is_refinement(node)
     ]
     if found:
-        yield _parameters_hit(tool, "has untyped parameters", found)
+        yield _parameters_hit(tool, "has untyped parameters", found, fix=f'Add "type" to {_where(found)}.')
+
+
+_QUOTED_KEY = re.compile(r"[\"'`]([A-Za-z_$][\w.$-]{0,63})[\"'`]")
+
+
+def _typed_map(extra: Any) -> bool:
+    """``additionalProperties`` that is a schema with a type, or whose anyOf/oneOf branches all have one."""
+    if not isinstance(extra, dict):
+        return False
+    if "type" in extra:
+        return True
+    for key in ("anyOf", "oneOf"):
+        branches = extra.get(key)
+        if isinstance(branches, list) and branches and all(isinstance(b, dict) and "type" in b for b in branches):
+            return True
+    return False
+
+
+def _says_what_goes_in(description: Any) -> bool:
+    """A description that already says what keys go in: it holds ``{`` or names two keys in quotes/backticks."""
+    if not isinstance(description, str):
+        return False
+    return "{" in description or len(set(_QUOTED_KEY.findall(description))) >= 2
 
 
 @register(
@@ -321,11 +369,15 @@ def param_untyped(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     "object-free-form",
     Severity.WARNING,
     hint="Describe the keys, or say in the description what is expected.",
-    doc="""Warns about a parameter of type `object` (not the root) with no non-empty `properties`, unless its
-    `additionalProperties` is a schema with a `type` (a typed map such as labels or headers). A model has no idea
-    which keys to send and invents them. Bad: `"filter": {"type": "object"}`. Good: `"filter": {"type":
-    "object", "properties": {"status": {"type": "string"}}}` or `"labels": {"type": "object",
-    "additionalProperties": {"type": "string"}}`.""",
+    status="preview",
+    doc="""Warns about a parameter of type `object` (not the root) with no non-empty `properties`. Not reported
+    for a typed map (`additionalProperties` is a schema with a `type`, or whose `anyOf`/`oneOf` branches all
+    have one: labels, headers), for an object that allows no keys (`additionalProperties: false` and no
+    `patternProperties`: empty on purpose), or when the parameter's own description already says what goes in
+    (it holds `{`, or names at least two keys in quotes or backticks). A model has no idea which keys to send
+    and invents them. Bad: `"filter": {"type": "object"}`. Good: `"filter": {"type": "object", "properties":
+    {"status": {"type": "string"}}}`, `"labels": {"type": "object", "additionalProperties": {"type":
+    "string"}}`, or a description such as "Keys `status` and `owner`".""",
 )
 def object_free_form(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     found: list[Node] = []
@@ -335,17 +387,68 @@ def object_free_form(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         if node.conditional or not isinstance(schema, dict) or not _is_object_type(schema):
             continue
         extra = schema.get("additionalProperties")
-        if isinstance(extra, dict) and "type" in extra:
+        if _typed_map(extra) or (extra is False and "patternProperties" not in schema):
+            continue
+        if _says_what_goes_in(schema.get("description")) or _says_what_goes_in(node.owner().get("description")):
             continue
         keys, opaque = _level_keys(tool, node, cache)
         if not keys and not opaque:
             found.append(node)
     if found:
-        yield _parameters_hit(tool, "has free-form object parameters", found)
+        yield _parameters_hit(
+            tool, "has free-form object parameters", found, fix=f'Add "properties" to {_where(found)}.'
+        )
 
 
 def _described(description: Any) -> bool:
     return isinstance(description, str) and bool(description.strip())
+
+
+def _branches_described(schema: Any) -> bool:
+    """Every ``anyOf``/``oneOf`` branch of a schema has a description (the model reads them)."""
+    if not isinstance(schema, dict):
+        return False
+    for key in ("anyOf", "oneOf"):
+        branches = schema.get(key)
+        if (
+            isinstance(branches, list)
+            and branches
+            and all(isinstance(branch, dict) and _described(branch.get("description")) for branch in branches)
+        ):
+            return True
+    return False
+
+
+def _wrapper(schema: Any, root: Any) -> bool:
+    """An object (or array of objects) whose own properties are all described: the fields say what it holds."""
+    if not isinstance(schema, dict):
+        return False
+    if "$ref" in schema:
+        target = resolve_ref(root, schema["$ref"])
+        schema = target[1] if target is not None else schema
+    items = schema.get("items") if isinstance(schema, dict) else None
+    if isinstance(items, dict) and not isinstance(schema.get("properties"), dict):
+        if "$ref" in items:
+            target = resolve_ref(root, items["$ref"])
+            items = target[1] if target is not None else items
+        schema = items
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or not properties:
+        return False
+    return all(isinstance(sub, dict) and _described(sub.get("description")) for sub in properties.values())
+
+
+def _named_in(name: str, text: str | None) -> bool:
+    """Whether ``text`` names a parameter: the name itself, or its ``_``/camelCase parts as consecutive words."""
+    if not text:
+        return False
+    if name.lower() in text.lower():
+        return True
+    parts = split_name(name)
+    if not parts:
+        return False
+    found = words(text)
+    return any(found[start : start + len(parts)] == parts for start in range(len(found) - len(parts) + 1))
 
 
 @register(
@@ -353,23 +456,37 @@ def _described(description: Any) -> bool:
     "param-undescribed",
     Severity.WARNING,
     hint="One line each: what it is, and an example value.",
+    status="preview",
     doc="""Warns about parameters without a non-blank `description`: the root parameters and the properties of
-    nested objects (array `items` are exempt, their array is described). The model fills an argument from its
-    name alone and guesses the format. Bad: `"q": {"type": "string"}`. Good: `"q": {"type": "string",
-    "description": "Search words, e.g. 'two-person tent'"}`. A property that is only a `$ref` is described
-    by the definition it names, when that has a description.""",
+    nested objects (array `items` are exempt, their array is described). Not reported for a parameter whose
+    every `anyOf`/`oneOf` branch has a description (the model reads those), for an object parameter (or array
+    of objects) whose own properties all have descriptions (a wrapper), or for the only root parameter of a tool
+    whose description names it (the name itself, or its parts as consecutive words: `order_id` as "order id").
+    A property that is only a `$ref` is described by the definition it names, when that has a description.
+    The model fills an argument from its name alone and guesses the format. Bad: `"q": {"type": "string"}` on
+    a tool with `q` and `limit`. Good: `"q": {"type": "string", "description": "Search words, e.g. 'two-person
+    tent'"}`.""",
 )
 def param_undescribed(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     found: list[Node] = []
+    root_keys = _own_keys(tool.schema)
     for node in tool.params:
         if node.kind != "property" or node.conditional or _is_refinement(node):
             continue
-        if not _described(node.get("description")):
-            target = resolve_ref(tool.schema, node.get("$ref"))
-            if target is None or not _described(target[1].get("description") if isinstance(target[1], dict) else None):
-                found.append(node)
+        if _described(node.get("description")) or _branches_described(node.schema):
+            continue
+        target = resolve_ref(tool.schema, node.get("$ref"))
+        if target is not None and _described(target[1].get("description") if isinstance(target[1], dict) else None):
+            continue
+        if _wrapper(node.schema, tool.schema):
+            continue
+        if node.level == 1 and len(root_keys) == 1 and _named_in(node.name, tool.description_text):
+            continue
+        found.append(node)
     if found:
-        yield _parameters_hit(tool, "has parameters without a description", found)
+        yield _parameters_hit(
+            tool, "has parameters without a description", found, fix=f'Add "description" to {_where(found)}.'
+        )
 
 
 @register(
@@ -401,11 +518,14 @@ def uses_ref(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     "MCP209",
     "gemini-drops-keywords",
     Severity.NOTE,
-    hint="The constraint is lost with Gemini.",
+    hint="Where the constraint matters, say it in the parameter's description too: Gemini loses the keyword.",
+    status="preview",
     doc="""Notes constraint keywords that the Gemini conversion drops: oneOf, allOf, not, const, pattern,
     additionalProperties, patternProperties, propertyNames, exclusiveMinimum, exclusiveMaximum, multipleOf,
     uniqueItems, contains, minContains, maxContains, if, then, else, dependentRequired, dependentSchemas,
-    unevaluatedProperties, unevaluatedItems, prefixItems. Where a client converts the schema to Gemini's
+    unevaluatedProperties, unevaluatedItems, prefixItems. `additionalProperties` counts only when its value is a
+    schema with a `type` or constraints (a typed map): `false`, `true` and `{}` constrain nothing a model fills
+    in (zod and pydantic emit `false` on every object) and never fire. Where a client converts the schema to Gemini's
     `parameters` field (an OpenAPI subset) the model never sees them, so it may send values the server then
     rejects; clients that send `parametersJsonSchema` keep them. Bad: `"code": {"type": "string", "pattern":
     "^[A-Z]{3}$"}` alone. Good: also say it in the description ("three capital letters, e.g. EUR"), or use an
@@ -418,7 +538,7 @@ def gemini_drops_keywords(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     for node in tool.walk.nodes:
         if not isinstance(node.schema, dict):
             continue
-        hits = [key for key in node.schema if key in GEMINI_DROPPED]
+        hits = [key for key in node.schema if key in GEMINI_DROPPED and _constrains(key, node.schema[key])]
         if hits:
             places.append(node)
             if first is None:
@@ -432,6 +552,17 @@ def gemini_drops_keywords(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
             first,
             {"keywords": sorted(keywords), "parameters": paths[:MAX_LISTED]},
         )
+
+
+_ANNOTATION_KEYS = frozenset(("description", "title", "examples", "default", "$comment", "deprecated"))
+
+
+def _constrains(keyword: str, value: Any) -> bool:
+    """Whether a dropped keyword constrains what a model fills in: ``additionalProperties`` only as a schema with a
+    type or a constraint (a typed map); ``false``, ``true`` and ``{}`` constrain nothing a model sends."""
+    if keyword != "additionalProperties":
+        return True
+    return isinstance(value, dict) and any(key not in _ANNOTATION_KEYS for key in value)
 
 
 def compact_json(value: Any) -> str:
@@ -477,6 +608,19 @@ def _compact_iterative(value: Any) -> str:
     return "".join(out)
 
 
+def schema_text(tool: ToolInfo) -> str:
+    """The tool's ``inputSchema`` as compact JSON, computed once per tool (MCP107 and MCP210 both read it). JSON
+    may carry lone surrogates ("\\ud800"), which UTF-8 cannot encode: they become U+FFFD, as sent."""
+    text = tool.cache.get("schema_json")
+    if text is None:
+        text = compact_json(tool.schema)
+        encoded = text.encode("utf-8", "surrogatepass")
+        if len(encoded) != len(text.encode("utf-8", "ignore")):
+            text = encoded.decode("utf-8", "replace")
+        tool.cache["schema_json"] = text
+    return text
+
+
 class _Raw:
     __slots__ = ("text",)
 
@@ -497,12 +641,8 @@ class _Raw:
 def schema_large(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     if not isinstance(tool.schema, dict):
         return
-    text = compact_json(tool.schema)
-    # JSON may carry lone surrogates ("\ud800"), which UTF-8 cannot encode: count them as U+FFFD, as sent.
-    encoded = text.encode("utf-8", "surrogatepass")
-    if len(encoded) != len(text.encode("utf-8", "ignore")):
-        text = encoded.decode("utf-8", "replace")
-        encoded = text.encode("utf-8")
+    text = schema_text(tool)
+    encoded = text.encode("utf-8")
     # A byte-level BPE token covers at least one UTF-8 byte, so a text of at most 1000 bytes is within the limit.
     if len(encoded) <= SCHEMA_TOKEN_LIMIT:
         return
@@ -534,25 +674,49 @@ def params_too_many(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         )
 
 
+def _object_like(schema: Any) -> bool:
+    return isinstance(schema, dict) and (_is_object_type(schema) or isinstance(schema.get("properties"), dict))
+
+
+def _nesting(node: Node, levels: dict[int, int]) -> int:
+    """MCP212's level of a node: property hops from the root, plus items hops whose items are objects."""
+    known = levels.get(id(node))
+    if known is not None:
+        return known
+    chain: list[Node] = []
+    current: Node | None = node
+    while current is not None and id(current) not in levels:
+        chain.append(current)
+        current = current.parent
+    level = levels[id(current)] if current is not None else 0
+    for item in reversed(chain):
+        if item.kind == "property" or (item.kind == "items" and _object_like(item.schema)):
+            level += 1
+        levels[id(item)] = level
+    return level
+
+
 @register(
     "MCP212",
     "nesting-deep",
     Severity.WARNING,
     hint="Flatten the arguments; models fill deep structures badly.",
     doc="""Warns when parameters nest more than 5 levels (a root parameter is level 1; each nested object
-    property or array `items` adds one), or when the schema nests deeper than Fathom follows at all (64 schema
+    property adds one; array `items` add one only when the items are objects, so a list of strings is no
+    deeper than a string), or when the schema nests deeper than Fathom follows at all (64 schema
     levels). Models lose track of deep structures and put values at the wrong level. Bad:
     `order.customer.address.geo.point.lat`. Good: `lat` and `lon` as parameters of their own.""",
 )
 def nesting_deep(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
-    deep = [node for node in tool.params if node.level > NESTING_LIMIT]
+    levels: dict[int, int] = {}
+    deep = [node for node in tool.params if _nesting(node, levels) > NESTING_LIMIT]
     walk = tool.walk
     if not deep and not walk.truncated:
         return
-    depth = max((node.level for node in walk.nodes), default=0)
+    depth = max((_nesting(node, levels) for node in walk.nodes), default=0)
     details: dict[str, Any] = {"depth": depth}
     if deep:
-        crossing = [node for node in deep if node.level == NESTING_LIMIT + 1]
+        crossing = [node for node in deep if _nesting(node, levels) == NESTING_LIMIT + 1]
         details["parameters"] = _paths(crossing)[:MAX_LISTED]
     if walk.truncated:
         details["truncated"] = True
@@ -569,7 +733,10 @@ def nesting_deep(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     "MCP213",
     "enum-large",
     Severity.NOTE,
-    hint="Every value is read on every turn.",
+    hint=(
+        "Take a free string and name a few examples in the description, or split the values across parameters: "
+        "every value is read on every turn."
+    ),
     doc="""Notes an `enum` with more than 40 values. Every value is part of the tool list the model reads on each
     turn, and a long list of codes is costly and rarely read closely. Bad: every ISO country code as an enum.
     Good: `"type": "string"` with "ISO 3166 alpha-2 code, e.g. DE" in the description.""",
@@ -684,7 +851,7 @@ def _definition_text(name: str, schema: Any) -> str:
     "defs-unused",
     Severity.NOTE,
     hint="Remove the definitions this tool does not use; every provider sends them on every turn.",
-    status="preview",
+    status="stable",
     doc="""Notes definitions (`$defs` or `definitions` of `inputSchema`) that no parameter reaches through a
     `$ref`, with what they cost per turn (tokens with the most expensive provider). A model never needs them to
     fill the arguments, but the schema is sent whole, so they are paid for on every turn; servers that share one
@@ -722,3 +889,62 @@ def defs_unused(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
             "method": method,
         },
     )
+
+
+@register(
+    "MCP216",
+    "output-schema-invalid",
+    Severity.PROBLEM,
+    hint=(
+        "Since protocol 2025-06-18 an output schema must describe an object; clients validate `structuredContent` "
+        "against it."
+    ),
+    status="preview",
+    doc="""Checks a tool's `outputSchema`, when present: it must be a JSON object with `"type": "object"`, valid
+    against the meta-schema of its dialect (`$schema`; 2020-12 when absent), checked with `jsonschema` as MCP214
+    checks `inputSchema`. A client validates each result's `structuredContent` against it; an output schema
+    that is not an object schema, or not valid, makes every call's result fail validation or be ignored. Bad:
+    `"outputSchema": {"type": "array", "items": {...}}`. Good: `{"type": "object", "properties": {"items":
+    {"type": "array", ...}}}`.""",
+)
+def output_schema_invalid(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    if not tool.has_output_schema:
+        return
+    schema = tool.output_schema
+    if not isinstance(schema, dict):
+        yield Hit(
+            f"The outputSchema of {tool.display} is {type_label(schema)}, not an object schema.",
+            "/outputSchema",
+            {"problem": "type"},
+        )
+        return
+    if schema.get("type") != "object":
+        found = schema.get("type")
+        what = "has no type" if "type" not in schema else f"has type {label(found)}"
+        yield Hit(
+            f'The outputSchema of {tool.display} {what}; it must be "object".',
+            "/outputSchema/type" if "type" in schema else "/outputSchema",
+            {"problem": "not-object-type"},
+            fix='Set "type": "object" in outputSchema.',
+        )
+        return
+    if json_too_costly(schema, VALIDATION_DEPTH_LIMIT, VALIDATION_CONTAINERS_LIMIT):
+        return
+    dialect = dialect_of(schema)
+    try:
+        errors = _schema_errors(schema, dialect.name)
+    except RecursionError:
+        return
+    if errors:
+        where, first = errors[0]
+        yield Hit(
+            f"The outputSchema of {tool.display} is not valid JSON Schema {dialect.name}: {first}"
+            + (f" at {where}" if where else "")
+            + ".",
+            "/outputSchema" + where,
+            {
+                "problem": "invalid",
+                "dialect": dialect.name,
+                "errors": [{"pointer": "/outputSchema" + path, "message": message} for path, message in errors],
+            },
+        )

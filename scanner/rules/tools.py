@@ -34,10 +34,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from scanner.models import SCHEMA_DEPTH_LIMIT
+
+if TYPE_CHECKING:
+    from scanner.rules.vocabulary import ListFacts
 
 # A tool schema with more nodes than this is not walked further (the byte cap upstream makes it rare).
 MAX_NODES = 50_000
@@ -345,8 +348,15 @@ class ToolInfo:
         self.has_schema = "inputSchema" in fields
         self.schema: Any = fields.get("inputSchema")
         self.title: Any = fields.get("title")
+        self.has_output_schema = "outputSchema" in fields
+        self.output_schema: Any = fields.get("outputSchema")
         annotations = fields.get("annotations")
+        self.annotations: dict[str, Any] | None = annotations if isinstance(annotations, dict) else None
         self.annotation_title: Any = annotations.get("title") if isinstance(annotations, dict) else None
+        # List-wide facts (prefix words, relatives), set by the engine before any rule runs.
+        self.facts: ListFacts | None = None
+        # Results several rules share (the schema's compact JSON), computed by the first that needs them.
+        self.cache: dict[str, Any] = {}
 
     @property
     def tool_name(self) -> str:
@@ -433,8 +443,12 @@ class ToolInfo:
                     seen.add(node.tokens)
                     yield node
 
-    def texts(self, *, schema_titles: bool = True) -> Iterator[tuple[tuple[str, ...], str]]:
-        """Every text a model reads from this tool, with its pointer tokens: name, titles, descriptions."""
+    def texts(self, *, schema_titles: bool = True, values: bool = False) -> Iterator[tuple[tuple[str, ...], str]]:
+        """Every text a model reads from this tool, with its pointer tokens: name, titles, descriptions.
+
+        With ``values``, also every property name (pointer to the property) and every string in ``default``,
+        ``enum``, ``const`` and ``examples`` at any depth (pointer to the string).
+        """
         for key, value in (("name", self.name), ("title", self.title), ("description", self.description)):
             if isinstance(value, str):
                 yield (key,), value
@@ -448,3 +462,31 @@ class ToolInfo:
                     value = schema.get(key)
                     if isinstance(value, str):
                         yield (*node.tokens, key), value
+                if values:
+                    yield from _value_texts(node, schema)
+
+
+_VALUE_KEYS = ("default", "enum", "const", "examples")
+
+
+def _value_texts(node: Node, schema: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], str]]:
+    """A schema node's property names and the strings in its default/enum/const/examples (at any depth)."""
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        for name in properties:
+            if isinstance(name, str):
+                yield (*node.tokens, "properties", name), name
+    for key in _VALUE_KEYS:
+        if key not in schema:
+            continue
+        stack: list[tuple[tuple[str, ...], Any]] = [((*node.tokens, key), schema[key])]
+        budget = 10_000
+        while stack and budget > 0:
+            budget -= 1
+            tokens, value = stack.pop()
+            if isinstance(value, str):
+                yield tokens, value
+            elif isinstance(value, list):
+                stack.extend(((*tokens, str(position)), item) for position, item in reversed(list(enumerate(value))))
+            elif isinstance(value, dict):
+                stack.extend(((*tokens, str(name)), item) for name, item in reversed(list(value.items())))

@@ -13,11 +13,10 @@ from collections import defaultdict
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from scanner.errors import FathomError
-from scanner.models import Severity, Toolset
-from scanner.store import codec, common
+from scanner.models import Severity
+from scanner.store import common
 from scanner.store.tables import Run, RunAggregate, Scan, StoredFinding, ToolsetRow, ToolsetToken
-from scanner.store.write import Measure, write_measurement
+from scanner.store.write import Measure
 
 
 def _nearest_rank(values: list[int], fraction: float) -> int | None:
@@ -114,33 +113,14 @@ def aggregate(session: Session, run: Run, rule_version: str) -> None:
 
 
 def rescore(engine: Engine, sessions: sessionmaker[Session], rule_version: str, measure: Measure) -> int:
-    """Re-measure every stored toolset under ``rule_version`` and recount every closed run's aggregates.
+    """Re-measure every stored toolset under ``rule_version``, recompute every scan's own findings, and recount
+    every closed run's aggregates when anything changed (:func:`scanner.store.rescore.rescore_history`).
 
     Use after the rule catalogue (or a tokenizer) changes: findings are stored anew under ``rule_version``
-    (older versions' findings stay, so past events keep their meaning), tokens and per-tool costs are
-    replaced, and trends/leaderboards of every finished or interrupted run then count under the new
-    catalogue. One transaction per toolset. Returns how many toolsets were measured (a list the checker
-    crashes on is skipped and keeps its old numbers; a run-fatal :class:`FathomError` stops the rescore).
+    (older versions' findings stay, so past events keep their meaning). Returns how many toolsets were measured
+    (a list the checker crashes on is skipped and keeps its old numbers; a run-fatal :class:`FathomError` stops
+    the rescore).
     """
-    with sessions() as session:
-        ids = list(session.scalars(select(ToolsetRow.id).order_by(ToolsetRow.id)))
-    skipped = 0
-    for toolset_id in ids:
-        with sessions() as session:
-            row = session.get(ToolsetRow, toolset_id)
-            if row is None:
-                continue
-            toolset = Toolset(tools=tuple(codec.decompress_tools(row.data)), sha256=row.sha256)
-        try:
-            report = measure(toolset)
-        except FathomError:
-            raise
-        except Exception:  # one list the checker cannot handle keeps its old numbers; the rest go on
-            skipped += 1
-            continue
-        with engine.begin() as connection:
-            write_measurement(connection, toolset_id, report, rule_version)
-    with sessions.begin() as session:
-        for run in session.scalars(select(Run).where(Run.status != "running")):
-            aggregate(session, run, rule_version)
-    return len(ids) - skipped
+    from scanner.store.rescore import rescore_history
+
+    return rescore_history(engine, sessions, rule_version, measure).measured

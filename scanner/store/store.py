@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import sessionmaker
@@ -39,6 +39,9 @@ from scanner.store.rows import (
     ServerSummary,
 )
 from scanner.store.write import Measure
+
+if TYPE_CHECKING:
+    from scanner.store.rescore import RescoreResult
 
 __all__ = ["Measure", "Store"]
 
@@ -125,6 +128,13 @@ class Store:
         """Re-measure every stored toolset under ``rule_version`` and recount every closed run's aggregates
         (see :func:`scanner.store.aggregate.rescore`). Returns how many toolsets were measured."""
         return aggregate.rescore(self.engine, self._sessions, rule_version, measure)
+
+    def rescore_history(self, rule_version: str, measure: Measure, *, dry_run: bool = False) -> RescoreResult:
+        """:meth:`rescore` with what changed per rule (added, removed, changed findings); with ``dry_run``
+        nothing is written. A rescore that changes nothing writes nothing (see :mod:`scanner.store.rescore`)."""
+        from scanner.store.rescore import rescore_history
+
+        return rescore_history(self.engine, self._sessions, rule_version, measure, dry_run=dry_run)
 
     # --- Queries ------------------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ GOOD = [
             },
             "required": ["latitude", "longitude"],
         },
+        "annotations": {"readOnlyHint": True},  # catalogue 4: a tool says whether it only reads (MCP110)
     },
     {
         "name": "get_alerts",
@@ -37,6 +38,7 @@ GOOD = [
             "properties": {"country": {"type": "string", "description": "ISO 3166 alpha-2 code, e.g. CH."}},
             "required": ["country"],
         },
+        "annotations": {"readOnlyHint": True},
     },
 ]
 

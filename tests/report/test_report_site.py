@@ -72,7 +72,7 @@ def test_ranking_movement_and_unranked_servers(site: Path) -> None:
         "delta": ("connect_error", "connection refused", None),
         "epsilon": ("auth_required", "401 Bearer: sign in at https://auth.epsilon.test", None),
     }
-    assert document["score"]["version"] == "1"
+    assert document["score"]["version"] == "2"
     scores = [row["score"] for row in document["ranked"]]
     assert scores == sorted(scores, reverse=True)
     assert all(0 <= value <= 100 for value in scores)
@@ -85,7 +85,7 @@ def test_ranking_movement_and_unranked_servers(site: Path) -> None:
     assert "| epsilon | auth\\_required | 401 Bearer: sign in at https://auth.epsilon.test |" in md
 
     index = text_of(read(site / "index.html"))
-    assert "Score v1:" in index
+    assert "Score v2:" in index
     assert "Not ranked: 2 servers whose tool list could not be read" in index
     assert (
         "Unreachable (1 server) connection refused: 1 server Server Outcome Reason delta connect_error "
@@ -130,7 +130,8 @@ def test_server_pages(site: Path, story_store: Store) -> None:
     visible = text_of(beta)
     assert "Fixed MCP102 problem description-missing fixed on 1 tool fetch_page" in visible
     assert "Version changed 1.0.0 → 1.0.1" in visible
-    assert "Nothing a model would stumble over." in visible
+    # Catalogue 4: its two tools carry no annotations (MCP110 notes), and nothing else.
+    assert "2 notes" in visible and "MCP110" in visible
     assert beta.count("<details>") == 3
     for provider in ("Anthropic (Claude Opus 4.7+ tokenizer)", "OpenAI", "Google Gemini"):
         assert f"<summary>{provider}</summary>" in beta

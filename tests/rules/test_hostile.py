@@ -122,7 +122,7 @@ def test_ten_thousand_tools(cheap_context: RuleContext) -> None:
     tools = [
         {
             "name": f"tool_{index}",
-            "description": f"Handle record {index} of kind {index % 17} and return its status.",
+            "description": f"Handle record r{index} of kind {index % 17} and return its status.",
             "inputSchema": {
                 "type": "object",
                 "properties": {"id": {"type": "string", "description": "Record id, e.g. 'r1'."}},

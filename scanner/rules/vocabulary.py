@@ -1,0 +1,182 @@
+"""The words the naming and list rules share (rules.md, "Words used by MCP103, MCP105, MCP106, MCP111 and MCP303").
+
+- :func:`fold`: a word compared *folded*: a possessive ``'s`` dropped, ``ies`` -> ``y``, otherwise a trailing
+  ``s`` (not ``ss``) removed when 4 or more letters remain, so ``entities``/``entity`` and ``deletes``/``delete``
+  match.
+- *read verbs*, *write verbs*, *destructive verbs*: fixed lists; a *read name* has a read verb and no write verb,
+  a *write name* the reverse.
+- *prefix words*: words more than half of the list's tools (and at least 3) have in their names (``puppeteer_``);
+  ignored when a name is read for verbs or relatives.
+- a *relative*: another tool whose name shares a word of 4 or more letters that is neither a verb nor a prefix
+  word.
+- a *usage clause*: a phrase saying when (not) to use the tool.
+
+:class:`ListFacts` computes the list-wide parts once (the engine attaches it to every
+:class:`~scanner.rules.tools.ToolInfo`), so a per-tool rule can ask for a tool's relatives in constant time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from scanner.rules.tools import label, split_name, words
+
+if TYPE_CHECKING:
+    from scanner.rules.tools import ToolInfo
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+READ_VERBS = frozenset(
+    _words(
+        "get list read search find fetch query describe show view count lookup check inspect browse preview resolve "
+        "validate explain summarize retrieve"
+    )
+)
+DESTRUCTIVE_VERBS = _words(
+    "delete remove drop clear purge destroy erase wipe truncate overwrite reset revoke cancel kill terminate "
+    "uninstall unlink"
+)
+WRITE_VERBS = frozenset(
+    _words(
+        "create add insert update edit set modify patch rename move copy write save upload import send post "
+        "publish reply comment invite share assign unassign merge push commit deploy approve reject archive "
+        "transfer pay charge submit install apply replace"
+    )
+) | frozenset(DESTRUCTIVE_VERBS)
+VERBS = READ_VERBS | WRITE_VERBS
+RELATIVE_MIN_LETTERS = 4
+MAX_RELATIVES = 5
+
+_POSSESSIVE = re.compile(r"(?<=\w)['’]s\b", re.IGNORECASE)
+USAGE_CLAUSE = re.compile(
+    r"\buse\s+(?:(?:this|it|this\s+tool)\s+)?(?:when|to|for|if|before|after|only|instead)\b"
+    r"|\bwhen\s+(?:you|the\s+user|a\s+user|asked)\b"
+    r"|\binstead\s+of\b|\brather\s+than\b|\bdo\s+not\s+use\b|\bdon['’]t\s+use\b|\bnot\s+for\b"
+    r"|\bfor\s+example\b|\be\.g\.|\bsuch\s+as\b|\buseful\s+(?:for|when)\b"
+    r"|\bcall\s+(?:this|it)\s+(?:when|before|after)\b|\bonly\s+(?:when|if|for)\b|\bprefer",
+    re.IGNORECASE,
+)
+QUOTE_LIMIT = 120
+
+
+def fold(word: str) -> str:
+    """A lower-case word folded for comparison (see the module docstring)."""
+    if word.endswith("ies") and len(word) > 3:
+        return word[:-3] + "y"
+    if word.endswith("s") and not word.endswith("ss") and len(word) - 1 >= 4:
+        return word[:-1]
+    return word
+
+
+def text_words(text: str) -> list[str]:
+    """The folded words of a description, possessive ``'s`` dropped first."""
+    return [fold(word) for word in words(_POSSESSIVE.sub("", text))]
+
+
+def name_words(name: object) -> list[str]:
+    """The folded words of a tool name (split on ``_``, ``-``, ``.``, ``/`` and camelCase); none for a non-string."""
+    return [fold(word) for word in split_name(name)] if isinstance(name, str) else []
+
+
+def has_usage_clause(text: str) -> bool:
+    return USAGE_CLAUSE.search(text) is not None
+
+
+def quote(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """Untrusted text quoted for a message: white space folded, non-printables escaped, capped, in double quotes."""
+    return '"' + label(" ".join(text.split()), limit).replace('"', "'") + '"'
+
+
+@dataclass(frozen=True)
+class NameReading:
+    """What a name's words say: its verbs (prefix words left out) and whether it reads, writes or destroys."""
+
+    words: tuple[str, ...]
+    destructive_verb: str | None
+    reads: bool
+    writes: bool
+
+    @property
+    def read_name(self) -> bool:
+        return self.reads and not self.writes
+
+    @property
+    def write_name(self) -> bool:
+        return self.writes and not self.reads
+
+    @property
+    def verb(self) -> str | None:
+        """The first read or write verb of the name (for messages)."""
+        return next((word for word in self.words if word in VERBS), None)
+
+
+def read_name(name: object, prefixes: Iterable[str] = (), known: Sequence[str] | None = None) -> NameReading:
+    """Read a tool name: its folded words without prefix words, its destructive verb, read and write verbs.
+    ``known``: the name's words when already computed."""
+    skip = frozenset(prefixes)
+    found = tuple(word for word in (name_words(name) if known is None else known) if word not in skip)
+    # Verbs are matched on both the raw and the folded form: "deletes" folds to "delete", "lists" to "list".
+    destructive = next((word for word in found if word in DESTRUCTIVE_VERBS), None)
+    return NameReading(
+        words=found,
+        destructive_verb=destructive,
+        reads=any(word in READ_VERBS for word in found),
+        writes=any(word in WRITE_VERBS for word in found),
+    )
+
+
+@dataclass
+class ListFacts:
+    """List-wide facts the per-tool rules read: prefix words and each tool's relatives, computed once."""
+
+    prefixes: frozenset[str] = frozenset()
+    relatives: dict[int, list[int]] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tools: Sequence[ToolInfo]) -> ListFacts:
+        per_tool = []
+        for tool in tools:
+            found = tool.cache.get("name_words")
+            if found is None:
+                found = tool.cache["name_words"] = name_words(tool.name)
+            per_tool.append(frozenset(found))
+        counts: Counter[str] = Counter()
+        for found in per_tool:
+            counts.update(found)
+        # A verb most tools share ("create" on a server of creators) is still a verb, not a server prefix.
+        prefixes = frozenset(
+            word for word, count in counts.items() if count >= 3 and count > len(tools) / 2 and word not in VERBS
+        )
+        by_word: dict[str, list[int]] = defaultdict(list)
+        for position, found in enumerate(per_tool):
+            for word in found:
+                if len(word) >= RELATIVE_MIN_LETTERS and word not in VERBS and word not in prefixes:
+                    by_word[word].append(position)
+        relatives: dict[int, list[int]] = defaultdict(list)
+        for members in by_word.values():
+            if len(members) < 2:
+                continue
+            for one in members:
+                found = relatives[one]
+                # A few relatives are enough to say a tool has some and to name them in a message.
+                for other in members:
+                    if len(found) >= MAX_RELATIVES:
+                        break
+                    if other != one and other not in found:
+                        found.append(other)
+        return cls(
+            prefixes=prefixes,
+            relatives={key: sorted(value) for key, value in relatives.items() if value},
+            names={tool.index: tool.tool_name for tool in tools},
+        )
+
+    def relatives_of(self, index: int) -> list[int]:
+        return self.relatives.get(index, [])

@@ -1,0 +1,101 @@
+"""``fathom rescore`` says what changed per rule, writes nothing with --dry-run or when nothing changed, and
+recomputes each scan's own findings (MCP5xx from the scans in order) from what the store kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from scanner.cli import app
+from scanner.models import Toolset
+from scanner.store import Store
+from tests.store.conftest import entry, ok
+
+check = pytest.importorskip("scanner.check")
+
+ECHO = [
+    {"name": "get_user", "description": "Gets the user.", "inputSchema": {"type": "object", "properties": {}}},
+    {
+        "name": "get_user_roles",
+        "description": "Roles of one user by id; returns role names and when each was granted.",
+        "inputSchema": {"type": "object", "properties": {}},
+    },
+]
+
+
+def without(code: str):  # type: ignore[no-untyped-def]
+    """A measure that leaves one rule out: what an older catalogue would have said."""
+
+    def measure(toolset: Toolset) -> check.CheckReport:
+        report = check.measure(toolset)
+        return check.CheckReport(**{**report.__dict__, "findings": tuple(f for f in report.findings if f.code != code)})
+
+    return measure
+
+
+def _counts(store: Store) -> tuple[int, ...]:
+    with store.engine.connect() as connection:
+        from sqlalchemy import text
+
+        return tuple(
+            connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one()
+            for table in ("findings", "measurements", "toolset_tokens")
+        )
+
+
+def test_rescore_reports_per_rule_and_is_a_no_op_the_second_time(store: Store) -> None:
+    run = store.start_run("list.txt", "4", {})
+    store.record_scan(run, entry("a"), ok(ECHO), without("MCP103"))
+    store.finish_run(run)
+    before = _counts(store)
+
+    dry = store.rescore_history("4", check.measure, dry_run=True)
+    assert dry.added["MCP103"] == 1 and dry.toolsets_changed == 1 and dry.dry_run
+    assert _counts(store) == before  # a dry run writes nothing
+
+    done = store.rescore_history("4", check.measure)
+    assert done.added["MCP103"] == 1 and not done.removed and done.toolsets_changed == 1
+    assert [f.code for f in store.leaderboard(run)[0].findings].count("MCP103") == 1
+    after = _counts(store)
+
+    again = store.rescore_history("4", check.measure)
+    assert not again.anything and again.measured == 1 and "nothing changed" in again.text()
+    assert _counts(store) == after
+
+
+def test_rescore_recomputes_over_time_findings_in_scan_order(store: Store) -> None:
+    changed = [dict(ECHO[0], description="Look up one user by id; returns name and role."), ECHO[1]]
+    for tools in (ECHO, changed):
+        run = store.start_run("list.txt", "4", {})
+        store.record_scan(run, entry("a"), ok(tools), check.measure)
+        store.finish_run(run)
+    scans = store.history("a")
+    # Drop the stored MCP501 to stand for a store written before the rule existed; rescore brings it back.
+    with store.engine.begin() as connection:
+        from sqlalchemy import text
+
+        connection.execute(text("DELETE FROM findings WHERE code = 'MCP501'"))
+    result = store.rescore_history("4", check.measure)
+    assert result.added["MCP501"] == 1 and result.scans_changed == 1
+    assert [f.code for f in store.findings(rule="MCP501")] == ["MCP501"]
+    assert len(scans) == 2
+
+
+def test_rescore_dry_run_on_the_command_line(tmp_path: Path) -> None:
+    db = tmp_path / "f.db"
+    from scanner.store import open_store
+
+    with open_store(f"sqlite:///{db}") as store:
+        run = store.start_run("list.txt", "4", {})
+        store.record_scan(run, entry("a"), ok(ECHO), without("MCP103"))
+        store.finish_run(run)
+    runner = CliRunner()
+    first = runner.invoke(app, ["rescore", "--db", str(db), "--dry-run"])
+    assert first.exit_code == 0, first.output
+    assert "would change 1 tool lists" in first.output and "MCP103  +1" in first.output
+    second = runner.invoke(app, ["rescore", "--db", str(db)])
+    assert "changed 1 tool lists" in second.output
+    third = runner.invoke(app, ["rescore", "--db", str(db)])
+    assert "nothing changed; nothing written" in third.output
