@@ -1164,6 +1164,9 @@ def _trial_cases(prompt: str | None, cases: str | None, stdin_taken: bool) -> tu
 
 def main() -> None:
     """Console-script entry point."""
+    from scanner.envguard import protect_environment
+
+    protect_environment()  # children cannot read this process's environment (scanner/envguard.py)
     try:
         app(prog_name="fathom")  # usage lines say "fathom", also when run as ``python -m scanner``
     except KeyboardInterrupt:
