@@ -808,6 +808,12 @@ def worker(
     disk_limit_mb: Annotated[
         int, typer.Option(min=16, help="With --run-packages: what one package may write, in MiB.")
     ] = 4096,
+    memory_limit_mb: Annotated[
+        int,
+        typer.Option(
+            min=64, max=1 << 20, help="With --run-packages: the memory each package's process may use, in MiB."
+        ),
+    ] = 1024,
     pass_env: Annotated[
         list[str] | None,
         typer.Option(metavar="NAME", help="With --run-packages: also hand this variable to every package."),
@@ -845,6 +851,7 @@ def worker(
         until_idle=until_idle,
         run_packages=run_packages,
         run_commands=run_commands,
+        memory_limit_mb=memory_limit_mb,
     )
     done = run_worker(config, on_closed=lambda run_id: typer.echo(f"run {run_id} finished"))
     counts = " · ".join(f"{outcome} {count}" for outcome, count in sorted(done.counts.items()))

@@ -252,6 +252,9 @@ class ServerEntry:
     # Headers of ``headers`` that carry a credential from the environment (FATHOM_SECRET_...): a scan lists the
     # server once with them and once without (the anonymous lane; docs/lanes.md).
     credential_headers: tuple[str, ...] = ()
+    # The server.json ``packages[]`` object ``command`` and ``env`` were built from (registry data, never a value
+    # from the environment): a distributed worker rebuilds the command from it under its own flags.
+    package_source: Mapping[str, Any] | None = None
 
     def target(self) -> str:
         """What to show a person: the URL, or the command line."""
