@@ -228,6 +228,19 @@ class Scrubber:
         secrets.update(value for key, value in given.items() if key not in NOT_SECRET_ENV)
         return cls(secret.strip() for secret in secrets)
 
+    @classmethod
+    def for_headers(
+        cls, header_sets: Iterable[Mapping[str, str]], environ: Mapping[str, str] | None = None
+    ) -> Scrubber:
+        """The secret headers of every set (by name, as :meth:`for_scan` judges them) and every secret this
+        process holds: for what one run learns from several credentials (``fathom doctor``'s lanes)."""
+        secrets = held_secrets(environ)
+        for headers in header_sets:
+            for name, value in headers.items():
+                if secret_name(name):
+                    secrets |= _header_secrets(value)
+        return cls(secret.strip() for secret in secrets)
+
     # --- text and values -----------------------------------------------------------------------------------
 
     def text(self, text: str) -> str:

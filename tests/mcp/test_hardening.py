@@ -329,3 +329,19 @@ def test_a_child_that_leaves_the_process_group_does_not_survive_the_scan(tmp_pat
     assert not any(alive(pid) for pid in escaped)
     assert result.extra["escaped_processes_killed"] >= 1
     assert elapsed < LIMITS.timeout + 3 * LIMITS.shutdown_grace + 1.5
+
+
+def test_doctor_never_prints_a_credential_the_server_echoes_in_its_auth_signals(hostile_http, monkeypatch):
+    """Issue 17 (6): a credential a server echoes in its 401 challenge or its auth metadata was printed by
+    ``doctor`` (the auth-signal path bypassed the scrubber). The variable's name does not say secret, so only the
+    doctor's own scrubber (the lanes' credential headers) can know the value."""
+    monkeypatch.setenv("DOCTOR_INPUT_X", SECRET)
+    for fmt in ("json", "text"):
+        args = ["doctor", "--url", hostile_http.url("/remember-auth"), "--bearer-env", "DOCTOR_INPUT_X"]
+        result = runner.invoke(app, [*args, "--format", fmt, "--timeout", "10", "--connect-timeout", "5"])
+        printed = result.stdout + result.stderr
+        assert "Traceback" not in printed, printed
+        for shape in echo_shapes(SECRET):
+            assert shape not in printed, (shape, printed)
+        if fmt == "json":
+            assert "[secret]" in printed  # the echo was there, and was scrubbed

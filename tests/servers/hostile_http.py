@@ -65,7 +65,10 @@ BEHAVIOURS = {
     "echo-auth-401": "answers 401 echoing the Authorization header in the challenge and the body",
     "echo-auth-rpc": "answers initialize with a JSON-RPC error echoing the Authorization header",
     "slow-503": "waits 1 s, then answers 503 with Retry-After: 3600",
+    "remember-auth": "with an Authorization header a correct legacy server (the header is remembered); without "
+    "one 401 whose challenge, body and metadata echo the last header it saw",
 }
+REMEMBERED: list[str] = [""]
 
 BOMB = (Path(__file__).resolve().parent.parent / "fixtures" / "bombs" / "gzip-gzip-4gib.bin").read_bytes()
 
@@ -164,6 +167,18 @@ async def mcp_endpoint(request: Request) -> Response:
     if behaviour == "slow-503":
         await asyncio.sleep(1)
         return Response("busy", status_code=503, headers={"Retry-After": "3600"})
+    if behaviour == "remember-auth":
+        if request.headers.get("authorization"):
+            REMEMBERED[0] = request.headers["authorization"]
+            behaviour = "ok"
+        elif request.method == "POST":
+            base = f"{request.url.scheme}://{request.url.netloc}"
+            echo = echoes(REMEMBERED[0])
+            challenge = (
+                f'Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/remember-auth", '
+                f'error="invalid_token", error_description="last good token: {echo}"'
+            )
+            return JSONResponse({"error_description": echo}, status_code=401, headers={"WWW-Authenticate": challenge})
     if behaviour.startswith("echo-auth") and behaviour != "echo-auth-rpc":
         echo = echoes(request.headers.get("authorization", ""))
         if behaviour == "echo-auth":
@@ -371,6 +386,9 @@ async def metadata(request: Request) -> Response:
         return Response(body, media_type="application/json")
     if which == "auth-gzip-bomb":
         return Response(BOMB, headers={"Content-Encoding": "gzip, gzip", "Content-Type": "application/json"})
+    if which == "remember-auth":
+        doc = {"resource": f"{base}/remember-auth", "scopes_supported": [REMEMBERED[0]], "note": echoes(REMEMBERED[0])}
+        return JSONResponse(doc)
     return JSONResponse(
         {
             "resource": f"{base}/auth",
