@@ -687,10 +687,12 @@ def scan(
     if summary.interrupted:
         import shlex
 
+        from scanner.scan import resume_flags
         from scanner.store.engine import url_without_password
 
-        # The run keeps its source and options: --db is all the command needs (and stdin must be given again).
-        again = " -" if summary.source == "-" else ""
+        # The run keeps its source and options; its opt-ins must be given again (a resume never exceeds the
+        # command line's), and stdin too.
+        again = (" -" if summary.source == "-" else "") + "".join(f" {shlex.quote(f)}" for f in resume_flags(config))
         shown = url_without_password(db)
         password = " (with the database password in place of ***)" if shown != db else ""
         typer.echo(

@@ -206,6 +206,19 @@ def resume_config(store: Any, config: ScanConfig) -> tuple[int, ScanConfig, list
     return run_id, resumed, notes + capped
 
 
+def resume_flags(config: ScanConfig) -> list[str]:
+    """The opt-ins a command that resumes ``config``'s run must repeat (:func:`within_opt_ins` keeps no more)."""
+    chosen = (
+        ("--run-packages", config.run_packages),
+        ("--run-commands", config.run_commands),
+        ("--allow-private", config.crawl.allow_private),
+    )
+    flags = [flag for flag, on in chosen if on]
+    for name in config.crawl.packages.pass_env:
+        flags += ["--pass-env", name]
+    return flags
+
+
 def within_opt_ins(stored: ScanConfig, given: ScanConfig) -> tuple[ScanConfig, list[str]]:
     """``stored`` (a run's options, read from the database) cut down to what the resuming command line allows.
 
