@@ -1085,6 +1085,13 @@ def try_model(
     base_url: Annotated[
         str | None, typer.Option(help="The provider's base URL (a gateway, proxy or local server).")
     ] = None,
+    key_env: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="Send the key in this variable (a --base-url or compatible server gets none otherwise).",
+        ),
+    ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Consent to sending to a remote provider.")] = False,
     repeat: Annotated[
         int, typer.Option(min=1, max=1000, help="Ask each prompt this many times, to see how stable the choice is.")
@@ -1125,7 +1132,7 @@ def try_model(
     entry = _server_entry(url, stdio, command, TransportChoice.auto, _headers(header, bearer_env))
     try:
         request = trial.TrialRequest(
-            target=trial.resolve(model, base_url),
+            target=trial.resolve(model, base_url, key_env=key_env),
             cases=_trial_cases(prompt, cases, tools_file == "-"),
             check=None if db else CheckRequest(tools_file=tools_file, entry=entry, measure=False),
             db_url=_db_url(db, existing=True) if db else None,
@@ -1153,13 +1160,13 @@ def try_model(
 
 def _trial_cases(prompt: str | None, cases: str | None, stdin_taken: bool) -> tuple[Any, ...]:
     from scanner.errors import InputError
-    from scanner.toolsets import read_source
     from scanner.trial import Case, load_cases
+    from scanner.trial.cases import read_cases
 
     if prompt is not None and cases is not None:
         raise InputError("give --prompt or --cases, not both")
     if cases is not None:
-        return tuple(load_cases(cases, read_source(cases, 4 << 20)))
+        return tuple(load_cases(cases, read_cases(cases)))
     if prompt is None:
         if stdin_taken or sys.stdin.isatty():
             raise InputError("give --prompt TEXT, --cases FILE, or pipe the prompt on standard input")

@@ -78,7 +78,12 @@ _CODE_LOADING = re.compile(
 # Exact versions: what may be called pinned (ranges and tags, "1.x", "^1.2.0", "next", run as given but unpinned).
 _EXACT = {
     "npm": re.compile(r"^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"),
-    "pypi": re.compile(r"^(\d+!)?\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[a-z0-9.]+)?$", re.IGNORECASE),
+    # PEP 440's public and local versions, every spelling it allows (1.0-1, v1.0, 1.0A1, 2.0.post1.dev0).
+    "pypi": re.compile(
+        r"^v?(\d+!)?\d+(\.\d+)*([-_.]?(a|b|c|rc|alpha|beta|pre|preview)[-_.]?\d*)?"
+        r"(-\d+|[-_.]?(post|rev|r)[-_.]?\d*)?([-_.]?dev[-_.]?\d*)?(\+[a-z0-9]+([-_.][a-z0-9]+)*)?$",
+        re.IGNORECASE,
+    ),
 }
 # The value of uvx --python: a version request (3.12, >=3.11, cpython3.12, pypy@3.10), never a path to run.
 _PYTHON_REQUEST = re.compile(r"^[A-Za-z]*[@-]?[<>=~!]{0,2}[0-9][0-9.]*[+t]?$|^[A-Za-z]+$")
