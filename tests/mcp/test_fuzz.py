@@ -279,7 +279,7 @@ def test_sse_parser_is_linear_in_many_short_lines() -> None:
     for start in range(0, len(stream), 65536):
         parser.feed(stream[start : start + 65536])
     assert parser.feed(b"data: done\n\n")[0].data == "done"
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 20  # quadratic: minutes; generous: a loaded machine is slow
 
 
 # --- the session: discover, initialize, tools/list --------------------------------------------------------

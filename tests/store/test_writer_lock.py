@@ -153,7 +153,7 @@ def test_a_sigkilled_scans_lock_does_not_block_the_next_run(registry: Path, tmp_
         wait_for_lock(first, db)
     finally:
         first.kill()  # SIGKILL: no cleanup runs
-        first.communicate(timeout=20)
+        first.communicate(timeout=120)
     assert lock_row(db) == (first.pid, HOST, "scan")  # left behind by the dead process
 
     quick = tmp_path / "quick.json"
