@@ -60,8 +60,11 @@ def test_every_secret_the_process_holds_is_scrubbed_from_every_server() -> None:
         "EDITOR": "vim-the-editor",
     }
     scrub.hold("held-by-process-42")
+    child = ServerEntry(name="io.example/srv", transport=Transport.STDIO, command=("srv",))
     try:
-        scrubber = Scrubber.for_scan(http_entry(), environ=environ)
+        scrubber = Scrubber.for_scan(child, environ=environ)
+        # A remote server never ran here: it could not have read them, and its answers are not searched for them.
+        assert not Scrubber.for_scan(http_entry(), environ=environ)
     finally:
         scrub._HELD.discard("held-by-process-42")
     assert set(scrubber.secrets) == {
@@ -88,6 +91,13 @@ def test_only_secret_headers_are_scrubbed() -> None:
     assert set(scrubber.secrets) == {"tenant-credential-1", "key-abcdef-1"}
     tools = ({"name": "t", "inputSchema": {"properties": {"a": {"default": "eu-west-1"}}}},)
     assert scrubber.outcome(ScanOutcome(outcome=Outcome.OK, transport="streamable-http", tools=tools)).tools is tools
+
+
+def test_what_is_not_promised_hex_and_reversed_echoes() -> None:
+    """docs/lanes.md states the limit: a transformed echo (hex, reversed) is not recognised."""
+    scrubber = Scrubber([TOKEN])
+    for echo in (TOKEN.encode().hex(), TOKEN[::-1]):
+        assert scrubber.text(f"got {echo}") == f"got {echo}"
 
 
 def test_short_values_are_not_scrubbed() -> None:
