@@ -55,7 +55,7 @@ FUZZ = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-LIMITS = ClientLimits(timeout=5.0, connect_timeout=1.0, shutdown_grace=0.1, max_pages=5, max_tools=500)
+LIMITS = ClientLimits(timeout=60.0, connect_timeout=1.0, shutdown_grace=0.1, max_pages=5, max_tools=500)
 
 
 def _fixture_tools() -> list[Any]:

@@ -175,6 +175,7 @@ def test_mutated_fixture_bytes(scratch: Path, source: Path, cuts: list, flips: l
     check_reader(scratch, kind)
 
 
+@pytest.mark.timeout(600)
 @SETTINGS
 @given(data=st.data(), kind=st.sampled_from([None, *FILE_KINDS]))
 def test_mutated_fixture_structure(scratch: Path, data: st.DataObject, kind: str | None) -> None:

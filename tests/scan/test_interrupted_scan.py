@@ -376,6 +376,6 @@ def test_the_resume_hint_never_prints_a_database_password(setup: dict[str, Any])
     assert "pw-NOT-PRINTED-42" not in out + err
     shown = make_url(url).render_as_string(hide_password=True)
     assert err.endswith(
-        f"`fathom scan --resume --db {shlex.quote(shown)}` finishes the run "
+        f"`fathom scan --run-commands --allow-private --resume --db {shlex.quote(shown)}` finishes the run "
         "(with the database password in place of ***)\n"
     ), err
