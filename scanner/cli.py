@@ -918,10 +918,12 @@ def scan(
     if summary.interrupted:
         import shlex
 
+        from scanner.scan import resume_flags
         from scanner.store.engine import url_without_password
 
-        # The run keeps its source and options: --db is all the command needs (and stdin must be given again).
-        again = " -" if summary.source == "-" else ""
+        # The run keeps its source and options; its opt-ins must be given again (a resume never exceeds the
+        # command line's), and stdin too.
+        again = (" -" if summary.source == "-" else "") + "".join(f" {shlex.quote(f)}" for f in resume_flags(config))
         shown = url_without_password(db)
         password = " (with the database password in place of ***)" if shown != db else ""
         typer.echo(
@@ -1098,6 +1100,12 @@ def worker(
     disk_limit_mb: Annotated[
         int, typer.Option(min=16, help="With --run-packages: what one package may write, in MiB.")
     ] = 4096,
+    memory_limit_mb: Annotated[
+        int,
+        typer.Option(
+            min=64, max=1 << 20, help="With --run-packages: the memory each package's process may use, in MiB."
+        ),
+    ] = 1024,
     pass_env: Annotated[
         list[str] | None,
         typer.Option(metavar="NAME", help="With --run-packages: also hand this variable to every package."),
@@ -1135,6 +1143,7 @@ def worker(
         until_idle=until_idle,
         run_packages=run_packages,
         run_commands=run_commands,
+        memory_limit_mb=memory_limit_mb,
     )
     done = run_worker(config, on_closed=lambda run_id: typer.echo(f"run {run_id} finished"))
     counts = " · ".join(f"{outcome} {count}" for outcome, count in sorted(done.counts.items()))
@@ -1386,6 +1395,13 @@ def try_model(
     base_url: Annotated[
         str | None, typer.Option(help="The provider's base URL (a gateway, proxy or local server).")
     ] = None,
+    key_env: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="Send the key in this variable (a --base-url or compatible server gets none otherwise).",
+        ),
+    ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Consent to sending to a remote provider.")] = False,
     repeat: Annotated[
         int, typer.Option(min=1, max=100, help="Ask each prompt this many times, to see how stable the choice is.")
@@ -1426,7 +1442,7 @@ def try_model(
     entry = _server_entry(url, stdio, command, TransportChoice.auto, _headers(header, bearer_env))
     try:
         request = trial.TrialRequest(
-            target=trial.resolve(model, base_url),
+            target=trial.resolve(model, base_url, key_env=key_env),
             cases=_trial_cases(prompt, cases, tools_file == "-"),
             check=None if db else CheckRequest(tools_file=tools_file, entry=entry, measure=False),
             db_url=_db_url(db, existing=True) if db else None,
@@ -1454,13 +1470,13 @@ def try_model(
 
 def _trial_cases(prompt: str | None, cases: str | None, stdin_taken: bool) -> tuple[Any, ...]:
     from scanner.errors import InputError
-    from scanner.toolsets import read_source
     from scanner.trial import Case, load_cases
+    from scanner.trial.cases import read_cases
 
     if prompt is not None and cases is not None:
         raise InputError("give --prompt or --cases, not both")
     if cases is not None:
-        return tuple(load_cases(cases, read_source(cases, 4 << 20)))
+        return tuple(load_cases(cases, read_cases(cases)))
     if prompt is None:
         if stdin_taken or sys.stdin.isatty():
             raise InputError("give --prompt TEXT, --cases FILE, or pipe the prompt on standard input")
@@ -1474,6 +1490,9 @@ def _trial_cases(prompt: str | None, cases: str | None, stdin_taken: bool) -> tu
 
 def main() -> None:
     """Console-script entry point."""
+    from scanner.envguard import protect_environment
+
+    protect_environment()  # children cannot read this process's environment (scanner/envguard.py)
     try:
         app(prog_name="fathom")  # usage lines say "fathom", also when run as ``python -m scanner``
     except KeyboardInterrupt:

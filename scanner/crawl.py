@@ -157,12 +157,15 @@ class _Crawler:
 
     async def _signals(self, entry: ServerEntry, anonymous: ScanOutcome, credentialed: ScanOutcome) -> dict[str, Any]:
         """The anonymous answer's auth signals: from its 401, or probed when MCP601 could fire."""
+        from scanner.scrub import Scrubber  # the signals are stored: a server may echo the credential in them
+
+        scrubber = Scrubber.for_scan(entry)
         if not needs_probe(anonymous, credentialed) or entry.url is None:
-            return signals_from_outcome(anonymous)
+            return scrubber.value(signals_from_outcome(anonymous))
         from scanner.doctor import probe_signals
 
         async with self._host_limiter(entry):
-            return signals_from_probe(await probe_signals(entry.url, self.settings.limits))
+            return scrubber.value(signals_from_probe(await probe_signals(entry.url, self.settings.limits)))
 
     async def _with_retries(self, entry: ServerEntry) -> ScanOutcome:
         timeout = self.settings.limits.timeout

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -32,6 +32,7 @@ from scanner.mcp import ClientLimits, scan_server
 from scanner.mcp.auth import fetch_metadata, parse_challenge, same_origin, well_known_urls
 from scanner.models import Finding, Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.rules.lanes import lane_findings
+from scanner.scrub import Scrubber
 
 ANONYMOUS = "anonymous"
 _PROBE_BODY = {
@@ -131,15 +132,30 @@ async def _diagnose(entry: ServerEntry, request: DoctorRequest) -> Diagnosis:
             verdict="not-http",
             explanation="a stdio server: it runs as the user, with no credential lanes to compare",
         )
+    problem = _unusable_url(entry.url)
+    if problem is not None:
+        return Diagnosis(
+            server=entry.name,
+            url=entry.url,
+            configured=ANONYMOUS,
+            lanes=(),
+            signals=AuthSignals(),
+            findings=(),
+            verdict="unreachable",
+            explanation=f"the URL cannot be used: {problem}",
+        )
     configured = Credential("the configuration's headers", dict(entry.headers)) if entry.headers else None
     credentials = [c for c in ((configured,) if configured else ()) + tuple(request.credentials) if c is not None]
     bare = ServerEntry(name=entry.name, transport=entry.transport, url=entry.url, source=entry.source)
-    anonymous = await _lane(ANONYMOUS, bare, request)
+    # One scrubber for the whole diagnosis: a server may echo one lane's credential in another lane's answer or
+    # in what it tells a caller without one (its challenge, its metadata).
+    scrubber = Scrubber.for_headers([credential.headers for credential in credentials])
+    anonymous = await _lane(ANONYMOUS, bare, request, scrubber=scrubber)
     lanes = [anonymous] + [
-        await _lane(credential.label, bare, request, credential.headers) for credential in credentials
+        await _lane(credential.label, bare, request, credential.headers, scrubber) for credential in credentials
     ]
     lanes = [_with_difference(lane, anonymous) for lane in lanes]
-    signals = await probe_signals(entry.url, request.limits)
+    signals = scrub_signals(await probe_signals(entry.url, request.limits), scrubber)
     findings = lane_findings(lanes, signals)
     verdict = _verdict(lanes, findings)
     configured_label = configured.label if configured else ANONYMOUS
@@ -157,10 +173,29 @@ async def _diagnose(entry: ServerEntry, request: DoctorRequest) -> Diagnosis:
     )
 
 
+def _unusable_url(url: str) -> str | None:
+    """Why ``url`` cannot be connected to (a port out of range, a broken IPv6 literal), or None."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+        httpx.URL(url)
+    except (ValueError, httpx.InvalidURL) as exc:
+        return str(exc)[:200]
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "not an http(s) URL with a host"
+    return None
+
+
 async def _lane(
-    label: str, entry: ServerEntry, request: DoctorRequest, headers: Mapping[str, str] | None = None
+    label: str,
+    entry: ServerEntry,
+    request: DoctorRequest,
+    headers: Mapping[str, str] | None = None,
+    scrubber: Scrubber | None = None,
 ) -> Lane:
     outcome = await scan_server(entry, request.limits, request.profile, extra_headers=headers)
+    if scrubber is not None:
+        outcome = scrubber.outcome(outcome)
     names = tuple(_tool_name(tool, index) for index, tool in enumerate(outcome.tools or ()))
     return Lane(label=label, outcome=outcome, tools=names)
 
@@ -191,28 +226,53 @@ def _verdict(lanes: Sequence[Lane], findings: Sequence[Finding]) -> str:
     return "healthy"
 
 
+def scrub_signals(signals: AuthSignals, scrubber: Scrubber) -> AuthSignals:
+    """``signals`` with every secret the scrubber knows taken out of every text (a server may echo a credential
+    in its challenge's ``error_description`` or its metadata)."""
+    return replace(
+        signals,
+        challenge=scrubber.value(signals.challenge),
+        resource_metadata_url=scrubber.value(signals.resource_metadata_url),
+        resource_metadata=scrubber.value(signals.resource_metadata),
+        authorization_server_url=scrubber.value(signals.authorization_server_url),
+        authorization_server=scrubber.value(signals.authorization_server),
+        notes=tuple(scrubber.value(list(signals.notes))),
+    )
+
+
 async def probe_signals(url: str, limits: ClientLimits) -> AuthSignals:
-    """The auth signals a caller without a credential gets: one anonymous POST, then the metadata documents."""
+    """The auth signals a caller without a credential gets: one anonymous POST, then the metadata documents.
+
+    The whole probe runs under the server's deadline (``limits.timeout``): what was not learnt by then is left
+    out, with a note."""
     notes: list[str] = []
     status: int | None = None
     challenge: dict[str, Any] | None = None
-    async with httpx.AsyncClient(
-        timeout=httpx.Timeout(limits.connect_timeout), follow_redirects=False, trust_env=False
-    ) as client:
-        with anyio.move_on_after(limits.connect_timeout) as scope:
-            try:
-                headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-                async with client.stream("POST", url, content=json.dumps(_PROBE_BODY), headers=headers) as response:
-                    status = response.status_code
-                    header = response.headers.get("www-authenticate")
-                    if header:
-                        challenge = parse_challenge(header)
-            except httpx.HTTPError as exc:
-                notes.append(f"anonymous request failed: {type(exc).__name__}")
-        if scope.cancelled_caught:
-            notes.append(f"anonymous request: no answer within {limits.connect_timeout:g} s")
-        prm_url, prm = await _protected_resource(client, url, challenge, limits, notes)
-        as_url, as_doc = await _authorization_server(client, url, prm, limits, notes)
+    prm_url: str | None = None
+    prm: dict[str, Any] | None = None
+    as_url: str | None = None
+    as_doc: dict[str, Any] | None = None
+    with anyio.move_on_after(limits.timeout) as whole:
+        async with httpx.AsyncClient(
+            timeout=httpx.Timeout(limits.connect_timeout), follow_redirects=False, trust_env=False
+        ) as client:
+            with anyio.move_on_after(limits.connect_timeout) as scope:
+                try:
+                    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+                    body = json.dumps(_PROBE_BODY)
+                    async with client.stream("POST", url, content=body, headers=headers) as response:
+                        status = response.status_code
+                        header = response.headers.get("www-authenticate")
+                        if header:
+                            challenge = parse_challenge(header)
+                except httpx.HTTPError as exc:
+                    notes.append(f"anonymous request failed: {type(exc).__name__}")
+            if scope.cancelled_caught:
+                notes.append(f"anonymous request: no answer within {limits.connect_timeout:g} s")
+            prm_url, prm = await _protected_resource(client, url, challenge, limits, notes)
+            as_url, as_doc = await _authorization_server(client, url, prm, limits, notes)
+    if whole.cancelled_caught:
+        notes.append(f"auth signals: the probe stopped at the server's {limits.timeout:g} s deadline")
     return AuthSignals(
         status=status,
         challenge=challenge,

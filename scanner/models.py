@@ -258,6 +258,9 @@ class ServerEntry:
     # "deleted" or "deprecated" when the registry says so (its statusMessage beside it): recorded, never scanned.
     registry_status: str | None = None
     status_message: str | None = None
+    # The server.json ``packages[]`` object ``command`` and ``env`` were built from (registry data, never a value
+    # from the environment): a distributed worker rebuilds the command from it under its own flags.
+    package_source: Mapping[str, Any] | None = None
 
     def target(self) -> str:
         """What to show a person: the URL, or the command line."""

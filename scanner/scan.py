@@ -251,7 +251,71 @@ def resume_config(store: Store, config: ScanConfig) -> tuple[int, ScanConfig, li
             "give the registry too: fathom scan REGISTRY --resume --db DB"
         )
     resumed, notes = config_from_options(source, config.db_url, run.options, config)
-    return run_id, resumed, notes
+    resumed, capped = within_opt_ins(resumed, config)
+    return run_id, resumed, notes + capped
+
+
+def resume_flags(config: ScanConfig) -> list[str]:
+    """The opt-ins a command that resumes ``config``'s run must repeat (:func:`within_opt_ins` keeps no more)."""
+    chosen = (
+        ("--run-packages", config.run_packages),
+        ("--run-commands", config.run_commands),
+        ("--allow-private", config.crawl.allow_private),
+    )
+    flags = [flag for flag, on in chosen if on]
+    for name in config.crawl.packages.pass_env:
+        flags += ["--pass-env", name]
+    return flags
+
+
+def within_opt_ins(stored: ScanConfig, given: ScanConfig) -> tuple[ScanConfig, list[str]]:
+    """``stored`` (a run's options, read from the database) cut down to what the resuming command line allows.
+
+    A run row is data: whoever can write the database could plant one. So a resume never runs more than the
+    command that resumes asked for: ``--run-packages``, ``--run-commands`` and ``--allow-private`` hold only when
+    both the run and this command line give them; ``--pass-env`` names only those given both times; the cache
+    folder is this command line's; the memory, disk and input limits are the smaller of the two. Returns the
+    config and one line per option cut.
+    """
+    notes: list[str] = []
+
+    def both(flag: str, had: bool, has: bool) -> bool:
+        if had and not has:
+            notes.append(f"the run had {flag}; this command line does not, so the resume runs without it")
+        return had and has
+
+    def smaller(flag: str, had: int, has: int) -> int:
+        if had > has:
+            notes.append(f"the run had {flag} {had}; this command line's {has} is used (the smaller)")
+        return min(had, has)
+
+    packages = stored.crawl.packages
+    pass_env = tuple(name for name in packages.pass_env if name in given.crawl.packages.pass_env)
+    if pass_env != packages.pass_env:
+        left = ", ".join(name for name in packages.pass_env if name not in pass_env)
+        notes.append(f"the run passed {left} to packages (--pass-env); this command line does not")
+    if packages.cache_dir is not None and packages.cache_dir != given.crawl.packages.cache_dir:
+        notes.append("the run's --cache-dir is not used: this command line's is")
+    crawl = dataclasses.replace(
+        stored.crawl,
+        allow_private=both("--allow-private", stored.crawl.allow_private, given.crawl.allow_private),
+        packages=dataclasses.replace(
+            packages,
+            pass_env=pass_env,
+            cache_dir=given.crawl.packages.cache_dir,
+            disk_limit_mb=smaller("--disk-limit-mb", packages.disk_limit_mb, given.crawl.packages.disk_limit_mb),
+            environ=given.crawl.packages.environ,
+        ),
+    )
+    capped = dataclasses.replace(
+        stored,
+        run_packages=both("--run-packages", stored.run_packages, given.run_packages),
+        run_commands=both("--run-commands", stored.run_commands, given.run_commands),
+        memory_limit_mb=smaller("--memory-limit-mb", stored.memory_limit_mb, given.memory_limit_mb),
+        max_input_mb=smaller("--max-input-mb", stored.max_input_mb, given.max_input_mb),
+        crawl=crawl,
+    )
+    return capped, notes
 
 
 def run_scan(
@@ -265,7 +329,8 @@ def run_scan(
     """Scan every entry of ``config.source`` into the database at ``config.db_url``.
 
     With ``config.resume`` the newest unfinished run is finished with its own stored source and options (see
-    :func:`resume_config`); the options of ``config`` other than the source and database are not used.
+    :func:`resume_config`), cut down to the opt-ins of ``config`` (:func:`within_opt_ins`); the other options of
+    ``config`` are used only for a setting the run did not store.
     ``on_start(run_id, to_scan)`` and ``on_result(entry, outcome)`` feed a progress display; both run in the
     writer, never concurrently; ``on_begin(entry)`` says a server's scan started (in the event loop). A
     KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the CLI) marks the run interrupted, keeps every

@@ -8,14 +8,26 @@ the client, so ``check``, ``scan`` and the store all see the same scrubbed resul
 
 What the scan knows as secret (:meth:`Scrubber.for_scan`):
 
-* every request header value (``--header``, ``--bearer-env``, registry headers filled from the environment), whole
-  and, after an auth scheme, the credential alone; for ``Basic`` also the decoded ``user:password`` and password;
+* the values of *secret* request headers, whole and, after an auth scheme, the credential alone; for ``Basic``
+  also the decoded ``user:password`` and password. A header is secret when its name says so (``Authorization``,
+  ``Cookie``, ``X-Api-Key``, ``*-Token``..., :func:`secret_name`) or its value came from the environment
+  (``entry.credential_headers``: a registry header filled from ``FATHOM_SECRET_*``); an ordinary header
+  (``--header 'X-Tenant: default'``) is sent, not scrubbed, so the schema keyword ``default`` stays itself;
 * every environment value given to a stdio server (a package's or a config's ``env``), except the few names that
-  are never secret (``PATH``, ``LANG``, ``HOME``...); for a stdio server started without an explicit environment
-  (it gets only its declared ``env`` and the pass-through, never this process's whole environment), also the
-  values in this process's environment of variables whose name says secret (``*_TOKEN``, ``*API_KEY``,
-  ``*SECRET*``, ``*PASSWORD*``...), as a second guard;
-* every ``FATHOM_SECRET_<SERVER>_*`` value for this server (headers, package variables, URL variables).
+  are never secret (``PATH``, ``LANG``, ``HOME``...);
+* every ``FATHOM_SECRET_<SERVER>_*`` value of this server (headers, package variables);
+* for a stdio server (a child of this process, which could have read what this process holds), every secret
+  this *process* holds (:func:`held_secrets`), whichever server it is meant for: each
+  ``FATHOM_SECRET_*`` value, the value of each variable of this process's environment whose name says secret
+  (``*_TOKEN``, ``*API_KEY``, ``*SECRET*``, ``*PASSWORD*``, ``PGPASSWORD``...; not a value that is an absolute
+  path), the password in any URL-valued variable (``DATABASE_URL=postgres://u:pw@h/db``), and the values
+  registered with :func:`hold` (the ``--db`` URL's password). A child that got hold of another server's token
+  (through a shared file, say) cannot publish it through its tool list or its stderr. A remote server's answers
+  are searched for its own secrets only (it never ran here; searching every answer of a crawl for every held
+  secret would cost it dearly).
+
+A scrubber tests plain substrings first and runs its regular expression only on a text that holds one; the
+pattern of one set of secrets is built once (:func:`_matcher`).
 
 Shapes (:func:`shapes`): as is, JSON-escaped (ASCII or not), URL-encoded (``quote``, ``quote_plus``),
 HTML-escaped, and base64 (standard and URL-safe, at each of the three byte alignments, so it is found inside a
@@ -30,6 +42,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import html
 import json
 import os
@@ -53,9 +66,36 @@ NOT_SECRET_ENV = frozenset(
     | {"LOGNAME", "PYTHONHASHSEED", "NODE_ENV", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"}
 )
 _SECRET_NAME = re.compile(
-    r"secret|passw|credential|token|api[-_]?key|apikey|auth|bearer|private[-_]?key|cookie|session|access[-_]?key",
+    r"secret|passw|credential|token|api[-_]?key|apikey|auth|bearer|private[-_]?key|cookie|session|access[-_]?key"
+    r"|(?:^|[-_])(?:key|pass|pwd|pat|jwt|dsn)(?:$|[-_])",
     re.IGNORECASE,
 )
+_URL_PASSWORD = re.compile(r"://([^/@\s:]*):([^/@\s]+)@")
+# Values registered by this process (hold()): the --db URL's password and the like.
+_HELD: set[str] = set()
+
+
+def hold(*values: str | None) -> None:
+    """Register secrets this process holds outside its environment (a ``--db`` URL's password): every later
+    scrubber scrubs them from every server's output."""
+    _HELD.update(value for value in values if value and len(value) >= MIN_CHARS)
+
+
+def held_secrets(environ: Mapping[str, str] | None = None) -> set[str]:
+    """Every secret this process holds (see the module docstring), in the forms a header or variable holds."""
+    environ = os.environ if environ is None else environ
+    found: set[str] = set(_HELD)
+    from scanner.registry.secrets import PREFIX  # the one naming rule; imported late (no cycle)
+
+    for key, value in environ.items():
+        if not value or key in NOT_SECRET_ENV:
+            continue
+        if key.startswith(PREFIX) or (secret_name(key) and not value.startswith("/")):
+            found |= _header_secrets(value)
+        for match in _URL_PASSWORD.finditer(value):
+            found.add(match.group(2))
+            found.add(f"{match.group(1)}:{match.group(2)}")
+    return {secret.strip() for secret in found}
 
 
 def secret_name(name: str) -> bool:
@@ -75,6 +115,11 @@ def _base64_cores(raw: bytes) -> set[str]:
             cores.add(core)
             cores.add(core.replace("+", "-").replace("/", "_"))
     return cores
+
+
+@functools.lru_cache(maxsize=4096)
+def _shapes(secret: str) -> frozenset[str]:
+    return frozenset(shapes(secret))
 
 
 def shapes(secret: str) -> set[str]:
@@ -150,19 +195,29 @@ def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(pieces)
 
 
+@functools.lru_cache(maxsize=64)
+def _matcher(
+    secrets: tuple[str, ...],
+) -> tuple[re.Pattern[str] | None, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The pattern, the plain forms, the secrets looked for cut, and the needles of a quick substring test, for one
+    set of secrets (cached: a crawl builds a scrubber per server, mostly from the same held secrets)."""
+    forms: set[str] = set()
+    for secret in secrets:
+        forms |= _shapes(secret)
+    pattern = re.compile("|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))) if forms else None
+    # Only single words are looked for cut: a prefix of "Bearer x" would match a bare "Bearer".
+    cuttable = tuple(s for s in secrets if len(s) > PARTIAL_CHARS and not any(c.isspace() for c in s))
+    # Plain substring tests first (fast), the regular expression only when one hits: most texts hold no secret.
+    needles = forms | {s[:PARTIAL_CHARS] for s in cuttable} | {s[-PARTIAL_CHARS:] for s in cuttable}
+    return pattern, tuple(forms), cuttable, tuple(needles)
+
+
 class Scrubber:
     """Replaces every shape of a fixed set of secrets in text, in JSON values and in a scan outcome."""
 
     def __init__(self, secrets: Iterable[str]) -> None:
         self.secrets = sorted({s for s in secrets if len(s) >= MIN_CHARS and "\0" not in s}, key=len, reverse=True)
-        forms: set[str] = set()
-        for secret in self.secrets:
-            forms |= shapes(secret)
-        self._pattern = (
-            re.compile("|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))) if forms else None
-        )
-        # Only single words are looked for cut: a prefix of "Bearer x" would match a bare "Bearer".
-        self._cuttable = [s for s in self.secrets if len(s) > PARTIAL_CHARS and not any(c.isspace() for c in s)]
+        self._pattern, self._forms, self._cuttable, self._needles = _matcher(tuple(self.secrets))
         self.replaced = 0
 
     def __bool__(self) -> bool:
@@ -179,30 +234,44 @@ class Scrubber:
         """The secrets one server's scan knows (see the module docstring). ``env`` is the stdio child's exact
         environment when given; ``environ`` stands for this process's environment (tests pass their own)."""
         from scanner.models import Transport
+        from scanner.registry.secrets import secret_env_name  # the one naming rule; imported late (no cycle)
 
         environ = os.environ if environ is None else environ
-        secrets: set[str] = set()
-        for value in [*entry.headers.values(), *(extra_headers or {}).values()]:
-            secrets |= _header_secrets(value)
+        # A child process could have read what this process holds; a remote server could not (and scrubbing every
+        # HTTP server's answer for every held secret would cost a crawl dearly): held secrets are stdio's.
+        secrets: set[str] = held_secrets(environ) if entry.transport is Transport.STDIO else set()
+        prefix = secret_env_name(entry.name, "")  # FATHOM_SECRET_<SERVER>_: this server's own, always
+        for key, value in environ.items():
+            if key.startswith(prefix) and value:
+                secrets |= _header_secrets(value)
+        secret_headers = {name.lower() for name in entry.credential_headers}
+        for name, value in [*entry.headers.items(), *(extra_headers or {}).items()]:
+            if secret_name(name) or name.lower() in secret_headers:
+                secrets |= _header_secrets(value)
         given = dict(entry.env)
         if env is not None:
             given.update({key: value for key, value in env.items() if key in entry.env or secret_name(key)})
         secrets.update(value for key, value in given.items() if key not in NOT_SECRET_ENV)
-        if entry.transport is Transport.STDIO and env is None:
-            secrets.update(value for key, value in environ.items() if secret_name(key) and key not in NOT_SECRET_ENV)
-        from scanner.registry.secrets import secret_env_name  # the one naming rule; imported late (no cycle)
+        return cls(secret.strip() for secret in secrets)
 
-        prefix = secret_env_name(entry.name, "")  # FATHOM_SECRET_<SERVER>_
-        for key, value in environ.items():
-            if key.startswith(prefix):
-                secrets |= _header_secrets(value)
+    @classmethod
+    def for_headers(
+        cls, header_sets: Iterable[Mapping[str, str]], environ: Mapping[str, str] | None = None
+    ) -> Scrubber:
+        """The secret headers of every set (by name, as :meth:`for_scan` judges them) and every secret this
+        process holds: for what one run learns from several credentials (``fathom doctor``'s lanes)."""
+        secrets = held_secrets(environ)
+        for headers in header_sets:
+            for name, value in headers.items():
+                if secret_name(name):
+                    secrets |= _header_secrets(value)
         return cls(secret.strip() for secret in secrets)
 
     # --- text and values -----------------------------------------------------------------------------------
 
     def text(self, text: str) -> str:
         """``text`` with every shape of every secret (and what a cut left of one) replaced by :data:`MARK`."""
-        if self._pattern is None:
+        if self._pattern is None or not any(needle in text for needle in self._needles):
             return text
         text, count = self._pattern.subn(MARK, text)
         for secret in self._cuttable:
@@ -229,7 +298,8 @@ class Scrubber:
         """True if any shape of a secret appears anywhere in JSON-like ``value`` (a quick test before a walk)."""
         if self._pattern is None:
             return False
-        return self._pattern.search(json.dumps(value, ensure_ascii=False, default=str)) is not None
+        blob = json.dumps(value, ensure_ascii=False, default=str)
+        return any(form in blob for form in self._forms)
 
     # --- outcomes ------------------------------------------------------------------------------------------
 

@@ -196,3 +196,43 @@ def test_a_server_with_no_credential_to_compare_is_not_called_healthy(host: Demo
     assert "no credential was given to compare" in diagnosis["explanation"]
     code, out = _doctor("--url", host.url("silent"))
     assert "verdict: answered; not compared (no credential given)" in out and "healthy" not in out
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999/mcp", "http://[::1/mcp"])
+def test_a_url_that_cannot_be_used_is_a_verdict_not_a_traceback(url: str) -> None:
+    """Issue 17 (low): ``doctor --url http://127.0.0.1:99999/mcp`` ended in a traceback."""
+    code, out = _doctor("--url", url)
+    assert code == 3, out
+    assert "the URL cannot be used" in out and "Traceback" not in out
+
+
+def test_the_auth_probe_stays_within_the_servers_deadline() -> None:
+    """Issue 17 (low): the lanes' auth probe ran outside the server's deadline (29 s under --timeout 5): a server
+    that accepts and never answers held the POST and then every metadata GET for the connect timeout each."""
+    import threading
+
+    import anyio
+
+    from scanner.doctor import probe_signals
+    from scanner.mcp import ClientLimits
+
+    held: list[socket.socket] = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        port = listener.getsockname()[1]
+
+        def accept() -> None:
+            while True:
+                try:
+                    held.append(listener.accept()[0])
+                except OSError:
+                    return
+
+        threading.Thread(target=accept, daemon=True).start()
+        limits = ClientLimits(timeout=2.0, connect_timeout=1.5)
+        signals = anyio.run(probe_signals, f"http://127.0.0.1:{port}/mcp", limits)
+    for connection in held:
+        connection.close()
+    # Without the bound the probe takes its POST and three metadata GETs, 1.5 s each, and says nothing of it.
+    assert any("the probe stopped at the server's 2 s deadline" in note for note in signals.notes), signals.notes

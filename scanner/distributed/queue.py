@@ -10,10 +10,18 @@ The database's writer lock (``scanner.store.lock``) becomes the run's: ``--enque
 (refused while another scan writes) and hands it to the run (``RunLease``); every worker of the run refreshes it
 as it writes and the one that closes the run releases it. A local ``fathom scan`` meanwhile is refused.
 
-What a job holds (:func:`entry_payload`) is the entry as ``fathom scan --dry-run`` shows it: never a secret. The
-*values* of its environment variables and headers stay on the coordinator; a job carries their names only. A
-worker gives a declared variable its own environment's value (``PATH`` and the locale are the worker's anyway);
-headers are not sent at all, and the scan records which ones were left out (``extra.headers_not_queued``).
+What a job holds (:func:`entry_payload`) is the entry as ``fathom scan --dry-run`` shows it, plus the package's
+server.json description: never a secret. The *values* of its environment variables and headers stay on the
+coordinator; a job carries their names only. Headers are not sent at all, and the scan records which ones were
+left out (``extra.headers_not_queued``).
+
+Whoever can write the queue writes jobs, so a job is data (:func:`entry_from_payload`): a package's command is
+*rebuilt* by the worker from the package description under the worker's own policy (``--run-packages``, its
+memory limit, the checks of :mod:`scanner.registry.packages`), never taken from the job's ``command``; a variable
+gets a value only under the naming rule, ``FATHOM_SECRET_<SERVER>_<VAR>`` in the worker's environment, never
+the worker's own ``VAR`` (a job declaring ``AWS_SECRET_ACCESS_KEY`` or ``PGPASSWORD`` gets nothing). A job's
+command of a list or client config runs as queued only on a worker started with ``--run-commands``: that flag
+trusts whoever writes the queue.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from scanner import wire
 from scanner.errors import InputError, StoreError
 from scanner.models import Finding, ServerEntry, Severity, Transport
+from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
 if TYPE_CHECKING:
     import procrastinate
@@ -96,29 +105,71 @@ def entry_payload(entry: ServerEntry) -> dict[str, Any]:
         "registry_status": entry.registry_status,
         "status_message": entry.status_message,
         "findings": [finding.to_json() for finding in entry.findings],
+        "package_source": dict(entry.package_source) if entry.package_source is not None else None,
     }
 
 
-def entry_from_payload(payload: Mapping[str, Any], environ: Mapping[str, str]) -> ServerEntry:
-    """The entry a worker scans: the job's fields, each declared variable from ``environ`` when set there."""
+def entry_from_payload(
+    payload: Mapping[str, Any], environ: Mapping[str, str], *, memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB
+) -> ServerEntry:
+    """The entry a worker scans (see the module docstring): a package rebuilt from its description under this
+    worker's policy; any other entry from the job's fields, each declared variable from ``environ`` under the
+    naming rule only. Either way it keeps what the registry said of it (its MCP7xx findings and status)."""
+    import dataclasses
+
     clean = wire.sanitize(dict(payload))
     assert isinstance(clean, dict)
+    entry = _rebuilt(clean, environ, memory_limit_mb)
+    return dataclasses.replace(
+        entry,
+        registry_status=clean.get("registry_status") if isinstance(clean.get("registry_status"), str) else None,
+        status_message=clean.get("status_message") if isinstance(clean.get("status_message"), str) else None,
+        findings=tuple(_finding(item) for item in clean.get("findings") or () if isinstance(item, dict)),
+    )
+
+
+def _rebuilt(clean: dict[str, Any], environ: Mapping[str, str], memory_limit_mb: int) -> ServerEntry:
+    from scanner.registry.interface import Options
+    from scanner.registry.packages import resolve_packages
+    from scanner.registry.secrets import lookup
+
+    name = str(clean["name"])
+    version = clean.get("version") if isinstance(clean.get("version"), str) else None
+    source = clean.get("source") if isinstance(clean.get("source"), str) else None
     package = clean.get("package")
+    declared = clean.get("package_source")
+    if package is not None or declared is not None:
+        if clean.get("skip"):
+            return ServerEntry(
+                name=name, transport=Transport.STDIO, version=version, source=source, skip=str(clean["skip"])
+            )
+        if not isinstance(declared, dict):
+            return ServerEntry(
+                name=name,
+                transport=Transport.STDIO,
+                version=version,
+                source=source,
+                skip="queued package has no description to rebuild its command from (queue it again)",
+            )
+        # run_packages here only builds the command; whether it runs is the worker's --run-packages (allowed()).
+        options = Options(run_packages=True, environ=environ, memory_limit_mb=memory_limit_mb)
+        return resolve_packages(name, version, [declared], source=source or "queue", options=options)
+    env: dict[str, str] = {}
+    for variable in clean.get("env_names") or ():
+        value = lookup(environ, name, str(variable))
+        if value is not None and "\0" not in value:
+            env[str(variable)] = value
     return ServerEntry(
-        name=str(clean["name"]),
+        name=name,
         transport=Transport(clean["transport"]),
         url=clean.get("url"),
         command=tuple(str(part) for part in clean.get("command") or ()),
-        env={name: environ[name] for name in clean.get("env_names") or () if name in environ},
-        version=clean.get("version"),
-        source=clean.get("source"),
+        env=env,
+        version=version,
+        source=source,
         skip=clean.get("skip"),
         anonymous=bool(clean.get("anonymous")),
         secret_header_names=tuple(clean.get("secret_header_names") or ()),
-        package=package if isinstance(package, dict) else None,
-        registry_status=clean.get("registry_status"),
-        status_message=clean.get("status_message"),
-        findings=tuple(_finding(item) for item in clean.get("findings") or () if isinstance(item, dict)),
     )
 
 

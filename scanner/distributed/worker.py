@@ -40,6 +40,7 @@ from scanner.crawl import CrawlSettings
 from scanner.distributed.queue import MAX_ATTEMPTS, QUEUE, TASK, engine_errors, entry_from_payload, make_app
 from scanner.errors import WriterBusy
 from scanner.models import ScanOutcome, ServerEntry, Transport
+from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 from scanner.store.lock import RunLease
 
 if TYPE_CHECKING:
@@ -75,6 +76,8 @@ class WorkerConfig:
     # here, on its own machine, whatever the coordinator was given.
     run_packages: bool = False
     run_commands: bool = False
+    # What one package's processes may use (the job's own figure is data: a worker rebuilds commands under this).
+    memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,7 @@ class _Job:
     async def __call__(self, run_id: int, entry: dict[str, Any], *, retried: bool = False) -> None:
         from scanner.check import measure
 
-        server = self.allowed(entry_from_payload(entry, os.environ))
+        server = self.allowed(entry_from_payload(entry, os.environ, memory_limit_mb=self.config.memory_limit_mb))
         # Only a job run before (retried, or taken back from a silent worker) can find its server written.
         if not (retried and await asyncio.to_thread(self.store.has_scan, run_id, server.name)):
             outcome = await self.scan(server)

@@ -36,6 +36,7 @@ import httpx
 
 from scanner import wire
 from scanner.errors import FathomError
+from scanner.mcp.body import ACCEPT_ENCODING
 
 MAX_ANSWER_BYTES = 8 << 20
 """Largest answer body read from a provider (a one-turn answer is a few KiB)."""
@@ -224,24 +225,54 @@ def retry_after(headers: httpx.Headers, now: float | None = None) -> float | Non
     return value if math.isfinite(value) and value >= 0 else None
 
 
-def _read_capped(response: httpx.Response) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    for chunk in response.iter_bytes():
-        size += len(chunk)
-        if size > MAX_ANSWER_BYTES:
-            raise MalformedAnswer(f"the answer is larger than {MAX_ANSWER_BYTES >> 20} MiB; not read")
-        chunks.append(chunk)
-    return b"".join(chunks)
+class _AttemptOver(Exception):
+    """The attempt's deadline passed while the answer was still arriving."""
+
+
+def _read_capped(response: httpx.Response, deadline: float) -> bytes:
+    """The answer body: raw bytes through the one capped decoder (:mod:`scanner.mcp.body`: a ``gzip, gzip`` bomb
+    never inflates past the cap), read until ``deadline`` (``time.monotonic``) at the latest."""
+    from scanner.mcp.body import BodyDecoder, BodyError
+
+    decoder = BodyDecoder(response.headers.get("content-encoding", ""), MAX_ANSWER_BYTES, "the answer")
+    body = bytearray()
+    try:
+        for chunk in response.iter_raw():
+            for piece in decoder.feed(chunk):
+                body += piece
+            if time.monotonic() > deadline:
+                raise _AttemptOver
+        for piece in decoder.finish():
+            body += piece
+    except BodyError as exc:
+        if exc.kind == "too_large":
+            raise MalformedAnswer(f"the answer is larger than {MAX_ANSWER_BYTES >> 20} MiB; not read") from None
+        raise MalformedAnswer(f"the answer cannot be decoded ({exc.message})") from None
+    return bytes(body)
 
 
 def _redact(text: str, secrets: Mapping[str, str]) -> str:
-    for value in secrets.values():
-        # The header value may be "Bearer <key>": hide the key itself wherever a provider echoes it.
-        secret = value.removeprefix("Bearer ").strip()
-        if len(secret) >= 4:
-            text = text.replace(secret, "[key hidden]")
-    return text
+    """``text`` with every shape of the key (as is, in its header, URL-encoded, JSON-escaped, base64, cut) and every
+    other secret this process holds replaced (:class:`scanner.scrub.Scrubber`)."""
+    return _scrubber(secrets).text(text)
+
+
+def _scrubber(secrets: Mapping[str, str]) -> Any:
+    from scanner.scrub import Scrubber
+
+    return Scrubber.for_headers([secrets])
+
+
+def _strict(value: Any) -> Any:
+    """A JSON value with every non-finite number (``NaN``, ``Infinity``: not JSON) as None, so what is printed
+    and saved is strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _strict(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_strict(item) for item in value]
+    return value
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -264,20 +295,23 @@ def send(
     """
     where = redact_url(call.url)
     timeout = httpx.Timeout(limits.timeout, connect=limits.connect_timeout)
-    headers = {**call.headers, **call.auth_headers}
+    # Only the codings the capped decoder undoes (httpx would offer br and zstd when installed).
+    headers = {"Accept-Encoding": ACCEPT_ENCODING, **call.headers, **call.auth_headers}
+    scrubber = _scrubber(call.auth_headers)
     started = time.monotonic()
     attempt = 0
     with httpx.Client(timeout=timeout, follow_redirects=False, transport=transport) as client:
         while True:
             attempt += 1
             wait: float | None = None
+            deadline = time.monotonic() + limits.timeout  # the whole attempt, not each read
             try:
                 with client.stream("POST", call.url, json=call.body, headers=headers) as response:
                     status = response.status_code
-                    raw = _read_capped(response)
+                    raw = _read_capped(response, deadline)
                     response_headers = response.headers
-            except httpx.TimeoutException as exc:
-                failure = f"{api.label} did not answer within {limits.timeout:g} s ({type(exc).__name__})"
+            except (httpx.TimeoutException, _AttemptOver) as exc:
+                failure = f"{api.label} did not answer within {limits.timeout:g} s ({type(exc).__name__.strip('_')})"
                 if attempt > limits.retries:
                     raise ModelApiError(f"{failure} at {where}; tried {attempt} times") from exc
                 sleep(min(limits.backoff * 2 ** (attempt - 1), limits.max_retry_wait))
@@ -286,16 +320,20 @@ def send(
                 reason = _one_line(_redact(str(exc), call.auth_headers)) or type(exc).__name__
                 raise ModelApiError(f"cannot reach {api.label} at {where}: {reason}") from exc
             document: Any = None
-            text = wire.decode_bytes(raw)
+            text = scrubber.text(wire.decode_bytes(raw))  # a provider may echo the key: never printed or saved
             try:
-                document = wire.loads(raw) if raw else None
+                document = _strict(scrubber.value(wire.loads(raw))) if raw else None
             except (ValueError, RecursionError):
                 document = None
             if 200 <= status < 300:
                 if document is None:
                     kind = response_headers.get("content-type", "no content type")
                     raise MalformedAnswer(f"{api.label} answered {status} with a body that is not JSON ({kind})")
-                answer = api.parse(document)
+                try:
+                    answer = api.parse(document)
+                except (TypeError, AttributeError, KeyError, IndexError) as exc:  # a shape no check foresaw
+                    shape = type(exc).__name__
+                    raise MalformedAnswer(f"{api.label}'s answer has an unexpected shape ({shape})") from None
                 exchange = Exchange(
                     url=where,
                     request_headers=dict(call.headers),
@@ -306,7 +344,10 @@ def send(
                     seconds=round(time.monotonic() - started, 3),
                 )
                 return exchange, answer
-            kind, message = api.error_detail(document) if document is not None else ("", "")
+            try:
+                kind, message = api.error_detail(document) if document is not None else ("", "")
+            except (TypeError, AttributeError, KeyError, IndexError):
+                kind, message = "", ""
             if not message and status >= 400:
                 message = _one_line(text, 120)
             message = _one_line(_redact(message, call.auth_headers))

@@ -132,7 +132,8 @@ class GeminiApi(ModelApi):
             return "", ""
         status = error.get("status")
         kind = status if isinstance(status, str) else ""
-        for detail in error.get("details") or ():
+        details = error.get("details")
+        for detail in details if isinstance(details, list) else ():
             if isinstance(detail, dict) and detail.get("reason") == "API_KEY_INVALID":
                 kind = "API_KEY_INVALID"
         message = error.get("message")

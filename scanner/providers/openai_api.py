@@ -82,7 +82,10 @@ class OpenAIApi(ModelApi):
         choice = need_object(choices[0], "choice", self.label)
         message = need_object(choice.get("message"), "message", self.label)
         calls: list[ToolCall] = []
-        for raw in message.get("tool_calls") or ():
+        tool_calls = message.get("tool_calls")
+        if tool_calls is not None and not isinstance(tool_calls, list):
+            raise MalformedAnswer(f"{self.label}'s answer has tool_calls that are not a list")
+        for raw in tool_calls or ():
             function = raw.get("function") if isinstance(raw, dict) else None
             if not isinstance(function, dict) or not isinstance(function.get("name"), str):
                 raise MalformedAnswer(f"{self.label}'s answer has a tool call without a function name")

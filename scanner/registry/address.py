@@ -188,9 +188,9 @@ async def check_url(url: str, *, allow_private: bool, timeout_s: float = RESOLVE
         literal = None
     if literal is not None:
         addresses = [literal]
-    elif host == "localhost" or host.endswith(".localhost"):
-        addresses = [ipaddress.ip_address("127.0.0.1")]  # RFC 6761: never ask DNS about localhost
     else:
+        # Every name is resolved, "localhost" and "*.localhost" too: the connection resolves them the same way
+        # (/etc/hosts, a resolver), so assuming 127.0.0.1 would check another address than the one reached.
         try:
             addresses = await _resolve(host, port, timeout_s)
         except TimeoutError:

@@ -185,6 +185,23 @@ def _get_page(client: httpx.Client, url: str, params: dict[str, str], limit: int
         raise InputError(f"registry {url}: a page is not JSON ({exc})") from exc
 
 
+class _ForeignRedirect(httpx.HTTPError):
+    """The registry redirected to another origin: not followed (it could point at this machine or a metadata
+    address, and the address policy checks the registry's own URL only)."""
+
+
+def _same_origin_only(url: str) -> Any:
+    first = httpx.URL(url)
+    origin = (first.scheme, first.host, first.port)
+
+    def check(request: httpx.Request) -> None:
+        if (request.url.scheme, request.url.host, request.url.port) != origin:
+            where = f"{request.url.scheme}://{request.url.host}:{request.url.port or ''}"
+            raise _ForeignRedirect(f"redirected to another origin, not followed ({where})")
+
+    return check
+
+
 class _OverLimit(Exception):
     """A page went past the bytes it may have; the caller says which limit."""
 
@@ -193,7 +210,13 @@ def fetch_rows(base: str, options: Options, *, client: httpx.Client | None = Non
     """Every row of the registry list (all pages), bounded; raises InputError when it cannot be read."""
     url = api_url(base)
     own = client is None
-    http = client or httpx.Client(timeout=options.timeout_s, follow_redirects=True, max_redirects=5)
+    # Redirects are followed on the registry's own origin only (scheme, host and port).
+    http = client or httpx.Client(
+        timeout=options.timeout_s,
+        follow_redirects=True,
+        max_redirects=5,
+        event_hooks={"request": [_same_origin_only(url)]},
+    )
     rows: list[Any] = []
     seen: set[str] = set()
     cursor: str | None = None

@@ -25,9 +25,11 @@ NuGet, MCPB, cargo and go packages, and packages that serve HTTP on a local port
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import shutil
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +64,30 @@ _OURS = frozenset({"PATH", "HOME", "TMPDIR"})
 _INSTALLER_NAME = re.compile(
     r"^(npm_config_|UV_|PIP_|NODE_EXTRA_CA_CERTS$|SSL_CERT_|REQUESTS_CA_BUNDLE$|(HTTPS?|ALL|NO)_PROXY$)", re.I
 )
+# Variables that change how a runtime or the shell loads code (a registry value there runs code of its own in the
+# runner, before the package: NODE_OPTIONS=--import=data:..., LD_PRELOAD, PYTHONPATH): never set from registry
+# data. Matched case-insensitively; names Fathom itself sets (HOME, TMPDIR, PATH) are refused apart.
+_CODE_LOADING = re.compile(
+    r"^(LD_|DYLD_|PYTHON(?!IOENCODING$|UNBUFFERED$|UTF8$)|NODE_(OPTIONS|PATH|REPL_EXTERNAL_MODULE|PRESERVE_SYMLINKS"
+    r"|PRESERVE_SYMLINKS_MAIN|TLS_REJECT_UNAUTHORIZED|ICU_DATA|V8_COVERAGE)$|NPX_|BUN_|DENO_|COREPACK_|GIT_|XDG_"
+    r"|PERL5?LIB$|PERL5OPT$|RUBYOPT$|RUBYLIB$|GEM_(HOME|PATH)$|JAVA_TOOL_OPTIONS$|_JAVA_OPTIONS$|JDK_JAVA_OPTIONS$"
+    r"|CLASSPATH$|BASH_ENV$|ENV$|SHELLOPTS$|BASHOPTS$|PS4$|PROMPT_COMMAND$|IFS$|CDPATH$|GCONV_PATH$|GLIBC_TUNABLES$"
+    r"|MALLOC_|LOCPATH$|NLSPATH$|HOSTALIASES$|RES_OPTIONS$|LOCALDOMAIN$|TZDIR$|OPENSSL_(CONF|ENGINES|MODULES)$"
+    r"|SSLKEYLOGFILE$|DOCKER_|BUILDKIT_|CONTAINERS_)",
+    re.IGNORECASE,
+)
+# Exact versions: what may be called pinned (ranges and tags, "1.x", "^1.2.0", "next", run as given but unpinned).
+_EXACT = {
+    "npm": re.compile(r"^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$"),
+    # PEP 440's public and local versions, every spelling it allows (1.0-1, v1.0, 1.0A1, 2.0.post1.dev0).
+    "pypi": re.compile(
+        r"^v?(\d+!)?\d+(\.\d+)*([-_.]?(a|b|c|rc|alpha|beta|pre|preview)[-_.]?\d*)?"
+        r"(-\d+|[-_.]?(post|rev|r)[-_.]?\d*)?([-_.]?dev[-_.]?\d*)?(\+[a-z0-9]+([-_.][a-z0-9]+)*)?$",
+        re.IGNORECASE,
+    ),
+}
+# The value of uvx --python: a version request (3.12, >=3.11, cpython3.12, pypy@3.10), never a path to run.
+_PYTHON_REQUEST = re.compile(r"^[A-Za-z]*[@-]?[<>=~!]{0,2}[0-9][0-9.]*[+t]?$|^[A-Za-z]+$")
 # docker flags a registry may pass: nothing that mounts, elevates, shares namespaces or lifts our limits.
 _DOCKER_FLAGS = frozenset({"-e", "--env", "-p", "--publish", "--platform", "--init", "-t", "--tty", "-w", "--workdir"})
 _DOCKER_OWN = frozenset({"-i", "--interactive", "--rm"})  # always given by us
@@ -221,8 +247,11 @@ def _runner_words(
         elif not word.startswith("-") and _same_package(kind, word, identifier):
             notes.append(f"runtime argument {word[:80]!r} dropped (repeats the package; the declared version runs)")
         elif word.startswith("-") and word.split("=", 1)[0] in allowed:
+            if "=" in word:
+                _option_value(runner, *word.split("=", 1))
             kept.append(word)
         elif kept and kept[-1] in allowed and "=" not in kept[-1]:
+            _option_value(runner, kept[-1], word)
             kept.append(word)  # the value of an allowed option
         elif word.startswith("-"):
             raise _bad_data(
@@ -235,6 +264,12 @@ def _runner_words(
                 "package; it belongs in packageArguments"
             )
     return kept
+
+
+def _option_value(runner: str, option: str, value: str) -> None:
+    """Refuse a runner option value that names a file to run (``uvx --python /tmp/x`` makes uv execute it)."""
+    if option == "--python" and not _PYTHON_REQUEST.match(value):
+        raise _bad_data(f"{runner} {option} {value[:40]!r} is not a Python version request (a path is never passed)")
 
 
 def _docker_words(identifier: str, server: str, args: list[_Arg], notes: list[str]) -> list[str]:
@@ -298,9 +333,10 @@ def fill_declared(template: str, variables: dict[str, Any], supplied: Mapping[st
 
 
 def _build_env(
-    server: str, variables: list[dict[str, Any]], environ: Mapping[str, str]
+    server: str, variables: list[dict[str, Any]], environ: Mapping[str, str], dropped: list[str]
 ) -> tuple[dict[str, str], list[str], list[str]]:
-    """The scrubbed environment (without HOME), the missing secret names and the other missing names."""
+    """The scrubbed environment (without HOME), the missing secret names and the other missing names; the names
+    of variables that would change how the runtime loads code are left out and added to ``dropped``."""
     env = {"PATH": environ.get("PATH") or os.defpath, "LANG": environ.get("LANG") or "C.UTF-8"}
     missing_secret: list[str] = []
     missing_other: list[str] = []
@@ -320,6 +356,9 @@ def _build_env(
             continue
         if _INSTALLER_NAME.match(name):
             continue  # a registry must not point the installer at another index or registry
+        if _CODE_LOADING.match(name):
+            dropped.append(name)
+            continue
         env[name] = value
     return env, missing_secret, missing_other
 
@@ -345,7 +384,44 @@ def _version(kind: str, package: dict[str, Any], identifier: str, notes: list[st
         return None
     if not _VERSION.match(version):
         raise _bad_data(f"{kind} package version {version[:80]!r} is not an exact version")
+    if kind in _EXACT and not _EXACT[kind].match(version):
+        notes.append(f"registry data: version {version[:40]!r} is a range or a tag, not a pinned version")
     return version
+
+
+_LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa", ".intranet", ".corp")
+
+
+def _image_host_problem(identifier: str) -> str | None:
+    """Why the registry host an image names is refused under the address policy, or None.
+
+    Docker reads the first part of a reference as a host when it has a ``.`` or a ``:`` or is ``localhost``. An
+    address (in any form ``inet_aton`` reads: ``127.1``, ``2130706433``) is judged as a remote's is
+    (:func:`scanner.registry.address.classify`: loopback, private, link-local, metadata ... refused); a name that
+    is local by its form (``localhost``, ``*.internal``, ``*.local``, one label) is refused; any other name is
+    resolved by Docker, not checked here (docs/registry.md)."""
+    from scanner.registry.address import classify
+
+    first, slash, _ = identifier.partition("/")
+    if not slash or not ("." in first or ":" in first or first == "localhost"):
+        return None  # Docker Hub
+    host = first.rsplit(":", 1)[0] if first.count(":") == 1 else first
+    try:
+        address = ipaddress.IPv4Address(socket.inet_aton(host))
+    except (OSError, ValueError):
+        address = None
+    if address is not None:
+        reason = classify(address)
+        return f"a {reason} address" if reason else None
+    lowered = host.lower().rstrip(".")
+    if lowered == "localhost" or lowered.endswith(_LOCAL_SUFFIXES) or "." not in lowered:
+        return "a local name"
+    return None
+
+
+def _pinned(kind: str, version: str | None) -> bool:
+    """Whether ``version`` names one exact release (a range or a tag can change under the same words)."""
+    return version is not None and bool(_EXACT[kind].match(version))
 
 
 def _command(server: str, package: dict[str, Any], env: Mapping[str, str], options: Options) -> _Plan:
@@ -360,6 +436,8 @@ def _command(server: str, package: dict[str, Any], env: Mapping[str, str], optio
     identifier = _identifier(package)
     if identifier is None or not _IDENTIFIER[kind].match(identifier):
         raise _Unusable(f"{kind} package identifier is not usable: {str(identifier)[:80]!r}")
+    if kind == "oci" and (host_problem := _image_host_problem(identifier)) is not None:
+        raise _Unusable(f"oci image {identifier[:80]!r} names a registry host that is {host_problem} (not pulled)")
     notes: list[str] = []
     version = _version(kind, package, identifier, notes)
     default_runner, known = _RUNNERS[kind]
@@ -379,12 +457,12 @@ def _command(server: str, package: dict[str, Any], env: Mapping[str, str], optio
         spec = f"{identifier}@{version or 'latest'}"
         head = [runner, "-y"] if runner == "npx" else [runner]
         command = (*head, *runtime_words, spec, *package_args)
-        return _Plan(command, runner, spec, version is not None, tuple(notes))
+        return _Plan(command, runner, spec, _pinned(kind, version), tuple(notes))
     if kind == "pypi":
         runtime_words = _runner_words(kind, runner, identifier, server, runtime, notes)
         spec = f"{identifier}=={version}" if version else f"{identifier}@latest"
         command = (runner, *runtime_words, spec, *package_args)
-        return _Plan(command, runner, spec, version is not None, tuple(notes))
+        return _Plan(command, runner, spec, _pinned(kind, version), tuple(notes))
     runtime_words = _docker_words(identifier, server, runtime, notes)
     pinned = version is not None or bool(_IMAGE_PINNED.search(identifier))
     image = identifier if _IMAGE_PINNED.search(identifier) else f"{identifier}:{version or 'latest'}"
@@ -422,8 +500,12 @@ def resolve_packages(
     """
     failures: list[tuple[_Unusable, dict[str, Any]]] = []
     for _, package in sorted(enumerate(packages), key=_sort_key):
+        dropped: list[str] = []
         env, missing_secret, missing_other = _build_env(
-            name, _json.items(_json.field(package, "environmentVariables", "environment_variables")), options.environ
+            name,
+            _json.items(_json.field(package, "environmentVariables", "environment_variables")),
+            options.environ,
+            dropped,
         )
         try:
             plan = _command(name, package, env, options)
@@ -444,8 +526,10 @@ def resolve_packages(
         secret_names = _secret_names(package)
         if secret_names:
             description["secret_env_names"] = secret_names
-        if plan.notes:
-            description["notes"] = list(plan.notes)
+        left_out = "left out (it changes how the runtime loads code)"
+        notes = [*plan.notes, *(f"registry data: variable {variable} {left_out}" for variable in dropped)]
+        if notes:
+            description["notes"] = notes
         skip = None
         if not options.run_packages:
             skip = f"package ({kind} {description['identifier']}): needs --run-packages"
@@ -464,6 +548,7 @@ def resolve_packages(
             anonymous=bool(missing_secret),
             secret_header_names=tuple(missing_secret),
             package=description,
+            package_source=package,
         )
     reason = str(failures[0][0]) if failures else "no runnable package"
     if remote_problems:

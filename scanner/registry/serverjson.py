@@ -4,8 +4,9 @@ Choice of target, in order:
 
 1. a remote of type ``streamable-http``, then one of type ``sse`` (``streamable`` / ``transport_type`` from
    before 2025-09-16 are read too). URL ``{variables}`` are filled from their defaults, or from the environment
-   under the naming rule of :mod:`scanner.registry.secrets`; a variable with neither skips that remote, and a
-   *secret* URL variable always does (the URL is stored and printed, so it must not hold a secret).
+   under ``FATHOM_VAR_<SERVER>_<VARIABLE>`` (:func:`scanner.registry.secrets.var_env_name`, never a
+   ``FATHOM_SECRET_`` value); a variable with neither skips that remote, and a *secret* URL variable always
+   does (the URL is stored, printed and queued, so it must not hold a secret).
    Headers: a value in the environment under the naming rule wins; otherwise a non-secret header is sent as
    given with its ``{placeholders}`` filled from defaults; a secret header, a required header without a value,
    or a value whose placeholders cannot be filled is left out, the entry is marked ``anonymous`` and the header
@@ -29,7 +30,7 @@ from scanner.registry.interface import Options
 from scanner.registry.packages import resolve_packages
 from scanner.registry.placeholders import PLACEHOLDER as _PLACEHOLDER
 from scanner.registry.placeholders import fill
-from scanner.registry.secrets import lookup
+from scanner.registry.secrets import lookup, secret_env_name, var_env_name
 
 MAX_NAME = 200
 MAX_URL = 2048
@@ -78,7 +79,13 @@ def _resolve_remote(name: str, remote: dict[str, Any], environ: Mapping[str, str
         if _json.flag(spec, "isSecret", "is_secret"):
             result.problem = f"remote URL needs secret variable {{{key}}} (not supported: URLs are stored)"
             return result
-        from_env = lookup(environ, name, key)
+        if lookup(environ, name, key) is not None:
+            result.problem = (
+                f"remote URL variable {{{key}}} is set as a secret ({secret_env_name(name, key)}); a URL is stored "
+                f"and printed, so it is read from {var_env_name(name, key)} only"
+            )
+            return result
+        from_env = environ.get(var_env_name(name, key)) or None
         if from_env is not None:
             supplied[key] = from_env
     filled, missing = fill(url, variables, supplied)

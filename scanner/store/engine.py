@@ -167,6 +167,9 @@ def create_store_engine(url: str) -> Engine:
         parsed = make_url(url)
     except ArgumentError as exc:
         raise StoreError(f"Cannot use database URL {url!r}: {exc}") from exc
+    from scanner.scrub import hold
+
+    hold(parsed.password if isinstance(parsed.password, str) else None)  # never in any server's published output
     is_sqlite = parsed.get_backend_name() == "sqlite"
     if is_sqlite and parsed.database and parsed.database != ":memory:":
         try:

@@ -10,6 +10,10 @@
 
 JSONL has one such object per line (files ending ``.jsonl`` or ``.ndjson``); anything else is read as YAML, which
 also reads a JSON array. Unknown keys are an error, so a typo (``args:``) is not silently ignored.
+
+YAML is read safely (no tags that build objects) and **without aliases**: ``*name`` is refused, so a few hundred
+bytes of nested aliases (a "billion laughs" file) cannot expand to gigabytes. The file must be a regular file (or
+``-``, standard input): a FIFO or a device is refused instead of waited on.
 """
 
 from __future__ import annotations
@@ -41,6 +45,41 @@ class Case:
     arguments_schema: dict[str, Any] | None = None
 
 
+def read_cases(path: str) -> bytes:
+    """The bytes of a cases file (``-``: standard input), at most :data:`MAX_CASES_BYTES`; a FIFO, a device or a
+    folder is refused without being opened (opening a FIFO waits for a writer)."""
+    import os
+    import stat
+
+    from scanner.toolsets import read_source
+
+    if path != "-":
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        if not stat.S_ISREG(mode):
+            raise InputError(f"{path}: not a regular file (a cases file is read whole, never waited on)")
+    return read_source(path, MAX_CASES_BYTES)
+
+
+def _no_alias_loader() -> Any:
+    import yaml
+
+    class NoAliasLoader(yaml.SafeLoader):
+        """SafeLoader that refuses every alias (``*name``) instead of expanding it."""
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, "aliases (*name) are not read in a cases file", event.start_mark
+                )
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader
+
+
 def load_cases(path: str, data: bytes) -> list[Case]:
     """The cases in a file's bytes; raises :class:`InputError` naming the file, the case and what is wrong."""
     text = wire.decode_bytes(data)
@@ -57,7 +96,7 @@ def load_cases(path: str, data: bytes) -> list[Case]:
         import yaml
 
         try:
-            document = yaml.safe_load(text)
+            document = yaml.load(text, Loader=_no_alias_loader())  # a SafeLoader, aliases refused
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -5,8 +5,14 @@
 
 The table :data:`APIS` is the one place that picks a provider's wire code. The base URL is ``--base-url``, else
 the provider's usual variable (``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``), else the
-provider's own. The key is the provider's usual variable; it is required for the provider's own endpoint, and
-sent when set (never required) for any other base URL, since local servers take none.
+provider's own.
+
+The key: for ``PROVIDER:MODEL``, the provider's usual variable, required for the provider's own endpoint and sent
+when set to a gateway (``--base-url`` or the provider's base-URL variable), as the provider's SDKs do. A bare
+``MODEL`` at ``--base-url`` (an OpenAI-compatible server) gets **no key unless asked**: ``--key-env NAME`` names
+the variable to send. ``--key-env`` always wins. A key is never sent over plain ``http`` to a host
+that is not this machine (an InputError says so). Loopback means ``localhost`` or a loopback address literally;
+a name under ``.localhost`` is not assumed to be this machine (it is resolved by the client like any name).
 """
 
 from __future__ import annotations
@@ -61,9 +67,13 @@ class Target:
 
 
 def is_loopback(url: str) -> bool:
-    """Is the URL's host this machine (``localhost``, 127.0.0.0/8, ``::1``)?"""
-    host = (urlsplit(url).hostname or "").rstrip(".").lower()
-    if host == "localhost" or host.endswith(".localhost"):
+    """Is the URL's host this machine, literally (``localhost``, 127.0.0.0/8, ``::1``)? A name under
+    ``.localhost`` is not taken for this machine without resolving it."""
+    try:
+        host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    except ValueError:
+        return False
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -73,7 +83,11 @@ def is_loopback(url: str) -> bool:
 
 def _base_url(raw: str, origin: str) -> str:
     url = raw.strip().rstrip("/")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError as exc:
+        raise InputError(f"{origin}: not a usable URL ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InputError(f"{origin}: want an http(s) URL, got {redact_url(url)!r}")
     if parts.query or parts.fragment:
@@ -81,8 +95,11 @@ def _base_url(raw: str, origin: str) -> str:
     return url
 
 
-def resolve(model: str, base_url: str | None = None, environ: Mapping[str, str] | None = None) -> Target:
-    """The :class:`Target` for ``--model`` and ``--base-url``; raises InputError or MissingKey (exit 4)."""
+def resolve(
+    model: str, base_url: str | None = None, environ: Mapping[str, str] | None = None, key_env: str | None = None
+) -> Target:
+    """The :class:`Target` for ``--model``, ``--base-url`` and ``--key-env``; raises InputError or MissingKey
+    (exit 4). See the module docstring for which key goes where."""
     env = os.environ if environ is None else environ
     model = model.strip()
     prefix, sep, rest = model.partition(":")
@@ -109,16 +126,29 @@ def resolve(model: str, base_url: str | None = None, environ: Mapping[str, str] 
         base = api.default_base_url
     # The provider's own API whatever the path ("https://api.openai.com/v1" is how OPENAI_BASE_URL is often set).
     custom = urlsplit(base).hostname != urlsplit(api.default_base_url).hostname
-    key_env = next((variable for variable in api.key_envs if env.get(variable)), None)
-    if key_env is None and not custom:
-        names = " or ".join(api.key_envs)
-        raise MissingKey(f"{api.label} needs an API key: set {names} (it is never printed or stored)")
+    if key_env is not None:
+        if not env.get(key_env):
+            raise MissingKey(f"--key-env {key_env}: the variable is not set (nothing was sent)")
+        chosen: str | None = key_env
+    elif not compatible:
+        # The provider's API, at its own endpoint or a gateway (--base-url or the provider's base-URL variable).
+        chosen = next((variable for variable in api.key_envs if env.get(variable)), None)
+        if chosen is None and not custom:
+            names = " or ".join(api.key_envs)
+            raise MissingKey(f"{api.label} needs an API key: set {names} (it is never printed or stored)")
+    else:
+        chosen = None  # an OpenAI-compatible server: no key unless --key-env names one
+    if chosen is not None and urlsplit(base).scheme == "http" and not is_loopback(base):
+        raise InputError(
+            f"refusing to send the key in {chosen} over plain http to {urlsplit(base).hostname}: use https "
+            "(a key goes over http only to this machine)"
+        )
     return Target(
         api=api,
         model=name,
         base_url=base,
         custom_base=custom,
         compatible=compatible,
-        key=env[key_env] if key_env else None,
-        key_env=key_env,
+        key=env[chosen] if chosen else None,
+        key_env=chosen,
     )

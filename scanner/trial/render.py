@@ -120,6 +120,7 @@ def _trial_json(report: TrialReport, trial: Trial) -> dict[str, Any]:
             }
             for call in trial.calls
         ],
+        "unchecked_calls": trial.unchecked,
         "chose_right": trial.chose_right,
         "valid": trial.valid,
         "matched": trial.matched,
@@ -137,7 +138,8 @@ def _trial_json(report: TrialReport, trial: Trial) -> dict[str, Any]:
 
 
 def render_json(report: TrialReport) -> str:
-    return json.dumps(report_json(report), indent=2, ensure_ascii=False) + "\n"
+    # Strict JSON: the answers were read with every non-finite number made null (scanner.providers.api).
+    return json.dumps(report_json(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _trial_lines(trial: Trial, esc: Any, bullet: str = "  ") -> list[str]:

@@ -35,6 +35,9 @@ from scanner.trial.price import Price, price
 from scanner.trial.validate import ArgError, SchemaUnusable, check_arguments, check_expected
 
 MAX_REPEAT = 100
+# Calls checked per answer (an answer may hold tens of thousands; each check validates a schema): the budget for
+# checking one answer. The rest are counted (``Trial.unchecked``), not checked, and never make a trial pass.
+MAX_CHECKED_CALLS = 64
 
 
 class ToolsUnavailable(FathomError):
@@ -91,7 +94,9 @@ class Plan:
             f"fathom try will send {what}{times} ({self.requests} request{'s' if self.requests != 1 else ''}) and "
             f"the {len(self.view_names)} tool definitions of {clean(self.source)} (about {self.estimate.tokens} "
             f"tokens a turn) to {self.target.label} at {clean(self.target.shown_endpoint)}, model "
-            f"{clean(self.target.model)}. No tool is called."
+            f"{clean(self.target.model)}, "
+            + (f"with the key in {self.target.key_env}." if self.target.key_env else "with no key.")
+            + " No tool is called."
         )
 
     @property
@@ -130,6 +135,7 @@ class Trial:
     valid: bool  # the (expected, or first) call's arguments fit the tool's schema
     matched: bool | None  # the expected values and schema hold (None: the case gives none)
     passed: bool
+    unchecked: int = 0  # calls beyond MAX_CHECKED_CALLS, not checked
 
     @property
     def choice(self) -> str:
@@ -154,7 +160,8 @@ class Trial:
             return f"called {unknown[0]!r}, which is not in the list"
         if stop is Stop.OTHER:
             return f"stopped for {self.answer.stop_reason}"
-        return "called " + ", ".join(call.name for call in self.calls)
+        more = f" ({self.unchecked} more calls not checked)" if self.unchecked else ""
+        return "called " + ", ".join(call.name for call in self.calls) + more
 
 
 @dataclass(frozen=True)
@@ -357,8 +364,11 @@ def run(plan: Plan) -> TrialReport:
             call = Call(url=target.endpoint, headers=headers, auth_headers=auth, body=body, key_env=target.key_env)
             for repetition in range(request.repeat):
                 exchange, answer = send(target.api, call, request.limits)
-                checked = tuple(check_call(tool_call, schemas, case) for tool_call in answer.calls)
+                kept = answer.calls[:MAX_CHECKED_CALLS]
+                checked = tuple(check_call(tool_call, schemas, case) for tool_call in kept)
                 right, valid, matched, passed = judge(case, answer, checked)
+                unchecked = len(answer.calls) - len(kept)
+                passed = passed and not unchecked
                 trials.append(
                     Trial(
                         case=index,
@@ -371,6 +381,7 @@ def run(plan: Plan) -> TrialReport:
                         valid=valid,
                         matched=matched,
                         passed=passed,
+                        unchecked=unchecked,
                     )
                 )
     except ModelApiError as exc:
@@ -408,6 +419,7 @@ def save_transcript(report: TrialReport, path: Path, error: str | None = None) -
         for trial in report.trials
     ]
     try:
-        path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+        path.write_text(text + "\n", encoding="utf-8")
     except OSError as exc:
         raise InputError(f"--save {path}: cannot write ({exc.strerror})") from None

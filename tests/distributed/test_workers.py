@@ -37,7 +37,7 @@ needs_postgres = pytest.mark.skipif(not URL, reason="set FATHOM_TEST_POSTGRES_UR
 
 DEMO_SERVERS = 160
 HANGING = 3  # first in the list, so the first worker holds them when it is killed
-TIMEOUT = 2.0  # the survivors' and the reference scan's per-server deadline
+TIMEOUT = 10.0  # the survivors' and the reference scan's per-server deadline (a loaded machine is slow)
 STALL = 3.0
 
 
@@ -102,7 +102,7 @@ def _listing(tmp_path: Path, demo: DemoHost, hostile: RunningServer) -> Path:
 
 
 @needs_postgres
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(600)  # generous: a loaded machine (CI beside other jobs) is slow, not wrong
 def test_three_workers_one_killed_finish_the_run_like_one_process(
     postgres: str, tmp_path: Path, hostile_http: RunningServer
 ) -> None:
@@ -125,24 +125,24 @@ def test_three_workers_one_killed_finish_the_run_like_one_process(
         victim = _worker("victim", "--concurrency", "4", "--timeout", "60")
         survivors: list[subprocess.Popen[str]] = []
         try:
-            _wait(lambda: _written(queued.run_id, "victim") >= 5, 30, "the first worker's first scans")
+            _wait(lambda: _written(queued.run_id, "victim") >= 5, 120, "the first worker's first scans")
             survivors = [_worker(f"w{n}", "--concurrency", "8", "--timeout", str(TIMEOUT)) for n in (1, 2)]
-            _wait(lambda: _queue("SELECT count(*) FROM procrastinate_workers")[0][0] == 3, 30, "three workers")
+            _wait(lambda: _queue("SELECT count(*) FROM procrastinate_workers")[0][0] == 3, 120, "three workers")
             doing = _queue("SELECT count(*) FROM procrastinate_jobs WHERE status = 'doing'")[0][0]
             assert doing >= HANGING  # the victim holds at least the hanging servers
             assert _status(queued.run_id) == "running"
             victim.send_signal(signal.SIGKILL)
             victim.wait(10)
-            _wait(lambda: _status(queued.run_id) == "finished", 45, "the run to finish")
+            _wait(lambda: _status(queued.run_id) == "finished", 180, "the run to finish")
             # The closing job still releases the run's lease and says so after the status flips: stopping the
             # workers before it ends would hand that job back unfinished (SIGTERM aborts running jobs at once).
             left = "SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')"
-            _wait(lambda: _queue(left)[0][0] == 0, 30, "the queue to drain")
+            _wait(lambda: _queue(left)[0][0] == 0, 120, "the queue to drain")
         finally:
             for process in [victim, *survivors]:
                 if process.poll() is None:
                     process.send_signal(signal.SIGTERM)
-            outputs = [process.communicate(timeout=20) for process in [victim, *survivors]]
+            outputs = [process.communicate(timeout=60) for process in [victim, *survivors]]
         assert [process.returncode for process in survivors] == [0, 0], outputs
         assert any("run" in out and "finished" in out for out, _err in outputs[1:])
 
@@ -163,7 +163,7 @@ def test_three_workers_one_killed_finish_the_run_like_one_process(
 
 
 @needs_postgres
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(400)
 def test_ctrl_c_hands_a_workers_jobs_back_at_once(postgres: str, tmp_path: Path, hostile_http: RunningServer) -> None:
     from scanner.distributed import enqueue_scan
 
@@ -171,17 +171,18 @@ def test_ctrl_c_hands_a_workers_jobs_back_at_once(postgres: str, tmp_path: Path,
     servers = [{"name": f"slow/h{n}", "url": hostile_http.url("/hang")} for n in range(2)]
     listing.write_text(json.dumps({"servers": servers}), encoding="utf-8")
     queued = enqueue_scan(ScanConfig(source=str(listing), db_url=postgres))
-    worker = _worker("interrupted", "--timeout", "60")
+    worker = _worker("interrupted", "--timeout", "120")
     try:
         _wait(
             lambda: _queue("SELECT count(*) FROM procrastinate_jobs WHERE status = 'doing'")[0][0] == 2,
-            30,
+            120,
             "both jobs taken",
         )
         started = time.monotonic()
         worker.send_signal(signal.SIGINT)
-        worker.wait(15)
-        assert time.monotonic() - started < 10  # not after the servers' 60 s deadline
+        worker.wait(55)
+        # Not after the servers' deadline (--timeout 120 below): generous, since a loaded machine is slow to exit.
+        assert time.monotonic() - started < 55
     finally:
         if worker.poll() is None:
             worker.kill()
@@ -241,23 +242,88 @@ def test_enqueue_needs_postgres_and_says_so(tmp_path: Path) -> None:
     assert not db.exists()  # nothing written, not even a run
 
 
-def test_a_job_carries_names_never_secret_values() -> None:
-    entry = ServerEntry(
-        name="acme/db",
-        transport=Transport.STDIO,
-        command=("npx", "-y", "@acme/db@1.0.0"),
-        env={"ACME_TOKEN": "s3cret-token", "PATH": "/coordinator/bin"},
-        headers={"Authorization": "Bearer s3cret-header"},
-        package={"runner": "npx", "spec": "@acme/db@1.0.0"},
-    )
-    payload = entry_payload(entry)
+def _package_server(*variables: dict[str, Any]) -> dict[str, Any]:
+    package = {
+        "registryType": "npm",
+        "identifier": "@acme/db",
+        "version": "1.0.0",
+        "transport": {"type": "stdio"},
+        "environmentVariables": list(variables),
+    }
+    return {"name": "acme/db", "version": "1.0.0", "packages": [package]}
+
+
+@pytest.fixture
+def bin_dir(tmp_path: Path) -> str:
+    """A PATH folder holding an ``npx`` (never run here: it only has to be found)."""
+    npx = tmp_path / "npx"
+    npx.write_text("#!/bin/sh\nexit 1\n", encoding="utf-8")
+    npx.chmod(0o755)
+    return str(tmp_path)
+
+
+def _resolved(server: dict[str, Any], environ: dict[str, str]) -> ServerEntry:
+    from scanner.registry.interface import Options
+    from scanner.registry.serverjson import resolve_server
+
+    return resolve_server(server, source="test", options=Options(run_packages=True, environ=environ))
+
+
+def test_a_job_carries_names_never_secret_values(bin_dir: str) -> None:
+    coordinator = {"PATH": bin_dir, "FATHOM_SECRET_ACME_DB_ACME_TOKEN": "s3cret-token"}
+    entry = _resolved(_package_server({"name": "ACME_TOKEN", "isSecret": True}), coordinator)
+    assert entry.env["ACME_TOKEN"] == "s3cret-token"
+    payload = entry_payload(dataclasses.replace(entry, headers={"Authorization": "Bearer s3cret-header"}))
     assert "s3cret" not in json.dumps(payload)
-    assert payload["env_names"] == ["ACME_TOKEN", "PATH"] and payload["header_names"] == ["Authorization"]
-    # A worker gives the declared names its own environment's values, and nothing it does not have.
-    on_worker = entry_from_payload(payload, {"PATH": "/worker/bin", "OTHER": "x"})
-    assert on_worker.env == {"PATH": "/worker/bin"}
+    assert payload["env_names"] == ["ACME_TOKEN", "LANG", "PATH"] and payload["header_names"] == ["Authorization"]
+    # A worker gives the declared names a value under the naming rule only, and nothing it does not have.
+    worker = {"PATH": bin_dir, "ACME_TOKEN": "workers-own", "FATHOM_SECRET_ACME_DB_ACME_TOKEN": "w-token"}
+    on_worker = entry_from_payload(payload, worker)
+    assert on_worker.skip is None, on_worker.skip
+    assert dict(on_worker.env) == {"PATH": bin_dir, "LANG": "C.UTF-8", "ACME_TOKEN": "w-token"}
     assert on_worker.headers == {}
-    assert on_worker.command == entry.command and on_worker.package == entry.package
+    assert on_worker.command[-1] == "@acme/db@1.0.0" and on_worker.package == entry.package
+
+
+def test_a_worker_hands_a_package_only_what_the_naming_rule_names(bin_dir: str) -> None:
+    """Issue 17 (2): a registry entry declaring AWS_SECRET_ACCESS_KEY, PGPASSWORD or DATABASE_URL got the worker's
+    own values on a --run-packages worker."""
+    declared = [{"name": name} for name in ("AWS_SECRET_ACCESS_KEY", "PGPASSWORD", "DATABASE_URL")]
+    payload = entry_payload(_resolved(_package_server(*declared), {"PATH": bin_dir}))
+    worker = {
+        "PATH": bin_dir,
+        "AWS_SECRET_ACCESS_KEY": "aws-worker-secret",
+        "PGPASSWORD": "pg-worker-secret",
+        "DATABASE_URL": "postgresql://u:db-worker-secret@h/db",
+        "FATHOM_SECRET_ACME_DB_PGPASSWORD": "meant-for-acme",
+    }
+    on_worker = entry_from_payload(payload, worker)
+    assert on_worker.skip is None, on_worker.skip
+    assert dict(on_worker.env) == {"PATH": bin_dir, "LANG": "C.UTF-8", "PGPASSWORD": "meant-for-acme"}
+    # The same for a queued command (a list's entry): only FATHOM_SECRET_<SERVER>_<VAR>.
+    command = entry_payload(ServerEntry(name="acme/db", transport=Transport.STDIO, command=("srv",), env={"X": "1"}))
+    command["env_names"] = ["AWS_SECRET_ACCESS_KEY", "PGPASSWORD"]
+    assert dict(entry_from_payload(command, worker).env) == {"PGPASSWORD": "meant-for-acme"}
+
+
+def test_a_planted_job_cannot_choose_the_command_of_a_package(bin_dir: str) -> None:
+    """Issue 17 (3): ``package: {"registryType": "npm"}`` with ``command: sh -c ...`` ran the shell on a
+    --run-packages worker: the command is rebuilt from the package description, or the job is skipped."""
+    planted = entry_payload(
+        ServerEntry(name="evil", transport=Transport.STDIO, command=("sh", "-c", "id > /tmp/pwned"))
+    )
+    planted["package"] = {"registryType": "npm", "identifier": "x", "runner": "npx"}
+    entry = entry_from_payload(planted, {"PATH": "/usr/bin"})
+    assert entry.skip is not None and "rebuild" in entry.skip and "sh" not in entry.command
+    # A description that names a real package runs that package, whatever the job's command says.
+    honest = entry_payload(_resolved(_package_server(), {"PATH": bin_dir}))
+    honest["command"] = ["sh", "-c", "id > /tmp/pwned"]
+    rebuilt = entry_from_payload(honest, {"PATH": bin_dir})
+    assert rebuilt.skip is None and rebuilt.command[-3:] == ("npx", "-y", "@acme/db@1.0.0")
+    # ... and under the worker's policy: what the description may not pass, it does not pass.
+    honest["package_source"]["runtimeArguments"] = [{"type": "named", "name": "--node-options", "value": "-r=/x"}]
+    refused = entry_from_payload(honest, {"PATH": bin_dir})
+    assert "sh" not in refused.command and refused.skip is not None and "registry data" in refused.skip
 
 
 def test_a_worker_without_its_database_is_one_line_exit_4() -> None:

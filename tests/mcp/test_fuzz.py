@@ -51,11 +51,11 @@ SECRET = "FuzzSecret+Token/42=="
 PEAK_BYTES = 48 * 1024 * 1024  # per example; the inputs are at most a few hundred KB
 FUZZ = settings(
     max_examples=150,
-    deadline=2000,
+    deadline=30_000,  # generous per example (a loaded machine is slow, not wrong); a hang still fails
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-LIMITS = ClientLimits(timeout=5.0, connect_timeout=1.0, shutdown_grace=0.1, max_pages=5, max_tools=500)
+LIMITS = ClientLimits(timeout=60.0, connect_timeout=1.0, shutdown_grace=0.1, max_pages=5, max_tools=500)
 
 
 def _fixture_tools() -> list[Any]:
@@ -279,7 +279,7 @@ def test_sse_parser_is_linear_in_many_short_lines() -> None:
     for start in range(0, len(stream), 65536):
         parser.feed(stream[start : start + 65536])
     assert parser.feed(b"data: done\n\n")[0].data == "done"
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 20  # quadratic: minutes; generous: a loaded machine is slow
 
 
 # --- the session: discover, initialize, tools/list --------------------------------------------------------

@@ -15,6 +15,7 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -99,29 +100,32 @@ def test_a_lone_surrogate_and_nul_in_resource_metadata_are_replaced(hostile_http
 
 
 def test_a_legacy_sse_ping_flood_is_the_servers_protocol_error_at_once(hostile_http):
-    result, elapsed = timed_scan(http_entry(hostile_http.url("/sse-ping-flood"), Transport.SSE), LIMITS)
+    # A deadline far away (a loaded machine is slow): the flood, not the deadline, ends the scan.
+    limits = replace(LIMITS, timeout=60.0)
+    result, elapsed = timed_scan(http_entry(hostile_http.url("/sse-ping-flood"), Transport.SSE), limits)
     assert result.outcome is Outcome.PROTOCOL_ERROR, result.detail
     assert result.extra["max_server_requests"] == LIMITS.max_server_requests
     assert "flood" in result.detail
-    assert elapsed < LIMITS.timeout
+    assert elapsed < limits.timeout
 
 
 def test_a_stdio_ping_flood_is_the_servers_protocol_error():
-    result, elapsed = timed_scan(stdio_entry(hostile_stdio_command("ping-flood")), LIMITS)
+    limits = replace(LIMITS, timeout=60.0)  # far away: the flood, not the deadline, ends the scan
+    result, elapsed = timed_scan(stdio_entry(hostile_stdio_command("ping-flood")), limits)
     assert result.outcome is Outcome.PROTOCOL_ERROR, result.detail
     assert "flood" in result.detail
-    assert elapsed < LIMITS.timeout + 3 * LIMITS.shutdown_grace + 1
+    assert elapsed < limits.timeout + 3 * limits.shutdown_grace + 1
 
 
 def test_check_on_a_ping_flood_ends_within_its_deadline(hostile_http):
     started = time.monotonic()
     result = runner.invoke(
-        app, ["check", "--url", hostile_http.url("/sse-ping-flood"), "--transport", "sse", "--timeout", "8"]
+        app, ["check", "--url", hostile_http.url("/sse-ping-flood"), "--transport", "sse", "--timeout", "60"]
     )
     elapsed = time.monotonic() - started
     assert result.exit_code == 3, result.output
     assert "protocol_error" in result.stderr
-    assert elapsed < 8
+    assert elapsed < 60
 
 
 # --- item 4: content-coding bombs -------------------------------------------------------------------------
@@ -151,7 +155,7 @@ def test_a_stacked_gzip_bomb_is_capped_after_decoding(hostile_http, path, transp
     (result, elapsed), peak = peak_traced(lambda: timed_scan(http_entry(hostile_http.url(path), transport), LIMITS))
     assert result.outcome is outcome, result.detail
     assert peak < 16 * 1024 * 1024, peak  # before: the whole 4 GiB inflated in one step
-    assert elapsed < 3
+    assert elapsed < 30  # generous: a loaded machine is slow, not wrong (the peak is the point)
     if path == "/gzip-bomb":
         assert result.extra["limit_bytes"] == LIMITS.max_answer_bytes
     if path == "/auth-gzip-bomb":
@@ -323,9 +327,25 @@ def test_a_child_that_leaves_the_process_group_does_not_survive_the_scan(tmp_pat
     result, elapsed = timed_scan(stdio_entry(hostile_stdio_command(mode, "--pid-file", str(pid_file))), LIMITS)
     assert result.outcome is (Outcome.OK if mode == "setsid" else Outcome.TIMEOUT), result.detail
     escaped = [int(pid) for pid in pid_file.read_text(encoding="utf-8").split()]
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 30
     while any(alive(pid) for pid in escaped) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(alive(pid) for pid in escaped)
     assert result.extra["escaped_processes_killed"] >= 1
-    assert elapsed < LIMITS.timeout + 3 * LIMITS.shutdown_grace + 1.5
+    assert elapsed < LIMITS.timeout + 3 * LIMITS.shutdown_grace + 30  # generous: a loaded machine
+
+
+def test_doctor_never_prints_a_credential_the_server_echoes_in_its_auth_signals(hostile_http, monkeypatch):
+    """Issue 17 (6): a credential a server echoes in its 401 challenge or its auth metadata was printed by
+    ``doctor`` (the auth-signal path bypassed the scrubber). The variable's name does not say secret, so only the
+    doctor's own scrubber (the lanes' credential headers) can know the value."""
+    monkeypatch.setenv("DOCTOR_INPUT_X", SECRET)
+    for fmt in ("json", "text"):
+        args = ["doctor", "--url", hostile_http.url("/remember-auth"), "--bearer-env", "DOCTOR_INPUT_X"]
+        result = runner.invoke(app, [*args, "--format", fmt, "--timeout", "10", "--connect-timeout", "5"])
+        printed = result.stdout + result.stderr
+        assert "Traceback" not in printed, printed
+        for shape in echo_shapes(SECRET):
+            assert shape not in printed, (shape, printed)
+        if fmt == "json":
+            assert "[secret]" in printed  # the echo was there, and was scrubbed

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,25 @@ def unwrap(command: tuple[str, ...]) -> list[str]:
     """The stored command: the runner's own, with no memory wrapper (the sandbox adds it when it starts)."""
     assert os.path.basename(command[0]) in ("npx", "bunx", "pnpx", "uvx", "docker", "podman"), command[:3]
     return list(command)
+
+
+# semver.org's own regular expression for a version (npm versions are semver).
+SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)"
+    r"(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+)
+
+
+def exact_version(kind: str, version: str) -> bool:
+    if kind == "npm":
+        return bool(SEMVER.match(version))
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(version)
+    except InvalidVersion:
+        return False
+    return True
 
 
 def expected_spec(kind: str, package: dict[str, Any]) -> tuple[str, bool]:
@@ -103,7 +123,11 @@ def test_every_package_of_the_real_dump_runs_exactly_what_it_declares(rows, opti
             position = package_position(kind, words)
             assert words[position] == spec, (server["name"], words)
             assert entry.package is not None
-            assert entry.package["spec"] == spec and entry.package["pinned"] is pinned
+            # Pinned means one exact release (issue 17: ranges and tags are not): judged by independent parsers.
+            exact = kind == "oci" or exact_version(kind, package.get("version") or "")
+            assert entry.package["spec"] == spec and entry.package["pinned"] is (pinned and exact), package
+            if pinned and not exact:
+                assert any("is a range or a tag" in note for note in entry.package.get("notes", [])), package
             if not pinned:
                 assert any("no version pinned" in note for note in entry.package.get("notes", [])) or kind == "oci"
             # Nothing before the package but the runner's own options: no second package, no bare words.

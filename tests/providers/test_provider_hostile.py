@@ -113,7 +113,7 @@ def test_hostile_list_does_not_crash(provider: str) -> None:
     assert len(result.per_tool) == len(HOSTILE)
     assert result.per_tool[:5] == (0, 0, 0, 0, 0)  # not objects: cannot be sent
     assert all(isinstance(cost, int) and cost > 0 for cost in result.per_tool[5:])
-    assert time.process_time() - start < 5
+    assert time.process_time() - start < 20  # generous: a loaded machine is slow, not wrong
 
 
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)

@@ -166,4 +166,5 @@ def test_hundred_tools_views_and_counts_are_fast() -> None:
         results[provider] = measure(provider, tools).total
     elapsed = time.process_time() - start
     assert all(count.tokens > 1000 for count in results.values())
-    assert elapsed < 0.2, f"{elapsed:.3f}s CPU for 100 tools x 3 providers"
+    # Generous (CPU time still grows on a machine whose cores are shared); bench/bench_check.py measures speed.
+    assert elapsed < 5.0, f"{elapsed:.3f}s CPU for 100 tools x 3 providers"

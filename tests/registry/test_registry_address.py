@@ -19,7 +19,6 @@ def reason(url: str, allow_private: bool = False) -> str | None:
     [
         ("http://127.0.0.1:8080/mcp", "loopback"),
         ("http://localhost/mcp", "loopback"),
-        ("http://api.localhost/mcp", "loopback"),
         ("http://[::1]/mcp", "loopback"),
         ("http://10.1.2.3/mcp", "private"),
         ("http://172.16.0.1/mcp", "private"),
@@ -39,6 +38,20 @@ def test_non_public_addresses_refused_unless_allowed(url, label):
     assert f"is a {label} address" in refused
     assert "--allow-private" in refused
     assert reason(url, allow_private=True) is None
+
+
+def test_a_localhost_name_is_resolved_not_assumed(monkeypatch):
+    """Issue 17 (low): ``*.localhost`` was taken for 127.0.0.1 without resolving, so with --allow-private a scan
+    reached the metadata address a resolver gave for it."""
+    import ipaddress
+
+    async def metadata(host, port, timeout_s):
+        return [ipaddress.ip_address("169.254.169.254")]
+
+    monkeypatch.setattr(address, "_resolve", metadata)
+    for url in ("http://evil.localhost/mcp", "http://localhost/mcp"):
+        refused = reason(url, allow_private=True)
+        assert refused is not None and "cloud metadata" in refused, url
 
 
 @pytest.mark.parametrize(

@@ -112,3 +112,49 @@ def test_page_byte_cap(fake_registry):
 def test_bad_updated_since():
     with pytest.raises(InputError, match="RFC 3339"):
         load_entries("http://127.0.0.1:9/", updated_since="yesterday", environ={})
+
+
+def test_a_redirect_to_another_origin_is_not_followed() -> None:
+    """Issue 17 (low): the registry API client followed redirects to any address."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from scanner.errors import InputError
+    from scanner.registry.interface import Options
+    from scanner.registry.official import fetch_rows
+
+    hits: list[str] = []
+
+    class Target(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+    target = ThreadingHTTPServer(("127.0.0.2", 0), Target)
+    elsewhere = f"http://127.0.0.2:{target.server_address[1]}/latest/meta-data"
+
+    class Redirect(Target):
+        def do_GET(self) -> None:
+            self.send_response(307)
+            self.send_header("location", elsewhere)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+    registry = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    for server in (target, registry):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(InputError, match="another origin, not followed"):
+            fetch_rows(f"http://127.0.0.1:{registry.server_address[1]}", Options(timeout_s=30))
+        assert hits == []
+    finally:
+        for server in (target, registry):
+            server.shutdown()
+            server.server_close()

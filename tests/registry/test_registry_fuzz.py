@@ -37,7 +37,7 @@ ENVIRON = {"PATH": "/usr/bin", "HOME": "/home/x", "TOKEN": "t\ud800k"}  # a host
 SETTINGS = settings(
     max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-MAX_SECONDS = 2.0
+MAX_SECONDS = 30.0  # generous: a loaded machine is slow, not wrong
 MAX_PEAK_BYTES = 64 * 1024 * 1024
 
 HOSTILE_TOKENS = [
@@ -175,6 +175,7 @@ def test_mutated_fixture_bytes(scratch: Path, source: Path, cuts: list, flips: l
     check_reader(scratch, kind)
 
 
+@pytest.mark.timeout(600)
 @SETTINGS
 @given(data=st.data(), kind=st.sampled_from([None, *FILE_KINDS]))
 def test_mutated_fixture_structure(scratch: Path, data: st.DataObject, kind: str | None) -> None:

@@ -233,7 +233,8 @@ def test_comment_stripping_is_linear(tmp_path: Path, size: int) -> None:
         started = time.perf_counter()
         with pytest.raises(InputError):
             load_entries(str(path))
-        assert time.perf_counter() - started < 1.0, text[:10]
+        # Generous (a loaded machine): quadratic work on 600 000 characters would take hours, not seconds.
+        assert time.perf_counter() - started < 30.0, text[:10]
 
 
 def test_comment_stripping_keeps_strings_and_drops_trailing_commas() -> None:
@@ -333,7 +334,7 @@ def test_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
 
     worker = threading.Thread(target=load, daemon=True)
     worker.start()
-    worker.join(timeout=5)
+    worker.join(timeout=60)  # generous: a loaded machine is slow, not wrong
     if worker.is_alive():  # unblock the reader before failing
         with open(fifo, "wb"):
             pass
@@ -396,13 +397,13 @@ def test_a_header_value_the_http_client_cannot_send_is_left_out(tmp_path: Path, 
 
 def test_a_non_utf8_environment_value_never_reaches_what_is_stored(tmp_path: Path) -> None:
     """A URL variable from the environment (``os.environ`` holds undecodable bytes as lone surrogates)."""
-    from scanner.registry import secret_env_name
+    from scanner.registry.secrets import var_env_name
 
     remote = {"type": "streamable-http", "url": "https://{tenant}.example.com/mcp", "variables": {"tenant": {}}}
     server = {"name": "com.example/tenant", "version": "1.0.0", "remotes": [remote]}
     path = tmp_path / "server.json"
     path.write_text(json.dumps(server), encoding="utf-8")
-    environ = {secret_env_name("com.example/tenant", "tenant"): "t\udcffx", "PATH": "/usr/bin"}
+    environ = {var_env_name("com.example/tenant", "tenant"): "t\udcffx", "PATH": "/usr/bin"}
     (entry,) = load_entries(str(path), environ=environ)
     assert entry.url == "https://t\ufffdx.example.com/mcp"
     _assert_writable(entry.url)

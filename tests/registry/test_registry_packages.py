@@ -243,3 +243,103 @@ def test_argument_values_from_the_naming_rule_and_publisher_mistakes(write_json)
     entry = load_one(write_json, server(repeated), run_packages=True)
     assert unwrap(entry.command) == ("npx", "-y", "@example/mcp@1.2.3")
     assert len(entry.package["notes"]) == 1  # the optional valueless -y was never a word; the package was
+
+
+# --- issue 17 (12): runner inputs that cannot carry code ----------------------------------------------------------
+
+
+def test_variables_that_load_code_never_reach_the_runner(write_json):
+    """A declared ``NODE_OPTIONS=--import=data:...`` ran inline JavaScript inside npx; LD_PRELOAD and PYTHONPATH
+    passed too, and the stored command showed none of it."""
+    declared = [
+        {"name": "NODE_OPTIONS", "default": "--import=data:text/javascript,console.log(1)"},
+        {"name": "LD_PRELOAD", "default": "/tmp/evil.so"},
+        {"name": "PYTHONPATH", "default": "/tmp/evil"},
+        {"name": "node_path", "default": "/tmp/evil"},
+        {"name": "BASH_ENV", "default": "/tmp/evil.sh"},
+        {"name": "GIT_SSH_COMMAND", "default": "sh -c id"},
+        {"name": "LOG_LEVEL", "default": "debug"},
+        {"name": "PYTHONUNBUFFERED", "default": "1"},
+    ]
+    entry = load_one(write_json, server(npm(environmentVariables=declared)), run_packages=True)
+    assert entry.skip is None or entry.skip.startswith("runner missing"), entry.skip
+    assert set(entry.env) == {"PATH", "LANG", "LOG_LEVEL", "PYTHONUNBUFFERED"}
+    notes = entry.package["notes"]
+    for name in ("NODE_OPTIONS", "LD_PRELOAD", "PYTHONPATH", "node_path", "BASH_ENV", "GIT_SSH_COMMAND"):
+        assert f"registry data: variable {name} left out (it changes how the runtime loads code)" in notes
+
+
+@pytest.mark.parametrize("words", [["--python", "/tmp/evil"], ["--python=./evil"], ["--python", "~/x"]])
+def test_uvx_python_never_takes_a_path(write_json, words):
+    """The allowed uvx option ``--python /path`` made uv execute that file."""
+    runtime = [{"type": "positional", "value": word} for word in words]
+    package = {
+        "registryType": "pypi",
+        "identifier": "example-mcp",
+        "version": "1.0.0",
+        "transport": {"type": "stdio"},
+        "runtimeArguments": runtime,
+    }
+    entry = load_one(write_json, server(package), run_packages=True)
+    assert entry.skip is not None and "is not a Python version request" in entry.skip
+    assert "/tmp/evil" not in " ".join(entry.command)
+
+
+@pytest.mark.parametrize("request_text", ["3.12", ">=3.11", "cpython3.12", "pypy@3.10", "3.13t"])
+def test_uvx_python_version_requests_still_pass(write_json, request_text):
+    package = {
+        "registryType": "pypi",
+        "identifier": "example-mcp",
+        "version": "1.0.0",
+        "transport": {"type": "stdio"},
+        "runtimeArguments": [{"type": "named", "name": "--python", "value": request_text}],
+    }
+    entry = load_one(write_json, server(package), run_packages=True)
+    assert entry.skip is None or entry.skip.startswith("runner missing"), entry.skip
+    assert request_text in entry.command
+
+
+@pytest.mark.parametrize(
+    ("kind", "version", "pinned"),
+    [
+        ("npm", "1.2.3", True),
+        ("npm", "1.2.3-beta.1", True),
+        ("npm", "1.x", False),
+        ("npm", "next", False),
+        ("pypi", "1.0.0", True),
+        ("pypi", "2.0rc1", True),
+        ("pypi", "next", False),
+    ],
+)
+def test_ranges_and_tags_are_unpinned_and_flagged(write_json, kind, version, pinned):
+    identifier = "@example/mcp" if kind == "npm" else "example-mcp"
+    package = {"registryType": kind, "identifier": identifier, "version": version, "transport": {"type": "stdio"}}
+    entry = load_one(write_json, server(package), run_packages=True)
+    assert entry.package["pinned"] is pinned
+    flagged = any("is a range or a tag, not a pinned version" in note for note in entry.package.get("notes", []))
+    assert flagged is not pinned
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "127.0.0.1:5000/x",
+        "169.254.169.254/latest",
+        "2130706433:80/x",
+        "10.0.0.7/x",
+        "localhost/x",
+        "reg:5000/x",
+        "registry.internal/x",
+    ],
+)
+def test_oci_images_from_local_or_private_hosts_are_not_pulled(write_json, image):
+    package = {"registryType": "oci", "identifier": f"{image}:1.0.0", "transport": {"type": "stdio"}}
+    entry = load_one(write_json, server(package), run_packages=True)
+    assert entry.skip is not None and "names a registry host that is" in entry.skip, entry.skip
+
+
+@pytest.mark.parametrize("image", ["ghcr.io/example/mcp", "example/mcp", "docker.io/example/mcp"])
+def test_oci_images_from_public_registries_still_run(write_json, image):
+    package = {"registryType": "oci", "identifier": f"{image}:1.0.0", "transport": {"type": "stdio"}}
+    entry = load_one(write_json, server(package), run_packages=True)
+    assert entry.skip is None or entry.skip.startswith("runner missing"), entry.skip

@@ -50,8 +50,10 @@ def test_url_variable_without_default_falls_back_to_next_remote():
 
 
 def test_url_variable_from_environment_and_secret_header():
+    from scanner.registry.secrets import var_env_name
+
     env = {
-        secret_env_name("com.example/tenant", "tenant"): "acme",
+        var_env_name("com.example/tenant", "tenant"): "acme",
         secret_env_name("com.example/tenant", "X-Api-Key"): "key-42",
     }
     entry = load_entries(str(FIXTURES / "server_variables.json"), environ=env)[0]
@@ -59,6 +61,25 @@ def test_url_variable_from_environment_and_secret_header():
     # the streamable remote declares no headers; the key belongs to the sse remote only
     assert entry.headers == {}
     assert entry.anonymous is False
+
+
+def test_a_secret_value_never_goes_into_a_url(write_json):
+    """Issue 17 (5): a FATHOM_SECRET_* value filled into a URL variable not marked secret was printed by --dry-run
+    and stored in cleartext in the queued job."""
+    from scanner.distributed.queue import entry_payload
+    from scanner.registry.dryrun import entry_to_json
+    from scanner.registry.secrets import var_env_name
+
+    env = {secret_env_name("com.example/tenant", "tenant"): "tenant-secret-77"}
+    (entry,) = load_entries(str(FIXTURES / "server_variables.json"), environ=env)
+    assert entry.url == "https://eu.example.com/sse"  # the remote that needs it is passed over, said below
+    doc = server(
+        remotes=[{"type": "streamable-http", "url": "https://{tenant}.x.example/mcp", "variables": {"tenant": {}}}]
+    )
+    alone = load_one(write_json, doc, environ={secret_env_name(doc["name"], "tenant"): "tenant-secret-77"})
+    assert alone.skip is not None and var_env_name(doc["name"], "tenant") in alone.skip
+    for shown in (entry_to_json(entry), entry_payload(entry), entry_to_json(alone), entry_payload(alone)):
+        assert "tenant-secret-77" not in json.dumps(shown)
 
 
 def test_only_required_variable_without_default_skips(write_json):
@@ -147,6 +168,8 @@ def test_header_placeholder_uses_the_remote_variable_value(write_json):
             }
         ]
     )
-    entry = load_one(write_json, doc, {secret_env_name("com.example/s", "region"): "us"})
+    from scanner.registry.secrets import var_env_name
+
+    entry = load_one(write_json, doc, {var_env_name("com.example/s", "region"): "us"})
     assert entry.url == "https://us.s.example/mcp"
     assert entry.headers == {"X-Region": "us"}

@@ -129,13 +129,14 @@ class Scripted:
 
 
 def test_429_is_retried_after_the_retry_after_it_names() -> None:
-    # Backoff alone would wait 5 s and more; Retry-After says 0.1 s, and the crawl must listen to it.
+    # Backoff alone would wait 60 s and more; Retry-After says 0.1 s, and the crawl must listen to it. (Bounds
+    # generous: a loaded machine is slow, not wrong.)
     fake = Scripted({"busy": [status(429, retry_after=0.1), status(429, retry_after=0.1), ok()]})
     started = time.monotonic()
-    outcomes = run([http("busy")], settings(retries=2, backoff=5.0, max_backoff=30.0), fake)
-    assert time.monotonic() - started < 2.0
+    outcomes = run([http("busy")], settings(retries=2, backoff=60.0, max_backoff=120.0), fake)
+    assert time.monotonic() - started < 40
     assert len(fake.attempts["busy"]) == 3
-    assert all(0.1 <= gap < 1.0 for gap in fake.gaps("busy")), fake.gaps("busy")
+    assert all(0.1 <= gap < 20 for gap in fake.gaps("busy")), fake.gaps("busy")
     final = outcomes["busy"]
     assert final.outcome is Outcome.OK and final.extra["attempts"] == 3 and final.extra["elapsed_s"] >= 0.2
 
@@ -144,8 +145,8 @@ def test_retry_after_is_capped_by_max_backoff() -> None:
     fake = Scripted({"slowpoke": [status(503, retry_after=3600), ok()]})
     started = time.monotonic()
     run([http("slowpoke")], settings(retries=1, max_backoff=0.05), fake)
-    assert time.monotonic() - started < 2.0
-    assert 0.05 <= fake.gaps("slowpoke")[0] < 1.0
+    assert time.monotonic() - started < 60  # not the 3600 s asked; generous: a loaded machine is slow
+    assert 0.05 <= fake.gaps("slowpoke")[0] < 30
 
 
 def test_503_backs_off_exponentially_then_gives_up() -> None:
@@ -155,7 +156,7 @@ def test_503_backs_off_exponentially_then_gives_up() -> None:
     assert len(fake.attempts["down"]) == 4  # the first try and three retries, no more
     # backoff * 2**attempt, with up to 50 % jitter on top.
     for attempt, gap in enumerate(gaps):
-        assert 0.04 * 2**attempt <= gap < 0.04 * 2**attempt * 1.5 + 0.2, gaps
+        assert 0.04 * 2**attempt <= gap < 0.04 * 2**attempt * 1.5 + 3.0, gaps  # slack: a loaded machine
     final = outcomes["down"]
     assert final.outcome is Outcome.HTTP_ERROR and final.extra["status"] == 503 and final.extra["attempts"] == 4
 
@@ -253,7 +254,7 @@ def test_cancelling_the_crawl_lets_the_writer_finish_its_server() -> None:
     started = time.monotonic()
     anyio.run(main)
     assert events == ["start first", "end first"]
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 60  # generous: a loaded machine is slow, not wrong
 
 
 def test_interleave_by_host_round_robins_in_input_order() -> None:

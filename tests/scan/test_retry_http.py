@@ -82,7 +82,7 @@ def test_a_busy_server_is_tried_retries_plus_one_times_with_backoff(busy: BusySe
     expected = Outcome.RATE_LIMITED if status == 429 else Outcome.HTTP_ERROR
     assert outcome.outcome is expected and outcome.extra["status"] == status
     assert outcome.extra["attempts"] == 3
-    assert 0.1 + 0.2 <= elapsed < 5, elapsed  # two backoffs (0.1 s, 0.2 s, plus jitter), not a hot loop
+    assert 0.1 + 0.2 <= elapsed < 60, elapsed  # two backoffs (0.1 s, 0.2 s, plus jitter), not a hot loop
     per_attempt = busy.requests / 3
     assert per_attempt == int(per_attempt) and 1 <= per_attempt <= 3  # each attempt gave up at the status
 
@@ -119,18 +119,19 @@ def test_retry_after_past_the_deadline_is_not_waited_for(busy: BusyServer) -> No
     assert outcome.outcome is Outcome.HTTP_ERROR and outcome.extra["status"] == 503
     assert outcome.extra["attempts"] == 1
     assert "deadline" in outcome.extra["retry_stopped"]
-    assert 2.0 <= elapsed < 10, elapsed
+    assert 2.0 <= elapsed < 60, elapsed  # not the 3600 s asked; generous: a loaded machine is slow
 
 
 def test_every_attempt_and_wait_fits_in_one_deadline(busy: BusyServer) -> None:
-    # No Retry-After: short backoffs, many retries allowed, each answer slow; the deadline ends it all.
+    # No Retry-After: short backoffs, many retries allowed (300 x 1.2 s without the deadline), each answer slow;
+    # the deadline ends it all. The slack is generous: a loaded machine is slow, not wrong.
     busy.status, busy.delay = 503, 0.8
     settings = CrawlSettings(
-        retries=20, backoff=0.2, max_backoff=0.4, allow_private=True, limits=ClientLimits(timeout=3)
+        retries=300, backoff=0.2, max_backoff=0.4, allow_private=True, limits=ClientLimits(timeout=3)
     )
     started = time.monotonic()
     outcome = crawl_one(entry_for(busy), settings)
     elapsed = time.monotonic() - started
-    assert elapsed < 3 + 1.0, elapsed
+    assert elapsed < 3 + 30.0, elapsed
     assert outcome.extra["attempts"] >= 2
     assert outcome.outcome in (Outcome.HTTP_ERROR, Outcome.TIMEOUT), outcome.detail

@@ -69,6 +69,8 @@ BEHAVIOURS = {
     "x402-header": "answers 402 with an empty body and an x402 v2 PAYMENT-REQUIRED header",
     "json-api": "answers 200 application/json that is not JSON-RPC (a REST API's status)",
     "html-page": "answers every method (GET too) 200 text/html with control characters in it",
+    "remember-auth": "with an Authorization header a correct legacy server (the header is remembered); without "
+    "one 401 whose challenge, body and metadata echo the last header it saw",
 }
 X402_BODY = {
     "x402Version": 1,
@@ -87,6 +89,7 @@ X402_BODY = {
         {"scheme": "exact", "network": "base-sepolia", "maxAmountRequired": "10000"},
     ],
 }
+REMEMBERED: list[str] = [""]
 
 BOMB = (Path(__file__).resolve().parent.parent / "fixtures" / "bombs" / "gzip-gzip-4gib.bin").read_bytes()
 
@@ -193,6 +196,18 @@ async def mcp_endpoint(request: Request) -> Response:
     if behaviour == "slow-503":
         await asyncio.sleep(1)
         return Response("busy", status_code=503, headers={"Retry-After": "3600"})
+    if behaviour == "remember-auth":
+        if request.headers.get("authorization"):
+            REMEMBERED[0] = request.headers["authorization"]
+            behaviour = "ok"
+        elif request.method == "POST":
+            base = f"{request.url.scheme}://{request.url.netloc}"
+            echo = echoes(REMEMBERED[0])
+            challenge = (
+                f'Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/remember-auth", '
+                f'error="invalid_token", error_description="last good token: {echo}"'
+            )
+            return JSONResponse({"error_description": echo}, status_code=401, headers={"WWW-Authenticate": challenge})
     if behaviour.startswith("echo-auth") and behaviour != "echo-auth-rpc":
         echo = echoes(request.headers.get("authorization", ""))
         if behaviour == "echo-auth":
@@ -402,6 +417,9 @@ async def metadata(request: Request) -> Response:
         return Response(body, media_type="application/json")
     if which == "auth-gzip-bomb":
         return Response(BOMB, headers={"Content-Encoding": "gzip, gzip", "Content-Type": "application/json"})
+    if which == "remember-auth":
+        doc = {"resource": f"{base}/remember-auth", "scopes_supported": [REMEMBERED[0]], "note": echoes(REMEMBERED[0])}
+        return JSONResponse(doc)
     return JSONResponse(
         {
             "resource": f"{base}/auth",

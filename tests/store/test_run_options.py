@@ -4,6 +4,7 @@ exclusions (where the run came from, the database URL, how the process started).
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +105,54 @@ def test_resume_rebuilds_the_config_a_run_stored() -> None:
     rebuilt, notes = config_from_options("servers.json", "sqlite:///x.db", older, given)
     assert rebuilt.crawl.packages.disk_limit_mb == 512 and rebuilt.crawl.concurrency == 3
     assert notes[0] == "the run stored no 'disk_limit_mb'; this command's value is used"
+
+
+def test_a_resume_never_exceeds_the_opt_ins_of_its_command_line() -> None:
+    from pathlib import Path
+
+    from scanner.scan import within_opt_ins
+
+    planted = ScanConfig(
+        source="x.json",
+        run_packages=True,
+        run_commands=True,
+        memory_limit_mb=65536,
+        crawl=CrawlSettings(
+            allow_private=True,
+            packages=PackageSettings(cache_dir=Path("/etc"), disk_limit_mb=1 << 20, pass_env=("AWS_SECRET", "PROXY")),
+        ),
+    )
+    given = ScanConfig(source=None, resume=True, crawl=CrawlSettings(packages=PackageSettings(pass_env=("PROXY",))))
+    capped, notes = within_opt_ins(planted, given)
+    assert (capped.run_packages, capped.run_commands, capped.crawl.allow_private) == (False, False, False)
+    assert capped.crawl.packages.pass_env == ("PROXY",) and capped.crawl.packages.cache_dir is None
+    assert capped.memory_limit_mb == 1024 and capped.crawl.packages.disk_limit_mb == 4096
+    assert len(notes) == 7 and any("--run-commands" in note for note in notes)
+    # What both allow stays: a resume with the same flags is the run as it was.
+    same, notes = within_opt_ins(planted, planted)
+    assert same == planted and notes == []
+
+
+def test_a_planted_run_row_cannot_run_a_command_on_resume(tmp_path: Path) -> None:
+    """Issue 17 (4): ``fathom scan --resume --db DB`` ran the commands and opt-ins a run row planted in the
+    database chose."""
+    import json
+    import sys
+
+    from scanner.scan import run_scan
+    from scanner.store import open_store
+
+    marker = tmp_path / "pwned"
+    listing = tmp_path / "servers.json"
+    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w').write('ran')"]
+    listing.write_text(json.dumps({"servers": [{"name": "planted", "command": command}]}), encoding="utf-8")
+    db_url = f"sqlite:///{tmp_path / 'f.db'}"
+    planted = ScanConfig(source=str(listing), db_url=db_url, run_commands=True)
+    with open_store(db_url) as store:
+        run_id = store.start_run(str(listing), "1", planted.options())
+        store.finish_run(run_id, "interrupted")
+    warnings: list[str] = []
+    summary = run_scan(ScanConfig(source=None, db_url=db_url, resume=True), on_warning=warnings.append)
+    assert summary.counts == {"skipped": 1}
+    assert not marker.exists()
+    assert any("the run had --run-commands; this command line does not" in line for line in warnings)

@@ -378,7 +378,7 @@ def test_remote_without_a_terminal_and_without_yes_sends_nothing(tools_file: Pat
 
 
 def test_yes_sends_to_a_remote_base_url(stub: Stub, tools_file: Path, monkeypatch: Any) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    # No key: a key never goes over plain http to another host (tests/trial/test_hostile_provider.py).
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://provider.test")
     monkeypatch.setenv("HTTP_PROXY", stub.url)  # the "remote" host is reached through the loopback stub
     stub.reply(200, anthropic_call("search_catalog", {"query": "tent"}))

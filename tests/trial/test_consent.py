@@ -23,7 +23,8 @@ from tests.trial.test_wire import KEY, TOOLS
 
 def run_in_terminal(stub: Stub, tools: Path, answer: str) -> subprocess.CompletedProcess[str]:
     env = {name: value for name, value in os.environ.items() if name not in PROVIDER_VARIABLES}
-    env.update({"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": "http://provider.test", "HTTP_PROXY": stub.url})
+    # No key: a key never goes over plain http to another host (the "remote" here is http://provider.test).
+    env.update({"ANTHROPIC_BASE_URL": "http://provider.test", "HTTP_PROXY": stub.url})
     command = [sys.executable, "-m", "scanner", "try", "--model", "anthropic:claude-sonnet-4-5", "-f", str(tools)]
     master, slave = os.openpty()
     try:
@@ -53,7 +54,7 @@ def test_yes_in_the_terminal_sends(stub: Stub, tools: Path) -> None:
     stub.reply(200, shapes.anthropic_message([shapes.anthropic_tool_use("search_catalog", {"query": "tent"})]))
     done = run_in_terminal(stub, tools, "y\n")
     assert done.returncode == 0, done.stderr
-    assert "to Anthropic at http://provider.test/v1/messages, model claude-sonnet-4-5" in done.stderr
+    assert "to Anthropic at http://provider.test/v1/messages, model claude-sonnet-4-5, with no key" in done.stderr
     assert "Send? [y/N]" in done.stderr
     assert [request.target for request in stub.requests] == ["http://provider.test/v1/messages"]
     assert "[ok] search_catalog" in done.stdout

@@ -103,4 +103,4 @@ def test_a_huge_enum_of_objects_is_checked_quickly() -> None:
     started = time.monotonic()
     assert check_arguments(schema, {"a": {"k": 1}}) == ()
     assert check_arguments(schema, {"a": {"k": -1}})[0].pointer == "/a"
-    assert time.monotonic() - started < 5  # the meta-schema's quadratic uniqueness check would take about a minute
+    assert time.monotonic() - started < 30  # the meta-schema's quadratic uniqueness check would take about a minute
