@@ -24,6 +24,7 @@ from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages.diagnose import classify
 from scanner.packages.environment import package_env
+from scanner.packages.localport import is_local_port, scan_local_port
 from scanner.packages.settings import PackageSettings
 
 _MIN_INTERVAL = 1.0
@@ -89,7 +90,10 @@ async def run_package(
         cache_before = await anyio.to_thread.run_sync(_CACHE_METER.size, cache)
 
         async def scan(scope: anyio.CancelScope) -> None:
-            result.append(await scan_server(entry, limits, profile, env=env))
+            if is_local_port(entry):  # a server on a local port: started, waited for, scanned over HTTP
+                result.append(await scan_local_port(entry, limits, profile, env))
+            else:
+                result.append(await scan_server(entry, limits, profile, env=env))
             scope.cancel()
 
         async def over_budget() -> bool:
