@@ -213,3 +213,36 @@ def processes_with(value: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def test_the_real_dumps_local_port_packages_connect_only_to_loopback(tmp_path):
+    """Every local-port npm/PyPI/OCI row of the 2025-12-18 dump: run with the port input set and a 127.0.0.1 URL,
+    or skipped with a reason; measured: 71 of 151 rows run (70 through ``MCP_HTTP_PORT``), none of them OCI."""
+    import gzip
+
+    from tests.packages.test_resolver_dump import DUMP
+
+    for runner in ("npx", "uvx", "docker"):
+        stub = tmp_path / runner
+        stub.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+        stub.chmod(0o755)
+    options = Options(run_packages=True, environ={"PATH": str(tmp_path)})
+    with gzip.open(DUMP, "rt", encoding="utf-8") as handle:
+        rows = [row["server"] for row in json.load(handle)["servers"]]
+    ran = skipped = 0
+    for server in rows:
+        for package in server.get("packages") or []:
+            transport = package.get("transport")
+            if not isinstance(transport, dict) or transport.get("type") not in ("streamable-http", "sse"):
+                continue
+            if package.get("registryType") not in ("npm", "pypi", "oci"):
+                continue
+            entry = resolve_packages(server["name"], server.get("version"), [package], source="d", options=options)
+            if entry.skip is not None:
+                skipped += 1
+                continue
+            ran += 1
+            assert entry.package["local_port"]["url"].startswith("http://127.0.0.1:{port}/")
+            assert PORT_SENTINEL in " ".join(entry.command) or PORT_SENTINEL in entry.env.values()
+            assert entry.package["registryType"] != "oci"
+    assert (ran, skipped) == (71, 80)
