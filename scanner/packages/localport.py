@@ -106,6 +106,10 @@ async def scan_local_port(
     text = str(port)
     command = [word.replace(PORT_SENTINEL, text) for word in entry.command]
     child_env = {name: value.replace(PORT_SENTINEL, text) for name, value in stdio_env(entry, env).items()}
+    via = str(facts.get("port_via") or "")
+    if via.startswith("environment "):
+        # Set by name too: a distributed worker rebuilds ``entry.env`` from its own environment, without it.
+        child_env[via.removeprefix("environment ")] = text
     mark = secrets.token_hex(12)
     child_env[MARK_ENV] = mark
     transport = Transport(str(facts.get("transport") or Transport.STREAMABLE_HTTP.value))

@@ -149,6 +149,27 @@ def test_a_local_port_package_is_started_scanned_over_its_transport_and_stopped(
 
 
 @needs_npx
+def test_sse_on_a_literal_port_set_through_a_variable_also_from_a_distributed_job(registry, tmp_path):  # noqa: F811
+    """The URL says port 3010 and ``FATHOM_TEST_PORT`` defaults to it: the variable gets the free port, also when
+    a worker rebuilds the entry from a queued job (variables by name, from the worker's own environment)."""
+    from scanner.distributed.queue import entry_from_payload, entry_payload
+
+    env = environ(registry)
+    package = local_package(
+        transport="sse",
+        packageArguments=[{"type": "positional", "value": "http"}],
+        environmentVariables=[{"name": "FATHOM_TEST_PORT", "default": "3010"}],
+    )
+    package["transport"]["url"] = "http://localhost:3010/sse"
+    entry = entry_from_payload(entry_payload(resolve(package, env)), env)
+    assert "FATHOM_TEST_PORT" not in entry.env
+    outcome = scan(entry, env, tmp_path)
+    assert outcome.ok, (outcome.outcome, outcome.detail, outcome.extra.get("stderr_tail"))
+    assert [tool["name"] for tool in outcome.tools or ()] == ["version_1_0_0"]
+    assert outcome.transport == "sse" and outcome.extra["local_port"] != 3010
+
+
+@needs_npx
 def test_a_package_that_never_listens_is_a_timeout_and_leaves_no_process(registry, tmp_path):  # noqa: F811
     run_id = uuid.uuid4().hex
     env = environ(registry)
