@@ -130,6 +130,20 @@ def test_without_run_packages_it_is_skipped_like_any_package():
     assert entry.package["local_port"]["url"] == "http://127.0.0.1:{port}/mcp"
 
 
+@needs_npx
+def test_a_worker_without_run_packages_does_not_run_one():
+    """A distributed worker decides what runs by the command, not the transport (this one's is HTTP)."""
+    from types import SimpleNamespace
+
+    from scanner.distributed.worker import WorkerConfig, _Job
+
+    entry = resolve(local_package())
+    job: Any = SimpleNamespace(config=WorkerConfig(db_url="sqlite://"))
+    assert _Job.allowed(job, entry).skip == "this worker does not run packages (start it with --run-packages)"
+    job.config = WorkerConfig(db_url="sqlite://", run_packages=True)
+    assert _Job.allowed(job, entry).skip is None
+
+
 # --- runs --------------------------------------------------------------------------------------------------
 
 
