@@ -31,6 +31,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
@@ -81,6 +82,14 @@ class _Drain:
 
     def tail(self) -> list[str]:
         return [line[:500] for line in wire.decode_bytes(bytes(self.data)).splitlines()[-_TAIL_LINES:]]
+
+
+def loopback_url(template: str, port: int) -> str:
+    """``http://127.0.0.1:<port>`` with the path and query of ``template``: checked here again, at run time, so an
+    entry rebuilt from elsewhere (a queued job) cannot point the scan at another host."""
+    parts = urlsplit(template.replace("{port}", str(port)))
+    query = f"?{parts.query}" if parts.query else ""
+    return f"http://127.0.0.1:{port}{parts.path or '/'}{query}"
 
 
 async def _listening(port: int, process: anyio.abc.Process) -> bool:
@@ -187,7 +196,7 @@ async def _listen_and_scan(
             return Outcome.EXITED, f"server {said} before listening on its port", {"exit_code": code}
         listen_ms = round((time.perf_counter() - started) * 1000, 1)
         left = max(limits.timeout - (time.perf_counter() - started), 0.1)
-        url = str(facts.get("url") or "http://127.0.0.1:{port}/mcp").replace("{port}", str(port))
+        url = loopback_url(str(facts.get("url") or ""), port)
         target = replace(entry, url=url, command=(), env={}, package=None, transport=transport)
         scan_limits = replace(limits, timeout=left, connect_timeout=min(limits.connect_timeout, left))
         result = await scan_server(target, scan_limits, profile)

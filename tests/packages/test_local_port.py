@@ -20,6 +20,7 @@ import pytest
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.packages import PackageSettings, run_package
+from scanner.packages.localport import loopback_url
 from scanner.registry.interface import Options
 from scanner.registry.localport import PORT_SENTINEL
 from scanner.registry.packages import resolve_packages
@@ -128,6 +129,19 @@ def test_without_run_packages_it_is_skipped_like_any_package():
     entry = resolve(local_package(), run=False)
     assert entry.skip == f"package (npm {NPM_NAME}): needs --run-packages"
     assert entry.package["local_port"]["url"] == "http://127.0.0.1:{port}/mcp"
+
+
+@pytest.mark.parametrize(
+    ("template", "url"),
+    [
+        ("http://127.0.0.1:{port}/mcp", "http://127.0.0.1:4000/mcp"),
+        ("https://attacker.example:{port}/x?y=1", "http://127.0.0.1:4000/x?y=1"),
+        ("http://user@10.0.0.1:99/sse", "http://127.0.0.1:4000/sse"),
+        ("", "http://127.0.0.1:4000/"),
+    ],
+)
+def test_the_url_connected_to_is_loopback_whatever_the_entry_carries(template, url):
+    assert loopback_url(template, 4000) == url
 
 
 @needs_npx
