@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from scanner.crawl import CrawlSettings
 from scanner.distributed.queue import MAX_ATTEMPTS, QUEUE, TASK, engine_errors, entry_from_payload, make_app
 from scanner.errors import WriterBusy
-from scanner.models import ScanOutcome, ServerEntry, Transport
+from scanner.models import ScanOutcome, ServerEntry
 from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 from scanner.store.lock import RunLease
 
@@ -117,7 +117,7 @@ class _Job:
 
     def allowed(self, entry: ServerEntry) -> ServerEntry:
         """``entry``, or the same entry marked skipped if it would run a process this worker may not start."""
-        if entry.skip or entry.transport is not Transport.STDIO:
+        if entry.skip or not entry.command:  # a local-port package has a command but an HTTP transport
             return entry
         if entry.package is not None and not self.config.run_packages:
             return replace(entry, skip="this worker does not run packages (start it with --run-packages)")

@@ -41,6 +41,7 @@ from scanner.packages.diagnose import classify, python_needed
 from scanner.packages.environment import package_env
 from scanner.packages.install import install_command, run_install
 from scanner.packages.interpreters import find_python, python_version, runner_version, with_python
+from scanner.packages.localport import is_local_port, scan_local_port
 from scanner.packages.settings import PackageSettings
 from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
@@ -207,7 +208,10 @@ async def _run(
             installed = done.timings_ms.get("install")
             left = max(1.0, limits.timeout - (time.monotonic() - began))
             run_limits = replace(limits, timeout=left, connect_timeout=min(limits.connect_timeout, left))
-        outcome = await scan_server(started_entry, run_limits, profile, env=env)
+        if is_local_port(entry):  # a server on a local port: started, waited for, scanned over HTTP
+            outcome = await scan_local_port(started_entry, run_limits, profile, env)
+        else:
+            outcome = await scan_server(started_entry, run_limits, profile, env=env)
         if installed is not None:
             outcome = replace(outcome, timings_ms={**outcome.timings_ms, "install": installed})
         result.append(outcome)

@@ -20,7 +20,9 @@ Runners: npm ``npx -y <id>@<version>``, PyPI ``uvx <id>==<version>``, OCI ``dock
 ``runtimeHint`` is honoured when it names a runner we know for that registry type (npx/bunx/pnpx, uvx,
 docker/podman); ``runtimeArguments`` go to the runner (for OCI only a short allow-list of docker flags, since
 ``-v`` or ``--privileged`` would hand the host to the image), ``packageArguments`` to the package.
-NuGet, MCPB, cargo and go packages, and packages that serve HTTP on a local port, are skipped with a reason.
+NuGet, MCPB, cargo and go packages are skipped with a reason. A package that serves Streamable HTTP or SSE on a
+local port runs the same way, with its port input set by :mod:`scanner.registry.localport` (skipped when it
+declares no input Fathom can set the port through, and for OCI images).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scanner.models import ServerEntry, Transport
-from scanner.registry import _json
+from scanner.registry import _json, localport
 from scanner.registry.interface import Options
 from scanner.registry.placeholders import fill
 from scanner.registry.secrets import lookup, secret_env_name
@@ -430,9 +432,6 @@ def _command(server: str, package: dict[str, Any], env: Mapping[str, str], optio
         raise _Unusable(_UNSUPPORTED[kind])
     if kind not in _RUNNERS:
         raise _Unusable(f"package registry type {kind or '(none)'!r} is not supported")
-    transport = _transport_type(package)
-    if transport != "stdio":
-        raise _Unusable(f"package serves {transport[:40]} on a local port (not supported)")
     identifier = _identifier(package)
     if identifier is None or not _IDENTIFIER[kind].match(identifier):
         raise _Unusable(f"{kind} package identifier is not usable: {str(identifier)[:80]!r}")
@@ -499,7 +498,12 @@ def resolve_packages(
     argument value, ``runner_missing`` when the runner is not on ``PATH``, else ``skipped``).
     """
     failures: list[tuple[_Unusable, dict[str, Any]]] = []
-    for _, package in sorted(enumerate(packages), key=_sort_key):
+    for _, declared in sorted(enumerate(packages), key=_sort_key):
+        try:
+            package, local = _local_port(declared)
+        except _Unusable as exc:
+            failures.append((exc, declared))
+            continue
         dropped: list[str] = []
         env, missing_secret, missing_other = _build_env(
             name,
@@ -509,6 +513,8 @@ def resolve_packages(
         )
         try:
             plan = _command(name, package, env, options)
+            if local is not None and not localport.port_in(plan.command, env):
+                raise _Unusable(f"the port input ({local.via}) was replaced by a value from the environment")
         except _Unusable as exc:
             failures.append((exc, package))
             continue
@@ -530,6 +536,8 @@ def resolve_packages(
         notes = [*plan.notes, *(f"registry data: variable {variable} {left_out}" for variable in dropped)]
         if notes:
             description["notes"] = notes
+        if local is not None:
+            description["local_port"] = local.describe()
         skip = None
         if not options.run_packages:
             skip = f"package ({kind} {description['identifier']}): needs --run-packages"
@@ -539,7 +547,7 @@ def resolve_packages(
             description["skip_outcome"] = "runner_missing"
         return ServerEntry(
             name=name,
-            transport=Transport.STDIO,
+            transport=Transport(local.transport) if local is not None else Transport.STDIO,
             command=plan.command,
             env=env,
             version=version,
@@ -570,6 +578,30 @@ def _declared(package: dict[str, Any]) -> dict[str, Any] | None:
     facts: dict[str, Any] = {"registryType": _registry_type(package) or None, "identifier": identifier}
     facts["version"] = _json.text(package.get("version"), limit=100)
     return {key: value for key, value in facts.items() if value is not None}
+
+
+def _local_port(package: dict[str, Any]) -> tuple[dict[str, Any], localport.LocalPort | None]:
+    """``package`` as is for stdio; for a local-port server, a copy with its port input set to the sentinel, and
+    the plan (:mod:`scanner.registry.localport`). Raises _Unusable when it cannot run that way."""
+    transport = _transport_type(package)
+    if transport == "stdio":
+        return package, None
+    kind = _registry_type(package)
+    if kind in _UNSUPPORTED:
+        raise _Unusable(_UNSUPPORTED[kind])
+    if transport not in localport.LOCAL_TRANSPORTS:
+        raise _Unusable(f"package transport {transport[:40]!r} is not supported")
+    if kind == "oci":
+        raise _Unusable(f"oci image serves {transport} on a local port (container port mapping not supported)")
+    for header in _json.items(_json.obj(package.get("transport")).get("headers")):
+        if _json.flag(header, "isRequired", "is_required"):
+            label = _json.text(header.get("name"), limit=100) or "header"
+            raise _needs(f"local server needs header {label} (headers for local-port packages are not sent)")
+    try:
+        plan = localport.plan(package, transport)
+    except localport.NotLocalPort as exc:
+        raise _Unusable(str(exc)) from None
+    return plan.package, plan
 
 
 def _secret_names(package: dict[str, Any]) -> list[str]:

@@ -172,7 +172,11 @@ def test_unsupported_kinds_and_local_http_servers(write_json):
     entry = load_one(write_json, server(mcpb, http), run_packages=True)
     assert entry.skip == "mcpb bundles are not run (download and unpack not supported)"
     entry = load_one(write_json, server(http), run_packages=True)
-    assert entry.skip == "package serves streamable-http on a local port (not supported)"
+    # A local-port server with a fixed port and no input to change it is not run (tests/packages/test_local_port).
+    assert entry.skip == (
+        "package serves streamable-http on port 3000 but declares no argument or variable to set the port "
+        "through (a fixed port is not run)"
+    )
     nuget = {"registryType": "nuget", "identifier": "Example.Mcp", "version": "1.0.0", "transport": {"type": "stdio"}}
     assert "nuget" in load_one(write_json, server(nuget), run_packages=True).skip
 

@@ -209,21 +209,7 @@ class StdioTransport(ClientTransport):
                     self.escaped = await anyio.to_thread.run_sync(kill_marked, self._mark, process.pid)
 
     async def _stop(self, process: anyio.abc.Process) -> None:
-        """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group (always: children may outlive it)."""
-        grace = self._limits.shutdown_grace
-        if process.stdin is not None:
-            with contextlib.suppress(Exception):
-                await process.stdin.aclose()
-        with anyio.move_on_after(grace):
-            await process.wait()
-        if process.returncode is None:
-            _signal_group(process.pid, signal.SIGTERM)
-            with anyio.move_on_after(grace):
-                await process.wait()
-        _signal_group(process.pid, signal.SIGKILL)
-        if process.returncode is None:
-            with anyio.move_on_after(grace):
-                await process.wait()
+        await stop_process_group(process, self._limits.shutdown_grace)
 
     def details(self, failed: bool) -> dict[str, Any]:
         facts: dict[str, Any] = {}
@@ -235,6 +221,26 @@ class StdioTransport(ClientTransport):
             facts["skipped_stdout_lines"] = self._skipped_lines
             facts["skipped_stdout_samples"] = list(self._skipped_samples)
         return facts
+
+
+async def stop_process_group(process: anyio.abc.Process, grace: float) -> None:
+    """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group (always: children may outlive it).
+
+    Also stops local-port packages (:mod:`scanner.packages.localport`), started in a process group the same way;
+    :func:`kill_marked` afterwards finds descendants that left the group."""
+    if process.stdin is not None:
+        with contextlib.suppress(Exception):
+            await process.stdin.aclose()
+    with anyio.move_on_after(grace):
+        await process.wait()
+    if process.returncode is None:
+        _signal_group(process.pid, signal.SIGTERM)
+        with anyio.move_on_after(grace):
+            await process.wait()
+    _signal_group(process.pid, signal.SIGKILL)
+    if process.returncode is None:
+        with anyio.move_on_after(grace):
+            await process.wait()
 
 
 def marked_pids(mark: str) -> list[int]:
