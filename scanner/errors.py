@@ -2,7 +2,7 @@
 
 One server's failure is never one of these: it is a :class:`scanner.models.ScanOutcome`. Each error carries the
 exit code the command line ends with, and a one-line message a person can act on. The command line catches
-:class:`FathomError` in one place (``scanner.cli.FathomGroup``), prints ``fathom: <message>`` and exits with
+:class:`FathomError` in one place (``scanner.cli.base.FathomGroup``), prints ``fathom: <message>`` and exits with
 ``exit_code``; library code raises these and never prints.
 
     FathomError

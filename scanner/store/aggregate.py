@@ -1,7 +1,7 @@
-"""A run's aggregates (one row per run for the trend charts) and rescoring under a new rule catalogue.
+"""A run's aggregates (one row per run for the trend charts).
 
-:func:`aggregate` is computed when a run finishes (``lifecycle.finish_run``) and again for every closed run by
-:func:`rescore`, which re-measures every stored toolset first.
+:func:`aggregate` is computed when a run finishes (``lifecycle.finish_run``) and again for every closed run by a
+rescore (:func:`scanner.store.rescore.rescore_history`), which re-measures every stored toolset first.
 """
 
 from __future__ import annotations
@@ -10,13 +10,12 @@ import math
 import statistics
 from collections import defaultdict
 
-from sqlalchemy import Engine, select
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from scanner.models import Severity
 from scanner.store import common
 from scanner.store.tables import Run, RunAggregate, Scan, StoredFinding, ToolsetRow, ToolsetToken
-from scanner.store.write import Measure
 
 
 def _nearest_rank(values: list[int], fraction: float) -> int | None:
@@ -110,17 +109,3 @@ def aggregate(session: Session, run: Run, rule_version: str) -> None:
     run.servers_scanned = len(scans)
     run.servers_ok = len(ok_scans)
     session.flush()
-
-
-def rescore(engine: Engine, sessions: sessionmaker[Session], rule_version: str, measure: Measure) -> int:
-    """Re-measure every stored toolset under ``rule_version``, recompute every scan's own findings, and recount
-    every closed run's aggregates when anything changed (:func:`scanner.store.rescore.rescore_history`).
-
-    Use after the rule catalogue (or a tokenizer) changes: findings are stored anew under ``rule_version``
-    (older versions' findings stay, so past events keep their meaning). Returns how many toolsets were measured
-    (a list the checker crashes on is skipped and keeps its old numbers; a run-fatal :class:`FathomError` stops
-    the rescore).
-    """
-    from scanner.store.rescore import rescore_history
-
-    return rescore_history(engine, sessions, rule_version, measure).measured

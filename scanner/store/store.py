@@ -24,7 +24,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import sessionmaker
 
 from scanner.models import Finding, ScanOutcome, ServerEntry, Severity, TokenCount, ToolCost
-from scanner.store import aggregate, lifecycle, read, write
+from scanner.store import lifecycle, read, write
 from scanner.store.rows import (
     Diff,
     EventRow,
@@ -126,8 +126,10 @@ class Store:
 
     def rescore(self, rule_version: str, measure: Measure) -> int:
         """Re-measure every stored toolset under ``rule_version`` and recount every closed run's aggregates
-        (see :func:`scanner.store.aggregate.rescore`). Returns how many toolsets were measured."""
-        return aggregate.rescore(self.engine, self._sessions, rule_version, measure)
+        (see :func:`scanner.store.rescore.rescore_history`). Returns how many toolsets were measured."""
+        from scanner.store.rescore import rescore_history
+
+        return rescore_history(self.engine, self._sessions, rule_version, measure).measured
 
     def rescore_history(self, rule_version: str, measure: Measure, *, dry_run: bool = False) -> RescoreResult:
         """:meth:`rescore` with what changed per rule (added, removed, changed findings); with ``dry_run``

@@ -45,9 +45,10 @@ def test_readme_top_help_and_the_code_agree_on_exit_codes() -> None:
     assert readme == set(top) == {code for codes in exitcodes.COMMAND_CODES.values() for code in codes}
     # Every exit code the code can produce is in the table: the errors' codes and every literal exit in the CLI.
     raised = {cls.exit_code for cls in vars(errors).values() if isinstance(cls, type) and issubclass(cls, Exception)}
-    tree = ast.parse((ROOT / "scanner" / "cli.py").read_text(encoding="utf-8"))
+    trees = [ast.parse(path.read_text(encoding="utf-8")) for path in (ROOT / "scanner" / "cli").glob("*.py")]
     literal = {
         node.args[-1].value
+        for tree in trees
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
         and getattr(node.func, "attr", getattr(node.func, "id", "")) in {"Exit", "_fail", "exit"}

@@ -8,7 +8,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scanner import cli
+from scanner.cli.report import report as report_command
 from scanner.report import build_report
 from scanner.store import Store
 
@@ -17,7 +17,7 @@ README = ROOT / "reports" / "README.md"
 
 
 def test_report_writes_to_reports_by_default() -> None:
-    assert inspect.signature(cli.report).parameters["out"].default == Path("reports")
+    assert inspect.signature(report_command).parameters["out"].default == Path("reports")
 
 
 def test_readme_names_every_file_a_build_writes_and_survives_it(story_store: Store, tmp_path: Path) -> None:

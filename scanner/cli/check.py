@@ -1,0 +1,336 @@
+"""``fathom check``: one tool list, its cost, findings and score, with the CI gates."""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from scanner import exitcodes  # the one table of exit codes (a light module)
+from scanner.models import ProviderView  # the one table of provider names (a light module, no heavy imports)
+
+if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
+    from scanner.check import CheckResult
+from scanner.cli.base import (
+    _SETTINGS,
+    ColorChoice,
+    TransportChoice,
+    _fail,
+    _headers,
+    _known_profile,
+    _one_line,
+    _seconds,
+    _server_entry,
+    app,
+)
+
+
+class CheckFormat(enum.StrEnum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+    sarif = "sarif"
+
+
+def _codes(values: list[str] | None) -> tuple[str, ...]:
+    """Rule code prefixes from repeatable, comma-separated flags (``--select MCP2,MCP401``)."""
+    return tuple(part.strip().upper() for value in values or () for part in value.split(",") if part.strip())
+
+
+def _colour() -> bool:
+    """Colour for text output: --color always/never; for auto, FORCE_COLOR (not empty or 0) forces it, else a
+    terminal without NO_COLOR or TERM=dumb gets it."""
+    choice = _SETTINGS["color"]
+    if choice is not ColorChoice.auto:
+        return bool(choice is ColorChoice.always)
+    if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
+        return True
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+@app.command(epilog=exitcodes.command_epilog("check"))
+def check(
+    tools_file: Annotated[
+        str | None,
+        typer.Option(
+            "--tools-file",
+            "-f",
+            help="A tool list: a JSON array, {\"tools\": [...]}, or a JSON-RPC response. '-' reads standard input.",
+            show_default=False,
+        ),
+    ] = None,
+    url: Annotated[
+        str | None, typer.Option(help="An MCP server URL (Streamable HTTP, falling back to legacy SSE).")
+    ] = None,
+    stdio: Annotated[
+        str | None, typer.Option(help="A command that starts a stdio MCP server, e.g. 'npx -y pkg'.")
+    ] = None,
+    command: Annotated[
+        list[str] | None, typer.Argument(help="Or the server command after '--': fathom check -- npx -y pkg")
+    ] = None,
+    example: Annotated[bool, typer.Option("--example", help="Check the bundled example tool list.")] = False,
+    as_provider: Annotated[
+        ProviderView | None,
+        typer.Option(
+            "--as",
+            help="Print only the tools JSON this provider's API receives, and nothing else. gemini is what "
+            "current Google-SDK clients send (parametersJsonSchema); gemini-openapi the parameters subset. A server "
+            'that sends instructions gives {"tools": [...], "instructions": "..."} instead.',
+        ),
+    ] = None,
+    fmt: Annotated[
+        CheckFormat | None, typer.Option("--format", help="Output format (default text, or the config file's).")
+    ] = None,
+    strict: Annotated[bool, typer.Option(help="Exit 1 when there is at least one problem: --fail-on problem.")] = False,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(metavar="problem|warning|note", help="Exit 1 on a finding at this severity or worse (CI)."),
+    ] = None,
+    min_score: Annotated[
+        float | None,
+        typer.Option(min=0, max=100, metavar="N", help="Exit 1 when the leaderboard score (0-100) is below N."),
+    ] = None,
+    max_tokens: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="N|PROVIDER=N",
+            help="Exit 1 above N tokens per turn with the most expensive provider, or with PROVIDER (repeatable).",
+        ),
+    ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(help="Compare with this --save-baseline file; --fail-on then counts only new findings."),
+    ] = None,
+    max_increase: Annotated[
+        str | None,
+        typer.Option(metavar="PCT%|N", help="With --baseline: exit 1 when any provider's tokens grew more."),
+    ] = None,
+    save_baseline: Annotated[
+        Path | None, typer.Option(help="Write the tool list, findings and costs here as a versioned JSON baseline.")
+    ] = None,
+    badge: Annotated[
+        Path | None,
+        typer.Option(help="Write a badge SVG here (score, tokens) and a shields.io endpoint .json beside it."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(help="A fathom.toml or pyproject.toml ([tool.fathom]); by default found from here upwards."),
+    ] = None,
+    write: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="FORMAT=PATH", help="Also write the check in this format to PATH (repeatable): sarif=fathom.sarif."
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose",
+            "-v",
+            help="List every finding; by default a rule firing on more than 5 tools is shown once with its count "
+            "(text and Markdown; JSON and SARIF always list every finding).",
+        ),
+    ] = False,
+    all_tools: Annotated[
+        bool,
+        typer.Option(
+            "--tools", help="List every tool's tokens per provider, most expensive first (not only the top five)."
+        ),
+    ] = False,
+    select: Annotated[list[str] | None, typer.Option(help="Only these rule code prefixes (MCP2,MCP401).")] = None,
+    ignore: Annotated[list[str] | None, typer.Option(help="Skip these rule code prefixes; wins over --select.")] = None,
+    max_bytes: Annotated[
+        int, typer.Option(min=1, max=1 << 30, help="Largest tool list or server answer read, in bytes.")
+    ] = 32 << 20,
+    timeout: Annotated[
+        float,
+        typer.Option(parser=_seconds, help="Deadline for the whole server check, in seconds (above 0, at most 86400)."),
+    ] = 30.0,
+    connect_timeout: Annotated[
+        float, typer.Option(parser=_seconds, help="Deadline to connect or spawn, in seconds (above 0, at most 86400).")
+    ] = 10.0,
+    max_pages: Annotated[int, typer.Option(min=1, max=100_000, help="Most tools/list pages followed.")] = 100,
+    max_tools: Annotated[int, typer.Option(min=1, max=1_000_000, help="Most tools accepted from one server.")] = 5000,
+    max_line_bytes: Annotated[int, typer.Option(min=1, max=1 << 30, help="Longest stdio line read, in bytes.")] = 16
+    << 20,
+    header: Annotated[
+        list[str] | None, typer.Option(help="An HTTP header 'Name: value' sent to the server (repeatable).")
+    ] = None,
+    bearer_env: Annotated[
+        str | None,
+        typer.Option(
+            help="Send 'Authorization: Bearer <token>' with the token read from this environment "
+            "variable (never printed or stored)."
+        ),
+    ] = None,
+    env_names: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env",
+            metavar="NAME",
+            help="Hand this environment variable to the stdio server (repeatable). A stdio server gets only what "
+            "it is handed plus PATH, HOME, USER and the locale (docs/registry.md); the value is never printed.",
+        ),
+    ] = None,
+    transport: Annotated[TransportChoice, typer.Option(help="HTTP transport to use.")] = TransportChoice.auto,
+    profile: Annotated[
+        str,
+        typer.Option(
+            help="Client-capability profile declared to the server: rich (roots, sampling, form elicitation; "
+            "the default), full (also URL elicitation) or bare (nothing)."
+        ),
+    ] = "rich",
+    save: Annotated[
+        Path | None,
+        typer.Option(help="Save the server's raw tools/list result here, for later --tools-file runs."),
+    ] = None,
+) -> None:
+    """Check one tool list: tokens per turn per provider, the largest tools, and what a model would stumble over.
+
+    The list comes from a file (--tools-file), a server URL (--url), a stdio command (--stdio or after '--'),
+    or the bundled example (--example). Every format shows the leaderboard's score. For CI: gates (--fail-on,
+    --min-score, --max-tokens), a baseline (--save-baseline, --baseline, --max-increase), settings from
+    [tool.fathom] in pyproject.toml or a fathom.toml, and a badge (--badge); see docs/ci.md.
+    """
+    from scanner.check import CheckRequest
+    from scanner.checkconfig import load_config, settings
+    from scanner.gates import GateRequest, run_gate
+
+    sources = [tools_file is not None, url is not None, stdio is not None, bool(command), example]
+    if sum(sources) != 1:
+        _fail("give exactly one of --tools-file, --url, --stdio, '-- command ...' or --example", 2)
+    if tools_file is not None:
+        _readable_file("--tools-file", tools_file)
+    for flag, path in (("--save", save), ("--save-baseline", save_baseline), ("--badge", badge)):
+        if path is not None:
+            _writable_file(flag, path)
+    entry = _server_entry(url, stdio, command, transport, _headers(header, bearer_env), env_names)
+    if example:
+        from importlib import resources
+
+        tools_file = str(resources.files("scanner") / "examples" / "example-tools.json")
+    from scanner.mcp import ClientLimits
+
+    limits = ClientLimits(
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        max_answer_bytes=max_bytes,
+        max_pages=max_pages,
+        max_tools=max_tools,
+        max_line_bytes=max_line_bytes,
+    )
+    chosen = settings(
+        load_config(config),
+        select=_codes(select),
+        ignore=_codes(ignore),
+        fmt=fmt.value if fmt is not None else None,
+        fail_on=fail_on,
+        strict=strict,
+        min_score=min_score,
+        max_tokens=max_tokens,
+        max_increase=max_increase,
+        baseline=baseline,
+    )
+    request = CheckRequest(
+        tools_file=tools_file,
+        entry=entry,
+        select=chosen.select,
+        ignore=chosen.ignore,
+        tool_ignores=chosen.tool_ignores,
+        max_bytes=max_bytes,
+        limits=limits,
+        profile=_known_profile(profile),
+        save=save,
+        measure=as_provider is None,
+    )
+    from scanner.report import check_write
+
+    files = [check_write.parse_spec(spec) for spec in write or ()]
+    for _, path in files:
+        _writable_file("--write", path)
+    gate = GateRequest(request, chosen.gates, chosen.baseline, save_baseline, badge)
+    if as_provider is not None:  # the config file's gates are not for --as; flags given with it are refused
+        flags = (fail_on, strict or None, min_score, max_tokens, max_increase, baseline, save_baseline, badge)
+        if any(flag is not None for flag in flags):
+            _fail("--as prints only the provider's JSON: it takes no gate, baseline or badge", 2)
+        gate = GateRequest(request)
+    from scanner.progress import spinner
+
+    waiting = None if entry is None else f"waiting for {entry.url or ' '.join(entry.command)} to list its tools"
+    with spinner(waiting) if waiting is not None and not _SETTINGS["quiet"] else _nothing():
+        result = run_gate(gate)
+    out_format = CheckFormat(chosen.format)
+    if as_provider is None:
+        check_write.write(result, files, verbose=verbose, all_tools=all_tools, anchor=chosen.config)
+    if result.tools is None:
+        assert result.outcome is not None
+        if out_format in (CheckFormat.json, CheckFormat.sarif):  # a parseable document even then (CI uploads)
+            typer.echo(_render_check(result, out_format, anchor=chosen.config), nl=False)
+        from scanner.textsafe import clean
+
+        found = "".join(f"; {f.code} {f.rule}: {clean(f.message)}" for f in result.outcome_findings)
+        _fail(f"{clean(result.source)}: {result.outcome.outcome.value}: {result.outcome.detail}{found}", 3)
+    if as_provider is not None:
+        import json
+
+        from scanner.providers import provider_view
+
+        view: Any = provider_view(as_provider.value, list(result.tools))
+        if result.instructions is not None:  # the server's instructions travel apart from the tools (docs/cli.md)
+            view = {"tools": view, "instructions": result.instructions}
+        typer.echo(json.dumps(view, indent=2, ensure_ascii=True))
+        return
+    rendered = _render_check(result, out_format, verbose=verbose, all_tools=all_tools, anchor=chosen.config)
+    # color=: Click strips escapes off a terminal unless told; FORCE_COLOR and --color always want them kept.
+    typer.echo(rendered, nl=False, color=_colour())
+    for failed in result.failed_gates:
+        typer.echo(f"fathom: {_one_line(failed.line())}", err=True)
+    if result.failed_gates:
+        raise typer.Exit(1)
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
+
+
+def _render_check(
+    result: CheckResult,
+    fmt: CheckFormat,
+    *,
+    verbose: bool = False,
+    all_tools: bool = False,
+    anchor: Path | None = None,
+) -> str:
+    from scanner.report import check_write
+
+    colour = fmt is CheckFormat.text and _colour()
+    return check_write.render(result, fmt.value, colour=colour, verbose=verbose, all_tools=all_tools, anchor=anchor)
+
+
+def _readable_file(flag: str, path: str) -> None:
+    """Refuse at once an input that is not a regular file: reading a FIFO or a device would block or never end."""
+    import stat
+
+    if path == "-":
+        return
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return  # missing or unreadable: the reader says so in its own words
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        _fail(f"{flag} {path}: not a regular file (a FIFO, socket or device is never read)", 2)
+
+
+def _writable_file(flag: str, path: Path) -> None:
+    """Refuse before any work an output path that cannot become a file: a directory, or a missing folder."""
+    if path.is_dir():
+        _fail(f"{flag} {path} is a directory; name a file", 2)
+    if not path.parent.is_dir():
+        _fail(f"{flag} {path}: the folder {path.parent} does not exist", 2)

@@ -1,0 +1,159 @@
+"""The query commands over the database: runs, servers, history, findings, diff, rescore."""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from scanner import exitcodes  # the one table of exit codes (a light module)
+
+if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
+    pass
+from scanner.cli.base import RUN_ID_MAX, DbOption, FormatOption, QueryFormat, WideOption, _db_url, _fail, _table, app
+
+
+class SeverityChoice(enum.StrEnum):
+    problem = "problem"
+    warning = "warning"
+    note = "note"
+
+
+@app.command(epilog=exitcodes.command_epilog("runs"))
+def runs(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> None:
+    """The scan runs in the database: when, their status, how many servers were scanned and answered (and for
+    a distributed run, how many were queued and which workers took part)."""
+    from scanner import queries
+
+    optional = queries.OPTIONAL_COLUMNS["runs"]
+    _table(fmt, lambda: queries.runs(_db_url(db, existing=True)), queries.run_columns, wide=wide, optional=optional)
+
+
+@app.command(epilog=exitcodes.command_epilog("servers"))
+def servers(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> None:
+    """Every server with its last outcome, and the tools, leaderboard score, problem/warning/note counts and tokens
+    per turn of its last successful scan; JSON and CSV add what its last scan ran (registry version, package, URL,
+    command) and that scan's stderr tail."""
+    from scanner import queries
+
+    fetch = lambda: queries.servers(_db_url(db, existing=True))  # noqa: E731
+    _table(fmt, fetch, queries.SERVER_COLUMNS, wide=wide, optional=queries.OPTIONAL_COLUMNS["servers"])
+
+
+@app.command(epilog=exitcodes.command_epilog("history"))
+def history(
+    server: Annotated[str, typer.Argument(help="The server's name as the registry lists it.")],
+    db: DbOption = "fathom.db",
+    fmt: FormatOption = QueryFormat.table,
+    wide: WideOption = False,
+) -> None:
+    """One server's scans over time: outcome, registry and server version, tools, tokens per provider, score, findings,
+    a column per per-scan metric (handshake and list times, tools/list pages), what was run (JSON/CSV) and, under
+    the table, the newest scan's stderr tail."""
+    from scanner import queries
+
+    found: list[dict[str, Any]] = []
+
+    def fetch() -> list[dict[str, Any]]:
+        found.extend(queries.history(_db_url(db, existing=True), server))
+        return found
+
+    _table(fmt, fetch, queries.history_columns, wide=wide, optional=queries.OPTIONAL_COLUMNS["history"])
+    if fmt is QueryFormat.table:
+        typer.echo(queries.stderr_note(found), nl=False)
+
+
+@app.command(epilog=exitcodes.command_epilog("findings"))
+def findings(
+    rule: Annotated[str | None, typer.Option(help="Only this rule, by code (MCP205) or slug.")] = None,
+    server: Annotated[str | None, typer.Option(help="Only this server.")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only findings that first appeared at or after this date (YYYY-MM-DD[THH:MM]).")
+    ] = None,
+    run: Annotated[
+        int | None, typer.Option(min=1, max=RUN_ID_MAX, help="Exactly the findings present in this run.")
+    ] = None,
+    severity: Annotated[SeverityChoice | None, typer.Option(help="Only findings of this severity.")] = None,
+    still_open: Annotated[
+        bool,
+        typer.Option("--open", help="Only findings not gone: present in their server's newest scan that listed tools."),
+    ] = False,
+    db: DbOption = "fathom.db",
+    fmt: FormatOption = QueryFormat.table,
+    wide: WideOption = False,
+) -> None:
+    """Findings over time, with the run each first appeared in and the run it went away in (if it did).
+
+    An unknown rule code or slug is an error (exit 2) that names the nearest one."""
+    from datetime import datetime
+
+    from scanner import queries
+    from scanner.models import Severity
+
+    try:
+        when = datetime.fromisoformat(since) if since else None
+    except ValueError:
+        _fail(f"--since wants a date like 2026-11-01 or 2026-11-01T18:00, got {since!r}", 2)
+    _table(
+        fmt,
+        lambda: queries.findings(
+            _db_url(db, existing=True),
+            rule=rule,
+            server=server,
+            since=when,
+            run=run,
+            severity=Severity.parse(severity.value) if severity is not None else None,
+            still_open=still_open,
+        ),
+        queries.FINDING_COLUMNS,
+        wide=wide,
+        optional=queries.OPTIONAL_COLUMNS["findings"],
+    )
+
+
+@app.command(epilog=exitcodes.command_epilog("diff"))
+def diff(
+    server: Annotated[str, typer.Argument(help="The server's name.")],
+    from_run: Annotated[
+        int | None,
+        typer.Option(
+            "--from",
+            min=1,
+            max=RUN_ID_MAX,
+            help="The earlier run (default: the successful scan before --to; the scan before it if --to failed).",
+        ),
+    ] = None,
+    to_run: Annotated[
+        int | None,
+        typer.Option(
+            "--to", min=1, max=RUN_ID_MAX, help="The later run (default: the latest success, else the latest scan)."
+        ),
+    ] = None,
+    db: DbOption = "fathom.db",
+    fmt: FormatOption = QueryFormat.table,
+    wide: WideOption = False,
+) -> None:
+    """What changed on a server between two runs: registry and server versions, outcome changes, tools added,
+    removed and changed, tokens, findings. A server that never answered shows its outcomes."""
+    from scanner import queries
+
+    fetch = lambda: queries.diff(_db_url(db, existing=True), server, from_run, to_run)  # noqa: E731
+    _table(fmt, fetch, queries.DIFF_COLUMNS, wide=wide)
+
+
+@app.command(epilog=exitcodes.command_epilog("rescore"))
+def rescore(
+    db: DbOption = "fathom.db",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would change; write nothing.")] = False,
+) -> None:
+    """Recompute findings and token counts of every stored tool list, and every scan's own findings (MCP5xx,
+    MCP6xx, instructions), under the current rule catalogue; print findings added/removed per rule."""
+    from scanner.check import measure
+    from scanner.rules import RULES_VERSION
+    from scanner.store import open_store
+    from scanner.store.lock import writer_lock
+
+    with open_store(_db_url(db, existing=True)) as store, writer_lock(store.engine, "rescore"):
+        result = store.rescore_history(RULES_VERSION, measure, dry_run=dry_run)
+    typer.echo(result.text())
