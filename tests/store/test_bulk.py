@@ -19,6 +19,7 @@ from scanner.errors import InputError
 from scanner.models import CheckReport, Finding, Outcome, Severity, Toolset
 from scanner.store import Store, common, read
 from scanner.store.codec import compress_tools
+from scanner.store.read import server_reads
 from tests.store.conftest import entry, failed, local_measure, ok, tool
 
 ECHO = tool("echo", "Echo the given text back, unchanged.", text="string")
@@ -115,7 +116,7 @@ def test_history_columns_are_history_by_run(story: Store) -> None:
 def test_history_columns_read_the_metrics_of_the_newest_scans_only(
     story: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(read, "RECENT_METRICS", 2)
+    monkeypatch.setattr(server_reads, "RECENT_METRICS", 2)
     rows = sorted(story.history("c"), key=lambda row: row.run_id)
     assert [row.outcome for row in rows[-2:]] == ["auth_required", "ok"]
     # The failed scan measured no listing; the ok one its listing time and pages, aligned with the columns' end.

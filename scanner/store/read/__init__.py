@@ -1,0 +1,57 @@
+"""Every query over the store's history, and the bulk reads the report uses: a few column queries per chunk of
+servers, never one per server.
+
+One read path: a server's history (:func:`history`) is :func:`histories` of one name, so the CLI's table and the
+report's charts count tokens and findings the same way. The bulk reads select only the columns they need and
+group finding counts in SQL; a report over 2 000 servers and a year of nightly runs (730 000 scans) reads them
+in seconds. Findings are counted under each run's scoring rule version (the rescored one after a rescore).
+
+One module per section: run_reads, toolset_reads, server_reads, leaderboard_reads, finding_reads, diff_reads."""
+
+from __future__ import annotations
+
+from scanner.store.read.diff_reads import diff
+from scanner.store.read.finding_reads import findings
+from scanner.store.read.leaderboard_reads import leaderboard
+from scanner.store.read.run_reads import database_stats, rule_hits, runs, trends
+from scanner.store.read.server_reads import (
+    RECENT_METRICS,
+    events,
+    histories,
+    history,
+    history_columns,
+    lanes_of,
+    run_spec,
+    scan_scores,
+    server_ids,
+    servers,
+    stderr_tail,
+    toolsets_tools,
+)
+from scanner.store.read.toolset_reads import toolset_costs, toolset_findings, toolset_tokens, toolset_tools
+
+__all__ = [
+    "RECENT_METRICS",
+    "database_stats",
+    "diff",
+    "events",
+    "findings",
+    "histories",
+    "history",
+    "history_columns",
+    "lanes_of",
+    "leaderboard",
+    "rule_hits",
+    "run_spec",
+    "runs",
+    "scan_scores",
+    "server_ids",
+    "servers",
+    "stderr_tail",
+    "toolset_costs",
+    "toolset_findings",
+    "toolset_tokens",
+    "toolset_tools",
+    "toolsets_tools",
+    "trends",
+]
