@@ -33,6 +33,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 
@@ -113,14 +114,19 @@ def main() -> None:
         host.kill()
         host.wait()
 
+    # Said, not fatal: on a loaded machine the SDK client can run past its 30 s per server (its figures then cover
+    # less work, which flatters it); the run's figures are still worth keeping.
+    incomplete: dict[str, list[Any]] = {}
     for label in ("floor", "sdk"):
         answered = [json.loads(run.stdout) for run in runs[label]]
         if any(result["answered"] != count for result in answered):
-            raise SystemExit(f"{label}: not every server answered: {answered}")
+            incomplete[label] = answered
     for label in ("first", "rescan"):
-        for run in runs[label]:
-            if json.loads(run.stdout)["counts"] != {"ok": count}:
-                raise SystemExit(f"fathom scan, {label}: not every server ok: {run.stdout[:500]}")
+        counts = [json.loads(run.stdout)["counts"] for run in runs[label]]
+        if any(found != {"ok": count} for found in counts):
+            incomplete[label] = counts
+    for label, results in incomplete.items():
+        print(f"WARNING: {label}: not every server answered: {results}")
     cpu = {label: median([run.cpu for run in measured]) / count * 1000 for label, measured in runs.items()}
     rate = {label: count / median([run.wall for run in measured]) for label, measured in runs.items()}
     peak = {label: max(run.max_rss_mb for run in measured) for label, measured in runs.items()}
@@ -168,6 +174,7 @@ def main() -> None:
             "peak_mb": {label: round(value, 1) for label, value in peak.items()},
             "growth_bytes_per_server": round(growth, 1),
             "ratios": {name: round(value, 3) for name, value in ratios.items()},
+            "incomplete": incomplete,
         }
         args.json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
 
