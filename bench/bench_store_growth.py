@@ -5,7 +5,7 @@ and prints the file growth per server per rescan (target: under 1 KB, one ``scan
 never another copy of a tool list), then how long the main queries take on the result. Not a test: it asserts
 nothing. Run:
 
-    python bench/bench_store_growth.py [--servers 2000] [--rescans 3] [--db PATH]
+    python bench/bench_store_growth.py [--servers 2000] [--rescans 3] [--db PATH | --url postgresql+psycopg://...]
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy import create_engine, text
 
 from scanner.models import (
     CheckReport,
@@ -98,11 +100,27 @@ def main() -> None:
     parser.add_argument("--servers", type=int, default=2000)
     parser.add_argument("--rescans", type=int, default=3)
     parser.add_argument("--db", type=Path, default=None)
+    parser.add_argument("--url", help="a PostgreSQL URL instead (a scratch database: every table in it is dropped)")
     args = parser.parse_args()
 
     folder = tempfile.TemporaryDirectory()
     path = args.db or Path(folder.name) / "bench.db"
-    store = open_store(f"sqlite:///{path}")
+    if args.url:
+        scratch = create_engine(args.url)
+        with scratch.begin() as connection:
+            connection.execute(text("DROP SCHEMA public CASCADE"))
+            connection.execute(text("CREATE SCHEMA public"))
+        scratch.dispose()
+    store = open_store(args.url or f"sqlite:///{path}")
+
+    def size() -> int:
+        if not args.url:
+            return file_size(path)
+        with store.engine.connect() as connection:  # every table's heap, indexes and TOAST, after a VACUUM
+            connection.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM"))
+            query = "SELECT sum(pg_total_relation_size(oid)) FROM pg_class WHERE relkind = 'r' AND relnamespace = "
+            return int(connection.execute(text(query + "'public'::regnamespace")).scalar_one())
+
     entries = [
         ServerEntry(
             name=f"io.example/server-{i:05d}", transport=Transport.STREAMABLE_HTTP, url=f"https://s{i}.example/"
@@ -122,12 +140,12 @@ def main() -> None:
         return elapsed
 
     run_once("first scan")
-    base = file_size(path)
+    base = size()
     print(f"after the first scan: {base:,} bytes ({base / args.servers:,.0f} bytes per server, tool lists included)")
     sizes = [base]
     for number in range(1, args.rescans + 1):
         run_once(f"rescan {number} (unchanged)")
-        sizes.append(file_size(path))
+        sizes.append(size())
     growth = [after - before for before, after in itertools.pairwise(sizes)]
     per_server = [delta / args.servers for delta in growth]
     print("growth per rescan:", ", ".join(f"{delta:,} bytes" for delta in growth))

@@ -13,7 +13,6 @@ result for the life of the process.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import gzip
 import hashlib
@@ -146,12 +145,11 @@ def _decompress(data: bytes, where: str) -> bytes:
 
 
 def _parse_ranks(raw: bytes, where: str) -> dict[bytes, int]:
-    ranks: dict[bytes, int] = {}
+    # binascii directly, in one comprehension: ~1/3 less CPU than a loop over base64.b64decode, paid by every scan
+    # process at start-up (issue #24). Same strictness: a line without exactly two fields or bad base64 raises.
     try:
-        for line in raw.splitlines():
-            if line:
-                token, rank = line.split()
-                ranks[base64.b64decode(token)] = int(rank)
+        lines = map(bytes.split, filter(None, raw.splitlines()))
+        ranks = {binascii.a2b_base64(token): int(rank) for token, rank in lines}
     except (ValueError, binascii.Error) as exc:  # unreachable once the hash matched, kept for safety
         raise TokenizerUnavailable(f"The o200k_base tokenizer file {where} cannot be parsed. " + _FIX) from exc
     return ranks

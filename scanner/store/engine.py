@@ -59,10 +59,14 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _json_serializer(value: Any) -> str:
-    """JSON column text, as SQLAlchemy writes it by default (ASCII escapes), with NUL and lone surrogates replaced:
-    PostgreSQL's ``json`` would keep a ``\\u0000`` and hand back a NUL that no report can write."""
-    text = json.dumps(value)
-    return json.dumps(wire.sanitize(value)) if wire.may_hold_unwritable(text) else text
+    """JSON column text, ASCII escapes as SQLAlchemy writes it by default but without the spaces after ``,`` and
+    ``:`` (the same value, ~20 bytes less per scan row), with NUL and lone surrogates replaced: PostgreSQL's
+    ``json`` would keep a ``\\u0000`` and hand back a NUL that no report can write."""
+    text = json.dumps(value, separators=_COMPACT)
+    return json.dumps(wire.sanitize(value), separators=_COMPACT) if wire.may_hold_unwritable(text) else text
+
+
+_COMPACT = (",", ":")
 
 
 def _unwritable(value: Any) -> bool:

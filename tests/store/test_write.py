@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from pathlib import Path
@@ -284,3 +285,22 @@ def test_the_writer_may_run_in_another_thread(store: Store) -> None:
     worker.join(30)
     assert errors == []
     assert store.scanned_server_names(run) == {f"s{i}" for i in range(5)}
+
+
+def test_json_columns_are_stored_compact_and_read_back_the_same(store: Store, db_path: Path) -> None:
+    """A rescan's row is most of what a nightly scan adds: its JSON columns carry no separator spaces (the issue
+    #24 growth budget), and the values read back are the ones written."""
+    run = store.start_run("list.txt", "1", {"timeout": 10.0, "profile": "rich"})
+    outcome = ok([ECHO], extra={"discover": "JSON-RPC error -32601", "delete_status": 200, "session": True})
+    scan_id = store.record_scan(run, entry("a"), outcome, local_measure).scan_id
+    with sqlite3.connect(db_path) as connection:
+        timings, extra, metrics = connection.execute(
+            "SELECT timings, extra, metrics FROM scans WHERE id = ?", (scan_id,)
+        ).fetchone()
+        (options,) = connection.execute("SELECT options FROM runs WHERE id = ?", (run,)).fetchone()
+    for text in (timings, extra, metrics, options):
+        assert ", " not in text and ": " not in text, text
+    assert json.loads(timings) == {"connect": 12.3, "initialize": 30.0, "list": 8.2}
+    assert json.loads(extra) == {"discover": "JSON-RPC error -32601", "delete_status": 200, "session": True}
+    assert json.loads(options) == {"timeout": 10.0, "profile": "rich"}
+    assert store.history("a")[-1].metrics == {"list_ms": 8.2, "list_pages": 1}

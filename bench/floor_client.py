@@ -1,0 +1,85 @@
+"""The bare floor for bench_scan.py: a plain httpx loop sending the HTTP requests ``fathom scan`` sends.
+
+For each server of the list, with a fresh ``httpx.AsyncClient`` (as Fathom and the SDK client use: real servers
+are on different hosts, so no connection is shared between them), exactly the exchanges Fathom has with a legacy
+Streamable HTTP server: POST ``server/discover`` (the 2026 era probe, answered method-not-found), POST
+``initialize``, POST ``notifications/initialized``, POST ``tools/list`` for every page, DELETE the session. Each
+answer is parsed with ``json.loads`` and nothing else: no checks, no limits, no storage, no token counts. It is
+what any Python client doing this work over httpx cannot go below. Prints one JSON line like
+sdk_client_baseline.py.
+
+    python bench/floor_client.py servers.json --concurrency 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import anyio
+import httpx
+
+CLIENT = {"name": "floor", "version": "0"}
+# One TLS context for every client (building one loads the CA bundle, ~20 ms): Fathom does the same.
+TLS = httpx.create_ssl_context()
+
+
+def message(number: int | None, method: str, params: dict[str, Any] | None = None) -> bytes:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if number is not None:
+        body["id"] = number
+    if params is not None:
+        body["params"] = params
+    return json.dumps(body).encode()
+
+
+async def list_tools(url: str) -> int:
+    base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    async with httpx.AsyncClient(trust_env=False, verify=TLS) as client:
+        await client.post(url, headers=base, content=message(1, "server/discover"))
+        params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT}
+        answer = await client.post(url, headers=base, content=message(2, "initialize", params))
+        json.loads(answer.content)
+        headers = {**base, "Mcp-Session-Id": answer.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+        await client.post(url, headers=headers, content=message(None, "notifications/initialized"))
+        count, cursor, number = 0, None, 3
+        while True:
+            page = message(number, "tools/list", {"cursor": cursor} if cursor else {})
+            result = json.loads((await client.post(url, headers=headers, content=page)).content)["result"]
+            count += len(result["tools"])
+            cursor, number = result.get("nextCursor"), number + 1
+            if not cursor:
+                break
+        await client.delete(url, headers=headers)
+        return count
+
+
+async def main(urls: list[str], concurrency: int) -> None:
+    limiter = anyio.CapacityLimiter(concurrency)
+    answered, tools, failed = 0, 0, 0
+
+    async def one(url: str) -> None:
+        nonlocal answered, tools, failed
+        async with limiter:
+            try:
+                with anyio.fail_after(30):
+                    tools += await list_tools(url)
+                answered += 1
+            except Exception:
+                failed += 1
+
+    async with anyio.create_task_group() as group:
+        for url in urls:
+            group.start_soon(one, url)
+    print(json.dumps({"answered": answered, "failed": failed, "tools": tools}))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("servers")
+    parser.add_argument("--concurrency", type=int, default=64)
+    args = parser.parse_args()
+    with open(args.servers, encoding="utf-8") as handle:
+        listed = json.load(handle)["servers"]
+    anyio.run(main, [server["url"] for server in listed], args.concurrency)
