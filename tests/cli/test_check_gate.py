@@ -33,18 +33,31 @@ TOOLS: list[dict[str, Any]] = [
             },
             "required": ["latitude", "longitude"],
         },
+        "annotations": {"readOnlyHint": True},
     },
     {
         "name": "get_alerts",
-        "description": "Current severe-weather alerts for one country, given its two-letter ISO code.",
+        "description": "Current severe-weather alerts for one place, given its two-letter ISO code.",
         "inputSchema": {
             "type": "object",
             # no description on the parameter: MCP207, a warning
             "properties": {"country": {"type": "string"}},
             "required": ["country"],
         },
+        "annotations": {"readOnlyHint": True},
     },
 ]
+# A write tool with no read-only or destructive hint: MCP112, a warning of a stable rule (it counts in the score;
+# MCP207 above is a preview rule under catalogue 4 and does not).
+UNANNOTATED_WRITE = {
+    "name": "delete_alert_subscription",
+    "description": "Stop the e-mails for one alert subscription. The subscription is removed and cannot be undone.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"subscription_id": {"type": "string", "description": "The subscription, e.g. sub_42."}},
+        "required": ["subscription_id"],
+    },
+}
 ADDED = {
     "name": "get_history",
     "description": "Daily weather of the past ten years at one place: temperature, rain, wind, sunshine hours and "
@@ -58,6 +71,7 @@ ADDED = {
         },
         "required": ["latitude", "longitude", "year"],
     },
+    "annotations": {"readOnlyHint": True},
 }
 
 
@@ -105,12 +119,15 @@ def test_a_warning_only_server_fails_fail_on_warning_and_passes_strict() -> None
     assert "FAILED --fail-on warning" in failed.stdout  # and in the report's Gates section
 
 
-def test_min_score_and_max_tokens_say_which_gate_failed_and_by_how_much(server: RunningServer) -> None:
+def test_min_score_and_max_tokens_say_which_gate_failed_and_by_how_much(
+    server: RunningServer, tools_file: Path
+) -> None:
+    tools_file.write_text(json.dumps([*TOOLS, UNANNOTATED_WRITE]), encoding="utf-8")
     url = server.url("/mcp")
     data = json.loads(check("--url", url, "--format", "json").stdout)
     score = data["score"]["score"]
-    assert 0 < score < 100  # MCP207 on get_alerts costs points
-    assert data["score"]["rules"][0]["code"] == "MCP207" and data["score"]["rules"][0]["points"] > 0
+    assert 0 < score < 100  # MCP112 on delete_alert_subscription costs points (MCP207, a preview rule, does not)
+    assert data["score"]["rules"][0]["code"] == "MCP112" and data["score"]["rules"][0]["points"] > 0
     dearest = max(count["tokens"] for count in data["tokens"].values())
     openai = data["tokens"]["openai"]["tokens"]
     result = check("--url", url, "--min-score", str(score + 5), "--max-tokens", str(dearest - 10))

@@ -37,6 +37,7 @@ CLEAN = [
             },
             "required": ["latitude", "longitude"],
         },
+        "annotations": {"readOnlyHint": True},
     }
 ]
 WARNS = [dict(CLEAN[0], inputSchema={"type": "object", "properties": {"city": {"type": "string"}}})]
