@@ -556,7 +556,7 @@ def resolve_packages(
             anonymous=bool(missing_secret),
             secret_header_names=tuple(missing_secret),
             package=description,
-            package_source=package,
+            package_source=declared,
         )
     reason = str(failures[0][0]) if failures else "no runnable package"
     if remote_problems:

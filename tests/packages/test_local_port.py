@@ -121,7 +121,9 @@ def test_a_required_header_is_needs_configuration():
     package["transport"]["headers"] = [{"name": "X-API-Key", "isRequired": True, "isSecret": True}]
     entry = resolve(package)
     assert entry.skip.startswith("needs configuration: local server needs header X-API-Key")
-    assert entry.package == {"skip_outcome": "needs_configuration"}
+    # The skip keeps what was declared (issue 19), and says what to record.
+    assert entry.package is not None and entry.package["skip_outcome"] == "needs_configuration"
+    assert entry.package["registryType"] == "npm" and entry.package["identifier"] == "fathom-test-server"
 
 
 @needs_npx
@@ -190,7 +192,9 @@ def test_sse_on_a_literal_port_set_through_a_variable_also_from_a_distributed_jo
     )
     package["transport"]["url"] = "http://localhost:3010/sse"
     entry = entry_from_payload(entry_payload(resolve(package, env)), env)
-    assert "FATHOM_TEST_PORT" not in entry.env
+    # The worker rebuilds the package from its description (issue 17): the port variable holds the placeholder the
+    # run fills with a free port, never a value from the job.
+    assert entry.env["FATHOM_TEST_PORT"] == "<free-port>"
     outcome = scan(entry, env, tmp_path)
     assert outcome.ok, (outcome.outcome, outcome.detail, outcome.extra.get("stderr_tail"))
     assert [tool["name"] for tool in outcome.tools or ()] == ["version_1_0_0"]

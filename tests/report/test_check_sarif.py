@@ -35,6 +35,7 @@ TOOLS = [
             },
             "required": ["latitude", "longitude"],
         },
+        "annotations": {"readOnlyHint": True},
     },
     {
         "name": "lookup",
