@@ -89,7 +89,6 @@ def test_a_newcomer_or_a_leaver_moves_no_one(
 ) -> None:
     moves = _moves(changed_site)
     assert moves["newcomer"][:2] == (1, "new")  # it entered at the top, above every steady server
-    assert moves["b-second"][1:] == ("same", 0) and moves["c-third"][1:] == ("same", 0)
     # The same two runs without the newcomer and the server that left: every other server moves exactly alike.
     alone = tmp_path / "alone"
     build_report(make_store(scripted_runs(comers_and_goers=False)), alone, now=FIXED_NOW)
