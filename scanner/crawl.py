@@ -138,7 +138,11 @@ class _Crawler:
     async def outcome_for(self, entry: ServerEntry) -> ScanOutcome:
         transport = entry.transport.value
         if entry.skip:
-            return ScanOutcome(outcome=skip_outcome(entry), transport=transport, detail=entry.skip)
+            # Marked never started, whatever the outcome (a skip can be needs_configuration or runner_missing):
+            # the report then shows what was declared, not a command that never ran.
+            return ScanOutcome(
+                outcome=skip_outcome(entry), transport=transport, detail=entry.skip, extra={"not_run": True}
+            )
         if entry.url and entry.transport is not Transport.STDIO:
             from scanner.registry.address import check_url
 

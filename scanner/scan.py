@@ -377,21 +377,9 @@ def _package_cache_kept(
     and holds ``--cache-max-mb`` after the scan (:mod:`scanner.packages.housekeeping`); else a no-op."""
     if not config.run_packages or not any(entry.package and not entry.skip for entry in entries):
         return lambda: None
-    import time
-
     from scanner.packages import housekeeping
 
-    settings = config.crawl.packages
-    since = time.time()
-    say = on_warning or (lambda line: None)
-    for line in housekeeping.before_scan(settings):
-        say(line)
-
-    def after() -> None:
-        for line in housekeeping.after_scan(settings, since):
-            say(line)
-
-    return after
+    return housekeeping.kept(config.crawl.packages, on_warning or (lambda line: None))
 
 
 def _entries(config: ScanConfig, on_warning: Callable[[str], None] | None) -> list[ServerEntry]:

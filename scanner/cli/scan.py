@@ -389,6 +389,14 @@ def worker(
     disk_limit_mb: Annotated[
         int, typer.Option(min=16, help="With --run-packages: what one package may write, in MiB.")
     ] = 4096,
+    cache_max_mb: Annotated[
+        int,
+        typer.Option(
+            min=64,
+            help="With --run-packages: clear killed runs' leftovers as the worker starts; when it stops, prune and "
+            "remove the least recently used packages' installs until the cache holds at most this many MiB.",
+        ),
+    ] = 20480,
     memory_limit_mb: Annotated[
         int,
         typer.Option(
@@ -425,7 +433,12 @@ def worker(
             profile=_known_profile(profile),
             retries=retries,
             allow_private=allow_private,
-            packages=PackageSettings(cache_dir=cache_dir, disk_limit_mb=disk_limit_mb, pass_env=tuple(pass_env or ())),
+            packages=PackageSettings(
+                cache_dir=cache_dir,
+                disk_limit_mb=disk_limit_mb,
+                cache_max_mb=cache_max_mb,
+                pass_env=tuple(pass_env or ()),
+            ),
         ),
         name=name or default_name(),
         stall_timeout=stall_timeout,
@@ -434,6 +447,10 @@ def worker(
         run_commands=run_commands,
         memory_limit_mb=memory_limit_mb,
     )
-    done = run_worker(config, on_closed=lambda run_id: typer.echo(f"run {run_id} finished"))
+    done = run_worker(
+        config,
+        on_closed=lambda run_id: typer.echo(f"run {run_id} finished"),
+        on_warning=lambda line: typer.echo(f"fathom: {line}", err=True),
+    )
     counts = " · ".join(f"{outcome} {count}" for outcome, count in sorted(done.counts.items()))
     typer.echo(f"worker {done.name} stopped: {done.written} servers written · {counts or 'nothing scanned'}")

@@ -265,14 +265,29 @@ async def _work(config: WorkerConfig, job: _Job) -> None:
             await job.flush()
 
 
+def _package_cache_kept(config: WorkerConfig, on_warning: Callable[[str], None] | None) -> Callable[[], None]:
+    """With ``run_packages``: the package cache's housekeeping started (orphans cleared) and what finishes it
+    when the worker stops; else a no-op (a worker that runs no package leaves the cache alone)."""
+    if not config.run_packages:
+        return lambda: None
+    from scanner.packages import housekeeping
+
+    return housekeeping.kept(config.crawl.packages, on_warning or (lambda line: LOG.warning("%s", line)))
+
+
 def run_worker(
     config: WorkerConfig,
     *,
     on_result: Callable[[ServerEntry, ScanOutcome], None] | None = None,
     on_closed: Callable[[int], None] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> WorkerSummary:
     """Take jobs from the queue at ``config.db_url`` until stopped (Ctrl-C, SIGTERM) or, with ``until_idle``,
-    until none is left; return what this worker did. Run-fatal faults (no tokenizer, no database) raise."""
+    until none is left; return what this worker did. Run-fatal faults (no tokenizer, no database) raise.
+
+    A worker that runs packages keeps its machine's package cache as a scan does
+    (:func:`scanner.packages.housekeeping.kept`): orphans cleared as it starts, the installers' prune and
+    ``cache_max_mb`` held as it stops; each line of what was done goes to ``on_warning``."""
     from scanner import tokenizer
     from scanner.distributed.queue import conninfo
     from scanner.store import open_store
@@ -281,12 +296,14 @@ def run_worker(
     tokenizer.encoding()
     with open_store(config.db_url) as store:
         job = _Job(store, config, on_result, on_closed)
+        tidy = _package_cache_kept(config, on_warning)
         gc.freeze()  # as a crawl does: the long-lived modules and statements stay out of every collection
         try:
             with engine_errors(config.db_url):
                 asyncio.run(_work(config, job))
         finally:
             gc.unfreeze()
+            tidy()
     return WorkerSummary(
         name=config.name,
         written=job.written,

@@ -1,12 +1,14 @@
 """Keeping the package cache in bounds around a scan that runs packages.
 
-Before the scan: what killed runs left behind goes (HOMEs of processes that are gone, installers' temporary
-folders, the shared folders of older Fathom versions), see :meth:`PackageCache.remove_orphans`.
+Before the scan (or as a ``fathom worker --run-packages`` starts): what killed runs left behind goes (HOMEs of
+processes that are gone, installers' temporary folders, the shared folders of older Fathom versions), see
+:meth:`PackageCache.remove_orphans`.
 
-After the scan: each installer's own prune runs over the package folders this scan used (``uv cache prune``;
-``npm cache verify``, which also collects content nothing refers to; uv's interpreter facts, one file per
-ephemeral environment, are removed), then the least recently used packages'
-folders are removed until the whole cache is under ``--cache-max-mb`` (:meth:`PackageCache.enforce_ceiling`).
+After the scan (or as that worker stops; :func:`kept` serves both): each installer's own prune runs over the
+package folders used since (``uv cache prune``; ``npm cache verify``, which also collects content nothing refers
+to; uv's interpreter facts, one file per ephemeral environment, are removed), then the least recently used
+packages' folders are removed until the whole cache is under ``--cache-max-mb``
+(:meth:`PackageCache.enforce_ceiling`).
 Verdicts (a remembered ``too_large``) are kept; a removed package is simply installed again when next scanned.
 """
 
@@ -102,6 +104,23 @@ def after_scan(settings: PackageSettings, since: float, run: Callable[..., objec
         f"package cache: over --cache-max-mb {settings.cache_max_mb}: removed the {len(removed)} least recently "
         "used package install(s)"
     ]
+
+
+def kept(settings: PackageSettings, say: Callable[[str], None]) -> Callable[[], None]:
+    """Clear the orphans now (:func:`before_scan`) and return what prunes the folders used from now on and holds
+    ``--cache-max-mb`` (:func:`after_scan`): a scan calls it when it ends, a worker when it stops. Each line
+    of what was done goes to ``say``."""
+    import time
+
+    since = time.time()
+    for line in before_scan(settings):
+        say(line)
+
+    def after() -> None:
+        for line in after_scan(settings, since):
+            say(line)
+
+    return after
 
 
 def _used_since(folder: Path, since: float) -> bool:

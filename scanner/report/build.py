@@ -25,6 +25,7 @@ from scanner.report.changes import run_changes
 from scanner.report.check_groups import FindingGroup, group_findings
 from scanner.report.csv_out import render_csv
 from scanner.report.data import (
+    NOT_RUN_OUTCOMES,
     ChangeRow,
     EventView,
     FindingView,
@@ -37,6 +38,7 @@ from scanner.report.data import (
     SiteData,
     ToolCostRow,
     TrendPoint,
+    declared_text,
     is_ranked_outcome,
     provider_order,
 )
@@ -540,6 +542,7 @@ def build_server_page(
         info["Lanes"] = row.lanes
         if row.lane:
             info["Ranked lane"] = f"{row.lane} (the richest)"
+    not_run = shown is not None and (shown.not_run or shown.outcome in NOT_RUN_OUTCOMES)
     return ServerPage(
         row=row,
         history=points,
@@ -553,6 +556,7 @@ def build_server_page(
         score_shares=shares,
         tool_costs=costs,
         next_step="" if row.ranked else next_step(row.name, row.outcome, row.detail),
+        declared=(declared_text(shown.ran) or "nothing runnable") if shown is not None and not_run else "",
     )
 
 

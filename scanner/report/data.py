@@ -266,6 +266,23 @@ class EventView:
     summary: str
 
 
+# Outcomes that never start a process whatever the scan's stored marks (scans stored before ``not_run`` was).
+NOT_RUN_OUTCOMES = frozenset({"skipped", "refused", "runner_missing"})
+
+
+def declared_text(ran: RunSpec) -> str:
+    """What a scan's entry declared, in one line: ``npm foo@1.2.3`` for a registry package (``(no version
+    declared)`` without one), else its URL or its command. Unescaped: the renderer escapes it."""
+    package = ran.package
+    if package:
+        kind, identifier, version = (package.get(key) for key in ("registry_type", "identifier", "version"))
+        spec = f"{identifier}@{version}" if version else f"{identifier} (no version declared)"
+        return f"{kind} {spec}" if kind else spec
+    if ran.url:
+        return f"URL {ran.url}"
+    return f"command {ran.command}" if ran.command else ""
+
+
 @dataclass(frozen=True)
 class ServerPage:
     """Everything one server's page shows."""
@@ -282,6 +299,9 @@ class ServerPage:
     score_shares: tuple[RuleShare, ...] = ()  # what each rule costs the score, dearest first
     tool_costs: tuple[ToolCostRow, ...] = ()  # every tool's tokens per provider, dearest first
     next_step: str = ""  # for a server not ranked: what to do so the next scan reads its list
+    # For a scan that started nothing (skipped, or stopped before running): what the entry declared, e.g.
+    # "npm foo@1.2.3", shown with its reason instead of "What was run". Empty when something ran.
+    declared: str = ""
 
     @property
     def scan_table(self) -> tuple[tuple[int, str, str, str], ...]:

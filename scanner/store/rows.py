@@ -141,6 +141,7 @@ class ScanRow:
     rule_version: str
     ran: RunSpec = field(default_factory=RunSpec)
     stderr_tail: tuple[str, ...] = ()  # normalised and scrubbed when stored; escape it to show it
+    not_run: bool = False  # skipped before any process started (``extra["not_run"]``); ``ran`` is then declared
     lane: str | None = None  # a scan in lanes: the lane whose result this row is (the richest)
     lanes: tuple[LaneRow, ...] = ()  # a scan in lanes: every lane, anonymous first
     metrics: Mapping[str, int | float] = field(default_factory=dict)  # scanner.metrics: {name: number}

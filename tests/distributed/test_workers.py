@@ -338,3 +338,42 @@ def test_a_worker_without_its_database_is_one_line_exit_4() -> None:
     assert result.stderr.startswith("fathom: ") and len(result.stderr.strip().splitlines()) == 1
     assert ":pw@" not in result.stderr and ":***@" in result.stderr  # the URL is named without its password
     assert "Traceback" not in result.stderr
+
+
+@needs_postgres
+@pytest.mark.timeout(300)
+def test_a_package_worker_keeps_its_package_cache_as_a_scan_does(postgres: str, tmp_path: Path) -> None:
+    """Issue 19 (3) for workers: ``fathom worker --run-packages`` clears killed runs' leftovers as it starts and
+    holds ``--cache-max-mb`` as it stops; a worker that runs no package leaves the cache alone."""
+    cache = tmp_path / "cache"
+    dead = subprocess.Popen(["true"])  # its pid names a process that has exited
+    dead.wait()
+    leftovers = [
+        cache / "homes" / f"home-{dead.pid}-x1",  # the HOME of a process that is gone
+        cache / "uv",  # an older Fathom's shared folder
+        cache / "pkg" / "pypi" / "kept-1.0.0" / "uv" / ".tmpKILLED",  # a killed install's temporary folder
+    ]
+    for folder in leftovers:
+        folder.mkdir(parents=True)
+        (folder / "junk").write_bytes(b"x" * 4096)
+    old, recent = cache / "pkg" / "npm" / "old-1.0.0", cache / "pkg" / "npm" / "recent-1.0.0"
+    for folder, mib, used in ((old, 70, time.time() - 86400), (recent, 1, time.time())):
+        folder.mkdir(parents=True)
+        (folder / "blob").write_bytes(b"\1" * (mib << 20))
+        (folder / ".fathom-used").touch()
+        os.utime(folder / ".fathom-used", (used, used))
+    flags = ("--until-idle", "--cache-dir", str(cache), "--cache-max-mb", "64")
+
+    plain = _worker("no-packages", *flags)
+    _, said = plain.communicate(timeout=120)
+    assert plain.returncode == 0, said
+    assert all(folder.exists() for folder in (*leftovers, old)) and "package cache" not in said
+
+    keeper = _worker("packages", "--run-packages", *flags)
+    _, said = keeper.communicate(timeout=120)
+    assert keeper.returncode == 0, said
+    assert not any(folder.exists() for folder in leftovers)
+    assert "fathom: package cache: removed 3 left-over folder(s) of killed runs" in said
+    # Over 64 MiB: the least recently used install goes, the recent one stays.
+    assert not old.exists() and (recent / "blob").exists()
+    assert "fathom: package cache: over --cache-max-mb 64: removed the 1 least recently used package install(s)" in said

@@ -129,7 +129,8 @@ def test_failures_grouped_by_cause_and_a_failed_page_that_explains(tmp_path: Pat
     alpha = (out / "servers" / "alpha.html").read_text(encoding="utf-8")
     assert alpha.count("<svg") == 2
     assert ">2026-03-01 02:00</text>" in alpha and ">2026-03-01 14:00</text>" in alpha
-    assert "0 problems, 0 warnings, 0 notes" in text_of(alpha)
+    # Catalogue 4 notes its tools' missing annotations (MCP110): notes only, counted with the right plural.
+    assert "0 problems, 0 warnings, 5 notes" in text_of(alpha)
     trends = (out / "trends.html").read_text(encoding="utf-8")
     assert ">2026-03-01 14:00</text>" in trends and "Trends over 2 runs" in trends
 
@@ -140,3 +141,82 @@ def test_failures_grouped_by_cause_and_a_failed_page_that_explains(tmp_path: Pat
         if path.is_file():
             data = path.read_bytes()
             assert b"NOT-STORED" not in data, path
+
+
+def scan_into_site(tmp_path: Path, name: str, servers: list[dict[str, object]], *flags: str) -> Path:
+    """``fathom scan`` of a registry file holding ``servers`` into its own SQLite store, then ``fathom report``."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from scanner.cli import app
+
+    source = tmp_path / f"{name}.json"
+    source.write_text(json.dumps({"servers": [{"server": server} for server in servers]}), encoding="utf-8")
+    db, site = tmp_path / f"{name}.db", tmp_path / f"{name}-site"
+    runner = CliRunner()
+    scanned = runner.invoke(app, ["scan", str(source), "--db", str(db), *flags])
+    assert scanned.exit_code == 0, scanned.output
+    reported = runner.invoke(app, ["report", "--db", str(db), "--out", str(site)])
+    assert reported.exit_code == 0, reported.output
+    return site
+
+
+def server_page(site: Path, name: str) -> str:
+    slug = name.replace(".", "-").replace("/", "-")
+    [page] = [path for path in (site / "servers").glob("*.html") if path.name.startswith(slug)]
+    return page.read_text(encoding="utf-8")
+
+
+def test_a_package_that_was_not_run_keeps_what_was_declared_on_its_page(tmp_path: Path) -> None:
+    """Issue 19 (8): a skipped registry package's page says what was declared and why it was not run, escaped,
+    and does not claim a command was run; a package that ran keeps "What was run"."""
+
+    def server(name: str, package: dict[str, object]) -> dict[str, object]:
+        return {"name": name, "version": "1.0.0", "packages": [{"transport": {"type": "stdio"}, **package}]}
+
+    plain = scan_into_site(
+        tmp_path,
+        "plain",
+        [
+            server("io.github.t/foo", {"registryType": "npm", "identifier": "foo", "version": "1.2.3"}),
+            server(
+                "io.github.t/nuget",
+                {"registryType": "nuget", "identifier": "Acme.Mcp<script>", "version": "1.2.3</dd>"},
+            ),
+        ],
+    )  # no --run-packages
+    foo = server_page(plain, "io.github.t/foo")
+    visible = text_of(foo)
+    assert (
+        "Not run Registry version 1.0.0 Declared npm foo@1.2.3; not run: package (npm foo): needs --run-packages"
+    ) in visible
+    assert "What was run" not in visible and "npx -y" not in visible  # nothing ran: no command claimed
+
+    nuget = server_page(plain, "io.github.t/nuget")
+    assert (
+        "Declared nuget Acme.Mcp&lt;script&gt;@1.2.3&lt;/dd&gt;; "
+        "not run: nuget packages are not run (dnx needs the .NET 10 SDK)"
+    ) in text_of(nuget)
+    assert "<script>" not in nuget and "1.2.3</dd>" not in nuget
+
+    # With --run-packages, a package missing a required argument is not started either: needs_configuration,
+    # and its page says so the same way (no version declared: said, not invented).
+    needs = scan_into_site(
+        tmp_path,
+        "needs",
+        [
+            server(
+                "io.github.t/cfg",
+                {
+                    "registryType": "pypi",
+                    "identifier": "cfg-mcp",
+                    "packageArguments": [{"type": "named", "name": "--pcap-path", "isRequired": True}],
+                },
+            )
+        ],
+        "--run-packages",
+    )
+    assert (
+        "Declared pypi cfg-mcp (no version declared); not run: needs configuration: --pcap-path needs a value"
+    ) in text_of(server_page(needs, "io.github.t/cfg"))

@@ -371,6 +371,7 @@ class _Facts:
             rule_version=self.versions[run_id],
             ran=run_spec(registry_version, package, url, command),
             stderr_tail=stderr_tail(extra),
+            not_run=isinstance(extra, Mapping) and extra.get("not_run") is True,
             metrics=scan_metrics.stored(metrics),
         )
 
