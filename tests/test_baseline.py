@@ -29,6 +29,7 @@ def _tool(name: str, described: bool = True, extra: str = "") -> dict[str, Any]:
         "name": name,
         "description": _TOPICS[name] + extra,
         "inputSchema": {"type": "object", "properties": {"city": param}, "required": ["city"]},
+        "annotations": {"readOnlyHint": True},  # read tools, said so (no MCP110 under catalogue 4)
     }
 
 

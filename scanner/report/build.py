@@ -230,16 +230,18 @@ def build_leaderboard(
 
 
 def _client_tokens(store: Store, rows: Sequence[LeaderRow]) -> dict[str, dict[str, int]]:
-    """What each client sends per turn (scanner.clients) for every ranked toolset, by its sha256: one read of the
-    toolset's per-tool costs each."""
+    """What each client sends per turn (scanner.clients) for every ranked toolset, by its sha256: the per-tool
+    costs of all of them read at once."""
     from scanner.clients import measure_clients
 
+    ranked = [row for row in rows if row.toolset_sha256 and row.tokens and is_ranked_outcome(row.outcome)]
+    every = store.toolsets_costs([str(row.toolset_sha256) for row in ranked])
     out: dict[str, dict[str, int]] = {}
-    for row in rows:
-        sha = row.toolset_sha256
-        if not sha or sha in out or not row.tokens or not is_ranked_outcome(row.outcome):
+    for row in ranked:
+        sha = str(row.toolset_sha256)
+        if sha in out:
             continue
-        costs = store.toolset_costs(sha)
+        costs = every.get(sha, [])
         measured = measure_clients(dict(row.tokens), [cost.tokens for cost in costs], [cost.name for cost in costs])
         out[sha] = {cost.client: cost.tokens for cost in measured}
     return out

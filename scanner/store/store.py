@@ -16,7 +16,7 @@ pick such a run up again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -223,6 +223,10 @@ class Store:
     def toolset_costs(self, sha256: str, largest: int | None = None) -> list[ToolCost]:
         """Each tool's own cost per provider, in list order; ``largest=5`` gives the five dearest, dearest first."""
         return read.toolset_costs(self._sessions, sha256, largest)
+
+    def toolsets_costs(self, shas: Sequence[str]) -> dict[str, list[ToolCost]]:
+        """:meth:`toolset_costs` of many toolsets at once, by sha256 (a few queries, not one per toolset)."""
+        return read.toolsets_costs(self._sessions, shas)
 
     def database_stats(self) -> dict[str, int]:
         """Row counts per table (for ``fathom db info`` and the growth benchmark)."""

@@ -28,7 +28,13 @@ from scanner.store.read.server_reads import (
     stderr_tail,
     toolsets_tools,
 )
-from scanner.store.read.toolset_reads import toolset_costs, toolset_findings, toolset_tokens, toolset_tools
+from scanner.store.read.toolset_reads import (
+    toolset_costs,
+    toolset_findings,
+    toolset_tokens,
+    toolset_tools,
+    toolsets_costs,
+)
 
 __all__ = [
     "RECENT_METRICS",
@@ -52,6 +58,7 @@ __all__ = [
     "toolset_findings",
     "toolset_tokens",
     "toolset_tools",
+    "toolsets_costs",
     "toolsets_tools",
     "trends",
 ]

@@ -82,3 +82,21 @@ def toolset_costs(sessions: sessionmaker[Session], sha256: str, largest: int | N
             ToolCost(name=tool.name, index=tool.tool_index, tokens=dict(tool.tokens or {}))
             for tool in session.scalars(query)
         ]
+
+
+def toolsets_costs(sessions: sessionmaker[Session], shas: Sequence[str]) -> dict[str, list[ToolCost]]:
+    """Each tool's own cost per provider, in list order, for many toolsets at once (a few queries per chunk of
+    hashes, never one per toolset: the report reads them for every ranked server)."""
+    wanted = sorted(set(shas))
+    found: dict[str, list[ToolCost]] = defaultdict(list)
+    with sessions() as session:
+        for chunk in common.chunks(wanted):
+            query = (
+                select(ToolsetRow.sha256, ToolToken)
+                .join(ToolToken, ToolToken.toolset_id == ToolsetRow.id)
+                .where(ToolsetRow.sha256.in_(chunk))
+                .order_by(ToolsetRow.sha256, ToolToken.tool_index)
+            )
+            for sha, tool in session.execute(query):
+                found[sha].append(ToolCost(name=tool.name, index=tool.tool_index, tokens=dict(tool.tokens or {})))
+    return dict(found)
