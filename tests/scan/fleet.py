@@ -30,13 +30,23 @@ from tests.servers.launch import (
     start_sdk_http,
 )
 
+_WRITES = {"send": False, "delete": True, "void": True}  # verb -> destructive
+
+
+def annotations(name: str) -> dict[str, bool]:
+    """What the tool says it does, as a careful author annotates it (no MCP110/111/112 of its own)."""
+    verb = name.split("_", 1)[0]
+    if verb in _WRITES:
+        return {"readOnlyHint": False, "destructiveHint": _WRITES[verb]}
+    return {"readOnlyHint": True}
+
 
 def tool(name: str, description: str | None, **properties: dict[str, Any]) -> dict[str, Any]:
     """A tool with the given parameters (all required); ``description=None`` leaves it out (MCP102)."""
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if properties:
         schema["required"] = sorted(properties)
-    result: dict[str, Any] = {"name": name, "inputSchema": schema}
+    result: dict[str, Any] = {"name": name, "inputSchema": schema, "annotations": annotations(name)}
     if description is not None:
         result["description"] = description
     return result
@@ -47,16 +57,37 @@ def text(description: str) -> dict[str, Any]:
 
 
 # The SDK servers' tool lists, before and after the change. Descriptions are long enough to raise no finding
-# of their own, so that the findings a test looks for are the ones the change makes.
+# of their own (tools with a relative say when to use which; every tool is annotated), so that the findings a
+# test looks for are the ones the change makes.
 ADD_V1 = [
-    tool("list_notes", "List the titles of every note in the notebook, newest first.", folder=text("Folder name.")),
-    tool("read_note", "Read one note's full text by its title, as Markdown.", title=text("The note title.")),
+    tool(
+        "list_notes",
+        "List the titles of every note in the notebook, newest first, rather than one note's text.",
+        folder=text("Folder name."),
+    ),
+    tool(
+        "read_note",
+        "Read one note's full text by its title, as Markdown, rather than the list of titles.",
+        title=text("The note title."),
+    ),
 ]
 ADD_V2 = [*ADD_V1, tool("delete_note", None, title=text("The note title."))]
 REMOVE_V1 = [
-    tool("get_invoice", "Fetch one invoice by number with its lines and totals.", number=text("Invoice number.")),
-    tool("list_invoices", "List invoices of one customer, newest first.", customer=text("Customer id.")),
-    tool("void_invoice", "Void an unpaid invoice so it can no longer be paid.", number=text("Invoice number.")),
+    tool(
+        "get_invoice",
+        "Fetch one invoice by number with its lines and totals, rather than a customer's list.",
+        number=text("Invoice number."),
+    ),
+    tool(
+        "list_invoices",
+        "List invoices of one customer, newest first, rather than one invoice in full.",
+        customer=text("Customer id."),
+    ),
+    tool(
+        "void_invoice",
+        "Void an unpaid invoice so it can no longer be paid, instead of deleting it; it cannot be undone.",
+        number=text("Invoice number."),
+    ),
 ]
 REMOVE_V2 = REMOVE_V1[:2]
 RUG_V1 = [
@@ -76,6 +107,7 @@ FIX_V1 = [
             "properties": {"query": {"description": "Words to search for, e.g. 'rate limits'."}},
             "required": ["query"],
         },
+        "annotations": {"readOnlyHint": True},
     }
 ]
 FIX_V2 = [tool("search_docs", str(FIX_V1[0]["description"]), query=text("Words to search for, e.g. 'rate limits'."))]

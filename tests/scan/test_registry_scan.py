@@ -323,7 +323,8 @@ def test_rescore_under_the_same_rules_keeps_every_finding(scanned: Scanned, tmp_
     before = [query("findings", "--db", db), query("findings", "--run", "2", "--db", db)]
     stats = open_store(db).database_stats()
     out = fathom("rescore", "--db", db)
-    assert out.startswith(f"rescored {stats['toolsets']} tool lists")
+    assert out.startswith(f"rules 4: {stats['toolsets']} tool lists measured; changed 0 tool lists and 0 scans")
+    assert "nothing changed; nothing written" in out
     assert [query("findings", "--db", db), query("findings", "--run", "2", "--db", db)] == before
     after = open_store(db).database_stats()
     assert {k: after[k] for k in ("toolsets", "scans", "events")} == {
