@@ -379,7 +379,12 @@ class LogEntry:
 
 
 def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" + ("" if number == 1 else "s")
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
+
+
+def number_text(value: object) -> str:
+    """A stored count with thousands separators (``22,884``); anything else as it is."""
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
 def _default_baseline(by_run: Mapping[int, Sequence[StoredEvent]]) -> int | None:
@@ -523,7 +528,7 @@ def _single_summary(event: StoredEvent) -> str:
     if event.kind in (SERVER_VERSION_CHANGED, OUTCOME_CHANGED) and {"from", "to"} <= set(details):
         return f"{details['from']} → {details['to']}"
     if event.kind == INSTRUCTIONS_CHANGED and {"from_chars", "to_chars"} <= set(details):
-        return f"{details['from_chars']} → {details['to_chars']} characters"
+        return f"{number_text(details['from_chars'])} → {number_text(details['to_chars'])} characters"
     return ""
 
 

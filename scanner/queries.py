@@ -300,7 +300,7 @@ def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> 
     for provider, delta in change.token_deltas.items():
         if delta:
             spent, spends = change.tokens_from.get(provider, 0), change.tokens_to.get(provider, 0)
-            rows.append({"change": "tokens", "tool": None, "detail": f"{provider} {spent} → {spends} ({delta:+d})"})
+            rows.append({"change": "tokens", "tool": None, "detail": f"{provider} {spent:,} → {spends:,} ({delta:+,})"})
     # Findings grouped by rule: a rule's new, fixed and gone-with-the-tool findings together, code by code, tools in
     # order. A finding of a removed tool is not "fixed": it went with the tool.
     found = [
