@@ -15,7 +15,8 @@ their whole content, so a hostile list can only produce added/removed noise, nev
 
 Stored events are one row per fact, which is what a query wants; :func:`readable_log` turns one server's events
 into the change log a person reads (a first scan as one baseline row, findings grouped by rule, a finding that
-left with its tool said so, a rename as one row). The report's server pages use it; so can ``fathom diff``.
+left with its tool said so, a rename as one row). The report's server pages use it; ``fathom diff`` uses its
+detection (:func:`renamed_tools`, :func:`pair_renames`, :func:`followed_findings`) on the two scans it compares.
 """
 
 from __future__ import annotations
@@ -378,7 +379,12 @@ class LogEntry:
 
 
 def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" + ("" if number == 1 else "s")
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
+
+
+def number_text(value: object) -> str:
+    """A stored count with thousands separators (``22,884``); anything else as it is."""
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
 def _default_baseline(by_run: Mapping[int, Sequence[StoredEvent]]) -> int | None:
@@ -424,16 +430,11 @@ def _run_entries(run_id: int, events: Sequence[StoredEvent], *, baseline: bool) 
     new_names = set(renamed.values())
     removed_names = {str(event.tool) for event in removed}
     # A finding that followed a renamed tool: resolved on the old name, appeared with the same code on the new.
-    followed = {
-        (event.code, event.tool)
-        for event in events
-        if event.kind == FINDING_APPEARED
-        and event.tool in new_names
-        and any(
-            other.kind == FINDING_RESOLVED and other.code == event.code and renamed.get(str(other.tool)) == event.tool
-            for other in events
-        )
-    }
+    followed = followed_findings(
+        renamed,
+        ((event.code, event.tool) for event in events if event.kind == FINDING_APPEARED),
+        ((event.code, event.tool) for event in events if event.kind == FINDING_RESOLVED),
+    )
     entries: list[LogEntry] = []
     groups: dict[tuple[str, str | None, tuple[str, ...]], list[StoredEvent]] = {}
     mcp502 = {str(event.tool) for event in events if event.kind == FINDING_APPEARED and event.code == "MCP502"}
@@ -478,19 +479,48 @@ def _run_entries(run_id: int, events: Sequence[StoredEvent], *, baseline: bool) 
 _TOOL_KINDS = frozenset({TOOL_ADDED, TOOL_REMOVED, TOOL_CHANGED})
 
 
+def pair_renames(removed: Iterable[tuple[str, object]], added: Iterable[tuple[str, object]]) -> dict[str, str]:
+    """Old name -> new name for removed and added tools, each ``(name, body_sha256)``, with the same body (the same
+    description and inputSchema), paired in order; a body that is not a string (an item that is not an object, an
+    event stored before ``body_sha256`` existed) pairs with nothing."""
+    waiting: dict[str, list[str]] = {}
+    for name, body in added:
+        if isinstance(body, str):
+            waiting.setdefault(body, []).append(name)
+    pairs: dict[str, str] = {}
+    for name, body in removed:
+        if isinstance(body, str) and waiting.get(body):
+            pairs[name] = waiting[body].pop(0)
+    return pairs
+
+
+def renamed_tools(previous: Sequence[Any], current: Sequence[Any], changes: ToolChanges) -> dict[str, str]:
+    """Old label -> new label for the tools of ``changes`` (:func:`diff_tools` of the two lists) removed from
+    ``previous`` and added to ``current`` with the same body: one tool renamed, not one removed and one added."""
+    before, after = _index(previous), _index(current)
+    return pair_renames(
+        ((label, body_sha256(before[label].value)) for label in changes.removed),
+        ((label, body_sha256(after[label].value)) for label in changes.added),
+    )
+
+
+def followed_findings(
+    renamed: Mapping[str, str],
+    appeared: Iterable[tuple[str | None, str | None]],
+    resolved: Iterable[tuple[str | None, str | None]],
+) -> set[tuple[str | None, str | None]]:
+    """The ``(code, new name)`` of findings that followed a renamed tool: gone from its old name and present with
+    the same code on its new one, so neither fixed nor new."""
+    moved = {(code, renamed[tool]) for code, tool in resolved if tool is not None and tool in renamed}
+    return {(code, tool) for code, tool in appeared if (code, tool) in moved}
+
+
 def _pair_renames(removed: Sequence[StoredEvent], added: Sequence[StoredEvent]) -> dict[str, str]:
     """Old name -> new name for removed and added tools of one run with the same body, paired in order."""
-    waiting: dict[str, list[str]] = {}
-    for event in added:
-        body = event.details.get("body_sha256")
-        if isinstance(body, str):
-            waiting.setdefault(body, []).append(str(event.tool))
-    pairs: dict[str, str] = {}
-    for event in removed:
-        body = event.details.get("body_sha256")
-        if isinstance(body, str) and waiting.get(body):
-            pairs[str(event.tool)] = waiting[body].pop(0)
-    return pairs
+    return pair_renames(
+        ((str(event.tool), event.details.get("body_sha256")) for event in removed),
+        ((str(event.tool), event.details.get("body_sha256")) for event in added),
+    )
 
 
 def _single_summary(event: StoredEvent) -> str:
@@ -498,7 +528,7 @@ def _single_summary(event: StoredEvent) -> str:
     if event.kind in (SERVER_VERSION_CHANGED, OUTCOME_CHANGED) and {"from", "to"} <= set(details):
         return f"{details['from']} → {details['to']}"
     if event.kind == INSTRUCTIONS_CHANGED and {"from_chars", "to_chars"} <= set(details):
-        return f"{details['from_chars']} → {details['to_chars']} characters"
+        return f"{number_text(details['from_chars'])} → {number_text(details['to_chars'])} characters"
     return ""
 
 

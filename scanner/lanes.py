@@ -161,7 +161,7 @@ def lanes_text(lanes: Sequence[Any]) -> str:
         if lane.outcome != "ok" or lane.tools_count is None:
             parts.append(f"{lane.lane}: {lane.outcome}")
         elif lane.tools_count < most:
-            parts.append(f"{lane.lane}: {lane.tools_count} of {most} tools")
+            parts.append(f"{lane.lane}: {lane.tools_count:,} of {most:,} tools")
         else:
-            parts.append(f"{lane.lane}: {lane.tools_count} tool{'' if lane.tools_count == 1 else 's'}")
+            parts.append(f"{lane.lane}: {lane.tools_count:,} tool{'' if lane.tools_count == 1 else 's'}")
     return "; ".join(parts)

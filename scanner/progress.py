@@ -126,7 +126,7 @@ class Progress:
 
     def breakdown(self) -> str:
         ordered = sorted(self.counts.items(), key=lambda item: (item[0] != Outcome.OK.value, -item[1], item[0]))
-        return " · ".join(f"{name} {count}" for name, count in ordered)
+        return " · ".join(f"{name} {count:,}" for name, count in ordered)
 
     def status(self, now: float | None = None) -> str:
         """``30/120 servers (25%) in 0m30s · 1.0/s · about 1m30s left: ok 20 · timeout 10 · slowest: a 12s``."""
@@ -136,7 +136,7 @@ class Progress:
             return f"reading the entries… {_elapsed(spent)}"
         share = f" ({100 * self.done // self.total}%)" if self.total else ""
         noun = "server" if self.total == 1 else "servers"
-        parts = [f"{self.done}/{self.total} {noun}{share} in {_elapsed(spent)}"]
+        parts = [f"{self.done:,}/{self.total:,} {noun}{share} in {_elapsed(spent)}"]
         if self.done and self._first_result is not None:
             rate = self.done / max(spent, 1e-9)
             parts.append(f"{rate:.1f}/s" if rate >= 0.95 else f"{rate * 60:.1f}/min")

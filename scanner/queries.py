@@ -259,9 +259,14 @@ def findings(
     ]
 
 
+FINDING_NEW, FINDING_FIXED, FINDING_GONE = "finding new", "finding fixed", "finding gone with the tool"
+_FINDING_ORDER = {FINDING_NEW: 0, FINDING_FIXED: 1, FINDING_GONE: 2}
+
+
 def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> list[dict[str, Any]]:
     """One row per change: the two scans, registry and server versions, outcome changes on the way, tools
-    added/removed/changed, token deltas, findings new/fixed."""
+    renamed/added/removed/changed (a rename is one row), token deltas, findings new/fixed/gone with the tool
+    (grouped by rule)."""
     with open_store(db_url) as store:
         change = store.diff(server, from_run, to_run)
     rows: list[dict[str, Any]] = []
@@ -283,6 +288,10 @@ def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> 
             if run is not None and outcome != "ok"
         ]
         rows.append({"change": "tools not compared", "tool": None, "detail": "; ".join(failed)})
+    rows += [
+        {"change": "tool renamed", "tool": new, "detail": f"from {old}: same description and inputSchema"}
+        for old, new in change.tools_renamed
+    ]
     rows += [{"change": "tool added", "tool": name, "detail": ""} for name in change.tools_added]
     rows += [{"change": "tool removed", "tool": name, "detail": ""} for name in change.tools_removed]
     rows += [
@@ -291,10 +300,15 @@ def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> 
     for provider, delta in change.token_deltas.items():
         if delta:
             spent, spends = change.tokens_from.get(provider, 0), change.tokens_to.get(provider, 0)
-            rows.append({"change": "tokens", "tool": None, "detail": f"{provider} {spent} → {spends} ({delta:+d})"})
-    # Findings grouped by rule: a rule's new and fixed findings together, code by code, tools in order.
-    found = [("finding new", f) for f in change.findings_new] + [("finding fixed", f) for f in change.findings_fixed]
-    found.sort(key=lambda item: (item[1].code, item[0] != "finding new", item[1].tool or ""))
+            rows.append({"change": "tokens", "tool": None, "detail": f"{provider} {spent:,} → {spends:,} ({delta:+,})"})
+    # Findings grouped by rule: a rule's new, fixed and gone-with-the-tool findings together, code by code, tools in
+    # order. A finding of a removed tool is not "fixed": it went with the tool.
+    found = [
+        *((FINDING_NEW, f) for f in change.findings_new),
+        *((FINDING_FIXED, f) for f in change.findings_fixed),
+        *((FINDING_GONE, f) for f in change.findings_gone_with_tool),
+    ]
+    found.sort(key=lambda item: (item[1].code, _FINDING_ORDER[item[0]], item[1].tool or ""))
     rows += [{"change": label, "tool": f.tool, "detail": f"{f.code} {f.rule}: {f.message}"} for label, f in found]
     for side, lanes in (("from", change.lanes_from), ("to", change.lanes_to)):
         if lanes:

@@ -230,8 +230,8 @@ def skipped_line(needs: Mapping[str, int]) -> str:
         return ""
     total = sum(needs.values())
     noun = "server was" if total == 1 else "servers were"
-    parts = [f"{count} need{'s' if count == 1 else ''} {flag}" for flag, count in needs.items()]
-    return f"{total} {noun} not scanned: {', '.join(parts)} (run again with the flag to scan them)"
+    parts = [f"{count:,} need{'s' if count == 1 else ''} {flag}" for flag, count in needs.items()]
+    return f"{total:,} {noun} not scanned: {', '.join(parts)} (run again with the flag to scan them)"
 
 
 def resume_config(store: Store, config: ScanConfig) -> tuple[int, ScanConfig, list[str]]:

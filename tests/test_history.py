@@ -174,3 +174,9 @@ def test_the_first_scan_is_one_baseline_row() -> None:
     assert baseline.items == ("MCP102", "MCP207")
     # Told which run was the first successful scan, a log that starts later has no baseline row.
     assert history.BASELINE not in {entry.kind for entry in history.readable_log(later, baseline_run=1)}
+
+
+def test_instruction_sizes_read_with_separators() -> None:
+    events, _ = history.compare_instructions("a" * 1_234, "1", "b" * 22_884, "1")
+    (entry,) = history.readable_log(_stored(2, events), baseline_run=1)
+    assert entry.summary == "1,234 → 22,884 characters"

@@ -105,3 +105,13 @@ def test_the_spinner_says_what_it_waits_for_on_a_terminal_and_nothing_in_a_log()
     with spinner("waiting", stream=quiet, enabled=False):
         pass
     assert quiet.getvalue() == ""
+
+
+def test_counts_over_a_thousand_read_with_separators() -> None:
+    stream, clock = io.StringIO(), _Clock()
+    progress = Progress(20_000, stream=stream, enabled=False, interval=10.0, clock=clock)
+    for _ in range(1_500):
+        clock.now += 0.005
+        progress.advance(Outcome.OK)
+    assert progress.status(clock.now).startswith("1,500/20,000 servers (7%) in 0m07s")
+    assert progress.status(clock.now).endswith(": ok 1,500")

@@ -134,8 +134,9 @@ def diff(
     fmt: FormatOption = QueryFormat.table,
     wide: WideOption = False,
 ) -> None:
-    """What changed on a server between two runs: registry and server versions, outcome changes, tools added,
-    removed and changed, tokens, findings. A server that never answered shows its outcomes."""
+    """What changed on a server between two runs: registry and server versions, outcome changes, tools renamed
+    (one row), added, removed and changed, tokens, findings by rule (new, fixed, gone with the tool). A server that
+    never answered shows its outcomes."""
     from scanner import queries
 
     fetch = lambda: queries.diff(_db_url(db, existing=True), server, from_run, to_run)  # noqa: E731

@@ -33,7 +33,7 @@ def report(
     with open_store(_db_url(db, existing=True)) as store:
         result = build_report(store, out, run_id=run)
     typer.echo(
-        f"run {result.run_id}: {plural(result.servers_ranked, 'server')} ranked, {result.servers_unranked} listed "
+        f"run {result.run_id}: {plural(result.servers_ranked, 'server')} ranked, {result.servers_unranked:,} listed "
         f"apart, {plural(result.server_pages, 'server page')}, {plural(result.runs_in_trends, 'run')} in trends"
     )
     typer.echo(f"open {(out / 'index.html').resolve().as_uri()}")
@@ -53,8 +53,8 @@ def demo(
         _fail(f"--workdir {workdir} is a file; the demo needs a folder (a new or existing one)", 2)
     result = run_demo(workdir)
     for number, summary in enumerate(result.scans, start=1):
-        counts = " · ".join(f"{name} {count}" for name, count in sorted(summary.counts.items()))
-        typer.echo(f"scan {number} (run {summary.run_id}): {summary.total} servers · {counts}")
+        counts = " · ".join(f"{name} {count:,}" for name, count in sorted(summary.counts.items()))
+        typer.echo(f"scan {number} (run {summary.run_id}): {summary.total:,} servers · {counts}")
     database = result.database
     typer.echo(f"database: {database}  (try: fathom servers --db {database}; fathom findings --db {database})")
     typer.echo(f"report:   {result.report_index.resolve().as_uri()}")

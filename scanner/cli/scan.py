@@ -244,8 +244,8 @@ def scan(
             typer.echo(json.dumps(dataclasses.asdict(queued), indent=2))
             return
         typer.echo(
-            f"run {queued.run_id} queued: {queued.queued} servers"
-            + (f" ({queued.duplicates} duplicate names left out)" if queued.duplicates else "")
+            f"run {queued.run_id} queued: {queued.queued:,} servers"
+            + (f" ({queued.duplicates:,} duplicate names left out)" if queued.duplicates else "")
             + "; start `fathom worker --db ...` on any machine"
         )
         return
@@ -286,15 +286,15 @@ def _scan_line(summary: ScanSummary) -> str:
     totals (what was done before it, and what it did)."""
     before = summary.already_done if summary.resumed else 0
     shown = summary.run_counts if summary.resumed and summary.run_counts else summary.counts
-    counts = " · ".join(f"{name} {count}" for name, count in sorted(shown.items()))
+    counts = " · ".join(f"{name} {count:,}" for name, count in sorted(shown.items()))
     total = summary.total + before
     servers = "server" if total == 1 else "servers"
     if summary.interrupted:
-        head = f"run {summary.run_id} interrupted: {summary.scanned + before} of {total} {servers} scanned"
+        head = f"run {summary.run_id} interrupted: {summary.scanned + before:,} of {total:,} {servers} scanned"
     else:
-        head = f"run {summary.run_id} finished: {total} {servers}"
+        head = f"run {summary.run_id} finished: {total:,} {servers}"
     if summary.resumed:
-        head += f" ({summary.already_done} done before this resume)"
+        head += f" ({summary.already_done:,} done before this resume)"
     return f"{head} · {counts or 'nothing scanned'}"
 
 
@@ -452,5 +452,5 @@ def worker(
         on_closed=lambda run_id: typer.echo(f"run {run_id} finished"),
         on_warning=lambda line: typer.echo(f"fathom: {line}", err=True),
     )
-    counts = " · ".join(f"{outcome} {count}" for outcome, count in sorted(done.counts.items()))
-    typer.echo(f"worker {done.name} stopped: {done.written} servers written · {counts or 'nothing scanned'}")
+    counts = " · ".join(f"{outcome} {count:,}" for outcome, count in sorted(done.counts.items()))
+    typer.echo(f"worker {done.name} stopped: {done.written:,} servers written · {counts or 'nothing scanned'}")

@@ -18,7 +18,7 @@ from operator import methodcaller
 from pathlib import Path
 
 from scanner.errors import InputError, OutputError
-from scanner.history import readable_log
+from scanner.history import number_text, readable_log
 from scanner.lanes import lanes_text
 from scanner.models import PROVIDER_SHORT, SCHEMA_DEPTH_LIMIT, Finding, Severity
 from scanner.report.changes import run_changes
@@ -319,7 +319,10 @@ def _event_summary(kind: str, details: Mapping[str, object]) -> str:
     if kind in ("tool_added", "tool_removed"):
         return ""
     if kind == "instructions_changed" and {"from_chars", "to_chars"} <= set(details):
-        return clean_text(f"instructions: {details['from_chars']} → {details['to_chars']} characters", limit=500)
+        return clean_text(
+            f"instructions: {number_text(details['from_chars'])} → {number_text(details['to_chars'])} characters",
+            limit=500,
+        )
     parts = []
     for key, value in sorted(details.items()):
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)

@@ -46,7 +46,7 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
     out += ["| Provider | Tokens per turn | Method |", "|---|---:|---|"]
     for provider, count in report.tokens.items():
         out.append(f"| {PROVIDER_LABELS.get(provider, provider)} | {count.tokens:,} | {md(count.method)} |")
-    out += ["", f"{report.tools_count} tools · {report.context_share * 100:.1f} % of a 200k context", ""]
+    out += ["", f"{report.tools_count:,} tools · {report.context_share * 100:.1f} % of a 200k context", ""]
     out += client_lines(report)
     if report.instructions is not None:
         out += ["**Instructions** (the server's, read as a system text every turn):", ""]

@@ -8,6 +8,7 @@ stable, so two pair findings of the same first tool keep the order of their seco
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +17,25 @@ from scanner.rules.registry import RULES, Hit, Rule, RuleContext, check_prefixes
 from scanner.rules.tools import ToolInfo
 from scanner.rules.vocabulary import ListFacts
 
+# A count a check writes before "tokens"/"characters" or after "(more than ", with four digits or more.
+_COUNT = re.compile(r"(?<![\w.,])\d{4,}(?= (?:tokens|characters)\b)|(?<=\(more than )\d{4,}(?![\w.,]\d)")
+_NO_WORDS = ", adds only 0 words not in its name."
+
+
+def readable_message(message: str) -> str:
+    """A check's message as a person reads it: counts with thousands separators (``22,884 tokens``) and no
+    "adds only 0 words".
+
+    Done here, where hits become findings, so the checks (whose source is part of the catalogue digest, tied to
+    ``RULES_VERSION``) and what they find stay as they are. Only the text after the message's last quote mark is
+    touched: server text (names, descriptions, sentences) is always quoted before it, and is never rewritten.
+    """
+    cut = max(message.rfind("'"), message.rfind('"')) + 1
+    head, tail = message[:cut], message[cut:]
+    if tail == _NO_WORDS and head.endswith('"'):  # MCP103 when every word of the description is in the name
+        tail = ", adds no words beyond its name."
+    return head + _COUNT.sub(lambda match: f"{int(match[0]):,}", tail)
+
 
 def _finding(rule: Rule, hit: Hit, tools: Sequence[ToolInfo], default: ToolInfo | None) -> Finding:
     index = hit.tool_index if hit.tool_index is not None else (default.index if default is not None else None)
@@ -23,7 +43,7 @@ def _finding(rule: Rule, hit: Hit, tools: Sequence[ToolInfo], default: ToolInfo 
     return make_finding(
         rule.code,
         tool=tool.tool_name if tool is not None else None,
-        message=hit.message,
+        message=readable_message(hit.message),
         pointer=hit.pointer,
         details=hit.details,
         tool_index=index,

@@ -75,16 +75,16 @@ class RescoreResult:
         """What ``fathom rescore`` prints."""
         verb = "would change" if self.dry_run else "changed"
         lines = [
-            f"rules {self.rule_version}: {self.measured} tool lists measured"
-            + (f" ({self.skipped} skipped: the checker failed on them)" if self.skipped else "")
-            + f"; {verb} {self.toolsets_changed} tool lists and {self.scans_changed} scans"
+            f"rules {self.rule_version}: {self.measured:,} tool lists measured"
+            + (f" ({self.skipped:,} skipped: the checker failed on them)" if self.skipped else "")
+            + f"; {verb} {self.toolsets_changed:,} tool lists and {self.scans_changed:,} scans"
         ]
         if self.runs_recounted:
-            lines.append(f"{self.runs_recounted} runs' aggregates counted under another catalogue: recounted")
+            lines.append(f"{self.runs_recounted:,} runs' aggregates counted under another catalogue: recounted")
         if not self.anything and not self.runs_recounted:
             lines.append("nothing changed" + ("" if self.dry_run else "; nothing written"))
         for row in self.rows():
-            lines.append(f"  {row['code']}  +{row['added']}  -{row['removed']}  ~{row['changed']}")
+            lines.append(f"  {row['code']}  +{row['added']:,}  -{row['removed']:,}  ~{row['changed']:,}")
         return "\n".join(lines)
 
 

@@ -239,7 +239,9 @@ class Diff:
     By default the two are its last two successful scans; a server with no successful scan compares its last two
     scans, whatever their outcome. Tools, tokens and findings are compared only when both sides answered
     (``tools_compared``); outcome changes on the way (``outcome_changes``: run, before, after) and both sides'
-    versions (the registry's and the server's own) are always given.
+    versions (the registry's and the server's own) are always given. A rename (same description and inputSchema,
+    new name) is one ``tools_renamed`` pair; the findings that followed it to its new name are neither new nor
+    fixed, and its MCP502 is not new. Findings of a removed tool are ``findings_gone_with_tool``, not fixed.
     """
 
     server: str
@@ -264,6 +266,10 @@ class Diff:
     tools_compared: bool = True
     lanes_from: tuple[LaneRow, ...] = ()  # the lanes of each side, when it was scanned in lanes
     lanes_to: tuple[LaneRow, ...] = ()
+    # (old, new): removed and added with the same description and inputSchema; not in tools_added/tools_removed.
+    tools_renamed: tuple[tuple[str, str], ...] = ()
+    # Findings of the earlier scan on a tool that was removed (not renamed): gone with it, not fixed.
+    findings_gone_with_tool: tuple[Finding, ...] = ()
 
     @property
     def token_deltas(self) -> dict[str, int]:
@@ -276,6 +282,7 @@ class Diff:
             self.from_sha256 == self.to_sha256
             and not self.findings_new
             and not self.findings_fixed
+            and not self.findings_gone_with_tool
             and self.from_outcome == self.to_outcome
             and not self.outcome_changes
         )

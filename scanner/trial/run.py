@@ -91,8 +91,8 @@ class Plan:
         what = "the prompt" if prompts == 1 else f"{prompts} prompts"
         times = f", {self.request.repeat} times each" if self.request.repeat > 1 else ""
         return (
-            f"fathom try will send {what}{times} ({self.requests} request{'s' if self.requests != 1 else ''}) and "
-            f"the {len(self.view_names)} tool definitions of {clean(self.source)} (about {self.estimate.tokens} "
+            f"fathom try will send {what}{times} ({self.requests:,} request{'s' if self.requests != 1 else ''}) and "
+            f"the {len(self.view_names)} tool definitions of {clean(self.source)} (about {self.estimate.tokens:,} "
             f"tokens a turn) to {self.target.label} at {clean(self.target.shown_endpoint)}, model "
             f"{clean(self.target.model)}, "
             + (f"with the key in {self.target.key_env}." if self.target.key_env else "with no key.")

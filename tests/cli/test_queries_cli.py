@@ -179,3 +179,48 @@ def test_diff_groups_findings_by_rule(database: Path) -> None:
     ]
     assert len({rule for rule, _ in found}) >= 2  # a fixed and a new rule: the order below is a real choice
     assert found == sorted(found, key=lambda item: (item[0], item[1] != "finding new"))
+
+
+@pytest.fixture
+def renamed(tmp_path: Path) -> Path:
+    """Server a, two scans: [echo, untyped search, x (one-word description)], then search renamed to find (same
+    description and schema: its MCP205 follows it) and x removed with its MCP102."""
+    path = tmp_path / "renamed.db"
+    find = {**SEARCH_UNTYPED, "name": "find"}
+    with open_store(f"sqlite:///{path}") as store:
+        for tools in ([ECHO, SEARCH_UNTYPED, tool("x", "x")], [ECHO, find]):
+            run_id = store.start_run("list.txt", "1", {})
+            store.record_scan(run_id, entry("a"), ok(tools), local_measure)
+            store.finish_run(run_id)
+    return path
+
+
+def test_diff_shows_a_rename_as_one_row_and_findings_gone_with_the_tool_in_every_format(renamed: Path) -> None:
+    code, out, _ = invoke("diff", "a", "--db", str(renamed), "--format", "json")
+    assert code == 0
+    rows = [(row["change"], row["tool"], row["detail"].split(" ")[0]) for row in json.loads(out)[1:]]
+    expected = [
+        ("tool renamed", "find", "from"),
+        ("tool removed", "x", ""),
+        ("tokens", None, "anthropic"),
+        ("tokens", None, "gemini"),
+        ("tokens", None, "openai"),
+        ("finding gone with the tool", "x", "MCP102"),  # not "fixed": x went away
+        ("finding fixed", None, "MCP305"),  # two tools now: a real fix
+        ("finding new", "x", "MCP502"),  # for x only: search was renamed, and its MCP205 followed it
+    ]
+    assert rows == expected
+    assert json.loads(out)[1]["detail"] == "from search: same description and inputSchema"
+
+    code, out, _ = invoke("diff", "a", "--db", str(renamed), "--format", "csv")
+    assert [(row["change"], row["tool"] or None) for row in csv.DictReader(io.StringIO(out))][1:] == [
+        (change, tool_name) for change, tool_name, _ in expected
+    ]
+
+    code, out, _ = invoke("diff", "a", "--db", str(renamed), columns=220)
+    assert code == 0
+    lines = out.splitlines()
+    assert [line.split()[:3] for line in lines if "renamed" in line] == [["tool", "renamed", "find"]]
+    assert not any("fixed" in line and "MCP102" in line for line in lines)
+    assert any(re.match(r"\s*finding gone with the tool\s+x\s+MCP102", line) for line in lines), out
+    assert "MCP205" not in out and "tool added" not in out

@@ -3,6 +3,7 @@ flattened meta-schemas, and speed on realistic lists."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -221,3 +222,39 @@ def test_patterns_are_checked_as_ecma_262() -> None:
         assert validator.is_valid({"pattern": good}), good
     for bad in ("(", "[a-", r"a{2,1}"):
         assert not validator.is_valid({"pattern": bad}), bad
+
+
+def test_messages_say_counts_with_separators_and_no_words_plainly(context_for: Any) -> None:
+    """A person reads "22,884 tokens", not "22884 tokens", and never "adds only 0 words"; the details keep plain
+    numbers and server text quoted in a message is never rewritten (issue 23, item 4)."""
+    long_text = " ".join(f"record{i} field{i}" for i in range(500))
+    big = [
+        {"name": f"get 12345 tokens {n}", "description": long_text, "inputSchema": {"type": "object"}}
+        for n in range(14)
+    ]
+    echo = [
+        {"name": "get_user", "description": "Get the user.", "inputSchema": {"type": "object"}},
+        {"name": "get_user_roles", "description": "List the roles one user holds.", "inputSchema": {"type": "object"}},
+    ]
+    tools = [*big, *echo]
+    findings = run_rules(tools, context_for(tools))
+    by_code = {(f.code, f.tool): f for f in findings}
+
+    (echoed,) = [f for f in findings if f.code == "MCP103"]
+    assert echoed.message == "The description of 'get_user', \"Get the user.\", adds no words beyond its name."
+    assert echoed.details["added_words"] == []
+
+    tool_cost = by_code[("MCP107", "get 12345 tokens 0")]
+    tokens = tool_cost.details["tokens"]
+    assert isinstance(tokens, int) and tokens >= 1_000  # four digits: the separator shows
+    assert f"costs {tokens:,} tokens per turn (more than 1,500," in tool_cost.message
+    assert tool_cost.message.startswith("'get 12345 tokens 0' costs")  # the name as the server sent it
+    repeated = by_code[("MCP307", "get 12345 tokens 0")]
+    assert repeated.message.endswith(f"({repeated.details['tokens']:,} tokens per turn together).")
+    long_description = by_code[("MCP104", "get 12345 tokens 0")]
+    assert f"is {len(long_text):,} characters long (more than 1,500)." in long_description.message
+    (whole,) = [f for f in findings if f.code == "MCP306"]
+    assert whole.message == f"The list costs {whole.details['tokens']:,} tokens per turn (more than 20,000)."
+    assert isinstance(whole.details["tokens"], int) and whole.details["tokens"] > 20_000
+    unquoted = " ".join(re.sub(r"'[^']*'|\"[^\"]*\"", "", f.message) for f in findings)
+    assert "tokens" in unquoted and not re.search(r"\d{4,} (tokens|characters)", unquoted)

@@ -94,7 +94,7 @@ def test_unused_definitions_are_reported_with_their_cost(context_for: Callable[[
     assert post_page.details["tokens_by_definition"] == {"sort": expected}
     assert post_page.details["method"].startswith("anthropic (Claude Opus 4.7+ tokenizer")
     assert get_user.details["tokens"] > post_page.details["tokens"]
-    assert f"{get_user.details['tokens']} tokens per turn" in get_user.message
+    assert f"{get_user.details['tokens']:,} tokens per turn" in get_user.message
 
 
 def test_definition_reached_only_from_an_unused_one_is_unused(cheap_context: RuleContext) -> None:

@@ -225,3 +225,21 @@ def test_rescore_skips_a_list_the_checker_crashes_on(store: Store, runs: list[in
     assert store.rescore("2", picky) == 4
     c = next(row for row in store.leaderboard(runs[1]) if row.server == "c")
     assert c.tokens and c.findings == ()  # old tokens kept; no findings under a version it was never measured in
+
+
+def test_diff_says_a_rename_once_and_findings_gone_with_their_tool(store: Store) -> None:
+    """run 1: [echo, untyped search, x (one-word description)]; run 2: search renamed to find (same description and
+    schema, so its MCP205 follows it), x removed with its MCP102."""
+    find = {**SEARCH_UNTYPED, "name": "find"}
+    for tools in ([ECHO, SEARCH_UNTYPED, tool("x", "x")], [ECHO, find]):
+        run_id = store.start_run("list.txt", "1", {})
+        store.record_scan(run_id, entry("a"), ok(tools), local_measure)
+        store.finish_run(run_id)
+    change = store.diff("a")
+    assert change.tools_renamed == (("search", "find"),)
+    assert change.tools_added == () and change.tools_removed == ("x",)
+    assert [(f.code, f.tool) for f in change.findings_gone_with_tool] == [("MCP102", "x")]
+    assert [(f.code, f.tool) for f in change.findings_fixed] == [("MCP305", None)]  # two tools now: really fixed
+    assert [(f.code, f.tool) for f in change.findings_new] == [("MCP502", "x")]  # not for the renamed search
+    # The store still holds the MCP205 of find: it followed the rename, it is neither fixed nor new.
+    assert ("MCP205", "find") in {(row.code, row.tool) for row in store.findings(server="a", still_open=True)}

@@ -87,10 +87,10 @@ def diff(sessions: sessionmaker[Session], server: str, from_run: int | None = No
         tools_from, sha_from, tokens_from, found_from = side(from_scan)
         tools_to, sha_to, tokens_to, found_to = side(to_scan)
         tool_changes = changes.diff_tools(tools_from, tools_to)
+        renamed = changes.renamed_tools(tools_from, tools_to, tool_changes)
         sides = [scan.id for scan in (from_scan, to_scan) if scan is not None]
         lanes = lanes_of(session, select(Scan.id).where(Scan.id.in_(sides)))
-        keys_from = {changes.finding_key(f) for f in found_from}
-        keys_to = {changes.finding_key(f) for f in found_to}
+        new, fixed, gone = _compared_findings(found_from, found_to, renamed, tool_changes.removed)
         low, high = sorted((from_scan.id if from_scan else 0, to_scan.id))
         outcome_events = session.execute(
             select(Event.run_id, Event.details)
@@ -110,17 +110,15 @@ def diff(sessions: sessionmaker[Session], server: str, from_run: int | None = No
             to_version=to_scan.server_version,
             from_sha256=sha_from,
             to_sha256=sha_to,
-            tools_added=tool_changes.added,
-            tools_removed=tool_changes.removed,
+            tools_added=tuple(label for label in tool_changes.added if label not in renamed.values()),
+            tools_removed=tuple(label for label in tool_changes.removed if label not in renamed),
+            tools_renamed=tuple(renamed.items()),
             tools_changed=tool_changes.changed,
             tokens_from=tokens_from,
             tokens_to=tokens_to,
-            findings_new=tuple(
-                sorted((f for f in found_to if changes.finding_key(f) not in keys_from), key=Finding.sort_key)
-            ),
-            findings_fixed=tuple(
-                sorted((f for f in found_from if changes.finding_key(f) not in keys_to), key=Finding.sort_key)
-            ),
+            findings_new=new,
+            findings_fixed=fixed,
+            findings_gone_with_tool=gone,
             from_outcome=from_scan.outcome if from_scan else None,
             to_outcome=to_scan.outcome,
             from_registry_version=from_scan.registry_version if from_scan else None,
@@ -134,6 +132,38 @@ def diff(sessions: sessionmaker[Session], server: str, from_run: int | None = No
             lanes_from=lanes.get(from_scan.id, (None, ()))[1] if from_scan else (),
             lanes_to=lanes.get(to_scan.id, (None, ()))[1],
         )
+
+
+def _compared_findings(
+    found_from: list[Finding], found_to: list[Finding], renamed: Mapping[str, str], removed: tuple[str, ...]
+) -> tuple[tuple[Finding, ...], tuple[Finding, ...], tuple[Finding, ...]]:
+    """The findings new, fixed and gone with their tool between two scans' findings, each sorted.
+
+    As in the readable change log (:func:`scanner.history.readable_log`): a finding that followed a renamed tool to
+    its new name is neither new nor fixed, the MCP502 of a renamed tool is not new (the rename says it), and a
+    finding whose tool was removed went with it."""
+    keys_from = {changes.finding_key(f) for f in found_from}
+    keys_to = {changes.finding_key(f) for f in found_to}
+    appeared = [f for f in found_to if changes.finding_key(f) not in keys_from]
+    resolved = [f for f in found_from if changes.finding_key(f) not in keys_to]
+    followed = changes.followed_findings(
+        renamed, (changes.finding_key(f) for f in appeared), (changes.finding_key(f) for f in resolved)
+    )
+    gone_tools = {label for label in removed if label not in renamed}
+    new = [
+        f for f in appeared if changes.finding_key(f) not in followed and not (f.code == "MCP502" and f.tool in renamed)
+    ]
+    fixed: list[Finding] = []
+    gone: list[Finding] = []
+    for f in resolved:
+        if f.tool is not None and f.tool in renamed and (f.code, renamed[f.tool]) in followed:
+            continue
+        (gone if f.tool in gone_tools else fixed).append(f)
+    return (
+        tuple(sorted(new, key=Finding.sort_key)),
+        tuple(sorted(fixed, key=Finding.sort_key)),
+        tuple(sorted(gone, key=Finding.sort_key)),
+    )
 
 
 def _text_or_none(value: Any) -> str | None:
