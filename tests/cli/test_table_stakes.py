@@ -98,9 +98,17 @@ def test_shell_completion_is_offered() -> None:
     import subprocess
     import sys
 
+    import os
+
     # A real process: the completion script is built from the program's own environment, not the test runner's.
+    # The shell is named, not detected from the process's ancestors (which differ from one test runner to another).
+    env = {**os.environ, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
     done = subprocess.run(
-        [sys.executable, "-m", "scanner", "--show-completion", "bash"], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "scanner", "--show-completion", "bash"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     assert "_FATHOM_COMPLETE" in done.stdout and "complete " in done.stdout
