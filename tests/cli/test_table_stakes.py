@@ -95,10 +95,9 @@ def test_color_follows_the_flag_then_force_color(args: list[str], env: dict[str,
 
 
 def test_shell_completion_is_offered() -> None:
+    import os
     import subprocess
     import sys
-
-    import os
 
     # A real process: the completion script is built from the program's own environment, not the test runner's.
     # The shell is named, not detected from the process's ancestors (which differ from one test runner to another).
