@@ -16,7 +16,7 @@ from scanner.lanes import LaneChoice  # --lanes (a light module: models and the 
 if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
     from scanner.models import ScanOutcome, ServerEntry
     from scanner.scan import ScanConfig, ScanSummary
-from scanner.cli.base import _SETTINGS, DB_HELP, _db_url, _fail, _known_profile, _seconds, app
+from scanner.cli.base import _SETTINGS, DB_HELP, _db_url, _fail, _known_profile, _seconds, _table_width, app
 
 
 def _note(line: str) -> None:
@@ -364,7 +364,16 @@ def _print_entries(entries: list[ServerEntry], fmt: ScanFormat) -> None:
         }
         for row in rows
     ]
-    typer.echo(render_rows(table, TableFormat.table, columns=columns), nl=False)
+    # Fits the terminal like the query tables: target and skip wrap, findings go first when still too wide.
+    text = render_rows(
+        table,
+        TableFormat.table,
+        columns=columns,
+        width=_table_width(),
+        optional=["findings"],
+        wrap=["target", "skip"],
+    )
+    typer.echo(text, nl=False)
 
 
 @app.command(epilog=exitcodes.command_epilog("worker"))

@@ -119,3 +119,14 @@ def test_limit_and_only_pick_entries_in_a_dry_run(tmp_path: Path) -> None:
     assert only == [rows[1], rows[5]]  # input order
     result = runner.invoke(app, ["scan", str(SAMPLE), "--dry-run", "--only", names[0] + "x"], env=ENV)
     assert result.exit_code == 2 and f"did you mean '{names[0]}'?" in result.stderr
+
+
+def test_dry_run_table_fits_the_terminal_like_the_query_tables() -> None:
+    """Seen on the real registry: at 80 columns the dry-run table was 600 characters wide (targets and skip
+    reasons in full); it now fits $COLUMNS like every query table, its totals after it."""
+    result = runner.invoke(app, ["scan", str(SAMPLE), "--dry-run", "--run-packages"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    table = lines[: next(i for i, line in enumerate(lines) if " entries by transport" in line)]
+    assert table[0].split()[:3] == ["name", "transport", "target"]
+    assert max(len(line) for line in table) <= 80
