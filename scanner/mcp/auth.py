@@ -27,6 +27,7 @@ from scanner.models import Outcome
 
 if TYPE_CHECKING:
     from scanner.mcp.limits import ClientLimits
+    from scanner.mcp.transports.httpclient import HttpClient, Response
 
 METADATA_BYTES = 256 * 1024
 _PARAM = re.compile(r'([A-Za-z0-9_!#$%&\'*+.^`|~-]+)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]*)')
@@ -61,9 +62,7 @@ def well_known_urls(url: str) -> list[str]:
     return [*found, urljoin(url, _WELL_KNOWN)]
 
 
-async def auth_required(
-    client: httpx.AsyncClient, url: str, response: httpx.Response, limits: ClientLimits
-) -> ScanFailure:
+async def auth_required(client: HttpClient, url: str, response: Response, limits: ClientLimits) -> ScanFailure:
     """The auth_required failure for ``response`` (a 401 or 403), metadata fetched where allowed."""
     status = response.status_code
     header = response.headers.get("www-authenticate", "")
@@ -95,7 +94,7 @@ async def auth_required(
 
 
 async def fetch_metadata(
-    client: httpx.AsyncClient, url: str, limits: ClientLimits
+    client: HttpClient | httpx.AsyncClient, url: str, limits: ClientLimits
 ) -> tuple[dict[str, Any] | None, str]:
     """GET protected-resource metadata: (the JSON object, "") or (None, why not). Never raises."""
     body = bytearray()

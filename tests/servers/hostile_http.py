@@ -268,6 +268,12 @@ async def _request(behaviour: str, message: dict[str, Any], request: Request) ->
         return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": error})
     if behaviour == "session-expire":
         return _session_expire(method, request_id, request)
+    if behaviour == "sticky":  # a load balancer's affinity cookie: set on initialize, wanted on every request after
+        if method == "initialize":
+            cookie = {"Set-Cookie": "affinity=node-7; Path=/", "Mcp-Session-Id": "sticky-session"}
+            return JSONResponse(_answer(request_id, _initialize_result(behaviour)), headers=cookie)
+        if request.cookies.get("affinity") != "node-7":
+            return Response("Bad Request: no affinity cookie", status_code=400)
     if method == "initialize":
         result = _answer(request_id, _initialize_result(behaviour))
         if behaviour == "no-tools":

@@ -1,6 +1,7 @@
-"""What the two HTTP transports share: one httpx client, same-origin redirects, capped reads, error mapping.
+"""What the two HTTP transports share: one client per server, same-origin redirects, capped reads, error mapping.
 
-This is the boundary where httpx errors become :class:`scanner.mcp.failures.ScanFailure` (``raise ... from
+The client is :class:`scanner.mcp.transports.httpclient.HttpClient` (httpx's behaviour on httpcore's pool). This
+is the boundary where httpx errors become :class:`scanner.mcp.failures.ScanFailure` (``raise ... from
 exc``). Redirects are followed by hand, at most ``max_redirects``, only within the URL's origin (or from http to
 https on the same host): the request may carry secret headers, and a cross-origin hop would hand them to
 another host. Every body is read as a raw stream and decoded by :mod:`scanner.mcp.body` a piece at a time,
@@ -23,6 +24,7 @@ from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
 
 import anyio
+import httpcore
 import httpx
 
 from scanner import wire
@@ -30,6 +32,7 @@ from scanner.mcp import auth, census
 from scanner.mcp.body import ACCEPT_ENCODING, BodyError, iter_decoded
 from scanner.mcp.failures import HttpStatusFailure, ScanFailure
 from scanner.mcp.limits import ClientLimits
+from scanner.mcp.transports.httpclient import HttpClient, Response
 from scanner.models import Outcome
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -38,16 +41,13 @@ REASON_CHARS = 200
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
 
 
-def make_client(limits: ClientLimits) -> httpx.AsyncClient:
-    """A client with the scan's timeouts; proxies from the environment are ignored (``trust_env=False``)
-    so a scan goes where its URL says and loopback tests do not depend on the shell."""
-    timeout = httpx.Timeout(limits.timeout, connect=limits.connect_timeout)
-    return httpx.AsyncClient(
-        timeout=timeout,
-        follow_redirects=False,
-        trust_env=False,
-        verify=_ssl_context(),
-        headers={"Accept-Encoding": ACCEPT_ENCODING},  # only the codings scanner.mcp.body decodes
+def make_client(limits: ClientLimits) -> HttpClient:
+    """A client with the scan's timeouts; proxies from the environment are ignored, so a scan goes where its URL
+    says and loopback tests do not depend on the shell; redirects are followed by :func:`send`, not the client."""
+    return HttpClient(
+        timeout=httpx.Timeout(limits.timeout, connect=limits.connect_timeout),
+        ssl_context=_ssl_context(),
+        default_headers={"Accept-Encoding": ACCEPT_ENCODING},  # only the codings scanner.mcp.body decodes
     )
 
 
@@ -72,14 +72,14 @@ def redirect_allowed(start: tuple[str, str, int | None], target: tuple[str, str,
 
 @asynccontextmanager
 async def send(
-    client: httpx.AsyncClient,
+    client: HttpClient,
     method: str,
     url: str,
     limits: ClientLimits,
     *,
     headers: Mapping[str, str],
     content: bytes | None = None,
-) -> AsyncIterator[httpx.Response]:
+) -> AsyncIterator[Response]:
     """Send a request (following same-origin redirects) and yield the streaming response, headers read.
 
     401, and 403 with ``insufficient_scope``, end as auth_required with the challenge and its metadata.
@@ -88,7 +88,7 @@ async def send(
     hops = 0
     while True:
         try:
-            request = client.build_request(method, url, headers=dict(headers), content=content)
+            request = client.build_request(method, url, headers=headers, content=content)
         except (ValueError, TypeError) as exc:  # UnicodeEncodeError included; its text could quote a secret
             raise ScanFailure(
                 Outcome.CONNECT_ERROR, "request cannot be built: a header or the URL is not valid HTTP"
@@ -127,9 +127,9 @@ async def send(
             await response.aclose()
 
 
-async def _send(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+async def _send(client: HttpClient, request: httpcore.Request) -> Response:
     try:
-        return await client.send(request, stream=True)
+        return await client.send(request)
     except httpx.TimeoutException as exc:
         raise ScanFailure(Outcome.TIMEOUT, f"HTTP {type(exc).__name__}") from exc
     except (httpx.ConnectError, httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
@@ -146,7 +146,7 @@ def _reason(exc: Exception) -> str:
     return (str(exc) or type(exc).__name__)[:200]
 
 
-async def iter_capped(response: httpx.Response, cap: float, what: str = "answer") -> AsyncIterator[bytes]:
+async def iter_capped(response: Response, cap: float, what: str = "answer") -> AsyncIterator[bytes]:
     """The body's decoded bytes, piece by piece; over ``cap`` decoded bytes in total ends the scan as too_large.
 
     ``cap`` may be ``math.inf`` for a long-lived event stream whose caller caps each event instead.
@@ -168,12 +168,12 @@ async def iter_capped(response: httpx.Response, cap: float, what: str = "answer"
         raise ScanFailure(Outcome.CONNECT_ERROR, f"reading the {what} failed: {_reason(exc)}") from exc
 
 
-def iter_stream(response: httpx.Response, what: str) -> AsyncIterator[bytes]:
+def iter_stream(response: Response, what: str) -> AsyncIterator[bytes]:
     """A long-lived stream's decoded pieces (each at most 64 KiB) with no total cap: the caller caps each event."""
     return iter_capped(response, math.inf, what)
 
 
-async def read_prefix(response: httpx.Response, size: int) -> bytes:
+async def read_prefix(response: Response, size: int) -> bytes:
     """At most the first ``size`` decoded bytes of a body (a snippet for a person); a fault just ends it early."""
     body = bytearray()
     with contextlib.suppress(ScanFailure):
@@ -184,14 +184,14 @@ async def read_prefix(response: httpx.Response, size: int) -> bytes:
     return bytes(body[:size])
 
 
-async def read_capped(response: httpx.Response, cap: int, what: str = "answer") -> bytes:
+async def read_capped(response: Response, cap: int, what: str = "answer") -> bytes:
     body = bytearray()
     async for chunk in iter_capped(response, cap, what):
         body += chunk
     return bytes(body)
 
 
-async def _error_body(response: httpx.Response, limits: ClientLimits) -> bytes:
+async def _error_body(response: Response, limits: ClientLimits) -> bytes:
     """Up to 64 KiB of an error answer's body, read for at most ``connect_timeout``; an unreadable or endless
     body is an empty one (the status says enough, and a dripping 401 must still end as auth_required)."""
     with anyio.move_on_after(limits.connect_timeout), contextlib.suppress(ScanFailure):
@@ -199,7 +199,7 @@ async def _error_body(response: httpx.Response, limits: ClientLimits) -> bytes:
     return b""
 
 
-async def status_failure(response: httpx.Response, limits: ClientLimits) -> HttpStatusFailure:
+async def status_failure(response: Response, limits: ClientLimits) -> HttpStatusFailure:
     """An unusable status, with up to 64 KiB of its body kept (a modern error may be in it).
 
     402 ends as ``payment_required`` (with the x402 offer's summary in ``extra["x402"]``), 429 as
@@ -282,5 +282,5 @@ def _json_reason(body: bytes) -> str:
     return value if isinstance(value, str) else ""
 
 
-def content_type(response: httpx.Response) -> str:
+def content_type(response: Response) -> str:
     return response.headers.get("content-type", "").split(";")[0].strip().lower()

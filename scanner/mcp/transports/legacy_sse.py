@@ -18,7 +18,6 @@ from typing import Any
 from urllib.parse import urljoin
 
 import anyio
-import httpx
 
 from scanner import wire
 from scanner.mcp import census, jsonrpc
@@ -27,6 +26,7 @@ from scanner.mcp.limits import ClientLimits
 from scanner.mcp.sse import SSEParser
 from scanner.mcp.transports import http
 from scanner.mcp.transports.base import ClientTransport
+from scanner.mcp.transports.httpclient import HttpClient, Response
 from scanner.mcp.transports.pending import Pending
 from scanner.models import Outcome, Transport
 
@@ -42,7 +42,7 @@ class LegacySseTransport(ClientTransport):
         self._url = url
         self._headers = dict(headers)
         self._limits = limits
-        self._client: httpx.AsyncClient | None = None
+        self._client: HttpClient | None = None
         self._endpoint: str | None = None
         self._ready = anyio.Event()
         self._pending = Pending()
@@ -83,7 +83,7 @@ class LegacySseTransport(ClientTransport):
             await self._read(response)
         raise ScanFailure(Outcome.INVALID_RESPONSE, "event stream closed by the server")
 
-    async def _read(self, response: httpx.Response) -> None:
+    async def _read(self, response: Response) -> None:
         parser = SSEParser()
         cap = self._limits.max_answer_bytes
         pending = 0  # bytes since the last complete event: one answer's size

@@ -24,6 +24,7 @@ from scanner.mcp.limits import ClientLimits
 from scanner.mcp.sse import SSEParser
 from scanner.mcp.transports import http
 from scanner.mcp.transports.base import ClientTransport
+from scanner.mcp.transports.httpclient import HttpClient, Response
 from scanner.models import Outcome, Transport
 
 SESSION_HEADER = "Mcp-Session-Id"
@@ -38,7 +39,7 @@ class StreamableHttpTransport(ClientTransport):
         self._url = url
         self._headers = dict(headers)
         self._limits = limits
-        self._client: httpx.AsyncClient | None = None
+        self._client: HttpClient | None = None
         self.session_id: str | None = None
         self._notes: dict[str, Any] = {}
 
@@ -57,7 +58,7 @@ class StreamableHttpTransport(ClientTransport):
             headers["Mcp-Method"] = method
         return headers
 
-    def _post(self, message: Mapping[str, Any], method: str | None) -> AbstractAsyncContextManager[httpx.Response]:
+    def _post(self, message: Mapping[str, Any], method: str | None) -> AbstractAsyncContextManager[Response]:
         """POST one message; ``method`` names it in ``Mcp-Method`` (2026 era), None for replies."""
         assert self._client is not None
         headers = self._post_headers(method)
@@ -111,7 +112,7 @@ class StreamableHttpTransport(ClientTransport):
             )
         return answer
 
-    async def _read_stream(self, response: httpx.Response, request_id: int, method: str) -> dict[str, Any]:
+    async def _read_stream(self, response: Response, request_id: int, method: str) -> dict[str, Any]:
         parser = SSEParser()
         async for chunk in http.iter_capped(response, self._limits.max_answer_bytes, f"{method} stream"):
             for event in parser.feed(chunk):
@@ -147,7 +148,9 @@ class StreamableHttpTransport(ClientTransport):
                     try:
                         headers = self._post_headers(None)
                         del headers["Content-Type"]
-                        response = await client.delete(self._url, headers=headers)
+                        async with client.stream("DELETE", self._url, headers=headers) as response:
+                            async for _ in response.aiter_raw():  # read to its end, as before, never kept
+                                pass
                         self._notes["delete_status"] = response.status_code
                     except httpx.HTTPError:
                         pass

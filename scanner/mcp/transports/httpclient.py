@@ -1,0 +1,224 @@
+"""The scan's HTTP client: httpx's semantics on httpcore's connection pool, without httpx's per-request layers.
+
+A scan sends five small requests per server and nothing else, so httpx's request and response models, its
+auth, redirect and event-hook machinery and its logging cost more CPU than the bytes on the wire (about a fifth
+of a whole unchanged rescan, ``docs/benchmarks.md``). This client keeps what a scan relies on and does it once:
+
+- the URL is parsed by ``httpx.URL`` (the same validation, IDNA and percent-encoding), once per distinct URL;
+- the request carries exactly the headers httpx would send, in its order (``Host`` first, the client's defaults
+  with its ``User-Agent``, the caller's headers, ``Content-Length``), checked against ``httpx`` by a test;
+- cookies a server sets are kept for the rest of that server's scan and sent back as httpx would (sticky load
+  balancers rely on it), through ``httpx.Cookies`` and only when a server sets one;
+- httpcore's errors become the httpx errors of the same names and messages, so the transports' error mapping
+  (:mod:`scanner.mcp.transports.http`) reads them as before;
+- the pool has httpx's defaults (100 connections, 20 kept alive for 5 s, HTTP/1.1, no retries, no proxy: the
+  scan ignores the environment's proxies anyway).
+
+Redirects are not followed here: :func:`scanner.mcp.transports.http.send` follows them by hand, within the origin.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import AsyncIterable, AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+import httpcore
+import httpx
+
+# What httpx.AsyncClient(headers={"Accept-Encoding": ...}) holds before a request's own headers are merged in.
+_USER_AGENT = f"python-httpx/{httpx.__version__}"
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+_ERRORS: dict[type[Exception], type[httpx.HTTPError]] = {
+    httpcore.TimeoutException: httpx.TimeoutException,
+    httpcore.ConnectTimeout: httpx.ConnectTimeout,
+    httpcore.ReadTimeout: httpx.ReadTimeout,
+    httpcore.WriteTimeout: httpx.WriteTimeout,
+    httpcore.PoolTimeout: httpx.PoolTimeout,
+    httpcore.NetworkError: httpx.NetworkError,
+    httpcore.ConnectError: httpx.ConnectError,
+    httpcore.ReadError: httpx.ReadError,
+    httpcore.WriteError: httpx.WriteError,
+    httpcore.ProxyError: httpx.ProxyError,
+    httpcore.UnsupportedProtocol: httpx.UnsupportedProtocol,
+    httpcore.ProtocolError: httpx.ProtocolError,
+    httpcore.LocalProtocolError: httpx.LocalProtocolError,
+    httpcore.RemoteProtocolError: httpx.RemoteProtocolError,
+}
+
+
+@contextlib.contextmanager
+def _httpx_errors() -> Iterator[None]:
+    """httpcore's exception as the most specific httpx exception of the same name, with the same message."""
+    try:
+        yield
+    except tuple(_ERRORS) as exc:
+        mapped = next(_ERRORS[kind] for kind in type(exc).__mro__ if kind in _ERRORS)
+        raise mapped(str(exc)) from exc
+
+
+class Pool(Protocol):
+    """What the client needs of httpcore's pool (a test hands a fake one to feed hostile answers)."""
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Headers(dict[str, str]):
+    """A response's headers by lower-case name, repeated ones joined with ", " (as ``httpx.Headers.get``)."""
+
+    @classmethod
+    def from_raw(cls, raw: list[tuple[bytes, bytes]]) -> Headers:
+        encoding = _header_encoding(raw)
+        headers = cls()
+        for name, value in raw:
+            key = name.decode(encoding).lower()
+            text = value.decode(encoding)
+            headers[key] = f"{headers[key]}, {text}" if key in headers else text
+        return headers
+
+    def __getitem__(self, key: str) -> str:
+        return super().__getitem__(key.lower())
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and super().__contains__(key.lower())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return super().get(key.lower(), default)
+
+
+def _header_encoding(raw: list[tuple[bytes, bytes]]) -> str:
+    """httpx's rule: ASCII if every name and value is, else UTF-8 if every one decodes, else ISO-8859-1."""
+    for encoding in ("ascii", "utf-8"):
+        try:
+            for name, value in raw:
+                name.decode(encoding)
+                value.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        return encoding
+    return "iso-8859-1"
+
+
+class Response:
+    """A response whose headers are read and whose body is still on the wire."""
+
+    __slots__ = ("_raw", "headers", "status_code")
+
+    def __init__(self, raw: httpcore.Response) -> None:
+        self._raw = raw
+        self.status_code = raw.status
+        self.headers = Headers.from_raw(raw.headers)
+
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
+        """The body's bytes as they arrive, still content-coded (:mod:`scanner.mcp.body` decodes them)."""
+        stream = self._raw.stream
+        assert isinstance(stream, AsyncIterable)
+        with _httpx_errors():
+            async for piece in stream:
+                yield piece
+
+    async def aclose(self) -> None:
+        with _httpx_errors():
+            await self._raw.aclose()
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(url: str) -> tuple[httpx.URL, httpcore.URL]:
+    """httpx's parse of ``url`` (raises ``httpx.InvalidURL`` as it does) and the target httpcore is given."""
+    parsed = httpx.URL(url)
+    if parsed.is_relative_url:  # httpx joins it to the client's empty base URL, which leaves no scheme or host
+        parsed = httpx.URL("").copy_with(raw_path=b"/" + parsed.raw_path.lstrip(b"/"))
+    target = httpcore.URL(scheme=parsed.raw_scheme, host=parsed.raw_host, port=parsed.port, target=parsed.raw_path)
+    return parsed, target
+
+
+class HttpClient:
+    """One server's HTTP client: its connections, its timeouts, the cookies it was given."""
+
+    def __init__(
+        self, *, timeout: httpx.Timeout, ssl_context: Any, default_headers: Mapping[str, str], pool: Pool | None = None
+    ) -> None:
+        self._pool: Pool = pool or httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=100,
+            max_keepalive_connections=20,
+            keepalive_expiry=5.0,
+            http1=True,
+            http2=False,
+        )
+        self._extensions = {"timeout": timeout.as_dict()}
+        # httpx.AsyncClient(headers=...) starts from its own defaults and moves each given header to the end.
+        defaults = {"Accept": "*/*", "Accept-Encoding": "gzip, deflate", "Connection": "keep-alive"}
+        defaults["User-Agent"] = _USER_AGENT
+        self._defaults = _merged(defaults, default_headers)
+        self._cookies: httpx.Cookies | None = None
+
+    def request_headers(
+        self, method: str, url: str, headers: Mapping[str, str], content: bytes | None
+    ) -> list[tuple[bytes, bytes]]:
+        """The header lines httpx would send for this request, in its order."""
+        parsed, _ = _parsed(url)
+        merged = _merged(self._defaults, headers)
+        if self._cookies:  # rare (a server set one): let httpx place the cookie, as it would
+            return httpx.Request(method, parsed, headers=merged, content=content, cookies=self._cookies).headers.raw
+        lines = [(key.encode("ascii"), value.encode("ascii")) for key, value in merged.items()]
+        names = {key.lower() for key in merged}
+        sized = "content-length" in names or "transfer-encoding" in names
+        if content and not sized:
+            lines.append((b"Content-Length", str(len(content)).encode("ascii")))
+        elif not content and method in _BODY_METHODS and not sized:
+            lines.insert(0, (b"Content-Length", b"0"))
+        if parsed.host and "host" not in names:
+            lines.insert(0, (b"Host", parsed.netloc))
+        return lines
+
+    def build_request(
+        self, method: str, url: str, *, headers: Mapping[str, str], content: bytes | None = None
+    ) -> httpcore.Request:
+        """The request httpx would send (raises ``httpx.InvalidURL``, or ``ValueError`` for a header that is not
+        ASCII, as ``httpx.AsyncClient.build_request`` does)."""
+        lines = self.request_headers(method, url, headers, content)
+        _, target = _parsed(url)
+        return httpcore.Request(method, target, headers=lines, content=content or b"", extensions=self._extensions)
+
+    async def send(self, request: httpcore.Request) -> Response:
+        """Send the request and return the response with its body unread (close it)."""
+        with _httpx_errors():
+            raw = await self._pool.handle_async_request(request)
+        response = Response(raw)
+        if "set-cookie" in response.headers:
+            self._keep_cookies(request, raw)
+        return response
+
+    @asynccontextmanager
+    async def stream(self, method: str, url: str, *, headers: Mapping[str, str]) -> AsyncIterator[Response]:
+        response = await self.send(self.build_request(method, url, headers=headers))
+        try:
+            yield response
+        finally:
+            await response.aclose()
+
+    async def aclose(self) -> None:
+        with _httpx_errors():
+            await self._pool.aclose()
+
+    def _keep_cookies(self, request: httpcore.Request, raw: httpcore.Response) -> None:
+        if self._cookies is None:
+            self._cookies = httpx.Cookies()
+        sent = httpx.Request(request.method.decode("ascii"), bytes(request.url).decode("ascii"))
+        self._cookies.extract_cookies(httpx.Response(raw.status, headers=raw.headers, request=sent))
+
+
+def _merged(base: Mapping[str, str], update: Mapping[str, str]) -> dict[str, str]:
+    """httpx's ``Headers.update``: a name already present (any case) is dropped and the new one appended."""
+    merged = dict(base)
+    for key, value in update.items():
+        for existing in [name for name in merged if name.lower() == key.lower()]:
+            del merged[existing]
+        merged[key] = value
+    return merged

@@ -1,0 +1,146 @@
+"""The scan's HTTP client sends what httpx would send and reads answers as httpx would, on httpcore's pool."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anyio
+import httpcore
+import httpx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scanner.mcp import ClientLimits
+from scanner.mcp.failures import ScanFailure
+from scanner.mcp.transports import http
+from scanner.mcp.transports.httpclient import Headers, HttpClient
+from scanner.models import Outcome, Transport
+from tests.mcp.helpers import http_entry, names, timed_scan
+
+LIMITS = ClientLimits(timeout=20.0, connect_timeout=10.0, shutdown_grace=1.0)
+
+
+def twin_httpx_client() -> httpx.AsyncClient:
+    """The httpx client the scan used before: the same defaults, the same header the scan adds."""
+    return httpx.AsyncClient(trust_env=False, follow_redirects=False, headers={"Accept-Encoding": "gzip, deflate"})
+
+
+CASES = [
+    ("POST", "http://127.0.0.1:8000/s/mcp", {"Accept": "application/json, text/event-stream"}, b"{}"),
+    ("POST", "http://127.0.0.1:8000/s/mcp?x=1&y=%20", {"Content-Type": "application/json", "X-K": "v"}, b"[]"),
+    ("POST", "https://example.com:443/mcp", {"accept-encoding": "identity", "Authorization": "Bearer t"}, b""),
+    ("POST", "http://example.com/mcp", {}, None),
+    ("DELETE", "http://[::1]:8080/s/mcp", {"Mcp-Session-Id": "abc", "MCP-Protocol-Version": "2025-11-25"}, None),
+    ("GET", "https://bücher.example/ä b/.well-known/oauth-protected-resource", {"Accept": "application/json"}, None),
+    ("GET", "http://example.com:80/sse", {"Host": "override.example", "accept": "text/event-stream"}, None),
+    ("POST", "http://example.com/mcp", {"Content-Length": "2", "User-Agent": "mine"}, b"{}"),
+]
+
+
+@pytest.mark.parametrize(("method", "url", "headers", "content"), CASES)
+def test_request_headers_are_httpxs(method, url, headers, content):
+    ours = http.make_client(LIMITS)
+    expected = twin_httpx_client().build_request(method, url, headers=headers, content=content)
+    request = ours.build_request(method, url, headers=headers, content=content)
+    assert request.headers == expected.headers.raw
+    assert bytes(request.url) == bytes(
+        httpcore.URL(
+            scheme=expected.url.raw_scheme,
+            host=expected.url.raw_host,
+            port=expected.url.port,
+            target=expected.url.raw_path,
+        )
+    )
+
+
+def test_a_header_that_is_not_ascii_cannot_be_built_as_with_httpx():
+    with pytest.raises(UnicodeEncodeError):
+        twin_httpx_client().build_request("POST", "http://example.com/", headers={"X": "é"})
+    with pytest.raises(UnicodeEncodeError):
+        http.make_client(LIMITS).build_request("POST", "http://example.com/", headers={"X": "é"})
+
+
+raw_headers = st.lists(
+    st.tuples(
+        st.sampled_from(
+            [b"Content-Type", b"content-type", b"Set-Cookie", b"X-\xe9", b"Retry-After", b"mcp-session-id"]
+        ),
+        st.binary(max_size=12),
+    ),
+    max_size=6,
+)
+
+
+@given(raw=raw_headers, name=st.sampled_from(["content-type", "Content-Type", "SET-COOKIE", "retry-after", "nope"]))
+def test_response_headers_read_as_httpx_reads_them(raw, name):
+    ours, theirs = Headers.from_raw(raw), httpx.Headers(raw)
+    assert ours.get(name, "") == theirs.get(name, "")
+    assert (name in ours) == (name in theirs)
+
+
+class FailingPool:
+    """A pool whose every request fails as httpcore fails (a fault a loopback server cannot be made to cause)."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+        raise self.error
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("error", "outcome", "detail"),
+    [
+        (httpcore.ReadTimeout("timed out"), Outcome.TIMEOUT, "HTTP ReadTimeout"),
+        (httpcore.PoolTimeout(""), Outcome.TIMEOUT, "HTTP PoolTimeout"),
+        (httpcore.ConnectError("refused"), Outcome.CONNECT_ERROR, "cannot connect: refused"),
+        (httpcore.LocalProtocolError("bad header"), Outcome.CONNECT_ERROR, "request cannot be sent"),
+        (httpcore.RemoteProtocolError("junk"), Outcome.INVALID_RESPONSE, "not valid HTTP: junk"),
+        (httpcore.ReadError("reset"), Outcome.CONNECT_ERROR, "HTTP transport error: reset"),
+    ],
+)
+def test_httpcore_errors_end_as_the_httpx_errors_did(error, outcome, detail):
+    async def attempt() -> ScanFailure:
+        client = HttpClient(timeout=httpx.Timeout(1.0), ssl_context=None, default_headers={}, pool=FailingPool(error))
+        with pytest.raises(ScanFailure) as caught:
+            async with http.send(client, "POST", "http://127.0.0.1:9/mcp", LIMITS, headers={}, content=b"{}"):
+                pass
+        return caught.value
+
+    failure = anyio.run(attempt)
+    assert failure.outcome is outcome
+    assert failure.detail.startswith(detail)
+
+
+def test_a_stream_cut_mid_body_is_the_httpx_read_error():
+    class CutPool(FailingPool):
+        async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
+            async def body() -> AsyncIterator[bytes]:
+                yield b'{"jsonrpc": "2.0",'
+                raise httpcore.RemoteProtocolError("peer closed connection without sending complete message body")
+
+            return httpcore.Response(200, headers=[(b"Content-Type", b"application/json")], content=body())
+
+    async def attempt() -> ScanFailure:
+        client = HttpClient(
+            timeout=httpx.Timeout(1.0), ssl_context=None, default_headers={}, pool=CutPool(ValueError())
+        )
+        with pytest.raises(ScanFailure) as caught:
+            async with http.send(client, "POST", "http://127.0.0.1:9/mcp", LIMITS, headers={}, content=b"{}") as r:
+                await http.read_capped(r, 1024)
+        return caught.value
+
+    failure = anyio.run(attempt)
+    assert failure.outcome is Outcome.CONNECT_ERROR
+    assert "peer closed connection" in failure.detail
+
+
+def test_a_servers_affinity_cookie_is_sent_back(hostile_http):
+    result, _ = timed_scan(http_entry(hostile_http.url("/sticky"), Transport.STREAMABLE_HTTP), LIMITS)
+    assert result.outcome is Outcome.OK, result.detail
+    plain, _ = timed_scan(http_entry(hostile_http.url("/ok"), Transport.STREAMABLE_HTTP), LIMITS)
+    assert names(result) == names(plain) and names(plain)
