@@ -9,10 +9,7 @@ tools listed. Stores nothing and measures nothing (the caller measures this proc
 
 from __future__ import annotations
 
-import argparse
-import json
-
-import anyio
+from baseline_loop import run
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -29,31 +26,5 @@ async def list_tools(url: str) -> int:
                 return count
 
 
-async def main(urls: list[str], concurrency: int) -> None:
-    limiter = anyio.CapacityLimiter(concurrency)
-    answered, tools, failed = 0, 0, 0
-
-    async def one(url: str) -> None:
-        nonlocal answered, tools, failed
-        async with limiter:
-            try:
-                with anyio.fail_after(30):
-                    tools += await list_tools(url)
-                answered += 1
-            except Exception:
-                failed += 1
-
-    async with anyio.create_task_group() as group:
-        for url in urls:
-            group.start_soon(one, url)
-    print(json.dumps({"answered": answered, "failed": failed, "tools": tools}))
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("servers")
-    parser.add_argument("--concurrency", type=int, default=64)
-    args = parser.parse_args()
-    with open(args.servers, encoding="utf-8") as handle:
-        listed = json.load(handle)["servers"]
-    anyio.run(main, [server["url"] for server in listed], args.concurrency)
+    run(list_tools)

@@ -14,7 +14,9 @@ from scanner import exitcodes  # the one table of exit codes (a light module)
 from scanner.lanes import LaneChoice  # --lanes (a light module: models and the standard library)
 
 if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
+    from scanner.crawl import CrawlSettings
     from scanner.models import ScanOutcome, ServerEntry
+    from scanner.packages import PackageSettings
     from scanner.scan import ScanConfig, ScanSummary
 from scanner.cli.base import _SETTINGS, DB_HELP, _db_url, _fail, _known_profile, _seconds, _table_width, app
 
@@ -185,20 +187,19 @@ def scan(
     ] = False,
 ) -> None:
     """Scan every server of a registry concurrently into the database, keeping history between runs."""
-    from scanner.crawl import CrawlSettings
-    from scanner.mcp import ClientLimits
     from scanner.packages import PackageSettings
     from scanner.packages.runners import warning_lines
     from scanner.scan import ScanConfig, resolve_entries, run_scan
 
-    settings = CrawlSettings(
-        concurrency=concurrency,
-        per_host=per_host,
-        limits=ClientLimits(timeout=timeout, connect_timeout=connect_timeout),
-        profile=_known_profile(profile),
-        retries=retries,
-        allow_private=allow_private,
-        packages=PackageSettings(
+    settings = _crawl_settings(
+        concurrency,
+        per_host,
+        timeout,
+        connect_timeout,
+        profile,
+        retries,
+        allow_private,
+        PackageSettings(
             cache_dir=cache_dir,
             disk_limit_mb=disk_limit_mb,
             cache_max_mb=cache_max_mb,
@@ -427,22 +428,21 @@ def worker(
 ) -> None:
     """Take servers of distributed runs (`fathom scan --enqueue`) from the queue, scan and write them, and close
     each run after its last server. Ctrl-C hands this worker's running jobs back to the queue."""
-    from scanner.crawl import CrawlSettings
     from scanner.distributed import WorkerConfig, run_worker
     from scanner.distributed.worker import default_name
-    from scanner.mcp import ClientLimits
     from scanner.packages import PackageSettings
 
     config = WorkerConfig(
         db_url=_db_url(db),
-        crawl=CrawlSettings(
-            concurrency=concurrency,
-            per_host=per_host,
-            limits=ClientLimits(timeout=timeout, connect_timeout=connect_timeout),
-            profile=_known_profile(profile),
-            retries=retries,
-            allow_private=allow_private,
-            packages=PackageSettings(
+        crawl=_crawl_settings(
+            concurrency,
+            per_host,
+            timeout,
+            connect_timeout,
+            profile,
+            retries,
+            allow_private,
+            PackageSettings(
                 cache_dir=cache_dir,
                 disk_limit_mb=disk_limit_mb,
                 cache_max_mb=cache_max_mb,
@@ -463,3 +463,30 @@ def worker(
     )
     counts = " · ".join(f"{outcome} {count:,}" for outcome, count in sorted(done.counts.items()))
     typer.echo(f"worker {done.name} stopped: {done.written:,} servers written · {counts or 'nothing scanned'}")
+
+
+def _crawl_settings(
+    concurrency: int,
+    per_host: int,
+    timeout: float,
+    connect_timeout: float,
+    profile: str,
+    retries: int,
+    allow_private: bool,
+    packages: PackageSettings,
+    lanes: LaneChoice = LaneChoice.both,
+) -> CrawlSettings:
+    """What ``scan`` and ``worker`` share of a crawl's options, as data."""
+    from scanner.crawl import CrawlSettings
+    from scanner.mcp import ClientLimits
+
+    return CrawlSettings(
+        concurrency=concurrency,
+        per_host=per_host,
+        limits=ClientLimits(timeout=timeout, connect_timeout=connect_timeout),
+        profile=_known_profile(profile),
+        retries=retries,
+        allow_private=allow_private,
+        packages=packages,
+        lanes=lanes,
+    )

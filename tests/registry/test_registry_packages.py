@@ -9,9 +9,9 @@ import textwrap
 
 import pytest
 
-from scanner.models import Transport
-from scanner.registry import load_entries, memlimit, secret_env_name
-from scanner.registry.memlimit import limit_command
+from scanner.models import ServerEntry, Transport
+from scanner.packages.sandbox import confined_command
+from scanner.registry import load_entries, secret_env_name
 
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/root", "AWS_SECRET_ACCESS_KEY": "leak"}
 NAME = "io.github.example/pkg"
@@ -198,12 +198,14 @@ HOG = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("use_prlimit", [True, False])
-def test_memory_limit_kills_a_python_hog(tmp_path, monkeypatch, use_prlimit):
-    if use_prlimit and not shutil.which("prlimit"):
-        pytest.skip("prlimit not installed")
-    if not use_prlimit:
-        monkeypatch.setattr(memlimit.shutil, "which", lambda name: None)
+def limit_command(command: list[str], memory_limit_mb: int) -> tuple[str, ...]:
+    """``command`` as a package's runner is started, under its memory cap (no folders to confine writes to)."""
+    package = {"registryType": "npm", "memory_limit_mb": memory_limit_mb}
+    entry = ServerEntry(name="t/mem", transport=Transport.STDIO, command=tuple(command), package=package)
+    return confined_command(entry, [])
+
+
+def test_memory_limit_kills_a_python_hog(tmp_path):
     hog = tmp_path / "hog.py"
     hog.write_text(HOG, encoding="utf-8")
     command = limit_command([sys.executable, str(hog)], 128)
