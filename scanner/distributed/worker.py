@@ -293,7 +293,7 @@ def run_worker(
     from scanner.store import open_store
 
     conninfo(config.db_url)  # PostgreSQL only, said before anything else
-    tokenizer.encoding()
+    tokenizer.verify()
     with open_store(config.db_url) as store:
         job = _Job(store, config, on_result, on_closed)
         tidy = _package_cache_kept(config, on_warning)
