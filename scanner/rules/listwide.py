@@ -18,6 +18,7 @@ each description), then are verified exactly. A hostile list built to defeat the
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -48,12 +49,17 @@ _SENTENCE_END = re.compile(r"[.!?;\r\n]+")
 
 def sentences(text: str) -> list[tuple[str, tuple[str, ...]]]:
     """The sentences of a description with their words: text between ``.``, ``!``, ``?``, ``;`` or a line break."""
+    return list(_sentences(text))
+
+
+@functools.lru_cache(maxsize=4096)  # MCP303 and MCP307 split the same descriptions
+def _sentences(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     out = []
     for piece in _SENTENCE_END.split(text):
         found = tuple(words(piece))
         if found:
             out.append((" ".join(piece.split()), found))
-    return out
+    return tuple(out)
 
 
 def _doctrine_size(words_count: int, tools: int) -> bool:
@@ -63,6 +69,11 @@ def _doctrine_size(words_count: int, tools: int) -> bool:
 def doctrine(descriptions: Sequence[str | None]) -> dict[tuple[str, ...], list[int]]:
     """Repeated sentences: of at least 12 words in 3 or more descriptions, or of at least 8 words in 5 or more;
     their words -> the indexes that have them."""
+    return {key: list(indexes) for key, indexes in _doctrine(tuple(descriptions)).items()}
+
+
+@functools.lru_cache(maxsize=2)  # MCP303 and MCP307 ask for the same list's, one after the other
+def _doctrine(descriptions: tuple[str | None, ...]) -> dict[tuple[str, ...], list[int]]:
     where: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for index, text in enumerate(descriptions):
         if not text:
@@ -225,17 +236,20 @@ def _joined(text: str) -> frozenset[str]:
     return frozenset(found) | {fold(found[k] + found[k + 1]) for k in range(len(found) - 1)}
 
 
+_Facts = tuple[frozenset[str], frozenset[str], str, str]
+
+
 class _Apart:
     """What MCP303's exceptions read of each tool, computed once: name words, description words, texts."""
 
     def __init__(self, tools: Sequence[ToolInfo]) -> None:
         self.tools = tools
-        self._seen: dict[int, tuple[frozenset[str], frozenset[str], str, str]] = {}
+        self._seen: list[_Facts | None] = [None] * len(tools)
 
-    def _facts(self, index: int) -> tuple[frozenset[str], frozenset[str], str, str]:
+    def _facts(self, index: int) -> _Facts:
         """A tool's name words, description words (joined pairs too), lower-case name and description, computed
         when first asked for."""
-        found = self._seen.get(index)
+        found = self._seen[index]
         if found is None:
             tool = self.tools[index]
             text = tool.description_text or ""
@@ -252,11 +266,12 @@ class _Apart:
     def told_apart(self, i: int, j: int) -> bool:
         """(a) each name has a word the other lacks and each description holds one of its own name's distinguishing
         words; or (b) either description names the other tool."""
-        name_i, joined_i, lower_i, text_i = self._facts(i)
-        name_j, joined_j, lower_j, text_j = self._facts(j)
+        seen = self._seen
+        name_i, joined_i, lower_i, text_i = seen[i] or self._facts(i)
+        name_j, joined_j, lower_j, text_j = seen[j] or self._facts(j)
         if (len(lower_j) >= 3 and lower_j in text_i) or (len(lower_i) >= 3 and lower_i in text_j):
             return True
-        return bool((name_i - name_j) & joined_i) and bool((name_j - name_i) & joined_j)
+        return not (name_i - name_j).isdisjoint(joined_i) and not (name_j - name_i).isdisjoint(joined_j)
 
 
 @register(

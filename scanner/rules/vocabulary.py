@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -66,6 +67,7 @@ USAGE_CLAUSE = re.compile(
 QUOTE_LIMIT = 120
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure; rules fold the same few hundred words of a list many times over
 def fold(word: str) -> str:
     """A lower-case word folded for comparison (see the module docstring)."""
     if word.endswith("ies") and len(word) > 3:
