@@ -28,6 +28,8 @@ CHILD = """
 import json, sys, time
 sys.path.insert(0, {bench!r})
 started = time.process_time()
+import scanner
+assert scanner.__file__.startswith({tree!r}), scanner.__file__  # the tree under test, not the editable install
 from scanner import tokenizer
 tokenizer.encoding()
 load = time.process_time() - started
@@ -46,7 +48,7 @@ small = [Toolset.from_tools(list(site.tools)) for site in synthetic_sites({lists
 measure(small[0])
 big = {{size: Toolset.from_tools([realistic_tool(i) for i in range(size)]) for size in (100, 2000)}}
 out = {{"tokenizer load": load * 1000, "8 tools": per_list(small)}}
-out |= {{f"{{size}} tools": per_list([toolset]) for size, toolset in big.items()}}
+out |= {{f"{{size}} tools": per_list([toolset] * (20 if size == 100 else 2)) for size, toolset in big.items()}}
 print(json.dumps(out))
 """
 
@@ -61,9 +63,12 @@ def export(ref: str, into: Path) -> None:
 
 
 def run(tree: Path, lists: int) -> dict[str, float]:
-    code = CHILD.format(bench=str(ROOT / "bench"), lists=lists)
+    code = CHILD.format(bench=str(ROOT / "bench"), lists=lists, tree=str(tree))
     env = os.environ | {"PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
+    # From inside the tree: ``python -c`` puts the working directory first on sys.path.
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env, cwd=str(tree)
+    )
     result: dict[str, float] = json.loads(done.stdout)
     return result
 
