@@ -33,7 +33,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -48,6 +48,9 @@ MAX_NODES = 50_000
 MAX_TOOL_LABEL = 200
 
 _WORD = re.compile(r"[^\W_]+")
+# Texts up to this long have their words kept, in at most CACHED_TEXTS entries (a few MB at worst).
+CACHED_TEXT = 1024
+CACHED_TEXTS = 512
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 # Keywords whose value is one subschema, walked at the parent's level and not counted as parameters.
 _SINGLE = (
@@ -79,7 +82,14 @@ def pointer(tokens: tuple[str, ...] | list[str]) -> str:
 
 def words(text: str) -> list[str]:
     """Lower-case runs of letters and digits (Unicode letters included), in order."""
-    return _WORD.findall(text.lower())
+    if len(text) > CACHED_TEXT:
+        return _WORD.findall(text.lower())
+    return list(_words(text))
+
+
+@lru_cache(maxsize=CACHED_TEXTS)  # several rules read the words of the same description
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(_WORD.findall(text.lower()))
 
 
 def split_name(name: str) -> list[str]:
