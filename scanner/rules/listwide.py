@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.tools import ToolInfo, escape_token, label, words
+from scanner.rules.tools import ToolInfo, escape_token, fresh_words, label, words
 from scanner.rules.vocabulary import fold, name_words, quote, text_words
 
 SIMILARITY = 0.6
@@ -56,7 +56,7 @@ def sentences(text: str) -> list[tuple[str, tuple[str, ...]]]:
 def _sentences(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     out = []
     for piece in _SENTENCE_END.split(text):
-        found = tuple(words(piece))
+        found = tuple(fresh_words(piece))
         if found:
             out.append((" ".join(piece.split()), found))
     return tuple(out)
@@ -189,34 +189,40 @@ def similar_pairs(
     frequency: Counter[str] = Counter()
     for present in sets:
         frequency.update(present)
+    # Each word's place in (frequency, word) order, so each description's words sort by it with no key per word.
+    rank = {word: place for place, word in enumerate(sorted(frequency, key=lambda word: (frequency[word], word)))}
     index: dict[str, list[int]] = defaultdict(list)
     indexed: set[str] = set()
     for j, word_set in enumerate(sets):
         size = sizes[j]
         if not size:
             continue
-        ordered = sorted(word_set, key=lambda word: (frequency[word], word))
+        ordered = sorted(word_set, key=rank.__getitem__)
         prefix = ordered[: size - math.ceil(SIMILARITY * size) + 1]
         best: tuple[int, float, frozenset[str]] | None = None
+        stop = len(sets)  # candidates from here on cannot beat the best one found (none yet: every index is lower)
         seen: set[int] = set()
         for word in prefix:
             for i in index[word]:
-                if best is not None and i >= best[0]:
+                if i >= stop:
                     break
                 budget -= 1
                 if i in seen:
                     continue
                 seen.add(i)
-                larger = max(sizes[i], size)
-                if min(sizes[i], size) < SIMILARITY * larger or folded[i] == folded[j]:
+                other = sizes[i]
+                larger = other if other > size else size
+                least = SIMILARITY * larger
+                if (other if other < size else size) < least or folded[i] == folded[j]:
                     continue
                 shared = sets[i] & word_set
-                if len(shared) < SIMILARITY * larger:
+                if len(shared) < least:
                     continue
                 if accept is not None and not accept(i, j):
                     budget -= REJECTED_COST  # an exception is dearer to test than an overlap
                     continue
                 best = (i, len(shared) / larger, shared)
+                stop = i
                 break
         if best is not None:
             yield best[0], j, best[1], sorted(best[2])

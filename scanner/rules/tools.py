@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING, Any
+from functools import cached_property, lru_cache, wraps
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 from scanner.models import SCHEMA_DEPTH_LIMIT
@@ -51,6 +51,7 @@ _WORD = re.compile(r"[^\W_]+")
 # Texts up to this long have their words kept, in at most CACHED_TEXTS entries (a few MB at worst).
 CACHED_TEXT = 1024
 CACHED_TEXTS = 512
+T = TypeVar("T")
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 # Keywords whose value is one subschema, walked at the parent's level and not counted as parameters.
 _SINGLE = (
@@ -80,16 +81,28 @@ def pointer(tokens: tuple[str, ...] | list[str]) -> str:
     return "".join("/" + escape_token(token) for token in tokens)
 
 
+def text_cache(compute: Callable[[str], list[T]]) -> Callable[[str], list[T]]:
+    """``compute`` (a pure function of a text giving a list) remembered for texts up to :data:`CACHED_TEXT`
+    characters, in at most :data:`CACHED_TEXTS` entries: several rules read the same description or parameter
+    text. Each call gets its own list."""
+    remembered = lru_cache(maxsize=CACHED_TEXTS)(lambda text: tuple(compute(text)))
+
+    @wraps(compute)
+    def cached(text: str) -> list[T]:
+        return compute(text) if len(text) > CACHED_TEXT else list(remembered(text))
+
+    return cached
+
+
+@text_cache
 def words(text: str) -> list[str]:
     """Lower-case runs of letters and digits (Unicode letters included), in order."""
-    if len(text) > CACHED_TEXT:
-        return _WORD.findall(text.lower())
-    return list(_words(text))
+    return fresh_words(text)
 
 
-@lru_cache(maxsize=CACHED_TEXTS)  # several rules read the words of the same description
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(_WORD.findall(text.lower()))
+def fresh_words(text: str) -> list[str]:
+    """:func:`words` without its cache, for pieces of text read once (sentences) that would only crowd it."""
+    return _WORD.findall(text.lower())
 
 
 def split_name(name: str) -> list[str]:

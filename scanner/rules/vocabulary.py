@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from scanner.rules.tools import CACHED_TEXT, CACHED_TEXTS, label, split_name, words
+from scanner.rules.tools import label, split_name, text_cache, words
 
 if TYPE_CHECKING:
     from scanner.rules.tools import ToolInfo
@@ -77,22 +77,12 @@ def fold(word: str) -> str:
     return word
 
 
+@text_cache
 def text_words(text: str) -> list[str]:
     """The folded words of a description, possessive ``'s`` dropped first."""
-    if len(text) > CACHED_TEXT:
-        return _text_words(text)
-    return list(_cached_text_words(text))
-
-
-def _text_words(text: str) -> list[str]:
     if "'" in text or "’" in text:  # the only characters a possessive starts with
         text = _POSSESSIVE.sub("", text)
     return [fold(word) for word in words(text)]
-
-
-@functools.lru_cache(maxsize=CACHED_TEXTS)  # MCP103 and MCP303 read the same descriptions
-def _cached_text_words(text: str) -> tuple[str, ...]:
-    return tuple(_text_words(text))
 
 
 def name_words(name: object) -> list[str]:
