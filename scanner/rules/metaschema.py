@@ -13,6 +13,10 @@ Dialects are looked up by ``$schema`` with the trailing ``#`` and the ``http``/`
 A ``$schema`` that names no known dialect is checked as 2020-12 (the MCP default dialect) and the finding says
 so; a ``$schema`` that is not a string is itself reported by the meta-schema (it must be a URI string).
 
+:func:`plainly_valid` answers for most tool schemas without ``jsonschema``: one made only of keywords whose
+2020-12 rule is simple (type, description, properties, required, items, enum ...) and that meets those rules is
+valid. Anything else goes to the validator.
+
 Formats are checked as ``jsonschema`` checks them, except ``regex``: JSON Schema patterns are ECMA-262, and the
 few ECMA constructs Python's ``re`` lacks are rewritten before the syntax check (:func:`_python_pattern`).
 """
@@ -210,6 +214,75 @@ def meta_validator(name: str) -> Validator:
             found = cls(meta, format_checker=_format_checker(cls))
             _validators[name] = found
         return found
+
+
+_SIMPLE_TYPES = frozenset(("array", "boolean", "integer", "null", "number", "object", "string"))
+PLAIN_KEYWORDS = (
+    "type",
+    "description",
+    "title",
+    "properties",
+    "required",
+    "items",
+    "enum",
+    "default",
+    "examples",
+    "minimum",
+    "maximum",
+    "additionalProperties",
+)
+"""Keywords whose rule in the 2020-12 meta-schema :func:`plainly_valid` checks itself (a test compares those rules
+with the meta-schema's own document)."""
+
+
+def plainly_valid(schema: Any) -> bool:
+    """Whether a 2020-12 schema is valid by a cheap walk: True only when every schema in it uses nothing but
+    :data:`PLAIN_KEYWORDS` and meets the meta-schema's rule for each. Anything else is False, meaning "ask
+    ``jsonschema``", never "invalid". Most tool schemas are this plain, and skip a validation costing a
+    millisecond or so of a first-night scan; a test checks it never says True where ``jsonschema`` finds an error.
+    """
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if node is True or node is False:
+            continue
+        if type(node) is not dict:
+            return False
+        for key, value in node.items():
+            if key in ("description", "title"):
+                if type(value) is not str:
+                    return False
+            elif key == "type":
+                if not _plain_type(value):
+                    return False
+            elif key == "properties":
+                if type(value) is not dict:
+                    return False
+                stack.extend(value.values())
+            elif key in ("items", "additionalProperties"):
+                stack.append(value)
+            elif key == "required":
+                if type(value) is not list or not _distinct_strings(value):
+                    return False
+            elif key in ("enum", "examples"):
+                if type(value) is not list:
+                    return False
+            elif key in ("minimum", "maximum"):
+                if type(value) is not int and type(value) is not float:
+                    return False
+            elif key != "default":
+                return False
+    return True
+
+
+def _plain_type(value: Any) -> bool:
+    if type(value) is str:
+        return value in _SIMPLE_TYPES
+    return type(value) is list and bool(value) and _distinct_strings(value) and _SIMPLE_TYPES.issuperset(value)
+
+
+def _distinct_strings(values: list[Any]) -> bool:
+    return all(type(value) is str for value in values) and len(set(values)) == len(values)
 
 
 def official_validator(name: str) -> Validator:
