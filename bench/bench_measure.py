@@ -2,7 +2,9 @@
 
 Exports ``--base`` (a git ref, ``main`` by default) to a temporary directory, then times ``measure`` in child
 processes, alternating the base tree and this one ``--rounds`` times, on the demo host's synthetic 8-tool lists
-(a first-night scan's lists: every one new) and on realistic lists of 100 and 2,000 tools (``bench_check``'s).
+(a first-night scan's lists: every one new, but their tools all alike), on the saved real lists
+(``tests/fixtures/real``, each made distinct as a new server's would be) and on realistic lists of 100 and
+2,000 tools (``bench_check``'s).
 Prints each side's median CPU milliseconds per list and the ratio base/new, with the load average, so a noisy
 shared machine still gives a fair comparison. Also the CPU of loading the tokenizer in a fresh process.
 
@@ -25,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Runs in the child, with the tree under test first on sys.path.
 CHILD = """
-import json, sys, time
+import json, pathlib, sys, time
 sys.path.insert(0, {bench!r})
 started = time.process_time()
 import scanner
@@ -47,7 +49,18 @@ def per_list(toolsets):
 small = [Toolset.from_tools(list(site.tools)) for site in synthetic_sites({lists})]
 measure(small[0])
 big = {{size: Toolset.from_tools([realistic_tool(i) for i in range(size)]) for size in (100, 2000)}}
-out = {{"tokenizer load": load * 1000, "8 tools": per_list(small)}}
+real = [
+    json.loads(path.read_text(encoding="utf-8"))["tools"]
+    for path in sorted(pathlib.Path({root!r}, "tests", "fixtures", "real").glob("*.json"))
+    if path.stem not in ("manifest", "labels")
+]
+
+def marked(tools, number):
+    # A distinct copy, as a new server's list is: every description (and so every schema) differs.
+    return json.loads(json.dumps(tools).replace('"description": "', f'"description": "[{{number}}] '))
+
+fresh = [Toolset.from_tools(marked(tools, number)) for number in range(3) for tools in real]
+out = {{"tokenizer load": load * 1000, "8 tools": per_list(small), "real lists, new": per_list(fresh)}}
 out |= {{f"{{size}} tools": per_list([toolset] * (20 if size == 100 else 2)) for size, toolset in big.items()}}
 print(json.dumps(out))
 """
@@ -63,7 +76,7 @@ def export(ref: str, into: Path) -> None:
 
 
 def run(tree: Path, lists: int) -> dict[str, float]:
-    code = CHILD.format(bench=str(ROOT / "bench"), lists=lists, tree=str(tree))
+    code = CHILD.format(bench=str(ROOT / "bench"), lists=lists, tree=str(tree), root=str(ROOT))
     env = os.environ | {"PYTHONPATH": str(tree)}
     # From inside the tree: ``python -c`` puts the working directory first on sys.path.
     done = subprocess.run(
