@@ -1,5 +1,5 @@
 """MCP214's shortcut: :func:`scanner.rules.metaschema.plainly_valid` may skip ``jsonschema`` only for schemas
-``jsonschema`` finds valid, and its idea of each keyword's rule must be the 2020-12 meta-schema's."""
+``jsonschema`` finds valid, and its idea of each keyword's rule must be the meta-schema's."""
 
 from __future__ import annotations
 
@@ -8,43 +8,108 @@ import random
 from pathlib import Path
 from typing import Any
 
-from scanner.rules.metaschema import PLAIN_KEYWORDS, meta_validator, official_validator, plainly_valid
+import pytest
+
+from scanner.rules.metaschema import (
+    PLAIN_DIALECTS,
+    PLAIN_KEYWORDS,
+    dialect_of,
+    meta_validator,
+    official_validator,
+    plainly_valid,
+)
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 _TYPES = ["array", "boolean", "integer", "null", "number", "object", "string"]
-_SCHEMA = {"$dynamicRef": "#meta"}
+_COUNT = {"type": "integer", "minimum": 0}
 
-# The rules plainly_valid implements, as the flattened meta-schema states them ("$ref": "#" is a schema).
-EXPECTED = {
-    "type": {
-        "anyOf": [
-            {"enum": _TYPES},
-            {"type": "array", "items": {"enum": _TYPES}, "minItems": 1, "uniqueItems": True},
-        ]
-    },
+# The rules plainly_valid implements, as each meta-schema states them ("$ref": "#" is a schema).
+_COMMON: dict[str, Any] = {
+    "$schema": {"type": "string", "format": "uri"},
     "description": {"type": "string"},
     "title": {"type": "string"},
-    "properties": {"type": "object", "additionalProperties": {"$ref": "#"}, "default": {}},
-    "required": {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "default": []},
-    "items": {"$ref": "#"},
-    "enum": {"type": "array", "items": True},
-    "default": True,
-    "examples": {"type": "array", "items": True},
+    "format": {"type": "string"},
     "minimum": {"type": "number"},
     "maximum": {"type": "number"},
+    "exclusiveMinimum": {"type": "number"},
+    "exclusiveMaximum": {"type": "number"},
+    "uniqueItems": {"type": "boolean", "default": False},
+    "enum": {"type": "array", "items": True},
+    "examples": {"type": "array", "items": True},
+    "default": True,
+    "const": True,
+    "properties": {"type": "object", "additionalProperties": {"$ref": "#"}, "default": {}},
     "additionalProperties": {"$ref": "#"},
+}
+_SCHEMAS_2020 = {"type": "array", "minItems": 1, "items": {"$ref": "#"}}
+EXPECTED: dict[str, dict[str, Any]] = {
+    "2020-12": _COMMON
+    | {
+        "type": {
+            "anyOf": [
+                {"enum": _TYPES},
+                {"type": "array", "items": {"enum": _TYPES}, "minItems": 1, "uniqueItems": True},
+            ]
+        },
+        "required": {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "default": []},
+        "minLength": {"allOf": [_COUNT], "default": 0},
+        "maxLength": _COUNT,
+        "minItems": {"allOf": [_COUNT], "default": 0},
+        "maxItems": _COUNT,
+        "items": {"$ref": "#"},
+        "anyOf": _SCHEMAS_2020,
+        "oneOf": _SCHEMAS_2020,
+        "allOf": _SCHEMAS_2020,
+    },
+    "draft-07": _COMMON
+    | {
+        "type": {
+            "anyOf": [
+                {"$ref": "#/definitions/simpleTypes"},
+                {"type": "array", "items": {"$ref": "#/definitions/simpleTypes"}, "minItems": 1, "uniqueItems": True},
+            ]
+        },
+        "required": {"$ref": "#/definitions/stringArray"},
+        "minLength": {"$ref": "#/definitions/nonNegativeIntegerDefault0"},
+        "maxLength": {"$ref": "#/definitions/nonNegativeInteger"},
+        "minItems": {"$ref": "#/definitions/nonNegativeIntegerDefault0"},
+        "maxItems": {"$ref": "#/definitions/nonNegativeInteger"},
+        "items": {"anyOf": [{"$ref": "#"}, {"$ref": "#/definitions/schemaArray"}], "default": True},
+        "anyOf": {"$ref": "#/definitions/schemaArray"},
+        "oneOf": {"$ref": "#/definitions/schemaArray"},
+        "allOf": {"$ref": "#/definitions/schemaArray"},
+    },
+}
+DRAFT7_DEFINITIONS = {
+    "schemaArray": _SCHEMAS_2020,
+    "nonNegativeInteger": _COUNT,
+    "nonNegativeIntegerDefault0": {"allOf": [{"$ref": "#/definitions/nonNegativeInteger"}, {"default": 0}]},
+    "simpleTypes": {"enum": _TYPES},
+    "stringArray": {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "default": []},
+}
+# Besides properties, what each meta-schema asks of a schema as a whole: only to be an object or a boolean.
+TOP = {
+    "2020-12": {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": ["object", "boolean"]},
+    "draft-07": {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "$id": "http://json-schema.org/draft-07/schema#",
+        "title": "Core schema meta-schema",
+        "type": ["object", "boolean"],
+        "default": True,
+    },
 }
 
 
-def test_the_plain_keywords_are_the_meta_schemas() -> None:
-    meta = meta_validator("2020-12").schema
-    assert set(EXPECTED) == set(PLAIN_KEYWORDS)
-    assert {key: meta["properties"][key] for key in PLAIN_KEYWORDS} == EXPECTED
-    # Nothing else constrains a schema object as a whole (no propertyNames, required or dependent keywords).
-    assert {key: value for key, value in meta.items() if key != "properties"} == {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": ["object", "boolean"],
-    }
+@pytest.mark.parametrize("dialect", PLAIN_DIALECTS)
+def test_the_plain_keywords_are_the_meta_schemas(dialect: str) -> None:
+    meta = meta_validator(dialect).schema
+    assert set(EXPECTED[dialect]) == set(PLAIN_KEYWORDS)
+    assert {key: meta["properties"][key] for key in PLAIN_KEYWORDS} == EXPECTED[dialect]
+    assert {key: value for key, value in meta.items() if key not in ("properties", "definitions")} == TOP[dialect]
+    if dialect == "draft-07":
+        assert {key: meta["definitions"][key] for key in DRAFT7_DEFINITIONS} == DRAFT7_DEFINITIONS
+    # "uri" (the format of $schema) is not checked, so any string passes; the shortcut relies on it.
+    assert "uri" not in meta_validator(dialect).format_checker.checkers
 
 
 def _real_schemas() -> list[Any]:
@@ -58,8 +123,8 @@ def _real_schemas() -> list[Any]:
     return found
 
 
-_VALUES: list[Any] = [None, True, False, 0, -1, 2.5, "", "x", "string", "integer", "object", [], ["a"], ["a", "a"]]
-_VALUES += [["string", "null"], ["string", "string"], ["text"], {}, {"type": "string"}, {"type": "text"}]
+_VALUES: list[Any] = [None, True, False, 0, -1, 2.5, 3.0, "", "x", "string", "integer", "uri", [], ["a"], ["a", "a"]]
+_VALUES += [["string", "null"], ["string", "string"], ["text"], {}, {"type": "string"}, {"type": "text"}, [{}], [3]]
 
 
 def _random_schema(rng: random.Random, depth: int = 0) -> Any:
@@ -68,24 +133,27 @@ def _random_schema(rng: random.Random, depth: int = 0) -> Any:
         return rng.choice([True, False, {}, {"type": "string"}, "not a schema", 3])
     schema: dict[str, Any] = {}
     for _ in range(rng.randrange(5)):
-        key = rng.choice([*PLAIN_KEYWORDS, "pattern", "$ref", "minLength", "format"])
-        if key in ("properties",):
+        key = rng.choice([*PLAIN_KEYWORDS, "pattern", "$ref", "multipleOf", "$defs"])
+        if key == "properties":
             schema[key] = {f"p{n}": _random_schema(rng, depth + 1) for n in range(rng.randrange(3))}
-        elif key in ("items", "additionalProperties"):
+        elif key in ("items", "additionalProperties") and rng.random() < 0.8:
             schema[key] = _random_schema(rng, depth + 1)
+        elif key in ("anyOf", "oneOf", "allOf") and rng.random() < 0.8:
+            schema[key] = [_random_schema(rng, depth + 1) for _ in range(rng.randrange(3))]
         else:
             schema[key] = rng.choice(_VALUES)
     return schema
 
 
-def test_plainly_valid_never_accepts_what_jsonschema_rejects() -> None:
+@pytest.mark.parametrize("dialect", PLAIN_DIALECTS)
+def test_plainly_valid_never_accepts_what_jsonschema_rejects(dialect: str) -> None:
     rng = random.Random(24)
     schemas = _real_schemas() + [_random_schema(rng) for _ in range(3000)]
-    validators = (meta_validator("2020-12"), official_validator("2020-12"))
+    validators = (meta_validator(dialect), official_validator(dialect))
     accepted = rejected = 0
     for schema in schemas:
         valid = all(not list(validator.iter_errors(schema)) for validator in validators)
-        if plainly_valid(schema):
+        if plainly_valid(schema, dialect):
             assert valid, schema
             accepted += 1
         elif not valid:
@@ -94,5 +162,6 @@ def test_plainly_valid_never_accepts_what_jsonschema_rejects() -> None:
 
 
 def test_most_real_schemas_are_plain() -> None:
-    real = _real_schemas()
-    assert sum(map(plainly_valid, real)) > len(real) // 3
+    real = [schema for schema in _real_schemas() if isinstance(schema, dict)]
+    assert sum(plainly_valid(schema, dialect_of(schema).name) for schema in real) > len(real) * 3 // 4
+    assert not plainly_valid({"type": "string"}, "draft-04")  # other dialects always go to jsonschema
