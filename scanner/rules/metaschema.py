@@ -15,7 +15,8 @@ so; a ``$schema`` that is not a string is itself reported by the meta-schema (it
 
 :func:`plainly_valid` answers for most tool schemas without ``jsonschema``: a 2020-12 or draft-07 schema made
 only of keywords whose rule is simple (type, description, properties, required, items, enum, anyOf ...) and
-meeting those rules is valid. Anything else goes to the validator.
+meeting those rules is valid (a ``pattern`` is checked by the validator's own format checker). Anything else
+goes to the validator.
 
 Formats are checked as ``jsonschema`` checks them, except ``regex``: JSON Schema patterns are ECMA-262, and the
 few ECMA constructs Python's ``re`` lacks are rewritten before the syntax check (:func:`_python_pattern`).
@@ -219,6 +220,9 @@ def meta_validator(name: str) -> Validator:
 _SIMPLE_TYPES = frozenset(("array", "boolean", "integer", "null", "number", "object", "string"))
 PLAIN_KEYWORDS: dict[str, str] = {
     "$schema": "string",  # its format, uri, is not one jsonschema checks without extra packages
+    "$ref": "string",  # nor is uri-reference
+    "$comment": "string",
+    "pattern": "pattern",
     "description": "string",
     "title": "string",
     "format": "string",
@@ -240,6 +244,10 @@ PLAIN_KEYWORDS: dict[str, str] = {
     "properties": "schemas by name",
     "items": "schema",
     "additionalProperties": "schema",
+    "not": "schema",
+    "propertyNames": "schema",
+    "$defs": "schemas by name",  # draft-07 does not know it: checking its schemas anyway only asks more
+    "definitions": "schemas by name",
     "anyOf": "schemas",
     "oneOf": "schemas",
     "allOf": "schemas",
@@ -258,6 +266,7 @@ def plainly_valid(schema: Any, dialect: str) -> bool:
     """
     if dialect not in PLAIN_DIALECTS:
         return False
+    checker = meta_validator(dialect).format_checker
     stack = [schema]
     while stack:
         node = stack.pop()
@@ -268,6 +277,8 @@ def plainly_valid(schema: Any, dialect: str) -> bool:
         for key, value in node.items():
             kind = PLAIN_KEYWORDS.get(key)
             if kind is None or not _plain_value(kind, value):
+                return False
+            if kind == "pattern" and not (checker is not None and checker.conforms(value, "regex")):
                 return False
             if kind == "schema":
                 stack.append(value)
@@ -280,7 +291,7 @@ def plainly_valid(schema: Any, dialect: str) -> bool:
 
 def _plain_value(kind: str, value: Any) -> bool:
     """Whether ``value`` is of the kind (schemas are only checked to be a list or a map of something)."""
-    if kind == "string":
+    if kind in ("string", "pattern"):
         return type(value) is str
     if kind == "number":
         return type(value) is int or type(value) is float
