@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.tools import ToolInfo, escape_token, fresh_words, label, words
+from scanner.rules.tools import ToolInfo, escape_token, fresh_words, label, text_cache, words
 from scanner.rules.vocabulary import fold, name_words, quote, text_words
 
 SIMILARITY = 0.6
@@ -47,19 +47,15 @@ PARAM_TOKEN_LIMIT = 500
 _SENTENCE_END = re.compile(r"[.!?;\r\n]+")
 
 
+@text_cache  # MCP303 and MCP307 split the same descriptions
 def sentences(text: str) -> list[tuple[str, tuple[str, ...]]]:
     """The sentences of a description with their words: text between ``.``, ``!``, ``?``, ``;`` or a line break."""
-    return list(_sentences(text))
-
-
-@functools.lru_cache(maxsize=4096)  # MCP303 and MCP307 split the same descriptions
-def _sentences(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     out = []
     for piece in _SENTENCE_END.split(text):
         found = tuple(fresh_words(piece))
         if found:
             out.append((" ".join(piece.split()), found))
-    return tuple(out)
+    return out
 
 
 def _doctrine_size(words_count: int, tools: int) -> bool:

@@ -67,9 +67,20 @@ USAGE_CLAUSE = re.compile(
 QUOTE_LIMIT = 120
 
 
-@functools.lru_cache(maxsize=1 << 16)  # pure; rules fold the same few hundred words of a list many times over
+FOLDED_WORD = 64  # words up to this long are remembered, in at most 65,536 entries (a few MB at worst)
+
+
 def fold(word: str) -> str:
     """A lower-case word folded for comparison (see the module docstring)."""
+    return _fold(word) if len(word) > FOLDED_WORD else _folded(word)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # rules fold the same few hundred words of a list many times over
+def _folded(word: str) -> str:
+    return _fold(word)
+
+
+def _fold(word: str) -> str:
     if word.endswith("ies") and len(word) > 3:
         return word[:-3] + "y"
     if word.endswith("s") and not word.endswith("ss") and len(word) - 1 >= 4:
