@@ -95,10 +95,11 @@ def verify() -> None:
 def count(text: str) -> int:
     """Tokens ``text`` costs in o200k_base.
 
-    Special-token text such as ``<|endoftext|>`` is counted as ordinary text (tiktoken's ``encode`` with
-    ``disallowed_special=()``), so a server cannot make counting raise by putting one in a description.
+    Special-token text such as ``<|endoftext|>`` is counted as ordinary text (tiktoken's ``encode_ordinary``, its
+    ``encode`` with ``disallowed_special=()`` without the checks of the special-token arguments), so a server
+    cannot make counting raise by putting one in a description.
     """
-    return len(encoding().encode(text, allowed_special=set(), disallowed_special=()))
+    return len(encoding().encode_ordinary(text))
 
 
 def _load() -> tiktoken.Encoding:

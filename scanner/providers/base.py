@@ -66,23 +66,48 @@ def clip_json(value: Any, limit: int = SCHEMA_DEPTH_LIMIT, budget: int = NODE_BU
     return _clip(value, 0, limit, _Budget(budget))
 
 
+_ATOMS = (str, int, float)  # bool is an int
+
+
 def _clip(value: Any, depth: int, limit: int, budget: _Budget) -> Any:
     budget.left -= 1
     if budget.left < 0:
         return None
-    if value is None or isinstance(value, str | bool | int | float):
+    if value is None or isinstance(value, _ATOMS):
         return value
+    return _clip_container(value, depth, limit, budget)
+
+
+def _clip_container(value: Any, depth: int, limit: int, budget: _Budget) -> Any:
+    """:func:`_clip` of a value already charged to the budget that is not None, a string or a number; the
+    children that are (most of them) are copied here rather than in a call each."""
     if isinstance(value, dict):
         if depth >= limit - 1:
             return {}
-        return {
-            key if isinstance(key, str) else str(key): _clip(item, depth + 1, limit, budget)
-            for key, item in value.items()
-        }
+        copied: dict[str, Any] = {}
+        for key, item in value.items():
+            name = key if isinstance(key, str) else str(key)
+            budget.left -= 1
+            if budget.left < 0:
+                copied[name] = None
+            elif item is None or isinstance(item, _ATOMS):
+                copied[name] = item
+            else:
+                copied[name] = _clip_container(item, depth + 1, limit, budget)
+        return copied
     if isinstance(value, list | tuple):
         if depth >= limit - 1:
             return []
-        return [_clip(item, depth + 1, limit, budget) for item in value]
+        items: list[Any] = []
+        for item in value:
+            budget.left -= 1
+            if budget.left < 0:
+                items.append(None)
+            elif item is None or isinstance(item, _ATOMS):
+                items.append(item)
+            else:
+                items.append(_clip_container(item, depth + 1, limit, budget))
+        return items
     return str(value)
 
 

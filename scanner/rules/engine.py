@@ -8,8 +8,9 @@ stable, so two pair findings of the same first tool keep the order of their seco
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from scanner.models import Finding
@@ -71,13 +72,27 @@ def run_rules(
     for info in infos:
         info.facts = facts
     findings: list[Finding] = []
-    chosen = [rule for rule in RULES.values() if rule.check is not None and rule_selected(rule.code, select, ignore)]
+    tool_rules, list_rules = _chosen(tuple(select), tuple(ignore), len(RULES))
     for info in infos:
-        for rule in chosen:
-            if rule.scope == "tool" and rule.check is not None:
-                findings.extend(_finding(rule, hit, infos, info) for hit in rule.check(info, ctx))
-    for rule in chosen:
-        if rule.scope == "list" and rule.check is not None:
-            findings.extend(_finding(rule, hit, infos, None) for hit in rule.check(infos, ctx))
+        for rule, check in tool_rules:
+            for hit in check(info, ctx):
+                findings.append(_finding(rule, hit, infos, info))
+    for rule, check in list_rules:
+        for hit in check(infos, ctx):
+            findings.append(_finding(rule, hit, infos, None))
     findings.sort(key=Finding.sort_key)
     return findings
+
+
+Checks = tuple[tuple[Rule, Callable[..., Iterable[Hit]]], ...]
+
+
+@functools.lru_cache(maxsize=64)
+def _chosen(select: tuple[str, ...], ignore: tuple[str, ...], registered: int) -> tuple[Checks, Checks]:
+    """The selected rules with a check, per-tool ones then list ones, each in code order (once per selection and
+    catalogue size: a rule registered later is not missed)."""
+    chosen = [rule for rule in RULES.values() if rule.check is not None and rule_selected(rule.code, select, ignore)]
+    return (
+        tuple((rule, rule.check) for rule in chosen if rule.scope == "tool" and rule.check is not None),
+        tuple((rule, rule.check) for rule in chosen if rule.scope == "list" and rule.check is not None),
+    )

@@ -18,6 +18,7 @@ each description), then are verified exactly. A hostile list built to defeat the
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -26,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.tools import ToolInfo, escape_token, label, words
+from scanner.rules.tools import ToolInfo, escape_token, fresh_words, label, text_cache, words
 from scanner.rules.vocabulary import fold, name_words, quote, text_words
 
 SIMILARITY = 0.6
@@ -46,11 +47,12 @@ PARAM_TOKEN_LIMIT = 500
 _SENTENCE_END = re.compile(r"[.!?;\r\n]+")
 
 
+@text_cache  # MCP303 and MCP307 split the same descriptions
 def sentences(text: str) -> list[tuple[str, tuple[str, ...]]]:
     """The sentences of a description with their words: text between ``.``, ``!``, ``?``, ``;`` or a line break."""
     out = []
     for piece in _SENTENCE_END.split(text):
-        found = tuple(words(piece))
+        found = tuple(fresh_words(piece))
         if found:
             out.append((" ".join(piece.split()), found))
     return out
@@ -63,6 +65,11 @@ def _doctrine_size(words_count: int, tools: int) -> bool:
 def doctrine(descriptions: Sequence[str | None]) -> dict[tuple[str, ...], list[int]]:
     """Repeated sentences: of at least 12 words in 3 or more descriptions, or of at least 8 words in 5 or more;
     their words -> the indexes that have them."""
+    return {key: list(indexes) for key, indexes in _doctrine(tuple(descriptions)).items()}
+
+
+@functools.lru_cache(maxsize=2)  # MCP303 and MCP307 ask for the same list's, one after the other
+def _doctrine(descriptions: tuple[str | None, ...]) -> dict[tuple[str, ...], list[int]]:
     where: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for index, text in enumerate(descriptions):
         if not text:
@@ -178,34 +185,40 @@ def similar_pairs(
     frequency: Counter[str] = Counter()
     for present in sets:
         frequency.update(present)
+    # Each word's place in (frequency, word) order, so each description's words sort by it with no key per word.
+    rank = {word: place for place, word in enumerate(sorted(frequency, key=lambda word: (frequency[word], word)))}
     index: dict[str, list[int]] = defaultdict(list)
     indexed: set[str] = set()
     for j, word_set in enumerate(sets):
         size = sizes[j]
         if not size:
             continue
-        ordered = sorted(word_set, key=lambda word: (frequency[word], word))
+        ordered = sorted(word_set, key=rank.__getitem__)
         prefix = ordered[: size - math.ceil(SIMILARITY * size) + 1]
         best: tuple[int, float, frozenset[str]] | None = None
+        stop = len(sets)  # candidates from here on cannot beat the best one found (none yet: every index is lower)
         seen: set[int] = set()
         for word in prefix:
             for i in index[word]:
-                if best is not None and i >= best[0]:
+                if i >= stop:
                     break
                 budget -= 1
                 if i in seen:
                     continue
                 seen.add(i)
-                larger = max(sizes[i], size)
-                if min(sizes[i], size) < SIMILARITY * larger or folded[i] == folded[j]:
+                other = sizes[i]
+                larger = other if other > size else size
+                least = SIMILARITY * larger
+                if (other if other < size else size) < least or folded[i] == folded[j]:
                     continue
                 shared = sets[i] & word_set
-                if len(shared) < SIMILARITY * larger:
+                if len(shared) < least:
                     continue
                 if accept is not None and not accept(i, j):
                     budget -= REJECTED_COST  # an exception is dearer to test than an overlap
                     continue
                 best = (i, len(shared) / larger, shared)
+                stop = i
                 break
         if best is not None:
             yield best[0], j, best[1], sorted(best[2])
@@ -225,17 +238,20 @@ def _joined(text: str) -> frozenset[str]:
     return frozenset(found) | {fold(found[k] + found[k + 1]) for k in range(len(found) - 1)}
 
 
+_Facts = tuple[frozenset[str], frozenset[str], str, str]
+
+
 class _Apart:
     """What MCP303's exceptions read of each tool, computed once: name words, description words, texts."""
 
     def __init__(self, tools: Sequence[ToolInfo]) -> None:
         self.tools = tools
-        self._seen: dict[int, tuple[frozenset[str], frozenset[str], str, str]] = {}
+        self._seen: list[_Facts | None] = [None] * len(tools)
 
-    def _facts(self, index: int) -> tuple[frozenset[str], frozenset[str], str, str]:
+    def _facts(self, index: int) -> _Facts:
         """A tool's name words, description words (joined pairs too), lower-case name and description, computed
         when first asked for."""
-        found = self._seen.get(index)
+        found = self._seen[index]
         if found is None:
             tool = self.tools[index]
             text = tool.description_text or ""
@@ -252,11 +268,12 @@ class _Apart:
     def told_apart(self, i: int, j: int) -> bool:
         """(a) each name has a word the other lacks and each description holds one of its own name's distinguishing
         words; or (b) either description names the other tool."""
-        name_i, joined_i, lower_i, text_i = self._facts(i)
-        name_j, joined_j, lower_j, text_j = self._facts(j)
+        seen = self._seen
+        name_i, joined_i, lower_i, text_i = seen[i] or self._facts(i)
+        name_j, joined_j, lower_j, text_j = seen[j] or self._facts(j)
         if (len(lower_j) >= 3 and lower_j in text_i) or (len(lower_i) >= 3 and lower_i in text_j):
             return True
-        return bool((name_i - name_j) & joined_i) and bool((name_j - name_i) & joined_j)
+        return not (name_i - name_j).isdisjoint(joined_i) and not (name_j - name_i).isdisjoint(joined_j)
 
 
 @register(

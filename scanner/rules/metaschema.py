@@ -13,6 +13,11 @@ Dialects are looked up by ``$schema`` with the trailing ``#`` and the ``http``/`
 A ``$schema`` that names no known dialect is checked as 2020-12 (the MCP default dialect) and the finding says
 so; a ``$schema`` that is not a string is itself reported by the meta-schema (it must be a URI string).
 
+:func:`plainly_valid` answers for most tool schemas without ``jsonschema``: a 2020-12 or draft-07 schema made
+only of keywords whose rule is simple (type, description, properties, required, items, enum, anyOf ...) and
+meeting those rules is valid (a ``pattern`` is checked by the validator's own format checker). Anything else
+goes to the validator.
+
 Formats are checked as ``jsonschema`` checks them, except ``regex``: JSON Schema patterns are ECMA-262, and the
 few ECMA constructs Python's ``re`` lacks are rewritten before the syntax check (:func:`_python_pattern`).
 """
@@ -210,6 +215,111 @@ def meta_validator(name: str) -> Validator:
             found = cls(meta, format_checker=_format_checker(cls))
             _validators[name] = found
         return found
+
+
+_SIMPLE_TYPES = frozenset(("array", "boolean", "integer", "null", "number", "object", "string"))
+PLAIN_KEYWORDS: dict[str, str] = {
+    "$schema": "string",  # its format, uri, is not one jsonschema checks without extra packages
+    "$ref": "string",  # nor is uri-reference
+    "$comment": "string",
+    "pattern": "pattern",
+    "description": "string",
+    "title": "string",
+    "format": "string",
+    "minimum": "number",
+    "maximum": "number",
+    "exclusiveMinimum": "number",
+    "exclusiveMaximum": "number",
+    "minLength": "count",
+    "maxLength": "count",
+    "minItems": "count",
+    "maxItems": "count",
+    "uniqueItems": "boolean",
+    "enum": "array",
+    "examples": "array",
+    "default": "anything",
+    "const": "anything",
+    "type": "type",
+    "required": "names",
+    "properties": "schemas by name",
+    "items": "schema",
+    "additionalProperties": "schema",
+    "not": "schema",
+    "propertyNames": "schema",
+    "$defs": "schemas by name",  # draft-07 does not know it: checking its schemas anyway only asks more
+    "definitions": "schemas by name",
+    "anyOf": "schemas",
+    "oneOf": "schemas",
+    "allOf": "schemas",
+}
+"""Keywords whose rule in the 2020-12 and draft-07 meta-schemas :func:`plainly_valid` checks itself, and the kind
+of value each must be (a test compares them with the meta-schemas' own documents)."""
+PLAIN_DIALECTS = ("2020-12", "draft-07")
+
+
+def plainly_valid(schema: Any, dialect: str) -> bool:
+    """Whether a schema of a :data:`PLAIN_DIALECTS` dialect is valid by a cheap walk: True only when every schema
+    in it uses nothing but :data:`PLAIN_KEYWORDS` and meets the meta-schema's rule for each. Anything else is
+    False, meaning "ask ``jsonschema``", never "invalid". Most tool schemas are this plain, and skip a validation
+    costing up to a millisecond each on a first night; a test checks it never says True where ``jsonschema``
+    finds an error.
+    """
+    if dialect not in PLAIN_DIALECTS:
+        return False
+    checker = meta_validator(dialect).format_checker
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if node is True or node is False:
+            continue
+        if type(node) is not dict:
+            return False
+        for key, value in node.items():
+            kind = PLAIN_KEYWORDS.get(key)
+            if kind is None or not _plain_value(kind, value):
+                return False
+            if kind == "pattern" and not (checker is not None and checker.conforms(value, "regex")):
+                return False
+            if kind == "schema":
+                stack.append(value)
+            elif kind == "schemas":
+                stack.extend(value)
+            elif kind == "schemas by name":
+                stack.extend(value.values())
+    return True
+
+
+def _plain_value(kind: str, value: Any) -> bool:
+    """Whether ``value`` is of the kind (schemas are only checked to be a list or a map of something)."""
+    if kind in ("string", "pattern"):
+        return type(value) is str
+    if kind == "number":
+        return type(value) is int or type(value) is float
+    if kind == "count":
+        return type(value) is int and value >= 0
+    if kind == "boolean":
+        return value is True or value is False
+    if kind == "array":
+        return type(value) is list
+    if kind == "type":
+        return _plain_type(value)
+    if kind == "names":
+        return type(value) is list and _distinct_strings(value)
+    if kind == "schemas":
+        return type(value) is list and bool(value)
+    if kind == "schemas by name":
+        return type(value) is dict
+    return kind in ("anything", "schema")
+
+
+def _plain_type(value: Any) -> bool:
+    if type(value) is str:
+        return value in _SIMPLE_TYPES
+    return type(value) is list and bool(value) and _distinct_strings(value) and _SIMPLE_TYPES.issuperset(value)
+
+
+def _distinct_strings(values: list[Any]) -> bool:
+    return all(type(value) is str for value in values) and len(set(values)) == len(values)
 
 
 def official_validator(name: str) -> Validator:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.tools import ToolInfo, label, pointer
+from scanner.rules.tools import ToolInfo, label, pointer, text_cache
 from scanner.rules.vocabulary import quote
 
 _HIDDEN_RANGES = (
@@ -135,6 +135,7 @@ def _secret_requests(text: str) -> Iterator[str]:
             yield match.group(0)
 
 
+@text_cache  # the same parameter descriptions recur across a list's tools
 def model_directed_phrases(text: str) -> list[tuple[str, str]]:
     """(kind, matched phrase) for each pattern that speaks to the model, first match of each kind."""
     lowered = text.lower()

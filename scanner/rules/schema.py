@@ -21,7 +21,7 @@ from typing import Any
 from jsonschema.exceptions import ValidationError, relevance
 
 from scanner.models import SCHEMA_DEPTH_LIMIT, Severity
-from scanner.rules.metaschema import dialect_of, meta_validator
+from scanner.rules.metaschema import dialect_of, meta_validator, plainly_valid
 from scanner.rules.registry import Hit, RuleContext, register
 from scanner.rules.tools import (
     Node,
@@ -762,6 +762,8 @@ _CACHE_SIZE = 4096
 
 def _schema_errors(schema: dict[str, Any], dialect: str) -> tuple[tuple[str, str], ...]:
     """Up to five (pointer inside the schema, message) errors against the dialect's meta-schema, cached."""
+    if plainly_valid(schema, dialect):
+        return ()
     try:
         key = (dialect, json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
     except (TypeError, ValueError, RecursionError):

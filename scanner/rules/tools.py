@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from functools import cached_property, lru_cache, wraps
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 from scanner.models import SCHEMA_DEPTH_LIMIT
@@ -48,6 +48,10 @@ MAX_NODES = 50_000
 MAX_TOOL_LABEL = 200
 
 _WORD = re.compile(r"[^\W_]+")
+# Texts up to this long have their words kept, in at most CACHED_TEXTS entries (a few MB at worst).
+CACHED_TEXT = 1024
+CACHED_TEXTS = 512
+T = TypeVar("T")
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 # Keywords whose value is one subschema, walked at the parent's level and not counted as parameters.
 _SINGLE = (
@@ -61,6 +65,8 @@ _SINGLE = (
 )
 # Keywords whose subschema constrains the parent's own keys (``then: {"required": [...]}``) rather than defining any.
 _CONDITIONS = ("not", "if", "then", "else")
+# Keywords whose value maps names to subschemas (walked at the parent's level; the last two are conditions).
+_KEYED = ("patternProperties", "dependentSchemas", "dependencies")
 
 
 def escape_token(token: str) -> str:
@@ -75,8 +81,27 @@ def pointer(tokens: tuple[str, ...] | list[str]) -> str:
     return "".join("/" + escape_token(token) for token in tokens)
 
 
+def text_cache(compute: Callable[[str], list[T]]) -> Callable[[str], list[T]]:
+    """``compute`` (a pure function of a text giving a list) remembered for texts up to :data:`CACHED_TEXT`
+    characters, in at most :data:`CACHED_TEXTS` entries: several rules read the same description or parameter
+    text. Each call gets its own list."""
+    remembered = lru_cache(maxsize=CACHED_TEXTS)(lambda text: tuple(compute(text)))
+
+    @wraps(compute)
+    def cached(text: str) -> list[T]:
+        return compute(text) if len(text) > CACHED_TEXT else list(remembered(text))
+
+    return cached
+
+
+@text_cache
 def words(text: str) -> list[str]:
     """Lower-case runs of letters and digits (Unicode letters included), in order."""
+    return fresh_words(text)
+
+
+def fresh_words(text: str) -> list[str]:
+    """:func:`words` without its cache, for pieces of text read once (sentences) that would only crowd it."""
     return _WORD.findall(text.lower())
 
 
@@ -255,7 +280,7 @@ def walk_schema(
     nodes: list[Node] = []
     resolved: dict[str, tuple[tuple[str, ...], Any] | None] = {}  # each reference resolved once per walk
     truncated = crowded = False
-    stack: list[Node] = [Node(schema=schema, tokens=base, path="", level=0, depth=0)]
+    stack: list[Node] = [_node(schema, base, "", 0, 0, "root", None, False, None, ())]
     while stack:
         node = stack.pop()
         nodes.append(node)
@@ -265,12 +290,45 @@ def walk_schema(
         value = node.schema
         if not isinstance(value, dict):
             continue
-        children = list(_children(node, value, root if follow_refs else None, root_base, resolved))
+        children = _children(node, value, root if follow_refs else None, root_base, resolved)
         if children and node.depth >= SCHEMA_DEPTH_LIMIT:
             truncated = True
             continue
         stack.extend(reversed(children))
     return Walk(nodes=tuple(nodes), truncated=truncated, crowded=crowded)
+
+
+_new = object.__new__
+
+
+def _node(
+    schema: Any,
+    tokens: tuple[str, ...],
+    path: str,
+    level: int,
+    depth: int,
+    kind: str,
+    parent: Node | None,
+    conditional: bool,
+    via: str | None,
+    refs: tuple[str, ...],
+) -> Node:
+    """A :class:`Node` as its constructor makes it, at a third of the cost: a walk makes one per schema node, and a
+    frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``."""
+    node: Node = _new(Node)
+    node.__dict__.update(
+        schema=schema,
+        tokens=tokens,
+        path=path,
+        level=level,
+        depth=depth,
+        kind=kind,
+        parent=parent,
+        conditional=conditional,
+        via=via,
+        refs=refs,
+    )
+    return node
 
 
 def _children(
@@ -279,58 +337,91 @@ def _children(
     root: Any,
     base: tuple[str, ...],
     resolved: dict[str, tuple[tuple[str, ...], Any] | None],
-) -> Iterator[Node]:
+) -> list[Node]:
     depth = node.depth + 1
     level = node.level
     cond = node.conditional
-
-    def make(sub: Any, tokens: tuple[str, ...], path: str, level: int, kind: str) -> Node:
-        return Node(sub, tokens, path, level, depth, kind, node, cond or kind == "condition", node.via, node.refs)
-
+    via = node.via
+    refs = node.refs
+    path = node.path
+    out: list[Node] = []
     for key, child in value.items():
         if not isinstance(key, str):
             continue
-        tokens = (*node.tokens, key)
-        if key == "properties" and isinstance(child, dict):
-            for name, sub in child.items():
-                yield make(sub, (*tokens, str(name)), _join(node.path, str(name)), level + 1, "property")
-        elif key in ("items", "prefixItems"):
-            path = node.path + "[]"
+        if key == "properties":
+            if isinstance(child, dict):
+                tokens = (*node.tokens, key)
+                for name, sub in child.items():
+                    name = str(name)
+                    out.append(
+                        _node(
+                            sub, (*tokens, name), _join(path, name), level + 1, depth, "property", node, cond, via, refs
+                        )
+                    )
+        elif key == "items" or key == "prefixItems":
+            tokens = (*node.tokens, key)
+            inner = path + "[]"
             if isinstance(child, list):
                 for position, sub in enumerate(child):
-                    yield make(sub, (*tokens, str(position)), path, level + 1, "items")
+                    out.append(
+                        _node(sub, (*tokens, str(position)), inner, level + 1, depth, "items", node, cond, via, refs)
+                    )
             elif key == "items" and isinstance(child, (dict, bool)):
-                yield make(child, tokens, path, level + 1, "items")
-        elif key in _COMBINATORS and isinstance(child, list):
-            for position, sub in enumerate(child):
-                yield make(sub, (*tokens, str(position)), node.path, level, "branch")
-        elif key in _CONDITIONS and isinstance(child, dict):
-            yield make(child, tokens, node.path, level, "condition")
-        elif key in _SINGLE and isinstance(child, dict):
-            yield make(child, tokens, node.path, level, "sub")
-        elif key == "$ref" and root is not None and isinstance(child, str) and child not in node.refs:
-            if child not in resolved:
-                resolved[child] = resolve_ref(root, child)
-            found = resolved[child]
-            if found is not None:
-                target_tokens, target = found
-                yield Node(
-                    target,
-                    (*base, *target_tokens),
-                    node.path,
-                    level,
-                    depth,
-                    "ref",
-                    node,
-                    cond,
-                    child,
-                    (*node.refs, child),
-                )
-        elif key in ("patternProperties", "dependentSchemas", "dependencies") and isinstance(child, dict):
+                out.append(_node(child, tokens, inner, level + 1, depth, "items", node, cond, via, refs))
+        elif key in _COMBINATORS:
+            if isinstance(child, list):
+                tokens = (*node.tokens, key)
+                for position, sub in enumerate(child):
+                    out.append(
+                        _node(sub, (*tokens, str(position)), path, level, depth, "branch", node, cond, via, refs)
+                    )
+        elif key in _CONDITIONS:
+            if isinstance(child, dict):
+                out.append(_node(child, (*node.tokens, key), path, level, depth, "condition", node, True, via, refs))
+        elif key in _SINGLE:
+            if isinstance(child, dict):
+                out.append(_node(child, (*node.tokens, key), path, level, depth, "sub", node, cond, via, refs))
+        elif key == "$ref":
+            if root is not None and isinstance(child, str) and child not in refs:
+                if child not in resolved:
+                    resolved[child] = resolve_ref(root, child)
+                found = resolved[child]
+                if found is not None:
+                    target_tokens, target = found
+                    out.append(
+                        _node(
+                            target,
+                            (*base, *target_tokens),
+                            path,
+                            level,
+                            depth,
+                            "ref",
+                            node,
+                            cond,
+                            child,
+                            (*refs, child),
+                        )
+                    )
+        elif key in _KEYED and isinstance(child, dict):
             kind = "sub" if key == "patternProperties" else "condition"
+            tokens = (*node.tokens, key)
             for name, sub in child.items():
                 if isinstance(sub, dict):
-                    yield make(sub, (*tokens, str(name)), node.path, level, kind)
+                    out.append(
+                        _node(
+                            sub,
+                            (*tokens, str(name)),
+                            path,
+                            level,
+                            depth,
+                            kind,
+                            node,
+                            cond or kind == "condition",
+                            via,
+                            refs,
+                        )
+                    )
+    return out
 
 
 class ToolInfo:
@@ -447,8 +538,16 @@ class ToolInfo:
         """Every text a model reads from this tool, with its pointer tokens: name, titles, descriptions.
 
         With ``values``, also every property name (pointer to the property) and every string in ``default``,
-        ``enum``, ``const`` and ``examples`` at any depth (pointer to the string).
+        ``enum``, ``const`` and ``examples`` at any depth (pointer to the string). Collected once per tool and
+        choice of options (MCP401 and MCP402 read the same).
         """
+        key = f"texts:{schema_titles}:{values}"
+        found = self.cache.get(key)
+        if found is None:
+            found = self.cache[key] = tuple(self._texts(schema_titles, values))
+        return iter(found)
+
+    def _texts(self, schema_titles: bool, values: bool) -> Iterator[tuple[tuple[str, ...], str]]:
         for key, value in (("name", self.name), ("title", self.title), ("description", self.description)):
             if isinstance(value, str):
                 yield (key,), value

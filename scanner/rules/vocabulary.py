@@ -17,13 +17,14 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from scanner.rules.tools import label, split_name, words
+from scanner.rules.tools import label, split_name, text_cache, words
 
 if TYPE_CHECKING:
     from scanner.rules.tools import ToolInfo
@@ -66,8 +67,20 @@ USAGE_CLAUSE = re.compile(
 QUOTE_LIMIT = 120
 
 
+FOLDED_WORD = 64  # words up to this long are remembered, in at most 65,536 entries (a few MB at worst)
+
+
 def fold(word: str) -> str:
     """A lower-case word folded for comparison (see the module docstring)."""
+    return _fold(word) if len(word) > FOLDED_WORD else _folded(word)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # rules fold the same few hundred words of a list many times over
+def _folded(word: str) -> str:
+    return _fold(word)
+
+
+def _fold(word: str) -> str:
     if word.endswith("ies") and len(word) > 3:
         return word[:-3] + "y"
     if word.endswith("s") and not word.endswith("ss") and len(word) - 1 >= 4:
@@ -75,9 +88,12 @@ def fold(word: str) -> str:
     return word
 
 
+@text_cache
 def text_words(text: str) -> list[str]:
     """The folded words of a description, possessive ``'s`` dropped first."""
-    return [fold(word) for word in words(_POSSESSIVE.sub("", text))]
+    if "'" in text or "’" in text:  # the only characters a possessive starts with
+        text = _POSSESSIVE.sub("", text)
+    return [fold(word) for word in words(text)]
 
 
 def name_words(name: object) -> list[str]:
