@@ -162,7 +162,7 @@ def record_scan(engine: Engine, run_id: int, entry: ServerEntry, outcome: ScanOu
     toolset = Toolset.from_tools(tuple(outcome.tools or ())) if outcome.ok else None
     with engine.connect() as connection:
         state = connection.execute(
-            _STATE, {"run_id": run_id, "name": entry.name, "sha256": toolset.sha256 if toolset else None}
+            _STATE, {"run_id": run_id, "name": entry.name, "sha256": toolset.sha256 if toolset is not None else None}
         ).one_or_none()
         connection.commit()  # end the read; the write below is its own transaction
         if state is None:
@@ -443,7 +443,7 @@ def _write_scan(
         run_id=run_id,
         server=entry.name,
         outcome=scan_outcome,
-        toolset_sha256=toolset.sha256 if toolset else None,
+        toolset_sha256=toolset.sha256 if toolset is not None else None,
         new_toolset=new_toolset,
         measured=report is not None,
         events=tuple(events),

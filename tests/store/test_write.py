@@ -304,3 +304,16 @@ def test_json_columns_are_stored_compact_and_read_back_the_same(store: Store, db
     assert json.loads(extra) == {"discover": "JSON-RPC error -32601", "delete_status": 200, "session": True}
     assert json.loads(options) == {"timeout": 10.0, "profile": "rich"}
     assert store.history("a")[-1].metrics == {"list_ms": 8.2, "list_pages": 1}
+
+
+def test_a_server_listing_no_tools_is_rescanned_against_its_stored_empty_list(store: Store) -> None:
+    """An empty list is a toolset like any other: the second night finds it by hash instead of inserting it again
+    (it used to be looked up as "no toolset", and the second insert broke the unique hash: a run-fatal error)."""
+    records = []
+    for _ in range(2):
+        run = store.start_run("list.txt", "1", {})
+        records.append(store.record_scan(run, entry("empty"), ok([]), local_measure))
+        store.finish_run(run)
+    assert [record.new_toolset for record in records] == [True, False]
+    assert records[0].toolset_sha256 == records[1].toolset_sha256 is not None
+    assert [row.tools_count for row in store.history("empty")] == [0, 0]
