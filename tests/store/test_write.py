@@ -8,10 +8,14 @@ import threading
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
+from sqlalchemy.dialects import sqlite
 
 from scanner.errors import InputError, TokenizerUnavailable
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.store import Store
+from scanner.store.common import SCANS
+from scanner.store.tables import KeyedJSON
 from tests.store.conftest import entry, failed, local_measure, ok, tool
 
 ECHO = tool("echo", "Echo the given text back, unchanged.", text="string")
@@ -288,22 +292,42 @@ def test_the_writer_may_run_in_another_thread(store: Store) -> None:
 
 
 def test_json_columns_are_stored_compact_and_read_back_the_same(store: Store, db_path: Path) -> None:
-    """A rescan's row is most of what a nightly scan adds: its JSON columns carry no separator spaces (the issue
-    #24 growth budget), and the values read back are the ones written."""
+    """A rescan's row is most of what a nightly scan adds (the issue #24 growth budget): its JSON columns carry no
+    separator spaces, their known keys are stored as codes (``KeyedJSON``), a URL's package is SQL NULL, and the
+    values read back are the ones written, in their order."""
     run = store.start_run("list.txt", "1", {"timeout": 10.0, "profile": "rich"})
-    outcome = ok([ECHO], extra={"discover": "JSON-RPC error -32601", "delete_status": 200, "session": True})
-    scan_id = store.record_scan(run, entry("a"), outcome, local_measure).scan_id
+    extra = {"discover": "JSON-RPC error -32601", "delete_status": 200, "session": True, "vendor_note": "x"}
+    scan_id = store.record_scan(run, entry("a"), ok([ECHO], extra=extra), local_measure).scan_id
     with sqlite3.connect(db_path) as connection:
-        timings, extra, metrics = connection.execute(
-            "SELECT timings, extra, metrics FROM scans WHERE id = ?", (scan_id,)
+        timings, stored_extra, metrics, package = connection.execute(
+            "SELECT timings, extra, metrics, package FROM scans WHERE id = ?", (scan_id,)
         ).fetchone()
         (options,) = connection.execute("SELECT options FROM runs WHERE id = ?", (run,)).fetchone()
-    for text in (timings, extra, metrics, options):
+    for text in (timings, stored_extra, metrics, options):
         assert ", " not in text and ": " not in text, text
-    assert json.loads(timings) == {"connect": 12.3, "initialize": 30.0, "list": 8.2}
-    assert json.loads(extra) == {"discover": "JSON-RPC error -32601", "delete_status": 200, "session": True}
+    assert json.loads(timings) == [0, 12.3, 5, 30.0, 2, 8.2]
+    assert json.loads(stored_extra) == [11, "JSON-RPC error -32601", 12, 200, 13, True, "vendor_note", "x"]
+    assert json.loads(metrics) == [7, 8.2, 8, 1]
+    assert package is None
     assert json.loads(options) == {"timeout": 10.0, "profile": "rich"}
-    assert store.history("a")[-1].metrics == {"list_ms": 8.2, "list_pages": 1}
+    row = store.history("a")[-1]
+    assert list(row.metrics.items()) == [("list_ms", 8.2), ("list_pages", 1)]
+    with store.engine.connect() as connection:
+        read = connection.execute(select(SCANS.c.timings, SCANS.c.extra, SCANS.c.package)).one()
+    assert list(read.timings.items()) == [("connect", 12.3), ("initialize", 30.0), ("list", 8.2)]
+    assert list(read.extra.items()) == list(extra.items())
+    assert read.package is None
+
+
+def test_keyed_json_reads_objects_written_before_it_and_keeps_odd_keys_as_objects() -> None:
+    keyed = KeyedJSON()
+    dialect = sqlite.dialect()
+    assert keyed.process_result_value({"connect": 1.0}, dialect) == {"connect": 1.0}  # a row from before 0007
+    assert keyed.process_result_value([0, 1.0, "9", 2, 999, 3], dialect) == {"connect": 1.0, "9": 2, "999": 3}
+    assert keyed.process_bind_param({1: "int key"}, dialect) == {1: "int key"}
+    assert keyed.process_bind_param(None, dialect) is None
+    for value in ({}, {"list": 1, "connect": [1, {"status": 2}], "zzz": None}):
+        assert keyed.process_result_value(keyed.process_bind_param(value, dialect), dialect) == value
 
 
 def test_a_server_listing_no_tools_is_rescanned_against_its_stored_empty_list(store: Store) -> None:
