@@ -117,6 +117,13 @@ class Store:
         (see :func:`scanner.store.write.record_scan`)."""
         return write.record_scan(self.engine, run_id, entry, outcome, measure)
 
+    def record_scans(
+        self, run_id: int, results: Sequence[tuple[ServerEntry, ScanOutcome]], measure: Measure
+    ) -> list[ScanRecord]:
+        """:meth:`record_scan` of each result in turn, the unchanged servers written together (one transaction,
+        ``executemany``; see :func:`scanner.store.write.record_scans`)."""
+        return write.record_scans(self.engine, run_id, results, measure)
+
     def bulk_load(self, rows: Mapping[str, Iterable[Mapping[str, Any]]]) -> dict[str, int]:
         """Insert trusted, already-shaped rows straight into tables (benchmarks, imports): see
         :func:`scanner.store.write.load`."""

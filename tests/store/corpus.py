@@ -134,17 +134,22 @@ def _night(night: int) -> Iterator[tuple[ServerEntry, ScanOutcome]]:
         _entry("io.example/skipped", skip="needs --run-packages"),
         ScanOutcome(Outcome.SKIPPED, "stdio", "needs --run-packages", extra={"not_run": True}),
     )
+    yield _entry("io.example/stable"), _ok(night, 12, _STABLE[:1])  # a second result: writes nothing
 
 
-def build(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Write the corpus into ``store`` (empty) and rescore it under catalogue ``9``; the run ids, oldest first."""
+def build(store: Store, monkeypatch: pytest.MonkeyPatch, *, batched: bool = False) -> list[int]:
+    """Write the corpus into ``store`` (empty) and rescore it under catalogue ``9``; the run ids, oldest first.
+    ``batched`` hands each night to :meth:`Store.record_scans` in one call, as the crawler's writer does."""
     runs = []
     for night in range(NIGHTS):
         moment = START + timedelta(days=night)
         monkeypatch.setattr(common, "now", lambda moment=moment: moment)
         run = store.start_run("registry.json", "3", {"concurrency": 8, "headers": {"X": "y"}})
-        for entry, outcome in _night(night):
-            store.record_scan(run, entry, outcome, local_measure)
+        if batched:
+            records = store.record_scans(run, list(_night(night)), local_measure)
+        else:
+            records = [store.record_scan(run, entry, outcome, local_measure) for entry, outcome in _night(night)]
+        assert [record.duplicate for record in records].count(True) == 1
         store.finish_run(run, "interrupted" if night == 2 else "finished")
         runs.append(run)
     monkeypatch.setattr(common, "now", lambda: START + timedelta(days=NIGHTS))

@@ -6,14 +6,15 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 from sqlalchemy.dialects import sqlite
 
 from scanner.errors import InputError, TokenizerUnavailable
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.store import Store
+from scanner.store import Store, open_store
 from scanner.store.common import SCANS
 from scanner.store.tables import KeyedJSON
 from tests.store.conftest import entry, failed, local_measure, ok, tool
@@ -341,3 +342,41 @@ def test_a_server_listing_no_tools_is_rescanned_against_its_stored_empty_list(st
     assert [record.new_toolset for record in records] == [True, False]
     assert records[0].toolset_sha256 == records[1].toolset_sha256 is not None
     assert [row.tools_count for row in store.history("empty")] == [0, 0]
+
+
+def test_a_batch_writes_its_unchanged_servers_together_and_records_what_one_by_one_would(tmp_path: Path) -> None:
+    """``record_scans`` gives the records ``record_scan`` gives one server at a time, in order; the unchanged
+    servers go in one ``INSERT`` per run of them (a changed server, or a second result for a gathered one, writes
+    what was gathered first, so ids and history come out in the same order)."""
+    names = ["a", "b", "c", "d", "e", "f"]
+    nights = [
+        [(entry(name), failed() if name == "f" else ok([ECHO])) for name in names],
+        [(entry(name), ok([ECHO, ADD] if name == "c" else [ECHO])) for name in names[:4]]
+        + [(entry("a"), ok([ADD])), (entry("e"), ok([ECHO])), (entry("f"), failed())],
+    ]
+    found = {}
+    inserts: list[int] = []
+    for batched in (False, True):
+        store = open_store(f"sqlite:///{tmp_path / f'{batched}.db'}")
+
+        def count(
+            _conn: object, _cursor: object, statement: str, parameters: Any, _context: object, many: bool
+        ) -> None:
+            if statement.startswith("INSERT INTO scans"):
+                inserts.append(len(parameters) if many else 1)
+
+        records = []
+        for night, results in enumerate(nights):
+            run = store.start_run("list.txt", "1", {})
+            if batched and night == 1:
+                event.listen(store.engine, "before_cursor_execute", count)
+            if batched:
+                records += store.record_scans(run, results, local_measure)
+            else:
+                records += [store.record_scan(run, *result, local_measure) for result in results]
+            store.finish_run(run)
+        found[batched] = (records, [(row.name, row.last_outcome) for row in store.servers()])
+        store.close()
+    assert found[True] == found[False]
+    assert [record.duplicate for record in found[True][0][6:]] == [False] * 4 + [True, False, False]
+    assert inserts == [2, 1, 1, 2]  # [a, b], c alone, [d], [e, f] (a failure again is unchanged too)
