@@ -131,9 +131,15 @@ class KeyedJSON(TypeDecorator[dict[str, Any]]):
         return flat
 
     def process_result_value(self, value: Any, dialect: Dialect) -> Any:
-        if type(value) is not list:
-            return value
-        return {_json_key(key): item for key, item in zip(value[::2], value[1::2], strict=True)}
+        return unkeyed(value)
+
+
+def unkeyed(value: Any) -> Any:
+    """A :class:`KeyedJSON` column's parsed JSON as the object it stands for (for a raw ``SELECT``'s value; reads
+    through SQLAlchemy get it already): a flat keyed array as its object, anything else as it is."""
+    if type(value) is not list:
+        return value
+    return {_json_key(key): item for key, item in zip(value[::2], value[1::2], strict=True)}
 
 
 def _json_key(code: Any) -> str:
