@@ -9,8 +9,9 @@ The rooms of ``scanner.store`` (the only package that writes SQL):
 - ``read``: every query, and the bulk reads the report uses;
 - ``common``: the clock, the Core tables and the lookups they share; ``rows``: the frozen rows queries return.
 
-Each server's result is written in its own transaction, so a crawl killed at any point leaves a consistent
-database that keeps every server finished before the kill; ``mark_stale_runs_interrupted`` and ``resume_run``
+Each changed server's result is written in its own transaction (the unchanged servers of a batch handed to
+:meth:`Store.record_scans` in one together), so a crawl killed at any point leaves a consistent database that
+keeps every server committed before the kill; ``mark_stale_runs_interrupted`` and ``resume_run``
 pick such a run up again.
 """
 

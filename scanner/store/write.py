@@ -1,8 +1,9 @@
-"""The write path: one server's result in one transaction (:func:`record_scan`), a toolset's measurement, and a
-bulk loader of already-shaped rows for benchmarks and imports (:func:`load`).
+"""The write path: the crawl's results (:func:`record_scans`, :func:`record_scan` for one), a toolset's measurement,
+and a bulk loader of already-shaped rows for benchmarks and imports (:func:`load`).
 
-Each server's result is written in its own transaction, so a crawl killed at any point leaves a consistent
-database that keeps every server finished before the kill. Tool lists are stored once by content hash and
+Each changed server's result is written in its own transaction, and the unchanged servers of a batch in one
+transaction together, so a crawl killed at any point leaves a consistent database that keeps every server
+committed before the kill. Tool lists are stored once by content hash and
 measured (tokens, per-tool costs, findings) once per rule catalogue version, so an unchanged server costs one
 small ``scans`` row per rescan.
 """
