@@ -82,12 +82,19 @@ def _clean_value(value: Any) -> Any:
 def _bound_strings(parameters: Any) -> str:
     """Every ``str`` value of ``parameters`` (as :func:`_clean_parameters` takes them) joined into one text: it
     holds NUL or a lone surrogate exactly when one of them does (a code point stays itself when joined)."""
-    if isinstance(parameters, Mapping):
+    kind = type(parameters)
+    if kind is dict:
         values: Any = parameters.values()
-    elif isinstance(parameters, list | tuple) and parameters and isinstance(parameters[0], Mapping | list | tuple):
-        values = (value for row in parameters for value in (row.values() if isinstance(row, Mapping) else row))
-    elif isinstance(parameters, list | tuple):
-        values = parameters
+    elif kind is tuple or kind is list or isinstance(parameters, list | tuple):
+        if not parameters:
+            return ""
+        first = type(parameters[0])
+        if first is tuple or first is list or first is dict or isinstance(parameters[0], Mapping | list | tuple):
+            values = (value for row in parameters for value in (row.values() if isinstance(row, Mapping) else row))
+        else:
+            values = parameters
+    elif isinstance(parameters, Mapping):
+        values = parameters.values()
     else:
         return ""
     return "".join([value for value in values if type(value) is str])
@@ -95,10 +102,10 @@ def _bound_strings(parameters: Any) -> str:
 
 def _clean_parameters(parameters: Any) -> Any:
     """``parameters`` (a mapping or a sequence, or a list of them for executemany) with unwritable text replaced;
-    the same object when there is none, which is nearly always: that is found with one search over all of their
-    text, not a test per value."""
+    the same object when there is none, which is nearly always: that is found by a few C-speed tests over all of
+    their text at once (NUL; ASCII, else the surrogate search), not a test per value."""
     joined = _bound_strings(parameters)
-    if wire.clean_str(joined) is joined:
+    if "\x00" not in joined and (joined.isascii() or wire.clean_str(joined) is joined):
         return parameters
     return _cleaned(parameters)
 
