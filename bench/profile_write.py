@@ -5,7 +5,8 @@ Writes N servers (the demo host's synthetic 8-tool lists, all distinct) into a f
 prints CPU milliseconds per server for each pass and for ``measure`` alone. ``--profile first|rescan|measure``
 prints the top of a cProfile of that pass instead, sorted by cumulative or own time.
 
-    .venv/bin/python bench/profile_write.py [--servers 500] [--profile first] [--sort tottime] [--top 40]
+    .venv/bin/python bench/profile_write.py [--servers 500] [--batch 64] [--premeasured] [--profile first]
+        [--sort tottime] [--top 40]
 """
 
 from __future__ import annotations
@@ -49,10 +50,17 @@ def outcomes(count: int) -> list[tuple[ServerEntry, ScanOutcome]]:
     return result
 
 
-def write_pass(store: Store, items: list[tuple[ServerEntry, ScanOutcome]], measurer: Measure = measure) -> None:
+def write_pass(
+    store: Store, items: list[tuple[ServerEntry, ScanOutcome]], measurer: Measure = measure, batch: int = 1
+) -> None:
+    """One run of ``items``, handed to the store ``batch`` at a time (1: ``record_scan`` per server; more: what the
+    crawl's writer hands ``record_scans`` when that many results are waiting, up to its concurrency)."""
     run_id = store.start_run("bench", RULES_VERSION, {})
-    for entry, outcome in items:
-        store.record_scan(run_id, entry, outcome, measurer)
+    for start in range(0, len(items), batch):
+        if batch == 1:
+            store.record_scan(run_id, *items[start], measurer)
+        else:
+            store.record_scans(run_id, items[start : start + batch], measurer)
     store.finish_run(run_id)
 
 
@@ -75,6 +83,7 @@ def main() -> None:
     parser.add_argument("--profile", choices=("first", "rescan", "measure"))
     parser.add_argument("--sort", default="cumulative")
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--batch", type=int, default=1, help="results per store call (the crawl hands up to 64)")
     parser.add_argument(
         "--premeasured", action="store_true", help="measure every list beforehand: time the store's own work only"
     )
@@ -101,14 +110,14 @@ def main() -> None:
             print(f"{args.servers} servers, 8 tools each, in-process")
             for label, action in (
                 ("measure alone", measure_all),
-                ("record_scan, first night", lambda: write_pass(store, items, measurer)),
-                ("record_scan, unchanged", lambda: write_pass(store, items, measurer)),
+                ("record_scan, first night", lambda: write_pass(store, items, measurer, args.batch)),
+                ("record_scan, unchanged", lambda: write_pass(store, items, measurer, args.batch)),
             ):
                 wanted = {"measure alone": "measure", "record_scan, first night": "first"}.get(label, "rescan")
                 if args.profile is None or args.profile == wanted:
                     timed(label, args.servers, action, args.profile is not None, args.sort, args.top)
                 elif wanted == "first":
-                    write_pass(store, items, measurer)  # the rescan profile needs the first night written
+                    write_pass(store, items, measurer, args.batch)  # the rescan profile needs the first night written
 
 
 if __name__ == "__main__":

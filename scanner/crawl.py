@@ -48,6 +48,7 @@ from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.packages import PackageSettings, run_package, skip_outcome
 
 Sink = Callable[[ServerEntry, ScanOutcome], None]
+BatchSink = Callable[[list[tuple[ServerEntry, ScanOutcome]]], None]
 ScanFn = Callable[[ServerEntry], Awaitable[ScanOutcome]]
 
 RETRY_STATUSES = frozenset({429, 503})
@@ -210,13 +211,16 @@ class _Crawler:
 async def crawl(
     entries: Sequence[ServerEntry],
     settings: CrawlSettings,
-    sink: Sink,
+    sink: Sink | None,
     *,
     scan: ScanFn | None = None,
     on_begin: Callable[[ServerEntry], None] | None = None,
+    sink_many: BatchSink | None = None,
 ) -> None:
     """Scan ``entries`` concurrently and call ``sink(entry, outcome)`` for each, one at a time, in a thread.
     ``on_begin(entry)`` (a progress display's "in flight") is called in the event loop as a worker takes an entry.
+    ``sink_many``, given instead of ``sink``, takes every result waiting at once, in arrival order (the store
+    writes the unchanged servers of a batch together).
 
     ``sink`` is the single writer (the store, a progress bar); it never runs concurrently with itself. ``scan``
     replaces the MCP client (benchmarks, fault tests); by default each entry goes through
@@ -242,12 +246,16 @@ async def crawl(
                 await results.send((entry, await crawler.outcome_for(entry)))
 
     def write_all(batch: list[tuple[ServerEntry, ScanOutcome]]) -> None:
+        if sink_many is not None:
+            sink_many(batch)
+            return
+        assert sink is not None, "crawl needs a sink or a sink_many"
         for entry, outcome in batch:
             sink(entry, outcome)
 
     async def writer() -> None:
-        # Whatever results are waiting go to the thread together: one hand-off per batch, not per server (each
-        # server still gets its own transaction in the sink).
+        # Whatever results are waiting go to the thread together: one hand-off per batch, not per server (the
+        # store gives each changed server its own transaction and the batch's unchanged ones one together).
         async with result_receive:
             async for first in result_receive:
                 batch = [first]

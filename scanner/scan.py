@@ -448,17 +448,18 @@ def _scan_into(
             run_counts=whole,
         )
 
-    def write(entry: ServerEntry, outcome: ScanOutcome) -> None:
+    def write(results: list[tuple[ServerEntry, ScanOutcome]]) -> None:
         still_writer()  # raises WriterBusy if another process took the lock over
-        store.record_scan(run_id, entry, outcome, measure)
-        counts[outcome.outcome.value] += 1
-        if on_result is not None:
-            on_result(entry, outcome)
+        store.record_scans(run_id, results, measure)
+        for entry, outcome in results:
+            counts[outcome.outcome.value] += 1
+            if on_result is not None:
+                on_result(entry, outcome)
 
     if on_start is not None:
         on_start(run_id, len(todo))
     try:
-        anyio.run(functools.partial(crawl, on_begin=on_begin), todo, config.crawl, write)
+        anyio.run(functools.partial(crawl, on_begin=on_begin, sink_many=write), todo, config.crawl, None)
     except Exception:
         # A run-fatal error while writing (no tokenizer, the database refusing writes): keep what was written
         # resumable, then let the caller report the error. Best effort: the database may be what failed.

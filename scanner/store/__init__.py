@@ -4,7 +4,7 @@ The package is the only place that writes SQL; ``store.py`` explains which modul
 
     store = open_store("sqlite:///fathom.db")      # creates or migrates to the newest schema
     run_id = store.start_run("registry", RULE_VERSION, options)
-    store.record_scan(run_id, entry, outcome, measure)   # one transaction per server
+    store.record_scans(run_id, [(entry, outcome), ...], measure)   # the crawl's batches (record_scan: one)
     store.finish_run(run_id)
 
 See ``docs/storage.md`` for the schema and the query API.

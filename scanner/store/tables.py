@@ -59,6 +59,96 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+# The keys the per-scan JSON columns repeat every night (timings, metrics, extra, a lane's signals), in the order
+# of their codes: :class:`KeyedJSON` stores each as its position here. Append only: a position is a stored meaning,
+# never reused or reordered (rows written with it are read back with it).
+JSON_KEYS = (
+    # scans.timings (scanner.mcp.session's laps)
+    "connect",
+    "handshake",
+    "list",
+    "shutdown",
+    "total",
+    "initialize",
+    # scans.metrics (scanner.metrics)
+    "handshake_ms",
+    "list_ms",
+    "list_pages",
+    "install_ms",
+    "install",
+    # scans.extra (the transports' and the session's facts)
+    "discover",
+    "delete_status",
+    "session",
+    "session_restarted",
+    "attempts",
+    "elapsed_s",
+    "retry_stopped",
+    "retry_after",
+    "reason",
+    "stderr_tail",
+    "exit_code",
+    "not_run",
+    "measure_error",
+    "local_port",
+    "ttl_ms",
+    "cache_scope",
+    "tools_capability",
+    "secrets_scrubbed",
+    "x402",
+    # scan_lanes.signals (and the auth facts of extra)
+    "status",
+    "challenge",
+    "resource_metadata_url",
+    "resource_metadata",
+    "resource_metadata_error",
+    "issuers",
+    "scopes_supported",
+)
+_KEY_CODES = {key: code for code, key in enumerate(JSON_KEYS)}
+
+
+class KeyedJSON(TypeDecorator[dict[str, Any]]):
+    """A JSON object kept as a flat array ``[key, value, key, value, ...]`` whose known keys are their
+    :data:`JSON_KEYS` position (``{"connect":0.2,"list":52.9}`` is stored ``[0,0.2,2,52.9]``), and read back as the
+    same object, key order included. A row written as an object (before migration 0007) reads as it is.
+
+    For the JSON a scan row repeats every night: the keys were most of its bytes (issue #24's growth budget).
+    Only the top level is keyed; values (nested objects too) are stored as they are.
+    """
+
+    impl = JSON
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if type(value) is not dict:
+            return value
+        flat: list[Any] = []
+        for key, item in value.items():
+            if type(key) is not str:
+                return value  # JSON would spell this key its own way: kept an object, read back as it was
+            flat += (_KEY_CODES.get(key, key), item)
+        return flat
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        return unkeyed(value)
+
+
+def unkeyed(value: Any) -> Any:
+    """A :class:`KeyedJSON` column's parsed JSON as the object it stands for (for a raw ``SELECT``'s value; reads
+    through SQLAlchemy get it already): a flat keyed array as its object, anything else as it is."""
+    if type(value) is not list:
+        return value
+    return {_json_key(key): item for key, item in zip(value[::2], value[1::2], strict=True)}
+
+
+def _json_key(code: Any) -> str:
+    """A :class:`KeyedJSON` key back: its position in :data:`JSON_KEYS`, or the key itself."""
+    if type(code) is int and 0 <= code < len(JSON_KEYS):
+        return JSON_KEYS[code]
+    return str(code)
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
     type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime(), dict[str, Any]: JSON()}
@@ -191,22 +281,24 @@ class Scan(Base):
     server_name: Mapped[str | None] = mapped_column(String)  # serverInfo.name
     server_version: Mapped[str | None] = mapped_column(String)  # serverInfo.version
     capability_profile: Mapped[str | None] = mapped_column(String(64))
-    timings: Mapped[dict[str, Any]]
+    timings: Mapped[dict[str, Any]] = mapped_column(KeyedJSON)
     pages: Mapped[int] = mapped_column(Integer, default=0)
-    toolset_id: Mapped[int | None] = mapped_column(ForeignKey("toolsets.id"), index=True)
+    # Not indexed (migration 0007), nor is instructions_id: no query looks scans up by either, and toolsets and
+    # instructions are never deleted, so the index would only add bytes to every nightly row.
+    toolset_id: Mapped[int | None] = mapped_column(ForeignKey("toolsets.id"))
     anonymous: Mapped[bool] = mapped_column(Boolean, default=False)
-    extra: Mapped[dict[str, Any]]
+    extra: Mapped[dict[str, Any]] = mapped_column(KeyedJSON)
     # What was run (migration 0003): the entry's version in its registry (beside serverInfo's), its package
     # (registry_type, identifier, version, pinned, spec, runner), its URL and command line, secrets redacted.
     registry_version: Mapped[str | None] = mapped_column(String(100))
-    package: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    package: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))  # None: SQL NULL, not 'null'
     url: Mapped[str | None] = mapped_column(Text)
     command: Mapped[str | None] = mapped_column(Text)
     # Scans in lanes (docs/lanes.md): which lane this row's result is (the richest), NULL for a one-lane scan.
     lane: Mapped[str | None] = mapped_column(String(16))
-    instructions_id: Mapped[int | None] = mapped_column(ForeignKey("instructions.id"), index=True)
+    instructions_id: Mapped[int | None] = mapped_column(ForeignKey("instructions.id"))
     # Every registered per-scan metric (scanner.metrics) as {name: number}; NULL for scans before migration 0006.
-    metrics: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    metrics: Mapped[dict[str, Any] | None] = mapped_column(KeyedJSON)
 
 
 class InstructionsRow(Base):
@@ -243,9 +335,9 @@ class ScanLaneRow(Base):
     lane: Mapped[str] = mapped_column(String(16))  # anonymous | credentialed
     outcome: Mapped[str] = mapped_column(String(32))
     detail: Mapped[str] = mapped_column(Text, default="")
-    toolset_id: Mapped[int | None] = mapped_column(ForeignKey("toolsets.id"), index=True)
+    toolset_id: Mapped[int | None] = mapped_column(ForeignKey("toolsets.id"))  # not indexed, as scans' (0007)
     tools_count: Mapped[int | None] = mapped_column(Integer)
-    signals: Mapped[dict[str, Any]]
+    signals: Mapped[dict[str, Any]] = mapped_column(KeyedJSON)
 
 
 class Event(Base):

@@ -1,29 +1,34 @@
-"""The write path: one server's result in one transaction (:func:`record_scan`), a toolset's measurement, and a
-bulk loader of already-shaped rows for benchmarks and imports (:func:`load`).
+"""The write path: the crawl's results (:func:`record_scans`, :func:`record_scan` for one), a toolset's measurement,
+and a bulk loader of already-shaped rows for benchmarks and imports (:func:`load`).
 
-Each server's result is written in its own transaction, so a crawl killed at any point leaves a consistent
-database that keeps every server finished before the kill. Tool lists are stored once by content hash and
+Each changed server's result is written in its own transaction, and the unchanged servers of a batch in one
+transaction together, so a crawl killed at any point leaves a consistent database that keeps every server
+committed before the kill. Tool lists are stored once by content hash and
 measured (tokens, per-tool costs, findings) once per rule catalogue version, so an unchanged server costs one
 small ``scans`` row per rescan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
     Connection,
     CursorResult,
     Engine,
+    Integer,
     Row,
     Select,
+    String,
     and_,
     bindparam,
     delete,
     exists,
     func,
     select,
+    union_all,
     update,
 )
 from sqlalchemy.orm import Session
@@ -78,6 +83,10 @@ def _new_id(result: CursorResult[Any]) -> int:
 _INSERT_SERVER = _SERVERS.insert()
 _INSERT_TOOLSET = _TOOLSETS.insert()
 _INSERT_SCAN = _SCANS.insert()
+# The ids of scans just written in a run, by server (unique per run and server; its index answers it).
+_SCAN_IDS = select(_SCANS.c.server_id, _SCANS.c.id).where(
+    _SCANS.c.run_id == bindparam("run_id"), _SCANS.c.server_id.in_(bindparam("servers", expanding=True))
+)
 _INSERT_EVENTS = _EVENTS.insert()
 _INSERT_TOOLSET_TOKENS = _TOOLSET_TOKENS.insert()
 _INSERT_TOOL_TOKENS = _TOOL_TOKENS.insert()
@@ -91,14 +100,24 @@ _SET_LAST_OK = (
 )
 
 
-def _state_query() -> Select[Any]:
-    """Everything :meth:`Store.record_scan` must know before writing, in one round trip.
+def _state_query(count: int) -> Select[Any]:
+    """Everything :func:`record_scans` must know before writing ``count`` results, in one round trip.
 
-    One row per run (none if the run does not exist): its status and rule version; the server by name (NULLs if
-    new); its last scan's outcome; its last successful scan (``ok_*``: toolset, server version, its run's rule
+    One row per wanted result (``position``, its ``name`` and its list's ``sha256`` bound as ``p<i>``, ``n<i>``
+    and ``s<i>``), none if the run does not exist: the run's status and rule version; the server by name (NULLs
+    if new); its last scan's outcome; its last successful scan (``ok_*``: toolset, server version, its run's rule
     version, whether it has over-time findings); a scan already written for it in this run (``duplicate_*``);
     the toolset with this hash, if stored, and whether it is measured under the run's rule version.
     """
+    rows = [
+        select(
+            bindparam(f"p{i}", type_=Integer).label("position"),
+            bindparam(f"n{i}", type_=String).label("name"),
+            bindparam(f"s{i}", type_=String).label("sha256"),
+        )
+        for i in range(count)
+    ]
+    wanted = (union_all(*rows) if count > 1 else rows[0]).subquery("wanted")
     run, last, ok, ok_run = (
         _RUNS.alias("run"),
         _SCANS.alias("last_scan"),
@@ -109,41 +128,52 @@ def _state_query() -> Select[Any]:
     measured = _MEASUREMENTS.alias("measured")
     ok_findings = exists(select(_FINDINGS.c.id).where(_FINDINGS.c.scan_id == ok.c.id))
     joined = (
-        run.outerjoin(_SERVERS, _SERVERS.c.name == bindparam("name"))
+        wanted.join(run, run.c.id == bindparam("run_id"))
+        .outerjoin(_SERVERS, _SERVERS.c.name == wanted.c.name)
         .outerjoin(last, last.c.id == _SERVERS.c.last_scan_id)
         .outerjoin(ok, ok.c.id == _SERVERS.c.last_ok_scan_id)
         .outerjoin(ok_run, ok_run.c.id == ok.c.run_id)
         .outerjoin(duplicate, and_(duplicate.c.run_id == run.c.id, duplicate.c.server_id == _SERVERS.c.id))
         .outerjoin(duplicate_toolset, duplicate_toolset.c.id == duplicate.c.toolset_id)
-        .outerjoin(_TOOLSETS, _TOOLSETS.c.sha256 == bindparam("sha256"))
+        .outerjoin(_TOOLSETS, _TOOLSETS.c.sha256 == wanted.c.sha256)
         .outerjoin(
             measured, and_(measured.c.toolset_id == _TOOLSETS.c.id, measured.c.rule_version == run.c.rule_version)
         )
     )
-    return (
-        select(
-            run.c.status.label("run_status"),
-            run.c.rule_version.label("rule_version"),
-            _SERVERS.c.id.label("server_id"),
-            last.c.outcome.label("last_outcome"),
-            ok.c.id.label("ok_id"),
-            ok.c.toolset_id.label("ok_toolset_id"),
-            ok.c.server_version.label("ok_server_version"),
-            ok.c.instructions_id.label("ok_instructions_id"),
-            ok_run.c.rule_version.label("ok_rule_version"),
-            ok_findings.label("ok_has_findings"),
-            duplicate.c.id.label("duplicate_id"),
-            duplicate.c.outcome.label("duplicate_outcome"),
-            duplicate_toolset.c.sha256.label("duplicate_sha256"),
-            _TOOLSETS.c.id.label("toolset_id"),
-            measured.c.toolset_id.label("measured_id"),
-        )
-        .select_from(joined)
-        .where(run.c.id == bindparam("run_id"))
-    )
+    return select(
+        wanted.c.position,
+        run.c.status.label("run_status"),
+        run.c.rule_version.label("rule_version"),
+        _SERVERS.c.id.label("server_id"),
+        last.c.outcome.label("last_outcome"),
+        ok.c.id.label("ok_id"),
+        ok.c.toolset_id.label("ok_toolset_id"),
+        ok.c.server_version.label("ok_server_version"),
+        ok.c.instructions_id.label("ok_instructions_id"),
+        ok_run.c.rule_version.label("ok_rule_version"),
+        ok_findings.label("ok_has_findings"),
+        duplicate.c.id.label("duplicate_id"),
+        duplicate.c.outcome.label("duplicate_outcome"),
+        duplicate_toolset.c.sha256.label("duplicate_sha256"),
+        _TOOLSETS.c.id.label("toolset_id"),
+        measured.c.toolset_id.label("measured_id"),
+    ).select_from(joined)
 
 
-_STATE = _state_query()
+# Results whose state one query reads at most (3 bound parameters each, far under any backend's limit); a query is
+# built once per count and kept.
+STATE_CHUNK = 128
+_STATE_QUERIES = functools.lru_cache(maxsize=STATE_CHUNK)(_state_query)
+
+
+def _read_states(
+    connection: Connection, run_id: int, wanted: Sequence[tuple[int, str, Toolset | None]]
+) -> dict[int, Row[Any]]:
+    """The :func:`_state_query` row of each wanted (position, server name, toolset), by position."""
+    parameters: dict[str, Any] = {"run_id": run_id}
+    for i, (position, name, toolset) in enumerate(wanted):
+        parameters.update({f"p{i}": position, f"n{i}": name, f"s{i}": toolset.sha256 if toolset is not None else None})
+    return {row.position: row for row in connection.execute(_STATE_QUERIES(len(wanted)), parameters)}
 
 
 def record_scan(engine: Engine, run_id: int, entry: ServerEntry, outcome: ScanOutcome, measure: Measure) -> ScanRecord:
@@ -154,48 +184,171 @@ def record_scan(engine: Engine, run_id: int, entry: ServerEntry, outcome: ScanOu
     history: tool events and MCP501/MCP502 against the previous successful scan, finding_appeared /
     finding_resolved, server_version_changed and outcome_changed. A second result for a server already
     scanned in this run writes nothing and comes back with ``duplicate=True``.
-
-    This is the crawl's hot path, so it speaks SQLAlchemy Core over one connection: one read (the run, the
-    server, its previous scans and the toolset, :data:`_STATE`), then a few prepared inserts and one update
-    in a single transaction. Findings it has just written are handed to the history, never read back.
     """
-    toolset = Toolset.from_tools(tuple(outcome.tools or ())) if outcome.ok else None
+    return record_scans(engine, run_id, [(entry, outcome)], measure)[0]
+
+
+def record_scans(
+    engine: Engine, run_id: int, results: Sequence[tuple[ServerEntry, ScanOutcome]], measure: Measure
+) -> list[ScanRecord]:
+    """:func:`record_scan` of each result in turn (what the crawler's writer hands over at once), in order.
+
+    This is the crawl's hot path, so it speaks SQLAlchemy Core over one connection: what it must know of each
+    server (the run, the server, its previous scans and the toolset: :func:`_state_query`) is read for many
+    servers at once, then a few prepared inserts and one update per server. A server with something to say (new,
+    changed, measured, in lanes, with instructions or findings, a different outcome) is written in its own
+    transaction, as it always was. The unchanged ones (nothing but a ``scans`` row and the server's newest-scan
+    pointers) are gathered and written together, one ``executemany`` each, in one transaction committed before
+    any other server's write and at the end: a crawl killed at any point still leaves a consistent database
+    holding every committed server, and ``--resume`` rescans the rest. Findings it has just written are handed to
+    the history, never read back.
+    """
+    records: list[ScanRecord | None] = [None] * len(results)
+    toolsets = [Toolset.from_tools(tuple(outcome.tools or ())) if outcome.ok else None for _, outcome in results]
+    unchanged = _Unchanged(run_id)
+    states: dict[int, Row[Any]] = {}
+    ahead = STATE_CHUNK  # results whose state the next read covers: one only right after a write that may change it
     with engine.connect() as connection:
-        state = connection.execute(
-            _STATE, {"run_id": run_id, "name": entry.name, "sha256": toolset.sha256 if toolset else None}
-        ).one_or_none()
-        connection.commit()  # end the read; the write below is its own transaction
-        if state is None:
-            raise InputError(f"No run {run_id} in this database.")
-        if state.run_status == "finished":
-            raise InputError(f"Run {run_id} is finished; its results can no longer change.")
-        if state.server_id is not None and state.duplicate_id is not None:
-            return ScanRecord(
-                scan_id=state.duplicate_id,
-                run_id=run_id,
-                server=entry.name,
-                outcome=state.duplicate_outcome,
-                toolset_sha256=state.duplicate_sha256,
+        for index, (entry, outcome) in enumerate(results):
+            toolset = toolsets[index]
+            if entry.name in unchanged.names:
+                unchanged.write(connection, records)  # the run's first result for it must be seen as written
+                states = {}
+            if index not in states:
+                wanted = [(i, results[i][0].name, toolsets[i]) for i in range(index, min(index + ahead, len(results)))]
+                states = _read_states(connection, run_id, wanted)
+            state = states.get(index)
+            if state is None:
+                raise InputError(f"No run {run_id} in this database.")
+            if state.run_status == "finished":
+                raise InputError(f"Run {run_id} is finished; its results can no longer change.")
+            if _is_unchanged(entry, outcome, state, toolset):
+                unchanged.add(index, entry, outcome, state, toolset)
+                ahead = STATE_CHUNK
+                continue
+            unchanged.write(connection, records)
+            connection.commit()  # end the read; the write below is its own transaction
+            records[index] = _record(connection, run_id, entry, outcome, measure, state, toolset)
+            states, ahead = {}, 1  # it may have added a server, a toolset, a measurement: read the rest again
+        unchanged.write(connection, records)
+    return [record for record in records if record is not None]
+
+
+def _is_unchanged(entry: ServerEntry, outcome: ScanOutcome, state: Row[Any], toolset: Toolset | None) -> bool:
+    """Whether this result adds nothing but its ``scans`` row and the server's pointers: a known server, not yet
+    scanned in this run, with its last outcome, no lanes, instructions or findings of its own, and (when it
+    listed) its last successful scan's toolset, measured under the run's catalogue, without findings, at the
+    same server version. :func:`_record` would write exactly that row and that update for it."""
+    from scanner.instructions import instructions_text
+    from scanner.lanes import scan_findings
+
+    if state.server_id is None or state.duplicate_id is not None or outcome.lanes or entry.findings:
+        return False
+    if history.compare_outcomes(state.last_outcome, str(outcome.outcome)) or scan_findings(outcome):
+        return False
+    if toolset is None:
+        return True
+    return (
+        instructions_text(outcome.extra) is None
+        and state.toolset_id is not None
+        and state.measured_id is not None
+        and state.ok_id is not None
+        and state.ok_toolset_id == state.toolset_id
+        and state.ok_rule_version == state.rule_version
+        and not state.ok_has_findings
+        and not history.compare_versions(state.ok_server_version, codec.text(outcome.server_version, 100))
+    )
+
+
+class _Unchanged:
+    """The unchanged servers' rows gathered by :func:`record_scans`, written together by :meth:`write`."""
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+        self.names: set[str] = set()
+        self.rows: list[tuple[int, str, str | None, dict[str, Any]]] = []  # (index, server, listed sha, scan row)
+
+    def add(
+        self, index: int, entry: ServerEntry, outcome: ScanOutcome, state: Row[Any], toolset: Toolset | None
+    ) -> None:
+        self.names.add(entry.name)
+        values = _scan_values(self.run_id, state.server_id, entry, outcome, state.toolset_id, None, None)
+        self.rows.append((index, entry.name, toolset.sha256 if toolset is not None else None, values))
+
+    def write(self, connection: Connection, records: list[ScanRecord | None]) -> None:
+        """Insert the gathered rows and move their servers' pointers (a scan that listed its known toolset is also
+        the newest successful one), commit, and put each one's record in ``records``."""
+        if not self.rows:
+            return
+        # A plain executemany (RETURNING would make SQLAlchemy insert row by row to keep the order), then the
+        # new ids read back by run and server in one query.
+        if len(self.rows) == 1:
+            ids = [_new_id(connection.execute(_INSERT_SCAN, self.rows[0][3]))]
+        else:
+            connection.execute(_INSERT_SCAN, [values for *_, values in self.rows])
+            servers = [values["server_id"] for *_, values in self.rows]
+            found = connection.execute(_SCAN_IDS, {"run_id": self.run_id, "servers": servers})
+            by_server = {row.server_id: row.id for row in found}
+            ids = [by_server[server] for server in servers]
+        pointers: dict[bool, list[dict[str, int]]] = {True: [], False: []}
+        for (_, _, sha, values), scan_id in zip(self.rows, ids, strict=True):
+            pointers[sha is not None].append({"server": values["server_id"], "last": scan_id, "last_ok": scan_id})
+        for listed, statement in ((True, _SET_LAST_OK), (False, _SET_LAST)):
+            if pointers[listed]:
+                connection.execute(statement, pointers[listed])
+        connection.commit()
+        for (index, server, sha, values), scan_id in zip(self.rows, ids, strict=True):
+            records[index] = ScanRecord(
+                scan_id=scan_id,
+                run_id=self.run_id,
+                server=server,
+                outcome=values["outcome"],
+                toolset_sha256=sha,
                 new_toolset=False,
                 measured=False,
-                duplicate=True,
             )
-        report: CheckReport | None = None
-        measure_error: str | None = None  # kept with the scan; the toolset is measured again next time
-        if toolset is not None and state.measured_id is None:
-            try:
-                report = measure(toolset)
-            except FathomError:
-                raise  # run-fatal (no tokenizer, ...): stop the crawl
-            except Exception as exc:  # a checker bug on one hostile list must not abort 20 000 servers
-                measure_error = f"{type(exc).__name__}: {exc}"[:300]
+        self.names.clear()
+        self.rows.clear()
 
-        extras = _prepare_extras(connection, outcome, toolset, state.rule_version, measure)
-        extras.findings += entry.findings  # the registry entry's own (MCP7xx), whatever the outcome
-        connection.commit()  # end the reads; the write below is its own transaction
 
-        with connection.begin():
-            return _write_scan(connection, run_id, entry, outcome, state, toolset, report, measure_error, extras)
+def _record(
+    connection: Connection,
+    run_id: int,
+    entry: ServerEntry,
+    outcome: ScanOutcome,
+    measure: Measure,
+    state: Row[Any],
+    toolset: Toolset | None,
+) -> ScanRecord:
+    """One server's result after its :func:`_state_query` read: measured outside the write, written in its own
+    transaction (or its earlier scan in this run returned, ``duplicate=True``)."""
+    if state.server_id is not None and state.duplicate_id is not None:
+        return ScanRecord(
+            scan_id=state.duplicate_id,
+            run_id=run_id,
+            server=entry.name,
+            outcome=state.duplicate_outcome,
+            toolset_sha256=state.duplicate_sha256,
+            new_toolset=False,
+            measured=False,
+            duplicate=True,
+        )
+    report: CheckReport | None = None
+    measure_error: str | None = None  # kept with the scan; the toolset is measured again next time
+    if toolset is not None and state.measured_id is None:
+        try:
+            report = measure(toolset)
+        except FathomError:
+            raise  # run-fatal (no tokenizer, ...): stop the crawl
+        except Exception as exc:  # a checker bug on one hostile list must not abort 20 000 servers
+            measure_error = f"{type(exc).__name__}: {exc}"[:300]
+
+    extras = _prepare_extras(connection, outcome, toolset, state.rule_version, measure)
+    extras.findings += entry.findings  # the registry entry's own (MCP7xx), whatever the outcome
+    connection.commit()  # end the reads; the write below is its own transaction
+
+    with connection.begin():
+        return _write_scan(connection, run_id, entry, outcome, state, toolset, report, measure_error, extras)
 
 
 class _Extras:
@@ -327,6 +480,43 @@ def _lane_rows(
     return rows
 
 
+def _scan_values(
+    run_id: int,
+    server_id: int,
+    entry: ServerEntry,
+    outcome: ScanOutcome,
+    toolset_id: int | None,
+    instructions_id: int | None,
+    measure_error: str | None,
+) -> dict[str, Any]:
+    """A ``scans`` row: every value a server sent cut to its column, the entry's secrets blanked, and the row's
+    own reading of the clock (each row reads it once, in write order: the report tests' clock ticks per reading)."""
+    secrets = entry_secrets(entry)
+    return {
+        "run_id": run_id,
+        "server_id": server_id,
+        "scanned_at": common.now(),
+        "outcome": str(outcome.outcome),
+        "detail": codec.redact_known(str(outcome.detail or "")[: codec.MAX_DETAIL * 2], secrets)[: codec.MAX_DETAIL],
+        "transport": str(outcome.transport or entry.transport)[:32],
+        "era": codec.text(outcome.era, 16),
+        "protocol_version": codec.text(outcome.protocol_version, 32),
+        "server_name": codec.text(outcome.server_name, 200),
+        "server_version": codec.text(outcome.server_version, 100),
+        "capability_profile": codec.text(outcome.capability_profile, 64),
+        "timings": codec.timings(outcome.timings_ms),
+        "pages": outcome.pages if isinstance(outcome.pages, int) else 0,
+        "toolset_id": toolset_id,
+        "anonymous": bool(entry.anonymous),
+        # A server may print the secrets it was given (its env, its headers): never stored.
+        "extra": codec.small_json(codec.blank_known(_stored_extra(outcome.extra, measure_error), secrets)),
+        "lane": outcome.lane[:16] if outcome.lane and outcome.lanes else None,
+        "instructions_id": instructions_id,
+        "metrics": scan_metrics.values(outcome),
+        **what_was_run(entry),
+    }
+
+
 def _write_scan(
     connection: Connection,
     run_id: int,
@@ -364,41 +554,11 @@ def _write_scan(
             written = write_measurement(connection, toolset_id, report, rule_version, fresh=new_toolset)
     lane_ids = _write_extras(connection, extras, rule_version)
 
-    # Every row's own reading of the clock, in this order (the report tests' clock ticks once per reading).
-    now = common.now()
-    secrets = entry_secrets(entry)
     scan_outcome = str(outcome.outcome)
     server_version = codec.text(outcome.server_version, 100)
-    scan_id = _new_id(
-        connection.execute(
-            _INSERT_SCAN,
-            {
-                "run_id": run_id,
-                "server_id": server_id,
-                "scanned_at": now,
-                "outcome": scan_outcome,
-                "detail": codec.redact_known(str(outcome.detail or "")[: codec.MAX_DETAIL * 2], secrets)[
-                    : codec.MAX_DETAIL
-                ],
-                "transport": str(outcome.transport or entry.transport)[:32],
-                "era": codec.text(outcome.era, 16),
-                "protocol_version": codec.text(outcome.protocol_version, 32),
-                "server_name": codec.text(outcome.server_name, 200),
-                "server_version": server_version,
-                "capability_profile": codec.text(outcome.capability_profile, 64),
-                "timings": codec.timings(outcome.timings_ms),
-                "pages": outcome.pages if isinstance(outcome.pages, int) else 0,
-                "toolset_id": toolset_id,
-                "anonymous": bool(entry.anonymous),
-                # A server may print the secrets it was given (its env, its headers): never stored.
-                "extra": codec.small_json(codec.blank_known(_stored_extra(outcome.extra, measure_error), secrets)),
-                "lane": outcome.lane[:16] if outcome.lane and outcome.lanes else None,
-                "instructions_id": extras.instructions_id,
-                "metrics": scan_metrics.values(outcome),
-                **what_was_run(entry),
-            },
-        )
-    )
+    values = _scan_values(run_id, server_id, entry, outcome, toolset_id, extras.instructions_id, measure_error)
+    now = values["scanned_at"]
+    scan_id = _new_id(connection.execute(_INSERT_SCAN, values))
     if outcome.lanes:
         connection.execute(
             _SCAN_LANES.insert(), _lane_rows(outcome, scan_id, toolset, toolset_id, lane_ids, extras.lane_errors)
@@ -443,7 +603,7 @@ def _write_scan(
         run_id=run_id,
         server=entry.name,
         outcome=scan_outcome,
-        toolset_sha256=toolset.sha256 if toolset else None,
+        toolset_sha256=toolset.sha256 if toolset is not None else None,
         new_toolset=new_toolset,
         measured=report is not None,
         events=tuple(events),
@@ -560,7 +720,7 @@ def _history(
 ) -> tuple[list[history.ChangeEvent], list[Finding]]:
     """Events and over-time findings of an ok scan against the server's previous successful scan.
 
-    ``state`` is the :data:`_STATE` row (the previous successful scan's columns are ``ok_*``); ``written`` the
+    ``state`` is the :func:`_state_query` row (the previous successful scan's columns are ``ok_*``); ``written`` the
     toolset's findings when this scan measured it, so they need not be read back.
     """
     events: list[history.ChangeEvent] = []

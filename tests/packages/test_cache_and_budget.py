@@ -23,6 +23,7 @@ from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages import PackageSettings, run_package
 from scanner.packages.cache import PackageCache, tree_bytes
 from scanner.packages.confine import landlock_abi
+from scanner.store.tables import unkeyed
 from tests.packages.local_registry import NPM_NAME, PY_NAME, LocalRegistry
 from tests.packages.test_package_runs import environ, needs_npx, needs_uvx, npm_package, resolve, tool_names
 
@@ -184,7 +185,7 @@ def _stored(db: Path, run_id: int) -> dict[str, tuple[Any, ...]]:
             (run_id,),
         ).fetchall()
     return {
-        name: (outcome, detail, command, json.loads(extra or "{}").get("stderr_tail"))
+        name: (outcome, detail, command, unkeyed(json.loads(extra or "{}")).get("stderr_tail"))
         for name, outcome, detail, command, extra in rows
     }
 

@@ -99,7 +99,7 @@ def test_a_run_fatal_error_mid_scan_exits_cleanly_and_leaves_the_run_resumable(
     from scanner.errors import StoreError
     from scanner.store import Store
 
-    real_record = Store.record_scan
+    real_record = Store.record_scans  # what the crawl's writer calls, a batch at a time (one at concurrency 1)
     calls = []
 
     def record_then_fail(self: Store, *args: Any, **kwargs: Any) -> Any:
@@ -108,7 +108,7 @@ def test_a_run_fatal_error_mid_scan_exits_cleanly_and_leaves_the_run_resumable(
             raise StoreError("database is locked")
         return real_record(self, *args, **kwargs)
 
-    monkeypatch.setattr(Store, "record_scan", record_then_fail)
+    monkeypatch.setattr(Store, "record_scans", record_then_fail)
     with DemoHost(synthetic_sites(3)) as host:
         servers = [{"name": site.name, "url": host.url(site.name)} for site in synthetic_sites(3)]
         registry = write_list(tmp_path / "servers.json", servers)

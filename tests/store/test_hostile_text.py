@@ -22,7 +22,7 @@ from scanner.models import ServerEntry, Transport
 from scanner.rules import RULES_VERSION
 from scanner.scan import source_key
 from scanner.store import open_store
-from scanner.store.engine import create_store_engine
+from scanner.store.engine import _clean_parameters, create_store_engine
 from tests.servers.launch import running, start_sdk_http
 from tests.store.conftest import local_measure, ok, tool
 
@@ -122,3 +122,34 @@ def test_the_store_replaces_nul_and_surrogates_that_skipped_the_parse_edge_and_r
         (run,) = store.runs()
         assert run.status == "finished" and run.servers_scanned == 2
         assert sorted(server.name for server in store.servers()) == ["acme\ufffdnul", "second"]
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        {"a": 1, "b": "ok", "c": None},
+        ("ok", 2, b"\x00bytes are not text"),
+        [("ok", 1), ("fine", 2)],
+        [{"a": "ok"}, {"a": "é still fine"}],
+        [],
+        None,
+    ],
+)
+def test_the_text_guard_hands_back_writable_parameters_untouched(parameters: object) -> None:
+    assert _clean_parameters(parameters) is parameters
+
+
+@pytest.mark.parametrize(
+    ("parameters", "expected"),
+    [
+        ({"a": "x\x00y", "b": 1}, {"a": "x\ufffdy", "b": 1}),
+        (("ok", "lone \ud800"), ("ok", "lone \ufffd")),
+        ([("ok", 1), ("n\x00", 2)], [("ok", 1), ("n\ufffd", 2)]),
+        ([{"a": "ok"}, {"a": "\udc00"}], [{"a": "ok"}, {"a": "\ufffd"}]),
+        ((("\ud83d", "\ude00"),), (("\ufffd", "\ufffd"),)),  # two halves in two values stay two lone halves
+    ],
+)
+def test_the_text_guard_finds_nul_and_lone_surrogates_anywhere_in_the_parameters(
+    parameters: object, expected: object
+) -> None:
+    assert _clean_parameters(parameters) == expected

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -9,11 +10,14 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
+from sqlalchemy.dialects import sqlite
 
 from scanner.errors import StoreError
-from scanner.store import open_store
+from scanner.store import Store, open_store
 from scanner.store.engine import create_store_engine, current_revision, downgrade, head_revision, migrate
-from scanner.store.tables import Base
+from scanner.store.tables import Base, KeyedJSON
+from tests.store import corpus
+from tests.store.test_golden_reads import GOLDEN
 
 TABLES = {
     "servers",
@@ -122,3 +126,48 @@ def test_the_shipped_head_is_read_without_alembic_and_agrees_with_it(tmp_path: P
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def _as_objects(db_path: Path) -> None:
+    """Rewrite every keyed JSON value as the object a Fathom before 0007 wrote (and a URL's package as ``null``)."""
+    keyed = KeyedJSON()
+    with sqlite3.connect(db_path) as connection:
+        for table, column in (
+            ("scans", "timings"),
+            ("scans", "extra"),
+            ("scans", "metrics"),
+            ("scan_lanes", "signals"),
+        ):
+            for row_id, stored in connection.execute(f"SELECT id, {column} FROM {table}").fetchall():
+                value = keyed.process_result_value(json.loads(stored), sqlite.dialect())
+                assert isinstance(value, dict)
+                connection.execute(
+                    f"UPDATE {table} SET {column} = ? WHERE id = ?", (json.dumps(value, separators=(",", ":")), row_id)
+                )
+        connection.execute("UPDATE scans SET package = 'null' WHERE package IS NULL")
+
+
+def test_upgrading_a_0006_database_with_data_reads_the_same_values(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The corpus written at revision 0006 in the shape that Fathom wrote (JSON objects, ``'null'`` packages, the
+    indexes 0007 drops), upgraded, reads back exactly the golden reads; and a night written after the upgrade
+    (keyed JSON) beside it reads as the same values too."""
+    url = f"sqlite:///{db_path}"
+    engine = create_store_engine(url)
+    migrate(engine, "0006")
+    store = Store(engine)
+    runs = corpus.build(store, monkeypatch)
+    _as_objects(db_path)
+    with sqlite3.connect(db_path) as connection:
+        indexes = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert {"ix_scans_toolset_id", "ix_scan_lanes_toolset_id"} <= indexes
+        assert connection.execute("SELECT count(*) FROM scans WHERE timings LIKE '{%'").fetchone()[0] > 50
+    migrate(engine)
+    assert current_revision(engine) == head_revision()
+    reads = json.loads(json.dumps(corpus.dump(store, url, runs), sort_keys=True))
+    assert reads == json.loads(GOLDEN.read_text(encoding="utf-8"))
+    with sqlite3.connect(db_path) as connection:
+        indexes = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert not {"ix_scans_toolset_id", "ix_scans_instructions_id", "ix_scan_lanes_toolset_id"} & indexes
+    engine.dispose()

@@ -6,12 +6,17 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import event, select
+from sqlalchemy.dialects import sqlite
 
 from scanner.errors import InputError, TokenizerUnavailable
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.store import Store
+from scanner.store import Store, open_store
+from scanner.store.common import SCANS
+from scanner.store.tables import KeyedJSON
 from tests.store.conftest import entry, failed, local_measure, ok, tool
 
 ECHO = tool("echo", "Echo the given text back, unchanged.", text="string")
@@ -288,19 +293,90 @@ def test_the_writer_may_run_in_another_thread(store: Store) -> None:
 
 
 def test_json_columns_are_stored_compact_and_read_back_the_same(store: Store, db_path: Path) -> None:
-    """A rescan's row is most of what a nightly scan adds: its JSON columns carry no separator spaces (the issue
-    #24 growth budget), and the values read back are the ones written."""
+    """A rescan's row is most of what a nightly scan adds (the issue #24 growth budget): its JSON columns carry no
+    separator spaces, their known keys are stored as codes (``KeyedJSON``), a URL's package is SQL NULL, and the
+    values read back are the ones written, in their order."""
     run = store.start_run("list.txt", "1", {"timeout": 10.0, "profile": "rich"})
-    outcome = ok([ECHO], extra={"discover": "JSON-RPC error -32601", "delete_status": 200, "session": True})
-    scan_id = store.record_scan(run, entry("a"), outcome, local_measure).scan_id
+    extra = {"discover": "JSON-RPC error -32601", "delete_status": 200, "session": True, "vendor_note": "x"}
+    scan_id = store.record_scan(run, entry("a"), ok([ECHO], extra=extra), local_measure).scan_id
     with sqlite3.connect(db_path) as connection:
-        timings, extra, metrics = connection.execute(
-            "SELECT timings, extra, metrics FROM scans WHERE id = ?", (scan_id,)
+        timings, stored_extra, metrics, package = connection.execute(
+            "SELECT timings, extra, metrics, package FROM scans WHERE id = ?", (scan_id,)
         ).fetchone()
         (options,) = connection.execute("SELECT options FROM runs WHERE id = ?", (run,)).fetchone()
-    for text in (timings, extra, metrics, options):
+    for text in (timings, stored_extra, metrics, options):
         assert ", " not in text and ": " not in text, text
-    assert json.loads(timings) == {"connect": 12.3, "initialize": 30.0, "list": 8.2}
-    assert json.loads(extra) == {"discover": "JSON-RPC error -32601", "delete_status": 200, "session": True}
+    assert json.loads(timings) == [0, 12.3, 5, 30.0, 2, 8.2]
+    assert json.loads(stored_extra) == [11, "JSON-RPC error -32601", 12, 200, 13, True, "vendor_note", "x"]
+    assert json.loads(metrics) == [7, 8.2, 8, 1]
+    assert package is None
     assert json.loads(options) == {"timeout": 10.0, "profile": "rich"}
-    assert store.history("a")[-1].metrics == {"list_ms": 8.2, "list_pages": 1}
+    row = store.history("a")[-1]
+    assert list(row.metrics.items()) == [("list_ms", 8.2), ("list_pages", 1)]
+    with store.engine.connect() as connection:
+        read = connection.execute(select(SCANS.c.timings, SCANS.c.extra, SCANS.c.package)).one()
+    assert list(read.timings.items()) == [("connect", 12.3), ("initialize", 30.0), ("list", 8.2)]
+    assert list(read.extra.items()) == list(extra.items())
+    assert read.package is None
+
+
+def test_keyed_json_reads_objects_written_before_it_and_keeps_odd_keys_as_objects() -> None:
+    keyed = KeyedJSON()
+    dialect = sqlite.dialect()
+    assert keyed.process_result_value({"connect": 1.0}, dialect) == {"connect": 1.0}  # a row from before 0007
+    assert keyed.process_result_value([0, 1.0, "9", 2, 999, 3], dialect) == {"connect": 1.0, "9": 2, "999": 3}
+    assert keyed.process_bind_param({1: "int key"}, dialect) == {1: "int key"}
+    assert keyed.process_bind_param(None, dialect) is None
+    for value in ({}, {"list": 1, "connect": [1, {"status": 2}], "zzz": None}):
+        assert keyed.process_result_value(keyed.process_bind_param(value, dialect), dialect) == value
+
+
+def test_a_server_listing_no_tools_is_rescanned_against_its_stored_empty_list(store: Store) -> None:
+    """An empty list is a toolset like any other: the second night finds it by hash instead of inserting it again
+    (it used to be looked up as "no toolset", and the second insert broke the unique hash: a run-fatal error)."""
+    records = []
+    for _ in range(2):
+        run = store.start_run("list.txt", "1", {})
+        records.append(store.record_scan(run, entry("empty"), ok([]), local_measure))
+        store.finish_run(run)
+    assert [record.new_toolset for record in records] == [True, False]
+    assert records[0].toolset_sha256 == records[1].toolset_sha256 is not None
+    assert [row.tools_count for row in store.history("empty")] == [0, 0]
+
+
+def test_a_batch_writes_its_unchanged_servers_together_and_records_what_one_by_one_would(tmp_path: Path) -> None:
+    """``record_scans`` gives the records ``record_scan`` gives one server at a time, in order; the unchanged
+    servers go in one ``INSERT`` per run of them (a changed server, or a second result for a gathered one, writes
+    what was gathered first, so ids and history come out in the same order)."""
+    names = ["a", "b", "c", "d", "e", "f"]
+    nights = [
+        [(entry(name), failed() if name == "f" else ok([ECHO])) for name in names],
+        [(entry(name), ok([ECHO, ADD] if name == "c" else [ECHO])) for name in names[:4]]
+        + [(entry("a"), ok([ADD])), (entry("e"), ok([ECHO])), (entry("f"), failed())],
+    ]
+    found = {}
+    inserts: list[int] = []
+    for batched in (False, True):
+        store = open_store(f"sqlite:///{tmp_path / f'{batched}.db'}")
+
+        def count(
+            _conn: object, _cursor: object, statement: str, parameters: Any, _context: object, many: bool
+        ) -> None:
+            if statement.startswith("INSERT INTO scans"):
+                inserts.append(len(parameters) if many else 1)
+
+        records = []
+        for night, results in enumerate(nights):
+            run = store.start_run("list.txt", "1", {})
+            if batched and night == 1:
+                event.listen(store.engine, "before_cursor_execute", count)
+            if batched:
+                records += store.record_scans(run, results, local_measure)
+            else:
+                records += [store.record_scan(run, *result, local_measure) for result in results]
+            store.finish_run(run)
+        found[batched] = (records, [(row.name, row.last_outcome) for row in store.servers()])
+        store.close()
+    assert found[True] == found[False]
+    assert [record.duplicate for record in found[True][0][6:]] == [False] * 4 + [True, False, False]
+    assert inserts == [2, 1, 1, 2]  # [a, b], c alone, [d], [e, f] (a failure again is unchanged too)
