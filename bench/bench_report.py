@@ -65,8 +65,18 @@ def _tools(rng: random.Random, server: int, version: int) -> list[dict[str, Any]
     ]
 
 
+# Scans handed to one ``Store.bulk_load`` call: the generator holds at most this many rows (and the events and
+# toolsets born with them) in memory, so 365 x 20 000 servers is written in bounded memory.
+BATCH_SCANS = 200_000
+TABLES = ("servers", "runs", "toolsets", "measurements", "toolset_tokens", "findings", "scans", "events")
+
+
 def generate(db: Path, runs: int, servers: int, seed: int = 7) -> None:
-    """Write the synthetic history into a fresh SQLite file at ``db``."""
+    """Write the synthetic history into a fresh SQLite file at ``db``, ``BATCH_SCANS`` scans per transaction.
+
+    The story (which lists change, which scans fail) is one random sequence drawn in a fixed order, so a seed gives
+    the same database whatever the batch size; rows go out as soon as a batch is full and are then dropped.
+    """
     rng = random.Random(seed)
     if db.exists():
         db.unlink()
@@ -74,10 +84,18 @@ def generate(db: Path, runs: int, servers: int, seed: int = 7) -> None:
     codes = [(code, int(rule.severity), rule.slug, rule.hint) for code, rule in RULES.items()]
     auth_only = set(rng.sample(range(servers), servers // 25))
     started = time.perf_counter()
-    server_rows = [
+    batch: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
+    totals: Counter[str] = Counter()
+
+    def flush() -> None:
+        totals.update(store.bulk_load(batch))
+        for rows in batch.values():
+            rows.clear()
+
+    batch["servers"] = [
         {"id": i + 1, "name": f"io.github.bench/server-{i:05d}", "first_seen": START} for i in range(servers)
     ]
-    run_rows = [
+    batch["runs"] = [
         {
             "id": r + 1,
             "started_at": START + timedelta(days=r),
@@ -91,17 +109,13 @@ def generate(db: Path, runs: int, servers: int, seed: int = 7) -> None:
         }
         for r in range(runs)
     ]
-    toolsets: list[dict[str, Any]] = []
-    tokens: list[dict[str, Any]] = []
-    findings: list[dict[str, Any]] = []
-    measurements: list[dict[str, Any]] = []
     toolset_meta: dict[int, tuple[int, int, list[tuple[str, int]]]] = {}  # id -> (tools, max tokens, codes)
 
     def new_toolset(server: int, version: int) -> int:
         tools = _tools(rng, server, version)
         data, size = compress_tools(tools)
-        ident = len(toolsets) + 1
-        toolsets.append(
+        ident = len(toolset_meta) + 1
+        batch["toolsets"].append(
             {
                 "id": ident,
                 "sha256": f"{server:08x}{version:08x}".ljust(64, "0"),
@@ -111,16 +125,18 @@ def generate(db: Path, runs: int, servers: int, seed: int = 7) -> None:
                 "first_seen": START,
             }
         )
-        measurements.append({"toolset_id": ident, "rule_version": RULES_VERSION, "measured_at": START})
+        batch["measurements"].append({"toolset_id": ident, "rule_version": RULES_VERSION, "measured_at": START})
         base = 120 * len(tools)
         costs = {"anthropic": int(base * 1.4) + 346, "openai": base, "gemini": int(base * 1.05)}
-        tokens.extend({"toolset_id": ident, "provider": p, "tokens": costs[p], "method": "bench"} for p in PROVIDERS)
+        batch["toolset_tokens"].extend(
+            {"toolset_id": ident, "provider": p, "tokens": costs[p], "method": "bench"} for p in PROVIDERS
+        )
         hit = []
         for _ in range(rng.choice((0, 0, 1, 2, 4))):
             code, severity, slug, hint = rng.choice(codes)
             index = rng.randrange(len(tools))
             hit.append((code, severity))
-            findings.append(
+            batch["findings"].append(
                 {
                     "toolset_id": ident,
                     "scan_id": None,
@@ -141,8 +157,6 @@ def generate(db: Path, runs: int, servers: int, seed: int = 7) -> None:
 
     current = {s: new_toolset(s, 0) for s in range(servers) if s not in auth_only}
     version = dict.fromkeys(current, 0)
-    scans: list[dict[str, Any]] = []
-    events: list[dict[str, Any]] = []
     aggregates: list[dict[str, Any]] = []
     last_outcome: dict[int, str] = {}
     for r in range(runs):
@@ -150,7 +164,7 @@ def generate(db: Path, runs: int, servers: int, seed: int = 7) -> None:
         for s in rng.sample(sorted(current), max(1, servers // 200)) if r else ():
             version[s] += 1
             current[s] = new_toolset(s, version[s])
-            events.append(
+            batch["events"].append(
                 {
                     "server_id": s + 1,
                     "run_id": r + 1,
@@ -176,7 +190,7 @@ def generate(db: Path, runs: int, servers: int, seed: int = 7) -> None:
             outcomes[outcome] += 1
             toolset_id = current.get(s) if outcome == "ok" else None
             scan_id = r * servers + s + 1
-            scans.append(
+            batch["scans"].append(
                 {
                     "id": scan_id,
                     "run_id": r + 1,
@@ -198,7 +212,7 @@ def generate(db: Path, runs: int, servers: int, seed: int = 7) -> None:
                 }
             )
             if last_outcome.get(s, "ok") != outcome:
-                events.append(
+                batch["events"].append(
                     {
                         "server_id": s + 1,
                         "run_id": r + 1,
@@ -233,23 +247,14 @@ def generate(db: Path, runs: int, servers: int, seed: int = 7) -> None:
                 "findings_by_rule": dict(sorted(hits.items())),
             }
         )
-    store.bulk_load(
-        {
-            "servers": server_rows,
-            "runs": run_rows,
-            "toolsets": toolsets,
-            "measurements": measurements,
-            "toolset_tokens": tokens,
-            "findings": findings,
-            "scans": scans,
-            "events": events,
-            "run_aggregates": aggregates,
-        }
-    )
+        if len(batch["scans"]) >= BATCH_SCANS:
+            flush()
+    flush()
+    totals.update(store.bulk_load({"run_aggregates": aggregates}))
     store.close()
     print(
-        f"generated {runs} runs x {servers} servers: {len(scans):,} scans, {len(toolsets):,} toolsets, "
-        f"{len(findings):,} findings, {len(events):,} events in {time.perf_counter() - started:.1f} s "
+        f"generated {runs} runs x {servers} servers: {totals['scans']:,} scans, {totals['toolsets']:,} toolsets, "
+        f"{totals['findings']:,} findings, {totals['events']:,} events in {time.perf_counter() - started:.1f} s "
         f"({db.stat().st_size / 1e6:.0f} MB)"
     )
 
