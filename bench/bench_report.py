@@ -20,14 +20,17 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import time
 import tracemalloc
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -338,26 +341,72 @@ def measure(db: Path, out: Path, profile: bool, traced: bool) -> None:
     store.close()
 
 
+def measure_child(db: Path, out: Path, flags: Sequence[str] = (), code: Path | None = None) -> dict[str, float]:
+    """Run :func:`measure` in a fresh child process and return what the kernel says it cost (``os.wait4``): wall,
+    CPU (user + system) and peak RSS of the whole process, imports included, and the files and bytes written.
+
+    ``code`` puts another checkout first on the child's ``sys.path`` (its ``scanner`` package is the one timed), for
+    an A/B of two versions over the same database."""
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(code), env.get("PYTHONPATH"))))
+    command = [sys.executable, __file__, "--measure-only", f"--db={db}", f"--out={out}", *flags]
+    began = time.perf_counter()
+    child = subprocess.Popen(command, env=env)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - began
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"the measuring child failed: {command}")
+    files = [path for path in out.rglob("*") if path.is_file()]
+    return {
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "peak_rss_mb": usage.ru_maxrss / 1024,
+        "files": len(files),
+        "mb_written": sum(path.stat().st_size for path in files) / 1e6,
+    }
+
+
+def _print_child(label: str, figures: Mapping[str, float]) -> None:
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(
+        f"{label}: wall {figures['wall_s']:.1f} s, CPU {figures['cpu_s']:.1f} s, peak RSS "
+        f"{figures['peak_rss_mb']:.0f} MB, {figures['files']:,.0f} files ({figures['mb_written']:.0f} MB) "
+        f"[whole child process, os.wait4; load average {load}]",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=365)
     parser.add_argument("--servers", type=int, default=2000)
-    parser.add_argument("--db", type=Path, default=None, help="default: artifacts/bench-report/<runs>x<servers>.db")
+    parser.add_argument("--curve", type=str, default="", help="servers, comma-separated: measure each at --runs")
+    parser.add_argument("--dir", type=Path, default=WORK, help="where the databases go (default: %(default)s)")
+    parser.add_argument("--db", type=Path, default=None, help="default: <dir>/<runs>x<servers>.db")
     parser.add_argument("--out", type=Path, default=WORK / "site")
     parser.add_argument("--regenerate", action="store_true")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--tracemalloc", action="store_true", help="build a second time under tracemalloc")
+    parser.add_argument("--code", type=Path, default=None, help="time this checkout's scanner package instead")
     parser.add_argument("--generate-only", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--measure-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    db = args.db or WORK / f"{args.runs}x{args.servers}.db"
-    db.parent.mkdir(parents=True, exist_ok=True)
-    if args.generate_only:
-        generate(db, args.runs, args.servers)
+    if args.measure_only:
+        measure(args.db, args.out, args.profile, args.tracemalloc)
         return
-    if args.regenerate or not db.exists():
-        command = [sys.executable, __file__, "--generate-only", f"--runs={args.runs}", f"--servers={args.servers}"]
-        subprocess.run([*command, f"--db={db}"], check=True)
-    measure(db, args.out, args.profile, args.tracemalloc)
+    flags = [flag for flag, on in (("--profile", args.profile), ("--tracemalloc", args.tracemalloc)) if on]
+    for servers in [int(part) for part in args.curve.split(",") if part] or [args.servers]:
+        db = args.db if args.db and not args.curve else args.dir / f"{args.runs}x{servers}.db"
+        db.parent.mkdir(parents=True, exist_ok=True)
+        if args.generate_only:
+            generate(db, args.runs, servers)
+            continue
+        if args.regenerate or not db.exists():
+            command = [sys.executable, __file__, "--generate-only", f"--runs={args.runs}", f"--servers={servers}"]
+            subprocess.run([*command, f"--db={db}"], check=True)
+        shutil.rmtree(args.out, ignore_errors=True)
+        _print_child(f"{args.runs} runs x {servers} servers", measure_child(db, args.out, flags, args.code))
 
 
 if __name__ == "__main__":
