@@ -83,3 +83,13 @@ def test_build_leaves_the_garbage_collector_as_it_found_it(story_store: Store, t
         assert gc.isenabled() and gc.get_freeze_count() > 0  # (objects that died meanwhile leave the count)
     finally:
         gc.unfreeze()
+
+
+def test_events_of_a_chunk_equal_each_servers_events(story_store: Store) -> None:
+    """The pages read their servers' change logs a chunk at a time: the same rows, in the same order, as one
+    ``Store.events(name)`` per server; unknown names and servers without events are left out."""
+    names = [server.name for server in story_store.servers()]
+    expected = {name: story_store.events(name) for name in names}
+    got = story_store.events_of([*names, "nobody"])
+    assert got == {name: rows for name, rows in expected.items() if rows}
+    assert sum(map(len, got.values())) == len(story_store.events()) > 0
