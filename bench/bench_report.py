@@ -276,7 +276,16 @@ def measure(db: Path, out: Path, profile: bool, traced: bool) -> None:
     in_store: defaultdict[str, float] = defaultdict(float)
     cpu_in_store: defaultdict[str, float] = defaultdict(float)
     calls: Counter[str] = Counter()
-    for name in ("leaderboard", "history_columns", "events", "trends", "rule_hits", "toolsets_tools", "runs"):
+    for name in (
+        "leaderboard",
+        "history_columns",
+        "events",
+        "events_of",
+        "trends",
+        "rule_hits",
+        "toolsets_tools",
+        "runs",
+    ):
         original = getattr(store, name)
 
         def timed(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:

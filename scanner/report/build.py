@@ -692,7 +692,8 @@ def build_report(
         out_dir.mkdir(parents=True, exist_ok=True)
         with _long_lived_frozen():
             paths = [*write_site(data, out_dir), *write_exports(data.leaderboard, out_dir)]
-            paths += write_health(store.engine, data.leaderboard, out_dir, data.generated_at)  # health.html/json/csv
+            # health.html/json/csv, from the health the pages already show
+            paths += write_health(store.engine, data.leaderboard, out_dir, data.generated_at, data.health)
     except OSError as exc:  # a full disk, a read-only folder, --out naming a file: one line, exit 4
         raise OutputError(f"Cannot write the report to {out_dir}: {exc.strerror or exc}") from exc
     pages = sum(1 for path in paths if path.parent.name == "servers")
