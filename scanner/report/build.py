@@ -187,7 +187,8 @@ def build_leaderboard(
     events: Mapping[str, Sequence[EventRow]] | None = None,
 ) -> Leaderboard:
     """Rank ``rows`` (the store's leaderboard of ``run``) and compare with ``previous``, the finished run before it
-    (read from the store): movement and the change block (``events``: each server's stored events)."""
+    (read from the store): movement and the change block (``events``: each server's stored events of ``run``;
+    others are ignored)."""
     previous_rows = list(store.leaderboard(previous.id)) if previous is not None else []
     previous_ranking = _ranking(previous_rows)
     ranking = _ranking(rows)
@@ -570,15 +571,16 @@ def server_pages(
     rows: Sequence[ServerRow],
     leaders: Mapping[str, LeaderRow],
     providers: Sequence[str],
-    events: Mapping[str, Sequence[EventRow]],
     chunk: int = PAGE_CHUNK,
 ) -> Iterator[ServerPage]:
-    """The pages of ``rows`` in order, reading the store ``chunk`` servers at a time: one bulk history query
-    and one bulk tool-list query per chunk, never one per server, and only a chunk's histories in memory."""
+    """The pages of ``rows`` in order, reading the store ``chunk`` servers at a time: bulk history, change-log
+    and tool-list queries per chunk, never one per server, and only a chunk's histories and events in memory
+    (a year of nightly runs at 20 000 servers is over half a million events)."""
     labels = _Labels()
     for start in range(0, len(rows), chunk):
         part = rows[start : start + chunk]
         histories = store.history_columns([row.name for row in part])
+        events = store.events_of([row.name for row in part])
         wanted = {row.toolset_sha256 for row in part if row.toolset_sha256 and is_ranked_outcome(row.outcome)}
         tools = store.toolsets_tools(wanted) if wanted else {}
         for row in part:
@@ -591,7 +593,7 @@ def server_pages(
                 tools.get(row.toolset_sha256) if row.toolset_sha256 else None,
                 labels,
             )
-        del histories, tools
+        del histories, events, tools
 
 
 def build_rules(store: Store, run_id: int) -> tuple[RuleView, ...]:
@@ -622,13 +624,13 @@ def site_data(
     run, previous = _choose_run(store, run_id)
     rows = list(store.leaderboard(run.id))
     leaders = {row.server: row for row in rows}
-    # Every event in one query, grouped here: one query per server costs seconds on a registry-sized site.
+    # The change block reads this run's events only (one query); each page reads its server's with its chunk.
     events: dict[str, list[EventRow]] = defaultdict(list)
-    for event in store.events():
+    for event in store.events(run=run.id):
         if event.server in leaders:
             events[event.server].append(event)
     board = build_leaderboard(store, run, previous, rows, events)
-    pages = server_pages(store, (*board.ranked, *board.unranked), leaders, board.providers, events)
+    pages = server_pages(store, (*board.ranked, *board.unranked), leaders, board.providers)
     return SiteData(
         leaderboard=board,
         trends=build_trends(store),
@@ -690,7 +692,8 @@ def build_report(
         out_dir.mkdir(parents=True, exist_ok=True)
         with _long_lived_frozen():
             paths = [*write_site(data, out_dir), *write_exports(data.leaderboard, out_dir)]
-            paths += write_health(store.engine, data.leaderboard, out_dir, data.generated_at)  # health.html/json/csv
+            # health.html/json/csv, from the health the pages already show
+            paths += write_health(store.engine, data.leaderboard, out_dir, data.generated_at, data.health)
     except OSError as exc:  # a full disk, a read-only folder, --out naming a file: one line, exit 4
         raise OutputError(f"Cannot write the report to {out_dir}: {exc.strerror or exc}") from exc
     pages = sum(1 for path in paths if path.parent.name == "servers")

@@ -113,12 +113,17 @@ def run_findings(engine: Engine, run_id: int, prefix: str) -> list[tuple[str, st
 
 
 def scan_samples(engine: Engine, since: datetime, servers: set[str] | None = None) -> Iterator[ScanSample]:
-    """Every scan at or after ``since`` (by its run's start, the scheduled time), oldest first."""
+    """Every scan at or after ``since`` (by its run's start, the scheduled time), oldest first.
+
+    The runs are chosen first (``run_id IN``), so the scans are read through their ``(run_id, server_id)`` index:
+    filtering on the joined run's start instead made SQLite walk every scan of the history (7.3 million for a year
+    of nightly runs at 20 000 servers) to keep the last 30 days'."""
+    recent = select(_RUNS.c.id).where(_RUNS.c.started_at >= since)
     query = (
         select(_SERVERS.c.name, _RUNS.c.started_at, _SCANS.c.outcome, _SCANS.c.timings)
         .join(_SERVERS, _SERVERS.c.id == _SCANS.c.server_id)
         .join(_RUNS, _RUNS.c.id == _SCANS.c.run_id)
-        .where(_RUNS.c.started_at >= since)
+        .where(_SCANS.c.run_id.in_(recent))
         .order_by(_RUNS.c.started_at, _SCANS.c.id)
     )
     with engine.connect() as connection:

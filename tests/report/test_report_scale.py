@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from sqlalchemy import event
 from scanner.models import Outcome, ScanOutcome
 from scanner.report import build_report
 from scanner.store import Store
+from scanner.store.health import scan_samples
 
 from .conftest import ALPHA, FIXED_NOW, RUNS, failed, ok
 from .test_report_site import check_snapshot
@@ -83,3 +85,23 @@ def test_build_leaves_the_garbage_collector_as_it_found_it(story_store: Store, t
         assert gc.isenabled() and gc.get_freeze_count() > 0  # (objects that died meanwhile leave the count)
     finally:
         gc.unfreeze()
+
+
+def test_events_of_a_chunk_equal_each_servers_events(story_store: Store) -> None:
+    """The pages read their servers' change logs a chunk at a time: the same rows, in the same order, as one
+    ``Store.events(name)`` per server; unknown names and servers without events are left out."""
+    names = [server.name for server in story_store.servers()]
+    expected = {name: story_store.events(name) for name in names}
+    got = story_store.events_of([*names, "nobody"])
+    assert got == {name: rows for name, rows in expected.items() if rows}
+    assert sum(map(len, got.values())) == len(story_store.events()) > 0
+
+
+def test_health_samples_are_the_runs_since_the_window_start(story_store: Store) -> None:
+    """``scan_samples`` picks the window's runs first (through the scans' run index): the same samples, in the
+    same order, as every scan filtered by its run's start."""
+    every = list(scan_samples(story_store.engine, FIXED_NOW - timedelta(days=365)))
+    second = sorted(run.started_at for run in story_store.runs())[1]
+    since = list(scan_samples(story_store.engine, second))
+    assert since == [sample for sample in every if sample.at >= second]
+    assert 0 < len(since) < len(every)

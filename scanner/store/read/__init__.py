@@ -17,6 +17,7 @@ from scanner.store.read.run_reads import database_stats, rule_hits, runs, trends
 from scanner.store.read.server_reads import (
     RECENT_METRICS,
     events,
+    events_of,
     histories,
     history,
     history_columns,
@@ -41,6 +42,7 @@ __all__ = [
     "database_stats",
     "diff",
     "events",
+    "events_of",
     "findings",
     "histories",
     "history",
