@@ -208,20 +208,22 @@ _ALWAYS = re.compile(
     r"\balways\s+(?:use|call|choose|prefer|default\s+to(?:\s+using)?)\s+this(?:\s+tool)?\b((?:\W+\w+){0,6})",
     re.IGNORECASE,
 )
-# Every claim holds one of these (a substring test is far cheaper than the search).
+# Every claim holds all the words of one of these (substring tests are far cheaper than the search). The second
+# words narrow common ones ("number", "state", "other", "only"); none holds a letter that matches another
+# character under re.IGNORECASE (as "s" matches "ſ" and "k" the Kelvin sign), so a lower-case test cannot miss.
 _PROMOTION_GATES = (
-    "best",
-    "most",
-    "#1",
-    "number",
-    "leading",
-    "state",
-    "world",
-    "unmatched",
-    "unparalleled",
-    "superior",
-    "other",
-    "only",
+    ("best",),
+    ("most",),
+    ("#1",),
+    ("number", "one"),
+    ("leading",),
+    ("state", "art"),
+    ("world",),
+    ("unmatched",),
+    ("unparalleled",),
+    ("superior",),
+    ("other", "tool"),
+    ("only", "tool"),
 )
 _CONDITION = re.compile(r"\b(?:when|if|for|to)\b", re.IGNORECASE)
 
@@ -230,7 +232,7 @@ def promotional_phrases(text: str) -> list[str]:
     """The phrases of a description that rank the tool above others or push the model to pick it unconditionally."""
     lowered = text[:100_000].lower()
     found: list[str] = []
-    if any(gate in lowered for gate in _PROMOTION_GATES):
+    if any(all(word in lowered for word in gate) for gate in _PROMOTION_GATES):
         found = [" ".join(match.group(0).split()) for match in _PROMOTION.finditer(text[:100_000])]
     if "always" not in lowered:
         return found
