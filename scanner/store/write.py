@@ -117,7 +117,13 @@ def _state_query(count: int) -> Select[Any]:
         )
         for i in range(count)
     ]
-    wanted = (union_all(*rows) if count > 1 else rows[0]).subquery("wanted")
+    # One result (record_scan, the first night's servers one by one): its values bound in place, no derived table.
+    wanted = union_all(*rows).subquery("wanted") if count > 1 else None
+    position, name, sha256 = (
+        (wanted.c.position, wanted.c.name, wanted.c.sha256)
+        if wanted is not None
+        else (bindparam("p0", type_=Integer), bindparam("n0", type_=String), bindparam("s0", type_=String))
+    )
     run, last, ok, ok_run = (
         _RUNS.alias("run"),
         _SCANS.alias("last_scan"),
@@ -127,21 +133,21 @@ def _state_query(count: int) -> Select[Any]:
     duplicate, duplicate_toolset = _SCANS.alias("duplicate"), _TOOLSETS.alias("duplicate_toolset")
     measured = _MEASUREMENTS.alias("measured")
     ok_findings = exists(select(_FINDINGS.c.id).where(_FINDINGS.c.scan_id == ok.c.id))
+    start = wanted.join(run, run.c.id == bindparam("run_id")) if wanted is not None else run
     joined = (
-        wanted.join(run, run.c.id == bindparam("run_id"))
-        .outerjoin(_SERVERS, _SERVERS.c.name == wanted.c.name)
+        start.outerjoin(_SERVERS, _SERVERS.c.name == name)
         .outerjoin(last, last.c.id == _SERVERS.c.last_scan_id)
         .outerjoin(ok, ok.c.id == _SERVERS.c.last_ok_scan_id)
         .outerjoin(ok_run, ok_run.c.id == ok.c.run_id)
         .outerjoin(duplicate, and_(duplicate.c.run_id == run.c.id, duplicate.c.server_id == _SERVERS.c.id))
         .outerjoin(duplicate_toolset, duplicate_toolset.c.id == duplicate.c.toolset_id)
-        .outerjoin(_TOOLSETS, _TOOLSETS.c.sha256 == wanted.c.sha256)
+        .outerjoin(_TOOLSETS, _TOOLSETS.c.sha256 == sha256)
         .outerjoin(
             measured, and_(measured.c.toolset_id == _TOOLSETS.c.id, measured.c.rule_version == run.c.rule_version)
         )
     )
-    return select(
-        wanted.c.position,
+    query = select(
+        position.label("position"),
         run.c.status.label("run_status"),
         run.c.rule_version.label("rule_version"),
         _SERVERS.c.id.label("server_id"),
@@ -158,6 +164,7 @@ def _state_query(count: int) -> Select[Any]:
         _TOOLSETS.c.id.label("toolset_id"),
         measured.c.toolset_id.label("measured_id"),
     ).select_from(joined)
+    return query if wanted is not None else query.where(run.c.id == bindparam("run_id"))
 
 
 # Results whose state one query reads at most (3 bound parameters each, far under any backend's limit); a query is
