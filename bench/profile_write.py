@@ -3,17 +3,25 @@
 Writes N servers (the demo host's synthetic 8-tool lists, all distinct) into a fresh SQLite file with the real
 ``scanner.check.measure`` (a first night: every list new), then rescans them unchanged (every list known), and
 prints CPU milliseconds per server for each pass and for ``measure`` alone. ``--profile first|rescan|measure``
-prints the top of a cProfile of that pass instead, sorted by cumulative or own time.
+prints the top of a cProfile of that pass instead, sorted by cumulative or own time. ``--against DIR`` (a folder
+holding another version's ``scanner`` package, e.g. ``git archive main scanner | tar -x -C /tmp/old``) runs the
+figures in child processes, that code and this one alternately, ``--rounds`` times each, and prints each one's
+median with the ratio and the machine's load: an A/B on a busy machine.
 
     .venv/bin/python bench/profile_write.py [--servers 500] [--batch 64] [--premeasured] [--profile first]
-        [--sort tottime] [--top 40]
+        [--sort tottime] [--top 40] [--against /tmp/old --rounds 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
+import re
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -77,6 +85,28 @@ def timed(label: str, count: int, action: Callable[[], None], profile: bool, sor
     print(f"  {label:<28}{(time.process_time() - started) * 1000 / count:8.2f} CPU ms/server")
 
 
+def compare(against: str, rounds: int, argv: list[str]) -> None:
+    """This profile's figures from child processes, ``against``'s package and this one alternately, ``rounds`` times
+    each: the median of each, the ratio (this / against) and the load average before each round."""
+    figures: dict[str, dict[str, list[float]]] = {"against": {}, "this": {}}
+    loads = []
+    for _ in range(rounds):
+        loads.append(os.getloadavg()[0])
+        for side in ("against", "this"):
+            env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+            if side == "against":
+                env["PYTHONPATH"] = against
+            output = subprocess.run(
+                [sys.executable, __file__, *argv], env=env, capture_output=True, text=True, check=True
+            )
+            for label, value in re.findall(r"^  (.+?)\s+([\d.]+) CPU ms/server$", output.stdout, re.MULTILINE):
+                figures[side].setdefault(label, []).append(float(value))
+    print(f"{rounds} rounds, alternating; load average {min(loads):.2f}-{max(loads):.2f}")
+    for label, values in figures["this"].items():
+        old, new = statistics.median(figures["against"][label]), statistics.median(values)
+        print(f"  {label:<28}{old:8.2f} -> {new:6.2f} CPU ms/server (median)  x{new / old:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--servers", type=int, default=500)
@@ -87,7 +117,13 @@ def main() -> None:
     parser.add_argument(
         "--premeasured", action="store_true", help="measure every list beforehand: time the store's own work only"
     )
+    parser.add_argument("--against", help="another version's folder holding its scanner package: an A/B")
+    parser.add_argument("--rounds", type=int, default=5, help="runs of each side with --against")
     args = parser.parse_args()
+    if args.against:
+        argv = [f"--servers={args.servers}", f"--batch={args.batch}"] + ["--premeasured"] * args.premeasured
+        compare(args.against, args.rounds, argv)
+        return
     items = outcomes(args.servers)
     toolsets = [Toolset.from_tools(outcome.tools or ()) for _, outcome in items]
     measure(toolsets[0])  # load the tokenizer and the rule catalogue outside the figures

@@ -14,8 +14,8 @@ final outcome to the writer. A server's deadline starts with its first attempt a
 wait after it: a retry gets only the time left, and a wait (``Retry-After: 3600``, say) that would end past the
 deadline is not waited for; the outcome so far is final. An entry whose credential is available is scanned in
 both lanes, without and with it (``CrawlSettings.lanes``, :mod:`scanner.lanes`), one after the other in the same
-worker, each lane with its own deadline. The writer is the only code that touches the database, one server per
-transaction, so a scan killed at any moment keeps every finished server and nothing half-written.
+worker, each lane with its own deadline. The writer is the only code that touches the database, one batch of waiting
+results per transaction, so a scan killed at any moment keeps every committed batch and nothing half-written.
 """
 
 from __future__ import annotations
@@ -255,7 +255,7 @@ async def crawl(
 
     async def writer() -> None:
         # Whatever results are waiting go to the thread together: one hand-off per batch, not per server (the
-        # store gives each changed server its own transaction and the batch's unchanged ones one together).
+        # store writes each batch in one transaction).
         async with result_receive:
             async for first in result_receive:
                 batch = [first]

@@ -9,9 +9,9 @@ The rooms of ``scanner.store`` (the only package that writes SQL):
 - ``read``: every query, and the bulk reads the report uses;
 - ``common``: the clock, the Core tables and the lookups they share; ``rows``: the frozen rows queries return.
 
-Each changed server's result is written in its own transaction (the unchanged servers of a batch handed to
-:meth:`Store.record_scans` in one together), so a crawl killed at any point leaves a consistent database that
-keeps every server committed before the kill; ``mark_stale_runs_interrupted`` and ``resume_run``
+Each batch of results handed to :meth:`Store.record_scans` (one for :meth:`Store.record_scan`) is written in one
+transaction, so a crawl killed at any point leaves a consistent database that keeps every batch committed before
+the kill; ``mark_stale_runs_interrupted`` and ``resume_run``
 pick such a run up again.
 """
 
@@ -121,8 +121,8 @@ class Store:
     def record_scans(
         self, run_id: int, results: Sequence[tuple[ServerEntry, ScanOutcome]], measure: Measure
     ) -> list[ScanRecord]:
-        """:meth:`record_scan` of each result in turn, the unchanged servers written together (one transaction,
-        ``executemany``; see :func:`scanner.store.write.record_scans`)."""
+        """:meth:`record_scan` of each result in turn, in one transaction, the unchanged servers' rows written
+        together (``executemany``; see :func:`scanner.store.write.record_scans`)."""
         return write.record_scans(self.engine, run_id, results, measure)
 
     def bulk_load(self, rows: Mapping[str, Iterable[Mapping[str, Any]]]) -> dict[str, int]:

@@ -1,9 +1,9 @@
 """The write path: the crawl's results (:func:`record_scans`, :func:`record_scan` for one), a toolset's measurement,
 and a bulk loader of already-shaped rows for benchmarks and imports (:func:`load`).
 
-Each changed server's result is written in its own transaction, and the unchanged servers of a batch in one
-transaction together, so a crawl killed at any point leaves a consistent database that keeps every server
-committed before the kill. Tool lists are stored once by content hash and
+A batch of results (what the crawl's writer hands over at once) is written in one transaction, its lists measured
+before it, so a crawl killed at any point leaves a consistent database that keeps every batch committed before the
+kill. Tool lists are stored once by content hash and
 measured (tokens, per-tool costs, findings) once per rule catalogue version, so an unchanged server costs one
 small ``scans`` row per rescan.
 """
@@ -184,10 +184,10 @@ def _read_states(
 
 
 def record_scan(engine: Engine, run_id: int, entry: ServerEntry, outcome: ScanOutcome, measure: Measure) -> ScanRecord:
-    """Store one server's result in its own transaction, and what changed since its previous scan.
+    """Store one server's result in one transaction, and what changed since its previous scan.
 
     If the outcome is ok the toolset is looked up by hash; only a toolset not yet measured under the run's
-    rule version is measured (``measure`` runs outside the write transaction). Then the scan row, then the
+    rule version is measured (``measure`` runs before the first write). Then the scan row, then the
     history: tool events and MCP501/MCP502 against the previous successful scan, finding_appeared /
     finding_resolved, server_version_changed and outcome_changed. A second result for a server already
     scanned in this run writes nothing and comes back with ``duplicate=True``.
@@ -198,47 +198,122 @@ def record_scan(engine: Engine, run_id: int, entry: ServerEntry, outcome: ScanOu
 def record_scans(
     engine: Engine, run_id: int, results: Sequence[tuple[ServerEntry, ScanOutcome]], measure: Measure
 ) -> list[ScanRecord]:
-    """:func:`record_scan` of each result in turn (what the crawler's writer hands over at once), in order.
+    """:func:`record_scan` of each result in turn (what the crawler's writer hands over at once), in order, in one
+    transaction.
 
     This is the crawl's hot path, so it speaks SQLAlchemy Core over one connection: what it must know of each
     server (the run, the server, its previous scans and the toolset: :func:`_state_query`) is read for many
-    servers at once, then a few prepared inserts and one update per server. A server with something to say (new,
-    changed, measured, in lanes, with instructions or findings, a different outcome) is written in its own
-    transaction, as it always was. The unchanged ones (nothing but a ``scans`` row and the server's newest-scan
-    pointers) are gathered and written together, one ``executemany`` each, in one transaction committed before
-    any other server's write and at the end: a crawl killed at any point still leaves a consistent database
-    holding every committed server, and ``--resume`` rescans the rest. Findings it has just written are handed to
-    the history, never read back.
+    servers at once, and every list none of them has measured is measured before the first write
+    (:func:`_measure_ahead`). Then each server is written with a few prepared inserts and one update, in the
+    order of the results, so ids come out as one result at a time would give them; its state is read again only
+    when a write before it may have changed it (the same server or list earlier in the batch, or lanes). The
+    unchanged ones (nothing but a ``scans`` row and the server's newest-scan pointers) are gathered and written
+    together, one ``executemany`` each. The batch commits as a unit: a crawl killed at any point leaves a
+    consistent database holding every committed batch, and ``--resume`` rescans the rest. Findings it has just
+    written are handed to the history, never read back.
     """
+    if not results:
+        return []
     records: list[ScanRecord | None] = [None] * len(results)
     toolsets = [Toolset.from_tools(tuple(outcome.tools or ())) if outcome.ok else None for _, outcome in results]
+    shared = _shared_later(results, toolsets)
     unchanged = _Unchanged(run_id)
-    states: dict[int, Row[Any]] = {}
-    ahead = STATE_CHUNK  # results whose state the next read covers: one only right after a write that may change it
+    stale = False  # a gathered unchanged result shares its server or list with a later one: read again once written
     with engine.connect() as connection:
+        states = _read_window(connection, run_id, results, toolsets, 0)
+        measured = _measure_ahead(connection, run_id, results, toolsets, states, measure)
         for index, (entry, outcome) in enumerate(results):
             toolset = toolsets[index]
             if entry.name in unchanged.names:
                 unchanged.write(connection, records)  # the run's first result for it must be seen as written
-                states = {}
+                states, stale = {}, False
             if index not in states:
-                wanted = [(i, results[i][0].name, toolsets[i]) for i in range(index, min(index + ahead, len(results)))]
-                states = _read_states(connection, run_id, wanted)
-            state = states.get(index)
-            if state is None:
-                raise InputError(f"No run {run_id} in this database.")
-            if state.run_status == "finished":
-                raise InputError(f"Run {run_id} is finished; its results can no longer change.")
+                states = _read_window(connection, run_id, results, toolsets, index)
+            state = states[index]
             if _is_unchanged(entry, outcome, state, toolset):
                 unchanged.add(index, entry, outcome, state, toolset)
-                ahead = STATE_CHUNK
+                stale = stale or shared[index]
                 continue
             unchanged.write(connection, records)
-            connection.commit()  # end the read; the write below is its own transaction
-            records[index] = _record(connection, run_id, entry, outcome, measure, state, toolset)
-            states, ahead = {}, 1  # it may have added a server, a toolset, a measurement: read the rest again
+            records[index] = _record(connection, run_id, entry, outcome, measured, state, toolset)
+            if stale or shared[index] or outcome.lanes:  # what a later result's state says may have changed
+                states, stale = {}, False
         unchanged.write(connection, records)
+        connection.commit()
     return [record for record in records if record is not None]
+
+
+def _shared_later(results: Sequence[tuple[ServerEntry, ScanOutcome]], toolsets: Sequence[Toolset | None]) -> list[bool]:
+    """Whether a later result of the batch names the same server or lists the same tools, by position: only such
+    a result's state can change when this one is written (lanes aside)."""
+    shared = [False] * len(results)
+    names: set[str] = set()
+    shas: set[str] = set()
+    for index in range(len(results) - 1, -1, -1):
+        name, toolset = results[index][0].name, toolsets[index]
+        shared[index] = name in names or (toolset is not None and toolset.sha256 in shas)
+        names.add(name)
+        if toolset is not None:
+            shas.add(toolset.sha256)
+    return shared
+
+
+def _read_window(
+    connection: Connection,
+    run_id: int,
+    results: Sequence[tuple[ServerEntry, ScanOutcome]],
+    toolsets: Sequence[Toolset | None],
+    start: int,
+) -> dict[int, Row[Any]]:
+    """The states of up to :data:`STATE_CHUNK` results from ``start``; ``InputError`` if the run is missing or
+    finished."""
+    end = min(start + STATE_CHUNK, len(results))
+    states = _read_states(connection, run_id, [(i, results[i][0].name, toolsets[i]) for i in range(start, end)])
+    if not states:
+        raise InputError(f"No run {run_id} in this database.")
+    if next(iter(states.values())).run_status == "finished":
+        raise InputError(f"Run {run_id} is finished; its results can no longer change.")
+    return states
+
+
+def _measure_ahead(
+    connection: Connection,
+    run_id: int,
+    results: Sequence[tuple[ServerEntry, ScanOutcome]],
+    toolsets: Sequence[Toolset | None],
+    states: Mapping[int, Row[Any]],
+    measure: Measure,
+) -> Measure:
+    """``measure`` of every list of the batch not measured under the run's catalogue, once per list, before the
+    batch writes anything (the write transaction never waits on a measurement); what it returns answers those
+    lists (a list ``measure`` failed on fails again, the same way) and measures any other (a lane's)."""
+    reports: dict[str, CheckReport | Exception] = {}
+    window = states
+    for start in range(0, len(results), STATE_CHUNK):
+        if start:
+            window = _read_window(connection, run_id, results, toolsets, start)
+        for position, state in window.items():
+            toolset = toolsets[position]
+            if toolset is None or toolset.sha256 in reports or state.measured_id is not None:
+                continue
+            if state.server_id is not None and state.duplicate_id is not None:
+                continue  # a second result in this run writes nothing
+            try:
+                reports[toolset.sha256] = measure(toolset)
+            except FathomError:
+                raise  # run-fatal: nothing of the batch is written
+            except Exception as exc:  # kept: _record stores it as the scan's measure error
+                reports[toolset.sha256] = exc
+
+    def measured(toolset: Toolset) -> CheckReport:
+        found = reports.get(toolset.sha256)
+        if found is None:
+            return measure(toolset)
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    return measured
 
 
 def _is_unchanged(entry: ServerEntry, outcome: ScanOutcome, state: Row[Any], toolset: Toolset | None) -> bool:
@@ -284,7 +359,7 @@ class _Unchanged:
 
     def write(self, connection: Connection, records: list[ScanRecord | None]) -> None:
         """Insert the gathered rows and move their servers' pointers (a scan that listed its known toolset is also
-        the newest successful one), commit, and put each one's record in ``records``."""
+        the newest successful one), and put each one's record in ``records``."""
         if not self.rows:
             return
         # A plain executemany (RETURNING would make SQLAlchemy insert row by row to keep the order), then the
@@ -303,7 +378,6 @@ class _Unchanged:
         for listed, statement in ((True, _SET_LAST_OK), (False, _SET_LAST)):
             if pointers[listed]:
                 connection.execute(statement, pointers[listed])
-        connection.commit()
         for (index, server, sha, values), scan_id in zip(self.rows, ids, strict=True):
             records[index] = ScanRecord(
                 scan_id=scan_id,
@@ -327,8 +401,8 @@ def _record(
     state: Row[Any],
     toolset: Toolset | None,
 ) -> ScanRecord:
-    """One server's result after its :func:`_state_query` read: measured outside the write, written in its own
-    transaction (or its earlier scan in this run returned, ``duplicate=True``)."""
+    """One server's result after its :func:`_state_query` read, written in the batch's transaction (``measure``
+    answers its list from :func:`_measure_ahead`), or its earlier scan in this run returned (``duplicate=True``)."""
     if state.server_id is not None and state.duplicate_id is not None:
         return ScanRecord(
             scan_id=state.duplicate_id,
@@ -352,10 +426,7 @@ def _record(
 
     extras = _prepare_extras(connection, outcome, toolset, state.rule_version, measure)
     extras.findings += entry.findings  # the registry entry's own (MCP7xx), whatever the outcome
-    connection.commit()  # end the reads; the write below is its own transaction
-
-    with connection.begin():
-        return _write_scan(connection, run_id, entry, outcome, state, toolset, report, measure_error, extras)
+    return _write_scan(connection, run_id, entry, outcome, state, toolset, report, measure_error, extras)
 
 
 class _Extras:

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import event, select
 from sqlalchemy.dialects import sqlite
 
-from scanner.errors import InputError, TokenizerUnavailable
-from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.store import Store, open_store
+from scanner.errors import InputError, StoreError, TokenizerUnavailable
+from scanner.models import CheckReport, Outcome, ScanOutcome, ServerEntry, Toolset, Transport
+from scanner.store import Store, open_store, write
 from scanner.store.common import SCANS
 from scanner.store.tables import KeyedJSON
 from tests.store.conftest import entry, failed, local_measure, ok, tool
@@ -380,3 +380,57 @@ def test_a_batch_writes_its_unchanged_servers_together_and_records_what_one_by_o
     assert found[True] == found[False]
     assert [record.duplicate for record in found[True][0][6:]] == [False] * 4 + [True, False, False]
     assert inserts == [2, 1, 1, 2]  # [a, b], c alone, [d], [e, f] (a failure again is unchanged too)
+
+
+def test_a_batch_measures_each_new_list_once_and_before_its_first_write(store: Store) -> None:
+    """Every list a batch has not measured is measured once, before anything of the batch is written (the write
+    transaction never waits on the checker); a list the checker fails on fails the same way for each server."""
+    log: list[str] = []
+
+    def inserts(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        if statement.startswith("INSERT"):
+            log.append("insert")
+
+    def measure(toolset: Toolset) -> CheckReport:
+        log.append(f"measure {toolset.sha256}")
+        if toolset.tools[0]["name"] == "add":
+            raise RecursionError("schema nested too deep for the checker")
+        return local_measure(toolset)
+
+    run = store.start_run("list.txt", "1", {})
+    event.listen(store.engine, "before_cursor_execute", inserts)
+    results = [(entry(name), ok([ADD] if name in "bd" else [ECHO])) for name in "abcd"]
+    records = store.record_scans(run, results, measure)
+    event.remove(store.engine, "before_cursor_execute", inserts)
+    store.finish_run(run)
+    measured = [item for item in log if item.startswith("measure")]
+    assert len(set(measured)) == len(measured) == 2
+    assert log[:2] == measured and log[2:] and set(log[2:]) == {"insert"}
+    assert [record.new_toolset for record in records] == [True, True, False, False]
+    assert [record.measured for record in records] == [True, False, False, False]
+    assert [bool(store.history(name)[0].tokens) for name in "abcd"] == [True, False, True, False]
+
+
+def test_a_batch_commits_as_a_unit(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write failing mid-batch leaves nothing of the batch (a killed crawl keeps whole batches); the same batch
+    written again (``--resume``) is stored whole."""
+    real = write._write_scan
+    calls: list[int] = []
+
+    def fail_second(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise StoreError("disk I/O error")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(write, "_write_scan", fail_second)
+    run = store.start_run("list.txt", "1", {})
+    results = [(entry("a"), ok([ECHO])), (entry("b"), ok([ADD])), (entry("c"), failed())]
+    with pytest.raises(StoreError):
+        store.record_scans(run, results, local_measure)
+    assert len(calls) == 2
+    assert store.scanned_server_names(run) == set() and store.servers() == []
+    monkeypatch.undo()
+    records = store.record_scans(run, results, local_measure)
+    assert [record.new_toolset for record in records] == [True, True, False]
+    assert store.scanned_server_names(run) == {"a", "b", "c"}
