@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,21 +41,22 @@ def _tools_in(path: Path) -> list[Any]:
     return list(data["tools"] if isinstance(data, dict) else data)
 
 
-def _random_json(rng: random.Random, depth: int) -> Any:
+def random_json(rng: random.Random, depth: int, atoms: Sequence[Any] = _ATOMS, keys: Sequence[str] = _KEYS) -> Any:
+    """A random JSON value built of ``atoms`` under ``keys``, at most about seven levels deep."""
     roll = rng.random()
     if depth > 6 or roll < 0.35:
-        return rng.choice(_ATOMS)
+        return rng.choice(atoms)
     if roll < 0.5:
-        return [_random_json(rng, depth + 1) for _ in range(rng.randrange(4))]
-    return {rng.choice(_KEYS): _random_json(rng, depth + 1) for _ in range(rng.randrange(6))}
+        return [random_json(rng, depth + 1, atoms, keys) for _ in range(rng.randrange(4))]
+    return {rng.choice(keys): random_json(rng, depth + 1, atoms, keys) for _ in range(rng.randrange(6))}
 
 
 def hostile_lists() -> Iterator[tuple[str, list[Any], str | None]]:
     """Lists no server should send: wrong types everywhere, deep nesting, reference cycles, control characters."""
     rng = random.Random(20261201)
-    yield "hostile/random", [_random_json(rng, 0) for _ in range(60)], None
-    named = [{"name": rng.choice(_ATOMS), "description": rng.choice(_ATOMS), "inputSchema": _random_json(rng, 0)}]
-    yield "hostile/random-named", named * 3 + [_random_json(rng, 0) for _ in range(30)], None
+    yield "hostile/random", [random_json(rng, 0) for _ in range(60)], None
+    named = [{"name": rng.choice(_ATOMS), "description": rng.choice(_ATOMS), "inputSchema": random_json(rng, 0)}]
+    yield "hostile/random-named", named * 3 + [random_json(rng, 0) for _ in range(30)], None
     deep: dict[str, Any] = {"type": "string"}
     for level in range(300):
         deep = {"type": "object", "properties": {f"p{level % 3}": deep}, "description": f"level {level}"}

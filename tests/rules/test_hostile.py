@@ -10,6 +10,7 @@ import pytest
 
 from scanner.models import SCHEMA_DEPTH_LIMIT
 from scanner.rules import RuleContext, run_rules
+from tests.check_corpus import random_json
 
 
 def _codes(findings: list[Any], index: int) -> set[str]:
@@ -251,22 +252,17 @@ _ATOMS: list[Any] = [
 ]
 
 
-def _random_json(rng: Any, depth: int) -> Any:
-    roll = rng.random()
-    if depth > 6 or roll < 0.35:
-        return rng.choice(_ATOMS)
-    if roll < 0.5:
-        return [_random_json(rng, depth + 1) for _ in range(rng.randrange(4))]
-    return {rng.choice(_KEYS): _random_json(rng, depth + 1) for _ in range(rng.randrange(6))}
-
-
 def test_random_json_never_crashes(cheap_context: RuleContext) -> None:
     import random
 
     rng = random.Random(20261129)
-    tools = [_random_json(rng, 0) for _ in range(400)]
+    tools = [random_json(rng, 0, _ATOMS, _KEYS) for _ in range(400)]
     tools += [
-        {"name": rng.choice(_ATOMS), "description": rng.choice(_ATOMS), "inputSchema": _random_json(rng, 0)}
+        {
+            "name": rng.choice(_ATOMS),
+            "description": rng.choice(_ATOMS),
+            "inputSchema": random_json(rng, 0, _ATOMS, _KEYS),
+        }
         for _ in range(400)
     ]
     findings = run_rules(tools, cheap_context)
