@@ -144,3 +144,64 @@ def test_a_servers_affinity_cookie_is_sent_back(hostile_http):
     assert result.outcome is Outcome.OK, result.detail
     plain, _ = timed_scan(http_entry(hostile_http.url("/ok"), Transport.STREAMABLE_HTTP), LIMITS)
     assert names(result) == names(plain) and names(plain)
+
+
+async def _raw_server(behaviour: str, started: anyio.Event, port: list[int], done: anyio.Event) -> None:
+    """A TCP server on loopback that reads one request and then does ``behaviour``."""
+    import asyncio
+    import socket
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        body = b'{"ok": true}'
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+        if behaviour == "answer":
+            writer.write(head + body)
+            await writer.drain()
+        elif behaviour == "half body":
+            writer.write(head + body[:4])
+            await writer.drain()
+            await done.wait()  # then say nothing more: the client's read timeout ends it
+        elif behaviour == "silent":
+            await done.wait()
+        elif behaviour == "reset":
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port.append(server.sockets[0].getsockname()[1])
+    started.set()
+    async with server:
+        await done.wait()
+
+
+@pytest.mark.parametrize("behaviour", ["answer", "half body", "silent", "close", "reset"])
+def test_the_lean_network_stream_ends_as_httpcores_own(behaviour):
+    """The scan's streams (asyncio timers instead of anyio cancel scopes) give what httpcore's anyio streams give:
+    the same answer, or the same error with the same message, for a server that answers, stalls mid-body, never
+    answers, closes or resets."""
+
+    async def through(pool: httpcore.AsyncConnectionPool | None) -> tuple[str, str]:
+        started, done, port = anyio.Event(), anyio.Event(), []
+        async with anyio.create_task_group() as group:
+            group.start_soon(_raw_server, behaviour, started, port, done)
+            await started.wait()
+            timeout = httpx.Timeout(30.0, read=0.3)
+            client = HttpClient(timeout=timeout, ssl_context=None, default_headers={}, pool=pool)
+            try:
+                async with client.stream("GET", f"http://127.0.0.1:{port[0]}/mcp", headers={}) as response:
+                    body = b"".join([piece async for piece in response.aiter_raw()])
+                    result = (str(response.status_code), body.decode())
+            except httpx.HTTPError as exc:
+                result = (type(exc).__name__, str(exc))
+            finally:
+                await client.aclose()
+                done.set()
+        return result
+
+    ours = anyio.run(through, None)
+    httpcores = anyio.run(through, httpcore.AsyncConnectionPool(network_backend=httpcore.AnyIOBackend()))
+    assert ours == httpcores, (ours, httpcores)
+    expected = {"answer": "200", "half body": "ReadTimeout", "silent": "ReadTimeout", "close": "RemoteProtocolError"}
+    assert ours[0] == expected.get(behaviour, ours[0]), ours
