@@ -232,25 +232,27 @@ def similar_pairs(
                 index[word].append(j)
 
 
-def _joined(text: str) -> frozenset[str]:
-    """A description's folded words, plus each two adjacent words joined (``functionapp`` for "Function App")."""
-    found = text_words(text)
-    return frozenset(found) | {fold(found[k] + found[k + 1]) for k in range(len(found) - 1)}
+def _joined_pairs(found: Sequence[str]) -> frozenset[str]:
+    """Each two adjacent words of a description joined and folded (``functionapp`` for "Function App")."""
+    return frozenset([fold(found[k] + found[k + 1]) for k in range(len(found) - 1)])
 
 
+# A tool's name words, description words (folded), lower-case name and description.
 _Facts = tuple[frozenset[str], frozenset[str], str, str]
 
 
 class _Apart:
-    """What MCP303's exceptions read of each tool, computed once: name words, description words, texts."""
+    """What MCP303's exceptions read of each tool, computed once: name words, description words, texts; the
+    description's joined word pairs only when its plain words do not already decide."""
 
     def __init__(self, tools: Sequence[ToolInfo]) -> None:
         self.tools = tools
         self._seen: list[_Facts | None] = [None] * len(tools)
+        self._pairs: dict[int, frozenset[str]] = {}
 
     def _facts(self, index: int) -> _Facts:
-        """A tool's name words, description words (joined pairs too), lower-case name and description, computed
-        when first asked for."""
+        """A tool's name words, description words, lower-case name and description, computed when first asked
+        for."""
         found = self._seen[index]
         if found is None:
             tool = self.tools[index]
@@ -258,22 +260,34 @@ class _Apart:
             name = tool.name.lower() if isinstance(tool.name, str) else ""
             found = (
                 frozenset(tool.cache.get("name_words") or name_words(tool.name)),
-                _joined(text),
+                frozenset(text_words(text)),
                 name,
                 text.lower(),
             )
             self._seen[index] = found
         return found
 
+    def _described(self, index: int, own: frozenset[str], text_words_of: frozenset[str]) -> bool:
+        """Whether the description of tool ``index`` holds one of ``own`` (its name's distinguishing words):
+        among its words, or among its adjacent words joined."""
+        if not own:
+            return False
+        if not own.isdisjoint(text_words_of):
+            return True
+        pairs = self._pairs.get(index)
+        if pairs is None:
+            pairs = self._pairs[index] = _joined_pairs(text_words(self.tools[index].description_text or ""))
+        return not own.isdisjoint(pairs)
+
     def told_apart(self, i: int, j: int) -> bool:
         """(a) each name has a word the other lacks and each description holds one of its own name's distinguishing
         words; or (b) either description names the other tool."""
         seen = self._seen
-        name_i, joined_i, lower_i, text_i = seen[i] or self._facts(i)
-        name_j, joined_j, lower_j, text_j = seen[j] or self._facts(j)
+        name_i, words_i, lower_i, text_i = seen[i] or self._facts(i)
+        name_j, words_j, lower_j, text_j = seen[j] or self._facts(j)
         if (len(lower_j) >= 3 and lower_j in text_i) or (len(lower_i) >= 3 and lower_i in text_j):
             return True
-        return not (name_i - name_j).isdisjoint(joined_i) and not (name_j - name_i).isdisjoint(joined_j)
+        return self._described(i, name_i - name_j, words_i) and self._described(j, name_j - name_i, words_j)
 
 
 @register(

@@ -67,6 +67,8 @@ _SINGLE = (
 _CONDITIONS = ("not", "if", "then", "else")
 # Keywords whose value maps names to subschemas (walked at the parent's level; the last two are conditions).
 _KEYED = ("patternProperties", "dependentSchemas", "dependencies")
+# Every keyword the walk descends into: a node with none of them has no children (most nodes: the leaves).
+_WALKED = frozenset(("properties", "items", "prefixItems", "$ref", *_COMBINATORS, *_CONDITIONS, *_SINGLE, *_KEYED))
 
 
 def escape_token(token: str) -> str:
@@ -151,8 +153,9 @@ def json_too_costly(value: Any, depth_limit: int, containers_limit: int) -> bool
     """Whether a JSON value nests deeper than ``depth_limit``, or holds an array of more than ``containers_limit``
     objects or arrays (jsonschema's ``uniqueItems`` compares those pairwise: quadratic time). Iterative."""
     stack: list[tuple[Any, int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
     while stack:
-        current, depth = stack.pop()
+        current, depth = pop()
         if isinstance(current, dict):
             children: Any = current.values()
         elif isinstance(current, list):
@@ -161,10 +164,14 @@ def json_too_costly(value: Any, depth_limit: int, containers_limit: int) -> bool
             continue
         if depth > depth_limit:
             return True
-        nested = [child for child in children if isinstance(child, (dict, list))]
-        if isinstance(current, list) and len(nested) > containers_limit:
+        depth += 1
+        nested = 0
+        for child in children:
+            if isinstance(child, (dict, list)):
+                push((child, depth))
+                nested += 1
+        if nested > containers_limit and isinstance(current, list):
             return True
-        stack.extend((child, depth + 1) for child in nested)
     return False
 
 
@@ -288,7 +295,7 @@ def walk_schema(
             crowded = True
             break
         value = node.schema
-        if not isinstance(value, dict):
+        if not isinstance(value, dict) or _WALKED.isdisjoint(value):
             continue
         children = _children(node, value, root if follow_refs else None, root_base, resolved)
         if children and node.depth >= SCHEMA_DEPTH_LIMIT:
@@ -346,7 +353,7 @@ def _children(
     path = node.path
     out: list[Node] = []
     for key, child in value.items():
-        if not isinstance(key, str):
+        if key not in _WALKED:  # the keys of a schema's own (a type, a description), or not a string at all
             continue
         if key == "properties":
             if isinstance(child, dict):
