@@ -27,7 +27,7 @@ from typing import Any
 
 from scanner import tokenizer
 from scanner.models import TokenCount
-from scanner.providers.base import EMPTY_OBJECT_SCHEMA, Measurement, Provider, ToolParts, read_tool
+from scanner.providers.base import EMPTY_OBJECT_SCHEMA, Measurement, Provider, ToolParts, plain_json, read_tool
 
 HEADER = "# Tools\n\n## functions\n\nnamespace functions {\n\n"
 FOOTER = "} // namespace functions"
@@ -231,7 +231,7 @@ def _is_scalar(value: Any) -> bool:
 
 
 def _literal(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return plain_json(value)
 
 
 def _default(schema: dict[str, Any]) -> str:

@@ -25,10 +25,10 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 
-from scanner.models import Severity
+from scanner.models import Severity, canonical_json
 from scanner.rules.registry import Hit, RuleContext, register
 from scanner.rules.tools import ToolInfo, escape_token, fresh_words, label, text_cache, words
-from scanner.rules.vocabulary import fold, name_words, quote, text_words
+from scanner.rules.vocabulary import fold_all, name_words, quote, text_words
 
 SIMILARITY = 0.6
 TOOLS_PROBLEM = 128
@@ -234,7 +234,7 @@ def similar_pairs(
 
 def _joined_pairs(found: Sequence[str]) -> frozenset[str]:
     """Each two adjacent words of a description joined and folded (``functionapp`` for "Function App")."""
-    return frozenset([fold(found[k] + found[k + 1]) for k in range(len(found) - 1)])
+    return frozenset(fold_all([found[k] + found[k + 1] for k in range(len(found) - 1)]))
 
 
 # A tool's name words, description words (folded), lower-case name and description.
@@ -432,7 +432,7 @@ def doctrine_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[H
 
 def _canonical(value: object) -> str | None:
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return canonical_json(value)
     except (RecursionError, TypeError, ValueError):
         return None
 

@@ -478,7 +478,7 @@ class ToolInfo:
         text = self.display
         return text[0].upper() + text[1:]
 
-    @property
+    @cached_property  # every description rule asks, several times per tool
     def description_text(self) -> str | None:
         """The description when it is a non-blank string, else None."""
         if isinstance(self.description, str) and self.description.strip():
