@@ -185,8 +185,11 @@ def similar_pairs(
     frequency: Counter[str] = Counter()
     for present in sets:
         frequency.update(present)
-    # Each word's place in (frequency, word) order, so each description's words sort by it with no key per word.
-    rank = {word: place for place, word in enumerate(sorted(frequency, key=lambda word: (frequency[word], word)))}
+    # Each word's place in (frequency, word) order, so each description's words sort by it with no key per word
+    # (sorted by word, then stably by frequency: no Python key function).
+    ordered_words = sorted(frequency)
+    ordered_words.sort(key=frequency.__getitem__)
+    rank = {word: place for place, word in enumerate(ordered_words)}
     index: dict[str, list[int]] = defaultdict(list)
     indexed: set[str] = set()
     for j, word_set in enumerate(sets):
