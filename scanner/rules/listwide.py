@@ -52,6 +52,8 @@ def sentences(text: str) -> list[tuple[str, tuple[str, ...]]]:
     """The sentences of a description with their words: text between ``.``, ``!``, ``?``, ``;`` or a line break."""
     out = []
     for piece in _SENTENCE_END.split(text):
+        if not piece:  # before the first mark or after the last: no words
+            continue
         found = tuple(fresh_words(piece))
         if found:
             out.append((" ".join(piece.split()), found))
