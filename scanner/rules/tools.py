@@ -113,6 +113,8 @@ def split_name(name: str) -> list[str]:
     ``getUserProfile`` gives get, user, profile; ``HTTPServer`` gives http, server; ``s3Bucket`` gives s3, bucket
     (a digit run stays with the letters before it).
     """
+    if name.islower():  # no upper-case letter (snake_case, kebab-case): no camelCase boundary to mark
+        return words(name)
     spaced: list[str] = []
     for position, char in enumerate(name):
         if position and char.isupper():

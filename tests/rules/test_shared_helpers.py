@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from scanner.rules.listwide import _Apart
-from scanner.rules.tools import ToolInfo, json_too_costly, walk_schema
+from scanner.rules.tools import ToolInfo, json_too_costly, split_name, walk_schema
 from scanner.rules.vocabulary import fold, fold_all, name_words, text_words
 from tests.check_corpus import random_json
 
@@ -114,3 +114,12 @@ def test_told_apart_is_its_definition() -> None:
     answers = {(i, j): apart.told_apart(i, j) for i in range(len(raw)) for j in range(len(raw)) if i != j}
     assert answers == {pair: _told_apart(tools, *pair) for pair in answers}
     assert answers[(0, 1)] and not answers[(2, 3)] and answers[(4, 5)] and answers[(6, 7)]
+
+
+def test_split_name_marks_camel_case_boundaries_only_where_a_letter_is_upper_case() -> None:
+    assert split_name("get_user_profile") == ["get", "user", "profile"]
+    assert split_name("getUserProfile") == ["get", "user", "profile"]
+    assert split_name("HTTPServer") == ["http", "server"]
+    assert split_name("s3Bucket") == ["s3", "bucket"]
+    assert split_name("aℍb") == ["a", "ℍb"]  # ℍ is upper case with no lower-case form: still a boundary
+    assert split_name("ǅemal") == ["ǆemal"]  # a title-case letter is no boundary
