@@ -202,14 +202,17 @@ def model_directed_instructions(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hi
         )
 
 
+# The lookahead holds the first character of every alternative: the engine then tries the alternatives only where
+# one could start (a third of the time on real descriptions); it matches exactly what they match.
 _PROMOTION = re.compile(
+    r"(?=[tbmn#iswu])(?:"
     r"\bthe\s+best\s+(?:tool|way|choice|option|solution)\b"
     r"|\bbest[- ]in[- ]class\b"
     r"|\b(?:the\s+)?most\s+(?:accurate|powerful|reliable|advanced|comprehensive|trusted)\s+"
     r"(?:tool|solution|option|service|way)\b"
     r"|(?<![\w#])#1\b|\bnumber\s+one\b|\bindustry[- ]leading\b|\bstate[- ]of[- ]the[- ]art\b"
     r"|\bworld['’]?s\s+(?:best|leading|most)\b|\bunmatched\b|\bunparalleled\b|\bsuperior\s+to\b"
-    r"|\binstead\s+of\s+(?:any|all)\s+other\s+tools\b|\bthe\s+only\s+tool\s+you\s+(?:need|should\s+use)\b",
+    r"|\binstead\s+of\s+(?:any|all)\s+other\s+tools\b|\bthe\s+only\s+tool\s+you\s+(?:need|should\s+use)\b)",
     re.IGNORECASE,
 )
 _ALWAYS = re.compile(
