@@ -6,13 +6,15 @@ values: a faster helper that answered differently would change findings the gold
 
 from __future__ import annotations
 
+import math
 import random
+from collections import Counter, defaultdict
 from typing import Any
 
 import pytest
 
-from scanner.rules.listwide import _Apart
-from scanner.rules.tools import ToolInfo, json_too_costly, split_name, walk_schema
+from scanner.rules.listwide import COMPARISON_BUDGET, REJECTED_COST, SIMILARITY, _Apart, similar_pairs
+from scanner.rules.tools import ToolInfo, json_too_costly, split_name, walk_schema, words
 from scanner.rules.vocabulary import fold, fold_all, name_words, text_words
 from tests.check_corpus import random_json
 
@@ -123,3 +125,65 @@ def test_split_name_marks_camel_case_boundaries_only_where_a_letter_is_upper_cas
     assert split_name("s3Bucket") == ["s3", "bucket"]
     assert split_name("aℍb") == ["a", "ℍb"]  # ℍ is upper case with no lower-case form: still a boundary
     assert split_name("ǅemal") == ["ǆemal"]  # a title-case letter is no boundary
+
+
+def _similar_pairs(texts: list[str | None], budget: int, accept: Any) -> list[tuple[int, int, float, list[str]]]:
+    """MCP303's candidate search as first written: one step of the budget per index entry looked at."""
+    sets = [frozenset(words(text)) if text else frozenset() for text in texts]
+    folded = [" ".join(text.split()) if text else None for text in texts]
+    frequency = Counter(word for found in sets for word in found)
+    rank = {word: place for place, word in enumerate(sorted(frequency, key=lambda word: (frequency[word], word)))}
+    index: dict[str, list[int]] = defaultdict(list)
+    indexed: set[str] = set()
+    out = []
+    for j, word_set in enumerate(sets):
+        size = len(word_set)
+        if not size:
+            continue
+        prefix = sorted(word_set, key=rank.__getitem__)[: size - math.ceil(SIMILARITY * size) + 1]
+        best, stop, seen = None, len(sets), set()
+        for word in prefix:
+            for i in index[word]:
+                if i >= stop:
+                    break
+                budget -= 1
+                if i in seen:
+                    continue
+                seen.add(i)
+                larger = max(len(sets[i]), size)
+                shared = sets[i] & word_set
+                if min(len(sets[i]), size) < SIMILARITY * larger or folded[i] == folded[j]:
+                    continue
+                if len(shared) < SIMILARITY * larger:
+                    continue
+                if not accept(i, j):
+                    budget -= REJECTED_COST
+                    continue
+                best, stop = (i, len(shared) / larger, shared), i
+                break
+        if best is not None:
+            out.append((best[0], j, best[1], sorted(best[2])))
+        if budget <= 0:
+            return out
+        if folded[j] is not None and folded[j] not in indexed:
+            indexed.add(folded[j])
+            for word in prefix:
+                index[word].append(j)
+    return out
+
+
+def test_similar_pairs_spends_its_budget_as_first_written() -> None:
+    rng = random.Random(303)
+    vocabulary = [f"w{number}" for number in range(14)]
+    for _ in range(300):
+        texts: list[str | None] = [
+            " ".join(rng.sample(vocabulary, rng.randrange(1, 9))) if rng.random() > 0.1 else None
+            for _ in range(rng.randrange(2, 30))
+        ]
+        refused = {(rng.randrange(30), rng.randrange(30)) for _ in range(rng.randrange(40))}
+
+        def accept(i: int, j: int, refused: set[tuple[int, int]] = refused) -> bool:
+            return (i, j) not in refused
+
+        for budget in (1, 5, 20, 60, 200, COMPARISON_BUDGET):
+            assert list(similar_pairs(texts, budget, accept=accept)) == _similar_pairs(texts, budget, accept)
