@@ -272,13 +272,8 @@ class _Apart:
             self._seen[index] = found
         return found
 
-    def _described(self, index: int, own: frozenset[str], text_words_of: frozenset[str]) -> bool:
-        """Whether the description of tool ``index`` holds one of ``own`` (its name's distinguishing words):
-        among its words, or among its adjacent words joined."""
-        if not own:
-            return False
-        if not own.isdisjoint(text_words_of):
-            return True
+    def _in_pairs(self, index: int, own: frozenset[str]) -> bool:
+        """Whether one of ``own`` is among the adjacent words of tool ``index``'s description joined."""
         pairs = self._pairs.get(index)
         if pairs is None:
             pairs = self._pairs[index] = _joined_pairs(text_words(self.tools[index].description_text or ""))
@@ -292,7 +287,12 @@ class _Apart:
         name_j, words_j, lower_j, text_j = seen[j] or self._facts(j)
         if (len(lower_j) >= 3 and lower_j in text_i) or (len(lower_i) >= 3 and lower_i in text_j):
             return True
-        return self._described(i, name_i - name_j, words_i) and self._described(j, name_j - name_i, words_j)
+        # (a), each side's words first, its joined word pairs only when its words do not decide.
+        own = name_i - name_j
+        if not own or (own.isdisjoint(words_i) and not self._in_pairs(i, own)):
+            return False
+        own = name_j - name_i
+        return bool(own) and (not own.isdisjoint(words_j) or self._in_pairs(j, own))
 
 
 @register(
