@@ -33,9 +33,9 @@ SYSTEM_PROMPT_TOKENS = 346
 """The tool-use system prompt added when tools are present and tool_choice is auto or none (313 for any/tool)."""
 
 OPEN = "<functions>\n"
+CLOSE = "</functions>"
 # ``json.dumps(value, sort_keys=True, ensure_ascii=False)``, built once (a line per tool of every new list).
 _SORTED_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
-CLOSE = "</functions>"
 
 
 @dataclass(frozen=True)
