@@ -34,6 +34,8 @@ SYSTEM_PROMPT_TOKENS = 346
 
 OPEN = "<functions>\n"
 CLOSE = "</functions>"
+# ``json.dumps(value, sort_keys=True, ensure_ascii=False)``, built once (a line per tool of every new list).
+_SORTED_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,7 @@ class Anthropic(Provider):
         model_side: dict[str, Any] = {"name": declaration["name"], "parameters": declaration["input_schema"]}
         if "description" in declaration:
             model_side["description"] = declaration["description"]
-        return f"<function>{json.dumps(model_side, sort_keys=True, ensure_ascii=False)}</function>\n"
+        return f"<function>{_SORTED_JSON.encode(model_side)}</function>\n"
 
     def text_tokens(self, text: str) -> int:
         """What a piece of tool text costs with this generation (``ctok``, or o200k_base times the factor)."""

@@ -111,6 +111,14 @@ def _clip_container(value: Any, depth: int, limit: int, budget: _Budget) -> Any:
     return str(value)
 
 
+_PLAIN = json.JSONEncoder(ensure_ascii=False)
+
+
+def plain_json(value: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False)`` (ordinary separators, UTF-8 kept), its encoder built once."""
+    return _PLAIN.encode(value)
+
+
 def as_text(value: Any) -> str:
     """``value`` as text: a string as is, anything else as compact JSON (a name may arrive as a list)."""
     if isinstance(value, str):

@@ -38,7 +38,7 @@ from typing import Any
 
 from scanner import tokenizer
 from scanner.models import TokenCount
-from scanner.providers.base import EMPTY_OBJECT_SCHEMA, Measurement, Provider, ToolParts, scaled
+from scanner.providers.base import EMPTY_OBJECT_SCHEMA, Measurement, Provider, ToolParts, plain_json, scaled
 
 FACTOR = 1.04
 """Gemini tokens per o200k_base token on declaration JSON."""
@@ -159,7 +159,7 @@ def _seam(tail: str, joint: str) -> int:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return plain_json(value)
 
 
 def convert_schema(schema: Any) -> dict[str, Any]:

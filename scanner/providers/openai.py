@@ -27,7 +27,7 @@ from typing import Any
 
 from scanner import tokenizer
 from scanner.models import TokenCount
-from scanner.providers.base import EMPTY_OBJECT_SCHEMA, Measurement, Provider, ToolParts, read_tool
+from scanner.providers.base import EMPTY_OBJECT_SCHEMA, Measurement, Provider, ToolParts, plain_json, read_tool
 
 HEADER = "# Tools\n\n## functions\n\nnamespace functions {\n\n"
 FOOTER = "} // namespace functions"
@@ -165,12 +165,17 @@ def _object(schema: dict[str, Any], depth: int) -> str:
 
 
 _SCALARS = {"string": "string", "number": "number", "integer": "number", "boolean": "boolean", "null": "null"}
+# Keywords that make a scalar-typed schema render as more than its type's name.
+_PLAIN_SCALAR = frozenset(("enum", "const", "anyOf", "oneOf", "allOf", "nullable"))
 
 
 def _type(schema: Any, depth: int) -> str:
     """The TypeScript-like type of a schema; ``depth`` is where an inline object's properties would sit."""
     if not isinstance(schema, dict) or "$ref" in schema:
         return "any"  # references are never resolved
+    declared = schema.get("type")
+    if type(declared) is str and declared in _SCALARS and _PLAIN_SCALAR.isdisjoint(schema):
+        return _SCALARS[declared]  # most parameters: what the general path below gives them, sooner
     enum = schema.get("enum")
     if isinstance(enum, list):
         literals = [_literal(value) for value in enum if _is_scalar(value)]
@@ -185,7 +190,6 @@ def _type(schema: Any, depth: int) -> str:
     branches = schema.get("allOf")
     if isinstance(branches, list) and branches:
         return _nullable(schema, " & ".join(dict.fromkeys(_type(branch, depth) for branch in branches)))
-    declared = schema.get("type")
     names = [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else []
     names = [name for name in names if isinstance(name, str)]
     if not names:
@@ -231,7 +235,7 @@ def _is_scalar(value: Any) -> bool:
 
 
 def _literal(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return plain_json(value)
 
 
 def _default(schema: dict[str, Any]) -> str:

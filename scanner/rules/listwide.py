@@ -25,10 +25,10 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 
-from scanner.models import Severity
+from scanner.models import Severity, canonical_json
 from scanner.rules.registry import Hit, RuleContext, register
 from scanner.rules.tools import ToolInfo, escape_token, fresh_words, label, text_cache, words
-from scanner.rules.vocabulary import fold, name_words, quote, text_words
+from scanner.rules.vocabulary import fold_all, name_words, quote, text_words
 
 SIMILARITY = 0.6
 TOOLS_PROBLEM = 128
@@ -52,6 +52,8 @@ def sentences(text: str) -> list[tuple[str, tuple[str, ...]]]:
     """The sentences of a description with their words: text between ``.``, ``!``, ``?``, ``;`` or a line break."""
     out = []
     for piece in _SENTENCE_END.split(text):
+        if not piece:  # before the first mark or after the last: no words
+            continue
         found = tuple(fresh_words(piece))
         if found:
             out.append((" ".join(piece.split()), found))
@@ -185,8 +187,11 @@ def similar_pairs(
     frequency: Counter[str] = Counter()
     for present in sets:
         frequency.update(present)
-    # Each word's place in (frequency, word) order, so each description's words sort by it with no key per word.
-    rank = {word: place for place, word in enumerate(sorted(frequency, key=lambda word: (frequency[word], word)))}
+    # Each word's place in (frequency, word) order, so each description's words sort by it with no key per word
+    # (sorted by word, then stably by frequency: no Python key function).
+    ordered_words = sorted(frequency)
+    ordered_words.sort(key=frequency.__getitem__)
+    rank = {word: place for place, word in enumerate(ordered_words)}
     index: dict[str, list[int]] = defaultdict(list)
     indexed: set[str] = set()
     for j, word_set in enumerate(sets):
@@ -232,25 +237,27 @@ def similar_pairs(
                 index[word].append(j)
 
 
-def _joined(text: str) -> frozenset[str]:
-    """A description's folded words, plus each two adjacent words joined (``functionapp`` for "Function App")."""
-    found = text_words(text)
-    return frozenset(found) | {fold(found[k] + found[k + 1]) for k in range(len(found) - 1)}
+def _joined_pairs(found: Sequence[str]) -> frozenset[str]:
+    """Each two adjacent words of a description joined and folded (``functionapp`` for "Function App")."""
+    return frozenset(fold_all([found[k] + found[k + 1] for k in range(len(found) - 1)]))
 
 
+# A tool's name words, description words (folded), lower-case name and description.
 _Facts = tuple[frozenset[str], frozenset[str], str, str]
 
 
 class _Apart:
-    """What MCP303's exceptions read of each tool, computed once: name words, description words, texts."""
+    """What MCP303's exceptions read of each tool, computed once: name words, description words, texts; the
+    description's joined word pairs only when its plain words do not already decide."""
 
     def __init__(self, tools: Sequence[ToolInfo]) -> None:
         self.tools = tools
         self._seen: list[_Facts | None] = [None] * len(tools)
+        self._pairs: dict[int, frozenset[str]] = {}
 
     def _facts(self, index: int) -> _Facts:
-        """A tool's name words, description words (joined pairs too), lower-case name and description, computed
-        when first asked for."""
+        """A tool's name words, description words, lower-case name and description, computed when first asked
+        for."""
         found = self._seen[index]
         if found is None:
             tool = self.tools[index]
@@ -258,22 +265,34 @@ class _Apart:
             name = tool.name.lower() if isinstance(tool.name, str) else ""
             found = (
                 frozenset(tool.cache.get("name_words") or name_words(tool.name)),
-                _joined(text),
+                frozenset(text_words(text)),
                 name,
                 text.lower(),
             )
             self._seen[index] = found
         return found
 
+    def _in_pairs(self, index: int, own: frozenset[str]) -> bool:
+        """Whether one of ``own`` is among the adjacent words of tool ``index``'s description joined."""
+        pairs = self._pairs.get(index)
+        if pairs is None:
+            pairs = self._pairs[index] = _joined_pairs(text_words(self.tools[index].description_text or ""))
+        return not own.isdisjoint(pairs)
+
     def told_apart(self, i: int, j: int) -> bool:
         """(a) each name has a word the other lacks and each description holds one of its own name's distinguishing
         words; or (b) either description names the other tool."""
         seen = self._seen
-        name_i, joined_i, lower_i, text_i = seen[i] or self._facts(i)
-        name_j, joined_j, lower_j, text_j = seen[j] or self._facts(j)
+        name_i, words_i, lower_i, text_i = seen[i] or self._facts(i)
+        name_j, words_j, lower_j, text_j = seen[j] or self._facts(j)
         if (len(lower_j) >= 3 and lower_j in text_i) or (len(lower_i) >= 3 and lower_i in text_j):
             return True
-        return not (name_i - name_j).isdisjoint(joined_i) and not (name_j - name_i).isdisjoint(joined_j)
+        # (a), each side's words first, its joined word pairs only when its words do not decide.
+        own = name_i - name_j
+        if not own or (own.isdisjoint(words_i) and not self._in_pairs(i, own)):
+            return False
+        own = name_j - name_i
+        return bool(own) and (not own.isdisjoint(words_j) or self._in_pairs(j, own))
 
 
 @register(
@@ -418,7 +437,7 @@ def doctrine_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[H
 
 def _canonical(value: object) -> str | None:
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return canonical_json(value)
     except (RecursionError, TypeError, ValueError):
         return None
 

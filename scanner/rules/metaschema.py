@@ -248,6 +248,7 @@ PLAIN_KEYWORDS: dict[str, str] = {
     "propertyNames": "schema",
     "$defs": "schemas by name",  # draft-07 does not know it: checking its schemas anyway only asks more
     "definitions": "schemas by name",
+    "prefixItems": "schemas",  # draft-07 does not know it either (tuples as pydantic writes them): as $defs
     "anyOf": "schemas",
     "oneOf": "schemas",
     "allOf": "schemas",

@@ -124,10 +124,18 @@ _GATES: dict[str, tuple[str, ...]] = {
 _SECRET_GATES = ("ssh", "id_", ".env", "credential", "private", "api", "access", "secret")
 
 
+def _holds_any(lowered: str, gates: tuple[str, ...]) -> bool:
+    """Whether the text holds one of the gate words (a loop: cheaper than a generator for a handful)."""
+    for gate in gates:  # noqa: SIM110 - twice as fast as any() over a generator
+        if gate in lowered:
+            return True
+    return False
+
+
 def _secret_requests(text: str) -> Iterator[str]:
     """Phrases asking to read or pass on a secret, sentence by sentence; a refusing sentence never counts."""
     lowered = text.lower()
-    if not any(gate in lowered for gate in _SECRET_GATES):
+    if not _holds_any(lowered, _SECRET_GATES):
         return
     for sentence in _SENTENCE_BREAK.split(text[:100_000]):
         match = _SECRET_REQUEST.search(sentence)
@@ -141,7 +149,7 @@ def model_directed_phrases(text: str) -> list[tuple[str, str]]:
     lowered = text.lower()
     found: list[tuple[str, str]] = []
     for kind, pattern in _PATTERNS:
-        if not any(gate in lowered for gate in _GATES[kind]):
+        if not _holds_any(lowered, _GATES[kind]):
             continue
         match = pattern.search(text)
         if match:
@@ -194,14 +202,17 @@ def model_directed_instructions(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hi
         )
 
 
+# The lookahead holds the first character of every alternative: the engine then tries the alternatives only where
+# one could start (a third of the time on real descriptions); it matches exactly what they match.
 _PROMOTION = re.compile(
+    r"(?=[tbmn#iswu])(?:"
     r"\bthe\s+best\s+(?:tool|way|choice|option|solution)\b"
     r"|\bbest[- ]in[- ]class\b"
     r"|\b(?:the\s+)?most\s+(?:accurate|powerful|reliable|advanced|comprehensive|trusted)\s+"
     r"(?:tool|solution|option|service|way)\b"
     r"|(?<![\w#])#1\b|\bnumber\s+one\b|\bindustry[- ]leading\b|\bstate[- ]of[- ]the[- ]art\b"
     r"|\bworld['’]?s\s+(?:best|leading|most)\b|\bunmatched\b|\bunparalleled\b|\bsuperior\s+to\b"
-    r"|\binstead\s+of\s+(?:any|all)\s+other\s+tools\b|\bthe\s+only\s+tool\s+you\s+(?:need|should\s+use)\b",
+    r"|\binstead\s+of\s+(?:any|all)\s+other\s+tools\b|\bthe\s+only\s+tool\s+you\s+(?:need|should\s+use)\b)",
     re.IGNORECASE,
 )
 _ALWAYS = re.compile(
@@ -225,14 +236,24 @@ _PROMOTION_GATES = (
     ("other", "tool"),
     ("only", "tool"),
 )
+_PROMOTION_FIRST = tuple((gate[0], gate[1:]) for gate in _PROMOTION_GATES)
 _CONDITION = re.compile(r"\b(?:when|if|for|to)\b", re.IGNORECASE)
+
+
+def _promotion_gated(lowered: str) -> bool:
+    """Whether the lower-case text holds every word of one of :data:`_PROMOTION_GATES` (a loop, not generators:
+    most descriptions hold none of the first words)."""
+    for first, rest in _PROMOTION_FIRST:  # noqa: SIM110 - twice as fast as any() over a generator
+        if first in lowered and all(word in lowered for word in rest):
+            return True
+    return False
 
 
 def promotional_phrases(text: str) -> list[str]:
     """The phrases of a description that rank the tool above others or push the model to pick it unconditionally."""
     lowered = text[:100_000].lower()
     found: list[str] = []
-    if any(all(word in lowered for word in gate) for gate in _PROMOTION_GATES):
+    if _promotion_gated(lowered):
         found = [" ".join(match.group(0).split()) for match in _PROMOTION.finditer(text[:100_000])]
     if "always" not in lowered:
         return found

@@ -20,7 +20,7 @@ from typing import Any
 
 from jsonschema.exceptions import ValidationError, relevance
 
-from scanner.models import SCHEMA_DEPTH_LIMIT, Severity
+from scanner.models import SCHEMA_DEPTH_LIMIT, Severity, canonical_json
 from scanner.rules.metaschema import dialect_of, meta_validator, plainly_valid
 from scanner.rules.registry import Hit, RuleContext, register
 from scanner.rules.tools import (
@@ -572,7 +572,7 @@ def compact_json(value: Any) -> str:
     stored toolset re-scored later counts exactly what the scan counted.
     """
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return canonical_json(value)
     except RecursionError:
         return _compact_iterative(value)
 
@@ -614,9 +614,11 @@ def schema_text(tool: ToolInfo) -> str:
     text = tool.cache.get("schema_json")
     if text is None:
         text = compact_json(tool.schema)
-        encoded = text.encode("utf-8", "surrogatepass")
-        if len(encoded) != len(text.encode("utf-8", "ignore")):
-            text = encoded.decode("utf-8", "replace")
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate, which only the strict encoder refuses
+                text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
         tool.cache["schema_json"] = text
     return text
 
@@ -765,7 +767,7 @@ def _schema_errors(schema: dict[str, Any], dialect: str) -> tuple[tuple[str, str
     if plainly_valid(schema, dialect):
         return ()
     try:
-        key = (dialect, json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+        key = (dialect, canonical_json(schema))
     except (TypeError, ValueError, RecursionError):
         key = None
     if key is not None:

@@ -33,8 +33,8 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cached_property, lru_cache, wraps
-from typing import TYPE_CHECKING, Any, TypeVar
+from functools import lru_cache, wraps
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from urllib.parse import unquote
 
 from scanner.models import SCHEMA_DEPTH_LIMIT
@@ -52,6 +52,7 @@ _WORD = re.compile(r"[^\W_]+")
 CACHED_TEXT = 1024
 CACHED_TEXTS = 512
 T = TypeVar("T")
+V = TypeVar("V")
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 # Keywords whose value is one subschema, walked at the parent's level and not counted as parameters.
 _SINGLE = (
@@ -67,6 +68,37 @@ _SINGLE = (
 _CONDITIONS = ("not", "if", "then", "else")
 # Keywords whose value maps names to subschemas (walked at the parent's level; the last two are conditions).
 _KEYED = ("patternProperties", "dependentSchemas", "dependencies")
+# Every keyword the walk descends into: a node with none of them has no children (most nodes: the leaves).
+_WALKED = frozenset(("properties", "items", "prefixItems", "$ref", *_COMBINATORS, *_CONDITIONS, *_SINGLE, *_KEYED))
+
+
+class computed_once(Generic[V]):
+    """``functools.cached_property`` without its lock: computed on the first read, then a plain attribute.
+
+    Python 3.11's takes a lock on every first read, a third of what reading a small tool's walk and texts costs;
+    the objects using this (a :class:`ToolInfo`, a :class:`Walk`) live inside one call of the engine, in one
+    thread.
+    """
+
+    def __init__(self, compute: Callable[[Any], V]) -> None:
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> computed_once[V]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> V: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> V | computed_once[V]:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.compute(instance)
+        return value
 
 
 def escape_token(token: str) -> str:
@@ -111,6 +143,8 @@ def split_name(name: str) -> list[str]:
     ``getUserProfile`` gives get, user, profile; ``HTTPServer`` gives http, server; ``s3Bucket`` gives s3, bucket
     (a digit run stays with the letters before it).
     """
+    if name.islower():  # no upper-case letter (snake_case, kebab-case): no camelCase boundary to mark
+        return words(name)
     spaced: list[str] = []
     for position, char in enumerate(name):
         if position and char.isupper():
@@ -151,8 +185,9 @@ def json_too_costly(value: Any, depth_limit: int, containers_limit: int) -> bool
     """Whether a JSON value nests deeper than ``depth_limit``, or holds an array of more than ``containers_limit``
     objects or arrays (jsonschema's ``uniqueItems`` compares those pairwise: quadratic time). Iterative."""
     stack: list[tuple[Any, int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
     while stack:
-        current, depth = stack.pop()
+        current, depth = pop()
         if isinstance(current, dict):
             children: Any = current.values()
         elif isinstance(current, list):
@@ -161,10 +196,14 @@ def json_too_costly(value: Any, depth_limit: int, containers_limit: int) -> bool
             continue
         if depth > depth_limit:
             return True
-        nested = [child for child in children if isinstance(child, (dict, list))]
-        if isinstance(current, list) and len(nested) > containers_limit:
+        depth += 1
+        nested = 0
+        for child in children:
+            if isinstance(child, (dict, list)):
+                push((child, depth))
+                nested += 1
+        if nested > containers_limit and isinstance(current, list):
             return True
-        stack.extend((child, depth + 1) for child in nested)
     return False
 
 
@@ -226,7 +265,7 @@ class Walk:
     truncated: bool
     crowded: bool = False
 
-    @cached_property
+    @computed_once
     def ref_targets(self) -> frozenset[tuple[str, ...]]:
         """The pointer tokens (inside the tool) of every schema a followed ``$ref`` reached."""
         return frozenset(node.tokens for node in self.nodes if node.kind == "ref")
@@ -288,7 +327,7 @@ def walk_schema(
             crowded = True
             break
         value = node.schema
-        if not isinstance(value, dict):
+        if not isinstance(value, dict) or _WALKED.isdisjoint(value):
             continue
         children = _children(node, value, root if follow_refs else None, root_base, resolved)
         if children and node.depth >= SCHEMA_DEPTH_LIMIT:
@@ -346,7 +385,7 @@ def _children(
     path = node.path
     out: list[Node] = []
     for key, child in value.items():
-        if not isinstance(key, str):
+        if key not in _WALKED:  # the keys of a schema's own (a type, a description), or not a string at all
             continue
         if key == "properties":
             if isinstance(child, dict):
@@ -471,14 +510,14 @@ class ToolInfo:
         text = self.display
         return text[0].upper() + text[1:]
 
-    @property
+    @computed_once  # every description rule asks, several times per tool
     def description_text(self) -> str | None:
         """The description when it is a non-blank string, else None."""
         if isinstance(self.description, str) and self.description.strip():
             return self.description
         return None
 
-    @cached_property
+    @computed_once
     def walk(self) -> Walk:
         if not isinstance(self.schema, dict):
             return Walk(nodes=(), truncated=False)
@@ -488,7 +527,7 @@ class ToolInfo:
     def params(self) -> Iterator[Node]:
         return (node for node in self.walk.nodes if node.is_param)
 
-    @cached_property
+    @computed_once
     def definitions(self) -> tuple[tuple[tuple[str, ...], str, Any], ...]:
         """The root's definitions: (pointer tokens, name, schema) for each entry of ``$defs`` and ``definitions``."""
         schema = self.schema
@@ -501,9 +540,11 @@ class ToolInfo:
                 found.extend((("inputSchema", key, str(name)), str(name), sub) for name, sub in entries.items())
         return tuple(found)
 
-    @cached_property
+    @computed_once
     def unreached_definitions(self) -> tuple[tuple[tuple[str, ...], str, Any], ...]:
         """Root definitions no parameter reaches through a ``$ref`` (nor any part of them)."""
+        if not self.definitions:  # most schemas define none: no need to collect the references
+            return ()
         reached: set[tuple[str, ...]] = set()
         whole = False
         for target in self.walk.ref_targets:
@@ -547,44 +588,53 @@ class ToolInfo:
             found = self.cache[key] = tuple(self._texts(schema_titles, values))
         return iter(found)
 
-    def _texts(self, schema_titles: bool, values: bool) -> Iterator[tuple[tuple[str, ...], str]]:
+    def _texts(self, schema_titles: bool, values: bool) -> list[tuple[tuple[str, ...], str]]:
+        out: list[tuple[tuple[str, ...], str]] = []
+        append = out.append
         for key, value in (("name", self.name), ("title", self.title), ("description", self.description)):
             if isinstance(value, str):
-                yield (key,), value
+                append(((key,), value))
         if isinstance(self.annotation_title, str):
-            yield ("annotations", "title"), self.annotation_title
+            append((("annotations", "title"), self.annotation_title))
         keys = ("description", "title") if schema_titles else ("description",)
         for node in self._all_nodes():
             schema = node.schema
-            if isinstance(schema, dict):
-                for key in keys:
-                    value = schema.get(key)
-                    if isinstance(value, str):
-                        yield (*node.tokens, key), value
-                if values:
-                    yield from _value_texts(node, schema)
+            if not isinstance(schema, dict):
+                continue
+            tokens = node.tokens
+            for key in keys:
+                value = schema.get(key)
+                if isinstance(value, str):
+                    append(((*tokens, key), value))
+            if values:
+                _value_texts(tokens, schema, out)
+        return out
 
 
 _VALUE_KEYS = ("default", "enum", "const", "examples")
+_VALUE_KEY_SET = frozenset(_VALUE_KEYS)
 
 
-def _value_texts(node: Node, schema: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], str]]:
-    """A schema node's property names and the strings in its default/enum/const/examples (at any depth)."""
+def _value_texts(at: tuple[str, ...], schema: dict[str, Any], out: list[tuple[tuple[str, ...], str]]) -> None:
+    """A schema node's property names and the strings in its default/enum/const/examples (at any depth), added to
+    ``out`` (``at``: the node's pointer tokens)."""
     properties = schema.get("properties")
     if isinstance(properties, dict):
         for name in properties:
             if isinstance(name, str):
-                yield (*node.tokens, "properties", name), name
+                out.append(((*at, "properties", name), name))
+    if _VALUE_KEY_SET.isdisjoint(schema):  # most schema nodes: none of the four
+        return
     for key in _VALUE_KEYS:
         if key not in schema:
             continue
-        stack: list[tuple[tuple[str, ...], Any]] = [((*node.tokens, key), schema[key])]
+        stack: list[tuple[tuple[str, ...], Any]] = [((*at, key), schema[key])]
         budget = 10_000
         while stack and budget > 0:
             budget -= 1
             tokens, value = stack.pop()
             if isinstance(value, str):
-                yield tokens, value
+                out.append((tokens, value))
             elif isinstance(value, list):
                 stack.extend(((*tokens, str(position)), item) for position, item in reversed(list(enumerate(value))))
             elif isinstance(value, dict):

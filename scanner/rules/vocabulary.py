@@ -80,6 +80,12 @@ def _folded(word: str) -> str:
     return _fold(word)
 
 
+def fold_all(found: Iterable[str]) -> list[str]:
+    """:func:`fold` of each word, in order (one call for a description's few hundred words)."""
+    folded = _folded
+    return [folded(word) if len(word) <= FOLDED_WORD else _fold(word) for word in found]
+
+
 def _fold(word: str) -> str:
     if word.endswith("ies") and len(word) > 3:
         return word[:-3] + "y"
@@ -93,12 +99,12 @@ def text_words(text: str) -> list[str]:
     """The folded words of a description, possessive ``'s`` dropped first."""
     if "'" in text or "’" in text:  # the only characters a possessive starts with
         text = _POSSESSIVE.sub("", text)
-    return [fold(word) for word in words(text)]
+    return fold_all(words(text))
 
 
 def name_words(name: object) -> list[str]:
     """The folded words of a tool name (split on ``_``, ``-``, ``.``, ``/`` and camelCase); none for a non-string."""
-    return [fold(word) for word in split_name(name)] if isinstance(name, str) else []
+    return fold_all(split_name(name)) if isinstance(name, str) else []
 
 
 def has_usage_clause(text: str) -> bool:

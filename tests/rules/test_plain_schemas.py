@@ -61,6 +61,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "minItems": {"allOf": [_COUNT], "default": 0},
         "maxItems": _COUNT,
         "items": {"$ref": "#"},
+        "prefixItems": _SCHEMAS_2020,
         "anyOf": _SCHEMAS_2020,
         "oneOf": _SCHEMAS_2020,
         "allOf": _SCHEMAS_2020,
@@ -91,6 +92,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "oneOf": {"$ref": "#/definitions/schemaArray"},
         "allOf": {"$ref": "#/definitions/schemaArray"},
         "$defs": None,  # not a draft-07 keyword: anything passes, and the shortcut checks more
+        "prefixItems": None,  # the same
         "definitions": {"type": "object", "additionalProperties": {"$ref": "#"}, "default": {}},
     },
 }
@@ -154,7 +156,7 @@ def _random_schema(rng: random.Random, depth: int = 0) -> Any:
             schema[key] = {f"p{n}": _random_schema(rng, depth + 1) for n in range(rng.randrange(3))}
         elif key in ("items", "additionalProperties", "not", "propertyNames") and rng.random() < 0.8:
             schema[key] = _random_schema(rng, depth + 1)
-        elif key in ("anyOf", "oneOf", "allOf") and rng.random() < 0.8:
+        elif key in ("anyOf", "oneOf", "allOf", "prefixItems") and rng.random() < 0.8:
             schema[key] = [_random_schema(rng, depth + 1) for _ in range(rng.randrange(3))]
         else:
             schema[key] = rng.choice(_VALUES)

@@ -1,0 +1,189 @@
+"""The shared helpers made cheaper for issue #24 answer exactly as their plain definitions do.
+
+Each is compared with a direct transcription of what its docstring (or rules.md) says, on random and hostile
+values: a faster helper that answered differently would change findings the golden corpus may not hold.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter, defaultdict
+from typing import Any
+
+import pytest
+
+from scanner.rules.listwide import COMPARISON_BUDGET, REJECTED_COST, SIMILARITY, _Apart, similar_pairs
+from scanner.rules.tools import ToolInfo, json_too_costly, split_name, walk_schema, words
+from scanner.rules.vocabulary import fold, fold_all, name_words, text_words
+from tests.check_corpus import random_json
+
+
+def _too_costly(value: Any, depth_limit: int, containers_limit: int, depth: int = 1) -> bool:
+    """json_too_costly as its docstring says it, recursively."""
+    if not isinstance(value, dict | list):
+        return False
+    if depth > depth_limit:
+        return True
+    children = list(value.values()) if isinstance(value, dict) else value
+    nested = [child for child in children if isinstance(child, dict | list)]
+    if isinstance(value, list) and len(nested) > containers_limit:
+        return True
+    return any(_too_costly(child, depth_limit, containers_limit, depth + 1) for child in nested)
+
+
+@pytest.mark.parametrize("limits", [(1, 0), (2, 1), (3, 2), (5, 3), (30, 256)])
+def test_json_too_costly_is_its_definition(limits: tuple[int, int]) -> None:
+    rng = random.Random(24)
+    values = [random_json(rng, 0) for _ in range(2_000)]
+    answers = [json_too_costly(value, *limits) for value in values]
+    assert answers == [_too_costly(value, *limits) for value in values]
+    assert True in answers or limits == (30, 256)  # the small limits do cut
+
+
+def test_json_too_costly_stops_on_shared_and_cyclic_values() -> None:
+    shared: list[Any] = []
+    for _ in range(200):
+        shared = [shared, shared]  # 2**200 paths: only a depth-first search that stops at the limit ends
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    assert json_too_costly(shared, 30, 256)
+    assert json_too_costly(cyclic, 30, 256)
+    assert json_too_costly([[]] * 257, 30, 256) and not json_too_costly([[]] * 256, 30, 256)
+
+
+def _children_of(schema: Any) -> bool:
+    """Whether the walk could descend from a schema: it holds one of the keywords the walk follows."""
+    walk = walk_schema({"type": "object", "properties": {"p": schema}})
+    return any(node.tokens[:3] == ("inputSchema", "properties", "p") and len(node.tokens) > 3 for node in walk.nodes)
+
+
+def test_the_walk_descends_through_every_keyword_it_knows() -> None:
+    for keyword, value in [
+        ("properties", {"a": {}}),
+        ("items", {}),
+        ("prefixItems", [{}]),
+        ("anyOf", [{}]),
+        ("not", {}),
+        ("if", {}),
+        ("additionalProperties", {}),
+        ("patternProperties", {"^a": {}}),
+        ("dependentSchemas", {"a": {}}),
+        ("dependencies", {"a": {}}),
+    ]:
+        assert _children_of({keyword: value}), keyword
+    assert not _children_of({"type": "string", "description": "Leaf.", 3: {"properties": {}}})
+
+
+def test_fold_all_is_fold_of_each_word() -> None:
+    found = ["entities", "deletes", "class", "bus", "s" * 70 + "ies", "x" * 80 + "s", "", "users'"]
+    assert fold_all(found) == [fold(word) for word in found]
+    assert name_words("getUserEntities") == ["get", "user", "entity"]
+
+
+def _told_apart(tools: list[ToolInfo], i: int, j: int) -> bool:
+    """MCP303's exceptions as rules.md states them (description words joined in pairs computed up front)."""
+
+    def joined(text: str) -> set[str]:
+        found = text_words(text)
+        return set(found) | {fold(found[k] + found[k + 1]) for k in range(len(found) - 1)}
+
+    first, other = tools[i], tools[j]
+    text_i, text_j = first.description_text or "", other.description_text or ""
+    lower_i = first.name.lower() if isinstance(first.name, str) else ""
+    lower_j = other.name.lower() if isinstance(other.name, str) else ""
+    if (len(lower_j) >= 3 and lower_j in text_i.lower()) or (len(lower_i) >= 3 and lower_i in text_j.lower()):
+        return True
+    name_i, name_j = set(name_words(first.name)), set(name_words(other.name))
+    return bool((name_i - name_j) & joined(text_i)) and bool((name_j - name_i) & joined(text_j))
+
+
+def test_told_apart_is_its_definition() -> None:
+    raw = [
+        {"name": "create_functionapp", "description": "Create a Function App in a resource group."},
+        {"name": "delete_functionapp", "description": "Delete a Function App from a resource group."},
+        {"name": "list_directory", "description": "List a directory's entries."},
+        {"name": "list_directory_with_sizes", "description": "List a directory's entries with their sizes."},
+        {"name": "search_docs", "description": "Search the docs; use search_api for reference pages."},
+        {"name": "search_api", "description": "Search the API reference."},
+        {"name": "add_observations", "description": "Add observations to entities."},
+        {"name": "delete_observations", "description": "Delete observations from entities."},
+        {"name": ["not", "text"], "description": None},
+        {"name": "", "description": "   "},
+    ]
+    tools = [ToolInfo(tool, index) for index, tool in enumerate(raw)]
+    apart = _Apart(tools)
+    answers = {(i, j): apart.told_apart(i, j) for i in range(len(raw)) for j in range(len(raw)) if i != j}
+    assert answers == {pair: _told_apart(tools, *pair) for pair in answers}
+    assert answers[(0, 1)] and not answers[(2, 3)] and answers[(4, 5)] and answers[(6, 7)]
+
+
+def test_split_name_marks_camel_case_boundaries_only_where_a_letter_is_upper_case() -> None:
+    assert split_name("get_user_profile") == ["get", "user", "profile"]
+    assert split_name("getUserProfile") == ["get", "user", "profile"]
+    assert split_name("HTTPServer") == ["http", "server"]
+    assert split_name("s3Bucket") == ["s3", "bucket"]
+    assert split_name("aℍb") == ["a", "ℍb"]  # ℍ is upper case with no lower-case form: still a boundary
+    assert split_name("ǅemal") == ["ǆemal"]  # a title-case letter is no boundary
+
+
+def _similar_pairs(texts: list[str | None], budget: int, accept: Any) -> list[tuple[int, int, float, list[str]]]:
+    """MCP303's candidate search as first written: one step of the budget per index entry looked at."""
+    sets = [frozenset(words(text)) if text else frozenset() for text in texts]
+    folded = [" ".join(text.split()) if text else None for text in texts]
+    frequency = Counter(word for found in sets for word in found)
+    rank = {word: place for place, word in enumerate(sorted(frequency, key=lambda word: (frequency[word], word)))}
+    index: dict[str, list[int]] = defaultdict(list)
+    indexed: set[str] = set()
+    out = []
+    for j, word_set in enumerate(sets):
+        size = len(word_set)
+        if not size:
+            continue
+        prefix = sorted(word_set, key=rank.__getitem__)[: size - math.ceil(SIMILARITY * size) + 1]
+        best, stop, seen = None, len(sets), set()
+        for word in prefix:
+            for i in index[word]:
+                if i >= stop:
+                    break
+                budget -= 1
+                if i in seen:
+                    continue
+                seen.add(i)
+                larger = max(len(sets[i]), size)
+                shared = sets[i] & word_set
+                if min(len(sets[i]), size) < SIMILARITY * larger or folded[i] == folded[j]:
+                    continue
+                if len(shared) < SIMILARITY * larger:
+                    continue
+                if not accept(i, j):
+                    budget -= REJECTED_COST
+                    continue
+                best, stop = (i, len(shared) / larger, shared), i
+                break
+        if best is not None:
+            out.append((best[0], j, best[1], sorted(best[2])))
+        if budget <= 0:
+            return out
+        if folded[j] is not None and folded[j] not in indexed:
+            indexed.add(folded[j])
+            for word in prefix:
+                index[word].append(j)
+    return out
+
+
+def test_similar_pairs_spends_its_budget_as_first_written() -> None:
+    rng = random.Random(303)
+    vocabulary = [f"w{number}" for number in range(14)]
+    for _ in range(300):
+        texts: list[str | None] = [
+            " ".join(rng.sample(vocabulary, rng.randrange(1, 9))) if rng.random() > 0.1 else None
+            for _ in range(rng.randrange(2, 30))
+        ]
+        refused = {(rng.randrange(30), rng.randrange(30)) for _ in range(rng.randrange(40))}
+
+        def accept(i: int, j: int, refused: set[tuple[int, int]] = refused) -> bool:
+            return (i, j) not in refused
+
+        for budget in (1, 5, 20, 60, 200, COMPARISON_BUDGET):
+            assert list(similar_pairs(texts, budget, accept=accept)) == _similar_pairs(texts, budget, accept)
