@@ -169,7 +169,9 @@ class ListFacts:
             found = tool.cache.get("name_words")
             if found is None:
                 found = tool.cache["name_words"] = name_words(tool.name)
-            per_tool.append(frozenset(found))
+            # Each word once, in the name's order (not a set's): which relatives are named when a tool has more
+            # than MAX_RELATIVES must not follow the process's string hashing.
+            per_tool.append(tuple(dict.fromkeys(found)))
         counts: Counter[str] = Counter()
         for found in per_tool:
             counts.update(found)

@@ -6,7 +6,9 @@ values: a faster helper that answered differently would change findings the gold
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import random
 from collections import Counter, defaultdict
 from typing import Any
@@ -15,7 +17,7 @@ import pytest
 
 from scanner.rules.listwide import COMPARISON_BUDGET, REJECTED_COST, SIMILARITY, _Apart, similar_pairs
 from scanner.rules.tools import ToolInfo, json_too_costly, split_name, walk_schema, words
-from scanner.rules.vocabulary import fold, fold_all, name_words, text_words
+from scanner.rules.vocabulary import MAX_RELATIVES, fold, fold_all, name_words, text_words
 from tests.check_corpus import random_json
 
 
@@ -187,3 +189,37 @@ def test_similar_pairs_spends_its_budget_as_first_written() -> None:
 
         for budget in (1, 5, 20, 60, 200, COMPARISON_BUDGET):
             assert list(similar_pairs(texts, budget, accept=accept)) == _similar_pairs(texts, budget, accept)
+
+
+RELATIVES_PROBE = """
+import json
+from scanner.rules.tools import ToolInfo
+from scanner.rules.vocabulary import ListFacts
+# "invoice" in seven tools and "draft" in seven others, beside tool 0 which has both: neither is a prefix
+# (shared by more than half), and tool 0 has twelve relatives, more than are kept.
+names = ["invoice_draft"] + [f"invoice_{verb}" for verb in ("void", "send", "refund", "archive", "export", "merge")]
+names += [f"draft_{verb}" for verb in ("pause", "share", "print", "rename", "lock", "copy")] + ["ping", "status"]
+infos = [ToolInfo({"name": name}, index) for index, name in enumerate(names)]
+print(json.dumps(ListFacts.of(infos).relatives))
+"""
+
+
+def test_the_relatives_a_tool_is_given_do_not_follow_string_hashing():
+    """A tool with more relatives than are kept (MCP105 names them) gets the same ones in every process: the
+    word index follows each name's word order, not a set's, so two hash seeds cannot name different tools."""
+    import subprocess
+    import sys
+
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", RELATIVES_PROBE],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(seen) == 1, seen
+    relatives = json.loads(seen.pop())
+    assert len(relatives["0"]) == MAX_RELATIVES
