@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import event, func, select
 from sqlalchemy.dialects import sqlite
 
 from scanner.errors import InputError, StoreError, TokenizerUnavailable
+from scanner.lanes import combine
 from scanner.models import CheckReport, Outcome, ScanOutcome, ServerEntry, Toolset, Transport
-from scanner.store import Store, open_store, write
-from scanner.store.common import SCANS
+from scanner.store import Store, open_store
+from scanner.store.common import SCANS, TOOLSETS
 from scanner.store.tables import KeyedJSON
 from tests.store.conftest import entry, failed, local_measure, ok, tool
 
@@ -411,26 +412,32 @@ def test_a_batch_measures_each_new_list_once_and_before_its_first_write(store: S
     assert [bool(store.history(name)[0].tokens) for name in "abcd"] == [True, False, True, False]
 
 
-def test_a_batch_commits_as_a_unit(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A write failing mid-batch leaves nothing of the batch (a killed crawl keeps whole batches); the same batch
-    written again (``--resume``) is stored whole."""
-    real = write._write_scan
-    calls: list[int] = []
+@pytest.mark.parametrize(
+    "failing",
+    ["INSERT INTO servers", "INSERT INTO toolsets", "INSERT INTO tool_tokens", "INSERT INTO scans", "UPDATE servers"],
+)
+def test_a_batch_commits_as_a_unit(store: Store, failing: str) -> None:
+    """A write failing mid-batch (the first statement starting with ``failing``: a batch's new servers are written
+    table by table, so each is preceded by other writes of the batch but the first) leaves nothing of the batch (a
+    killed crawl keeps whole batches); the same batch written again (``--resume``) is stored whole."""
+    calls: list[str] = []
 
-    def fail_second(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 2:
+    def fail(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        calls.append(statement)
+        if statement.startswith(failing):
             raise StoreError("disk I/O error")
-        return real(*args, **kwargs)
 
-    monkeypatch.setattr(write, "_write_scan", fail_second)
     run = store.start_run("list.txt", "1", {})
-    results = [(entry("a"), ok([ECHO])), (entry("b"), ok([ADD])), (entry("c"), failed())]
+    lanes = combine(ok([ECHO]), ok([ECHO]), {})  # its lanes list a's list: a is written on its own, then d
+    results = [(entry("a"), ok([ECHO])), (entry("b"), ok([ADD])), (entry("c"), failed()), (entry("d"), lanes)]
+    event.listen(store.engine, "before_cursor_execute", fail)
     with pytest.raises(StoreError):
         store.record_scans(run, results, local_measure)
-    assert len(calls) == 2
+    event.remove(store.engine, "before_cursor_execute", fail)
+    assert [statement for statement in calls if statement.startswith(failing)]
     assert store.scanned_server_names(run) == set() and store.servers() == []
-    monkeypatch.undo()
+    with store.engine.connect() as connection:
+        assert connection.execute(select(func.count()).select_from(TOOLSETS)).scalar() == 0
     records = store.record_scans(run, results, local_measure)
-    assert [record.new_toolset for record in records] == [True, True, False]
-    assert store.scanned_server_names(run) == {"a", "b", "c"}
+    assert [record.new_toolset for record in records] == [True, True, False, False]
+    assert store.scanned_server_names(run) == {"a", "b", "c", "d"}
