@@ -114,11 +114,21 @@ def _bound_strings(parameters: Any) -> str:
 def _clean_parameters(parameters: Any) -> Any:
     """``parameters`` (a mapping or a sequence, or a list of them for executemany) with unwritable text replaced;
     the same object when there is none, which is nearly always: that is found by a few C-speed tests over all of
-    their text at once (NUL; ASCII, else the surrogate search), not a test per value."""
+    their text at once (NUL; ASCII, else UTF-8 encoding, which refuses surrogates), not a test per value."""
     joined = _bound_strings(parameters)
-    if "\x00" not in joined and (joined.isascii() or wire.clean_str(joined) is joined):
+    if "\x00" not in joined and (joined.isascii() or _encodable(joined)):
         return parameters
     return _cleaned(parameters)
+
+
+def _encodable(text: str) -> bool:
+    """Whether ``text`` has no surrogate code point: UTF-8 refuses exactly those, and encodes several times faster
+    than a regex searches (an executemany's joined text runs to megabytes)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _cleaned(parameters: Any) -> Any:

@@ -230,7 +230,7 @@ def record_scans(
     shared = _shared_later(results, toolsets)
     pending = _Pending(run_id)
     stale = False  # a gathered unchanged result shares its server or list with a later one: read again once written
-    with engine.connect() as connection:
+    with engine.connect() as connection, common.collector_paused():
         states = _read_window(connection, run_id, results, toolsets, 0)
         measured = _measure_ahead(connection, run_id, results, toolsets, states, measure)
         for index, (entry, outcome) in enumerate(results):
