@@ -215,13 +215,14 @@ def record_scans(
     This is the crawl's hot path, so it speaks SQLAlchemy Core over one connection: what it must know of each
     server (the run, the server, its previous scans and the toolset: :func:`_state_query`) is read for many
     servers at once, and every list none of them has measured is measured before the first write
-    (:func:`_measure_ahead`). Then each server is written with a few prepared inserts and one update, in the
-    order of the results, so ids come out as one result at a time would give them; its state is read again only
-    when a write before it may have changed it (the same server or list earlier in the batch, or lanes). The
-    unchanged ones (nothing but a ``scans`` row and the server's newest-scan pointers) are gathered and written
-    together, one ``executemany`` each. The batch commits as a unit: a crawl killed at any point leaves a
-    consistent database holding every committed batch, and ``--resume`` rescans the rest. Findings it has just
-    written are handed to the history, never read back.
+    (:func:`_measure_ahead`). Then the results are written in their order, so ids come out as one result at a
+    time would give them: the unchanged ones (nothing but a ``scans`` row and the server's newest-scan pointers)
+    and new servers' first scans (:func:`_is_first_scan`, their rows prepared by :class:`_NewServer`) are
+    gathered and written together, one ``executemany`` a table (:class:`_Pending`); any other is written on its
+    own with a few prepared inserts and one update, after what was gathered before it. A state is read again only
+    when a write before it may have changed it (the same server or list earlier in the batch, or lanes). The batch
+    commits as a unit: a crawl killed at any point leaves a consistent database holding every committed batch,
+    and ``--resume`` rescans the rest. Findings it has just written are handed to the history, never read back.
     """
     if not results:
         return []
