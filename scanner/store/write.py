@@ -397,7 +397,7 @@ class _NewServer:
         self.instructions_id = extras.instructions_id
         self.scan = _scan_values(run_id, None, entry, outcome, self.toolset_id, self.instructions_id, measure_error)
         self.findings = [common.finding_values(f, self.toolset_id, rule_version, None) for f in extras.findings]
-        # Whether this scan is the server's newest successful one, compared with nothing (no previous scan).
+        # A listed and measured list: the scan is the newest successful one, and every finding of it appeared.
         self.comparable = toolset is not None and measure_error is None
         events = history.compare_outcomes(state.last_outcome, str(outcome.outcome))
         if self.comparable:
