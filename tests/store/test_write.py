@@ -15,7 +15,7 @@ from sqlalchemy.dialects import sqlite
 from scanner.errors import InputError, StoreError, TokenizerUnavailable
 from scanner.lanes import combine
 from scanner.models import CheckReport, Outcome, ScanOutcome, ServerEntry, Toolset, Transport
-from scanner.store import Store, open_store
+from scanner.store import Store, open_store, write
 from scanner.store.common import SCANS, TOOLSETS
 from scanner.store.tables import KeyedJSON
 from tests.store.conftest import entry, failed, local_measure, ok, tool
@@ -279,14 +279,14 @@ def test_the_writer_may_run_in_another_thread(store: Store) -> None:
     run = store.start_run("list.txt", "1", {})
     errors: list[BaseException] = []
 
-    def write() -> None:
+    def write_five() -> None:
         try:
             for i in range(5):
                 store.record_scan(run, entry(f"s{i}"), ok([tool(f"t{i}", "A tool that does a thing.")]), local_measure)
         except BaseException as exc:  # reported below
             errors.append(exc)
 
-    worker = threading.Thread(target=write)
+    worker = threading.Thread(target=write_five)
     worker.start()
     worker.join(30)
     assert errors == []
@@ -441,3 +441,21 @@ def test_a_batch_commits_as_a_unit(store: Store, failing: str) -> None:
     records = store.record_scans(run, results, local_measure)
     assert [record.new_toolset for record in records] == [True, True, False, False]
     assert store.scanned_server_names(run) == {"a", "b", "c", "d"}
+
+
+def test_batches_of_every_size_read_their_states_through_a_few_queries(store: Store) -> None:
+    """The state query is padded to a power of two: batches of 1 to 70 results (new, then unchanged) compile at
+    most eight shapes of it, and every result is read right (each server stored once, its second night unchanged)."""
+    write._STATE_QUERIES.cache_clear()
+    results = [(entry(f"s{index}"), ok([tool(f"t{index}")])) for index in range(70)]
+    for night in range(2):
+        run = store.start_run("list.txt", "1", {})
+        start = 0
+        for size in range(1, 12):
+            records = store.record_scans(run, results[start : start + size], local_measure)
+            assert [record.server for record in records] == [f"s{i}" for i in range(start, start + size)]
+            assert [record.new_toolset for record in records] == [night == 0] * size
+            start += size
+        store.finish_run(run)
+    assert store.database_stats()["servers"] == 66
+    assert write._STATE_QUERIES.cache_info().currsize <= 5  # sizes 1, 2, 4, 8, 16
