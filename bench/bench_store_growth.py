@@ -95,6 +95,15 @@ def file_size(path: Path) -> int:
     return int((pages - free) * page)
 
 
+def empty_database(url: str) -> None:
+    """Drop every table of the scratch PostgreSQL database ``url`` (its ``public`` schema, made again empty)."""
+    scratch = create_engine(url)
+    with scratch.begin() as connection:
+        connection.execute(text("DROP SCHEMA public CASCADE"))
+        connection.execute(text("CREATE SCHEMA public"))
+    scratch.dispose()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--servers", type=int, default=2000)
@@ -106,11 +115,7 @@ def main() -> None:
     folder = tempfile.TemporaryDirectory()
     path = args.db or Path(folder.name) / "bench.db"
     if args.url:
-        scratch = create_engine(args.url)
-        with scratch.begin() as connection:
-            connection.execute(text("DROP SCHEMA public CASCADE"))
-            connection.execute(text("CREATE SCHEMA public"))
-        scratch.dispose()
+        empty_database(args.url)
     store = open_store(args.url or f"sqlite:///{path}")
 
     def size() -> int:

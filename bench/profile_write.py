@@ -6,10 +6,11 @@ prints CPU milliseconds per server for each pass and for ``measure`` alone. ``--
 prints the top of a cProfile of that pass instead, sorted by cumulative or own time. ``--against DIR`` (a folder
 holding another version's ``scanner`` package, e.g. ``git archive main scanner | tar -x -C /tmp/old``) runs the
 figures in child processes, that code and this one alternately, ``--rounds`` times each, and prints each one's
-median with the ratio and the machine's load: an A/B on a busy machine.
+median with the ratio and the machine's load: an A/B on a busy machine. ``--url`` writes into a scratch PostgreSQL
+database instead (every table in it is dropped first).
 
     .venv/bin/python bench/profile_write.py [--servers 500] [--batch 64] [--premeasured] [--profile first]
-        [--sort tottime] [--top 40] [--against /tmp/old --rounds 5]
+        [--sort tottime] [--top 40] [--against /tmp/old --rounds 5] [--url postgresql+psycopg://...]
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from bench_store_growth import empty_database
 
 from scanner.check import measure
 from scanner.demo.server import synthetic_sites
@@ -119,9 +122,11 @@ def main() -> None:
     )
     parser.add_argument("--against", help="another version's folder holding its scanner package: an A/B")
     parser.add_argument("--rounds", type=int, default=5, help="runs of each side with --against")
+    parser.add_argument("--url", help="a scratch PostgreSQL database instead of a SQLite file (emptied first)")
     args = parser.parse_args()
     if args.against:
         argv = [f"--servers={args.servers}", f"--batch={args.batch}"] + ["--premeasured"] * args.premeasured
+        argv += [f"--url={args.url}"] if args.url else []
         compare(args.against, args.rounds, argv)
         return
     items = outcomes(args.servers)
@@ -141,7 +146,9 @@ def main() -> None:
             measure(toolset)
 
     with tempfile.TemporaryDirectory(prefix="fathom-profile-") as scratch:
-        store = open_store(f"sqlite:///{Path(scratch) / 'profile.db'}")
+        if args.url:
+            empty_database(args.url)
+        store = open_store(args.url or f"sqlite:///{Path(scratch) / 'profile.db'}")
         with store:
             print(f"{args.servers} servers, 8 tools each, in-process")
             for label, action in (

@@ -9,6 +9,7 @@ made it forgot: PostgreSQL refuses NUL in text, and no driver encodes a lone sur
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -215,15 +216,35 @@ def small_json(
     """
     if not value:
         return {}
-    cleaned = _clean(value, 0, _Caps(scrub=scrub, items=items, depth=depth, string=string))
+    cleaned = _clean(value, 0, _caps(scrub, items, depth, string))
     if not isinstance(cleaned, dict):
         return {}
+    if _surely_fits(cleaned, limit):
+        return cleaned
     keys = [key for key in cleaned if key != "truncated"]
     # The size of the canonical text without sorting its keys: the same characters in another order.
     while keys and len(json.dumps(cleaned, separators=(",", ":"), ensure_ascii=False).encode("utf-8")) > limit:
         cleaned.pop(keys.pop())
         cleaned["truncated"] = True
     return cleaned
+
+
+_caps = functools.lru_cache(maxsize=8)(_Caps)
+
+
+def _surely_fits(cleaned: dict[str, Any], limit: int) -> bool:
+    """Whether the compact UTF-8 JSON of ``cleaned`` (what :func:`_clean` returns: dicts with ``str`` keys, lists,
+    strings, ints, rounded finite floats, booleans, None) is certainly at most ``limit`` bytes, judged by its
+    ``repr`` (C speed) instead of encoding it: most values are a small fraction of their cap.
+
+    Per character of that ``repr``, the JSON takes at most 4 bytes (a printable non-ASCII character, shown as
+    itself, is up to 4 bytes of UTF-8), and at most 2 when the ``repr`` is ASCII (every non-ASCII character is then
+    an escape of 4 to 10 characters for its 2 to 4 bytes; a control character's ``\\xNN`` is 4 for JSON's 6
+    ``\\u00NN``; a ``"`` inside ``'...'`` is 1 for JSON's 2). Numbers and literals are as long in both; ``repr``
+    separates with ``", "`` and ``": "``. When unsure, the caller encodes.
+    """
+    shown = repr(cleaned)
+    return len(shown) * (2 if shown.isascii() else 4) <= limit
 
 
 def details_json(value: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -7,7 +7,9 @@ clock in one place.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,6 +40,25 @@ def chunks(values: Sequence[Any], size: int | None = None) -> Iterator[Sequence[
     step = size if size is not None else IN_CHUNK
     for start in range(0, len(values), step):
         yield values[start : start + step]
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while many short-lived objects are made (result rows turned into
+    values; a batch of results turned into rows and written).
+
+    None of them is in a cycle, yet each 700 allocations would start a collection that walks every young object,
+    promoting what the block still holds to older generations, and now and then walks every object of the process
+    (a year's report: ~2 s; a first night written in batches of 64: ~0.4 ms of CPU a server). Reference counting
+    still frees everything at once; the collector is switched back on (if it was on) when the block ends.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 TABLES: Mapping[str, Table] = Base.metadata.tables

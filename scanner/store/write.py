@@ -18,6 +18,7 @@ from sqlalchemy import (
     Connection,
     CursorResult,
     Engine,
+    Insert,
     Integer,
     Row,
     Select,
@@ -83,15 +84,25 @@ def _new_id(result: CursorResult[Any]) -> int:
 _INSERT_SERVER = _SERVERS.insert()
 _INSERT_TOOLSET = _TOOLSETS.insert()
 _INSERT_SCAN = _SCANS.insert()
-# The ids of scans just written in a run, by server (unique per run and server; its index answers it).
+# The ids of rows just written, by their unique key: scans in a run by server (unique per run and server; its index
+# answers it), servers by name, toolsets and instructions by hash.
 _SCAN_IDS = select(_SCANS.c.server_id, _SCANS.c.id).where(
-    _SCANS.c.run_id == bindparam("run_id"), _SCANS.c.server_id.in_(bindparam("servers", expanding=True))
+    _SCANS.c.run_id == bindparam("run_id"), _SCANS.c.server_id.in_(bindparam("keys", expanding=True))
+)
+_SERVER_IDS = select(_SERVERS.c.name, _SERVERS.c.id).where(_SERVERS.c.name.in_(bindparam("keys", expanding=True)))
+_TOOLSET_IDS = select(_TOOLSETS.c.sha256, _TOOLSETS.c.id).where(
+    _TOOLSETS.c.sha256.in_(bindparam("keys", expanding=True))
+)
+_INSTRUCTIONS_IDS = select(_INSTRUCTIONS.c.sha256, _INSTRUCTIONS.c.id).where(
+    _INSTRUCTIONS.c.sha256.in_(bindparam("keys", expanding=True))
 )
 _INSERT_EVENTS = _EVENTS.insert()
 _INSERT_TOOLSET_TOKENS = _TOOLSET_TOKENS.insert()
 _INSERT_TOOL_TOKENS = _TOOL_TOKENS.insert()
 _INSERT_FINDINGS = _FINDINGS.insert()
 _INSERT_MEASUREMENT = _MEASUREMENTS.insert()
+_INSERT_INSTRUCTIONS = _INSTRUCTIONS.insert()
+_INSERT_INSTRUCTIONS_TOKENS = _INSTRUCTIONS_TOKENS.insert()
 _SET_LAST = update(_SERVERS).where(_SERVERS.c.id == bindparam("server")).values(last_scan_id=bindparam("last"))
 _SET_LAST_OK = (
     update(_SERVERS)
@@ -167,20 +178,30 @@ def _state_query(count: int) -> Select[Any]:
     return query if wanted is not None else query.where(run.c.id == bindparam("run_id"))
 
 
-# Results whose state one query reads at most (3 bound parameters each, far under any backend's limit); a query is
-# built once per count and kept.
+# Results whose state one query reads at most (3 bound parameters each, far under any backend's limit), a power of
+# two; a query is built for one count, or for a power of two the wanted results are padded to, and kept.
 STATE_CHUNK = 128
-_STATE_QUERIES = functools.lru_cache(maxsize=STATE_CHUNK)(_state_query)
+_STATE_QUERIES = functools.cache(_state_query)
+
+
+def _state_size(count: int) -> int:
+    """How many rows the state query reading ``count`` results asks for: 1, or the next power of two (at most
+    :data:`STATE_CHUNK`). A crawl's batches come in every size up to its concurrency, and each size's query costs
+    10-40 ms of CPU to compile the first time; padded, a crawl compiles eight at most."""
+    return 1 if count == 1 else min(STATE_CHUNK, 1 << (count - 1).bit_length())
 
 
 def _read_states(
     connection: Connection, run_id: int, wanted: Sequence[tuple[int, str, Toolset | None]]
 ) -> dict[int, Row[Any]]:
-    """The :func:`_state_query` row of each wanted (position, server name, toolset), by position."""
+    """The :func:`_state_query` row of each wanted (position, server name, toolset), by position (the padding repeats
+    the last one, whose row it gives again)."""
+    size = _state_size(len(wanted))
+    padded = [*wanted, *[wanted[-1]] * (size - len(wanted))]
     parameters: dict[str, Any] = {"run_id": run_id}
-    for i, (position, name, toolset) in enumerate(wanted):
+    for i, (position, name, toolset) in enumerate(padded):
         parameters.update({f"p{i}": position, f"n{i}": name, f"s{i}": toolset.sha256 if toolset is not None else None})
-    return {row.position: row for row in connection.execute(_STATE_QUERIES(len(wanted)), parameters)}
+    return {row.position: row for row in connection.execute(_STATE_QUERIES(size), parameters)}
 
 
 def record_scan(engine: Engine, run_id: int, entry: ServerEntry, outcome: ScanOutcome, measure: Measure) -> ScanRecord:
@@ -204,41 +225,48 @@ def record_scans(
     This is the crawl's hot path, so it speaks SQLAlchemy Core over one connection: what it must know of each
     server (the run, the server, its previous scans and the toolset: :func:`_state_query`) is read for many
     servers at once, and every list none of them has measured is measured before the first write
-    (:func:`_measure_ahead`). Then each server is written with a few prepared inserts and one update, in the
-    order of the results, so ids come out as one result at a time would give them; its state is read again only
-    when a write before it may have changed it (the same server or list earlier in the batch, or lanes). The
-    unchanged ones (nothing but a ``scans`` row and the server's newest-scan pointers) are gathered and written
-    together, one ``executemany`` each. The batch commits as a unit: a crawl killed at any point leaves a
-    consistent database holding every committed batch, and ``--resume`` rescans the rest. Findings it has just
-    written are handed to the history, never read back.
+    (:func:`_measure_ahead`). Then the results are written in their order, so ids come out as one result at a
+    time would give them: the unchanged ones (nothing but a ``scans`` row and the server's newest-scan pointers)
+    and new servers' first scans (:func:`_is_first_scan`, their rows prepared by :class:`_NewServer`) are
+    gathered and written together, one ``executemany`` a table (:class:`_Pending`); any other is written on its
+    own with a few prepared inserts and one update, after what was gathered before it. A state is read again only
+    when a write before it may have changed it (the same server or list earlier in the batch, or lanes). The batch
+    commits as a unit: a crawl killed at any point leaves a consistent database holding every committed batch,
+    and ``--resume`` rescans the rest. Findings it has just written are handed to the history, never read back.
     """
     if not results:
         return []
     records: list[ScanRecord | None] = [None] * len(results)
     toolsets = [Toolset.from_tools(tuple(outcome.tools or ())) if outcome.ok else None for _, outcome in results]
     shared = _shared_later(results, toolsets)
-    unchanged = _Unchanged(run_id)
+    pending = _Pending(run_id)
     stale = False  # a gathered unchanged result shares its server or list with a later one: read again once written
-    with engine.connect() as connection:
+    with engine.connect() as connection, common.collector_paused():
         states = _read_window(connection, run_id, results, toolsets, 0)
         measured = _measure_ahead(connection, run_id, results, toolsets, states, measure)
         for index, (entry, outcome) in enumerate(results):
             toolset = toolsets[index]
-            if entry.name in unchanged.names:
-                unchanged.write(connection, records)  # the run's first result for it must be seen as written
+            if entry.name in pending.names:
+                pending.write(connection, records)  # the run's first result for it must be seen as written
                 states, stale = {}, False
             if index not in states:
                 states = _read_window(connection, run_id, results, toolsets, index)
             state = states[index]
             if _is_unchanged(entry, outcome, state, toolset):
-                unchanged.add(index, entry, outcome, state, toolset)
+                pending.add(index, entry, outcome, state, toolset)
                 stale = stale or shared[index]
                 continue
-            unchanged.write(connection, records)
+            if _is_first_scan(outcome, state, toolset, shared[index]):
+                if pending.holds_instructions(outcome):
+                    pending.write(connection, records)  # they must be found stored, not inserted again
+                new = _NewServer(connection, run_id, entry, outcome, state, toolset, measured)
+                pending.add_new(index, entry, toolset, new)
+                continue
+            pending.write(connection, records)
             records[index] = _record(connection, run_id, entry, outcome, measured, state, toolset)
             if stale or shared[index] or outcome.lanes:  # what a later result's state says may have changed
                 states, stale = {}, False
-        unchanged.write(connection, records)
+        pending.write(connection, records)
         connection.commit()
     return [record for record in records if record is not None]
 
@@ -342,54 +370,191 @@ def _is_unchanged(entry: ServerEntry, outcome: ScanOutcome, state: Row[Any], too
     )
 
 
-class _Unchanged:
-    """The unchanged servers' rows gathered by :func:`record_scans`, written together by :meth:`write`."""
+def _is_first_scan(outcome: ScanOutcome, state: Row[Any], toolset: Toolset | None, shared: bool) -> bool:
+    """Whether this result is a new server's first scan that :class:`_NewServer` can prepare while the scans before
+    it in the batch wait to be written: no later result names it or lists its list (``shared``), it has no lanes
+    (their lists may be any result's), and its list is new or measured already (not a stored list to measure
+    again, whose old rows a write replaces)."""
+    if state.server_id is not None or outcome.lanes or shared:
+        return False
+    return toolset is None or state.toolset_id is None or state.measured_id is not None
+
+
+class _NewServer:
+    """A new server's first scan (no lanes, its list new or already measured), its rows prepared in the order
+    :func:`_write_scan` would write them and the clock read in that order; the ids they need are set when the
+    batch writes them (:meth:`_Pending.write`)."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        run_id: int,
+        entry: ServerEntry,
+        outcome: ScanOutcome,
+        state: Row[Any],
+        toolset: Toolset | None,
+        measure: Measure,
+    ) -> None:
+        rule_version: str = state.rule_version
+        report, measure_error = _measurement(toolset, state, measure)
+        extras = _prepare_extras(connection, outcome, toolset, rule_version, measure)
+        extras.findings += entry.findings  # the registry entry's own (MCP7xx), whatever the outcome
+        self.server = {"name": entry.name, "first_seen": common.now(), "first_run_id": run_id}
+        self.toolset_id: int | None = state.toolset_id
+        self.toolset = _toolset_values(toolset) if toolset is not None and self.toolset_id is None else None
+        self.measured = _MeasurementRows(None, report, rule_version) if report is not None else None
+        self.instructions = _instructions_rows(extras.instructions) if extras.instructions is not None else None
+        self.instructions_id = extras.instructions_id
+        self.scan = _scan_values(run_id, None, entry, outcome, self.toolset_id, self.instructions_id, measure_error)
+        self.findings = [common.finding_values(f, self.toolset_id, rule_version, None) for f in extras.findings]
+        # A listed and measured list: the scan is the newest successful one, and every finding of it appeared.
+        self.comparable = toolset is not None and measure_error is None
+        events = history.compare_outcomes(state.last_outcome, str(outcome.outcome))
+        if self.comparable:
+            written = self.measured.written() if self.measured is not None else None
+            events += _first_findings(connection, state.toolset_id, rule_version, written, extras.findings)
+        self.events = events
+        self.event_rows = _event_rows(events, run_id, self.scan["scanned_at"])
+
+    def set_server(self, server_id: int) -> None:
+        self.scan["server_id"] = server_id
+        for row in self.event_rows:
+            row["server_id"] = server_id
+
+    def set_toolset(self, toolset_id: int) -> None:
+        self.toolset_id = self.scan["toolset_id"] = toolset_id
+        for row in self.findings:
+            row["toolset_id"] = toolset_id
+        if self.measured is not None:
+            self.measured.set_toolset(toolset_id)
+
+    def set_scan(self, scan_id: int) -> None:
+        for row in (*self.findings, *self.event_rows):
+            row["scan_id"] = scan_id
+
+
+class _Pending:
+    """The scans :func:`record_scans` gathers (unchanged servers' rows, new servers' first scans) and writes
+    together by :meth:`write`, one ``executemany`` a table, in the order of the results, so every id comes out as
+    one result at a time would give it."""
 
     def __init__(self, run_id: int) -> None:
         self.run_id = run_id
         self.names: set[str] = set()
-        self.rows: list[tuple[int, str, str | None, dict[str, Any]]] = []  # (index, server, listed sha, scan row)
+        self.instructions: set[str] = set()  # the hashes of new instructions a gathered scan will insert
+        # (index, server, listed sha, scan row, the new server's first scan or None)
+        self.scans: list[tuple[int, str, str | None, dict[str, Any], _NewServer | None]] = []
 
     def add(
         self, index: int, entry: ServerEntry, outcome: ScanOutcome, state: Row[Any], toolset: Toolset | None
     ) -> None:
+        """An unchanged result: its scan row only."""
         self.names.add(entry.name)
         values = _scan_values(self.run_id, state.server_id, entry, outcome, state.toolset_id, None, None)
-        self.rows.append((index, entry.name, toolset.sha256 if toolset is not None else None, values))
+        self.scans.append((index, entry.name, toolset.sha256 if toolset is not None else None, values, None))
+
+    def add_new(self, index: int, entry: ServerEntry, toolset: Toolset | None, new: _NewServer) -> None:
+        """A new server's first scan."""
+        self.names.add(entry.name)
+        if new.instructions is not None:
+            self.instructions.add(new.instructions[0]["sha256"])
+        self.scans.append((index, entry.name, toolset.sha256 if toolset is not None else None, new.scan, new))
+
+    def holds_instructions(self, outcome: ScanOutcome) -> bool:
+        """Whether a gathered scan will insert the instructions ``outcome`` has."""
+        from scanner.instructions import instructions_text, text_sha256
+
+        text = instructions_text(outcome.extra) if self.instructions and outcome.ok else None
+        return text is not None and text_sha256(text) in self.instructions
 
     def write(self, connection: Connection, records: list[ScanRecord | None]) -> None:
-        """Insert the gathered rows and move their servers' pointers (a scan that listed its known toolset is also
+        """Insert the gathered rows and move their servers' pointers (a scan that listed a measured list is also
         the newest successful one), and put each one's record in ``records``."""
-        if not self.rows:
+        if not self.scans:
             return
-        # A plain executemany (RETURNING would make SQLAlchemy insert row by row to keep the order), then the
-        # new ids read back by run and server in one query.
-        if len(self.rows) == 1:
-            ids = [_new_id(connection.execute(_INSERT_SCAN, self.rows[0][3]))]
-        else:
-            connection.execute(_INSERT_SCAN, [values for *_, values in self.rows])
-            servers = [values["server_id"] for *_, values in self.rows]
-            found = connection.execute(_SCAN_IDS, {"run_id": self.run_id, "servers": servers})
-            by_server = {row.server_id: row.id for row in found}
-            ids = [by_server[server] for server in servers]
+        news = [new for *_, new in self.scans if new is not None]
+        if news:
+            _write_new_servers(connection, news)
+        rows = [values for _, _, _, values, _ in self.scans]
+        ids = _inserted_ids(connection, _INSERT_SCAN, rows, "server_id", _SCAN_IDS, run_id=self.run_id)
+        for new, scan_id in zip((new for *_, new in self.scans), ids, strict=True):
+            if new is not None:
+                new.set_scan(scan_id)
+        findings = [row for new in news for row in (*(new.measured.findings if new.measured else ()), *new.findings)]
+        if findings:
+            connection.execute(_INSERT_FINDINGS, findings)
         pointers: dict[bool, list[dict[str, int]]] = {True: [], False: []}
-        for (_, _, sha, values), scan_id in zip(self.rows, ids, strict=True):
-            pointers[sha is not None].append({"server": values["server_id"], "last": scan_id, "last_ok": scan_id})
-        for listed, statement in ((True, _SET_LAST_OK), (False, _SET_LAST)):
-            if pointers[listed]:
-                connection.execute(statement, pointers[listed])
-        for (index, server, sha, values), scan_id in zip(self.rows, ids, strict=True):
+        for (_, _, sha, values, new), scan_id in zip(self.scans, ids, strict=True):
+            newest_ok = new.comparable if new is not None else sha is not None
+            pointers[newest_ok].append({"server": values["server_id"], "last": scan_id, "last_ok": scan_id})
+        for newest_ok, statement in ((True, _SET_LAST_OK), (False, _SET_LAST)):
+            if pointers[newest_ok]:
+                connection.execute(statement, pointers[newest_ok])
+        events = [row for new in news for row in new.event_rows]
+        if events:
+            connection.execute(_INSERT_EVENTS, events)
+        for (index, server, sha, values, new), scan_id in zip(self.scans, ids, strict=True):
             records[index] = ScanRecord(
                 scan_id=scan_id,
                 run_id=self.run_id,
                 server=server,
                 outcome=values["outcome"],
                 toolset_sha256=sha,
-                new_toolset=False,
-                measured=False,
+                new_toolset=new is not None and new.toolset is not None,
+                measured=new is not None and new.measured is not None,
+                events=tuple(new.events) if new is not None else (),
             )
         self.names.clear()
-        self.rows.clear()
+        self.instructions.clear()
+        self.scans.clear()
+
+
+def _write_new_servers(connection: Connection, news: Sequence[_NewServer]) -> None:
+    """The rows new servers' first scans add before their scans: servers, new toolsets with their measurements
+    (their findings go in with the scans'), new instructions; sets the ids on each."""
+    servers = _inserted_ids(connection, _INSERT_SERVER, [new.server for new in news], "name", _SERVER_IDS)
+    for new, server_id in zip(news, servers, strict=True):
+        new.set_server(server_id)
+    listing = [new for new in news if new.toolset is not None]
+    if listing:
+        rows = [new.toolset for new in listing if new.toolset is not None]
+        ids = _inserted_ids(connection, _INSERT_TOOLSET, rows, "sha256", _TOOLSET_IDS)
+        for new, toolset_id in zip(listing, ids, strict=True):
+            new.set_toolset(toolset_id)
+    _insert_measurement(connection, [new.measured for new in news if new.measured is not None])
+    instructed = [new for new in news if new.instructions is not None]
+    if instructed:
+        rows = [new.instructions[0] for new in instructed if new.instructions is not None]
+        ids = _inserted_ids(connection, _INSERT_INSTRUCTIONS, rows, "sha256", _INSTRUCTIONS_IDS)
+        for new, instructions_id in zip(instructed, ids, strict=True):
+            new.instructions_id = new.scan["instructions_id"] = instructions_id
+        _insert_instructions_tokens(
+            connection,
+            [(key, new.instructions[1]) for new, key in zip(instructed, ids, strict=True) if new.instructions],
+        )
+
+
+def _inserted_ids(
+    connection: Connection,
+    statement: Insert,
+    rows: Sequence[dict[str, Any]],
+    key: str,
+    lookup: Select[Any],
+    **parameters: Any,
+) -> list[int]:
+    """Insert ``rows`` and return their ids in order. One row: its inserted key. More: a plain executemany
+    (RETURNING would make SQLAlchemy insert row by row to keep the order), then the ids read back by the rows'
+    unique ``key`` (``lookup`` gives (key, id) pairs for ``keys``, with ``parameters``)."""
+    if len(rows) == 1:
+        return [_new_id(connection.execute(statement, rows[0]))]
+    connection.execute(statement, rows)
+    keys = [row[key] for row in rows]
+    found: dict[Any, int] = {}
+    for chunk in common.chunks(keys):
+        found.update(
+            (found_key, row_id) for found_key, row_id in connection.execute(lookup, {"keys": list(chunk), **parameters})
+        )
+    return [found[value] for value in keys]
 
 
 def _record(
@@ -414,19 +579,23 @@ def _record(
             measured=False,
             duplicate=True,
         )
-    report: CheckReport | None = None
-    measure_error: str | None = None  # kept with the scan; the toolset is measured again next time
-    if toolset is not None and state.measured_id is None:
-        try:
-            report = measure(toolset)
-        except FathomError:
-            raise  # run-fatal (no tokenizer, ...): stop the crawl
-        except Exception as exc:  # a checker bug on one hostile list must not abort 20 000 servers
-            measure_error = f"{type(exc).__name__}: {exc}"[:300]
-
+    report, measure_error = _measurement(toolset, state, measure)
     extras = _prepare_extras(connection, outcome, toolset, state.rule_version, measure)
     extras.findings += entry.findings  # the registry entry's own (MCP7xx), whatever the outcome
     return _write_scan(connection, run_id, entry, outcome, state, toolset, report, measure_error, extras)
+
+
+def _measurement(toolset: Toolset | None, state: Row[Any], measure: Measure) -> tuple[CheckReport | None, str | None]:
+    """The list's measurement when the run's catalogue has none yet; else None, with why ``measure`` failed if it
+    did (kept with the scan; the toolset is measured again next time)."""
+    if toolset is None or state.measured_id is not None:
+        return None, None
+    try:
+        return measure(toolset), None
+    except FathomError:
+        raise  # run-fatal (no tokenizer, ...): stop the crawl
+    except Exception as exc:  # a checker bug on one hostile list must not abort 20 000 servers
+        return None, f"{type(exc).__name__}: {exc}"[:300]
 
 
 class _Extras:
@@ -492,39 +661,46 @@ def _write_extras(connection: Connection, extras: _Extras, rule_version: str) ->
     for sha, (lane_toolset, toolset_id, lane_report) in extras.lane_toolsets.items():
         fresh = toolset_id is None
         if toolset_id is None:
-            data, size = codec.compress_tools(lane_toolset.tools)
-            values = {
-                "sha256": sha,
-                "tools_count": len(lane_toolset),
-                "raw_size": size,
-                "data": data,
-                "first_seen": common.now(),
-            }
-            toolset_id = _new_id(connection.execute(_INSERT_TOOLSET, values))
+            toolset_id = _new_id(connection.execute(_INSERT_TOOLSET, _toolset_values(lane_toolset)))
         if lane_report is not None:
             write_measurement(connection, toolset_id, lane_report, rule_version, fresh=fresh)
         ids[sha] = toolset_id
     if extras.instructions is not None:
-        cost = extras.instructions
-        extras.instructions_id = _new_id(
-            connection.execute(
-                _INSTRUCTIONS.insert(),
-                {"sha256": cost.sha256, "text": cost.text, "chars": len(cost.text), "first_seen": common.now()},
-            )
-        )
-        connection.execute(
-            _INSTRUCTIONS_TOKENS.insert(),
-            [
-                {
-                    "instructions_id": extras.instructions_id,
-                    "provider": str(provider)[:32],
-                    "tokens": int(count.tokens),
-                    "method": str(count.method)[:200],
-                }
-                for provider, count in cost.tokens.items()
-            ],
-        )
+        row, tokens = _instructions_rows(extras.instructions)
+        extras.instructions_id = _new_id(connection.execute(_INSERT_INSTRUCTIONS, row))
+        _insert_instructions_tokens(connection, [(extras.instructions_id, tokens)])
     return ids
+
+
+def _toolset_values(toolset: Toolset) -> dict[str, Any]:
+    """A new ``toolsets`` row: the list compressed, first seen now."""
+    data, size = codec.compress_tools(toolset.tools)
+    return {
+        "sha256": toolset.sha256,
+        "tools_count": len(toolset),
+        "raw_size": size,
+        "data": data,
+        "first_seen": common.now(),
+    }
+
+
+def _instructions_rows(cost: InstructionsCost) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A new ``instructions`` row (first seen now) and its ``instructions_tokens`` rows, without their id yet."""
+    row = {"sha256": cost.sha256, "text": cost.text, "chars": len(cost.text), "first_seen": common.now()}
+    tokens = [
+        {"provider": str(provider)[:32], "tokens": int(count.tokens), "method": str(count.method)[:200]}
+        for provider, count in cost.tokens.items()
+    ]
+    return row, tokens
+
+
+def _insert_instructions_tokens(
+    connection: Connection, instructions: Sequence[tuple[int, list[dict[str, Any]]]]
+) -> None:
+    """The ``instructions_tokens`` rows of each (instructions id, rows), in one ``executemany``."""
+    rows = [{"instructions_id": key, **row} for key, tokens in instructions for row in tokens]
+    if rows:
+        connection.execute(_INSERT_INSTRUCTIONS_TOKENS, rows)
 
 
 def _lane_rows(
@@ -560,7 +736,7 @@ def _lane_rows(
 
 def _scan_values(
     run_id: int,
-    server_id: int,
+    server_id: int | None,
     entry: ServerEntry,
     outcome: ScanOutcome,
     toolset_id: int | None,
@@ -618,15 +794,7 @@ def _write_scan(
     written: list[Finding] | None = None  # the toolset findings this call stored, for the history
     if toolset is not None:
         if toolset_id is None:
-            data, size = codec.compress_tools(toolset.tools)
-            values = {
-                "sha256": toolset.sha256,
-                "tools_count": len(toolset),
-                "raw_size": size,
-                "data": data,
-                "first_seen": common.now(),
-            }
-            toolset_id = _new_id(connection.execute(_INSERT_TOOLSET, values))
+            toolset_id = _new_id(connection.execute(_INSERT_TOOLSET, _toolset_values(toolset)))
             new_toolset = True
         if report is not None:
             written = write_measurement(connection, toolset_id, report, rule_version, fresh=new_toolset)
@@ -660,22 +828,7 @@ def _write_scan(
         )
         events.extend(events_ok)
     if events:
-        connection.execute(
-            _INSERT_EVENTS,
-            [
-                {
-                    "server_id": server_id,
-                    "run_id": run_id,
-                    "scan_id": scan_id,
-                    "at": now,
-                    "kind": event.kind,
-                    "tool": codec.text(event.tool, 300),
-                    "code": event.code,
-                    "details": codec.details_json(event.details),
-                }
-                for event in events
-            ],
-        )
+        connection.execute(_INSERT_EVENTS, _event_rows(events, run_id, now, server_id, scan_id))
     return ScanRecord(
         scan_id=scan_id,
         run_id=run_id,
@@ -687,6 +840,29 @@ def _write_scan(
         events=tuple(events),
         history_findings=tuple(history_findings),
     )
+
+
+def _event_rows(
+    events: Sequence[history.ChangeEvent],
+    run_id: int,
+    at: Any,
+    server_id: int | None = None,
+    scan_id: int | None = None,
+) -> list[dict[str, Any]]:
+    """The ``events`` rows of a scan's change events (its server's and its own id set later when not known yet)."""
+    return [
+        {
+            "server_id": server_id,
+            "run_id": run_id,
+            "scan_id": scan_id,
+            "at": at,
+            "kind": event.kind,
+            "tool": codec.text(event.tool, 300),
+            "code": event.code,
+            "details": codec.details_json(event.details),
+        }
+        for event in events
+    ]
 
 
 # The package facts kept with a scan: what identifies what ran, none of the entry's variables.
@@ -754,35 +930,59 @@ def write_measurement(
                 _MEASUREMENTS.c.toolset_id == toolset_id, _MEASUREMENTS.c.rule_version == rule_version
             )
         )
-    # Core bulk inserts (executemany): a first crawl writes tens of thousands of these rows.
-    token_rows = [
-        {"toolset_id": toolset_id, "provider": str(p)[:32], "tokens": int(c.tokens), "method": str(c.method)[:200]}
-        for p, c in report.tokens.items()
-    ]
-    if token_rows:
-        connection.execute(_INSERT_TOOLSET_TOKENS, token_rows)
-    cost_rows: dict[int, dict[str, Any]] = {}
-    for cost in report.tool_costs:
-        tokens = {str(p): int(n) for p, n in cost.tokens.items()}
-        cost_rows.setdefault(
-            cost.index,
-            {
-                "toolset_id": toolset_id,
-                "tool_index": cost.index,
-                "name": str(cost.name)[:300],
-                "tokens": tokens,
-                "max_tokens": max(tokens.values(), default=0),
-            },
-        )
-    if cost_rows:
-        connection.execute(_INSERT_TOOL_TOKENS, list(cost_rows.values()))
-    finding_rows = [common.finding_values(f, toolset_id, rule_version, None) for f in report.findings]
-    if finding_rows:
-        connection.execute(_INSERT_FINDINGS, finding_rows)
-    connection.execute(
-        _INSERT_MEASUREMENT, {"toolset_id": toolset_id, "rule_version": rule_version, "measured_at": common.now()}
-    )
-    return [common.finding_from_row(_StoredFinding(values)) for values in finding_rows]
+    rows = _MeasurementRows(toolset_id, report, rule_version)
+    _insert_measurement(connection, [rows])
+    if rows.findings:
+        connection.execute(_INSERT_FINDINGS, rows.findings)
+    return rows.written()
+
+
+class _MeasurementRows:
+    """A toolset's measurement as rows, its toolset id settable until they are inserted (a new toolset's id is known
+    only once the batch has written it): tokens per provider, per-tool costs, findings, the measurement itself."""
+
+    def __init__(self, toolset_id: int | None, report: CheckReport, rule_version: str) -> None:
+        self.tokens = [
+            {"toolset_id": toolset_id, "provider": str(p)[:32], "tokens": int(c.tokens), "method": str(c.method)[:200]}
+            for p, c in report.tokens.items()
+        ]
+        costs: dict[int, dict[str, Any]] = {}
+        for cost in report.tool_costs:
+            tokens = {str(p): int(n) for p, n in cost.tokens.items()}
+            costs.setdefault(
+                cost.index,
+                {
+                    "toolset_id": toolset_id,
+                    "tool_index": cost.index,
+                    "name": str(cost.name)[:300],
+                    "tokens": tokens,
+                    "max_tokens": max(tokens.values(), default=0),
+                },
+            )
+        self.costs = list(costs.values())
+        self.findings = [common.finding_values(f, toolset_id, rule_version, None) for f in report.findings]
+        self.measurement = {"toolset_id": toolset_id, "rule_version": rule_version, "measured_at": common.now()}
+
+    def set_toolset(self, toolset_id: int) -> None:
+        for row in (*self.tokens, *self.costs, *self.findings, self.measurement):
+            row["toolset_id"] = toolset_id
+
+    def written(self) -> list[Finding]:
+        """The findings as stored (cut to their columns), which is what reading them back would give."""
+        return [common.finding_from_row(_StoredFinding(values)) for values in self.findings]
+
+
+def _insert_measurement(connection: Connection | Session, measurements: Sequence[_MeasurementRows]) -> None:
+    """Insert measurements' tokens, costs and measurement rows, one ``executemany`` a table (a first crawl writes
+    tens of thousands of them), in the order one measurement at a time would write them; not their findings,
+    which take their ids in the order of the scans around them (the caller inserts them)."""
+    for statement, rows in (
+        (_INSERT_TOOLSET_TOKENS, [row for m in measurements for row in m.tokens]),
+        (_INSERT_TOOL_TOKENS, [row for m in measurements for row in m.costs]),
+        (_INSERT_MEASUREMENT, [m.measurement for m in measurements]),
+    ):
+        if rows:
+            connection.execute(statement, rows)
 
 
 def _history(
@@ -801,35 +1001,34 @@ def _history(
     ``state`` is the :func:`_state_query` row (the previous successful scan's columns are ``ok_*``); ``written`` the
     toolset's findings when this scan measured it, so they need not be read back.
     """
+    if state.ok_id is None:
+        return _first_findings(connection, toolset_id, rule_version, written, extras.findings), []
     events: list[history.ChangeEvent] = []
     history_findings: list[Finding] = []
-    has_previous = state.ok_id is not None
     previous_toolset: int | None = state.ok_toolset_id
-    previous_version: str | None = state.ok_rule_version if has_previous else None
-    if has_previous:
-        if previous_toolset != toolset_id and previous_toolset is not None:
-            data = connection.execute(
-                select(_TOOLSETS.c.data).where(_TOOLSETS.c.id == previous_toolset)
-            ).scalar_one_or_none()
-            previous_tools = codec.decompress_tools(data) if data is not None else []
-            tool_events, history_findings = history.compare_tools(
-                previous_tools, state.ok_server_version, list(toolset.tools), server_version
-            )
-            events.extend(tool_events)
-        events.extend(history.compare_versions(state.ok_server_version, server_version))
-        instruction_events, instruction_findings = _compare_instructions(
-            connection, state, server_version, extras.instructions_id
+    previous_version: str | None = state.ok_rule_version
+    if previous_toolset != toolset_id and previous_toolset is not None:
+        data = connection.execute(
+            select(_TOOLSETS.c.data).where(_TOOLSETS.c.id == previous_toolset)
+        ).scalar_one_or_none()
+        previous_tools = codec.decompress_tools(data) if data is not None else []
+        tool_events, history_findings = history.compare_tools(
+            previous_tools, state.ok_server_version, list(toolset.tools), server_version
         )
-        events.extend(instruction_events)
-        history_findings += instruction_findings
+        events.extend(tool_events)
+    events.extend(history.compare_versions(state.ok_server_version, server_version))
+    instruction_events, instruction_findings = _compare_instructions(
+        connection, state, server_version, extras.instructions_id
+    )
+    events.extend(instruction_events)
+    history_findings += instruction_findings
     if history_findings:
         connection.execute(
             _INSERT_FINDINGS, [common.finding_values(f, toolset_id, rule_version, scan_id) for f in history_findings]
         )
 
     unchanged = (
-        has_previous
-        and previous_toolset == toolset_id
+        previous_toolset == toolset_id
         and previous_version == rule_version
         and not history_findings
         and not state.ok_has_findings
@@ -839,11 +1038,27 @@ def _history(
         current = written if written is not None else common.toolset_findings(connection, toolset_id, rule_version)
         current = current + extras.findings + history_findings
         before: list[Finding] = []
-        if has_previous and previous_toolset is not None and previous_version is not None:
+        if previous_toolset is not None and previous_version is not None:
             before = common.toolset_findings(connection, previous_toolset, previous_version)
             before += common.scan_findings(connection, state.ok_id)
         events.extend(_appeared_details(history.compare_findings(before, current), current))
     return events, history_findings
+
+
+def _first_findings(
+    connection: Connection,
+    toolset_id: int | None,
+    rule_version: str,
+    written: list[Finding] | None,
+    scan_findings: list[Finding],
+) -> list[history.ChangeEvent]:
+    """``finding_appeared`` of every finding of a server's first successful scan: its list's (``written`` when this
+    scan measured it, else read by ``toolset_id``) and the scan's own."""
+    if written is None:
+        assert toolset_id is not None  # a list measured before this scan is stored
+        written = common.toolset_findings(connection, toolset_id, rule_version)
+    current = written + scan_findings
+    return _appeared_details(history.compare_findings([], current), current)
 
 
 def _compare_instructions(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 from sqlalchemy import text
 from typer.testing import CliRunner
 
+from scanner import wire
 from scanner.cli import app
 from scanner.models import ServerEntry, Transport
 from scanner.rules import RULES_VERSION
@@ -147,9 +149,21 @@ def test_the_text_guard_hands_back_writable_parameters_untouched(parameters: obj
         ([("ok", 1), ("n\x00", 2)], [("ok", 1), ("n\ufffd", 2)]),
         ([{"a": "ok"}, {"a": "\udc00"}], [{"a": "ok"}, {"a": "\ufffd"}]),
         ((("\ud83d", "\ude00"),), (("\ufffd", "\ufffd"),)),  # two halves in two values stay two lone halves
+        ([("é", 1), {"a": "\ud800"}], [("é", 1), {"a": "\ufffd"}]),  # rows of two kinds: each walked as it is
+        ([("é" * 500, 1)] * 40 + [("x\ud800", 2)], [("é" * 500, 1)] * 40 + [("x\ufffd", 2)]),
+        ([{"a": "ü", "b": 1}, {"a": "\x00", "b": 2}], [{"a": "ü", "b": 1}, {"a": "\ufffd", "b": 2}]),
     ],
 )
 def test_the_text_guard_finds_nul_and_lone_surrogates_anywhere_in_the_parameters(
     parameters: object, expected: object
 ) -> None:
     assert _clean_parameters(parameters) == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["", "plain", "nul \x00 in ascii", "\x00\x00", "é", "é\x00", "lone \ud800", "\udfff é", "😀", "😀\x00"]
+)
+def test_clean_str_replaces_nul_and_surrogates_and_hands_back_clean_text_itself(text: str) -> None:
+    cleaned = wire.clean_str(text)
+    assert cleaned == re.sub("[\x00\ud800-\udfff]", "\ufffd", text)
+    assert (cleaned is text) == (cleaned == text)

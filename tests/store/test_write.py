@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import event, func, select
 from sqlalchemy.dialects import sqlite
 
 from scanner.errors import InputError, StoreError, TokenizerUnavailable
+from scanner.lanes import combine
 from scanner.models import CheckReport, Outcome, ScanOutcome, ServerEntry, Toolset, Transport
 from scanner.store import Store, open_store, write
-from scanner.store.common import SCANS
+from scanner.store.common import SCANS, TOOLSETS
 from scanner.store.tables import KeyedJSON
 from tests.store.conftest import entry, failed, local_measure, ok, tool
 
@@ -278,14 +279,14 @@ def test_the_writer_may_run_in_another_thread(store: Store) -> None:
     run = store.start_run("list.txt", "1", {})
     errors: list[BaseException] = []
 
-    def write() -> None:
+    def write_five() -> None:
         try:
             for i in range(5):
                 store.record_scan(run, entry(f"s{i}"), ok([tool(f"t{i}", "A tool that does a thing.")]), local_measure)
         except BaseException as exc:  # reported below
             errors.append(exc)
 
-    worker = threading.Thread(target=write)
+    worker = threading.Thread(target=write_five)
     worker.start()
     worker.join(30)
     assert errors == []
@@ -411,26 +412,50 @@ def test_a_batch_measures_each_new_list_once_and_before_its_first_write(store: S
     assert [bool(store.history(name)[0].tokens) for name in "abcd"] == [True, False, True, False]
 
 
-def test_a_batch_commits_as_a_unit(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A write failing mid-batch leaves nothing of the batch (a killed crawl keeps whole batches); the same batch
-    written again (``--resume``) is stored whole."""
-    real = write._write_scan
-    calls: list[int] = []
+@pytest.mark.parametrize(
+    "failing",
+    ["INSERT INTO servers", "INSERT INTO toolsets", "INSERT INTO tool_tokens", "INSERT INTO scans", "UPDATE servers"],
+)
+def test_a_batch_commits_as_a_unit(store: Store, failing: str) -> None:
+    """A write failing mid-batch (the first statement starting with ``failing``: a batch's new servers are written
+    table by table, so each is preceded by other writes of the batch but the first) leaves nothing of the batch (a
+    killed crawl keeps whole batches); the same batch written again (``--resume``) is stored whole."""
+    calls: list[str] = []
 
-    def fail_second(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 2:
+    def fail(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        calls.append(statement)
+        if statement.startswith(failing):
             raise StoreError("disk I/O error")
-        return real(*args, **kwargs)
 
-    monkeypatch.setattr(write, "_write_scan", fail_second)
     run = store.start_run("list.txt", "1", {})
-    results = [(entry("a"), ok([ECHO])), (entry("b"), ok([ADD])), (entry("c"), failed())]
+    lanes = combine(ok([ECHO]), ok([ECHO]), {})  # its lanes list a's list: a is written on its own, then d
+    results = [(entry("a"), ok([ECHO])), (entry("b"), ok([ADD])), (entry("c"), failed()), (entry("d"), lanes)]
+    event.listen(store.engine, "before_cursor_execute", fail)
     with pytest.raises(StoreError):
         store.record_scans(run, results, local_measure)
-    assert len(calls) == 2
+    event.remove(store.engine, "before_cursor_execute", fail)
+    assert [statement for statement in calls if statement.startswith(failing)]
     assert store.scanned_server_names(run) == set() and store.servers() == []
-    monkeypatch.undo()
+    with store.engine.connect() as connection:
+        assert connection.execute(select(func.count()).select_from(TOOLSETS)).scalar() == 0
     records = store.record_scans(run, results, local_measure)
-    assert [record.new_toolset for record in records] == [True, True, False]
-    assert store.scanned_server_names(run) == {"a", "b", "c"}
+    assert [record.new_toolset for record in records] == [True, True, False, False]
+    assert store.scanned_server_names(run) == {"a", "b", "c", "d"}
+
+
+def test_batches_of_every_size_read_their_states_through_a_few_queries(store: Store) -> None:
+    """The state query is padded to a power of two: batches of 1 to 70 results (new, then unchanged) compile at
+    most eight shapes of it, and every result is read right (each server stored once, its second night unchanged)."""
+    write._STATE_QUERIES.cache_clear()
+    results = [(entry(f"s{index}"), ok([tool(f"t{index}")])) for index in range(70)]
+    for night in range(2):
+        run = store.start_run("list.txt", "1", {})
+        start = 0
+        for size in range(1, 12):
+            records = store.record_scans(run, results[start : start + size], local_measure)
+            assert [record.server for record in records] == [f"s{i}" for i in range(start, start + size)]
+            assert [record.new_toolset for record in records] == [night == 0] * size
+            start += size
+        store.finish_run(run)
+    assert store.database_stats()["servers"] == 66
+    assert write._STATE_QUERIES.cache_info().currsize <= 5  # sizes 1, 2, 4, 8, 16

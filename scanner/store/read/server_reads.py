@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import gc
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from itertools import groupby, repeat
@@ -392,24 +390,6 @@ def _same(value: Any) -> Any:
     return value
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while rows are turned into values.
-
-    A chunk of history is ~100 000 result rows and as many tuples, none of them in a cycle; each 700 allocations
-    would start a collection that walks every young object, and now and then every object of the process (the
-    report keeps its leaderboard and events alive), which cost a year's report ~2 s. Reference counting still
-    frees everything at once; the collector is switched back on (if it was on) when the block ends.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _start(
     engine: Engine, names: Iterable[str] | None
 ) -> tuple[Connection, dict[int, str], dict[int, str], list[Sequence[int] | None]]:
@@ -485,7 +465,7 @@ def histories(engine: Engine, names: Iterable[str] | None = None) -> dict[str, l
     """
     connection, versions, servers, chunks = _start(engine, names)
     result: dict[int, list[ScanRow]] = {ident: [] for ident in servers}
-    with connection, _collector_paused():
+    with connection, common.collector_paused():
         for chunk in chunks if servers else ():
             query = select(*_SCAN_COLUMNS).order_by(_SCANS.c.server_id, _SCANS.c.id)
             scans = connection.execute(query if chunk is None else query.where(_SCANS.c.server_id.in_(chunk))).all()
@@ -510,7 +490,7 @@ def history_columns(engine: Engine, names: Iterable[str] | None = None) -> dict[
     """
     connection, versions, servers, chunks = _start(engine, names)
     result: dict[int, HistoryColumns] = {}
-    with connection, _collector_paused():
+    with connection, common.collector_paused():
         for chunk in chunks if servers else ():
             query = select(
                 _SCANS.c.server_id,
