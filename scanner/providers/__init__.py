@@ -22,7 +22,6 @@ a view and costs 0, names and descriptions of the wrong type are coerced to text
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -117,22 +116,9 @@ def text_cost_method() -> str:
     return f"{CURRENT.key} ({CURRENT.models} tokenizer, {how})"
 
 
-COSTED_TEXT = 1024
-"""Texts up to this long have their :func:`text_cost` remembered, in at most COSTED_TEXTS entries (2 MB at
-worst): a night's lists repeat the same parameters and sentences (MCP307, MCP308 price each)."""
-COSTED_TEXTS = 2048
-
-
 def text_cost(text: str) -> int:
     """What a piece of tool text (a sentence, a definition's JSON) costs per turn with the dearest provider:
     Claude's current tokenizer, which spends the most on the same text (docs/tokens.md)."""
-    return _remembered_cost(text) if len(text) <= COSTED_TEXT else _text_cost(text)
-
-
-def _text_cost(text: str) -> int:
     provider = PROVIDERS_BY_NAME[CURRENT.key]
     assert isinstance(provider, Anthropic)
     return provider.text_tokens(text)
-
-
-_remembered_cost = functools.lru_cache(maxsize=COSTED_TEXTS)(_text_cost)
