@@ -121,8 +121,8 @@ class Store:
     def record_scans(
         self, run_id: int, results: Sequence[tuple[ServerEntry, ScanOutcome]], measure: Measure
     ) -> list[ScanRecord]:
-        """:meth:`record_scan` of each result in turn, in one transaction, the unchanged servers' rows written
-        together (``executemany``; see :func:`scanner.store.write.record_scans`)."""
+        """:meth:`record_scan` of each result in turn, in one transaction, the unchanged servers' rows and new
+        servers' first scans written together (``executemany``; see :func:`scanner.store.write.record_scans`)."""
         return write.record_scans(self.engine, run_id, results, measure)
 
     def bulk_load(self, rows: Mapping[str, Iterable[Mapping[str, Any]]]) -> dict[str, int]:

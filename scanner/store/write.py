@@ -185,10 +185,10 @@ _STATE_QUERIES = functools.cache(_state_query)
 
 
 def _state_size(count: int) -> int:
-    """How many rows the state query reading ``count`` results asks for: 1, or the next power of two (at most
+    """How many rows the state query reading ``count`` results asks for: the power of two at or above it (at most
     :data:`STATE_CHUNK`). A crawl's batches come in every size up to its concurrency, and each size's query costs
     10-40 ms of CPU to compile the first time; padded, a crawl compiles eight at most."""
-    return 1 if count == 1 else min(STATE_CHUNK, 1 << (count - 1).bit_length())
+    return min(STATE_CHUNK, 1 << (count - 1).bit_length())
 
 
 def _read_states(
