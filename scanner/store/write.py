@@ -396,9 +396,7 @@ class _NewServer:
         measure: Measure,
     ) -> None:
         rule_version: str = state.rule_version
-        report, measure_error = _measurement(toolset, state, measure)
-        extras = _prepare_extras(connection, outcome, toolset, rule_version, measure)
-        extras.findings += entry.findings  # the registry entry's own (MCP7xx), whatever the outcome
+        report, measure_error, extras = _prepare(connection, entry, outcome, state, toolset, measure)
         self.server = {"name": entry.name, "first_seen": common.now(), "first_run_id": run_id}
         self.toolset_id: int | None = state.toolset_id
         self.toolset = _toolset_values(toolset) if toolset is not None and self.toolset_id is None else None
@@ -579,23 +577,33 @@ def _record(
             measured=False,
             duplicate=True,
         )
-    report, measure_error = _measurement(toolset, state, measure)
-    extras = _prepare_extras(connection, outcome, toolset, state.rule_version, measure)
-    extras.findings += entry.findings  # the registry entry's own (MCP7xx), whatever the outcome
+    report, measure_error, extras = _prepare(connection, entry, outcome, state, toolset, measure)
     return _write_scan(connection, run_id, entry, outcome, state, toolset, report, measure_error, extras)
 
 
-def _measurement(toolset: Toolset | None, state: Row[Any], measure: Measure) -> tuple[CheckReport | None, str | None]:
-    """The list's measurement when the run's catalogue has none yet; else None, with why ``measure`` failed if it
-    did (kept with the scan; the toolset is measured again next time)."""
-    if toolset is None or state.measured_id is not None:
-        return None, None
-    try:
-        return measure(toolset), None
-    except FathomError:
-        raise  # run-fatal (no tokenizer, ...): stop the crawl
-    except Exception as exc:  # a checker bug on one hostile list must not abort 20 000 servers
-        return None, f"{type(exc).__name__}: {exc}"[:300]
+def _prepare(
+    connection: Connection,
+    entry: ServerEntry,
+    outcome: ScanOutcome,
+    state: Row[Any],
+    toolset: Toolset | None,
+    measure: Measure,
+) -> tuple[CheckReport | None, str | None, _Extras]:
+    """What a scan's write needs read or measured first: the list's measurement when the run's catalogue has none
+    yet (else None, with why ``measure`` failed if it did: kept with the scan, the toolset measured again next
+    time), and its :class:`_Extras` with the registry entry's own findings (MCP7xx, whatever the outcome)."""
+    report: CheckReport | None = None
+    measure_error: str | None = None
+    if toolset is not None and state.measured_id is None:
+        try:
+            report = measure(toolset)
+        except FathomError:
+            raise  # run-fatal (no tokenizer, ...): stop the crawl
+        except Exception as exc:  # a checker bug on one hostile list must not abort 20 000 servers
+            measure_error = f"{type(exc).__name__}: {exc}"[:300]
+    extras = _prepare_extras(connection, outcome, toolset, state.rule_version, measure)
+    extras.findings += entry.findings
+    return report, measure_error, extras
 
 
 class _Extras:
