@@ -20,11 +20,13 @@ results per transaction, so a scan killed at any moment keeps every committed ba
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
 import random
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -52,6 +54,30 @@ BatchSink = Callable[[list[tuple[ServerEntry, ScanOutcome]]], None]
 ScanFn = Callable[[ServerEntry], Awaitable[ScanOutcome]]
 
 RETRY_STATUSES = frozenset({429, 503})
+
+CRAWL_GC_THRESHOLD = 20_000
+"""Allocations between two collections of the youngest generation during a crawl (Python's default is 700)."""
+
+
+@contextlib.contextmanager
+def crawl_collector() -> Iterator[None]:
+    """The cyclic garbage collector tuned for a crawl, restored after it.
+
+    What exists when the crawl starts (the modules, the store's statements) is frozen out of every collection, and
+    the youngest generation is collected every :data:`CRAWL_GC_THRESHOLD` allocations instead of 700. A crawl
+    allocates short-lived objects by the million (requests, answers, rows) and reference counting frees nearly all
+    of them; each collection walks the young objects still alive. Measured at 2 000 loopback servers: the
+    collector's CPU per server 0.28-0.40 -> 0.11-0.12 ms on a first night and 0.37-0.43 -> 0.06-0.07 ms on an
+    unchanged rescan (issue #24). Cyclic garbage waits at most that many allocations longer to be freed.
+    """
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(CRAWL_GC_THRESHOLD, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import gc
 import typing
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scanner import wire
-from scanner.crawl import CrawlSettings
+from scanner.crawl import CrawlSettings, crawl_collector
 from scanner.errors import InputError
 from scanner.models import ScanOutcome, ServerEntry
 
@@ -359,15 +358,12 @@ def run_scan(
                 for note in notes:
                     on_warning(note)
             entries = _entries(config, on_warning)
-        # The encoding, the modules and the store's statements live as long as the run: keep them out of every
-        # garbage collection the crawl triggers (measured: ~0.4 ms CPU per server on a 2 000-server scan).
-        gc.freeze()
-        tidy = _package_cache_kept(config, entries, on_warning)
-        try:
-            return _scan_into(store, config, entries, resume_id, on_start, on_result, lock.check, on_begin)
-        finally:
-            gc.unfreeze()
-            tidy()
+        with crawl_collector():
+            tidy = _package_cache_kept(config, entries, on_warning)
+            try:
+                return _scan_into(store, config, entries, resume_id, on_start, on_result, lock.check, on_begin)
+            finally:
+                tidy()
 
 
 def _package_cache_kept(

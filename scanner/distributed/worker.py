@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import socket
@@ -36,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from scanner.crawl import CrawlSettings
+from scanner.crawl import CrawlSettings, crawl_collector
 from scanner.distributed.queue import MAX_ATTEMPTS, QUEUE, TASK, engine_errors, entry_from_payload, make_app
 from scanner.errors import WriterBusy
 from scanner.models import ScanOutcome, ServerEntry
@@ -297,12 +296,10 @@ def run_worker(
     with open_store(config.db_url) as store:
         job = _Job(store, config, on_result, on_closed)
         tidy = _package_cache_kept(config, on_warning)
-        gc.freeze()  # as a crawl does: the long-lived modules and statements stay out of every collection
         try:
-            with engine_errors(config.db_url):
+            with crawl_collector(), engine_errors(config.db_url):
                 asyncio.run(_work(config, job))
         finally:
-            gc.unfreeze()
             tidy()
     return WorkerSummary(
         name=config.name,

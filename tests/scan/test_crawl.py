@@ -7,6 +7,7 @@ Hosts are IP literals on loopback (``127.0.0.x``) so the address check never ask
 
 from __future__ import annotations
 
+import gc
 import itertools
 import threading
 import time
@@ -17,7 +18,15 @@ from typing import Any
 import anyio
 import pytest
 
-from scanner.crawl import CrawlSettings, crawl, host_key, interleave_by_host, retry_delay
+from scanner.crawl import (
+    CRAWL_GC_THRESHOLD,
+    CrawlSettings,
+    crawl,
+    crawl_collector,
+    host_key,
+    interleave_by_host,
+    retry_delay,
+)
 from scanner.errors import StoreError
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 
@@ -302,3 +311,13 @@ def test_a_writer_error_is_raised_itself_when_workers_find_its_stream_gone() -> 
     entries = [http(f"s{i}") for i in range(200)]
     with pytest.raises(StoreError, match="disk is full"):
         anyio.run(lambda: crawl(entries, settings(concurrency=32), sink, scan=instant))
+
+
+def test_the_crawl_collector_freezes_what_exists_and_collects_young_objects_less_often_until_it_ends() -> None:
+    before = gc.get_threshold()
+    assert gc.get_freeze_count() == 0
+    with pytest.raises(RuntimeError), crawl_collector():
+        assert gc.get_threshold() == (CRAWL_GC_THRESHOLD, *before[1:])
+        assert gc.get_freeze_count() > 0  # the modules and everything else alive when the crawl starts
+        raise RuntimeError("a run-fatal error")
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0

@@ -6,6 +6,7 @@ each test takes a fraction of a second, while still going through the real CLI, 
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -44,8 +45,10 @@ def test_a_name_listed_twice_is_scanned_once_and_counted(tmp_path: Path) -> None
         ],
     )
     db = f"sqlite:///{tmp_path}/f.db"
+    collector = gc.get_threshold()
     summary = fathom_json("scan", str(registry), "--db", db)
     assert (summary["total"], summary["duplicates"], summary["counts"]) == (2, 1, {"refused": 2})
+    assert gc.get_threshold() == collector and gc.get_freeze_count() == 0  # the crawl's collector tuning is undone
     (run,) = fathom_json("runs", "--db", db)
     assert run["servers_scanned"] == summary["total"]  # the summary and the database agree
     rows = {row["server"]: row for row in fathom_json("servers", "--db", db)}
@@ -109,6 +112,7 @@ def test_a_run_fatal_error_mid_scan_exits_cleanly_and_leaves_the_run_resumable(
         return real_record(self, *args, **kwargs)
 
     monkeypatch.setattr(Store, "record_scans", record_then_fail)
+    collector = gc.get_threshold()
     with DemoHost(synthetic_sites(3)) as host:
         servers = [{"name": site.name, "url": host.url(site.name)} for site in synthetic_sites(3)]
         registry = write_list(tmp_path / "servers.json", servers)
@@ -116,6 +120,7 @@ def test_a_run_fatal_error_mid_scan_exits_cleanly_and_leaves_the_run_resumable(
         result = runner.invoke(app, ["scan", str(registry), "--db", db, "--allow-private", "--concurrency", "1"])
     assert result.exit_code == 4
     assert result.stderr == "fathom: database is locked\n"
+    assert gc.get_threshold() == collector and gc.get_freeze_count() == 0  # undone on a run-fatal error too
     monkeypatch.undo()
     (run,) = fathom_json("runs", "--db", db)
     assert run["status"] == "interrupted"  # --resume can finish it
