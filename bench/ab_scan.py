@@ -21,52 +21,38 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
+from bench_measure import export
+from bench_scan import run_measured
+
 ROOT = Path(__file__).resolve().parents[1]
 PASSES = ("first", "rescan")
-
-
-def export(ref: str, into: Path) -> None:
-    """The ``scanner`` and ``migrations`` packages of ``ref``, written under ``into``."""
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", ref, "scanner", "migrations"], check=True, capture_output=True
-    )
-    tar_path = into / "tree.tar"
-    tar_path.write_bytes(archive.stdout)
-    with tarfile.open(tar_path) as tar:
-        tar.extractall(into, filter="data")
 
 
 def scan_cpu(tree: Path, listing: Path, database: Path, concurrency: int) -> float:
     """CPU seconds of one ``fathom scan`` run from ``tree`` (its package first on the path)."""
     argv = [sys.executable, "-m", "scanner", "scan", str(listing), "--db", str(database), "--allow-private"]
     argv += ["--concurrency", str(concurrency), "--per-host", str(concurrency), "--format", "json"]
-    env = os.environ | {"PYTHONPATH": str(tree)}
-    with tempfile.TemporaryFile() as err:
-        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=str(tree))
-        _, status, usage = os.wait4(process.pid, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            err.seek(0)
-            raise SystemExit(f"fathom scan from {tree} failed:\n{err.read().decode(errors='replace')[-2000:]}")
-    return usage.ru_utime + usage.ru_stime
+    return run_measured(argv, env=os.environ | {"PYTHONPATH": str(tree)}, cwd=tree).cpu
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", default="main")
-    parser.add_argument("--servers", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--base", default="main", help="git ref to compare this tree with (default: main)")
+    parser.add_argument("--servers", type=int, default=2000, help="loopback servers scanned (default: 2000)")
+    parser.add_argument("--rounds", type=int, default=6, help="alternating rounds (default: 6)")
+    parser.add_argument(
+        "--concurrency", type=int, default=64, help="the scan's --concurrency and --per-host (default: 64)"
+    )
     args = parser.parse_args()
     count = args.servers
     with tempfile.TemporaryDirectory(prefix="fathom-ab-scan-") as scratch:
         work = Path(scratch)
         trees = {"base": work / "base", "new": ROOT}
         trees["base"].mkdir()
-        export(args.base, trees["base"])
+        export(args.base, trees["base"], ("scanner", "migrations"))
         for tree in trees.values():  # an installed Fathom has its modules compiled; a run should not pay for it
             compileall.compile_dir(tree / "scanner", quiet=1)
         host = subprocess.Popen(

@@ -66,9 +66,9 @@ print(json.dumps(out))
 """
 
 
-def export(ref: str, into: Path) -> None:
-    """The tree of ``ref`` (its scanner package) written under ``into``."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "scanner"], check=True, capture_output=True)
+def export(ref: str, into: Path, paths: tuple[str, ...] = ("scanner",)) -> None:
+    """The tree of ``ref`` (its ``paths``: the scanner package by default) written under ``into``."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, *paths], check=True, capture_output=True)
     tar_path = into / "tree.tar"
     tar_path.write_bytes(archive.stdout)
     with tarfile.open(tar_path) as tar:

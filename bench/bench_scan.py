@@ -47,11 +47,11 @@ class Measured:
     stdout: str
 
 
-def run_measured(argv: list[str]) -> Measured:
+def run_measured(argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None) -> Measured:
     """Run ``argv`` to the end and read its own CPU time and peak memory (not the parent's, not other children's)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
-        process = subprocess.Popen(argv, stdout=out, stderr=err, text=True)
+        process = subprocess.Popen(argv, stdout=out, stderr=err, text=True, env=env, cwd=cwd)
         _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - started
