@@ -176,11 +176,13 @@ async def _raw_server(behaviour: str, started: anyio.Event, port: list[int], don
         await done.wait()
 
 
+@pytest.mark.parametrize("method", ["GET", "POST"])
 @pytest.mark.parametrize("behaviour", ["answer", "half body", "silent", "close", "reset"])
-def test_the_lean_network_stream_ends_as_httpcores_own(behaviour):
-    """The scan's streams (asyncio timers instead of anyio cancel scopes) give what httpcore's anyio streams give:
-    the same answer, or the same error with the same message, for a server that answers, stalls mid-body, never
-    answers, closes or resets."""
+def test_the_lean_network_stream_ends_as_httpcores_own(behaviour, method):
+    """The scan's streams (asyncio timers instead of anyio cancel scopes, a request's writes held until the
+    answer is read) give what httpcore's anyio streams give: the same answer, or the same error with the same
+    message, for a server that answers, stalls mid-body, never answers, closes or resets, after a request with a
+    body or without."""
 
     async def through(pool: httpcore.AsyncConnectionPool | None) -> tuple[str, str]:
         started, done, port = anyio.Event(), anyio.Event(), []
@@ -190,9 +192,14 @@ def test_the_lean_network_stream_ends_as_httpcores_own(behaviour):
             timeout = httpx.Timeout(30.0, read=0.3)
             client = HttpClient(timeout=timeout, ssl_context=None, default_headers={}, pool=pool)
             try:
-                async with client.stream("GET", f"http://127.0.0.1:{port[0]}/mcp", headers={}) as response:
+                url = f"http://127.0.0.1:{port[0]}/mcp"
+                request = client.build_request(method, url, headers={}, content=b'{"jsonrpc": "2.0"}' * 50)
+                response = await client.send(request)
+                try:
                     body = b"".join([piece async for piece in response.aiter_raw()])
                     result = (str(response.status_code), body.decode())
+                finally:
+                    await response.aclose()
             except httpx.HTTPError as exc:
                 result = (type(exc).__name__, str(exc))
             finally:
@@ -205,3 +212,47 @@ def test_the_lean_network_stream_ends_as_httpcores_own(behaviour):
     assert ours == httpcores, (ours, httpcores)
     expected = {"answer": "200", "half body": "ReadTimeout", "silent": "ReadTimeout", "close": "RemoteProtocolError"}
     assert ours[0] == expected.get(behaviour, ours[0]), ours
+
+
+@pytest.mark.parametrize("size", [2_000, 200_000])
+def test_a_request_leaves_in_one_write(size, monkeypatch):
+    """httpcore writes a request's head and body apart; the scan's stream sends them together, once, whatever
+    the body's size, and the server reads the whole request."""
+    from anyio._backends import _asyncio
+
+    sent: list[bytes] = []
+    real_send = _asyncio.SocketStream.send
+
+    async def counted(self, item: bytes) -> None:
+        sent.append(item)
+        await real_send(self, item)
+
+    monkeypatch.setattr(_asyncio.SocketStream, "send", counted)
+    body = b"x" * size
+    received: list[bytes] = []
+
+    async def main() -> str:
+        import asyncio
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            head = await reader.readuntil(b"\r\n\r\n")
+            received.append(head + await reader.readexactly(size))
+            writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        client = HttpClient(timeout=httpx.Timeout(30.0), ssl_context=None, default_headers={})
+        try:
+            request = client.build_request("POST", f"http://127.0.0.1:{port}/mcp", headers={}, content=body)
+            response = await client.send(request)
+            await response.aclose()
+            return str(response.status_code)
+        finally:
+            await client.aclose()
+            server.close()
+
+    assert anyio.run(main) == "204"
+    assert len(sent) == 1, [len(piece) for piece in sent]
+    assert sent[0].endswith(b"\r\n\r\n" + body) and received == sent

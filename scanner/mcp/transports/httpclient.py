@@ -15,7 +15,9 @@ of a whole unchanged rescan, ``docs/benchmarks.md``). This client keeps what a s
   scan ignores the environment's proxies anyway);
 - its network streams are httpcore's anyio streams with each read's and write's timeout on asyncio's own timer
   instead of an anyio cancel scope, and the socket's readability (asked before each reuse of a connection) read
-  from the socket kept at connect (:class:`_Stream`): the same errors for the same events, a third of the cost.
+  from the socket kept at connect (:class:`_Stream`): the same errors for the same events, a third of the cost;
+- a request's head and body leave in one write (one TCP segment on loopback instead of two), held by
+  :class:`_Stream` until the connection next reads.
 
 Redirects are not followed here: :func:`scanner.mcp.transports.http.send` follows them by hand, within the origin.
 """
@@ -68,6 +70,10 @@ def _httpx_errors() -> Iterator[None]:
         raise mapped(str(exc)) from exc
 
 
+# Bytes a stream holds back at most: a write that brings them to this leaves at once, with what was held.
+_HOLD_AT = 64 * 1024
+
+
 class _Stream(AnyIOStream):
     """httpcore's anyio stream, cheaper per read and write.
 
@@ -77,13 +83,25 @@ class _Stream(AnyIOStream):
     asyncio; the same ``TimeoutError`` when no byte came in time, the same cancellation from outside) and the
     socket is looked up once. Errors become the httpcore errors httpcore's own stream raises, with the same
     messages (``tests/mcp/test_httpclient.py`` holds them side by side).
+
+    httpcore writes a request's head and its body separately: two sends, two TCP segments, each a system call
+    and the kernel's whole loopback path (12 % of a first night's CPU samples, ``docs/benchmarks.md``). So a
+    write is held until the connection next reads (or holds :data:`_HOLD_AT` bytes) and the held bytes leave in
+    one send. A failed held write is what httpcore does with a failed request write: it is passed over and the
+    answer read (a server may answer and close before it reads the body); a write timeout is still raised.
     """
 
     def __init__(self, stream: anyio.abc.ByteStream) -> None:
         super().__init__(stream)
         self._socket = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+        self._held: list[bytes] = []
+        self._held_bytes = 0
+        self._held_timeout: float | None = None
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        if self._held:
+            with contextlib.suppress(httpcore.WriteError):
+                await self._write_held()
         try:
             async with asyncio.timeout(timeout):
                 return await self._stream.receive(max_bytes=max_bytes)
@@ -97,8 +115,18 @@ class _Stream(AnyIOStream):
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if not buffer:
             return
+        self._held.append(buffer)
+        self._held_bytes += len(buffer)
+        self._held_timeout = timeout
+        if self._held_bytes >= _HOLD_AT:
+            await self._write_held()
+
+    async def _write_held(self) -> None:
+        buffer = self._held[0] if len(self._held) == 1 else b"".join(self._held)
+        self._held.clear()
+        self._held_bytes = 0
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(self._held_timeout):
                 await self._stream.send(item=buffer)
         except TimeoutError as exc:
             raise httpcore.WriteTimeout(exc) from exc
@@ -108,6 +136,8 @@ class _Stream(AnyIOStream):
     async def start_tls(
         self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
     ) -> httpcore.AsyncNetworkStream:
+        if self._held:
+            await self._write_held()
         secured = await super().start_tls(ssl_context, server_hostname, timeout)
         assert isinstance(secured, AnyIOStream)
         return _Stream(secured._stream)
