@@ -15,7 +15,6 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, select, update
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session, sessionmaker
 
 from scanner.errors import InputError
@@ -149,6 +148,8 @@ def note_worker(sessions: sessionmaker[Session], run_id: int, worker: str, scans
     name = codec.text(worker, 200) or "?"
     with sessions.begin() as session:
         if session.get_bind().dialect.name == "postgresql":
+            from sqlalchemy.dialects import postgresql  # here: a SQLite scan never pays for importing it
+
             insert = postgresql.insert(RunWorker).values(
                 run_id=run_id, worker=name, first_at=now, last_at=now, scans=scans
             )

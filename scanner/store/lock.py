@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, Table, delete, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 
 from scanner.errors import StoreError, WriterBusy
 from scanner.store import tables
@@ -100,6 +100,8 @@ class WriterLock:
         if dialect == "sqlite":
             return sqlite.insert(_TABLE).on_conflict_do_nothing(index_elements=["id"])
         if dialect == "postgresql":
+            from sqlalchemy.dialects import postgresql  # here: a SQLite scan never pays for importing it
+
             return postgresql.insert(_TABLE).on_conflict_do_nothing(index_elements=["id"])
         raise StoreError(f"The writer lock supports SQLite and PostgreSQL, not {dialect}")
 
