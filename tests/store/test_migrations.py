@@ -128,6 +128,104 @@ def test_the_shipped_head_is_read_without_alembic_and_agrees_with_it(tmp_path: P
     assert done.stdout.strip() == "False", done.stderr
 
 
+def _shape(statements: list[str | None]) -> list[tuple[str, ...]]:
+    """Statements as what they make: Alembic's batch mode writes a rebuilt table's constraints (and a table's
+    indexes) in an order that varies from run to run, so each statement is its lines, sorted, and the statements
+    are sorted."""
+    return sorted(tuple(sorted(line.strip().rstrip(",") for line in (sql or "").splitlines())) for sql in statements)
+
+
+def _master(path: Path) -> tuple[list[tuple[str, ...]], list[tuple[str, str, str]], list[tuple[str]]]:
+    """Everything SQLite keeps of a database's schema: each object's statement, every object by kind and table
+    (its own and the indexes it makes for constraints included), and the Alembic version row."""
+    with sqlite3.connect(path) as connection:
+        rows = connection.execute("SELECT type, tbl_name, sql FROM sqlite_master").fetchall()
+        version = connection.execute("SELECT version_num FROM alembic_version").fetchall()
+    connection.close()
+    return _shape([sql for _, _, sql in rows]), sorted((kind, table, "") for kind, table, _ in rows), version
+
+
+def test_a_new_sqlite_database_is_what_the_migrations_build(tmp_path: Path) -> None:
+    """A new SQLite file gets its schema from the shipped snapshot, not from Alembic; SQLite then holds exactly
+    what the seven migrations leave (every table, index and constraint, and the version row), the models agree
+    with it, and it migrates down and up like any other. A stale snapshot (a migration added, the snapshot not
+    written again) fails here with the command that writes it."""
+    from migrations.snapshot import build
+    from scanner.store.engine import SQLITE_SNAPSHOT
+
+    shipped, built = json.loads(SQLITE_SNAPSHOT.read_text(encoding="utf-8")), build()
+    assert shipped["revision"] == built["revision"], "run: python -m migrations.snapshot"
+    assert _shape(shipped["statements"]) == _shape(built["statements"]), "run: python -m migrations.snapshot"
+
+    by_alembic = tmp_path / "alembic.db"
+    engine = create_store_engine(f"sqlite:///{by_alembic}")
+    migrate(engine)
+    engine.dispose()
+    by_snapshot = tmp_path / "snapshot.db"
+    open_store(f"sqlite:///{by_snapshot}").close()
+    assert _master(by_snapshot) == _master(by_alembic)
+
+    engine = create_store_engine(f"sqlite:///{by_snapshot}")
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        assert compare_metadata(context, Base.metadata) == []
+    downgrade(engine, "base")
+    migrate(engine)
+    engine.dispose()
+    assert _master(by_snapshot) == _master(by_alembic)
+
+
+def test_a_new_sqlite_database_is_made_without_alembic(tmp_path: Path) -> None:
+    """Creating a database (every first night, every ``fathom demo``) imports no Alembic."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "new.db"
+    probe = (
+        "import sys; from scanner.store import open_store; "
+        f"open_store({f'sqlite:///{db}'!r}).close(); print('alembic' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False", done.stderr
+    assert _master(db)[2] == [(head_revision(),)]
+
+
+def test_processes_making_one_new_database_at_once_all_open_it(tmp_path: Path) -> None:
+    """Nightly workers started together on a new file: one makes it, the others wait for it and open it; none
+    fails, and the schema is made once."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "shared.db"
+    probe = f"from scanner.store import open_store; open_store({f'sqlite:///{db}'!r}).close(); print('opened')"
+    started = [subprocess.Popen([sys.executable, "-c", probe], stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    outputs = [process.communicate(timeout=120)[0].strip() for process in started]
+    assert outputs == ["opened"] * 4 and all(process.returncode == 0 for process in started)
+    by_alembic = tmp_path / "alembic.db"
+    engine = create_store_engine(f"sqlite:///{by_alembic}")
+    migrate(engine)
+    engine.dispose()
+    assert _master(db) == _master(by_alembic)
+
+
+def test_without_a_snapshot_of_the_head_a_new_database_is_migrated(tmp_path: Path, monkeypatch) -> None:
+    """A snapshot missing, or of another revision than the shipped head, is not used: Alembic makes the
+    database, with the same result."""
+    from scanner.store import engine as engine_module
+
+    made = []
+    real_migrate = engine_module.migrate
+    monkeypatch.setattr(engine_module, "migrate", lambda engine: made.append(1) or real_migrate(engine))
+    for name, snapshot in (("missing.db", tmp_path / "absent.json"), ("stale.db", tmp_path / "stale.json")):
+        (tmp_path / "stale.json").write_text(json.dumps({"revision": "0006", "statements": []}), encoding="utf-8")
+        monkeypatch.setattr(engine_module, "SQLITE_SNAPSHOT", snapshot)
+        engine_module._sqlite_snapshot.cache_clear()
+        open_store(f"sqlite:///{tmp_path / name}").close()
+        assert current_revision(create_store_engine(f"sqlite:///{tmp_path / name}")) == head_revision()
+    engine_module._sqlite_snapshot.cache_clear()
+    assert made == [1, 1]
+
+
 def _as_objects(db_path: Path) -> None:
     """Rewrite every keyed JSON value as the object a Fathom before 0007 wrote (and a URL's package as ``null``)."""
     keyed = KeyedJSON()
