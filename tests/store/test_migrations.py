@@ -145,6 +145,13 @@ def _master(path: Path) -> tuple[list[tuple[str, ...]], list[tuple[str, str, str
     return _shape([sql for _, _, sql in rows]), sorted((kind, table, "") for kind, table, _ in rows), version
 
 
+def _migrated_by_alembic(path: Path) -> Path:
+    engine = create_store_engine(f"sqlite:///{path}")
+    migrate(engine)
+    engine.dispose()
+    return path
+
+
 def test_a_new_sqlite_database_is_what_the_migrations_build(tmp_path: Path) -> None:
     """A new SQLite file gets its schema from the shipped snapshot, not from Alembic; SQLite then holds exactly
     what the seven migrations leave (every table, index and constraint, and the version row), the models agree
@@ -157,10 +164,7 @@ def test_a_new_sqlite_database_is_what_the_migrations_build(tmp_path: Path) -> N
     assert shipped["revision"] == built["revision"], "run: python -m migrations.snapshot"
     assert _shape(shipped["statements"]) == _shape(built["statements"]), "run: python -m migrations.snapshot"
 
-    by_alembic = tmp_path / "alembic.db"
-    engine = create_store_engine(f"sqlite:///{by_alembic}")
-    migrate(engine)
-    engine.dispose()
+    by_alembic = _migrated_by_alembic(tmp_path / "alembic.db")
     by_snapshot = tmp_path / "snapshot.db"
     open_store(f"sqlite:///{by_snapshot}").close()
     assert _master(by_snapshot) == _master(by_alembic)
@@ -201,10 +205,7 @@ def test_processes_making_one_new_database_at_once_all_open_it(tmp_path: Path) -
     started = [subprocess.Popen([sys.executable, "-c", probe], stdout=subprocess.PIPE, text=True) for _ in range(4)]
     outputs = [process.communicate(timeout=120)[0].strip() for process in started]
     assert outputs == ["opened"] * 4 and all(process.returncode == 0 for process in started)
-    by_alembic = tmp_path / "alembic.db"
-    engine = create_store_engine(f"sqlite:///{by_alembic}")
-    migrate(engine)
-    engine.dispose()
+    by_alembic = _migrated_by_alembic(tmp_path / "alembic.db")
     assert _master(db) == _master(by_alembic)
 
 
