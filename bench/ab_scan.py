@@ -1,7 +1,7 @@
 """Benchmark (not a test): a whole ``fathom scan`` of this tree against another commit's, alternating, one host.
 
 ``bench_scan.py`` runs each figure once a round beside its baselines; on the project's 2-core machine one
-first-night run of the same code varies by about ±10 % (14.3 to 17.6 ms CPU a server at 2 000 servers, in one
+first-night run of the same code varies by about ±10 % (13.8 to 17.3 ms CPU a server at 2 000 servers, in one
 hour), more than most single changes save. This one judges a change: it exports ``--base`` (a git ref, ``main``
 by default; its ``scanner`` and ``migrations``), compiles both trees, starts one demo host
 (``scanner.demo.server --synthetic N``) and runs, ``--rounds`` times and alternating base and this tree, a first

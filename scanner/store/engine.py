@@ -343,17 +343,6 @@ Alembic holds the same statements (up to the order Alembic's batch mode writes a
 varies), so a new migration fails that test until the snapshot is written again."""
 
 
-def sqlite_schema(connection: Any) -> list[str]:
-    """The statements SQLite keeps for a database's tables, then its indexes, triggers and views, each group in
-    the order they were made (SQLite's own objects and the indexes it makes for a constraint left out: they come
-    with their tables). ``connection`` is a DBAPI (``sqlite3``) connection."""
-    rows = connection.execute(
-        "SELECT type, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
-    ).fetchall()
-    order = {"table": 0, "index": 1, "trigger": 2, "view": 3}
-    return [sql for kind, sql in sorted(rows, key=lambda row: order.get(row[0], 4))]
-
-
 @functools.cache
 def _sqlite_snapshot() -> tuple[str, tuple[str, ...]] | None:
     """The snapshot's revision and statements, when it is there and is of :func:`shipped_head`; else None."""
