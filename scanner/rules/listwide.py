@@ -12,7 +12,8 @@ what sets two tools apart, and MCP307 reports them once.
 
 MCP303 runs in far less than quadratic time on real lists: word sets are computed once, and candidate pairs come
 from a prefix filter (a pair reaching 60 % overlap must share one of the rarest ``n - ceil(0.6 n) + 1`` words of
-each description), then are verified exactly. A hostile list built to defeat the filter is compared only up to
+each description), then are verified exactly. A list of up to :data:`PAIRWISE_TOOLS` tools is compared pair by
+pair instead, with the same result: that is cheaper than building the filter's index. A hostile list built to defeat the filter is compared only up to
 :data:`COMPARISON_BUDGET` pairs.
 """
 
@@ -38,6 +39,8 @@ LIST_TOKEN_LIMIT = 20_000
 COMPARISON_BUDGET = 2_000_000
 # What one similar pair turned down by MCP303's exceptions costs of that budget.
 REJECTED_COST = 8
+# Lists up to this long are compared pair by pair: building the prefix index costs more than it saves.
+PAIRWISE_TOOLS = 24
 # A sentence is doctrine when 3 or more tools repeat it and it has at least 12 words, or 5 or more and 8 words.
 DOCTRINE_RULES = ((3, 12), (5, 8))
 DOCTRINE_TOOLS = min(tools for tools, _ in DOCTRINE_RULES)
@@ -184,6 +187,10 @@ def similar_pairs(
         sets.append(frozenset(words(source)) if text and source else frozenset())
         folded.append(_fold(text) if text else None)
     sizes = [len(found) for found in sets]
+    count = len(sets)
+    if count <= PAIRWISE_TOOLS and count * sum(sizes) + REJECTED_COST * count * count < budget:
+        yield from _pairwise(sets, sizes, folded, accept)
+        return
     frequency: Counter[str] = Counter()
     for present in sets:
         frequency.update(present)
@@ -235,6 +242,39 @@ def similar_pairs(
             indexed.add(text)
             for word in prefix:
                 index[word].append(j)
+
+
+def _pairwise(
+    sets: Sequence[frozenset[str]],
+    sizes: Sequence[int],
+    folded: Sequence[str | None],
+    accept: Callable[[int, int], bool] | None,
+) -> Iterator[tuple[int, int, float, list[str]]]:
+    """:func:`similar_pairs` by comparing each description with every earlier candidate, for a short list whose
+    budget cannot run out: the same pairs, for less than building the prefix index costs. The candidates are the
+    ones the index would hold (the first of identical descriptions, with words), and the first similar one that
+    ``accept`` takes is the one the index search ends on, since the prefix filter misses no similar pair."""
+    candidates: list[int] = []
+    indexed: set[str] = set()
+    for j, word_set in enumerate(sets):
+        size = sizes[j]
+        if not size:
+            continue
+        text = folded[j]
+        for i in candidates:
+            other = sizes[i]
+            larger = other if other > size else size
+            least = SIMILARITY * larger
+            if (other if other < size else size) < least or folded[i] == text:
+                continue
+            shared = sets[i] & word_set
+            if len(shared) < least or (accept is not None and not accept(i, j)):
+                continue
+            yield i, j, len(shared) / larger, sorted(shared)
+            break
+        if text is not None and text not in indexed:
+            indexed.add(text)
+            candidates.append(j)
 
 
 def _joined_pairs(found: Sequence[str]) -> frozenset[str]:

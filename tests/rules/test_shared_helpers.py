@@ -15,7 +15,14 @@ from typing import Any
 
 import pytest
 
-from scanner.rules.listwide import COMPARISON_BUDGET, REJECTED_COST, SIMILARITY, _Apart, similar_pairs
+from scanner.rules.listwide import (
+    COMPARISON_BUDGET,
+    PAIRWISE_TOOLS,
+    REJECTED_COST,
+    SIMILARITY,
+    _Apart,
+    similar_pairs,
+)
 from scanner.rules.tools import ToolInfo, json_too_costly, split_name, walk_schema, words
 from scanner.rules.vocabulary import MAX_RELATIVES, fold, fold_all, name_words, text_words
 from tests.check_corpus import random_json
@@ -175,12 +182,14 @@ def _similar_pairs(texts: list[str | None], budget: int, accept: Any) -> list[tu
 
 
 def test_similar_pairs_spends_its_budget_as_first_written() -> None:
+    """The same pairs as the search first written, whether a list is compared pair by pair (short, with budget to
+    spare) or through the prefix index (longer, or a budget that may run out)."""
     rng = random.Random(303)
     vocabulary = [f"w{number}" for number in range(14)]
     for _ in range(300):
         texts: list[str | None] = [
             " ".join(rng.sample(vocabulary, rng.randrange(1, 9))) if rng.random() > 0.1 else None
-            for _ in range(rng.randrange(2, 30))
+            for _ in range(rng.randrange(2, 2 * PAIRWISE_TOOLS))
         ]
         refused = {(rng.randrange(30), rng.randrange(30)) for _ in range(rng.randrange(40))}
 
