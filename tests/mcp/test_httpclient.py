@@ -1,4 +1,4 @@
-"""The scan's HTTP client sends what httpx would send and reads answers as httpx would, on httpcore's pool."""
+"""The scan's HTTP client sends what httpx would send and reads answers as httpx would, on httpcore's connections."""
 
 from __future__ import annotations
 
@@ -256,3 +256,71 @@ def test_a_request_leaves_in_one_write(size, monkeypatch):
     assert anyio.run(main) == "204"
     assert len(sent) == 1, [len(piece) for piece in sent]
     assert sent[0].endswith(b"\r\n\r\n" + body) and received == sent
+
+
+@pytest.mark.parametrize("server", ["keep-alive", "connection: close", "closes when idle"])
+def test_connections_are_kept_and_renewed_as_httpcores_pool_does(server):
+    """The scan keeps its connections itself instead of in httpcore's pool: the same answers over as many
+    connections as the pool opens, for a server that keeps them alive, one that says ``Connection: close`` and
+    one that closes them unannounced once answered; a request held open (a legacy SSE stream) gets a connection
+    of its own while the next ones are sent; closing the client closes every connection."""
+    import asyncio
+
+    async def through(pool: httpcore.AsyncConnectionPool | None) -> tuple[list[str], int]:
+        accepted: list[asyncio.StreamWriter] = []
+        closed = asyncio.Event()
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            accepted.append(writer)
+            try:
+                while head := await reader.readuntil(b"\r\n\r\n"):
+                    sized = [line for line in head.lower().split(b"\r\n") if line.startswith(b"content-length:")]
+                    await reader.readexactly(int(sized[0].split(b":")[1]) if sized else 0)
+                    body = b"answer to " + head.split(b" ")[1]
+                    close = server == "connection: close"
+                    writer.write(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s"
+                        % (len(body), b"Connection: close\r\n" if close else b"", body)
+                    )
+                    await writer.drain()
+                    if close or server == "closes when idle":
+                        break
+            except (asyncio.IncompleteReadError, ConnectionError):
+                pass
+            writer.close()
+            if all(each.is_closing() for each in accepted):
+                closed.set()
+
+        listener = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = listener.sockets[0].getsockname()[1]
+        client = HttpClient(timeout=httpx.Timeout(30.0), ssl_context=None, default_headers={}, pool=pool)
+        answers: list[str] = []
+
+        async def ask(path: str) -> None:
+            request = client.build_request("POST", f"http://127.0.0.1:{port}{path}", headers={}, content=b"{}")
+            response = await client.send(request)
+            answers.append(b"".join([piece async for piece in response.aiter_raw()]).decode())
+            await response.aclose()
+            if server == "closes when idle":
+                await anyio.sleep(0.05)  # the server's close reaches the client before the next request
+
+        try:
+            for path in ("/a", "/b"):
+                await ask(path)
+            held = await client.send(client.build_request("GET", f"http://127.0.0.1:{port}/held", headers={}))
+            answers.append(b"".join([piece async for piece in held.aiter_raw()]).decode())
+            await ask("/c")
+            await held.aclose()
+            await ask("/d")
+        finally:
+            await client.aclose()
+        with anyio.fail_after(10):
+            await closed.wait()  # every connection closed
+        listener.close()
+        return answers, len(accepted)
+
+    ours = anyio.run(through, None)
+    pools = anyio.run(through, httpcore.AsyncConnectionPool(network_backend=httpcore.AnyIOBackend()))
+    assert ours == pools
+    assert ours[0] == ["answer to /a", "answer to /b", "answer to /held", "answer to /c", "answer to /d"]
+    assert ours[1] == {"keep-alive": 2, "connection: close": 5, "closes when idle": 5}[server]
