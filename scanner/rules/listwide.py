@@ -12,9 +12,9 @@ what sets two tools apart, and MCP307 reports them once.
 
 MCP303 runs in far less than quadratic time on real lists: word sets are computed once, and candidate pairs come
 from a prefix filter (a pair reaching 60 % overlap must share one of the rarest ``n - ceil(0.6 n) + 1`` words of
-each description), then are verified exactly. A list of up to :data:`PAIRWISE_TOOLS` tools is compared pair by
-pair instead, with the same result: that is cheaper than building the filter's index. A hostile list built to defeat the filter is compared only up to
-:data:`COMPARISON_BUDGET` pairs.
+each description), then are verified exactly. A hostile list built to defeat the filter is compared only up to
+:data:`COMPARISON_BUDGET` pairs. A list of up to :data:`PAIRWISE_TOOLS` tools is compared pair by pair instead, with
+the same result: that costs less than building the filter's index.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """What the two HTTP transports share: one client per server, same-origin redirects, capped reads, error mapping.
 
-The client is :class:`scanner.mcp.transports.httpclient.HttpClient` (httpx's behaviour on httpcore's pool). This
-is the boundary where httpx errors become :class:`scanner.mcp.failures.ScanFailure` (``raise ... from
-exc``). Redirects are followed by hand, at most ``max_redirects``, only within the URL's origin (or from http to
-https on the same host): the request may carry secret headers, and a cross-origin hop would hand them to
+The client is :class:`scanner.mcp.transports.httpclient.HttpClient` (httpx's behaviour on httpcore's
+connections). This is the boundary where httpx errors become :class:`scanner.mcp.failures.ScanFailure` (``raise
+... from exc``). Redirects are followed by hand, at most ``max_redirects``, only within the URL's origin (or from
+http to https on the same host): the request may carry secret headers, and a cross-origin hop would hand them to
 another host. Every body is read as a raw stream and decoded by :mod:`scanner.mcp.body` a piece at a time,
 counted after decoding (so a gzip bomb, stacked codings included, counts at its real size before it is held);
 nothing is read unbounded. Text and JSON in bodies go through :mod:`scanner.wire`.

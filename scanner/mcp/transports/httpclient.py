@@ -168,16 +168,16 @@ class Pool(Protocol):
 
 
 class _Connections:
-    """httpcore's connection pool cut down to what one server's scan asks of it, at a fifth less CPU a scan.
+    """httpcore's connection pool cut down to what one server's scan asks of it.
 
     The pool queues each request, assigns it a connection and, on every request and every response closed, sweeps
-    its connections inside cancel-shielded sections: about 0.15 ms of CPU a request, for a client that sends one
-    request at a time (two at most, a legacy SSE stream and its POSTs). Here a request takes the first idle
-    connection to its origin, or a new one; the connections are httpcore's own (``AsyncHTTPConnection``, with the
-    pool's settings), so requests, responses, errors and keep-alive behave as in the pool. What the pool does
-    before each request is done here too: connections the server closed, or idle past the keep-alive expiry, are
-    closed and dropped. Two requests that pick the same idle connection at once: the one that finds it taken
-    (httpcore's ``ConnectionNotAvailable``) opens another, as the pool's request would.
+    its connections inside cancel-shielded sections (``docs/benchmarks.md``, *Sixth pass*, says what that cost):
+    more than a client needs that sends one request at a time (two at most, a legacy SSE stream and its POSTs).
+    Here a request takes the first idle connection to its origin, or a new one; the connections are httpcore's own
+    (``AsyncHTTPConnection``, with the pool's settings), so requests, responses, errors and keep-alive behave as in
+    the pool. What the pool does before each request is done here too: connections the server closed, or idle past
+    the keep-alive expiry, are closed and dropped. Two requests that pick the same idle connection at once: the one
+    that finds it taken (httpcore's ``ConnectionNotAvailable``) opens another, as the pool's request would.
     """
 
     def __init__(self, ssl_context: ssl.SSLContext | None, keepalive_expiry: float) -> None:
