@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from scanner.models import Finding, canonical_json
 from scanner.rules import make_finding
+from scanner.rules.vocabulary import name_words
 
 TOOL_ADDED = "tool_added"
 TOOL_REMOVED = "tool_removed"
@@ -124,6 +125,19 @@ def body_sha256(tool: Any) -> str | None:
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
 
 
+def schema_sha256(tool: Any) -> str | None:
+    """The SHA-256 of a tool's inputSchema alone, or None for an item that is not an object: among removed and
+    added tools whose names fold to the same words, the same schema picks the pair (:func:`pair_renames`)."""
+    if not isinstance(tool, dict):
+        return None
+    return hashlib.sha256(canonical_json(tool.get("inputSchema")).encode("utf-8")).hexdigest()
+
+
+def _identity(tool: Any) -> dict[str, str | None]:
+    """What a tool event stores to pair a rename later: its body's and its schema's hashes."""
+    return {"body_sha256": body_sha256(tool), "schema_sha256": schema_sha256(tool)}
+
+
 def diff_tools(previous: Sequence[Any], current: Sequence[Any]) -> ToolChanges:
     """Which tools were added, removed or changed (and in which top-level fields) from ``previous`` to ``current``."""
     before, after = _index(previous), _index(current)
@@ -163,13 +177,11 @@ def compare_tools(
 
     for label in changes.added:
         tool = after[label]
-        events.append(
-            ChangeEvent(TOOL_ADDED, tool=label, details={"index": tool.index, "body_sha256": body_sha256(tool.value)})
-        )
+        events.append(ChangeEvent(TOOL_ADDED, tool=label, details={"index": tool.index, **_identity(tool.value)}))
     for label in changes.removed:
         old_index = before[label].index
-        body = body_sha256(before[label].value)
-        events.append(ChangeEvent(TOOL_REMOVED, tool=label, details={"previous_index": old_index, "body_sha256": body}))
+        identity = _identity(before[label].value)
+        events.append(ChangeEvent(TOOL_REMOVED, tool=label, details={"previous_index": old_index, **identity}))
         findings.append(
             make_finding(
                 "MCP502",
@@ -464,10 +476,14 @@ def _run_entries(run_id: int, events: Sequence[StoredEvent], *, baseline: bool) 
             fields = tuple(str(name) for name in listed) if isinstance(listed, list) else ()
         groups.setdefault((kind, code if kind not in _TOOL_KINDS else None, fields), []).append(event)
     if renamed:
-        pairs = tuple(f"{old} → {new}" for old, new in renamed.items())
-        entries.append(
-            LogEntry(run_id, at, TOOL_RENAMED, f"{len(pairs)} renamed, same description and schema", items=pairs)
+        bodies = {str(event.tool): event.details.get("body_sha256") for event in (*removed, *added)}
+        pairs = tuple(
+            f"{old} → {new}" + ("" if bodies.get(old) == bodies.get(new) else " (changed too)")
+            for old, new in renamed.items()
         )
+        same = all(not pair.endswith(")") for pair in pairs)
+        summary = f"{len(pairs)} renamed" + (", same description and schema" if same else "")
+        entries.append(LogEntry(run_id, at, TOOL_RENAMED, summary, items=pairs))
     for (kind, code, fields), members in groups.items():
         entries.append(_group_entry(run_id, at, kind, code, fields, members, mcp502))
     entries.sort(
@@ -479,29 +495,64 @@ def _run_entries(run_id: int, events: Sequence[StoredEvent], *, baseline: bool) 
 _TOOL_KINDS = frozenset({TOOL_ADDED, TOOL_REMOVED, TOOL_CHANGED})
 
 
-def pair_renames(removed: Iterable[tuple[str, object]], added: Iterable[tuple[str, object]]) -> dict[str, str]:
-    """Old name -> new name for removed and added tools, each ``(name, body_sha256)``, with the same body (the same
-    description and inputSchema), paired in order; a body that is not a string (an item that is not an object, an
-    event stored before ``body_sha256`` existed) pairs with nothing."""
+RenameKey = tuple[str, object] | tuple[str, object, object]
+"""``(name, body_sha256)`` or ``(name, body_sha256, schema_sha256)`` of a removed or added tool."""
+
+
+def pair_renames(removed: Iterable[RenameKey], added: Iterable[RenameKey]) -> dict[str, str]:
+    """Old name -> new name for removed and added tools that are one tool renamed, paired in order.
+
+    First the same body (the same description and inputSchema) under any name; then, among those left, names
+    that fold to the same words (``convert.units`` / ``convert_units``, ``get-tiny-image`` / ``getTinyImage``),
+    whatever else changed with the name, preferring the candidate with the same inputSchema. A body hash that is
+    not a string (an item that is not an object, an event stored before the hash existed) pairs by body with
+    nothing."""
+    gone, new = list(removed), list(added)
+    pairs: dict[str, str] = {}
     waiting: dict[str, list[str]] = {}
-    for name, body in added:
+    for name, body, *_ in new:
         if isinstance(body, str):
             waiting.setdefault(body, []).append(name)
-    pairs: dict[str, str] = {}
-    for name, body in removed:
+    for name, body, *_ in gone:
         if isinstance(body, str) and waiting.get(body):
             pairs[name] = waiting[body].pop(0)
+    taken = set(pairs.values())
+    by_words: dict[tuple[str, ...], list[tuple[str, object]]] = {}
+    for name, _, *schema in new:
+        words = tuple(name_words(name))
+        if name not in taken and words:
+            by_words.setdefault(words, []).append((name, schema[0] if schema else None))
+    for name, _, *schema in gone:
+        candidates = by_words.get(tuple(name_words(name))) if name not in pairs else None
+        if not candidates:
+            continue
+        own = schema[0] if schema else None
+        chosen = next((c for c in candidates if isinstance(own, str) and c[1] == own), candidates[0])
+        candidates.remove(chosen)
+        pairs[name] = chosen[0]
     return pairs
 
 
 def renamed_tools(previous: Sequence[Any], current: Sequence[Any], changes: ToolChanges) -> dict[str, str]:
     """Old label -> new label for the tools of ``changes`` (:func:`diff_tools` of the two lists) removed from
-    ``previous`` and added to ``current`` with the same body: one tool renamed, not one removed and one added."""
+    ``previous`` and added to ``current`` that are one tool renamed (:func:`pair_renames`), not one removed and
+    one added."""
     before, after = _index(previous), _index(current)
     return pair_renames(
-        ((label, body_sha256(before[label].value)) for label in changes.removed),
-        ((label, body_sha256(after[label].value)) for label in changes.added),
+        ((label, body_sha256(before[label].value), schema_sha256(before[label].value)) for label in changes.removed),
+        ((label, body_sha256(after[label].value), schema_sha256(after[label].value)) for label in changes.added),
     )
+
+
+def renamed_fields(
+    previous: Sequence[Any], current: Sequence[Any], renamed: Mapping[str, str]
+) -> dict[str, tuple[str, ...]]:
+    """New label -> the fields besides the name that changed with the rename (empty when only the name did)."""
+    before, after = _index(previous), _index(current)
+    return {
+        new: tuple(name for name in _changed_fields(before[old].value, after[new].value) if name != "name")
+        for old, new in renamed.items()
+    }
 
 
 def followed_findings(
@@ -518,8 +569,8 @@ def followed_findings(
 def _pair_renames(removed: Sequence[StoredEvent], added: Sequence[StoredEvent]) -> dict[str, str]:
     """Old name -> new name for removed and added tools of one run with the same body, paired in order."""
     return pair_renames(
-        ((str(event.tool), event.details.get("body_sha256")) for event in removed),
-        ((str(event.tool), event.details.get("body_sha256")) for event in added),
+        ((str(event.tool), event.details.get("body_sha256"), event.details.get("schema_sha256")) for event in removed),
+        ((str(event.tool), event.details.get("body_sha256"), event.details.get("schema_sha256")) for event in added),
     )
 
 

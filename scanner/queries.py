@@ -289,7 +289,11 @@ def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> 
         ]
         rows.append({"change": "tools not compared", "tool": None, "detail": "; ".join(failed)})
     rows += [
-        {"change": "tool renamed", "tool": new, "detail": f"from {old}: same description and inputSchema"}
+        {
+            "change": "tool renamed",
+            "tool": new,
+            "detail": f"from {old}: {_rename_detail(change.renamed_fields.get(new))}",
+        }
         for old, new in change.tools_renamed
     ]
     rows += [{"change": "tool added", "tool": name, "detail": ""} for name in change.tools_added]
@@ -319,6 +323,14 @@ def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> 
     ]
     header = {"change": "runs", "tool": None, "detail": " → ".join(sides)}
     return [header, *rows]
+
+
+def _rename_detail(fields: tuple[str, ...] | None) -> str:
+    """What changed with a rename: nothing else (``same description and inputSchema``), or the fields that did
+    (``description, inputSchema changed too``)."""
+    if not fields:
+        return "same description and inputSchema"
+    return f"{', '.join(fields)} changed too"
 
 
 def _side(run: int | None, outcome: str | None, version: str | None, registry_version: str | None) -> str:

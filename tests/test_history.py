@@ -127,10 +127,59 @@ def test_a_rename_is_one_row_and_its_mcp502_is_not_repeated() -> None:
     assert removed.summary == "1 removed (MCP502 tool-removed)"
 
 
-def test_a_renamed_tool_with_a_changed_description_is_not_a_rename() -> None:
+def test_a_new_name_with_other_words_and_a_changed_description_is_not_a_rename() -> None:
     events, _ = history.compare_tools([_tool("a", "One.")], "1", [_tool("b", "Two.")], "1")
     log = history.readable_log(_stored(2, events), baseline_run=1)
     assert {entry.kind for entry in log} == {history.TOOL_ADDED, history.TOOL_REMOVED}
+
+
+def _units(name: str, description: str, *properties: str) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {key: {"type": "string"} for key in properties}}
+    return {"name": name, "description": description, "inputSchema": schema}
+
+
+def test_a_rename_whose_name_folds_to_the_same_words_is_one_row_whatever_changed_with_it() -> None:
+    """Issue 37: the demo's ``convert.units`` -> ``convert_units`` (a new description, and the schema fixed) showed
+    as added + removed + MCP502, though the README says a rename is one row."""
+    before = [_units("convert.units", "Convert a value between units.", "value"), _tool("gone")]
+    after = [_units("convert_units", "Convert a value between units of length, e.g. 3 ft to m.", "value", "from")]
+    events, findings = history.compare_tools(before, "1.0.0", after, "1.1.0")
+    appeared = history.compare_findings([], findings)
+
+    log = history.readable_log(_stored(2, events + appeared), baseline_run=1)
+
+    renamed = [entry for entry in log if entry.kind == history.TOOL_RENAMED]
+    assert [entry.items for entry in renamed] == [("convert.units → convert_units (changed too)",)]
+    assert renamed[0].summary == "1 renamed"
+    assert not any(entry.kind == history.TOOL_ADDED for entry in log)
+    assert [entry.items for entry in log if entry.kind == history.TOOL_REMOVED] == [("gone",)]
+    changes = history.diff_tools(before, after)
+    assert history.renamed_tools(before, after, changes) == {"convert.units": "convert_units"}
+    fields = history.renamed_fields(before, after, {"convert.units": "convert_units"})
+    assert fields == {"convert_units": ("description", "inputSchema")}
+
+
+def test_among_names_with_the_same_words_the_same_schema_is_the_pair() -> None:
+    before = [_units("get_item", "Old text.", "id"), _units("get.item", "Old text two.", "key")]
+    after = [_units("getItem", "New text.", "key"), _units("get-item", "New text two.", "id")]
+
+    changes = history.diff_tools(before, after)
+
+    assert history.renamed_tools(before, after, changes) == {"get_item": "get-item", "get.item": "getItem"}
+
+
+def test_events_stored_before_the_schema_hash_still_pair_by_words() -> None:
+    """Events written by an older Fathom carry only ``body_sha256``: a rename by words still pairs them."""
+    events = [
+        _Event(2, history.TOOL_REMOVED, "convert.units", details={"previous_index": 0, "body_sha256": "a"}),
+        _Event(2, history.TOOL_ADDED, "convert_units", details={"index": 0, "body_sha256": "b"}),
+    ]
+
+    log = history.readable_log(events, baseline_run=1)
+
+    assert [(entry.kind, entry.items) for entry in log] == [
+        (history.TOOL_RENAMED, ("convert.units → convert_units (changed too)",))
+    ]
 
 
 def test_findings_group_by_rule_and_leave_with_their_tool() -> None:

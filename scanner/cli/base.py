@@ -9,9 +9,11 @@ Exit codes: one table per command in :mod:`scanner.exitcodes`; each command's ``
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import math
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -133,11 +135,43 @@ def _name_metavar(param: Any) -> None:
         param.metavar = _BY_TYPE[param.bare_type()]
 
 
+# Typer validates option values with pydantic; its wording ("Input should be ...", "Value error, ...") is
+# rewritten into the CLI's own, so no library's phrasing reaches the user.
+_PYDANTIC_WORDING: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"Value error, (.*?)\.?$"), r"\1"),
+    (re.compile(r"Input should be less than or equal to (\S+)"), r"it must be at most \1"),
+    (re.compile(r"Input should be greater than or equal to (\S+)"), r"it must be at least \1"),
+    (re.compile(r"Input should be less than (\S+)"), r"it must be below \1"),
+    (re.compile(r"Input should be greater than (\S+)"), r"it must be above \1"),
+    (re.compile(r"Input should be a valid integer.*"), "it must be a whole number"),
+    (re.compile(r"Input should be a valid number.*"), "it must be a number"),
+    (re.compile(r"Input should be (.*)"), r"it must be \1"),
+)
+
+GLOBAL_OPTIONS = ("--quiet", "-q", "--color", "--version")
+"""The options of ``fathom`` itself, which go before the command (``fathom --color always check``)."""
+
+
+def usage_message(exc: Exception, command: str = "COMMAND") -> str:
+    """A usage error's message in Fathom's words: pydantic's wording rewritten, and a global option given after
+    the command told where it goes."""
+    message = _one_line(exc.format_message())  # type: ignore[attr-defined]
+    for pattern, replacement in _PYDANTIC_WORDING:
+        message, done = pattern.subn(replacement, message, count=1)
+        if done:
+            break
+    option = re.match(r"No such option: (\S+)", message)
+    if option and option.group(1) in GLOBAL_OPTIONS:
+        name = option.group(1)
+        message = f"{name} is an option of fathom itself: give it before the command (fathom {name} ... {command} ...)"
+    return message
+
+
 def _usage_exit(exc: Exception) -> NoReturn:
     context = getattr(exc, "ctx", None)
     where = context.command_path if context is not None else "fathom"
-    message = exc.format_message()  # type: ignore[attr-defined]
-    typer.echo(f"{where}: {_one_line(message)} (see '{where} --help')", err=True)
+    command = where.split()[-1] if " " in where else "COMMAND"
+    typer.echo(f"{where}: {usage_message(exc, command)} (see '{where} --help')", err=True)
     raise typer.Exit(2) from exc
 
 
@@ -200,6 +234,27 @@ class TransportChoice(enum.StrEnum):
     auto = "auto"
     streamable_http = "streamable-http"
     sse = "sse"
+
+
+def invocation() -> str:
+    """How to run Fathom again as this process was run, for hints a user copies: ``fathom`` when that name on
+    PATH is this very program, else the path it was started by (``.venv/bin/fathom`` after the README's first
+    command), or ``python -m scanner``."""
+    import shlex
+    import shutil
+
+    started = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if started is None or started.name in ("__main__.py", "-c", "-m"):
+        return f"{shlex.quote(sys.executable)} -m scanner"
+    on_path = shutil.which("fathom")
+    if on_path is not None and started.name == "fathom" and Path(on_path).resolve() == started.resolve():
+        return "fathom"
+    shown = (
+        started if started.is_absolute() or started.parent != Path() else Path(shutil.which(str(started)) or started)
+    )
+    with contextlib.suppress(ValueError):  # outside the current folder: the full path
+        shown = shown.resolve().relative_to(Path.cwd())
+    return shlex.quote(str(shown))
 
 
 def _fail(message: str, code: int) -> NoReturn:

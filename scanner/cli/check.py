@@ -202,6 +202,8 @@ def check(
     from scanner.checkconfig import load_config, settings
     from scanner.gates import GateRequest, run_gate
 
+    if all_tools and command and len(command) == 1 and _looks_like_tool_list(command[0]):
+        _fail(f"--tools lists every tool's cost; did you mean --tools-file {command[0]}?", 2)
     sources = [tools_file is not None, url is not None, stdio is not None, bool(command), example]
     if sum(sources) != 1:
         _fail("give exactly one of --tools-file, --url, --stdio, '-- command ...' or --example", 2)
@@ -312,6 +314,15 @@ def _render_check(
 
     colour = fmt is CheckFormat.text and _colour()
     return check_write.render(result, fmt.value, colour=colour, verbose=verbose, all_tools=all_tools, anchor=anchor)
+
+
+def _looks_like_tool_list(word: str) -> bool:
+    """Whether a lone server command is really a data file (``--tools tools.json`` meant ``--tools-file``): a
+    ``.json`` name, or a regular file that is not executable."""
+    if word.lower().endswith(".json"):
+        return True
+    path = Path(word)
+    return path.is_file() and not os.access(path, os.X_OK)
 
 
 def _readable_file(flag: str, path: str) -> None:

@@ -11,7 +11,7 @@ from scanner import exitcodes  # the one table of exit codes (a light module)
 
 if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
     pass
-from scanner.cli.base import RUN_ID_MAX, DbOption, _db_url, _fail, app
+from scanner.cli.base import RUN_ID_MAX, DbOption, _db_url, _fail, app, invocation
 
 
 @app.command(epilog=exitcodes.command_epilog("report"))
@@ -56,5 +56,6 @@ def demo(
         counts = " · ".join(f"{name} {count:,}" for name, count in sorted(summary.counts.items()))
         typer.echo(f"scan {number} (run {summary.run_id}): {summary.total:,} servers · {counts}")
     database = result.database
-    typer.echo(f"database: {database}  (try: fathom servers --db {database}; fathom findings --db {database})")
+    me = invocation()
+    typer.echo(f"database: {database}  (try: {me} servers --db {database}; {me} findings --db {database})")
     typer.echo(f"report:   {result.report_index.resolve().as_uri()}")

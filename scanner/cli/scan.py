@@ -225,7 +225,9 @@ def scan(
     if registry is None and not resume:
         _fail("name the registry to scan (only --resume may leave it out)", 2)
     if dry_run:
-        entries = resolve_entries(config)
+        from scanner.registry.dryrun import with_refusals
+
+        entries = with_refusals(resolve_entries(config), allow_private=settings.allow_private)
         for line in warning_lines(entries, settings.packages):
             _note(line)
         _print_entries(entries, fmt)

@@ -210,6 +210,29 @@ async def check_url(url: str, *, allow_private: bool, timeout_s: float = RESOLVE
     return None
 
 
+def offline_refusal(url: str, *, allow_private: bool) -> str | None:
+    """What :func:`check_url` will refuse without resolving anything, for a dry run that makes no connection:
+    an unusable URL, a metadata host, a literal address the policy refuses, and ``localhost``/``*.localhost``
+    (loopback by RFC 6761). A name that needs DNS is left to the scan (None)."""
+    problem = url_problem(url)
+    if problem is not None:
+        return problem
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if host in METADATA_HOSTS:
+        return f"{host} is a cloud metadata host"
+    if host == "localhost" or host.endswith(".localhost"):
+        label: str | None = "loopback"
+    else:
+        try:
+            label = classify(ipaddress.ip_address(host.split("%", 1)[0]))
+        except ValueError:
+            return None
+    if label is None or (label != "cloud metadata" and allow_private):
+        return None
+    suffix = "" if label == "cloud metadata" else "; --allow-private permits it"
+    return f"{host} is a {label} address{suffix}"
+
+
 async def refuse_reason(url: str, *, allow_private: bool, timeout_s: float = RESOLVE_TIMEOUT_S) -> str | None:
     """The detail of :func:`check_url`'s verdict (why ``url`` is not connected to), or None if it may be."""
     verdict = await check_url(url, allow_private=allow_private, timeout_s=timeout_s)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from scanner.models import ServerEntry
@@ -66,3 +67,20 @@ def totals(entries: list[ServerEntry] | tuple[ServerEntry, ...]) -> list[str]:
         f"would scan {scanned:,}; would skip {sum(skips.values()):,}" + (f": {_counts(skips)}" if skips else "")
     )
     return lines
+
+
+def with_refusals(entries: list[ServerEntry], *, allow_private: bool) -> list[ServerEntry]:
+    """``entries`` with the URLs the scan's address policy will refuse marked as skipped, so a dry run never
+    counts as "would scan" a loopback or private address the real scan refuses without ``--allow-private``. Only
+    what is known without DNS is marked (:func:`scanner.registry.address.offline_refusal`)."""
+    from scanner.registry.address import offline_refusal
+
+    marked: list[ServerEntry] = []
+    for entry in entries:
+        reason = None if entry.skip or not entry.url else offline_refusal(entry.url, allow_private=allow_private)
+        if reason is not None:
+            # The specifics go in parentheses, which the totals leave out, so like refusals add up.
+            why, _, permit = reason.partition("; ")
+            entry = replace(entry, skip=f"address refused ({why})" + (f": {permit}" if permit else ""))
+        marked.append(entry)
+    return marked

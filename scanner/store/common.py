@@ -154,8 +154,22 @@ def server_id(connection: Connection | Session, name: str) -> int:
     """The id of the server named ``name``; :class:`InputError` if the database has none."""
     found = connection.execute(select(SERVERS.c.id).where(SERVERS.c.name == name)).scalar()
     if found is None:
-        raise InputError(f"No server named {name!r} in this database.")
+        raise unknown_server(connection, name)
     return int(found)
+
+
+def unknown_server(connection: Connection | Session, name: str) -> InputError:
+    """The error for a server name the database does not hold, naming the nearest stored name when one is close
+    (a typo such as ``example/quikcalc`` for ``example/quickcalc``)."""
+    import difflib
+
+    names = [str(stored) for stored in connection.execute(select(SERVERS.c.name)).scalars()]
+    near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if not near:  # a name given without its namespace (quickcalc for example/quickcalc)
+        tails = {stored.rsplit("/", 1)[-1]: stored for stored in names}
+        near = [tails[tail] for tail in difflib.get_close_matches(name, list(tails), n=1, cutoff=0.75)]
+    hint = f" Did you mean {near[0]!r}?" if near else " (fathom servers lists them.)"
+    return InputError(f"No server named {name!r} in this database.{hint}")
 
 
 def get_run(session: Session, run_id: int) -> Run:

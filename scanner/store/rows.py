@@ -240,8 +240,9 @@ class Diff:
     scans, whatever their outcome. Tools, tokens and findings are compared only when both sides answered
     (``tools_compared``); outcome changes on the way (``outcome_changes``: run, before, after) and both sides'
     versions (the registry's and the server's own) are always given. A rename (same description and inputSchema,
-    new name) is one ``tools_renamed`` pair; the findings that followed it to its new name are neither new nor
-    fixed, and its MCP502 is not new. Findings of a removed tool are ``findings_gone_with_tool``, not fixed.
+    or a name that folds to the same words) is one ``tools_renamed`` pair; the findings that followed it to its
+    new name are neither new nor fixed, and its MCP502 is not new. Findings of a removed tool are
+    ``findings_gone_with_tool``, not fixed.
     """
 
     server: str
@@ -266,8 +267,11 @@ class Diff:
     tools_compared: bool = True
     lanes_from: tuple[LaneRow, ...] = ()  # the lanes of each side, when it was scanned in lanes
     lanes_to: tuple[LaneRow, ...] = ()
-    # (old, new): removed and added with the same description and inputSchema; not in tools_added/tools_removed.
+    # (old, new): one tool renamed (the same description and inputSchema, or names that fold to the same words:
+    # scanner.history.pair_renames); not in tools_added/tools_removed.
     tools_renamed: tuple[tuple[str, str], ...] = ()
+    # new name -> what changed besides the name (empty when only the name did).
+    renamed_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Findings of the earlier scan on a tool that was removed (not renamed): gone with it, not fixed.
     findings_gone_with_tool: tuple[Finding, ...] = ()
 

@@ -84,3 +84,37 @@ def test_a_header_filled_from_the_environment_is_a_credential():
     (row,) = entries_to_json([entry])
     assert row["credential_headers"] == ["X-Api-Key"] and row["header_names"] == ["X-Api-Key", "X-Region"]
     assert "k-123" not in json.dumps(row)
+
+
+def test_a_dry_run_never_counts_as_scanned_what_the_address_policy_refuses(tmp_path):
+    """Issue 37: "would scan 5" for loopback URLs that the real scan then refused without --allow-private."""
+    from typer.testing import CliRunner
+
+    from scanner.cli import app
+
+    servers = tmp_path / "servers.json"
+    servers.write_text(
+        json.dumps(
+            {
+                "servers": [
+                    {"name": "a/loop", "url": "http://127.0.0.1:9/mcp"},
+                    {"name": "a/name", "url": "http://localhost:9/mcp"},
+                    {"name": "a/lan", "url": "http://10.1.2.3/mcp"},
+                    {"name": "a/meta", "url": "http://169.254.169.254/latest"},
+                    {"name": "a/public", "url": "https://example.com/mcp"},
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
+    db = str(tmp_path / "x.db")
+
+    plain = CliRunner().invoke(app, ["scan", str(servers), "--dry-run", "--db", db])
+    allowed = CliRunner().invoke(app, ["scan", str(servers), "--dry-run", "--allow-private", "--db", db])
+
+    assert plain.exit_code == 0 and allowed.exit_code == 0, plain.stderr + allowed.stderr
+    assert "would scan 1; would skip 4" in plain.stdout
+    assert "address refused: --allow-private permits it 3" in plain.stdout
+    assert "address refused (127.0.0.1 is a loopback address)" in plain.stdout
+    # with the opt-in, only the cloud metadata address stays refused, as in the real scan
+    assert "would scan 4; would skip 1: address refused 1" in allowed.stdout

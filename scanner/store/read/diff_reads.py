@@ -113,6 +113,7 @@ def diff(sessions: sessionmaker[Session], server: str, from_run: int | None = No
             tools_added=tuple(label for label in tool_changes.added if label not in renamed.values()),
             tools_removed=tuple(label for label in tool_changes.removed if label not in renamed),
             tools_renamed=tuple(renamed.items()),
+            renamed_fields=changes.renamed_fields(tools_from, tools_to, renamed),
             tools_changed=tool_changes.changed,
             tokens_from=tokens_from,
             tokens_to=tokens_to,

@@ -16,7 +16,6 @@ from sqlalchemy.types import NullType
 
 from scanner import metrics as scan_metrics
 from scanner import wire
-from scanner.errors import InputError
 from scanner.models import Severity
 from scanner.score import score_breakdown
 from scanner.store import codec, common
@@ -183,7 +182,8 @@ def history(engine: Engine, server: str) -> list[ScanRow]:
     server = wire.clean_str(server)  # as the engine stores it (NUL, lone surrogates -> U+FFFD)
     found = histories(engine, [server])
     if server not in found:
-        raise InputError(f"No server named {server!r} in this database.")
+        with engine.connect() as connection:
+            raise common.unknown_server(connection, server)
     return found[server]
 
 
