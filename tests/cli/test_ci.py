@@ -44,10 +44,13 @@ WARNS = [dict(CLEAN[0], inputSchema={"type": "object", "properties": {"city": {"
 BROKEN = [dict(CLEAN[0], inputSchema={"type": "object", "properties": {"city": {}}, "required": ["town"]})]
 
 
-def run_action(tmp_path: Path, **inputs: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str], str]:
+def run_action(
+    tmp_path: Path, github: dict[str, str] | None = None, **inputs: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str], str]:
     summary, outputs = tmp_path / "summary.md", tmp_path / "outputs.txt"
     summary.write_text("earlier step\n", encoding="utf-8")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("INPUT_")}
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("INPUT_", "GITHUB_"))}
+    env |= github or {}
     env |= {f"INPUT_{name.upper().replace('-', '_')}": value for name, value in inputs.items()}
     env |= {"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(outputs)}
     done = subprocess.run(
@@ -73,7 +76,7 @@ def test_every_action_input_reaches_the_script() -> None:
     for name, value in step["env"].items():
         input_name = name.removeprefix("INPUT_").lower().replace("_", "-")
         assert value == "${{ inputs." + input_name + " }}"
-    assert set(ACTION["outputs"]) == {"score", "tokens", "sarif", "markdown", "exit-code"}
+    assert set(ACTION["outputs"]) == {"score", "tokens", "sarif", "markdown", "exit-code", "can-write"}
     for name in ACTION["outputs"]:
         assert ACTION["outputs"][name]["value"] == "${{ steps.check.outputs." + name + " }}"
     for step in ACTION["runs"]["steps"]:  # every input a later step reads exists
@@ -185,3 +188,175 @@ def test_the_docs_examples_use_only_real_inputs_and_the_real_hook() -> None:
 @pytest.mark.parametrize("flag", ["--fail-on", "--min-score", "--max-tokens", "--baseline", "--max-increase"])
 def test_the_docs_show_each_gate(flag: str) -> None:
     assert flag in DOCS
+
+
+# --- Outside contributors (issue 37, item 5) ---------------------------------------------------------------------
+
+
+def _event_file(tmp_path: Path, head: str | None, base: str = "acme/server") -> Path:
+    repo = None if head is None else {"full_name": head}
+    payload = {"pull_request": {"number": 7, "head": {"repo": repo}, "base": {"repo": {"full_name": base}}}}
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("event", "head", "actor", "can_write", "why"),
+    [
+        ("pull_request", "stranger/server", "stranger", False, "comes from a fork (stranger/server)"),
+        ("pull_request", None, "stranger", False, "a fork that was deleted"),
+        ("pull_request", "acme/server", "dependabot[bot]", False, "Dependabot"),
+        ("pull_request", "acme/server", "maintainer", True, ""),
+        ("push", None, "maintainer", True, ""),
+    ],
+)
+def test_the_token_is_known_read_only_for_forks_and_dependabot(
+    tmp_path: Path, event: str, head: str | None, actor: str, can_write: bool, why: str
+) -> None:
+    from scanner.ci import write_access
+
+    env = {
+        "GITHUB_EVENT_NAME": event,
+        "GITHUB_EVENT_PATH": str(_event_file(tmp_path, head)),
+        "GITHUB_REPOSITORY": "acme/server",
+        "GITHUB_ACTOR": actor,
+    }
+
+    writes, said = write_access(env)
+
+    assert writes is can_write and why in said
+
+
+def test_a_forks_pull_request_gets_the_summary_and_the_checks_result_without_upload_or_comment(
+    tmp_path: Path,
+) -> None:
+    """A fork's PR: GitHub's token is read-only, so the upload and the comment would fail with "Resource not
+    accessible by integration" and turn every outside contribution red. The check still runs and gates."""
+    (tmp_path / "tools.json").write_text(json.dumps(WARNS), encoding="utf-8")
+    event = _event_file(tmp_path, "stranger/server")
+
+    done, said, summary = run_action(
+        tmp_path,
+        tools_file="tools.json",
+        fail_on="warning",
+        github={"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event)},
+    )
+
+    assert done.returncode == 1  # the gate's own result stands
+    assert said["can-write"] == "false"
+    assert "::notice title=Fathom::this pull request comes from a fork (stranger/server)" in done.stdout
+    assert "MCP207" in summary  # the job summary carries the check
+    steps = {step.get("name"): step for step in ACTION["runs"]["steps"]}
+    for name in ("Upload SARIF", "Comment on the pull request"):
+        assert "steps.check.outputs.can-write == 'true'" in steps[name]["if"]
+    assert steps["Upload SARIF"]["continue-on-error"] is True
+    assert "actions: read" in steps["Say why the SARIF was not uploaded"]["run"]
+
+
+class _FakeGitHub:
+    """GitHub's issue-comment API on loopback: what the comment step reads and writes, and a 403 on demand."""
+
+    def __init__(self, comments: list[dict[str, Any]], refuse: bool = False) -> None:
+        import http.server
+        import threading
+
+        self.comments, self.refuse, self.calls = comments, refuse, []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _answer(self, status: int, body: Any) -> None:
+                raw = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                fake.calls.append((self.command, self.path.split("?")[0], body, self.headers["Authorization"]))
+                if fake.refuse and self.command != "GET":
+                    self._answer(403, {"message": "Resource not accessible by integration"})
+                elif self.command == "GET":
+                    self._answer(200, fake.comments)
+                else:
+                    self._answer(200 if self.command == "PATCH" else 201, {"id": 99})
+
+            do_GET = do_POST = do_PATCH = _handle
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _comment(tmp_path: Path, github: _FakeGitHub) -> subprocess.CompletedProcess[str]:
+    body = tmp_path / "fathom.md"
+    body.write_text("## Fathom\nscore 93.0\n", encoding="utf-8")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GITHUB_")}
+    env |= {
+        "GITHUB_API_URL": github.url,
+        "GITHUB_REPOSITORY": "acme/server",
+        "GITHUB_WORKFLOW": "MCP tool list",
+        "GITHUB_JOB": "fathom",
+        "GH_TOKEN": "ghs_job_token",
+        "PR_NUMBER": "7",
+        "BODY_FILE": str(body),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "scanner.ci", "comment"], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_comment_edits_its_own_and_never_another_workflows(tmp_path: Path) -> None:
+    """``gh pr comment --edit-last`` edited the bot's last comment, which may be another workflow's."""
+    bot = {"login": "github-actions[bot]"}
+    github = _FakeGitHub(
+        [
+            {"id": 11, "user": bot, "body": "<!-- fathom-check MCP tool list/fathom -->\nold report"},
+            {"id": 12, "user": bot, "body": "Coverage: 91 % (another workflow)"},
+        ]
+    )
+    try:
+        done = _comment(tmp_path, github)
+    finally:
+        github.close()
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    writes = [call for call in github.calls if call[0] != "GET"]
+    assert [(method, path) for method, path, _, _ in writes] == [("PATCH", "/repos/acme/server/issues/comments/11")]
+    assert writes[0][2]["body"].startswith("<!-- fathom-check MCP tool list/fathom -->\n## Fathom")
+    assert writes[0][3] == "Bearer ghs_job_token"
+
+
+def test_the_first_comment_is_posted_with_its_marker(tmp_path: Path) -> None:
+    github = _FakeGitHub([{"id": 12, "user": {"login": "github-actions[bot]"}, "body": "Coverage: 91 %"}])
+    try:
+        done = _comment(tmp_path, github)
+    finally:
+        github.close()
+
+    assert done.returncode == 0
+    writes = [(method, path) for method, path, _, _ in github.calls if method != "GET"]
+    assert writes == [("POST", "/repos/acme/server/issues/7/comments")]
+
+
+def test_a_token_that_may_not_comment_is_a_notice_not_a_red_job(tmp_path: Path) -> None:
+    github = _FakeGitHub([], refuse=True)
+    try:
+        done = _comment(tmp_path, github)
+    finally:
+        github.close()
+
+    assert done.returncode == 0
+    assert "::notice title=Fathom::no PR comment: the token may not write to this pull request (HTTP 403)" in (
+        done.stdout
+    )
