@@ -33,6 +33,12 @@ def _colour(score: float | None) -> tuple[str, str]:
     return _LOW[-1][1], _LOW[-1][2]
 
 
+def score_colour(score: float | None) -> str:
+    """The colour name of a score's band (``brightgreen`` 90+, ``green`` 75+, ``yellow`` 60+, ``orange`` 40+,
+    ``red``; ``lightgrey`` for no score): the badge's, and the leaderboard's score cells'."""
+    return _colour(score)[0]
+
+
 def _tokens(tokens: int) -> str:
     """``812``, ``2.7k``, ``81k``, ``1.2M``: short enough for a badge."""
     if tokens < 1000:
@@ -49,7 +55,7 @@ def message(score: float | None, tokens: int | None) -> str:
     list was not read)."""
     parts = []
     if score is not None:
-        parts.append(f"{score:g}")
+        parts.append(f"{score:.1f}")  # as the leaderboard shows it: 93.0, not 93
     if tokens is not None:
         parts.append(f"{_tokens(tokens)} tokens")
     return " · ".join(parts) if parts else "not ranked"

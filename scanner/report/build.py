@@ -300,6 +300,7 @@ def build_trends(store: Store) -> tuple[TrendPoint, ...]:
                 p90_tokens=trend.p90_tokens,
                 outcomes=dict(trend.outcomes),
                 findings_by_rule=dict(trend.findings_by_rule),
+                date=_timed_label(trend.started_at),
             )
         )
     return tuple(points)
@@ -470,6 +471,7 @@ def _history_columns(scans: HistoryColumns, providers: Sequence[str], labels: _L
     return History(
         run_ids=scans.run_ids,
         labels=_labels_of(scans.scanned_at, labels, labels.timed, scans.run_ids),
+        dates=tuple(map(labels.timed.__getitem__, scans.scanned_at)),
         outcomes=outcomes,
         tokens={provider: tuple(map(methodcaller("get", provider), tokens)) for provider in providers},
         problems=column(scans.problems),

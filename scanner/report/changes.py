@@ -50,7 +50,8 @@ def run_changes(
         if row.score is not None and old_score is not None and abs(row.score - old_score) >= threshold:
             kind = "score_up" if row.score > old_score else "score_down"
             delta = row.score - old_score
-            found.append(ChangeRow(kind, row.name, row.slug, f"{old_score:.1f} → {row.score:.1f} ({delta:+.1f})"))
+            detail = f"{old_score:.1f} → {row.score:.1f} ({delta:+.1f})"
+            found.append(ChangeRow(kind, row.name, row.slug, detail, weight=abs(delta)))
     for name, old in before.items():
         if name not in current:
             found.append(ChangeRow("gone", name, None, f"was {old.outcome}; not in this run"))
@@ -79,19 +80,22 @@ def _event_changes(run_id: int, row: ServerRow, events: Sequence[EventRow]) -> l
     ]
     if problems:
         parts = sorted({f"{e.code} on {e.tool}" if e.tool else f"{e.code}" for e in problems})
-        out.append(ChangeRow("new_problems", row.name, row.slug, f"{len(problems)} new: " + _names(parts)))
+        detail = f"{len(problems)} new: " + _names(parts)
+        out.append(ChangeRow("new_problems", row.name, row.slug, detail, weight=len(problems)))
     counts: list[str] = []
+    tools = 0
+    said = {
+        history.TOOL_ADDED: "added",
+        history.TOOL_REMOVED: "removed",
+        history.TOOL_RENAMED: "renamed",
+        history.TOOL_CHANGED: "changed",
+    }
     for entry in history.readable_log(mine, baseline_run=-1):
-        if entry.kind == history.TOOL_ADDED:
-            counts.append(f"{len(entry.items)} added")
-        elif entry.kind == history.TOOL_REMOVED:
-            counts.append(f"{len(entry.items)} removed")
-        elif entry.kind == history.TOOL_RENAMED:
-            counts.append(f"{len(entry.items)} renamed")
-        elif entry.kind == history.TOOL_CHANGED:
-            counts.append(f"{len(entry.items)} changed")
+        if entry.kind in said:
+            counts.append(f"{len(entry.items)} {said[entry.kind]}")
+            tools += len(entry.items)
     if counts:
-        out.append(ChangeRow("tools_changed", row.name, row.slug, ", ".join(counts)))
+        out.append(ChangeRow("tools_changed", row.name, row.slug, ", ".join(counts), weight=tools))
     for event in mine:
         if event.kind == history.SERVER_VERSION_CHANGED:
             detail = f"{event.details.get('from')} → {event.details.get('to')}"

@@ -7,7 +7,7 @@ Strings here are still the server's own text: each renderer escapes for its form
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -110,10 +110,43 @@ class ChangeRow:
     server: str
     slug: str | None
     detail: str
+    weight: float = 0.0
+    """How much it changed (points of score, tools, new problems): the largest changes of a kind show first."""
 
     @property
     def label(self) -> str:
         return dict(CHANGE_KINDS).get(self.kind, self.kind)
+
+
+CHANGES_SHOWN = 5
+"""Changes of one kind shown at once in "What changed"; the rest wait behind "more"."""
+
+
+@dataclass(frozen=True)
+class ChangeGroup:
+    """One kind of change in "What changed": the largest :data:`CHANGES_SHOWN` first, the rest behind "more"."""
+
+    kind: str
+    label: str
+    shown: tuple[ChangeRow, ...]
+    more: tuple[ChangeRow, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.shown) + len(self.more)
+
+
+def change_groups(changes: Sequence[ChangeRow], shown: int = CHANGES_SHOWN) -> tuple[ChangeGroup, ...]:
+    """``changes`` grouped by kind in :data:`CHANGE_KINDS` order, each group largest change first, then by name."""
+    order = {kind: index for index, (kind, _) in enumerate(CHANGE_KINDS)}
+    groups: dict[str, list[ChangeRow]] = {}
+    for change in changes:
+        groups.setdefault(change.kind, []).append(change)
+    out = []
+    for kind in sorted(groups, key=lambda kind: (order.get(kind, 99), kind)):
+        rows = sorted(groups[kind], key=lambda change: (-change.weight, change.server))
+        out.append(ChangeGroup(kind, rows[0].label, tuple(rows[:shown]), tuple(rows[shown:])))
+    return tuple(out)
 
 
 # The kinds of change the leaderboard's change block lists, in the order shown.
@@ -147,6 +180,16 @@ class Leaderboard:
     ranked: tuple[ServerRow, ...]
     unranked: tuple[ServerRow, ...]
     changes: tuple[ChangeRow, ...] = ()  # what changed since the previous finished run (none for the first)
+
+    @property
+    def change_groups(self) -> tuple[ChangeGroup, ...]:
+        """:attr:`changes` grouped by kind, largest first (:func:`change_groups`)."""
+        return change_groups(self.changes)
+
+    @property
+    def changes_more(self) -> int:
+        """How many changes wait behind "more"."""
+        return sum(len(group.more) for group in self.change_groups)
 
     @property
     def rule_codes(self) -> tuple[str, ...]:
@@ -218,6 +261,7 @@ class TrendPoint:
     p90_tokens: int | None
     outcomes: Mapping[str, int]
     findings_by_rule: Mapping[str, int]
+    date: str = ""  # the run's start, date and time (UTC), for the table's Date column ("label" may be "run N")
 
     @property
     def problem_share(self) -> float | None:
@@ -242,6 +286,8 @@ class History:
     warnings: tuple[int | None, ...]
     notes: tuple[int | None, ...]
     details: tuple[str, ...] = ()  # each scan's one-line detail (the reason, for a failed scan)
+    # Each scan's date and time (UTC, to the minute) for tables' Date columns; the chart labels may be "run N".
+    dates: tuple[str, ...] = ()
     # The registered metrics (scanner.metrics) of the newest scans (at most 10), aligned with the end of the columns.
     metrics: tuple[Mapping[str, int | float], ...] = ()
 
@@ -305,16 +351,16 @@ class ServerPage:
 
     @property
     def scan_table(self) -> tuple[tuple[int, str, str, str], ...]:
-        """The history as table rows (run, label, outcome, detail), newest first, at most 50."""
+        """The history as table rows (run, date, outcome, detail), newest first, at most 50."""
         history = self.history
         details = history.details or ("",) * len(history)
-        rows = zip(history.run_ids, history.labels, history.outcomes, details, strict=True)
+        rows = zip(history.run_ids, history.dates or history.labels, history.outcomes, details, strict=True)
         return tuple(reversed(tuple(rows)))[:50]
 
     @property
     def metric_table(self) -> tuple[tuple[Metric, ...], tuple[tuple[int, str, tuple[str, ...]], ...]]:
         """Every registered per-scan metric (the columns) and, newest first, those of the newest 10 scans that
-        measured any of them as (run, label, one formatted value per metric, "" where not measured). No rows: no
+        measured any of them as (run, date, one formatted value per metric, "" where not measured). No rows: no
         table."""
         shown = tuple(scan_metrics.METRICS.values())
         history = self.history
@@ -324,7 +370,7 @@ class ServerPage:
             values = history.metrics[index]
             cells = tuple(_metric_text(values.get(metric.name)) for metric in shown)
             if any(cells):
-                rows.append((history.run_ids[offset + index], history.labels[offset + index], cells))
+                rows.append((history.run_ids[offset + index], (history.dates or history.labels)[offset + index], cells))
         return shown, tuple(rows)
 
 

@@ -9,6 +9,7 @@ All links are relative, and no server string is ever put in a URL: server pages 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -18,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
 
 from scanner.clients import CLIENTS_BY_KEY
 from scanner.errors import OutputError
-from scanner.models import PROVIDER_LABELS
+from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT
+from scanner.report.badge import score_colour
 from scanner.report.data import ServerPage, ServerRow, SiteData, TrendPoint
-from scanner.report.svg import Series, line_chart, needs_own_scales, small_multiples, stacked_bar_chart
+from scanner.report.svg import NARROW, Series, line_chart, needs_own_scales, small_multiples, stacked_bar_chart
 from scanner.report.text import clean_text, plural
 
 CSP = (
@@ -53,6 +56,16 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:.1f}%"
 
 
+_TICKS = re.compile(r"`([^`\n]{1,200})`")
+
+
+def ticks(value: object) -> Markup:
+    """Untrusted text with its Markdown code spans (a rule's fix: ```"properties": {}```) shown as ``<code>``,
+    everything else escaped: no raw backticks on a page."""
+    text = str(escape(clean_text(value, limit=2000)))
+    return Markup(_TICKS.sub(r'<code class="inline">\1</code>', text))
+
+
 def movement_text(row: ServerRow) -> str:
     """``▲ 2``, ``▼ 1``, ``new`` or ``=``: the leaderboard's movement column."""
     if row.movement == "up":
@@ -74,6 +87,9 @@ def make_environment() -> Environment:
     env.filters["t"] = lambda value: clean_text(value, limit=2000)
     env.filters["client"] = lambda key: CLIENTS_BY_KEY[key].label if key in CLIENTS_BY_KEY else clean_text(key)
     env.filters["provider"] = lambda name: PROVIDER_LABELS.get(name, clean_text(name, limit=100))
+    env.filters["provider_short"] = lambda name: PROVIDER_SHORT.get(name, clean_text(name, limit=40))
+    env.filters["band"] = score_colour
+    env.filters["ticks"] = ticks
     env.filters["block"] = lambda value: clean_text(value, limit=PRE_LIMIT, keep_newlines=True)
     env.filters["when"] = _when
     env.filters["num"] = _num
@@ -92,6 +108,25 @@ class Multiples:
     panels: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Responsive:
+    """One chart drawn twice: full width, and for a phone (:data:`scanner.report.svg.NARROW`: legible at 390 px,
+    its newest run in view); the stylesheet shows one."""
+
+    wide: str
+    narrow: str
+
+
+Chart = str | Multiples | Responsive
+
+
+def _line(title: str, labels: Sequence[str], series: list[Series], **options: Any) -> Responsive:
+    return Responsive(
+        line_chart(title, labels, series, **options),
+        line_chart(title, labels, series, box=NARROW, direct_labels=False, **options),
+    )
+
+
 def _rule_name(code: str) -> str:
     from scanner.rules import RULES
 
@@ -101,21 +136,21 @@ def _rule_name(code: str) -> str:
 
 def _maybe_multiples(
     title: str, labels: Sequence[str], series: list[Series], *, y_label: str, percent: bool = False
-) -> str | Multiples:
+) -> Chart:
     """One chart, or small multiples when the series' magnitudes differ tenfold (one would lie flat on zero)."""
     if needs_own_scales(series):
         return Multiples(
             f"{title} (each on its own scale)", tuple(small_multiples(title, labels, series, y_label=y_label))
         )
-    return line_chart(title, labels, series, y_label=y_label, percent=percent)
+    return _line(title, labels, series, y_label=y_label, percent=percent)
 
 
-def trend_charts(trends: tuple[TrendPoint, ...]) -> list[str | Multiples]:
+def trend_charts(trends: tuple[TrendPoint, ...]) -> list[Chart]:
     """The trend charts: problem share, tokens per turn, servers hit per rule (small multiples, one per rule),
     outcomes by kind."""
     labels = [point.label for point in trends]
-    charts: list[str | Multiples] = [
-        line_chart(
+    charts: list[Chart] = [
+        _line(
             "Share of answering servers with at least one problem",
             labels,
             [Series("servers with problems", tuple(point.problem_share for point in trends))],
@@ -146,12 +181,11 @@ def trend_charts(trends: tuple[TrendPoint, ...]) -> list[str | Multiples]:
         else line_chart(title, labels, rules, y_label="servers")
     )
     kinds = sorted({kind for point in trends for kind in point.outcomes}, key=lambda kind: (kind != "ok", kind))
+    outcomes = [Series(kind, tuple(float(point.outcomes.get(kind, 0)) for point in trends)) for kind in kinds]
     charts.append(
-        stacked_bar_chart(
-            "Outcomes by kind",
-            labels,
-            [Series(kind, tuple(float(point.outcomes.get(kind, 0)) for point in trends)) for kind in kinds],
-            y_label="servers",
+        Responsive(
+            stacked_bar_chart("Outcomes by kind", labels, outcomes, y_label="servers"),
+            stacked_bar_chart("Outcomes by kind", labels, outcomes, y_label="servers", box=NARROW),
         )
     )
     return charts
@@ -174,7 +208,7 @@ def _floats(column: Sequence[int | None]) -> tuple[float | None, ...]:
     return tuple(map(_AsFloat().__getitem__, column))
 
 
-def server_charts(page: ServerPage, providers: tuple[str, ...]) -> list[str | Multiples]:
+def server_charts(page: ServerPage, providers: tuple[str, ...]) -> list[Chart]:
     """A server's token history (one line per provider) and findings history (one line per severity); none for a
     server that never answered (two empty charts say nothing: its page shows its scans as a table)."""
     history = page.history
@@ -195,7 +229,7 @@ def server_charts(page: ServerPage, providers: tuple[str, ...]) -> list[str | Mu
     labels = history.labels
     return [
         _maybe_multiples("Tokens per turn, by provider", labels, tokens, y_label="tokens"),
-        line_chart("Findings over time", labels, findings, y_label="findings"),
+        _line("Findings over time", labels, findings, y_label="findings"),
     ]
 
 

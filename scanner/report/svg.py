@@ -58,6 +58,9 @@ class Box:
 
 MAIN = Box(right=190)
 PANEL = Box(width=PANEL_WIDTH, height=PANEL_HEIGHT, left=48, right=40, top=30, bottom=40)
+NARROW = Box(width=400, height=340, left=52, right=16, top=52, bottom=70)
+"""A chart for a phone: legible at 390 px without scrolling; its lines are named in the legend, not at their ends."""
+TITLE_CHAR = 7.8  # px a character of the 14 px bold title takes, at most (for wrapping only)
 
 
 @dataclass(frozen=True)
@@ -72,11 +75,8 @@ def _esc(text: str) -> str:
     return xml_escape(clean_text(text, limit=DEFAULT_LIMIT))
 
 
-def _nice_max(value: float, *, integer: bool = True) -> float:
-    """The top of the y axis: four equal 1/2/5 x 10^n steps reaching ``value`` (whole steps for counts)."""
-    if value <= 0 or not math.isfinite(value):
-        return 4.0 if integer else 1.0
-    rough = value / 4
+def _nice_step(rough: float, integer: bool) -> float:
+    """The smallest 1/2/5 x 10^n step at least ``rough`` (a whole number for counts)."""
     exponent = math.floor(math.log10(rough))
     step = 10.0 ** (exponent + 1)
     for factor in (1, 2, 5, 10):
@@ -84,9 +84,16 @@ def _nice_max(value: float, *, integer: bool = True) -> float:
         if candidate >= rough:
             step = candidate
             break
-    if integer:
-        step = max(1.0, math.ceil(step))
-    return step * 4
+    return max(1.0, math.ceil(step)) if integer else step
+
+
+def _nice_axis(value: float, *, integer: bool = True) -> tuple[float, int]:
+    """The top of the y axis and its number of equal steps (4 or 5, each 1/2/5 x 10^n, whole for counts): the
+    lowest top that reaches ``value``, so 10 servers get an axis to 10 (5 steps of 2), not to 20."""
+    if value <= 0 or not math.isfinite(value):
+        return (4.0 if integer else 1.0), 4
+    choices = [(_nice_step(value / steps, integer) * steps, steps) for steps in (4, 5)]
+    return min(choices, key=lambda choice: (choice[0], choice[1] != 4))
 
 
 def _fmt(value: float, percent: bool) -> str:
@@ -117,6 +124,16 @@ def _legend_places(legend: Sequence[str], slots: int = 4) -> list[tuple[int, int
     return places
 
 
+def _title_lines(title: str, width: int) -> list[str]:
+    """The title on one line, or two when it is wider than the chart (a phone's); the second is cut if need be."""
+    fits = max(8, int((width - 16) // TITLE_CHAR))
+    if len(title) <= fits:
+        return [title]
+    cut = title.rfind(" ", 0, fits + 1)
+    first, rest = (title[:cut], title[cut + 1 :]) if cut > 0 else (title[:fits], title[fits:])
+    return [first, rest if len(rest) <= fits else rest[: fits - 1] + "…"]
+
+
 def _frame(title: str, desc: str, body: list[str], legend: Sequence[str], box: Box = MAIN) -> str:
     # The legend grows downwards, so many series never overlap the axis labels.
     slots = max(1, int((box.width - box.left) // LEGEND_SLOT))
@@ -127,9 +144,12 @@ def _frame(title: str, desc: str, body: list[str], legend: Sequence[str], box: B
         f'width="{box.width}" height="{height}" class="chart" font-family="sans-serif" font-size="{FONT}">',
         f"<title>{_esc(title)}</title>",
         f"<desc>{_esc(desc)}</desc>",
-        f'<text x="{box.width / 2:g}" y="18" text-anchor="middle" font-size="14" font-weight="bold">'
-        f"{_esc(title)}</text>",
     ]
+    for line, text in enumerate(_title_lines(title, box.width)):
+        parts.append(
+            f'<text x="{box.width / 2:g}" y="{18 + 16 * line}" text-anchor="middle" font-size="14" '
+            f'font-weight="bold">{_esc(text)}</text>'
+        )
     parts.extend(body)
     for index, (name, (slot, row)) in enumerate(zip(legend, places, strict=True)):
         x = box.left + slot * LEGEND_SLOT
@@ -152,7 +172,14 @@ def _tick_every(labels: Sequence[str], plot_w: float) -> int:
 
 
 def _axes(
-    x_labels: Sequence[str], y_max: float, y_label: str, percent: bool, slot: float, centred: bool, box: Box = MAIN
+    x_labels: Sequence[str],
+    y_max: float,
+    y_label: str,
+    percent: bool,
+    slot: float,
+    centred: bool,
+    box: Box = MAIN,
+    steps: int = 4,
 ) -> list[str]:
     plot_w, plot_h = box.plot_w, box.plot_h
     left, top = box.left, box.top
@@ -163,9 +190,9 @@ def _axes(
         f'<text x="14" y="{top + plot_h / 2:g}" text-anchor="middle" '
         f'transform="rotate(-90 14 {top + plot_h / 2:g})">{_esc(y_label)}</text>',
     ]
-    for step in range(5):
-        value = y_max * step / 4
-        y = base - plot_h * step / 4
+    for step in range(steps + 1):
+        value = y_max * step / steps
+        y = base - plot_h * step / steps
         out.append(f'<line x1="{left - 4}" y1="{y:.1f}" x2="{left + plot_w:g}" y2="{y:.1f}" stroke="#ddd"/>')
         out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(value, percent)}</text>')
     count = len(x_labels)
@@ -230,12 +257,12 @@ def line_chart(
         peak = max((v for segments in drawn for segment in segments for _, v in segment), default=0.0)
     else:
         peak = max((v for s in series for v in s.values if v is not None and math.isfinite(v)), default=0.0)
-    y_max = 1.0 if percent and peak <= 1 else _nice_max(peak)
+    y_max, steps = (1.0, 4) if percent and peak <= 1 else _nice_axis(peak)
     if not direct_labels and box is MAIN:
         box = Box()
     plot_w, plot_h = box.plot_w, box.plot_h
     slot = plot_w / max(1, count - 1)
-    body = _axes(x_labels, y_max, y_label, percent, slot, centred=False, box=box)
+    body = _axes(x_labels, y_max, y_label, percent, slot, centred=False, box=box, steps=steps)
     if count == 0 or not series:
         body.append(f'<text x="{box.width / 2:g}" y="{box.height / 2:g}" text-anchor="middle">No data yet</text>')
     ends: dict[float, list[int]] = {}
@@ -272,8 +299,10 @@ def _end_labels(
         y = box.top + box.plot_h - box.plot_h * max(0.0, value) / y_max + 4
         names = " = ".join(series[index].name for index in members)
         limit = max(4, int((box.right - 8) // LEGEND_CHAR))
-        text = f"{names}: {_fmt(value, percent)}"
-        placed.append((y, text if len(text) <= limit else text[: limit - 1] + "…", PALETTE[members[0] % len(PALETTE)]))
+        shown = f": {_fmt(value, percent)}"
+        if len(names) + len(shown) > limit:  # the name is cut, never the value
+            names = names[: max(1, limit - len(shown) - 1)] + "…"
+        placed.append((y, names + shown, PALETTE[members[0] % len(PALETTE)]))
     # Push labels apart downwards, then keep the lowest above the x axis's labels, pushing the others up.
     ys = [y for y, _, _ in placed]
     for index in range(1, len(ys)):
@@ -322,18 +351,18 @@ def stacked_bar_chart(
     *,
     y_label: str = "",
     desc: str = "",
+    box: Box = Box(),  # a frozen dataclass: one shared default is safe
 ) -> str:
     """Bars over ``x_labels``, each stacked from ``series`` (e.g. outcomes by kind per run)."""
     count = len(x_labels)
     totals = [sum((s.values[i] or 0.0) for s in series if i < len(s.values)) for i in range(count)]
-    y_max = _nice_max(max(totals, default=0.0))
-    box = Box()
+    y_max, steps = _nice_axis(max(totals, default=0.0))
     plot_w, plot_h = box.plot_w, box.plot_h
     slot = plot_w / max(1, count)
     bar_w = max(0.5, slot * 0.8)
-    body = _axes(x_labels, y_max, y_label, False, slot, centred=True, box=box)
+    body = _axes(x_labels, y_max, y_label, False, slot, centred=True, box=box, steps=steps)
     if count == 0 or not series:
-        body.append(f'<text x="{WIDTH / 2:g}" y="{HEIGHT / 2:g}" text-anchor="middle">No data yet</text>')
+        body.append(f'<text x="{box.width / 2:g}" y="{box.height / 2:g}" text-anchor="middle">No data yet</text>')
     base = box.top + plot_h
     for index, bar in enumerate(series):
         colour = PALETTE[index % len(PALETTE)]

@@ -21,7 +21,7 @@
     }
     return tops.size;
   };
-  const whole = "td code, td.num, td.outcome, td.when, td.sev, td.move, td.kind, td.nowrap, th";
+  const whole = "td code:not(.inline), td.num, td.outcome, td.when, td.sev, td.move, td.kind, td.nowrap, th";
   for (const cell of document.querySelectorAll(whole)) {
     if (cell.offsetParent !== null && cell.textContent.trim() && lines(cell) > 1) {
       problems.push("on two lines: " + cell.textContent.trim().slice(0, 60));
@@ -55,6 +55,28 @@
       if (!drawn.has(key.getAttribute("fill"))) {
         problems.push("series not drawn in " + name + ": " + key.getAttribute("fill"));
       }
+    }
+  }
+  // A table may scroll inside its box only when it is the leaderboard, whose key column (the server) stays in
+  // view: every other table fits, as cards on a phone. At 1,400 px the leaderboard fits too.
+  for (const box of document.querySelectorAll(".wide")) {
+    const table = box.querySelector("table");
+    if (!table || box.offsetParent === null || box.scrollWidth <= box.clientWidth + 1) { continue; }
+    if (!table.classList.contains("board")) {
+      problems.push("table scrolls in its box: " + table.className + " " + box.scrollWidth + " > " + box.clientWidth);
+    } else if (width >= 1400) {
+      problems.push("the leaderboard scrolls at " + width + " px: " + box.scrollWidth + " > " + box.clientWidth);
+    } else {
+      box.scrollLeft = box.scrollWidth;
+      const edge = box.getBoundingClientRect();
+      for (const key of table.querySelectorAll("td.key")) {
+        const rect = key.getBoundingClientRect();
+        if (rect.left < edge.left - 1 || rect.right > edge.right + 1) {
+          problems.push("key column out of view: " + key.textContent.trim().slice(0, 40));
+          break;
+        }
+      }
+      box.scrollLeft = 0;
     }
   }
   return problems;

@@ -34,11 +34,11 @@ def test_colour_follows_the_score(score: float | None, colour: str) -> None:
     ("score", "tokens", "text"),
     [
         (93.5, 812, "93.5 · 812 tokens"),
-        (100.0, 2718, "100 · 2.7k tokens"),
+        (100.0, 2718, "100.0 · 2.7k tokens"),
         (77.7, 81_234, "77.7 · 81k tokens"),
-        (12.0, 1_250_000, "12 · 1.2M tokens"),
+        (12.0, 1_250_000, "12.0 · 1.2M tokens"),  # as the leaderboard writes it
         (None, 999, "999 tokens"),
-        (50.0, None, "50"),
+        (50.0, None, "50.0"),
         (None, None, "not ranked"),
     ],
 )

@@ -84,7 +84,7 @@ LAYOUT_PROBE = (Path(__file__).parent / "layout_probe.js").read_text(encoding="u
 VISIBLE_ROWS = "Array.from(document.querySelectorAll('#board tbody tr')).filter(r => r.offsetParent !== null).length"
 
 
-@pytest.mark.parametrize("width", [1400, 390])
+@pytest.mark.parametrize("width", [1400, 768, 390])
 def test_pages_fit_at_desktop_and_phone_widths(
     story_store: Store, make_store, tmp_path: Path, browser: Chromium, width: int
 ) -> None:
@@ -96,8 +96,12 @@ def test_pages_fit_at_desktop_and_phone_widths(
     build_report(story_store, sites["story"], now=FIXED_NOW)
     build_report(make_store(scripted_runs()), sites["changes"], now=FIXED_NOW)
     for label, site in sites.items():
+        shot_kinds: set[str] = set()
         for page in sorted(site.rglob("*.html")):
-            shot = ARTIFACTS / f"{label}-{page.stem}-{width}.png" if page.stem in ("index", "trends") else None
+            # A screenshot of every page kind at every width, kept for a person to look at (artifacts/).
+            kind = page.stem if page.parent == site else "server"
+            shot = ARTIFACTS / f"{label}-{kind}-{width}.png" if kind not in shot_kinds else None
+            shot_kinds.add(kind)
             report = browser.open(page.as_uri(), probe=LAYOUT_PROBE, width=width, screenshot=shot)
             assert report.loaded and report.errors == [], (page, report.errors)
             assert report.probe == [], f"{label}/{page.relative_to(site)} at {width} px: {report.probe}"

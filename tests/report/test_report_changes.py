@@ -103,12 +103,12 @@ def test_the_change_block_lists_every_scripted_change(changed_site: Path) -> Non
     index = (changed_site / "index.html").read_text(encoding="utf-8")
     block = _text(index.split('<section id="changes"')[1].split("</section>")[0])
     for line in (
-        "Added newcomer ranked #",
-        "Gone leaver was ok; not in this run",
-        "Started failing flaky connect_error: server.example.test did not resolve",
-        "Silent change silent changed under the same version: MCP501 lookup",
-        "Tools changed renamer 3 renamed, 1 removed",
-        "Version bump renamer 1.0.0 → 1.1.0",
+        "Added 1 server newcomer ranked #",
+        "Gone 1 server leaver was ok; not in this run",
+        "Started failing 1 server flaky connect_error: server.example.test did not resolve",
+        "Silent change 1 server silent changed under the same version: MCP501 lookup",
+        "Tools changed 2 servers renamer 3 renamed, 1 removed",  # the larger change first
+        "Version bump 1 server renamer 1.0.0 → 1.1.0",
     ):
         assert line in block, (line, block)
     for steady in ("a-first", "b-second", "c-third"):
@@ -153,3 +153,20 @@ def test_the_site_is_byte_stable_for_unchanged_input(
     assert len(files) > 20
     for name in files:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
+
+
+def test_what_changed_is_one_compact_block_largest_first_the_rest_behind_more() -> None:
+    """Issue 37: five tables, each with a "Change" column repeating its heading, filled half a screen on an
+    8-server demo. Now one table: a heading row per kind, its five largest changes, the rest behind "more"."""
+    from scanner.report.data import CHANGES_SHOWN, ChangeRow, change_groups
+
+    moves = [ChangeRow("score_down", f"s{i}", f"s{i}", f"-{i}", weight=float(i)) for i in range(1, 9)]
+    added = [ChangeRow("added", "new", "new", "ranked #1")]
+
+    groups = change_groups([*moves, *added])
+
+    assert [group.kind for group in groups] == ["added", "score_down"]  # the catalogue's order, not the input's
+    down = groups[1]
+    assert down.count == 8 and len(down.shown) == CHANGES_SHOWN == 5
+    assert [change.server for change in down.shown] == ["s8", "s7", "s6", "s5", "s4"]
+    assert [change.server for change in down.more] == ["s3", "s2", "s1"]

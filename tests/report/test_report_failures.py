@@ -119,7 +119,7 @@ def test_failures_grouped_by_cause_and_a_failed_page_that_explains(tmp_path: Pat
     # Its scans as a table, newest first, with the time since both runs were on one day; no empty charts.
     assert "<svg" not in page
     assert (
-        "Scan history Run Date Outcome Detail "
+        "Scan history Run Date (UTC) Outcome Detail "
         "2 2026-03-01 14:00 crashed ValueError: &lt;script&gt;alert(1)&lt;/script&gt; "
         "1 2026-03-01 02:00 crashed ValueError: boom"
     ) in visible
@@ -127,7 +127,7 @@ def test_failures_grouped_by_cause_and_a_failed_page_that_explains(tmp_path: Pat
 
     # A server that answered keeps its charts, and their ticks say the time when the runs share a day.
     alpha = (out / "servers" / "alpha.html").read_text(encoding="utf-8")
-    assert alpha.count("<svg") == 2
+    assert alpha.count("<svg") == 4  # each chart drawn for wide screens and for a phone
     assert ">2026-03-01 02:00</text>" in alpha and ">2026-03-01 14:00</text>" in alpha
     # Catalogue 4 notes its tools' missing annotations (MCP110): notes only, counted with the right plural.
     assert "0 problems, 0 warnings, 5 notes" in text_of(alpha)

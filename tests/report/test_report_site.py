@@ -102,15 +102,15 @@ def test_trends_page_has_each_runs_numbers(site: Path, story_store: Store) -> No
     for trend in trends:
         share = f"{100 * trend.servers_with_problems / trend.servers_ok:.1f}%"
         row = (
-            f"{trend.run_id} {trend.started_at:%Y-%m-%d} {trend.servers_scanned} {trend.servers_ok} "
+            f"{trend.run_id} {trend.started_at:%Y-%m-%d %H:%M} {trend.servers_scanned} {trend.servers_ok} "
             f"{trend.servers_with_problems} {share} {trend.median_tokens:,} {trend.p90_tokens:,}"
         )
         assert row in visible
     # Run 1: beta has a problem among 4 answering servers; run 2: beta and gamma among 5; run 3: beta is fixed,
     # delta is down, gamma keeps its untyped parameter: 1 of 4.
-    assert "1 2026-03-01 5 4 1 25.0%" in visible
-    assert "2 2026-03-02 6 5 2 40.0%" in visible
-    assert "3 2026-03-03 6 4 1 25.0%" in visible
+    assert re.search(r"1 2026-03-01 \d\d:\d\d 5 4 1 25.0%", visible)
+    assert re.search(r"2 2026-03-02 \d\d:\d\d 6 5 2 40.0%", visible)
+    assert re.search(r"3 2026-03-03 \d\d:\d\d 6 4 1 25.0%", visible)
     # Servers hit per rule: one small chart per rule, titled with its code and name, each on its own scale.
     hits: dict[str, int] = {}
     for trend in trends:
@@ -120,7 +120,9 @@ def test_trends_page_has_each_runs_numbers(site: Path, story_store: Store) -> No
     panels = re.findall(r"<title>(MCP\d+) ([a-z0-9-]+)</title>", page)
     assert sorted(code for code, _ in panels) == rules and len(rules) >= 2
     assert "Servers hit per rule (the" in page
-    assert page.count("<svg") == 3 + len(rules) or page.count("<svg") == 4 + len(rules)  # tokens: 1 chart or 2
+    # The problem share and the outcomes drawn twice (wide, and for a phone); tokens: 1 chart drawn twice, or 2.
+    assert page.count("<svg") == 6 + len(rules) or page.count("<svg") == 6 + len(rules)
+    assert page.count('class="chart-narrow"') in (2, 3)
     for title in ("Share of answering servers", "Tokens per turn", "Outcomes by kind"):
         assert f"<title>{title}" in page
 
@@ -145,20 +147,20 @@ def test_server_pages(site: Path, story_store: Store) -> None:
     assert gamma_row.findings, "the fixture gives gamma an untyped parameter in run 2"
     for finding in gamma_row.findings:
         assert finding.code in gamma
-    gamma_findings = gamma.split('<table class="findings">')[1].split("</table>")[0]
+    gamma_findings = gamma.split('<table class="findings cards">')[1].split("</table>")[0]
     severities = re.findall(r'<td class="sev (problem|warning|note)">', gamma_findings)
     assert severities == sorted(severities, key=["problem", "warning", "note"].index)
     assert (
         f"Anthropic (Claude Opus 4.7+ tokenizer) {gamma_row.tokens['anthropic']:,}, "
         f"OpenAI {gamma_row.tokens['openai']:,}" in text_of(gamma)
     )
-    assert gamma.count("<svg") == 2
+    assert gamma.count("<svg") == 4  # tokens and findings, each drawn for wide screens and for a phone
     assert "<title>Tokens per turn, by provider</title>" in gamma
     zeta_html = read(site / "servers" / "zeta.html")
     zeta = text_of(zeta_html)
     assert "MCP305" in zeta
     # 44 MCP303 findings on 45 tools: one row with the count and the first tools (the database keeps all 44).
-    findings_table = zeta_html.split('<table class="findings">')[1].split("</table>")[0]
+    findings_table = zeta_html.split('<table class="findings cards">')[1].split("</table>")[0]
     assert findings_table.count("<code>MCP303</code>") == 1
     assert "45 tools: op_00, op_01, op_02 and 42 more" in zeta and "44 findings, e.g." in zeta
     zeta_row = next(row for row in current if row.server == "zeta")
@@ -177,7 +179,7 @@ def test_rules_page_counts_servers_hit(site: Path, story_store: Store) -> None:
     hits = story_store.rule_hits(3)
     assert hits.get("MCP305") == 1
     for code, rule in RULES.items():
-        match = re.search(rf'<tr id="{code}">.*?<td class="num">(\d+)</td>', page, re.S)
+        match = re.search(rf'<tr id="{code}">.*?<td class="num"[^>]*>(\d+)</td>', page, re.S)
         assert match, code
         assert int(match.group(1)) == hits.get(code, 0)
         assert rule.slug in page
