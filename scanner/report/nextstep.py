@@ -2,9 +2,11 @@
 
 The leaderboard groups unranked servers by cause (:data:`scanner.report.data.FAILURE_CAUSES`), then by reason:
 "skipped by policy" splits by why (needs ``--run-packages``, a bundle format, NuGet, no remote, ...), and the
-other causes by their one-line detail with the parts that differ per server (package names, quoted values,
-long numbers) blanked, so 200 servers whose host "did not resolve" are one line with a count. Each server's page
-says the next step: the exact ``FATHOM_SECRET_...`` variable, the flag to add, or whom to tell.
+other causes by their one-line detail with the parts that differ per server (package names and specs, versions,
+paths, a URL's path, quoted values, long numbers) blanked, so 200 servers whose host "did not resolve" are one line
+with a count. Each server's page says the next step from the cause its detail names (the package's own output,
+this host, Fathom's own budgets: :func:`scanner.census.fault`): the flag to add, the ``FATHOM_SECRET_...`` variable
+Fathom really passes, or "the package's fault: tell its author" with the line that shows it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,25 @@ SKIP_REASONS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     ("not_allowed", "Refused by Fathom's runner policy", re.compile(r"not allowed|not supported")),
     ("remote", "Remote not usable", re.compile(r"remote")),
 )
-_VARIES = re.compile(r"\([^()]*\)|'[^']*'|\"[^\"]*\"|\{[^{}]*\}|\b[0-9a-f]{8,}\b|\b\d{5,}\b")
+_VARIES = re.compile(r"\([^()]*\)|'[^']*'|\"[^\"]*\"|`[^`]*`|\{[^{}]*\}|\b[0-9a-f]{8,}\b|\b\d{5,}\b")
+# What names one package in a detail, blanked before the rest so a registry's 72 "not found" are one group: the
+# spec the detail starts with, a URL's path (its host stays: it tells a mirror from the public index), a
+# name@version or name==version, an npm scope, a version, a path, and the name uv puts before "was not found".
+_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^\S+ (?=not found:|provides no executable)"), "… "),
+    (re.compile(r"(https?://[^/\s'\"`]+)/[^\s'\"`,;)]*"), r"\1/…"),
+    (re.compile(r"(?<![\w/.-])(@[\w.-]+/)?[\w.-]+(?:\[[\w,.-]+\])?(@|===?|~=|>=|<=)[\w.+!*-]+"), "…"),
+    (re.compile(r"@[\w.-]+/[\w.-]+"), "…"),
+    (re.compile(r"(?<![\w.])v?\d+(\.\d+)+[\w.+-]*"), "…"),
+    (
+        re.compile(
+            r"(?<![\w:/.])(?:~|<home>|<cache>|<tmp>)?(?:/[^\s'\"`:,;()]+){2,}|(?:~|<home>|<cache>|<tmp>)/[^\s'\"`:,;()]*"
+        ),
+        "…",
+    ),
+    (re.compile(r"\b(Because|of|package) [\w.-]+ (?=was not found|is not|are not|has no)", re.I), r"\1 … "),
+    (re.compile(r"\b(no versions? of|versions? of) [\w.-]+", re.I), r"\1 …"),
+)
 
 
 def skip_reason(detail: str) -> tuple[str, str]:
@@ -43,7 +63,10 @@ def reason_group(outcome: str, detail: str) -> tuple[str, str]:
     servers, else its detail with the parts that differ per server blanked (``…``)."""
     if outcome in ("skipped", "refused") and detail:
         return skip_reason(detail)
-    text = _VARIES.sub("…", detail.strip())[:160] or "(no detail)"
+    text = detail.strip()
+    for pattern, blank in _NAMES:
+        text = pattern.sub(blank, text)
+    text = _VARIES.sub("…", text)[:160] or "(no detail)"
     return "detail:" + text, text
 
 

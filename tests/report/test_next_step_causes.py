@@ -160,3 +160,69 @@ def test_every_outcome_has_a_census_class():
     from scanner.census import census_class
 
     assert all(census_class(outcome.value) != "other" for outcome in Outcome)
+
+
+def test_not_found_failures_group_as_one_whatever_the_package():
+    """Issue 36: 72 not-found entries were 72 one-row groups, the package names kept in each reason."""
+    from scanner.report.data import FailureGroup
+    from scanner.report.nextstep import reason_group
+
+    real = (FIXTURES / "npx-404.txt").read_text(encoding="utf-8")
+    details = []
+    for index in range(72):
+        name = f"@team{index % 9}/mcp-{index}" if index % 2 else f"mcp-server-{index}"
+        version = f"{index % 4}.{index}.{index % 7}"
+        text = real.replace("@acme%2fweather-mcp", name.replace("/", "%2f")).replace(
+            "@acme/weather-mcp@1.2.0", f"{name}@{version}"
+        )
+        said = ScanOutcome(Outcome.EXITED, "stdio", "x", extra={"exit_code": 1, "stderr_tail": text.splitlines()})
+        outcome = classify(entry(spec=f"{name}@{version}"), said, places=[("/tmp/fathom-home-3kq9zl", "<home>")])
+        assert outcome.outcome is Outcome.PACKAGE_NOT_FOUND and name in outcome.detail
+        details.append(outcome.detail)
+    keys = {reason_group("package_not_found", detail) for detail in details}
+    assert keys == {
+        (
+            "detail:… not found: npm error 404 Not Found - GET https://registry.npmjs.org/… - Not found",
+            "… not found: npm error 404 Not Found - GET https://registry.npmjs.org/… - Not found",
+        )
+    }
+    rows = tuple(_unranked(f"s{index}", "package_not_found", detail) for index, detail in enumerate(details))
+    (group,) = FailureGroup(key="package_not_found", label="Package not found", rows=rows).reasons
+    assert len(group.rows) == 72
+    # a mirror's host stays in the key: its gap is not grouped with the public index's answer
+    mirror = details[0].replace("https://registry.npmjs.org/", "http://127.0.0.1:4873/")
+    assert reason_group("package_not_found", mirror) not in keys
+
+
+def test_uv_not_found_and_paths_group_too():
+    from scanner.report.nextstep import reason_group
+
+    uv = [
+        f"{name}=={version} not found: Because {name} was not found in the package registry and you require "
+        f"{name}=={version}, we can conclude that your requirements are unsatisfiable."
+        for name, version in (("mcp-a", "1.0"), ("b_server", "0.2.1"), ("c.mcp", "2024.1.1"))
+    ]
+    assert len({reason_group("package_not_found", text) for text in uv}) == 1
+    crashes = [f"Error: Cannot find module '<home>/.npm/_npx/{n}/node_modules/{n}/dist/index.js'" for n in "xyz"]
+    assert len({reason_group("crashed", text) for text in crashes}) == 1
+
+
+def _unranked(name: str, outcome: str, detail: str):
+    from scanner.report.data import ServerRow
+
+    return ServerRow(
+        name=name,
+        slug=name,
+        outcome=outcome,
+        detail=detail,
+        rank=None,
+        movement="unranked",
+        moved_by=0,
+        score=None,
+        tools_count=None,
+        tokens={},
+        problems=0,
+        warnings=0,
+        notes=0,
+        toolset_sha256=None,
+    )
