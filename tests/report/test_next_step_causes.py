@@ -226,3 +226,18 @@ def _unranked(name: str, outcome: str, detail: str):
         notes=0,
         toolset_sha256=None,
     )
+
+
+def test_a_declared_package_is_shown_in_its_registry_spelling():
+    from scanner.report.data import declared_text
+    from scanner.store.rows import RunSpec
+
+    def shown(kind: str, identifier: str, version: str | None) -> str:
+        package = {"registry_type": kind, "identifier": identifier, "version": version}
+        return declared_text(RunSpec(package={k: v for k, v in package.items() if v is not None}))
+
+    assert shown("pypi", "code-weaver", "0.1.0a3") == "pypi code-weaver==0.1.0a3"  # not npm's "@"
+    assert shown("npm", "@acme/mcp", "1.2.0") == "npm @acme/mcp@1.2.0"
+    assert shown("oci", "docker.io/knitli/codeweaver", "0.1.0") == "oci docker.io/knitli/codeweaver:0.1.0"
+    assert shown("oci", "ghcr.io/a/b:1.0", "1.0") == "oci ghcr.io/a/b:1.0"
+    assert shown("pypi", "cfg-mcp", None) == "pypi cfg-mcp (no version declared)"
