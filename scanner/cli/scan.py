@@ -339,6 +339,7 @@ def _scan_with_progress(
             on_result=on_result,
             on_warning=on_warning,
             on_begin=lambda entry: progress.begin(entry.name),
+            on_phase=progress.phase,
         )
     finally:
         signal.signal(signal.SIGTERM, previous)
