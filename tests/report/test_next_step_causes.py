@@ -241,3 +241,49 @@ def test_a_declared_package_is_shown_in_its_registry_spelling():
     assert shown("oci", "docker.io/knitli/codeweaver", "0.1.0") == "oci docker.io/knitli/codeweaver:0.1.0"
     assert shown("oci", "ghcr.io/a/b:1.0", "1.0") == "oci ghcr.io/a/b:1.0"
     assert shown("pypi", "cfg-mcp", None) == "pypi cfg-mcp (no version declared)"
+
+
+def test_a_runner_not_on_path_names_the_runner_to_install():
+    # the details scanner.registry.packages and the sandbox write for a runner this host lacks
+    uvx = next_step(SERVER, "runner_missing", "runner missing: uvx is not on PATH (needed for pypi packages)")
+    assert uvx == "Install uvx (from uv) on the scanning machine, then scan again."
+    npx = next_step(SERVER, "runner_missing", "npx could not be started")
+    assert npx == "Install npx (from Node.js) on the scanning machine, then scan again."
+    daemon = next_step(SERVER, "runner_missing", "docker daemon does not answer (Cannot connect to the Docker daemon)")
+    assert daemon.startswith("Start the container daemon on the scanning machine")
+    assert fault("runner_missing", "npx could not be started") == "host"
+
+
+def test_a_crash_beside_an_unset_declared_input_names_the_variable_fathom_passes():
+    outcome = classify(
+        entry(missing_inputs=["DB_URL"]),
+        ScanOutcome(
+            Outcome.EXITED,
+            "stdio",
+            "x",
+            extra={"exit_code": 1, "stderr_tail": ["Error: connect ECONNREFUSED 127.0.0.1:5432"]},
+        ),
+    )
+    assert (outcome.outcome, outcome.detail) == (
+        Outcome.CRASHED,
+        "Error: connect ECONNREFUSED 127.0.0.1:5432 (DB_URL not set)",
+    )
+    advice = step(outcome)
+    assert "FATHOM_SECRET_IO_GITHUB_ACME_WEATHER_DB_URL" in advice and "tell its author" in advice
+
+
+def test_tls_to_the_public_index_is_this_host():
+    lines = [
+        "npm error code UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+        "npm error errno UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+        "npm error request to https://registry.npmjs.org/weather-mcp failed, reason: unable to get local issuer "
+        "certificate",
+        "npm error A complete log of this run can be found in: /tmp/fathom-home-3kq9zl/.npm/_logs/x-debug-0.log",
+    ]
+    said = ScanOutcome(Outcome.EXITED, "stdio", "x", extra={"exit_code": 1, "stderr_tail": lines})
+    outcome = classify(entry(), said)
+    assert outcome.outcome is Outcome.INSTALL_FAILED
+    assert fault("install_failed", outcome.detail) == "host"
+    advice = step(outcome)
+    assert advice.startswith("The network or TLS between this host and the package index failed, not the package")
+    assert "unable to get local issuer certificate" in advice
