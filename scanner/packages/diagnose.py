@@ -343,8 +343,9 @@ def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any
         base = clean(outcome.detail).split("; last stderr line:", 1)[0]
         return Outcome.TIMEOUT, f"{base}; {line}" if line else base
     spec = str(package.get("spec") or "the package")
-    if found := _first(_UV_INTERPRETER, tail):
-        return Outcome.RUNNER_MISSING, f"uv found no usable Python interpreter on this host: {uv_error(tail) or found}"
+    if (said := uv_error(tail)) and said.startswith("error:") and _UV_INTERPRETER.search(said):
+        # uv stopped at an interpreter (a broken pyenv shim) or found none: this host's, said in uv's words
+        return Outcome.RUNNER_MISSING, f"uv found no usable Python interpreter on this host: {said}"
     if found := _first(_NOT_FOUND, tail):
         return Outcome.PACKAGE_NOT_FOUND, f"{spec} not found: {found}"
     if found := _first(_NO_EXECUTABLE, tail):

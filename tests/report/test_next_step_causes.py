@@ -287,3 +287,14 @@ def test_tls_to_the_public_index_is_this_host():
     advice = step(outcome)
     assert advice.startswith("The network or TLS between this host and the package index failed, not the package")
     assert "unable to get local issuer certificate" in advice
+
+
+def test_a_uv_warning_about_an_interpreter_does_not_hide_the_package_crash():
+    lines = [
+        "warning: Failed to query Python interpreter at `/root/.pyenv/shims/python3.13`",
+        "  cause: Querying Python at `/root/.pyenv/shims/python3.13` failed with exit status exit status: 127",
+        *(FIXTURES / "python-importerror.txt").read_text(encoding="utf-8").splitlines(),
+    ]
+    said = ScanOutcome(Outcome.EXITED, "stdio", "x", extra={"exit_code": 1, "stderr_tail": lines})
+    outcome = classify(entry("pypi"), said)
+    assert outcome.outcome is Outcome.CRASHED and outcome.detail.startswith("ModuleNotFoundError")
