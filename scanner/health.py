@@ -1,9 +1,11 @@
 """The registry as a whole, and each server over time: pure shaping of rows the store reads (``scanner.store.health``).
 
 - :func:`census`: one run counted the way registry censuses count (docs/outcomes.md): entries by census class and
-  by registry type, the hosting platforms with the most entries and their broken share, data faults by rule
-  (MCP7xx), what changed since the run compared with (newly published, delisted, newly broken, recovered), and the
-  tools listed in all. Every number is a list of server names, so a page can link each number to its rows.
+  by registry type, failures by whose they are (the server's or package's own, this host's, Fathom's own
+  budgets', a mirror's: :func:`scanner.census.fault`; only the server's count as broken), the hosting platforms
+  with the most entries and their broken share, data faults by rule (MCP7xx), what changed since the run
+  compared with (newly published, delisted, newly broken, recovered), and the tools listed in all. Every number
+  is a list of server names, so a page can link each number to its rows.
 - :func:`server_health`: per server, uptime (the share of its measured scheduled scans that listed tools, over the
   last 7 and 30 days) and handshake + list latency p50/p95 (nearest rank) over the last 30 days.
 
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-from scanner.census import CENSUS_CLASSES, UNMEASURED, census_class, is_broken
+from scanner.census import CENSUS_CLASSES, FAULTS, UNMEASURED, census_class, fault, is_broken
 from scanner.store.health import CensusRow, ScanSample
 
 WINDOWS_DAYS = (7, 30)
@@ -106,6 +108,8 @@ class Census:
     tools: int
     tools_servers: tuple[str, ...]
     rows: Mapping[str, CensusRow] = field(default_factory=dict)
+    # Failures by whose they are (scanner.census.FAULTS order): host, policy and mirror are not the server's.
+    by_fault: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _entry_type(row: CensusRow) -> str:
@@ -126,6 +130,7 @@ def census(
     by_class: defaultdict[str, list[str]] = defaultdict(list)
     by_outcome: defaultdict[str, list[str]] = defaultdict(list)
     by_type: defaultdict[str, list[str]] = defaultdict(list)
+    by_fault: defaultdict[str, list[str]] = defaultdict(list)
     hosts: defaultdict[str, list[CensusRow]] = defaultdict(list)
     published, delisted, newly_broken, recovered, tools_servers = [], [], [], [], []
     tools = 0
@@ -133,6 +138,8 @@ def census(
         by_class[census_class(row.outcome)].append(row.server)
         by_outcome[row.outcome].append(row.server)
         by_type[_entry_type(row)].append(row.server)
+        if (whose := fault(row.outcome, row.detail)) is not None:
+            by_fault[whose].append(row.server)
         if row.outcome not in UNMEASURED:
             hosts[platform(row.url, row.registry_type)].append(row)
         if row.first_seen_here and previous_run_id is not None:
@@ -141,7 +148,7 @@ def census(
             delisted.append(row.server)
         before = row.previous_outcome
         if before is not None and before not in UNMEASURED and row.outcome not in UNMEASURED:
-            if is_broken(row.outcome) and not is_broken(before):
+            if is_broken(row.outcome, row.detail) and not is_broken(before):
                 newly_broken.append(row.server)
             elif row.outcome == "ok" and is_broken(before):
                 recovered.append(row.server)
@@ -157,7 +164,7 @@ def census(
         Platform(
             name=name,
             entries=tuple(sorted(row.server for row in members)),
-            broken=tuple(sorted(row.server for row in members if is_broken(row.outcome))),
+            broken=tuple(sorted(row.server for row in members if is_broken(row.outcome, row.detail))),
         )
         for name, members in ranked
     )
@@ -178,6 +185,7 @@ def census(
         tools=tools,
         tools_servers=tuple(sorted(tools_servers)),
         rows={row.server: row for row in rows},
+        by_fault={key: tuple(sorted(by_fault[key])) for key in FAULTS if key in by_fault},
     )
 
 

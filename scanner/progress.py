@@ -8,6 +8,9 @@ most every ``interval`` seconds, so a cron log shows the scan moving without fil
 
 Results arrive from the crawl's single writer and ``begin`` from the event loop; a small lock keeps the two and
 the ticker thread (:meth:`Progress.start_ticking`, which redraws while nothing finishes) from interleaving.
+
+Work after the last server (the package cache's housekeeping) is a step of its own (:meth:`Progress.phase`): the
+display says what is being done and for how long, not a full bar that seems stuck.
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ class Progress:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
+        self._phase: tuple[str, float] | None = None
 
     def set_total(self, total: int) -> None:
         """The number of servers to scan, once the entries are read."""
@@ -98,6 +102,18 @@ class Progress:
             if self._first_result is None:
                 self._first_result = now
             self._draw_or_log(force=self.done == self.total)
+
+    def phase(self, what: str) -> None:
+        """The servers are done and ``what`` follows (``housekeeping: …``): shown from now on in place of the bar,
+        with its own elapsed time; a log gets a line at once."""
+        with self._lock:
+            self._phase = (what, self.clock())
+            if self.enabled:
+                self._draw(self.clock())
+            else:
+                self._last_line = self.clock()
+                self.stream.write("fathom: " + self.status() + "\n")
+                self.stream.flush()
 
     def message(self, line: str) -> None:
         """Write ``line`` on a line of its own (a warning during the scan), clearing the bar first."""
@@ -132,6 +148,10 @@ class Progress:
         """``30/120 servers (25%) in 0m30s · 1.0/s · about 1m30s left: ok 20 · timeout 10 · slowest: a 12s``."""
         now = self.clock() if now is None else now
         spent = now - self.started
+        if self._phase is not None:
+            what, since = self._phase
+            noun = "server" if self.done == 1 else "servers"
+            return f"{what}… {_elapsed(now - since)} (after {self.done:,} {noun} in {_elapsed(since - self.started)})"
         if self.total is None:
             return f"reading the entries… {_elapsed(spent)}"
         share = f" ({100 * self.done // self.total}%)" if self.total else ""
@@ -153,6 +173,10 @@ class Progress:
 
     def _draw(self, now: float) -> None:
         width = shutil.get_terminal_size((100, 20)).columns
+        if self._phase is not None:
+            self.stream.write("\r" + self.status(now)[: width - 1].ljust(width - 1))
+            self.stream.flush()
+            return
         bar_width = 24
         total = self.total or 0
         filled = int(bar_width * self.done / total) if total else 0

@@ -324,6 +324,7 @@ def run_scan(
     on_result: Callable[[ServerEntry, ScanOutcome], None] | None = None,
     on_warning: Callable[[str], None] | None = None,
     on_begin: Callable[[ServerEntry], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
 ) -> ScanSummary:
     """Scan every entry of ``config.source`` into the database at ``config.db_url``.
 
@@ -333,7 +334,9 @@ def run_scan(
     ``on_start(run_id, to_scan)`` and ``on_result(entry, outcome)`` feed a progress display; both run in the
     writer, never concurrently; ``on_begin(entry)`` says a server's scan started (in the event loop). A
     KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the CLI) marks the run interrupted, keeps every
-    server already written, and returns a summary with ``interrupted=True``.
+    server already written, and returns a summary with ``interrupted=True``. ``on_phase(what)`` says a step
+    after the last server started (the package cache's housekeeping), so a display shows that step rather than
+    a finished bar; the run's ``finished_at`` is stamped after it.
     """
     from scanner import tokenizer
     from scanner.store import open_store
@@ -360,19 +363,35 @@ def run_scan(
             entries = _entries(config, on_warning)
         with crawl_collector():
             tidy = _package_cache_kept(config, entries, on_warning)
-            try:
-                return _scan_into(store, config, entries, resume_id, on_start, on_result, lock.check, on_begin)
-            finally:
+            tidied = False
+
+            def housekeeping() -> None:
+                nonlocal tidied
+                if tidy is None or tidied:
+                    return
+                tidied = True
+                if on_phase is not None:
+                    on_phase(HOUSEKEEPING)
                 tidy()
+
+            try:
+                return _scan_into(
+                    store, config, entries, resume_id, on_start, on_result, lock.check, on_begin, housekeeping
+                )
+            finally:
+                housekeeping()  # a scan that stopped early still leaves the cache in bounds
+
+
+HOUSEKEEPING = "housekeeping: pruning the package cache and holding --cache-max-mb"
 
 
 def _package_cache_kept(
     config: ScanConfig, entries: list[ServerEntry], on_warning: Callable[[str], None] | None
-) -> Callable[[], None]:
+) -> Callable[[], None] | None:
     """When packages will run: clear what killed runs left in the package cache now, and return what prunes it
-    and holds ``--cache-max-mb`` after the scan (:mod:`scanner.packages.housekeeping`); else a no-op."""
+    and holds ``--cache-max-mb`` after the scan (:mod:`scanner.packages.housekeeping`); else None."""
     if not config.run_packages or not any(entry.package and not entry.skip for entry in entries):
-        return lambda: None
+        return None
     from scanner.packages import housekeeping
 
     return housekeeping.kept(config.crawl.packages, on_warning or (lambda line: None))
@@ -398,6 +417,7 @@ def _scan_into(
     on_result: Callable[[ServerEntry, ScanOutcome], None] | None,
     still_writer: Callable[[], None] = lambda: None,
     on_begin: Callable[[ServerEntry], None] | None = None,
+    before_finish: Callable[[], None] = lambda: None,
 ) -> ScanSummary:
     import anyio
 
@@ -465,5 +485,6 @@ def _scan_into(
     except KeyboardInterrupt:
         store.finish_run(run_id, "interrupted")
         return summary(interrupted=True)
+    before_finish()  # housekeeping belongs to the run: it is finished when that is done
     store.finish_run(run_id, "finished")
     return summary(interrupted=False)

@@ -115,3 +115,29 @@ def test_counts_over_a_thousand_read_with_separators() -> None:
         progress.advance(Outcome.OK)
     assert progress.status(clock.now).startswith("1,500/20,000 servers (7%) in 0m07s")
     assert progress.status(clock.now).endswith(": ok 1,500")
+
+
+def test_housekeeping_after_the_last_server_is_a_step_of_its_own() -> None:
+    """Issue 36: 19-68 s of housekeeping after the last server showed the bar repeating "120/120 (100%)"."""
+    stream, clock = io.StringIO(), _Clock()
+    progress = Progress(120, stream=stream, enabled=False, interval=10.0, clock=clock)
+    for _ in range(120):
+        clock.now += 0.5
+        progress.advance(Outcome.OK)
+    progress.phase("housekeeping: pruning the package cache and holding --cache-max-mb")
+    clock.now += 25
+    progress.tick()
+    lines = stream.getvalue().splitlines()
+    step = "fathom: housekeeping: pruning the package cache and holding --cache-max-mb…"
+    assert lines[-2:] == [
+        f"{step} 0m00s (after 120 servers in 1m00s)",
+        f"{step} 0m25s (after 120 servers in 1m00s)",
+    ]
+    assert "120/120" not in "".join(lines[-2:])
+    terminal = io.StringIO()
+    bar = Progress(2, stream=terminal, enabled=True, clock=clock)
+    bar.advance(Outcome.OK)
+    bar.advance(Outcome.OK)
+    bar.phase("housekeeping: pruning the package cache and holding --cache-max-mb")
+    last = terminal.getvalue().rsplit("\r", 1)[-1]
+    assert last.startswith("housekeeping: pruning the package cache") and "█" not in last

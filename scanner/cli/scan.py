@@ -225,16 +225,15 @@ def scan(
     if registry is None and not resume:
         _fail("name the registry to scan (only --resume may leave it out)", 2)
     if dry_run:
-        from scanner.registry.dryrun import with_refusals
+        from scanner.registry.dryrun import remembered_verdicts, totals, with_refusals
 
         entries = with_refusals(resolve_entries(config), allow_private=settings.allow_private)
         for line in warning_lines(entries, settings.packages):
             _note(line)
-        _print_entries(entries, fmt)
+        verdicts = remembered_verdicts(entries, settings.packages) if run_packages else {}
+        _print_entries(entries, fmt, verdicts)
         if fmt is ScanFormat.text:
-            from scanner.registry.dryrun import totals
-
-            typer.echo("\n".join(totals(entries)))
+            typer.echo("\n".join(totals(entries, verdicts)))
         return
     if enqueue:
         from scanner.distributed import enqueue_scan
@@ -340,6 +339,7 @@ def _scan_with_progress(
             on_result=on_result,
             on_warning=on_warning,
             on_begin=lambda entry: progress.begin(entry.name),
+            on_phase=progress.phase,
         )
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -347,12 +347,12 @@ def _scan_with_progress(
         progress.close()
 
 
-def _print_entries(entries: list[ServerEntry], fmt: ScanFormat) -> None:
+def _print_entries(entries: list[ServerEntry], fmt: ScanFormat, verdicts: dict[str, str] | None = None) -> None:
     import json
 
-    from scanner.registry import entries_to_json
+    from scanner.registry.dryrun import entries_to_json
 
-    rows = entries_to_json(entries)
+    rows = entries_to_json(entries, verdicts)
     if fmt is ScanFormat.json:
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=True))
         return
@@ -363,6 +363,8 @@ def _print_entries(entries: list[ServerEntry], fmt: ScanFormat) -> None:
         {
             **row,
             "target": row.get("url") or " ".join(row.get("command") or []),
+            "skip": row["skip"]
+            or (f"remembered too_large: {row['remembered_too_large']}" if row.get("remembered_too_large") else None),
             "findings": " ".join(finding["code"] for finding in row["findings"]),
         }
         for row in rows

@@ -91,6 +91,7 @@ _INSTALL = re.compile(
     r"npm (error|ERR!) (network|request to|code (ENOTFOUND|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EAI_AGAIN|ENOSPC|"
     r"EACCES|EINTEGRITY|UNABLE_TO_GET_ISSUER_CERT_LOCALLY|SELF_SIGNED_CERT_IN_CHAIN|CERT_\w+))|"
     r"npm (error|ERR!) .*(unable to get local issuer certificate|self[- ]signed certificate)|"
+    r"npm (error|ERR!) (\w*Error: )?request to \S+ failed|"
     r"could not determine executable to run|An executable named .* is not provided|invalid peer certificate|"
     r"Failed to (download|fetch|build|prepare|install|resolve)|No solution found when resolving|gyp ERR|"
     r"subprocess-exited-with-error|requires a different Python|No interpreter found|"
@@ -103,7 +104,10 @@ _CONFIG = re.compile(
     r"(missing|required|no|please set|please provide|set the).{0,40}(environment variable|API[_ ]?key|token|"
     r"credential)|KeyError: '[A-Z][A-Z0-9_]+'|Field required|the following arguments are required|"
     r"missing required (argument|option)|required option|error: missing|ENOENT: no such file or directory, open|"
-    r"No such file or directory: '[^']*\.(json|ya?ml|toml|env|ini|cfg|conf)'",
+    r"No such file or directory: '[^']*\.(json|ya?ml|toml|env|ini|cfg|conf)'|"
+    # An argument request in words: "Please provide a database URL as a command-line argument".
+    r"(please|must|need to|you need to) (provide|pass|give|specify|supply)\b.{0,80}\b(argument|parameter)s?\b|"
+    r"\b(as|via) an? command[- ]line argument",
     re.IGNORECASE,
 )
 _ERROR_LINE = re.compile(
@@ -202,6 +206,42 @@ _NO_EXECUTABLE = re.compile(
     re.IGNORECASE,
 )
 _UV_NO_SOLUTION = re.compile(r"No solution found when resolving", re.IGNORECASE)
+# uv could not use an interpreter it found (a broken pyenv shim, a deleted venv) or found none at all.
+_UV_INTERPRETER = re.compile(
+    r"Failed to (inspect|query) Python interpreter|Querying Python at .* failed|No interpreter found for Python|"
+    r"No Python interpreter found|No interpreter found",
+    re.IGNORECASE,
+)
+# uv's own error lines: "error: ..." / "warning: ..." (never a package's "prog: error: ..."), and its causes.
+_UV_ERROR = re.compile(r"^\W*(error|warning):\s+\S")
+_UV_CAUSED = re.compile(r"^\s*(Caused by|cause):\s+\S")
+
+
+def uv_error(lines: Sequence[str], skip: re.Pattern[str] | None = None) -> str | None:
+    """uv's own last error (or warning) line with its last ``cause:`` line and the first line of the ``[stderr]``
+    it quotes (``error: Failed to inspect Python interpreter ...; cause: Querying Python at ... failed ...;
+    pyenv: python3.12: command not found``), or None when uv said none; ``skip`` leaves out lines already kept
+    elsewhere (the "No solution found" head)."""
+    for index in range(len(lines) - 1, -1, -1):
+        text = lines[index].strip()
+        if not _UV_ERROR.match(text) or (skip is not None and skip.search(text)):
+            continue
+        causes: list[str] = []
+        quoted: str | None = None
+        after = [line.strip() for line in lines[index + 1 :]]
+        for position, line in enumerate(after):
+            if _UV_CAUSED.match(line):
+                causes.append(line)
+            elif line == "[stderr]":
+                quoted = next((said for said in after[position + 1 :] if said), None)
+                break
+            elif line:
+                break
+        parts = [re.sub(r"^\W*(?=(error|warning):)", "", text), *causes[-1:], *([quoted] if quoted else [])]
+        return "; ".join(parts)
+    return None
+
+
 # uv's explanation under "No solution found": an indented "╰─▶ Because ..." line (arrows vary by terminal).
 # uv's explanation under "No solution found": "╰─▶ Because ..." on a terminal, "cause: Because ..." otherwise.
 _UV_BECAUSE = re.compile(r"^\W*(cause:\s*)?(Because|And because|the current Python version)\b", re.IGNORECASE)
@@ -303,6 +343,9 @@ def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any
         base = clean(outcome.detail).split("; last stderr line:", 1)[0]
         return Outcome.TIMEOUT, f"{base}; {line}" if line else base
     spec = str(package.get("spec") or "the package")
+    if (said := uv_error(tail)) and said.startswith("error:") and _UV_INTERPRETER.search(said):
+        # uv stopped at an interpreter (a broken pyenv shim) or found none: this host's, said in uv's words
+        return Outcome.RUNNER_MISSING, f"uv found no usable Python interpreter on this host: {said}"
     if found := _first(_NOT_FOUND, tail):
         return Outcome.PACKAGE_NOT_FOUND, f"{spec} not found: {found}"
     if found := _first(_NO_EXECUTABLE, tail):
@@ -310,7 +353,7 @@ def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any
     if found := _first(_UV_NO_SOLUTION, tail):
         return _no_solution(found, tail)
     if found := _first(_INSTALL, tail):
-        return Outcome.INSTALL_FAILED, found
+        return Outcome.INSTALL_FAILED, _with_installer_line(found, tail)
     if found := _first(_MEMORY, tail):
         limit = package.get("memory_limit_mb")
         cap = f"the {limit} MiB memory limit" if limit else "Fathom's memory limit"
@@ -327,6 +370,26 @@ def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any
         return Outcome.NEEDS_CONFIGURATION, f"needs {', '.join(map(str, missing))} (not set)"
     ended = f"exited with code {code}" if code is not None else "closed its output"
     return Outcome.CRASHED, f"{ended} before answering, with nothing on stderr"
+
+
+_NPM_ERROR = re.compile(
+    r"^\s*npm (error|ERR!) (?!code\b|errno\b|syscall\b|A complete log|Log files|404 Note|404\s*$|at\s|[{}])\S"
+)
+
+
+def npm_error(lines: Sequence[str]) -> str | None:
+    """npm's own last error line that says something (never its code, a log pointer or a 404 footnote)."""
+    said = [line.strip() for line in lines if _NPM_ERROR.match(line)]
+    return said[-1] if said else None
+
+
+def _with_installer_line(found: str, tail: Sequence[str]) -> str:
+    """``found`` with the installer's own last error line beside it when ``found`` is another tool's line (a
+    compiler's, node-gyp's), so the detail keeps what npm or uv said."""
+    if _NPM_ERROR.match(found) or _UV_ERROR.match(found):
+        return found
+    own = npm_error(tail) or uv_error(tail)
+    return f"{found}; {own}" if own and own not in found else found
 
 
 def python_needed(outcome: ScanOutcome) -> str | None:
@@ -347,8 +410,10 @@ def _no_solution(found: str, tail: list[str]) -> tuple[Outcome, str]:
     if python:
         had = f"uv had {python.group(1)}; " if python.group(1) else ""
         needed = (python.group(2) or python.group(3)).replace(" ", "")
+        said = uv_error(tail, skip=_UV_NO_SOLUTION)
+        uv_said = f" (uv: {said})" if said else ""
         return Outcome.RUNNER_MISSING, (
-            f"needs Python {needed} ({had}no installed interpreter satisfies it): {because or found}"
+            f"needs Python {needed} ({had}no installed interpreter satisfies it){uv_said}: {because or found}"
         )
     head = re.sub(r"^\W*(error:\s*)?", "", found, flags=re.IGNORECASE).rstrip(":")
     return Outcome.INSTALL_FAILED, f"{head}: {because}" if because else head

@@ -6,7 +6,9 @@ Python>=3.12"), :func:`find_python` asks uv for an *installed* interpreter that 
 searches uv's managed interpreters in the cache's ``uv-python`` folder and every ``python3.X`` on ``PATH``;
 nothing is downloaded), and the sandbox runs the package again with ``uvx --python <that interpreter>``. With
 none installed the entry is ``runner_missing`` naming the version needed. The choice is remembered per
-package@version, so later nights start on the right interpreter at once.
+package@version, so later nights start on the right interpreter at once. When ``uv python find`` finds none,
+or finds one that does not run (a broken pyenv shim), :func:`why_no_python` puts uv's own error in the entry's
+detail instead of a guess.
 """
 
 from __future__ import annotations
@@ -16,8 +18,14 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping
+from dataclasses import replace
+
+from scanner.models import ScanOutcome
+from scanner.packages.diagnose import MAX_DETAIL, normalise, uv_error
 
 FIND_TIMEOUT_S = 30
+# What the last ``uv python find`` of a requirement said when it found nothing usable, by (requirement, PATH).
+_FIND_ERRORS: dict[tuple[str, str], str] = {}
 
 
 def find_python(requirement: str, env: Mapping[str, str]) -> tuple[str, str] | None:
@@ -35,13 +43,36 @@ def find_python(requirement: str, env: Mapping[str, str]) -> tuple[str, str] | N
             check=False,
             env=settings,
         )
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError) as exc:
+        _FIND_ERRORS[(requirement, env.get("PATH") or "")] = f"uv python find did not run: {exc}"
         return None
     path = found.stdout.strip().splitlines()[-1] if found.returncode == 0 and found.stdout.strip() else ""
     if not path:
+        said = _uv_said(found.stderr) or f"uv python find exited with code {found.returncode}"
+        _FIND_ERRORS[(requirement, env.get("PATH") or "")] = said
         return None
     version = python_version(path, settings)
+    if not version:
+        _FIND_ERRORS[(requirement, env.get("PATH") or "")] = f"uv python find gave {path}, which does not run"
     return (path, version) if version else None
+
+
+def _uv_said(stderr: str) -> str | None:
+    lines = stderr.splitlines()
+    return uv_error(lines) or next((line.strip() for line in reversed(lines) if line.strip()), None)
+
+
+def why_no_python(outcome: ScanOutcome, requirement: str, env: Mapping[str, str]) -> ScanOutcome:
+    """``outcome`` (``runner_missing``: no Python satisfying ``requirement``) with what ``uv python find`` said
+    in place of "no installed interpreter satisfies it", so a broken interpreter on this host is named as uv
+    named it; unchanged when nothing was recorded."""
+    said = _FIND_ERRORS.get((requirement, env.get("PATH") or ""))
+    if not said:
+        return outcome
+    text = f"`uv python find {requirement}` said: {normalise(said)}"
+    guess = "no installed interpreter satisfies it"
+    detail = outcome.detail.replace(guess, text) if guess in outcome.detail else f"{outcome.detail} ({text})"
+    return replace(outcome, detail=detail[:MAX_DETAIL], extra={**outcome.extra, "python_find_error": said[:500]})
 
 
 def python_version(path: str, env: Mapping[str, str]) -> str | None:

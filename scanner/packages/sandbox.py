@@ -40,7 +40,7 @@ from scanner.packages.confine import landlock_abi
 from scanner.packages.diagnose import classify, python_needed
 from scanner.packages.environment import package_env
 from scanner.packages.install import install_command, run_install
-from scanner.packages.interpreters import find_python, python_version, runner_version, with_python
+from scanner.packages.interpreters import find_python, python_version, runner_version, why_no_python, with_python
 from scanner.packages.localport import is_local_port, scan_local_port
 from scanner.packages.settings import PackageSettings
 from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
@@ -159,6 +159,7 @@ async def _with_python(
     if needed and run_entry is entry:
         find_env = {"PATH": path, "UV_PYTHON_INSTALL_DIR": str(cache.python_dir())}
         found = await anyio.to_thread.run_sync(find_python, needed, find_env)
+        outcome = outcome if found is not None else why_no_python(outcome, needed, find_env)  # uv's own error
         if found is not None:
             outcome = await _run(
                 replace(entry, command=with_python(entry.command, found[0])),

@@ -1,4 +1,6 @@
-"""What a dry run prints: every entry's target, with header and variable *names* only, never a value."""
+"""What a dry run prints: every entry's target, with header and variable *names* only, never a value; and the
+packages Fathom remembers as too large at this disk budget, which the scan will not install
+(:func:`remembered_verdicts`)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from scanner.models import ServerEntry
+from scanner.packages.settings import PackageSettings
 
 _BASE_ENV = ("PATH", "LANG")
 
@@ -34,9 +37,39 @@ def entry_to_json(entry: ServerEntry) -> dict[str, Any]:
     }
 
 
-def entries_to_json(entries: list[ServerEntry] | tuple[ServerEntry, ...]) -> list[dict[str, Any]]:
-    """Every entry as :func:`entry_to_json`, in input order."""
-    return [entry_to_json(entry) for entry in entries]
+def entries_to_json(
+    entries: list[ServerEntry] | tuple[ServerEntry, ...], verdicts: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Every entry as :func:`entry_to_json`, in input order; with ``verdicts`` (:func:`remembered_verdicts`), each
+    also says ``remembered_too_large``: the remembered verdict's detail, or None."""
+    rows = [entry_to_json(entry) for entry in entries]
+    if verdicts is not None:
+        for row in rows:
+            row["remembered_too_large"] = verdicts.get(row["name"])
+    return rows
+
+
+def remembered_verdicts(
+    entries: list[ServerEntry] | tuple[ServerEntry, ...], settings: PackageSettings
+) -> dict[str, str]:
+    """Entry name -> detail, for each package the scan would run that is remembered as ``too_large`` at this
+    disk budget (``--retry-too-large`` not given): it will be recorded so again without being installed. Reads
+    the cache's state files only; creates nothing."""
+    from scanner.packages.cache import PackageCache
+    from scanner.packages.sandbox import remembered_too_large
+
+    root = settings.cache()
+    if not (root / "state").is_dir():
+        return {}
+    cache = PackageCache(root)
+    found = {}
+    for entry in entries:
+        if entry.skip or not entry.package or not entry.package.get("spec"):
+            continue
+        remembered = remembered_too_large(entry, cache, settings)
+        if remembered is not None:
+            found[entry.name] = remembered.detail
+    return found
 
 
 def _counts(counter: Counter[str]) -> str:
@@ -48,9 +81,10 @@ def _counts(counter: Counter[str]) -> str:
 _SPECIFIC = re.compile(r"\s*\([^)]*\)")  # "package (npm @a/b): needs ..." -> "package: needs ..."
 
 
-def totals(entries: list[ServerEntry] | tuple[ServerEntry, ...]) -> list[str]:
-    """The lines that end a dry run: entries by transport, by package registry type, and skipped by reason
-    (the reason without the entry's own specifics, so like skips add up)."""
+def totals(entries: list[ServerEntry] | tuple[ServerEntry, ...], verdicts: dict[str, str] | None = None) -> list[str]:
+    """The lines that end a dry run: entries by transport, by package registry type, skipped by reason (the
+    reason without the entry's own specifics, so like skips add up), and the packages remembered as too large
+    (``verdicts``, :func:`remembered_verdicts`), named: the scan will not install them."""
     transports = Counter(str(entry.transport) for entry in entries)
     registries = Counter(
         str(entry.package.get("registryType") or "?")
@@ -66,6 +100,12 @@ def totals(entries: list[ServerEntry] | tuple[ServerEntry, ...]) -> list[str]:
     lines.append(
         f"would scan {scanned:,}; would skip {sum(skips.values()):,}" + (f": {_counts(skips)}" if skips else "")
     )
+    if verdicts:
+        named = ", ".join(sorted(verdicts)[:20]) + (f" and {len(verdicts) - 20:,} more" if len(verdicts) > 20 else "")
+        lines.append(
+            f"will not install {len(verdicts):,} remembered as too large (recorded too_large; a larger "
+            f"--disk-limit-mb or --retry-too-large installs them again): {named}"
+        )
     return lines
 
 

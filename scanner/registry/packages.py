@@ -33,7 +33,7 @@ import re
 import shutil
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from scanner.models import ServerEntry, Transport
@@ -150,6 +150,8 @@ class _Arg:
     value: str | None
     required: bool
     boolean: bool
+    defaulted: bool = False  # the value is the argument's ``default`` (no ``value``, nothing from the environment)
+    choices: tuple[str, ...] = ()
 
 
 def _resolve_args(server: str, args: list[dict[str, Any]], environ: Mapping[str, str]) -> list[_Arg]:
@@ -186,7 +188,10 @@ def _resolve_args(server: str, args: list[dict[str, Any]], environ: Mapping[str,
         if value is not None and ("\0" in value or len(value) > _json.MAX_TEXT):
             raise _Unusable("package argument is not usable text")
         boolean = _json.text(arg.get("format")) == "boolean"
-        resolved.append(_Arg(kind, flag, label, value, required, boolean))
+        defaulted = from_env is None and _json.text(arg.get("value")) is None and value is not None
+        listed = arg.get("choices")
+        choices = tuple(c[:100] for c in listed[:50] if isinstance(c, str)) if isinstance(listed, list) else ()
+        resolved.append(_Arg(kind, flag, label, value, required, boolean, defaulted, choices))
     return resolved
 
 
@@ -211,6 +216,31 @@ def _words(server: str, args: list[_Arg]) -> list[str]:
         elif arg.required:
             raise _needs(f"argument {arg.label} has no value (set {secret_env_name(server, arg.label)})")
     return words
+
+
+_TRANSPORT_FLAG = re.compile(r"^-{0,2}(mcp[-_])?transport([-_](type|mode))?$", re.IGNORECASE)
+_LISTENER_FLAG = re.compile(r"^-{0,2}(http[-_]|server[-_]|mcp[-_])?(port|host|bind|listen|address)$", re.IGNORECASE)
+
+
+def _declared_transport(transport: str, args: list[_Arg], notes: list[str]) -> list[_Arg]:
+    """The package arguments with the declared transport winning over defaults: for a stdio package, an argument
+    that selects the transport (``--transport``, or one whose choices include ``stdio``) is set to ``stdio``, and
+    a listener's ``--port`` / ``--host`` taken from its default is left out, each with a note (codeweaver's
+    ``--transport`` defaults to streamable-http on its stdio package). Other transports are left as declared."""
+    if transport != "stdio":
+        return args
+    kept: list[_Arg] = []
+    for arg in args:
+        flag = arg.flag or ""
+        selects = arg.kind == "named" and (_TRANSPORT_FLAG.match(flag) or "stdio" in arg.choices)
+        if selects and arg.value is not None and arg.value.lower() != "stdio":
+            notes.append(f"package argument {flag} {arg.value[:40]!r} set to 'stdio' (the declared transport)")
+            kept.append(replace(arg, value="stdio", defaulted=False))
+        elif arg.kind == "named" and arg.defaulted and not arg.required and _LISTENER_FLAG.match(flag):
+            notes.append(f"package argument {flag} left out (its default is for an HTTP listener; stdio declared)")
+        else:
+            kept.append(arg)
+    return kept
 
 
 def _same_package(kind: str, word: str, identifier: str) -> bool:
@@ -447,8 +477,12 @@ def _command(server: str, package: dict[str, Any], env: Mapping[str, str], optio
     )
     package_args = _words(
         server,
-        _resolve_args(
-            server, _json.items(_json.field(package, "packageArguments", "package_arguments")), options.environ
+        _declared_transport(
+            _transport_type(package),
+            _resolve_args(
+                server, _json.items(_json.field(package, "packageArguments", "package_arguments")), options.environ
+            ),
+            notes,
         ),
     )
     if kind == "npm":

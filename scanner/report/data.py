@@ -316,13 +316,20 @@ class EventView:
 NOT_RUN_OUTCOMES = frozenset({"skipped", "refused", "runner_missing"})
 
 
+_SPEC_JOINT = {"pypi": "==", "oci": ":"}  # how each registry writes name and version; npm's "@" otherwise
+
+
 def declared_text(ran: RunSpec) -> str:
-    """What a scan's entry declared, in one line: ``npm foo@1.2.3`` for a registry package (``(no version
-    declared)`` without one), else its URL or its command. Unescaped: the renderer escapes it."""
+    """What a scan's entry declared, in one line: ``npm foo@1.2.3`` for a registry package in its registry's own
+    spelling (``pypi foo==1.2.3``, ``oci image:1.2.3``; ``(no version declared)`` without one), else its URL or its
+    command. Unescaped: the renderer escapes it."""
     package = ran.package
     if package:
         kind, identifier, version = (package.get(key) for key in ("registry_type", "identifier", "version"))
-        spec = f"{identifier}@{version}" if version else f"{identifier} (no version declared)"
+        joint = _SPEC_JOINT.get(str(kind), "@")
+        spec = f"{identifier}{joint}{version}" if version else f"{identifier} (no version declared)"
+        if version and str(identifier).endswith((f":{version}", f"@{version}")):
+            spec = str(identifier)  # an image reference that names its tag already
         return f"{kind} {spec}" if kind else spec
     if ran.url:
         return f"URL {ran.url}"

@@ -17,7 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from scanner.census import census_class
+from scanner.census import census_class, fault
 from scanner.health import WINDOWS_DAYS, Census, Health, census, server_health
 from scanner.report.csv_out import csv_text
 from scanner.report.data import Leaderboard
@@ -36,6 +36,12 @@ CLASS_LABELS = {
     "unmeasured": "Not measured (rate limited, skipped, delisted)",
     "package": "Package did not answer",
     "other": "Other",
+}
+FAULT_LABELS = {
+    "server": "The server's or package's own (counted broken)",
+    "host": "This host's (a runner or Python missing or broken, the network to the index)",
+    "policy": "Fathom's own budgets (--disk-limit-mb, --memory-limit-mb)",
+    "mirror": "The package index mirror's (a package or version it lacks)",
 }
 
 
@@ -65,6 +71,10 @@ def listings(data: Census) -> list[Listing]:
     out += [Listing(_anchor("class", key), CLASS_LABELS.get(key, key), names) for key, names in data.by_class.items()]
     out += [Listing(_anchor("outcome", key), f"Outcome {key}", names) for key, names in data.by_outcome.items()]
     out += [Listing(_anchor("type", key), f"Registry type {key}", names) for key, names in data.by_type.items()]
+    out += [
+        Listing(_anchor("fault", "of", key), f"Failures: {FAULT_LABELS[key]}", names)
+        for key, names in data.by_fault.items()
+    ]
     for index, item in enumerate(data.platforms):
         out.append(Listing(f"platform-{index}", f"Hosted on {item.name}", item.entries))
         out.append(Listing(f"platform-{index}-broken", f"Broken on {item.name}", item.broken))
@@ -86,6 +96,7 @@ def health_rows(data: Census, health: Mapping[str, Health]) -> list[dict[str, An
             "server": name,
             "outcome": data.rows[name].outcome,
             "census_class": census_class(data.rows[name].outcome),
+            "fault": fault(data.rows[name].outcome, data.rows[name].detail),
             **health.get(name, empty).to_json(),
         }
         for name in data.entries
@@ -101,6 +112,7 @@ def render_health_json(data: Census, rows: list[dict[str, Any]]) -> str:
         "by_class": {key: len(names) for key, names in data.by_class.items()},
         "by_outcome": {key: len(names) for key, names in data.by_outcome.items()},
         "by_type": {key: len(names) for key, names in data.by_type.items()},
+        "by_fault": {key: len(names) for key, names in data.by_fault.items()},
         "platforms": [
             {"platform": item.name, "entries": len(item.entries), "broken": len(item.broken)} for item in data.platforms
         ],
@@ -163,6 +175,7 @@ def write_health(
         csp=CSP,
         census=data,
         labels=CLASS_LABELS,
+        fault_labels=FAULT_LABELS,
         listings=listings(data),
         listed=LISTED_NAMES,
         anchor=_anchor,

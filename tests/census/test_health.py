@@ -148,10 +148,69 @@ def test_census_counts_and_health_windows_without_a_store() -> None:
     rows = [
         CensusRow("a", "ok", "", "https://a.example/mcp", None, 4, False, "timeout"),
         CensusRow("b", "not_mcp", "", "https://b.example/mcp", None, None, True, None),
-        CensusRow("c", "runner_missing", "", None, "pypi", None, False, "ok"),
+        CensusRow("c", "crashed", "ImportError: x", None, "pypi", None, False, "ok"),
     ]
     result: Census = census(rows, [("b", "MCP703"), ("b", "MCP703")], run_id=2, previous_run_id=1)
     assert result.recovered == ("a",) and result.newly_broken == ("c",) and result.published == ("b",)
     assert result.faults == {"MCP703": ("b",)}
     assert result.by_type == {"pypi": ("c",), "remote": ("a", "b")}
     assert result.tools == 4
+
+
+def pypi_failure(outcome: Outcome, detail: str) -> ScanOutcome:
+    return ScanOutcome(outcome=outcome, transport="stdio", detail=detail, extra={"exit_code": 1})
+
+
+# Issue 36's night: PyPI showed 100 % broken, counting this host's missing or broken Python, Fathom's own disk
+# budget and the mirror's gap; the details are the ones the package diagnosis writes for those causes.
+HOST_AND_POLICY = {
+    "py-python": pypi_failure(
+        Outcome.RUNNER_MISSING,
+        "needs Python >=3.12 (`uv python find >=3.12` said: error: Failed to inspect Python interpreter from search "
+        "path at `~/.pyenv/shims/python3.12`; pyenv: python3.12: command not found): Because x==1.0 requires "
+        "Python >=3.12",
+    ),
+    "py-budget": pypi_failure(Outcome.TOO_LARGE, "wrote more than its 4096 MiB disk budget (--disk-limit-mb)"),
+    "py-memory": pypi_failure(
+        Outcome.MEMORY_LIMIT, "ran out of memory under the 1024 MiB memory limit (raise it with --memory-limit-mb)"
+    ),
+    "py-mirror": pypi_failure(
+        Outcome.PACKAGE_NOT_FOUND,
+        "y==2.0 not found: error: Failed to fetch: `http://127.0.0.1:3141/simple/y/` (HTTP status 404 Not Found)",
+    ),
+    "py-crash": pypi_failure(Outcome.CRASHED, "ModuleNotFoundError: No module named 'mcp.server.fastmcp'"),
+}
+
+
+def test_host_and_policy_causes_are_apart_from_package_faults(tmp_path: Path, clock: FixedClock) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'p.db'}")
+    try:
+        clock.set(datetime(2026, 3, 1, 2, 0, tzinfo=UTC))
+        run_id = store.start_run("tests/census packages", RULES_VERSION, {})
+        for name, outcome in HOST_AND_POLICY.items():
+            package = {"registryType": "pypi", "identifier": name, "version": "1.0", "spec": f"{name}==1.0"}
+            entry = ServerEntry(name=name, transport=Transport.STDIO, command=("uvx", f"{name}==1.0"), package=package)
+            store.record_scan(run_id, entry, outcome, measure)
+        store.finish_run(run_id)
+        out = tmp_path / "site"
+        build_report(store, out, now=datetime(2026, 3, 2, tzinfo=UTC))
+    finally:
+        store.close()
+    data = json.loads((out / "health.json").read_text(encoding="utf-8"))
+    census_json = data["census"]
+    assert census_json["by_class"] == {"package": 5}  # memory_limit too: no "other"
+    assert census_json["by_fault"] == {"server": 1, "host": 1, "policy": 2, "mirror": 1}
+    platforms = {item["platform"]: item for item in census_json["platforms"]}
+    assert platforms["package:pypi"] == {"platform": "package:pypi", "entries": 5, "broken": 1}
+    faults = {row["server"]: row["fault"] for row in data["servers"]}
+    assert faults == {"py-budget": "policy", "py-crash": "server", "py-memory": "policy", "py-mirror": "mirror"} | {
+        "py-python": "host"
+    }
+    page = (out / "health.html").read_text(encoding="utf-8")
+    assert "Failures by whose they are" in page and "Fathom&#39;s own budgets" in page
+    section = re.search(r'<section id="fault-of-host">(.*?)</section>', page, re.S)
+    assert section is not None and "py-python" in section.group(1) and "py-crash" not in section.group(1)
+    crash_page = (out / "servers" / "py-crash.html").read_text(encoding="utf-8")
+    assert "crashed in its own code: the package&#39;s fault, tell its author" in crash_page
+    budget_page = (out / "servers" / "py-budget.html").read_text(encoding="utf-8")
+    assert "--disk-limit-mb 8192" in budget_page and "--max-input-mb" not in budget_page

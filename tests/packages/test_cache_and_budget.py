@@ -268,3 +268,46 @@ def test_an_install_changed_between_nights_is_installed_again(registry, tmp_path
     assert again.extra["reinstalled"].startswith("its cached install had changed since its last run")
     third = run(victim, settings)  # sealed again after its own run: nothing to say the next night
     assert tool_names(third) == ["version_1_0_0"] and "reinstalled" not in third.extra
+
+
+@needs_npx
+def test_housekeeping_is_a_step_of_the_run_and_finished_at_comes_after_it(registry, tmp_path, monkeypatch):
+    """Issue 36: the run's ``finished_at`` was stamped before the housekeeping after the last server (19-68 s on
+    a real night); the step is said on its own (``on_phase``) and the run finishes after it."""
+    from datetime import UTC, datetime
+
+    from scanner import queries
+    from scanner.crawl import CrawlSettings
+    from scanner.packages import housekeeping
+    from scanner.scan import HOUSEKEEPING, ScanConfig, run_scan
+
+    for name, value in environ(registry).items():
+        monkeypatch.setenv(name, value)
+    real_after = housekeeping.after_scan
+    ended: list[datetime] = []
+
+    def after_scan(settings: PackageSettings, since: float) -> list[str]:
+        said = real_after(settings, since)  # the real prune (npm cache verify), then a mark of when it ended
+        time.sleep(0.05)
+        ended.append(datetime.now(UTC))
+        return said
+
+    monkeypatch.setattr(housekeeping, "after_scan", after_scan)
+    source = tmp_path / "registry.json"
+    servers = [_server("io.github.t/good", npm_package("1.0.0"))]
+    source.write_text(json.dumps({"servers": servers, "metadata": {"count": 1}}), encoding="utf-8")
+    db_url = f"sqlite:///{tmp_path / 'fathom.db'}"
+    settings = CrawlSettings(
+        concurrency=1, limits=ClientLimits(timeout=90), packages=PackageSettings(cache_dir=tmp_path / "cache")
+    )
+    phases: list[tuple[str, datetime]] = []
+    summary = run_scan(
+        ScanConfig(source=str(source), db_url=db_url, run_packages=True, crawl=settings),
+        on_phase=lambda what: phases.append((what, datetime.now(UTC))),
+    )
+    assert summary.counts == {"ok": 1}
+    assert [what for what, _ in phases] == [HOUSEKEEPING]
+    (run,) = queries.runs(db_url)
+    finished = run["finished_at"] if run["finished_at"].tzinfo else run["finished_at"].replace(tzinfo=UTC)
+    assert run["status"] == "finished" and len(ended) == 1
+    assert phases[0][1] <= ended[0] <= finished, (phases, ended, finished)

@@ -77,8 +77,29 @@ def test_no_installed_python_satisfies_it_is_runner_missing_naming_the_version(r
     outcome = run(resolve(pypi(FUTURE), env), PackageSettings(cache_dir=tmp_path / "cache", environ=env))
     assert outcome.outcome is Outcome.RUNNER_MISSING, (outcome.outcome, outcome.detail)
     assert outcome.detail.startswith("needs Python >=3.99 ("), outcome.detail
-    assert f"no installed interpreter satisfies it): Because {FUTURE}==1.0.0 requires Python >=3.99" in outcome.detail
+    # uv's own word on why there is none, not a guess (issue 36)
+    said = "`uv python find >=3.99` said: error: No interpreter found for Python >=3.99"
+    assert said in outcome.detail and f"): Because {FUTURE}==1.0.0 requires Python >=3.99" in outcome.detail
     assert outcome.extra["runner_version"].startswith("uvx ")
+
+
+@needs_uvx
+def test_a_broken_interpreter_on_path_is_named_with_uv_own_error(registry, tmp_path):
+    """The host of issue 36: pyenv's shims on PATH, whose python3.12 exits 127 (no global 3.12): uv's error about
+    the shim is the detail, not "no installed interpreter satisfies it"."""
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    name = f"python3.{sys.version_info.minor + 1}"
+    shim = shims / name
+    shim.write_text(f"#!/bin/sh\necho 'pyenv: {name}: command not found' >&2\nexit 127\n")
+    shim.chmod(0o755)
+    env = environ(registry)
+    env["PATH"] = f"{env['PATH']}{os.pathsep}{shims}"
+    outcome = run(resolve(pypi(NEWER), env), PackageSettings(cache_dir=tmp_path / "cache", environ=env))
+    assert outcome.outcome is Outcome.RUNNER_MISSING, (outcome.outcome, outcome.detail)
+    assert "no installed interpreter satisfies it" not in outcome.detail
+    assert "Failed to inspect Python interpreter" in outcome.detail, outcome.detail
+    assert f"pyenv: {name}: command not found" in outcome.detail
 
 
 @needs_uvx

@@ -179,3 +179,33 @@ def test_the_cases_the_nightly_scan_got_wrong(rows, options):
     # A secret inside a runtime argument's value would be on the command line: not supported, said so.
     github = resolve("io.github.github/github-mcp-server")
     assert github.skip == "package takes a secret in -e on its command line (not supported)"
+
+
+def test_the_declared_stdio_transport_wins_over_argument_defaults(rows, options):
+    """Issue 36: codeweaver's PyPI package declares stdio, yet its ``--transport`` argument defaults to
+    streamable-http and ``--host``/``--port`` have defaults: it was run as an HTTP server Fathom never reached."""
+    (row,) = [row for row in rows if row["name"] == "com.knitli/codeweaver"]
+    pypi = [package for package in row["packages"] if package["registryType"] == "pypi"]
+    entry = resolve_packages(row["name"], row["version"], pypi, source="dump", options=options)
+    assert entry.skip is None and entry.package is not None
+    command = unwrap(entry.command)
+    assert command[:3] == ["uvx", "code-weaver==0.1.0a3", "server"]
+    assert command[command.index("--transport") + 1] == "stdio"
+    assert "streamable-http" not in command and "--port" not in command and "--host" not in command
+    notes = entry.package["notes"]
+    assert any("--transport 'streamable-http' set to 'stdio'" in note for note in notes)
+    assert any("--port left out" in note for note in notes)
+    # Every stdio package of the dump: no argument default turns it into an HTTP server.
+    for server in rows:
+        for package in server.get("packages") or []:
+            if (package.get("transport") or {}).get("type") != "stdio" or package.get("registryType") not in (
+                "npm",
+                "pypi",
+            ):
+                continue
+            resolved = resolve_packages(server["name"], server.get("version"), [package], source="d", options=options)
+            if resolved.command and resolved.skip is None:
+                words = list(resolved.command)
+                for flag in ("--transport", "--transport-type"):
+                    if flag in words:
+                        assert words[words.index(flag) + 1] == "stdio", (server["name"], words)

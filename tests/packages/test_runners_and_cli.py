@@ -135,3 +135,46 @@ def test_a_docker_daemon_that_does_not_answer_is_runner_missing_said_once(tmp_pa
     oci = [row for row in json.loads(result.stdout) if row["package"] and row["package"].get("registryType") == "oci"]
     assert len(oci) == 2 and all(row["package"]["skip_outcome"] == "runner_missing" for row in oci)
     assert all(row["skip"].startswith("runner missing: docker daemon does not answer") for row in oci)
+
+
+def test_dry_run_names_the_packages_remembered_too_large(tmp_path):
+    """Issue 36: the dry run said nothing of the package versions a scan will record too_large without installing
+    them (remembered from a night that went over the disk budget)."""
+    from scanner.packages.cache import PackageCache
+
+    big = {"registryType": "pypi", "identifier": "big-mcp", "version": "2.0.0", "transport": {"type": "stdio"}}
+    small = {**big, "identifier": "small-mcp"}
+    document = {
+        "servers": [
+            {"server": {"name": "io.github.t/big", "version": "2.0.0", "packages": [big]}},
+            {"server": {"name": "io.github.t/small", "version": "2.0.0", "packages": [small]}},
+        ]
+    }
+    source = tmp_path / "registry.json"
+    source.write_text(json.dumps(document), encoding="utf-8")
+    path = {"PATH": only_npx(tmp_path)}
+    (tmp_path / "npx").rename(tmp_path / "uvx")
+    cache = tmp_path / "cache"
+    entries = load_entries(str(source), environ=path, run_packages=True)
+    PackageCache(cache).remember(
+        entries[0],
+        verdict="too_large",
+        detail="wrote more than its 4096 MiB disk budget (--disk-limit-mb)",
+        disk_limit_mb=4096,
+    )
+    runner = CliRunner()
+    scan = ["scan", str(source), "--dry-run", "--run-packages", "--cache-dir", str(cache)]
+    text = runner.invoke(app, scan, env=path)
+    assert text.exit_code == 0, text.output
+    assert (
+        "will not install 1 remembered as too large (recorded too_large; a larger --disk-limit-mb or "
+        "--retry-too-large installs them again): io.github.t/big"
+    ) in text.stdout
+    assert "big-mcp==2.0.0" in text.stdout and "big-mcp@2.0.0" not in text.stdout  # PyPI's spelling
+    rows = {row["name"]: row for row in json.loads(runner.invoke(app, [*scan, "--format", "json"], env=path).stdout)}
+    assert rows["io.github.t/big"]["remembered_too_large"].startswith("wrote more than its 4096 MiB disk budget")
+    assert rows["io.github.t/small"]["remembered_too_large"] is None
+    # a larger budget, or --retry-too-large, installs it again: then nothing is named
+    for more in (["--disk-limit-mb", "8192"], ["--retry-too-large"]):
+        again = runner.invoke(app, [*scan, *more], env=path)
+        assert again.exit_code == 0 and "remembered as too large" not in again.stdout, more
