@@ -296,7 +296,7 @@ def _stored_check(request: CheckRequest) -> CheckResult:
             tokens=stored.instructions_tokens,
         )
     most = max((count.tokens for count in stored.tokens.values()), default=0)
-    report = CheckReport(
+    report: CheckReport | None = CheckReport(
         tools_count=int(row.tools_count or 0),
         tokens=stored.tokens,
         context_share=most / CONTEXT_WINDOW,
