@@ -196,7 +196,10 @@ def test_a_server_with_an_empty_list_gets_no_score_anywhere(tmp_path: Path) -> N
     document = json.loads((site / "leaderboard.json").read_text(encoding="utf-8"))
     assert [row["server"] for row in document["ranked"]] == ["example/one"]
     empty = next(row for row in document["unranked"] if row["server"] == "example/empty")
-    assert empty["score"] is None and empty["outcome"] == "ok"
+    assert empty["score"] is None and empty["outcome"] == "ok" and empty["cause"] == "no_tools"
+    assert {"cause": "no_tools", "label": "Listed no tools (no score)", "servers": 1} in document["unranked_by_cause"]
+    page = (site / "servers" / f"{empty['slug']}.html").read_text(encoding="utf-8")
+    assert "answered with no tools, so it has no score" in page and 'id="score"' not in page
     badge = json.loads((site / "badges" / f"{empty['slug']}.json").read_text(encoding="utf-8"))
     assert (badge["message"], badge["color"]) == ("no tools", "lightgrey")
     listed = {
