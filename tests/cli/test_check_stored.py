@@ -122,6 +122,10 @@ def test_every_gate_and_format_works_on_a_stored_list(demo: Path, tmp_path: Path
     assert f"gate --min-score 99 failed: score {row['score']:g}" in failed.stderr
     passed = invoke("check", "--db", db, "--server", name, "--min-score", str(row["score"]), "--max-tokens", "100000")
     assert passed.exit_code == 0, passed.output
+    ignored = stored_score(demo / "demo.db", name, "--ignore", "MCP1,MCP2")  # set aside, still scored
+    assert ignored["score"] == row["score"]
+    provider = invoke("check", "--db", db, "--server", name, "--as", "openai")
+    assert provider.exit_code == 0 and len(json.loads(provider.stdout)) == row["tools"]
     for fmt in ("markdown", "sarif"):
         result = invoke("check", "--db", db, "--server", name, "--format", fmt)
         assert result.exit_code == 0 and f"{row['score']:g}" in result.stdout
