@@ -68,6 +68,14 @@ def test_check_from_the_store_prints_the_leaderboard_score_of_every_demo_server(
     # not a trivial agreement: the scores spread and the cost takes points from the large list
     assert len({row["score"] for row in ranked.values()}) >= 4
     assert ranked["example/mega-suite"]["score_parts"]["cost_penalty"] > 10
+    mega = ranked["example/mega-suite"]
+    page = (demo / "report" / "servers" / f"{mega['slug']}.html").read_text(encoding="utf-8")
+    parts = mega["score_parts"]
+    assert f'<h2 id="score">Why {mega["score"]:.1f}</h2>' in page
+    assert (
+        f'<tr><td>Tokens per turn</td><td class="num">{parts["tokens"]:,}</td>'
+        f'<td class="num">−{parts["cost_penalty"]:.1f}</td></tr>'
+    ) in page
     text = invoke("check", "--db", str(db), "--server", "example/mega-suite")
     assert text.exit_code == 0
     assert f"Score {ranked['example/mega-suite']['score']:g} / 100" in text.stdout
