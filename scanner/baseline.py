@@ -249,7 +249,8 @@ def compare(baseline: Mapping[str, Any], result: CheckResult, *, path: str = "")
         else:
             fixed.append(found)
     score = result.score
-    old_score = baseline.get("score")
+    # Scores of two formula versions are not comparable: a baseline saved under another one shows no change.
+    old_score = baseline.get("score") if score is not None and baseline.get("score_version") == score.version else None
     return Comparison(
         baseline=path,
         source=str(baseline.get("source", "")),

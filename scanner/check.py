@@ -7,7 +7,8 @@ gets the list (from a file, or from a server through the MCP client), measures i
 ``--select``/``--ignore`` and the per-tool ignores of a config file never drop a finding: :func:`run_check`
 measures every rule, then moves the findings the author chose not to see to :attr:`CheckResult.ignored` with the
 reason. The score (:meth:`CheckResult.score`) is the leaderboard's: :func:`scanner.score.score_breakdown` over
-every finding, ignored ones included, so ``check`` and the leaderboard always give a list the same number.
+every finding, ignored ones included, and the list's tokens per turn, so ``check`` and the leaderboard always give
+a list the same number.
 """
 
 from __future__ import annotations
@@ -152,6 +153,8 @@ class CheckRequest:
     save: Path | None = None
     measure: bool = True  # False: only fetch the list (``--as`` prints a provider view and needs no tokenizer)
     tool_ignores: tuple[ToolIgnore, ...] = ()
+    db_url: str | None = None  # with ``server``: check that server's newest stored list in this database
+    server: str | None = None
 
 
 @dataclass(frozen=True)
@@ -178,12 +181,13 @@ class CheckResult:
 
     @cached_property
     def score(self) -> ScoreBreakdown | None:
-        """The leaderboard's score of this list (None when no list was measured)."""
+        """The leaderboard's score of this list (None when no list was measured, or the list has no tools):
+        its findings, its tool count and its tokens per turn with the dearest provider, as the store keeps them."""
         if self.report is None:
             return None
         from scanner.score import score_breakdown
 
-        return score_breakdown(self.report.tools_count, self.scored_findings)
+        return score_breakdown(self.report.tools_count, self.scored_findings, tokens=self.report.max_tokens)
 
     @cached_property
     def rule_costs(self) -> tuple[RuleCost, ...]:
@@ -200,7 +204,8 @@ class CheckResult:
         costs = []
         for code in dict.fromkeys(finding.code for finding in found):
             rest = [finding for finding in found if finding.code != code]
-            points = round(score_breakdown(self.report.tools_count, rest).score - self.score.score, 1)
+            without = score_breakdown(self.report.tools_count, rest, tokens=self.report.max_tokens)
+            points = round(without.score - self.score.score, 1) if without is not None else 0.0
             if points > 0:
                 same = [finding for finding in found if finding.code == code]
                 costs.append(RuleCost(code=code, rule=same[0].rule, findings=len(same), points=points))
@@ -216,6 +221,8 @@ def run_check(request: CheckRequest) -> CheckResult:
 
     A server that cannot be listed is not an exception: the result carries its outcome and no report.
     """
+    if request.server is not None:
+        return _stored_check(request)
     if request.entry is None:
         from scanner.toolsets import DEFAULT_MAX_BYTES, load_tools
 
@@ -255,6 +262,60 @@ def run_check(request: CheckRequest) -> CheckResult:
         outcome=outcome,
         source=entry.target(),
         instructions=text,
+    )
+
+
+def _stored_check(request: CheckRequest) -> CheckResult:
+    """``--db DB --server NAME``: the server's newest stored list as the leaderboard has it, nothing re-measured.
+
+    The tokens, each tool's cost and the findings (the toolset's under the run's scoring catalogue, and the scan's
+    own) are the stored ones, so the score is the leaderboard's to the decimal. ``--select``/``--ignore`` and the
+    per-tool ignores set findings aside as for any list (still scored).
+    """
+    from scanner.instructions import text_sha256
+    from scanner.models import InstructionsCost
+    from scanner.rules.registry import check_prefixes
+    from scanner.store import open_store
+
+    assert request.db_url is not None and request.server is not None
+    check_prefixes(request.select)
+    check_prefixes(request.ignore)
+    for tool_ignore in request.tool_ignores:
+        check_prefixes(tool_ignore.rules)
+    with open_store(request.db_url) as store:
+        stored = store.stored_list(request.server)
+    row = stored.row
+    toolset = Toolset.from_tools(stored.tools)
+    if toolset.sha256 != row.toolset_sha256:  # never score one list under another's name
+        raise OutputError(f"{stored.server}: the stored tool list does not match its hash {row.toolset_sha256}")
+    cost = None
+    if stored.instructions is not None and stored.instructions_tokens:
+        cost = InstructionsCost(
+            text=stored.instructions,
+            sha256=text_sha256(stored.instructions),
+            tokens=stored.instructions_tokens,
+        )
+    most = max((count.tokens for count in stored.tokens.values()), default=0)
+    report: CheckReport | None = CheckReport(
+        tools_count=int(row.tools_count or 0),
+        tokens=stored.tokens,
+        context_share=most / CONTEXT_WINDOW,
+        tool_costs=tuple(stored.tool_costs),
+        findings=tuple(sorted(row.findings, key=lambda finding: finding.sort_key())),
+        toolset_sha256=toolset.sha256,
+        instructions=cost,
+    )
+    if not request.measure:
+        report = None
+    found = report.findings if report is not None else ()
+    kept, ignored = partition(found, request.select, request.ignore, request.tool_ignores)
+    when = f", scanned {stored.scanned_at:%Y-%m-%d %H:%M}" if stored.scanned_at is not None else ""
+    return CheckResult(
+        report=replace(report, findings=kept) if report is not None else None,
+        tools=toolset.tools,
+        source=f"{stored.server} (stored: run {stored.run_id}, scan {stored.scan_id}{when})",
+        ignored=ignored,
+        instructions=stored.instructions,
     )
 
 

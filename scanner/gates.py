@@ -157,8 +157,9 @@ def _fail_on(result: CheckResult, level: Severity) -> GateResult:
 
 def _min_score(result: CheckResult, minimum: float) -> GateResult:
     score = result.score
-    assert score is not None
     gate = f"--min-score {minimum:g}"
+    if score is None:  # a list with no tools has no score: no minimum is met
+        return GateResult(gate, False, "no score: the list has no tools")
     if score.score < minimum:
         return GateResult(gate, False, f"score {score.score:g} is {minimum - score.score:.1f} below {minimum:g}")
     return GateResult(gate, True, f"score {score.score:g}")

@@ -5,8 +5,10 @@ result ``{"tools": [...]}``, and a whole JSON-RPC response ``{"result": {"tools"
 :class:`~scanner.errors.InputError` with one line saying what was found instead.
 
 The bytes are capped before they are parsed (a 100 MB file is refused at once, not parsed), and a document nested
-deeper than the JSON parser can follow is refused with a clear line rather than a traceback. The tools themselves
-stay raw: whatever is in the array, objects or not, goes to the rules untouched.
+deeper than the JSON parser can follow is refused with a clear line rather than a traceback. A tool list is a list
+of tools: an array holding anything but objects (``[1, 2, 3]``, a string, null) is not one and is refused with a
+line naming the first such item. The tools themselves stay raw: every object, however malformed, goes to the rules
+untouched (a server that sends a non-object is judged by the rules instead, since its list was read).
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def _kind(value: Any) -> str:
 def extract_tools(document: Any, label: str) -> list[Any]:
     """The tool array inside one of the accepted shapes."""
     if isinstance(document, list):
-        return document
+        return _only_tools(document, label)
     if isinstance(document, dict):
         if "tools" in document:
             tools = document["tools"]
@@ -98,10 +100,21 @@ def extract_tools(document: Any, label: str) -> list[Any]:
             )
         if not isinstance(tools, list):
             raise InputError(f"{label}: {where} is {_kind(tools)}, not an array of tools")
-        return tools
+        return _only_tools(tools, label)
     raise InputError(
         f'{label} is {_kind(document)}; expected a tools array, {{"tools": [...]}} or {{"result": {{"tools": [...]}}}}'
     )
+
+
+def _only_tools(tools: list[Any], label: str) -> list[Any]:
+    """``tools`` when every item is an object (a tool, however malformed); otherwise one line naming the first item
+    that is not, and how many are not."""
+    strays = [index for index, tool in enumerate(tools) if not isinstance(tool, dict)]
+    if strays:
+        first = strays[0]
+        more = f" ({len(strays)} of its {len(tools)} items are not objects)" if len(strays) > 1 else ""
+        raise InputError(f"{label} is not a tool list: item {first} is {_kind(tools[first])}, not a tool object{more}")
+    return tools
 
 
 def load_tools(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Any]:

@@ -5,7 +5,7 @@
 
 Each side runs in its own interpreter (``PYTHONPATH`` = the older checkout for "before") over every list in
 ``tests/fixtures/real/``; the score is each side's own (``scanner.score.score``: version 1 counted every rule,
-version 2 only stable ones). Prints a Markdown section for ``docs/real-servers.md``.
+version 2 only stable ones, version 3 adds the tokens per turn). Prints a Markdown section for ``docs/real-servers.md``.
 """
 
 from __future__ import annotations
@@ -33,9 +33,13 @@ for path in sorted(Path(sys.argv[1]).glob("*.json")):
         continue
     tools = json.loads(path.read_text(encoding="utf-8")).get("tools") or []
     report = measure(Toolset.from_tools(tuple(tools)))
+    try:  # score v3 reads the tokens per turn too
+        value = score(len(tools), report.findings, tokens=report.max_tokens)
+    except TypeError:  # versions 1 and 2: the findings and the tool count only
+        value = score(len(tools), report.findings)
     out["servers"][path.stem] = {
         "codes": [f.code for f in report.findings],
-        "score": score(len(tools), report.findings),
+        "score": value,
         "tokens": max(c.tokens for c in report.tokens.values()),
     }
 print(json.dumps(out))
@@ -55,7 +59,15 @@ def run(pythonpath: str | None) -> dict:
 
 def order(side: dict) -> list[str]:
     rows = side["servers"]
-    return sorted(rows, key=lambda name: (-rows[name]["score"], rows[name]["tokens"], name))
+    # A list with no tools has no score (v3): it sorts last.
+    return sorted(
+        rows,
+        key=lambda name: (
+            -(rows[name]["score"] if rows[name]["score"] is not None else -1.0),
+            rows[name]["tokens"],
+            name,
+        ),
+    )
 
 
 def main(old: str) -> None:

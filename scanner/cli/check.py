@@ -75,6 +75,20 @@ def check(
         list[str] | None, typer.Argument(help="Or the server command after '--': fathom check -- npx -y pkg")
     ] = None,
     example: Annotated[bool, typer.Option("--example", help="Check the bundled example tool list.")] = False,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db", help="With --server: a database written by fathom scan (a SQLite file or a SQLAlchemy URL)."
+        ),
+    ] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(
+            "--server",
+            metavar="NAME",
+            help="Check this server's newest stored tool list in --db, as the leaderboard scores it.",
+        ),
+    ] = None,
     as_provider: Annotated[
         ProviderView | None,
         typer.Option(
@@ -194,7 +208,8 @@ def check(
     """Check one tool list: tokens per turn per provider, the largest tools, and what a model would stumble over.
 
     The list comes from a file (--tools-file), a server URL (--url), a stdio command (--stdio or after '--'),
-    or the bundled example (--example). Every format shows the leaderboard's score. For CI: gates (--fail-on,
+    a server's newest stored list (--db DB --server NAME), or the bundled example (--example). Every format
+    shows the leaderboard's score. For CI: gates (--fail-on,
     --min-score, --max-tokens), a baseline (--save-baseline, --baseline, --max-increase), settings from
     [tool.fathom] in pyproject.toml or a fathom.toml, and a badge (--badge); see docs/ci.md.
     """
@@ -204,9 +219,16 @@ def check(
 
     if all_tools and command and len(command) == 1 and _looks_like_tool_list(command[0]):
         _fail(f"--tools lists every tool's cost; did you mean --tools-file {command[0]}?", 2)
-    sources = [tools_file is not None, url is not None, stdio is not None, bool(command), example]
+    if (db is None) != (server is None):
+        _fail("--db and --server go together: --db DB --server NAME checks a stored tool list", 2)
+    sources = [tools_file is not None, url is not None, stdio is not None, bool(command), example, server is not None]
     if sum(sources) != 1:
-        _fail("give exactly one of --tools-file, --url, --stdio, '-- command ...' or --example", 2)
+        _fail("give exactly one of --tools-file, --url, --stdio, '-- command ...', --example or --db/--server", 2)
+    db_url = None
+    if db is not None:
+        from scanner.cli.base import _db_url
+
+        db_url = _db_url(db, existing=True)
     if tools_file is not None:
         _readable_file("--tools-file", tools_file)
     for flag, path in (("--save", save), ("--save-baseline", save_baseline), ("--badge", badge)):
@@ -250,6 +272,8 @@ def check(
         profile=_known_profile(profile),
         save=save,
         measure=as_provider is None,
+        db_url=db_url,
+        server=server,
     )
     from scanner.report import check_write
 

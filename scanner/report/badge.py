@@ -3,7 +3,8 @@
 ``fathom check --badge FILE`` writes both (``FILE`` the SVG, ``FILE`` with the suffix ``.json`` the endpoint
 document for ``https://img.shields.io/endpoint?url=...``); the report site draws its badges with the same two
 functions. The colour follows the score: 90 and up bright green, 75 green, 60 yellow, 40 orange, below red, and
-grey when there is no score. Widths are estimated from character counts (Verdana 11 px, as shields does).
+grey when there is no score (a list with no tools says ``no tools``, in grey). Widths are estimated from character
+counts (Verdana 11 px, as shields does).
 """
 
 from __future__ import annotations
@@ -50,9 +51,14 @@ def _tokens(tokens: int) -> str:
     return f"{tokens / 1_000_000:.1f}M"
 
 
-def message(score: float | None, tokens: int | None) -> str:
+NO_TOOLS = "no tools"
+
+
+def message(score: float | None, tokens: int | None, *, no_tools: bool = False) -> str:
     """``93.5 · 2.7k tokens``; either part is left out when unknown, ``not ranked`` when both are (a server whose
-    list was not read)."""
+    list was not read), ``no tools`` for a list that was read and is empty (it has no score)."""
+    if no_tools:
+        return NO_TOOLS
     parts = []
     if score is not None:
         parts.append(f"{score:.1f}")  # as the leaderboard shows it: 93.0, not 93
@@ -61,9 +67,10 @@ def message(score: float | None, tokens: int | None) -> str:
     return " · ".join(parts) if parts else "not ranked"
 
 
-def shields_endpoint(score: float | None, tokens: int | None) -> dict[str, object]:
-    """The shields.io endpoint document (schemaVersion 1)."""
-    return {"schemaVersion": 1, "label": LABEL, "message": message(score, tokens), "color": _colour(score)[0]}
+def shields_endpoint(score: float | None, tokens: int | None, *, no_tools: bool = False) -> dict[str, object]:
+    """The shields.io endpoint document (schemaVersion 1); grey for a list with no tools."""
+    text = message(score, tokens, no_tools=no_tools)
+    return {"schemaVersion": 1, "label": LABEL, "message": text, "color": _colour(None if no_tools else score)[0]}
 
 
 def _width(text: str) -> int:
@@ -71,12 +78,12 @@ def _width(text: str) -> int:
     return 10 + round(sum(4 if char in "il.,:;|!' " else 7 for char in text))
 
 
-def badge_svg(score: float | None, tokens: int | None) -> str:
-    """A flat badge: ``fathom | 93.5 · 2.7k tokens``."""
-    text = message(score, tokens)
+def badge_svg(score: float | None, tokens: int | None, *, no_tools: bool = False) -> str:
+    """A flat badge: ``fathom | 93.5 · 2.7k tokens``, or a grey ``fathom | no tools``."""
+    text = message(score, tokens, no_tools=no_tools)
     left, right = _width(LABEL), _width(text)
     total = left + right
-    colour = _colour(score)[1]
+    colour = _colour(None if no_tools else score)[1]
     label_x, text_x = left * 5, (left + right / 2) * 10
     title = escape(f"{LABEL}: {text}")
     return (
@@ -104,12 +111,15 @@ def write(path: Path, result: CheckResult) -> tuple[Path, Path]:
     """Write the SVG to ``path`` and the endpoint JSON beside it; the tokens are the most expensive provider's."""
     score = result.score.score if result.score is not None else None
     tokens = result.report.max_tokens if result.report is not None else None
+    no_tools = result.report is not None and result.report.tools_count == 0
     endpoint = endpoint_path(path)
     if endpoint == path:
         raise OutputError(f"--badge {path}: give the SVG a name not ending in .json (the endpoint JSON goes there)")
     try:
-        path.write_text(badge_svg(score, tokens), encoding="utf-8")
-        endpoint.write_text(json.dumps(shields_endpoint(score, tokens), indent=2) + "\n", encoding="utf-8")
+        path.write_text(badge_svg(score, tokens, no_tools=no_tools), encoding="utf-8")
+        endpoint.write_text(
+            json.dumps(shields_endpoint(score, tokens, no_tools=no_tools), indent=2) + "\n", encoding="utf-8"
+        )
     except OSError as exc:
         raise OutputError(f"Cannot write the badge {path}: {exc.strerror or exc}") from exc
     return path, endpoint

@@ -142,17 +142,22 @@ def _choose_run(store: Store, run_id: int | None) -> tuple[RunRow, RunRow | None
     return chosen, (earlier[-1] if earlier else None)
 
 
-def _breakdown_of(row: LeaderRow) -> ScoreBreakdown:
-    """The score of one leaderboard row and its parts, from its findings (the toolset's and the scan's MCP5xx).
-    Registry-data findings (MCP7xx) are about the registry entry, not the tool list a model reads: shown, never
-    scored."""
-    findings = (f for f in row.findings if not f.code.startswith("MCP7"))
-    return score_breakdown(int(row.tools_count or 0), findings)
+def breakdown_of(row: LeaderRow) -> ScoreBreakdown | None:
+    """The score of one leaderboard row and its parts, from its findings (the toolset's and the scan's own), its
+    tool count and its tokens per turn with the dearest provider; None when it has no score (a list without
+    tools). ``fathom check --db DB --server NAME`` scores the same stored figures the same way."""
+    return score_breakdown(int(row.tools_count or 0), row.findings, tokens=row.max_tokens)
 
 
 def _ranking(rows: Iterable[LeaderRow]) -> list[tuple[LeaderRow, ScoreBreakdown]]:
-    """Ok rows with their scores, best first: score, then fewer tokens with the dearest provider, then name."""
-    scored = [(row, _breakdown_of(row)) for row in rows if is_ranked_outcome(row.outcome)]
+    """Ok rows with a score, best first: score, then fewer tokens with the dearest provider, then name. A list
+    with no tools has no score and is never ranked."""
+    scored = []
+    for row in rows:
+        if is_ranked_outcome(row.outcome):
+            parts = breakdown_of(row)
+            if parts is not None:
+                scored.append((row, parts))
     scored.sort(key=lambda pair: (-pair[1].score, pair[0].max_tokens, str(pair[0].server)))
     return scored
 
@@ -202,8 +207,9 @@ def build_leaderboard(
     for place, (row, parts) in enumerate(ranking, 1):
         movement, moved_by = _movement(now.get(row.server, 0), before.get(row.server))
         ranked.append(_server_row(row, place, movement, moved_by, parts, slugs, clients))
+    placed = {str(row.server) for row, _ in ranking}
     unranked = sorted(
-        (_server_row(row, None, "unranked", 0, None, slugs) for row in rows if not is_ranked_outcome(row.outcome)),
+        (_server_row(row, None, "unranked", 0, None, slugs) for row in rows if str(row.server) not in placed),
         key=lambda item: (item.outcome, item.name),
     )
     changes: tuple[ChangeRow, ...] = ()
@@ -411,16 +417,24 @@ def _provider_views(
     return views, tuple(costs)
 
 
-def score_shares(tools_count: int, findings: Sequence[Finding]) -> tuple[RuleShare, ...]:
+def score_shares(tools_count: int, findings: Sequence[Finding], tokens: int) -> tuple[RuleShare, ...]:
     """What each rule costs a server's score: the points it would gain were that rule's findings gone, dearest
-    first (the shares need not add up to the whole loss: the worst tool and the caps interact)."""
-    whole = score_breakdown(tools_count, findings).score
+    first (the shares need not add up to the whole loss: the worst tool and the caps interact). Rules that cost
+    nothing (preview rules, the unscored families, a finding lost under the caps) are left out: no share is zero
+    or negative. Nothing for a list with no score."""
+    whole = score_breakdown(tools_count, findings, tokens=tokens)
+    if whole is None:
+        return ()
     by_code: dict[str, list[Finding]] = defaultdict(list)
     for finding in findings:
         by_code[str(finding.code)].append(finding)
     shares = []
     for code, members in by_code.items():
-        without = score_breakdown(tools_count, [f for f in findings if f.code != code]).score
+        rest = score_breakdown(tools_count, [f for f in findings if f.code != code], tokens=tokens)
+        without = rest.score if rest is not None else whole.score
+        points = round(without - whole.score, 1)
+        if points <= 0:
+            continue
         first = members[0]
         shares.append(
             RuleShare(
@@ -428,7 +442,7 @@ def score_shares(tools_count: int, findings: Sequence[Finding]) -> tuple[RuleSha
                 rule=str(first.rule),
                 severity=_severity_label(first.severity),
                 findings=len(members),
-                points=round(without - whole, 1),
+                points=points,
             )
         )
     shares.sort(key=lambda share: (-share.points, share.code))
@@ -524,7 +538,7 @@ def build_server_page(
         ordered = sorted(raw, key=lambda f: (int(f.severity), -1 if f.tool_index is None else f.tool_index, f.code))
         findings = tuple(_finding_view(finding) for finding in group_findings(ordered))
         views, costs = _provider_views(tools, providers)
-        shares = score_shares(int(leader.tools_count or 0), list(raw))
+        shares = score_shares(int(leader.tools_count or 0), list(raw), leader.max_tokens)
     info: dict[str, str] = {}
     latest = scans.latest
     # What ran and its stderr belong to this run's scan: a report of an older run does not show a newer one's.

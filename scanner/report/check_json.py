@@ -11,9 +11,10 @@ detail, extra});
 a server that could not be listed has ``outcome`` and no measurement keys. Output is ASCII-escaped JSON, so
 nothing a server wrote reaches a terminal raw.
 
-Also: ``score`` ({score, version, mean_tool, worst_tool, list_penalty, rules: [{code, rule, findings, points}]}:
-the leaderboard's number and what each rule cost), ``ignored`` (the findings ``--select``/``--ignore`` or a
-per-tool ignore kept out, each with its ``reason``; the score still counts them), ``gates`` ([{gate, passed,
+Also: ``score`` ({score, version, mean_tool, worst_tool, list_penalty, cost_penalty, tokens, rules: [{code, rule,
+findings, points}]}, null for a list with no tools: the leaderboard's number and what each rule cost),
+``ignored`` (the findings ``--select``/``--ignore`` or a per-tool ignore kept out, each with its ``reason``;
+the score still counts them), ``gates`` ([{gate, passed,
 message}]), ``clients`` ({client: {label, provider, deferred, tokens, loaded_3, loaded_5, search_tool, method}}:
 what each client sends per turn, scanner.clients) and, with ``--baseline``, ``baseline`` (tokens, tools and
 findings compared with it).
@@ -107,6 +108,8 @@ def score_dict(result: CheckResult) -> dict[str, Any] | None:
         "mean_tool": score.mean_tool,
         "worst_tool": score.worst_tool,
         "list_penalty": score.list_penalty,
+        "cost_penalty": score.cost_penalty,
+        "tokens": score.tokens,
         "rules": [
             {"code": cost.code, "rule": cost.rule, "findings": cost.findings, "points": cost.points}
             for cost in result.rule_costs

@@ -40,6 +40,8 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
     score = result.score
     if score is not None:
         out += [f"**Score:** {score.score:g} / 100 (leaderboard formula v{score.version})", ""]
+    else:
+        out += ["**Score:** no score (the list has no tools)", ""]
     out += gate_lines(result)
     if result.comparison is not None:
         out += comparison_lines(result.comparison, list(report.tokens))
@@ -115,12 +117,12 @@ def gate_lines(result: CheckResult) -> list[str]:
 def score_lines(result: CheckResult) -> list[str]:
     score = result.score
     if score is None:
-        return []
+        return ["### No score", "", "The list has no tools.", ""] if result.report is not None else []
     out = [
         f"### Score {score.score:g} / 100",
         "",
         f"Mean tool {score.mean_tool * 100:.1f} · worst tool {score.worst_tool * 100:.1f} · "
-        f"list penalty {score.list_penalty:g}.",
+        f"list penalty {score.list_penalty:g} · cost {score.cost_penalty:g} ({score.tokens:,} tokens per turn).",
         "",
     ]
     if result.rule_costs:

@@ -160,11 +160,16 @@ def score_lines(result: CheckResult, paint: _Painter) -> list[str]:
     """``Score 93.5 / 100`` and what each rule cost (the points fixing it would give back)."""
     score = result.score
     if score is None:
-        return []
+        if result.report is None:
+            return []
+        from scanner.score import SCORE_VERSION
+
+        version = paint(f"  (leaderboard formula v{SCORE_VERSION})", "2")
+        return ["", paint("No score", "1") + ": the list has no tools" + version]
     lines = ["", paint(f"Score {score.score:g} / 100", "1") + paint(f"  (leaderboard formula v{score.version})", "2")]
     lines.append(
         f"  mean tool {score.mean_tool * 100:.1f} · worst tool {score.worst_tool * 100:.1f} · "
-        f"list penalty {score.list_penalty:g}"
+        f"list penalty {score.list_penalty:g} · cost {score.cost_penalty:g} ({score.tokens:,} tokens per turn)"
     )
     for cost in result.rule_costs:
         found = f"{cost.findings} finding{'' if cost.findings == 1 else 's'}"

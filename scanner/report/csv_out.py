@@ -54,6 +54,7 @@ def _row(row: ServerRow, providers: tuple[str, ...], clients: tuple[str, ...] = 
         *(("", "", "") if row.breakdown is None else _parts(row)),
         " ".join(row.codes),
         *("" if row.clients.get(key) is None else row.clients[key] for key in clients),
+        "" if row.breakdown is None else f"{row.breakdown.cost_penalty:g}",
     ]
 
 
@@ -87,6 +88,7 @@ def render_csv(board: Leaderboard) -> str:
             "list_penalty",
             "rules",
             *(f"client_{key}" for key in clients),
+            "cost_penalty",  # score v3: the points the tokens per turn took
         ]
     )
     for row in (*board.ranked, *board.unranked):

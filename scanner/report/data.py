@@ -38,6 +38,8 @@ FAILURE_CAUSES: tuple[tuple[str, str, frozenset[str]], ...] = (
     ("too_large", "Too large", frozenset({"too_large", "memory_limit"})),
     ("skipped", "Skipped by policy", frozenset({"skipped", "refused"})),
     ("delisted", "Delisted or deprecated in the registry", frozenset({"delisted", "deprecated"})),
+    # Read, but empty: a list with no tools has no score (docs/score.md), so it is listed apart too.
+    ("no_tools", "Listed no tools (no score)", frozenset({"ok"})),
 )
 _CAUSE_OF = {outcome: (key, label) for key, label, outcomes in FAILURE_CAUSES for outcome in outcomes}
 

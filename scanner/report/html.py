@@ -282,8 +282,9 @@ def badge_files(row: ServerRow) -> tuple[tuple[str, str], tuple[str, str]]:
 
     score = row.score if row.ranked else None
     tokens = max(row.tokens.values()) if row.tokens and row.ranked else None
-    endpoint = json.dumps(shields_endpoint(score, tokens), ensure_ascii=True) + "\n"
-    return (f"badges/{row.slug}.svg", badge_svg(score, tokens)), (f"badges/{row.slug}.json", endpoint)
+    empty = row.outcome == "ok" and row.tools_count == 0  # read, and empty: no score, a grey "no tools"
+    endpoint = json.dumps(shields_endpoint(score, tokens, no_tools=empty), ensure_ascii=True) + "\n"
+    return (f"badges/{row.slug}.svg", badge_svg(score, tokens, no_tools=empty)), (f"badges/{row.slug}.json", endpoint)
 
 
 def write_site(site: SiteData, out_dir: Path) -> list[Path]:

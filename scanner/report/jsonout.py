@@ -59,6 +59,8 @@ def _parts(row: ServerRow) -> dict[str, Any] | None:
         "mean_tool": parts.mean_tool,
         "worst_tool": parts.worst_tool,
         "list_penalty": parts.list_penalty,
+        "cost_penalty": parts.cost_penalty,
+        "tokens": parts.tokens,
         "version": parts.version,
     }
 

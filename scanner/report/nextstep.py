@@ -84,6 +84,11 @@ def next_step(server: str, outcome: str, detail: str) -> str:
         return _skip_step(server, detail)
     if outcome == "needs_configuration":
         return _configure_step(server, detail)
+    if outcome == "ok":  # read, and empty: no score until it lists a tool
+        return (
+            "The server answered with no tools, so it has no score: check that its build and configuration work "
+            "(fathom check --url URL shows its answer)."
+        )
     if outcome in _PACKAGE_STEPS:
         return _PACKAGE_STEPS[outcome](server, detail)
     steps = {

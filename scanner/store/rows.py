@@ -77,9 +77,10 @@ class ServerSummary:
 @dataclass(frozen=True, kw_only=True)
 class ScanScore:
     """One scan's leaderboard score and its finding counts under the run's scoring rule version
-    (:meth:`Store.scan_scores`): the toolset's findings plus the scan's own, scored as the report scores them."""
+    (:meth:`Store.scan_scores`): the toolset's findings plus the scan's own, scored as the report scores them
+    with the toolset's tokens per turn. ``score`` is None for a list with no tools (it has no score)."""
 
-    score: float
+    score: float | None
     problems: int
     warnings: int
     notes: int

@@ -216,6 +216,11 @@ class Store:
         """How many servers each rule hit in ``run_id`` (from its aggregate; counted live for a running run)."""
         return read.rule_hits(self._sessions, run_id)
 
+    def stored_list(self, server: str) -> read.StoredList:
+        """A server's newest stored tool list with its leaderboard row, tokens, tool costs and instructions
+        (``fathom check --db DB --server NAME``)."""
+        return read.stored_list(self._sessions, server)
+
     def toolset_tools(self, sha256: str) -> list[Any]:
         """A stored tool list exactly as the server sent it (raw JSON values)."""
         return read.toolset_tools(self._sessions, sha256)

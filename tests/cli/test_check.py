@@ -265,6 +265,12 @@ def test_hostile_ref_cycle_and_wrong_types(tmp_path: Path) -> None:
         None,
         {"name": "ok_tool", "description": "Fine.", "inputSchema": {"type": "object", "properties": []}},
     ]
+    # Items that are not objects make it no tool list (issue 34): one line, exit 2, naming the first of them.
+    result = _timed(["check", "--tools-file", write(tmp_path, tools), "--format", "json"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "item 2 is a string, not a tool object" in result.stderr
+    # Objects, however malformed, are tools: the rules judge them.
+    tools = [tool for tool in tools if isinstance(tool, dict)]
     result = _timed(["check", "--tools-file", write(tmp_path, tools), "--format", "json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)

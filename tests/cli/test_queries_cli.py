@@ -61,10 +61,11 @@ def report_scores(path: Path) -> dict[tuple[int, str], float]:
     """Every (run, server) score the report computes (leaderboard rows, as scanner.report.build scores them)."""
     with open_store(f"sqlite:///{path}") as store:
         return {
-            (run.id, row.server): score_breakdown(int(row.tools_count or 0), row.findings).score
+            (run.id, row.server): parts.score
             for run in store.runs()
             for row in store.leaderboard(run.id)
             if row.outcome == "ok"
+            and (parts := score_breakdown(int(row.tools_count or 0), row.findings, tokens=row.max_tokens)) is not None
         }
 
 

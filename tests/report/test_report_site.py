@@ -72,7 +72,7 @@ def test_ranking_movement_and_unranked_servers(site: Path) -> None:
         "delta": ("connect_error", "connection refused", None),
         "epsilon": ("auth_required", "401 Bearer: sign in at https://auth.epsilon.test", None),
     }
-    assert document["score"]["version"] == "2"
+    assert document["score"]["version"] == "3"
     scores = [row["score"] for row in document["ranked"]]
     assert scores == sorted(scores, reverse=True)
     assert all(0 <= value <= 100 for value in scores)
@@ -85,7 +85,7 @@ def test_ranking_movement_and_unranked_servers(site: Path) -> None:
     assert "| epsilon | auth\\_required | 401 Bearer: sign in at https://auth.epsilon.test |" in md
 
     index = text_of(read(site / "index.html"))
-    assert "Score v2:" in index
+    assert "Score v3:" in index
     assert "Not ranked: 2 servers whose tool list could not be read" in index
     assert (
         "Unreachable (1 server) connection refused: 1 server Server Outcome Reason delta connect_error "
@@ -207,6 +207,6 @@ def test_leaderboard_scores_are_the_score_of_the_stored_findings(site: Path, sto
     stored = {row.server: row for row in story_store.leaderboard(3)}
     for row in document["ranked"]:
         leader = stored[row["server"]]
-        assert row["score"] == score(leader.tools_count or 0, leader.findings)
+        assert row["score"] == score(leader.tools_count or 0, leader.findings, tokens=leader.max_tokens)
         assert (row["problems"], row["warnings"], row["notes"]) == (leader.problems, leader.warnings, leader.notes)
         assert row["tokens"] == dict(leader.tokens)

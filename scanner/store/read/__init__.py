@@ -6,10 +6,12 @@ report's charts count tokens and findings the same way. The bulk reads select on
 group finding counts in SQL; a report over 2 000 servers and a year of nightly runs (730 000 scans) reads them
 in seconds. Findings are counted under each run's scoring rule version (the rescored one after a rescore).
 
-One module per section: run_reads, toolset_reads, server_reads, leaderboard_reads, finding_reads, diff_reads."""
+One module per section: run_reads, toolset_reads, server_reads, leaderboard_reads, finding_reads, diff_reads,
+check_reads."""
 
 from __future__ import annotations
 
+from scanner.store.read.check_reads import StoredList, stored_list
 from scanner.store.read.diff_reads import diff
 from scanner.store.read.finding_reads import findings
 from scanner.store.read.leaderboard_reads import leaderboard
@@ -39,6 +41,7 @@ from scanner.store.read.toolset_reads import (
 
 __all__ = [
     "RECENT_METRICS",
+    "StoredList",
     "database_stats",
     "diff",
     "events",
@@ -56,6 +59,7 @@ __all__ = [
     "server_ids",
     "servers",
     "stderr_tail",
+    "stored_list",
     "toolset_costs",
     "toolset_findings",
     "toolset_tokens",

@@ -108,11 +108,13 @@ def scan_scores(engine: Engine, scan_ids: Iterable[int]) -> dict[int, ScanScore]
     computes them: its toolset's findings under the run's scoring rule version plus the scan's own findings.
 
     Reads each (toolset, version) pair's findings once, so a query over 2 000 servers costs two grouped reads
-    per 500 scans, not one per server. Scans that listed no tools (and unknown ids) are left out.
+    per 500 scans, not one per server. Scans that listed no tools (and unknown ids) are left out; a scan whose
+    list was read and is empty has a None score. The cost in the score is the toolset's stored tokens per turn
+    with the dearest provider, the figure the leaderboard and ``fathom check`` use.
     """
     wanted = sorted(set(scan_ids))
     result: dict[int, ScanScore] = {}
-    clean_lists: dict[int, ScanScore] = {}
+    clean_lists: dict[tuple[int, int], ScanScore] = {}
     with engine.connect() as connection:
         versions = common.scoring_versions(connection)
         for chunk in common.chunks(wanted):
@@ -122,6 +124,7 @@ def scan_scores(engine: Engine, scan_ids: Iterable[int]) -> dict[int, ScanScore]
                 .where(_SCANS.c.id.in_(chunk))
             ).all()
             pairs = {(toolset_id, versions[run_id]) for _, run_id, toolset_id, _ in scans}
+            _sizes, stored_tokens = _toolsets(connection, sorted({toolset_id for _, _, toolset_id, _ in scans}))
             found: dict[Any, list[_Scored]] = defaultdict(list)
             columns = (_FINDINGS.c.code, _FINDINGS.c.severity, _FINDINGS.c.tool, _FINDINGS.c.tool_index)
             toolset_ids = sorted({toolset_id for toolset_id, _ in pairs})
@@ -150,16 +153,22 @@ def scan_scores(engine: Engine, scan_ids: Iterable[int]) -> dict[int, ScanScore]
                 for hit in hits:
                     counts[hit.severity] += 1
                 size = int(tools_count or 0)
+                tokens = max(stored_tokens.get(toolset_id, {}).values(), default=0)
                 if hits:
+                    parts = score_breakdown(size, hits, tokens=tokens)
                     scored = ScanScore(
-                        score=score_breakdown(size, hits).score, problems=counts[0], warnings=counts[1], notes=counts[2]
+                        score=parts.score if parts is not None else None,
+                        problems=counts[0],
+                        warnings=counts[1],
+                        notes=counts[2],
                     )
-                else:  # most lists: no findings; their score depends on the size alone
-                    if size not in clean_lists:
-                        clean_lists[size] = ScanScore(
-                            score=score_breakdown(size, ()).score, problems=0, warnings=0, notes=0
+                else:  # most lists: no findings; their score depends on the size and the tokens alone
+                    if (size, tokens) not in clean_lists:
+                        parts = score_breakdown(size, (), tokens=tokens)
+                        clean_lists[(size, tokens)] = ScanScore(
+                            score=parts.score if parts is not None else None, problems=0, warnings=0, notes=0
                         )
-                    scored = clean_lists[size]
+                    scored = clean_lists[(size, tokens)]
                 result[scan_id] = scored
                 if scan_id not in found:
                     shared[key] = scored
