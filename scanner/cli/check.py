@@ -263,6 +263,7 @@ def check(
         if any(flag is not None for flag in flags):
             _fail("--as prints only the provider's JSON: it takes no gate, baseline or badge", 2)
         gate = GateRequest(request)
+    _say_if_every_rule_is_ignored(chosen, as_provider is None)
     from scanner.progress import spinner
 
     waiting = None if entry is None else f"waiting for {entry.url or ' '.join(entry.command)} to list its tools"
@@ -363,6 +364,20 @@ def _no_clash(
         outputs += [("--badge", badge), ("--badge's endpoint JSON", endpoint_path(badge))]
     outputs += [(f"--write {fmt}", path) for fmt, path in files]
     safefile.check_clashes(inputs, outputs)
+
+
+def _say_if_every_rule_is_ignored(chosen: Any, measuring: bool) -> None:
+    """Loudly, on stderr: a select/ignore (flag or config) that leaves no rule shows no finding, and --fail-on
+    then fails (scanner.gates): a config's ``ignore = ["MCP"]`` must never pass a gate silently."""
+    from scanner.gates import rules_left
+
+    if measuring and not rules_left(chosen.select, chosen.ignore):
+        where = f" (config {chosen.config})" if chosen.config is not None else ""
+        typer.echo(
+            f"fathom: warning: every rule is ignored by select/ignore{where}: no finding is shown, "
+            "and --fail-on fails because it compares nothing",
+            err=True,
+        )
 
 
 def _baseline_words(result: CheckResult) -> str:
