@@ -240,7 +240,12 @@ def run_check(request: CheckRequest) -> CheckResult:
     if request.save is not None:
         from scanner import safefile  # never through a symlink, inside the working tree (docs/ci.md)
 
-        safefile.write_text(request.save, json.dumps({"tools": list(outcome.tools)}, indent=2) + "\n", label="--save")
+        safefile.write_text(
+            request.save,
+            json.dumps({"tools": list(outcome.tools)}, indent=2) + "\n",
+            label="--save",
+            failed=f"Cannot save the tool list to {request.save}",
+        )
     toolset = Toolset.from_tools(list(outcome.tools))
     from scanner.instructions import instructions_text
 

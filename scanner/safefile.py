@@ -265,7 +265,7 @@ def _target(path: Path, *, label: str, absolute_ok: bool) -> tuple[int, str, boo
         raise InputError(f"{label} {path} is outside the working tree {tree}: {allowed} written outside it")
     name = full.name
     if not name or full == tree:
-        raise InputError(f"{label} {path} is a folder; name a file")
+        raise InputError(f"{label} {path} is a directory; name a file")
     fd = _open_folder(full.parent, None if trusted else tree, label)
     try:
         try:
@@ -286,18 +286,28 @@ def _target(path: Path, *, label: str, absolute_ok: bool) -> tuple[int, str, boo
     return fd, name, False
 
 
-def write_text(path: Path, text: str, *, label: str, absolute_ok: bool = True, newline: str | None = None) -> Path:
+def write_text(
+    path: Path,
+    text: str,
+    *,
+    label: str,
+    absolute_ok: bool = True,
+    newline: str | None = None,
+    failed: str | None = None,
+) -> Path:
     """Write ``text`` (UTF-8) to ``path`` under the rules of the module docstring; returns ``path``.
 
     ``absolute_ok``: the path came from the command line, so an absolute one may lie outside the working tree
-    (a path from a config file passes False). ``newline=""`` keeps ``\\r\\n`` as written."""
+    (a path from a config file passes False). ``newline=""`` keeps ``\\r\\n`` as written. ``failed`` starts the
+    OutputError's line (default ``Cannot write LABEL PATH``)."""
     data = text.encode("utf-8") if newline == "" else text.replace("\n", newline or "\n").encode("utf-8")
     fd, name, direct = _target(path, label=label, absolute_ok=absolute_ok)
+    said = failed or f"Cannot write {label} {path}"
     try:
         if direct:
-            _write_into(fd, name, data, label, path)
+            _write_into(fd, name, data, said)
         else:
-            _replace(fd, name, data, label, path)
+            _replace(fd, name, data, said)
     finally:
         os.close(fd)
     return path
@@ -309,7 +319,7 @@ def _write_all(out: int, data: bytes) -> None:
         view = view[os.write(out, view) :]
 
 
-def _write_into(folder: int, name: str, data: bytes, label: str, path: Path) -> None:
+def _write_into(folder: int, name: str, data: bytes, said: str) -> None:
     try:
         out = os.open(name, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0), dir_fd=folder)
         try:
@@ -318,10 +328,10 @@ def _write_into(folder: int, name: str, data: bytes, label: str, path: Path) -> 
         finally:
             os.close(out)
     except OSError as exc:
-        raise OutputError(f"Cannot write {label} {path}: {exc.strerror or exc}") from exc
+        raise OutputError(f"{said}: {exc.strerror or exc}") from exc
 
 
-def _replace(folder: int, name: str, data: bytes, label: str, path: Path) -> None:
+def _replace(folder: int, name: str, data: bytes, said: str) -> None:
     temp = None
     try:
         for attempt in range(100):
@@ -338,7 +348,7 @@ def _replace(folder: int, name: str, data: bytes, label: str, path: Path) -> Non
             temp = candidate
             break
         else:
-            raise OutputError(f"Cannot write {label} {path}: no free temporary name beside it")
+            raise OutputError(f"{said}: no free temporary name beside it")
         try:
             _write_all(out, data)
         finally:
@@ -346,7 +356,7 @@ def _replace(folder: int, name: str, data: bytes, label: str, path: Path) -> Non
         os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
         temp = None
     except OSError as exc:
-        raise OutputError(f"Cannot write {label} {path}: {exc.strerror or exc}") from exc
+        raise OutputError(f"{said}: {exc.strerror or exc}") from exc
     finally:
         if temp is not None:
             with contextlib.suppress(OSError):

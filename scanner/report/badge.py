@@ -103,7 +103,9 @@ def write(path: Path, result: CheckResult) -> tuple[Path, Path]:
         raise OutputError(f"--badge {path}: give the SVG a name not ending in .json (the endpoint JSON goes there)")
     from scanner import safefile  # never through a symlink, inside the working tree (docs/ci.md)
 
-    safefile.write_text(path, badge_svg(score, tokens), label="--badge")
+    safefile.write_text(path, badge_svg(score, tokens), label="--badge", failed=f"Cannot write the badge {path}")
     endpoint_json = json.dumps(shields_endpoint(score, tokens), indent=2) + "\n"
-    safefile.write_text(endpoint, endpoint_json, label="--badge's endpoint JSON")
+    safefile.write_text(
+        endpoint, endpoint_json, label="--badge's endpoint JSON", failed=f"Cannot write the badge {endpoint}"
+    )
     return path, endpoint

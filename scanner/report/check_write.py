@@ -62,4 +62,6 @@ def write(
 ) -> None:
     for fmt, path in specs:
         text = render(result, fmt, verbose=verbose, all_tools=all_tools, anchor=anchor)
-        safefile.write_text(path, text, label=f"--write {fmt}")  # never through a symlink (scanner/safefile.py)
+        safefile.write_text(
+            path, text, label=f"--write {fmt}", failed=f"Cannot write --write {fmt}={path}"
+        )  # never through a symlink (scanner/safefile.py)
