@@ -107,11 +107,13 @@ def find_config(start: Path) -> Path | None:
     """The config file for a check run in ``start``: the nearest ``fathom.toml`` or ``pyproject.toml`` with
     ``[tool.fathom]``, looking upwards."""
     for folder in (start, *start.parents):
+        # lexists, not is_file: a FIFO, device or dangling link committed under one of these names is refused
+        # loudly when read (scanner/safefile.py), never skipped for a config further up.
         candidate = folder / "fathom.toml"
-        if candidate.is_file():
+        if os.path.lexists(candidate):
             return candidate
         candidate = folder / "pyproject.toml"
-        if candidate.is_file() and _has_table(candidate):
+        if os.path.lexists(candidate) and _has_table(candidate):
             return candidate
     return None
 
@@ -205,9 +207,12 @@ def load_config(path: Path | None = None, *, start: Path | None = None) -> Check
 
 
 def _inside_tree(path: Path, config: Path | None) -> None:
-    """A file a config names is read only inside the working tree (a pull request's config is hostile input)."""
+    """A file a config names is read only inside the working tree or the config's own folder (a pull request's
+    config is hostile input: it must not point the check at a runner's files)."""
     tree = safefile.working_tree()
-    if not safefile.inside(Path(os.path.realpath(path)), tree):
+    real = Path(os.path.realpath(path))
+    home = Path(os.path.realpath(config.parent)) if config is not None else tree
+    if not safefile.inside(real, tree) and not safefile.inside(real, home):
         raise InputError(
             f"{config}: baseline {path} is outside the working tree {tree}; a config file names files only inside it"
         )

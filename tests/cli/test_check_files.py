@@ -280,3 +280,30 @@ def test_output_to_dev_full_or_a_closed_stdout_is_one_line_exit_4(tree: Path) ->
     assert closed.returncode == 4 and "standard output is closed" in one_line(closed.stderr)
     code, err = fathom("check", "-f", "tools.json", "--write", "json=/dev/full", cwd=tree)
     assert code == 4 and "No space left on device" in one_line(err)
+
+
+def test_a_fifo_committed_as_fathom_toml_is_refused_not_skipped(tree: Path) -> None:
+    (tree.parent / "fathom.toml").write_text('fail-on = "problem"\n', encoding="utf-8")  # a config further up
+    os.mkfifo(tree / "fathom.toml")
+    code, err = fathom("check", "-f", "tools.json", cwd=tree, timeout=30)
+    assert code == 2 and "fathom.toml is a FIFO" in one_line(err)
+
+
+def test_a_proc_file_as_tools_file_is_refused(tree: Path) -> None:
+    result = runner.invoke(app, ["check", "-f", "/proc/self/environ"])
+    assert result.exit_code == 2 and "/proc or /sys" in one_line(result.stderr)
+
+
+def test_a_config_above_the_current_folder_names_a_baseline_beside_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"  # no .git: the working tree is the current folder, below the config
+    (project / "server").mkdir(parents=True)
+    (project / "server" / "tools.json").write_text(TOOLS, encoding="utf-8")
+    monkeypatch.chdir(project)
+    assert runner.invoke(app, ["check", "-f", "server/tools.json", "--save-baseline", "base.json"]).exit_code == 0
+    (project / "fathom.toml").write_text('baseline = "base.json"\nmax-increase = "0%"\n', encoding="utf-8")
+    monkeypatch.chdir(project / "server")
+    result = runner.invoke(app, ["check", "-f", "tools.json"])
+    assert result.exit_code == 0, result.stderr
+    assert "passed --max-increase 0%" in result.stdout
