@@ -212,6 +212,10 @@ def check(
     for flag, path in (("--save", save), ("--save-baseline", save_baseline), ("--badge", badge)):
         if path is not None:
             _writable_file(flag, path)
+    if badge is not None:
+        from scanner.report.badge import endpoint_path
+
+        _writable_file("--badge's endpoint JSON", endpoint_path(badge))
     entry = _server_entry(url, stdio, command, transport, _headers(header, bearer_env), env_names)
     if example:
         from importlib import resources

@@ -199,6 +199,13 @@ def test_committed_symlinks_never_take_an_output_outside_the_tree(tree: Path) ->
     assert not [path for path in tree.iterdir() if "fathom-tmp" in path.name]
 
 
+def test_a_symlink_where_only_the_badges_json_goes_writes_no_badge_at_all(tree: Path) -> None:
+    (tree / "badge.json").symlink_to(tree.parent / "outside" / "badge.json")
+    result = runner.invoke(app, ["check", "-f", "tools.json", "--badge", "badge.svg"])
+    assert result.exit_code == 2 and "endpoint JSON badge.json is a symbolic link" in one_line(result.stderr)
+    assert not (tree / "badge.svg").exists() and list((tree.parent / "outside").iterdir()) == []
+
+
 def test_a_relative_output_leaving_the_tree_is_refused_an_absolute_one_is_written(tree: Path) -> None:
     result = runner.invoke(app, ["check", "-f", "tools.json", "--write", "sarif=../outside/x.sarif"])
     assert result.exit_code == 2 and "outside the working tree" in one_line(result.stderr)
