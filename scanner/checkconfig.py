@@ -92,12 +92,12 @@ def _has_table(path: Path) -> bool:
     """Whether ``path`` (a pyproject.toml) has ``[tool.fathom]``. Someone else's broken TOML is not ours to report
     unless it holds our table, but a file that is not one (a FIFO, /dev/zero), too large or nested too deeply to
     read safely is refused: one line, exit 2 (scanner/safefile.py)."""
-    raw = safefile.read_regular(path, label=str(path), max_bytes=safefile.MAX_CONFIG_BYTES)
     try:
+        raw = safefile.read_regular(path, label=str(path), max_bytes=safefile.MAX_CONFIG_BYTES)
         data = safefile.parse_toml(raw, str(path))
     except InputError as exc:
-        if isinstance(exc.__cause__, UnicodeDecodeError | tomllib.TOMLDecodeError):
-            return False
+        if isinstance(exc.__cause__, OSError | UnicodeDecodeError | tomllib.TOMLDecodeError):
+            return False  # unreadable (permissions, a dangling link) or broken: not ours, as before
         raise
     tool = data.get("tool")
     return isinstance(tool, dict) and isinstance(tool.get("fathom"), dict)
