@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scanner.errors import InputError, OutputError
+from scanner.errors import InputError
 from scanner.models import Finding, Severity, canonical_json
 
 if TYPE_CHECKING:
@@ -146,34 +146,64 @@ def baseline_dict(result: CheckResult) -> dict[str, Any]:
 
 
 def save(result: CheckResult, path: Path) -> None:
-    text = json.dumps(baseline_dict(result), indent=2, ensure_ascii=True) + "\n"
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise OutputError(f"Cannot write the baseline {path}: {exc.strerror or exc}") from exc
+    """Write the baseline of ``result`` to ``path`` (never through a symlink: :mod:`scanner.safefile`)."""
+    from scanner import safefile
+
+    text = json.dumps(baseline_dict(result), indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+    safefile.write_text(path, text, label="--save-baseline", failed=f"Cannot write the baseline {path}")
 
 
 def load(path: Path) -> dict[str, Any]:
-    """Read a baseline file; anything that is not one of ours is an input error (exit 2)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"--baseline {path}: {exc.strerror or exc}") from exc
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InputError(f"--baseline {path} is not valid JSON: {exc}") from exc
+    """Read a baseline file; anything that is not one of ours is an input error (exit 2): a FIFO or device, a
+    file over the size cap, binary or deeply nested content, ``NaN``, or a key of the wrong type."""
+    from scanner import safefile
+
+    label = f"--baseline {path}"
+    data = safefile.load_json(path, label=label, max_bytes=safefile.MAX_BASELINE_BYTES)
     if not isinstance(data, dict) or "fathom_baseline" not in data:
-        raise InputError(f"--baseline {path} is not a fathom baseline (write one with --save-baseline)")
+        raise InputError(f"{label} is not a fathom baseline (write one with --save-baseline)")
     if data["fathom_baseline"] != BASELINE_FORMAT:
+        found = data["fathom_baseline"]
+        shown = repr(found) if isinstance(found, int | float) and not isinstance(found, bool) else "not a number"
         raise InputError(
-            f"--baseline {path} is baseline format {data['fathom_baseline']!r}; this fathom reads format "
+            f"{label} is baseline format {shown}; this fathom reads format "
             f"{BASELINE_FORMAT}: save it again with --save-baseline"
         )
+    _check_shape(data, label)
+    return data
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_shape(data: Mapping[str, Any], label: str) -> None:
+    """Every key :func:`compare` reads has the type it expects, or one InputError line naming it."""
     for key, kind in (("tokens", dict), ("tools", list), ("findings", list)):
         if not isinstance(data.get(key), kind):
-            raise InputError(f"--baseline {path}: {key!r} is missing or not a JSON {kind.__name__}")
-    return data
+            raise InputError(f"{label}: {key!r} is missing or not a JSON {'object' if kind is dict else 'array'}")
+    for provider, count in data["tokens"].items():
+        if not _is_count(count):
+            raise InputError(f"{label}: tokens[{provider!r}] is not a whole number of tokens")
+    score = data.get("score")
+    if score is not None and (not isinstance(score, int | float) or isinstance(score, bool) or not 0 <= score <= 100):
+        raise InputError(f"{label}: 'score' is not a number from 0 to 100")
+    for number, tool in enumerate(data["tools"]):
+        if not isinstance(tool, dict):
+            raise InputError(f"{label}: tools[{number}] is not a JSON object")
+        if not isinstance(tool.get("name", ""), str) or not isinstance(tool.get("sha256", ""), str):
+            raise InputError(f"{label}: tools[{number}] has a name or sha256 that is not a string")
+        tokens = tool.get("tokens", {})
+        if not isinstance(tokens, dict) or not all(_is_count(count) for count in tokens.values()):
+            raise InputError(f"{label}: tools[{number}].tokens is not an object of whole numbers of tokens")
+    for number, finding in enumerate(data["findings"]):
+        if not isinstance(finding, dict) or not isinstance(finding.get("code"), str):
+            raise InputError(f"{label}: findings[{number}] is not an object with a code")
+        for key in ("rule", "severity", "message"):
+            if not isinstance(finding.get(key, ""), str):
+                raise InputError(f"{label}: findings[{number}].{key} is not a string")
+        if finding.get("tool") is not None and not isinstance(finding["tool"], str):
+            raise InputError(f"{label}: findings[{number}].tool is not a string or null")
 
 
 def _keyed(names: Iterable[str]) -> list[str]:

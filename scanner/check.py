@@ -246,10 +246,14 @@ def run_check(request: CheckRequest) -> CheckResult:
         found = tuple(scan_findings(outcome))
         return CheckResult(report=None, outcome=outcome, source=entry.target(), outcome_findings=found)
     if request.save is not None:
-        try:
-            request.save.write_text(json.dumps({"tools": list(outcome.tools)}, indent=2) + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise OutputError(f"Cannot save the tool list to {request.save}: {exc.strerror or exc}") from exc
+        from scanner import safefile  # never through a symlink, inside the working tree (docs/ci.md)
+
+        safefile.write_text(
+            request.save,
+            json.dumps({"tools": list(outcome.tools)}, indent=2) + "\n",
+            label="--save",
+            failed=f"Cannot save the tool list to {request.save}",
+        )
     toolset = Toolset.from_tools(list(outcome.tools))
     from scanner.instructions import instructions_text
 

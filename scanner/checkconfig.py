@@ -24,12 +24,14 @@ Ignored findings are never dropped: ``check`` lists them as ignored, with the re
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scanner import safefile
 from scanner.check import ToolIgnore
 from scanner.errors import InputError
 from scanner.gates import (
@@ -87,10 +89,16 @@ class CheckSettings:
 
 
 def _has_table(path: Path) -> bool:
+    """Whether ``path`` (a pyproject.toml) has ``[tool.fathom]``. Someone else's broken TOML is not ours to report
+    unless it holds our table, but a file that is not one (a FIFO, /dev/zero), too large or nested too deeply to
+    read safely is refused: one line, exit 2 (scanner/safefile.py)."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False  # someone else's broken pyproject is not ours to report unless it holds our table
+        raw = safefile.read_regular(path, label=str(path), max_bytes=safefile.MAX_CONFIG_BYTES)
+        data = safefile.parse_toml(raw, str(path))
+    except InputError as exc:
+        if isinstance(exc.__cause__, OSError | UnicodeDecodeError | tomllib.TOMLDecodeError):
+            return False  # unreadable (permissions, a dangling link) or broken: not ours, as before
+        raise
     tool = data.get("tool")
     return isinstance(tool, dict) and isinstance(tool.get("fathom"), dict)
 
@@ -99,11 +107,13 @@ def find_config(start: Path) -> Path | None:
     """The config file for a check run in ``start``: the nearest ``fathom.toml`` or ``pyproject.toml`` with
     ``[tool.fathom]``, looking upwards."""
     for folder in (start, *start.parents):
+        # lexists, not is_file: a FIFO, device or dangling link committed under one of these names is refused
+        # loudly when read (scanner/safefile.py), never skipped for a config further up.
         candidate = folder / "fathom.toml"
-        if candidate.is_file():
+        if os.path.lexists(candidate):
             return candidate
         candidate = folder / "pyproject.toml"
-        if candidate.is_file() and _has_table(candidate):
+        if os.path.lexists(candidate) and _has_table(candidate):
             return candidate
     return None
 
@@ -186,12 +196,7 @@ def load_config(path: Path | None = None, *, start: Path | None = None) -> Check
         path = find_config(start or Path.cwd())
         if path is None:
             return CheckConfig()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"--config {path}: {exc.strerror or exc}") from exc
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(f"{path} is not valid TOML: {exc}") from exc
+    data = safefile.load_toml(path, label=f"--config {path}" if explicit else str(path))
     if path.name == "pyproject.toml" or (explicit and "tool" in data and "fathom" in data.get("tool", {})):
         tool = data.get("tool")
         table = tool.get("fathom") if isinstance(tool, dict) else None
@@ -199,6 +204,18 @@ def load_config(path: Path | None = None, *, start: Path | None = None) -> Check
             raise InputError(f"{path} has no [tool.fathom] table")
         return parse_config(table, path)
     return parse_config(data, path)
+
+
+def _inside_tree(path: Path, config: Path | None) -> None:
+    """A file a config names is read only inside the working tree or the config's own folder (a pull request's
+    config is hostile input: it must not point the check at a runner's files)."""
+    tree = safefile.working_tree()
+    real = Path(os.path.realpath(path))
+    home = Path(os.path.realpath(config.parent)) if config is not None else tree
+    if not safefile.inside(real, tree) and not safefile.inside(real, home):
+        raise InputError(
+            f"{config}: baseline {path} is outside the working tree {tree}; a config file names files only inside it"
+        )
 
 
 def settings(
@@ -229,6 +246,8 @@ def settings(
         max_tokens=limits,
         max_increase=parse_increase(max_increase) if max_increase is not None else config.max_increase,
     )
+    if baseline is None and config.baseline is not None:
+        _inside_tree(config.baseline, config.path)
     return CheckSettings(
         select=tuple(select) if select else (config.select or ()),
         ignore=tuple(ignore) if ignore else (config.ignore or ()),

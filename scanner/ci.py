@@ -76,21 +76,44 @@ def _run_fathom(argv: Sequence[str]) -> int:
     return 0
 
 
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """A file's (device, inode, mtime) without following a symlink; None when it does not exist."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino, info.st_mtime_ns
+
+
+def _written(path: Path, before: tuple[int, int, int] | None) -> bool:
+    """Whether this run wrote ``path``: a regular file, not a symlink, new since ``before`` (``check`` replaces
+    its outputs with new files). A file the pull request committed there, or a symlink, is never reported."""
+    import stat
+
+    now = _identity(path)
+    return now is not None and now != before and stat.S_ISREG(os.lstat(path).st_mode)
+
+
 def run_action(env: Mapping[str, str]) -> int:
+    from scanner import safefile
+
     sarif = _input(env, "SARIF") or "fathom.sarif"
     markdown = _input(env, "MARKDOWN") or "fathom.md"
+    before = {name: _identity(Path(name)) for name in (sarif, markdown)}
     with tempfile.TemporaryDirectory(prefix="fathom-action-") as scratch:
         data = Path(scratch) / "check.json"
         code = _run_fathom(action_argv(env, sarif, markdown, str(data)))
         step_summary = env.get("GITHUB_STEP_SUMMARY")
         summary = Path(markdown)
-        if step_summary and summary.is_file():
+        wrote_summary = _written(summary, before[markdown])
+        if step_summary and wrote_summary:
+            text = safefile.read_regular(summary, label=markdown, max_bytes=64 << 20).decode("utf-8", "replace")
             with open(step_summary, "a", encoding="utf-8") as handle:
-                handle.write(summary.read_text(encoding="utf-8") + "\n")
+                handle.write(text + "\n")
         outputs = {
             "exit-code": str(code),
-            "sarif": sarif if Path(sarif).is_file() else "",
-            "markdown": markdown if summary.is_file() else "",
+            "sarif": sarif if _written(Path(sarif), before[sarif]) else "",
+            "markdown": markdown if wrote_summary else "",
         }
         if data.is_file():
             checked = json.loads(data.read_text(encoding="utf-8"))
@@ -278,13 +301,28 @@ def run_pre_commit(args: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The entry point: under envguard as ``fathom`` is (children cannot read this process's environment), and
+    every error one line on stderr with its exit code, never a traceback."""
+    from scanner.envguard import protect_environment
+    from scanner.errors import FathomError
+
+    protect_environment()
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["action"]:
-        return run_action(os.environ)
-    if args[:1] == ["pre-commit"]:
-        return run_pre_commit(args[1:])
-    if args[:1] == ["comment"]:
-        return post_comment(os.environ)
+    try:
+        if args[:1] == ["action"]:
+            return run_action(os.environ)
+        if args[:1] == ["pre-commit"]:
+            return run_pre_commit(args[1:])
+        if args[:1] == ["comment"]:
+            return post_comment(os.environ)
+    except FathomError as exc:
+        from scanner.cli.base import _one_line
+
+        print(f"fathom: {_one_line(str(exc))}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("fathom: interrupted", file=sys.stderr)
+        return 130
     print("usage: python -m scanner.ci action | comment | pre-commit [check flags ...] FILE ...", file=sys.stderr)
     return 2
 

@@ -11,6 +11,7 @@ and reported (passed or failed, and by how much); any failure makes the command 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -197,17 +198,36 @@ def _max_increase(result: CheckResult, increase: Increase) -> GateResult:
     if over:
         return GateResult(gate, False, "tokens grew more than allowed: " + "; ".join(over))
     most = max(against.tokens, key=lambda delta: delta.delta, default=None)
-    grew = f"largest change {most.delta:+,} tokens ({_label(most.provider)})" if most is not None else "no provider"
-    return GateResult(gate, True, grew)
+    if most is None:  # a gate that compares nothing fails: it cannot say the tokens did not grow
+        return GateResult(gate, False, "the baseline shares no provider with this check, so nothing was compared")
+    return GateResult(gate, True, f"largest change {most.delta:+,} tokens ({_label(most.provider)})")
 
 
-def evaluate(result: CheckResult, gates: Gates) -> tuple[GateResult, ...]:
-    """Every gate asked for, in a fixed order; nothing for a list that was not measured."""
+def rules_left(select: Sequence[str], ignore: Sequence[str]) -> int:
+    """How many rules of the catalogue ``select``/``ignore`` leave shown (0: every rule is ignored)."""
+    from scanner.rules import RULES
+    from scanner.rules.registry import rule_selected
+
+    return sum(1 for code in RULES if rule_selected(code, select, ignore))
+
+
+def _nothing_shown(level: Severity) -> GateResult:
+    """``--fail-on`` when select/ignore leave no rule: it could never fail, so it fails (docs/ci.md)."""
+    return GateResult(
+        f"--fail-on {level.label}",
+        False,
+        "every rule is ignored (select/ignore leave none), so no finding was compared: ignore fewer rules",
+    )
+
+
+def evaluate(result: CheckResult, gates: Gates, *, rules_shown: int = 1) -> tuple[GateResult, ...]:
+    """Every gate asked for, in a fixed order; nothing for a list that was not measured. ``rules_shown`` 0 (every
+    rule ignored) fails ``--fail-on``: a gate that compares nothing never passes."""
     if result.report is None:
         return ()
     out: list[GateResult] = []
     if gates.fail_on is not None:
-        out.append(_fail_on(result, gates.fail_on))
+        out.append(_fail_on(result, gates.fail_on) if rules_shown else _nothing_shown(gates.fail_on))
     if gates.min_score is not None:
         out.append(_min_score(result, gates.min_score))
     out += [_max_tokens(result, limit) for limit in gates.max_tokens]
@@ -237,7 +257,8 @@ def run_gate(request: GateRequest) -> CheckResult:
     if before is not None:
         assert request.baseline is not None
         result = replace(result, comparison=baseline.compare(before, result, path=str(request.baseline)))
-    result = replace(result, gates=evaluate(result, request.gates))
+    shown = rules_left(request.check.select, request.check.ignore)
+    result = replace(result, gates=evaluate(result, request.gates, rules_shown=shown))
     if request.save_baseline is not None:
         baseline.save(result, request.save_baseline)
     return result

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from scanner import wire
@@ -39,21 +38,14 @@ def read_source(path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     """The raw bytes of ``path`` (``-`` for stdin), refusing anything over ``max_bytes``."""
     if path == "-":
         return _read_capped(sys.stdin.buffer, max_bytes, "standard input")
-    file = Path(path)
+    from scanner import safefile
+
     try:
-        size = file.stat().st_size
-        if size > max_bytes:
-            raise InputError(
-                f"{path} is {size / (1024 * 1024):.1f} MiB, larger than the {_mib(max_bytes)} limit (--max-bytes)"
-            )
-        with file.open("rb") as stream:
-            return _read_capped(stream, max_bytes, path)
-    except FileNotFoundError as exc:
-        raise InputError(f"{path}: no such file") from exc
-    except IsADirectoryError as exc:
-        raise InputError(f"{path} is a directory, not a tool list") from exc
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        return safefile.read_regular(path, label=path, max_bytes=max_bytes)
+    except InputError as exc:
+        if "limit" in str(exc):  # say which flag sets it
+            raise InputError(f"{exc} (--max-bytes)") from exc
+        raise
 
 
 def parse_json(data: bytes, label: str) -> Any:

@@ -51,6 +51,8 @@ def _colour() -> bool:
         return bool(choice is ColorChoice.always)
     if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
         return True
+    if sys.stdout is None:  # a closed stdout: _out says so
+        return False
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
 
@@ -234,6 +236,10 @@ def check(
     for flag, path in (("--save", save), ("--save-baseline", save_baseline), ("--badge", badge)):
         if path is not None:
             _writable_file(flag, path)
+    if badge is not None:
+        from scanner.report.badge import endpoint_path
+
+        _writable_file("--badge's endpoint JSON", endpoint_path(badge))
     entry = _server_entry(url, stdio, command, transport, _headers(header, bearer_env), env_names)
     if example:
         from importlib import resources
@@ -278,26 +284,30 @@ def check(
     from scanner.report import check_write
 
     files = [check_write.parse_spec(spec) for spec in write or ()]
-    for _, path in files:
-        _writable_file("--write", path)
+    for fmt_name, path in files:
+        _writable_file(f"--write {fmt_name}", path)
+    _no_clash(tools_file if not example else None, chosen, save, save_baseline, badge, files)
     gate = GateRequest(request, chosen.gates, chosen.baseline, save_baseline, badge)
     if as_provider is not None:  # the config file's gates are not for --as; flags given with it are refused
         flags = (fail_on, strict or None, min_score, max_tokens, max_increase, baseline, save_baseline, badge)
         if any(flag is not None for flag in flags):
             _fail("--as prints only the provider's JSON: it takes no gate, baseline or badge", 2)
         gate = GateRequest(request)
+    _say_if_every_rule_is_ignored(chosen, as_provider is None)
     from scanner.progress import spinner
 
     waiting = None if entry is None else f"waiting for {entry.url or ' '.join(entry.command)} to list its tools"
     with spinner(waiting) if waiting is not None and not _SETTINGS["quiet"] else _nothing():
         result = run_gate(gate)
     out_format = CheckFormat(chosen.format)
+    if save_baseline is not None and result.report is not None and not _SETTINGS["quiet"]:
+        typer.echo(f"fathom: wrote the baseline {save_baseline} ({_baseline_words(result)})", err=True)
     if as_provider is None:
         check_write.write(result, files, verbose=verbose, all_tools=all_tools, anchor=chosen.config)
     if result.tools is None:
         assert result.outcome is not None
         if out_format in (CheckFormat.json, CheckFormat.sarif):  # a parseable document even then (CI uploads)
-            typer.echo(_render_check(result, out_format, anchor=chosen.config), nl=False)
+            _out(_render_check(result, out_format, anchor=chosen.config))
         from scanner.textsafe import clean
 
         found = "".join(f"; {f.code} {f.rule}: {clean(f.message)}" for f in result.outcome_findings)
@@ -310,11 +320,11 @@ def check(
         view: Any = provider_view(as_provider.value, list(result.tools))
         if result.instructions is not None:  # the server's instructions travel apart from the tools (docs/cli.md)
             view = {"tools": view, "instructions": result.instructions}
-        typer.echo(json.dumps(view, indent=2, ensure_ascii=True))
+        _out(json.dumps(view, indent=2, ensure_ascii=True) + "\n")
         return
     rendered = _render_check(result, out_format, verbose=verbose, all_tools=all_tools, anchor=chosen.config)
     # color=: Click strips escapes off a terminal unless told; FORCE_COLOR and --color always want them kept.
-    typer.echo(rendered, nl=False, color=_colour())
+    _out(rendered, colour=_colour())
     for failed in result.failed_gates:
         typer.echo(f"fathom: {_one_line(failed.line())}", err=True)
     if result.failed_gates:
@@ -364,8 +374,76 @@ def _readable_file(flag: str, path: str) -> None:
 
 
 def _writable_file(flag: str, path: Path) -> None:
-    """Refuse before any work an output path that cannot become a file: a directory, or a missing folder."""
-    if path.is_dir():
-        _fail(f"{flag} {path} is a directory; name a file", 2)
-    if not path.parent.is_dir():
-        _fail(f"{flag} {path}: the folder {path.parent} does not exist", 2)
+    """Refuse before any work an output path that cannot become a file: a directory, a missing folder, a symlink
+    (or a symlink on the way), a relative path leading out of the working tree (scanner/safefile.py)."""
+    from scanner import safefile
+
+    safefile.check_target(path, label=flag)
+
+
+def _no_clash(
+    tools_file: str | None,
+    chosen: Any,
+    save: Path | None,
+    save_baseline: Path | None,
+    badge: Path | None,
+    files: list[tuple[str, Path]],
+) -> None:
+    """Every output compared with every input and with each other before anything runs (docs/ci.md)."""
+    from scanner import safefile
+    from scanner.report.badge import endpoint_path
+
+    inputs = [("--tools-file", Path(tools_file))] if tools_file not in (None, "-") else []
+    if chosen.config is not None:
+        inputs.append(("config", chosen.config))
+    if chosen.baseline is not None:
+        inputs.append(("--baseline", chosen.baseline))
+    outputs = [(flag, path) for flag, path in (("--save", save), ("--save-baseline", save_baseline)) if path]
+    if badge is not None:
+        outputs += [("--badge", badge), ("--badge's endpoint JSON", endpoint_path(badge))]
+    outputs += [(f"--write {fmt}", path) for fmt, path in files]
+    safefile.check_clashes(inputs, outputs)
+
+
+def _say_if_every_rule_is_ignored(chosen: Any, measuring: bool) -> None:
+    """Loudly, on stderr: a select/ignore (flag or config) that leaves no rule shows no finding, and --fail-on
+    then fails (scanner.gates): a config's ``ignore = ["MCP"]`` must never pass a gate silently."""
+    from scanner.gates import rules_left
+
+    if measuring and not rules_left(chosen.select, chosen.ignore):
+        where = f" (config {chosen.config})" if chosen.config is not None else ""
+        typer.echo(
+            f"fathom: warning: every rule is ignored by select/ignore{where}: no finding is shown, "
+            "and --fail-on fails because it compares nothing",
+            err=True,
+        )
+
+
+def _baseline_words(result: CheckResult) -> str:
+    report = result.report
+    assert report is not None
+    tools = f"{report.tools_count} tool{'' if report.tools_count == 1 else 's'}"
+    found = len(report.findings)
+    return f"{tools}, {found} finding{'' if found == 1 else 's'}, {len(result.ignored)} ignored"
+
+
+def _out(text: str, *, colour: bool = False) -> None:
+    """Write to standard output; a closed stdout or a full disk (/dev/full) is one line, exit 4, never a
+    traceback (and the rest of the run's output goes nowhere rather than failing again at exit)."""
+    from scanner.errors import OutputError
+
+    stream = sys.stdout
+    if stream is None:
+        raise OutputError("standard output is closed: nothing can be written (redirect it to a file)")
+    try:
+        typer.echo(text, nl=False, color=colour)
+        stream.flush()
+    except (OSError, ValueError) as exc:
+        try:  # the interpreter flushes stdout again at exit: point it somewhere that takes the bytes
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+        reason = getattr(exc, "strerror", None) or exc
+        raise OutputError(f"cannot write to standard output: {reason}") from exc

@@ -115,11 +115,13 @@ def write(path: Path, result: CheckResult) -> tuple[Path, Path]:
     endpoint = endpoint_path(path)
     if endpoint == path:
         raise OutputError(f"--badge {path}: give the SVG a name not ending in .json (the endpoint JSON goes there)")
-    try:
-        path.write_text(badge_svg(score, tokens, no_tools=no_tools), encoding="utf-8")
-        endpoint.write_text(
-            json.dumps(shields_endpoint(score, tokens, no_tools=no_tools), indent=2) + "\n", encoding="utf-8"
-        )
-    except OSError as exc:
-        raise OutputError(f"Cannot write the badge {path}: {exc.strerror or exc}") from exc
+    from scanner import safefile  # never through a symlink, inside the working tree (docs/ci.md)
+
+    safefile.write_text(
+        path, badge_svg(score, tokens, no_tools=no_tools), label="--badge", failed=f"Cannot write the badge {path}"
+    )
+    endpoint_json = json.dumps(shields_endpoint(score, tokens, no_tools=no_tools), indent=2) + "\n"
+    safefile.write_text(
+        endpoint, endpoint_json, label="--badge's endpoint JSON", failed=f"Cannot write the badge {endpoint}"
+    )
     return path, endpoint

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import shutil
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -694,6 +697,48 @@ def _long_lived_frozen() -> Iterator[None]:
         gc.unfreeze()
 
 
+_STAGING = ".fathom-build-"
+
+
+def _staging_folder(out_dir: Path) -> Path:
+    """A new hidden folder inside ``out_dir`` (so on its file system: every page is renamed, never copied, into
+    place) for this build; a folder a killed build left behind (its process gone) is removed first."""
+    for left in out_dir.glob(f"{_STAGING}*"):
+        pid = left.name[len(_STAGING) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)) and left.is_dir() and not left.is_symlink():
+            shutil.rmtree(left, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{_STAGING}{os.getpid()}-", dir=out_dir))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: alive
+    return True
+
+
+def _publish(staging: Path, out_dir: Path, built: Sequence[Path]) -> list[Path]:
+    """Move every file of a finished build from ``staging`` into ``out_dir``, each by one rename, the pages that
+    link to others last and ``index.html`` the very last: a build killed at any moment leaves either the old
+    index (whose pages are all still there: nothing is deleted) or the new one with every page it links."""
+
+    def order(path: Path) -> tuple[int, str]:
+        relative = path.relative_to(staging)
+        top_page = len(relative.parts) == 1 and relative.suffix == ".html"
+        return (2 if relative.as_posix() == "index.html" else 1 if top_page else 0, relative.as_posix())
+
+    published = []
+    for path in sorted(built, key=order):
+        target = out_dir / path.relative_to(staging)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)
+        published.append(target)
+    return published
+
+
 def build_report(
     store: Store, out_dir: Path, *, run_id: int | None = None, now: datetime | None = None
 ) -> ReportResult:
@@ -704,14 +749,20 @@ def build_report(
     """
     started = time.perf_counter()
     data = site_data(store, run_id=run_id, now=now, stream=True)
+    staging: Path | None = None
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
+        staging = _staging_folder(out_dir)
         with _long_lived_frozen():
-            paths = [*write_site(data, out_dir), *write_exports(data.leaderboard, out_dir)]
+            built = [*write_site(data, staging), *write_exports(data.leaderboard, staging)]
             # health.html/json/csv, from the health the pages already show
-            paths += write_health(store.engine, data.leaderboard, out_dir, data.generated_at, data.health)
+            built += write_health(store.engine, data.leaderboard, staging, data.generated_at, data.health)
+        paths = _publish(staging, out_dir, built)
     except OSError as exc:  # a full disk, a read-only folder, --out naming a file: one line, exit 4
         raise OutputError(f"Cannot write the report to {out_dir}: {exc.strerror or exc}") from exc
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
     pages = sum(1 for path in paths if path.parent.name == "servers")
     return ReportResult(
         out_dir=out_dir,

@@ -12,16 +12,26 @@ their reasons, are always there.
 
 from __future__ import annotations
 
+import re
+
 from scanner.baseline import Comparison
 from scanner.check import CheckResult
 from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT, CheckReport
 from scanner.report.check_groups import FindingGroup, group_findings
 from scanner.report.text import markdown_escape
 
+# A zero-width space (as an entity) after "@", after a URL scheme's ":" and inside "www.": GitHub then neither
+# notifies a user or team (@someone) nor turns a bare link into a live one; the text reads the same.
+_ZWSP = "&#8203;"
+_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*):(?=/)")
+_WWW = re.compile(r"(?i)\b(www)\.")
+
 
 def md(text: object) -> str:
-    """Text safe inside Markdown prose or a table cell (the report's own escaping, never cut)."""
-    return markdown_escape(text, limit=None)
+    """Text safe inside Markdown prose or a table cell (the report's own escaping, never cut): no HTML, no links,
+    no emphasis, no @mention and no bare link a PR comment would make live (the text of a tool is a stranger's)."""
+    escaped = markdown_escape(text, limit=None).replace("@", "@" + _ZWSP)
+    return _WWW.sub(r"\1" + _ZWSP + ".", _SCHEME.sub(r"\1:" + _ZWSP, escaped))
 
 
 def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = False) -> str:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scanner import safefile
 from scanner.check import CheckResult
-from scanner.errors import InputError, OutputError
+from scanner.errors import InputError
 
 FORMATS = ("text", "json", "markdown", "sarif")
 
@@ -61,7 +62,6 @@ def write(
 ) -> None:
     for fmt, path in specs:
         text = render(result, fmt, verbose=verbose, all_tools=all_tools, anchor=anchor)
-        try:
-            path.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise OutputError(f"Cannot write --write {fmt}={path}: {exc.strerror or exc}") from exc
+        safefile.write_text(
+            path, text, label=f"--write {fmt}", failed=f"Cannot write --write {fmt}={path}"
+        )  # never through a symlink (scanner/safefile.py)
