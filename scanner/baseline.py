@@ -71,6 +71,9 @@ class ToolDelta:
     change: str  # "added", "removed" or "changed"
     before: Mapping[str, int]
     after: Mapping[str, int]
+    fields: tuple[str, ...] = ()
+    """For a changed tool, what changed (``description``, ``inputSchema``, ``annotations``...); empty when the
+    baseline predates per-field hashes."""
 
     def delta(self, provider: str) -> int:
         return self.after.get(provider, 0) - self.before.get(provider, 0)
@@ -90,6 +93,8 @@ class Comparison:
     score_after: float | None
     tools_before: int
     tools_after: int
+    gone: tuple[BaselineFinding, ...] = ()
+    """Baseline findings of a tool that was removed: gone with the tool, not fixed."""
 
     @property
     def added(self) -> tuple[ToolDelta, ...]:
@@ -106,6 +111,29 @@ class Comparison:
 
 def _tool_sha(tool: Any) -> str:
     return hashlib.sha256(canonical_json(tool).encode("utf-8")).hexdigest()
+
+
+def _field_shas(tool: Any) -> dict[str, str]:
+    """Each top-level field of a tool but its name, hashed, so a later check can say what changed."""
+    if not isinstance(tool, dict):
+        return {}
+    return {
+        str(key): hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+        for key, value in tool.items()
+        if key != "name"
+    }
+
+
+# What a changed tool's fields are called, in the order a reader wants them.
+_FIELD_ORDER = ("description", "inputSchema", "annotations", "title", "outputSchema")
+
+
+def _changed_fields(before: Any, after: Mapping[str, str]) -> tuple[str, ...]:
+    if not isinstance(before, dict) or not all(isinstance(v, str) for v in before.values()):
+        return ()
+    keys = {str(key) for key in before} | set(after)
+    changed = [key for key in keys if before.get(key) != after.get(key)]
+    return tuple(sorted(changed, key=lambda key: (_FIELD_ORDER.index(key) if key in _FIELD_ORDER else 99, key)))
 
 
 def _finding_json(finding: Finding) -> dict[str, Any]:
@@ -137,7 +165,12 @@ def baseline_dict(result: CheckResult) -> dict[str, Any]:
         "score": score.score if score is not None else None,
         "tokens": {provider: count.tokens for provider, count in report.tokens.items()},
         "tools": [
-            {"name": cost.name, "sha256": _tool_sha(result.tools[cost.index]), "tokens": dict(cost.tokens)}
+            {
+                "name": cost.name,
+                "sha256": _tool_sha(result.tools[cost.index]),
+                "fields": _field_shas(result.tools[cost.index]),
+                "tokens": dict(cost.tokens),
+            }
             for cost in report.tool_costs
         ],
         "findings": [_finding_json(finding) for finding in report.findings],
@@ -193,6 +226,9 @@ def _check_shape(data: Mapping[str, Any], label: str) -> None:
             raise InputError(f"{label}: tools[{number}] is not a JSON object")
         if not isinstance(tool.get("name", ""), str) or not isinstance(tool.get("sha256", ""), str):
             raise InputError(f"{label}: tools[{number}] has a name or sha256 that is not a string")
+        fields = tool.get("fields", {})
+        if not isinstance(fields, dict) or not all(isinstance(sha, str) for sha in fields.values()):
+            raise InputError(f"{label}: tools[{number}].fields is not an object of hashes")
         tokens = tool.get("tokens", {})
         if not isinstance(tokens, dict) or not all(_is_count(count) for count in tokens.values()):
             raise InputError(f"{label}: tools[{number}].tokens is not an object of whole numbers of tokens")
@@ -254,8 +290,10 @@ def compare(baseline: Mapping[str, Any], result: CheckResult, *, path: str = "")
             deltas.append(ToolDelta(name, "added", {}, after))
             continue
         before = {p: int(n) for p, n in dict(old[name].get("tokens") or {}).items() if isinstance(n, int)}
-        if old[name].get("sha256") != _tool_sha(result.tools[cost.index]):
-            deltas.append(ToolDelta(name, "changed", before, after))
+        tool_now = result.tools[cost.index]
+        if old[name].get("sha256") != _tool_sha(tool_now):
+            fields = _changed_fields(old[name].get("fields"), _field_shas(tool_now))
+            deltas.append(ToolDelta(name, "changed", before, after, fields))
     for name, tool in old.items():
         if name not in now:
             before = {p: int(n) for p, n in dict(tool.get("tokens") or {}).items() if isinstance(n, int)}
@@ -272,10 +310,14 @@ def compare(baseline: Mapping[str, Any], result: CheckResult, *, path: str = "")
         else:
             new.append(finding)
     fixed: list[BaselineFinding] = []
+    gone: list[BaselineFinding] = []
+    removed = {delta.name for delta in deltas if delta.change == "removed"}
     left = Counter(still)
     for found in stored:
         if left[found.key] > 0:
             left[found.key] -= 1
+        elif found.tool is not None and found.tool in removed:
+            gone.append(found)  # its tool is gone: nothing was fixed
         else:
             fixed.append(found)
     score = result.score
@@ -292,4 +334,5 @@ def compare(baseline: Mapping[str, Any], result: CheckResult, *, path: str = "")
         score_after=score.score if score is not None else None,
         tools_before=len(old_tools),
         tools_after=report.tools_count,
+        gone=tuple(gone),
     )

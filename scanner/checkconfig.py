@@ -8,6 +8,7 @@ A ``fathom.toml`` holds the same keys at its top level. Keys (docs/check.md has 
     ignore = ["MCP303"]                # rule code prefixes to ignore
     format = "markdown"                # text | json | markdown | sarif
     fail-on = "warning"                # problem | warning | note
+    fail-on-new = "problem"            # with a baseline: a new finding at this severity or worse fails
     min-score = 85
     max-tokens = 8000                  # the most expensive provider; or a table {openai = 5000, ...}
     max-increase = "10%"               # or a number of tokens; needs a baseline
@@ -51,6 +52,7 @@ _KEYS = {
     "ignore",
     "format",
     "fail-on",
+    "fail-on-new",
     "min-score",
     "max-tokens",
     "max-increase",
@@ -73,6 +75,7 @@ class CheckConfig:
     max_tokens: tuple[TokenLimit, ...] | None = None
     max_increase: Increase | None = None
     baseline: Path | None = None
+    fail_on_new: Severity | None = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,7 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
     if baseline is not None and not isinstance(baseline, str):
         raise InputError(f"{where}: baseline must be a file name")
     fail_on = table.get("fail-on")
+    fail_on_new = table.get("fail-on-new")
     score = table.get("min-score")
     increase = table.get("max-increase")
     tokens = table.get("max-tokens")
@@ -185,6 +189,7 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
         max_tokens=_max_tokens(tokens, f"{where} max-tokens") if tokens is not None else None,
         max_increase=parse_increase(increase, f"{where} max-increase") if increase is not None else None,
         baseline=(path.parent / baseline) if baseline else None,
+        fail_on_new=parse_severity(str(fail_on_new), f"{where} fail-on-new") if fail_on_new is not None else None,
     )
 
 
@@ -230,6 +235,7 @@ def settings(
     max_tokens: Sequence[str] | None = None,
     max_increase: str | None = None,
     baseline: Path | None = None,
+    fail_on_new: str | None = None,
 ) -> CheckSettings:
     """Flags (None or empty when not given) over ``config`` over the defaults. ``--strict`` is
     ``--fail-on problem``; with both flags, ``--fail-on`` wins."""
@@ -245,6 +251,7 @@ def settings(
         min_score=parse_score(min_score) if min_score is not None else config.min_score,
         max_tokens=limits,
         max_increase=parse_increase(max_increase) if max_increase is not None else config.max_increase,
+        fail_on_new=parse_severity(fail_on_new, "--fail-on-new") if fail_on_new is not None else config.fail_on_new,
     )
     if baseline is None and config.baseline is not None:
         _inside_tree(config.baseline, config.path)

@@ -36,6 +36,7 @@ _VALUE_FLAGS = {
     "STDIO": "--stdio",
     "CONFIG": "--config",
     "FAIL_ON": "--fail-on",
+    "FAIL_ON_NEW": "--fail-on-new",
     "MIN_SCORE": "--min-score",
     "BASELINE": "--baseline",
     "MAX_INCREASE": "--max-increase",

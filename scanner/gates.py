@@ -14,10 +14,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scanner.check import CheckRequest, CheckResult, run_check
 from scanner.errors import InputError
 from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT, Severity
+
+if TYPE_CHECKING:
+    from scanner.baseline import TokenDelta
 
 
 @dataclass(frozen=True)
@@ -51,10 +55,18 @@ class Gates:
     min_score: float | None = None
     max_tokens: tuple[TokenLimit, ...] = ()
     max_increase: Increase | None = None
+    fail_on_new: Severity | None = None
+    """``--fail-on-new``: a finding new since the baseline at this severity or worse fails (needs a baseline)."""
 
     @property
     def any(self) -> bool:
-        return bool(self.fail_on is not None or self.min_score is not None or self.max_tokens or self.max_increase)
+        return bool(
+            self.fail_on is not None
+            or self.min_score is not None
+            or self.max_tokens
+            or self.max_increase
+            or self.fail_on_new is not None
+        )
 
 
 @dataclass(frozen=True)
@@ -142,7 +154,7 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def _fail_on(result: CheckResult, level: Severity) -> GateResult:
+def _fail_on(result: CheckResult, level: Severity, *, flag: str = "--fail-on") -> GateResult:
     assert result.report is not None
     against = result.comparison
     findings = against.new if against is not None else result.report.findings
@@ -152,8 +164,23 @@ def _fail_on(result: CheckResult, level: Severity) -> GateResult:
     scope = " new since the baseline" if against is not None else ""
     worse = "" if level is Severity.PROBLEM else f" at {level.label} or worse"
     if hit:
-        return GateResult(f"--fail-on {level.label}", False, f"{_plural(len(hit), 'finding')}{worse}{scope} ({words})")
-    return GateResult(f"--fail-on {level.label}", True, f"no finding{worse}{scope}")
+        return GateResult(f"{flag} {level.label}", False, f"{_plural(len(hit), 'finding')}{worse}{scope} ({words})")
+    return GateResult(f"{flag} {level.label}", True, f"no finding{worse}{scope}")
+
+
+def ungated_new(result: CheckResult, gates: Gates) -> str | None:
+    """A note when findings new since the baseline went through no gate (the README's baseline example passed
+    while a new problem appeared, and nothing said so): what they are, and the flag that gates them."""
+    against = result.comparison
+    if against is None or not against.new:
+        return None
+    levels = [level for level in (gates.fail_on, gates.fail_on_new) if level is not None]
+    worst = min(finding.severity for finding in against.new)
+    if levels and worst >= max(levels):  # a gate covers the worst of them (Severity: problem is 0)
+        return None
+    counts = [sum(1 for finding in against.new if finding.severity is sev) for sev in Severity]
+    words = ", ".join(_plural(n, sev.label) for n, sev in zip(counts, Severity, strict=True) if n)
+    return f"{words} new since the baseline went through no gate: --fail-on-new {worst.label} fails on them"
 
 
 def _min_score(result: CheckResult, minimum: float) -> GateResult:
@@ -189,18 +216,24 @@ def _max_increase(result: CheckResult, increase: Increase) -> GateResult:
     against = result.comparison
     if against is None:
         raise InputError("--max-increase compares with a baseline: give --baseline FILE too")
-    over = []
-    for delta in against.tokens:
-        allowed = increase.allowed(delta.before)
-        if delta.delta > allowed:
-            percent = f", {delta.percent:+.1f} %" if delta.percent is not None else ""
-            over.append(f"{_label(delta.provider)} {delta.before:,} to {delta.after:,} ({delta.delta:+,}{percent})")
+
+    def said(delta: TokenDelta) -> str:
+        percent = f", {delta.percent:+.1f} %" if delta.percent is not None else ""
+        return f"{_label(delta.provider)} {delta.before:,} to {delta.after:,} ({delta.delta:+,}{percent})"
+
+    over = [said(delta) for delta in against.tokens if delta.delta > increase.allowed(delta.before)]
     if over:
         return GateResult(gate, False, "tokens grew more than allowed: " + "; ".join(over))
-    most = max(against.tokens, key=lambda delta: delta.delta, default=None)
-    if most is None:  # a gate that compares nothing fails: it cannot say the tokens did not grow
+
+    def used(delta: TokenDelta) -> float:  # the share of the allowance this provider used
+        allowed = increase.allowed(delta.before)
+        return delta.delta / allowed if allowed > 0 else (0.0 if delta.delta <= 0 else float("inf"))
+
+    nearest = max(against.tokens, key=used, default=None)
+    if nearest is None:  # a gate that compares nothing fails: it cannot say the tokens did not grow
         return GateResult(gate, False, "the baseline shares no provider with this check, so nothing was compared")
-    return GateResult(gate, True, f"largest change {most.delta:+,} tokens ({_label(most.provider)})")
+    limit = f"{increase.text()} allowed" if increase.percent else f"+{increase.value:g} tokens allowed"
+    return GateResult(gate, True, f"nearest the limit: {said(nearest)}; {limit}")
 
 
 def rules_left(select: Sequence[str], ignore: Sequence[str]) -> int:
@@ -233,6 +266,8 @@ def evaluate(result: CheckResult, gates: Gates, *, rules_shown: int = 1) -> tupl
     out += [_max_tokens(result, limit) for limit in gates.max_tokens]
     if gates.max_increase is not None:
         out.append(_max_increase(result, gates.max_increase))
+    if gates.fail_on_new is not None:
+        out.append(_fail_on(result, gates.fail_on_new, flag="--fail-on-new"))
     return tuple(out)
 
 
@@ -246,6 +281,8 @@ def run_gate(request: GateRequest) -> CheckResult:
         raise InputError("--as prints only the provider's JSON: it takes no gate, baseline or badge")
     if request.gates.max_increase is not None and request.baseline is None:
         raise InputError("--max-increase compares with a baseline: give --baseline FILE too")
+    if request.gates.fail_on_new is not None and request.baseline is None:
+        raise InputError("--fail-on-new compares with a baseline: give --baseline FILE too")
     before = baseline.load(request.baseline) if request.baseline is not None else None
     result = run_check(request.check)
     if result.report is None:

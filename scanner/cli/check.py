@@ -108,6 +108,13 @@ def check(
         str | None,
         typer.Option(metavar="problem|warning|note", help="Exit 1 on a finding at this severity or worse (CI)."),
     ] = None,
+    fail_on_new: Annotated[
+        str | None,
+        typer.Option(
+            metavar="problem|warning|note",
+            help="With --baseline: exit 1 on a finding new since the baseline at this severity or worse.",
+        ),
+    ] = None,
     min_score: Annotated[
         float | None,
         typer.Option(min=0, max=100, metavar="N", help="Exit 1 when the leaderboard score (0-100) is below N."),
@@ -266,6 +273,7 @@ def check(
         max_tokens=max_tokens,
         max_increase=max_increase,
         baseline=baseline,
+        fail_on_new=fail_on_new,
     )
     request = CheckRequest(
         tools_file=tools_file,
@@ -289,7 +297,17 @@ def check(
     _no_clash(tools_file if not example else None, chosen, save, save_baseline, badge, files)
     gate = GateRequest(request, chosen.gates, chosen.baseline, save_baseline, badge)
     if as_provider is not None:  # the config file's gates are not for --as; flags given with it are refused
-        flags = (fail_on, strict or None, min_score, max_tokens, max_increase, baseline, save_baseline, badge)
+        flags = (
+            fail_on,
+            fail_on_new,
+            strict or None,
+            min_score,
+            max_tokens,
+            max_increase,
+            baseline,
+            save_baseline,
+            badge,
+        )
         if any(flag is not None for flag in flags):
             _fail("--as prints only the provider's JSON: it takes no gate, baseline or badge", 2)
         gate = GateRequest(request)
@@ -325,6 +343,11 @@ def check(
     rendered = _render_check(result, out_format, verbose=verbose, all_tools=all_tools, anchor=chosen.config)
     # color=: Click strips escapes off a terminal unless told; FORCE_COLOR and --color always want them kept.
     _out(rendered, colour=_colour())
+    from scanner.gates import ungated_new
+
+    ungated = ungated_new(result, chosen.gates)
+    if ungated is not None and not _SETTINGS["quiet"]:
+        typer.echo(f"fathom: note: {ungated}", err=True)
     for failed in result.failed_gates:
         typer.echo(f"fathom: {_one_line(failed.line())}", err=True)
     if result.failed_gates:

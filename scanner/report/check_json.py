@@ -1,23 +1,23 @@
 """``fathom check --format json``: the machine contract other tools parse.
 
-Keys kept stable: ``tools_count``, ``tokens`` ({provider: {tokens, method}}; ``anthropic`` is Claude's current
-tokenizer, ``anthropic-v3`` the earlier one), ``context_share``, ``largest_tools`` ([{name, tokens}], the five
-dearest), ``tools`` (every tool, [{name, index, tokens}] sorted by cost, dearest first), ``summary``
-({problems, warnings, notes}), ``findings`` ([{code, rule, severity, tool, message, hint, pointer, details}],
-every finding, never grouped). When the server sent ``instructions``: ``instructions`` ({sha256, chars,
-tokens: {provider: {tokens, method}}}) and ``tokens_with_instructions`` ({provider: tools + instructions}); the
-text itself is in ``outcome.extra.instructions``. A server check adds ``server`` and ``outcome`` ({status,
-detail, extra});
-a server that could not be listed has ``outcome`` and no measurement keys. Output is ASCII-escaped JSON, so
-nothing a server wrote reaches a terminal raw.
+``format_version`` comes first (:data:`FORMAT_VERSION`). Keys kept stable: ``tools_count``, ``tokens`` ({provider:
+{tokens, method}}; ``anthropic`` is Claude's current tokenizer, ``anthropic-v3`` the earlier one),
+``context_share``, ``largest_tools`` ([{name, tokens}], the five dearest), ``tools`` (every tool, [{name, index,
+tokens}] sorted by cost, dearest first), ``summary`` ({problems, warnings, notes}), ``findings`` ([{code, rule,
+severity, tool, message, hint, pointer, details}], every finding, never grouped). When the server sent
+``instructions``: ``instructions`` ({sha256, chars, tokens: {provider: {tokens, method}}}) and
+``tokens_with_instructions`` ({provider: tools + instructions}); the text itself is in
+``outcome.extra.instructions``. A server check adds ``server`` and ``outcome`` ({status, detail, extra}); a server
+that could not be listed has ``outcome`` and no measurement keys. Output is ASCII-escaped JSON, so nothing a server
+wrote reaches a terminal raw.
 
 Also: ``score`` ({score, version, mean_tool, worst_tool, list_penalty, cost_penalty, tokens, rules: [{code, rule,
 findings, points}]}, null for a list with no tools: the leaderboard's number and what each rule cost),
 ``ignored`` (the findings ``--select``/``--ignore`` or a per-tool ignore kept out, each with its ``reason``;
 the score still counts them), ``gates`` ([{gate, passed,
 message}]), ``clients`` ({client: {label, provider, deferred, tokens, loaded_3, loaded_5, search_tool, method}}:
-what each client sends per turn, scanner.clients) and, with ``--baseline``, ``baseline`` (tokens, tools and
-findings compared with it).
+what each client sends per turn, scanner.clients) and, with ``--baseline``, ``baseline`` (tokens, tools with
+the fields that changed, and findings new, fixed and gone with their tool, compared with it).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from scanner.baseline import Comparison
+from scanner.baseline import BaselineFinding, Comparison
 from scanner.check import CheckResult
 from scanner.clients import report_clients
 from scanner.models import CheckReport, ScanOutcome
@@ -85,8 +85,14 @@ def outcome_dict(outcome: ScanOutcome) -> dict[str, Any]:
     return {"status": outcome.outcome.value, "detail": outcome.detail, "extra": dict(outcome.extra)}
 
 
+FORMAT_VERSION = 2
+"""The version of this document's shape (``format_version``, its first key): bumped when a key is removed or
+changes meaning; keys are only ever added within one version. 2: ``format_version`` itself, ``baseline.tools[].fields``
+and ``baseline.gone_findings``."""
+
+
 def result_dict(result: CheckResult) -> dict[str, Any]:
-    data: dict[str, Any] = {"source": result.source}
+    data: dict[str, Any] = {"format_version": FORMAT_VERSION, "source": result.source}
     if result.outcome is not None:
         data["server"] = server_dict(result.outcome)
         data["outcome"] = outcome_dict(result.outcome)
@@ -133,14 +139,28 @@ def comparison_dict(comparison: Comparison) -> dict[str, Any]:
             for delta in comparison.tokens
         },
         "tools": [
-            {"name": tool.name, "change": tool.change, "before": dict(tool.before), "after": dict(tool.after)}
+            {
+                "name": tool.name,
+                "change": tool.change,
+                "fields": list(tool.fields),
+                "before": dict(tool.before),
+                "after": dict(tool.after),
+            }
             for tool in comparison.tools
         ],
         "new_findings": [finding.to_json() for finding in comparison.new],
-        "fixed_findings": [
-            {"code": f.code, "rule": f.rule, "severity": f.severity.label, "tool": f.tool, "message": f.message}
-            for f in comparison.fixed
-        ],
+        "fixed_findings": [_stored(f) for f in comparison.fixed],
+        "gone_findings": [_stored(f) for f in comparison.gone],
+    }
+
+
+def _stored(finding: BaselineFinding) -> dict[str, Any]:
+    return {
+        "code": finding.code,
+        "rule": finding.rule,
+        "severity": finding.severity.label,
+        "tool": finding.tool,
+        "message": finding.message,
     }
 
 

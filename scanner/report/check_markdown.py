@@ -174,22 +174,44 @@ def comparison_lines(comparison: Comparison, providers: list[str]) -> list[str]:
     if comparison.tools:
         out += ["| Tool | Change | " + " | ".join(PROVIDER_SHORT.get(p, p) for p in providers) + " |"]
         out.append("|---|---|" + "---:|" * len(providers))
-        for tool in comparison.tools:
-            deltas = " | ".join(_signed(tool.delta(p)) for p in providers)
-            out.append(f"| {md(tool.name)} | {tool.change} | {deltas} |")
+        rows = []
+        for kind in ("added", "removed", "changed"):
+            for tool in comparison.tools:
+                if tool.change == kind:
+                    deltas = " | ".join(_signed(tool.delta(p)) for p in providers)
+                    what = f" ({', '.join(tool.fields)})" if tool.fields else ""
+                    rows.append(f"| {md(tool.name)} | {tool.change}{what} | {deltas} |")
+        out += _folded(rows, "tools", len(providers) + 2)
         out.append("")
     else:
         out += ["No tool added, removed or changed.", ""]
-    if comparison.new or comparison.fixed:
+    if comparison.new or comparison.fixed or comparison.gone:
         out += ["| Finding | Severity | Code | Tool | |", "|---|---|---|---|---|"]
+        rows = []
         for finding in comparison.new:
             name = md(finding.tool) if finding.tool is not None else "(list)"
-            row = f"| new | {finding.severity.label} | {finding.code} {finding.rule} | {name} | {md(finding.message)} |"
-            out.append(row)
-        for fixed in comparison.fixed:
-            name = md(fixed.tool) if fixed.tool is not None else "(list)"
-            out.append(f"| fixed | {fixed.severity.label} | {fixed.code} {fixed.rule} | {name} | {md(fixed.message)} |")
+            rows.append(
+                f"| new | {finding.severity.label} | {finding.code} {finding.rule} | {name} | {md(finding.message)} |"
+            )
+        for label, found in (("fixed", comparison.fixed), ("gone with the tool", comparison.gone)):
+            for item in found:
+                name = md(item.tool) if item.tool is not None else "(list)"
+                rows.append(
+                    f"| {label} | {item.severity.label} | {item.code} {item.rule} | {name} | {md(item.message)} |"
+                )
+        out += _folded(rows, "findings", 5)
         out.append("")
     else:
         out += ["No finding new or fixed.", ""]
     return out
+
+
+FOLD = 5
+"""Rows of one table in the PR comment shown before the rest are counted in one row."""
+
+
+def _folded(rows: list[str], noun: str, columns: int) -> list[str]:
+    if len(rows) <= FOLD:
+        return rows
+    more = f"| … and {len(rows) - FOLD} more {noun} (the job's JSON lists every one) |" + " |" * (columns - 1)
+    return [*rows[:FOLD], more]

@@ -195,8 +195,20 @@ def _delta(before: int, after: int) -> str:
     return f"{before:,} -> {after:,} ({change:+,}{percent})"
 
 
+FOLD = 5
+"""Rows of one kind shown in the baseline comparison before the rest are counted in one line."""
+
+
+def _folded(rows: list[str], noun: str) -> list[str]:
+    """At most :data:`FOLD` rows, then one line counting the rest (``--format json`` lists every one)."""
+    if len(rows) <= FOLD:
+        return rows
+    return [*rows[:FOLD], f"  ... and {len(rows) - FOLD} more {noun} (--format json lists every one)"]
+
+
 def comparison_lines(comparison: Comparison, paint: _Painter) -> list[str]:
-    """What changed since the baseline: tokens per provider, tools, findings new and fixed."""
+    """What changed since the baseline: tokens per provider, tools (a changed tool says what changed), findings
+    new, fixed and gone with their tool; each kind folded past five rows."""
     lines = ["", paint(f"Since the baseline {clean(comparison.baseline)}", "1")]
     if comparison.score_before is not None and comparison.score_after is not None:
         lines.append(
@@ -207,16 +219,23 @@ def comparison_lines(comparison: Comparison, paint: _Painter) -> list[str]:
     for delta in comparison.tokens:
         lines.append(f"  {PROVIDER_LABELS.get(delta.provider, delta.provider)}: {_delta(delta.before, delta.after)}")
     dearest = next(iter(comparison.tokens), None)
-    for tool in comparison.tools:
-        cost = ""
-        if dearest is not None:
-            short = PROVIDER_SHORT.get(dearest.provider, dearest.provider)
-            cost = f" ({tool.delta(dearest.provider):+,} tokens, {short})"
-        lines.append(f"  {tool.change:<8} {clean(tool.name)}{cost}")
-    for finding in comparison.new:
-        where = f" · {clean(finding.tool)}" if finding.tool is not None else ""
-        lines.append(f"  new      {finding.severity.label} {finding.code} {finding.rule}{where}")
-    for fixed in comparison.fixed:
-        where = f" · {clean(fixed.tool)}" if fixed.tool is not None else ""
-        lines.append(f"  fixed    {fixed.severity.label} {fixed.code} {fixed.rule}{where}")
+    for change in ("added", "removed", "changed"):
+        rows = []
+        for tool in comparison.tools:
+            if tool.change != change:
+                continue
+            what = f" ({', '.join(tool.fields)})" if tool.fields else ""
+            cost = ""
+            if dearest is not None:
+                short = PROVIDER_SHORT.get(dearest.provider, dearest.provider)
+                cost = f": {tool.delta(dearest.provider):+,} tokens, {short}"
+            rows.append(f"  {change:<8} {clean(tool.name)}{what}{cost}")
+        lines += _folded(rows, f"{change} tools")
+    for label, found in (("new", comparison.new), ("fixed", comparison.fixed), ("gone", comparison.gone)):
+        rows = []
+        for finding in found:
+            where = f" · {clean(finding.tool)}" if finding.tool is not None else ""
+            with_tool = " (gone with the tool)" if label == "gone" else ""
+            rows.append(f"  {label:<8} {finding.severity.label} {finding.code} {finding.rule}{where}{with_tool}")
+        lines += _folded(rows, "gone with their tool" if label == "gone" else f"{label} findings")
     return lines
