@@ -215,6 +215,23 @@ def _translate_error(context: ExceptionContext) -> None:
     raise StoreError(message) from original
 
 
+def missing_sqlite_file(url: str) -> str | None:
+    """The file a ``sqlite:///...`` URL names when it does not exist (None for any other URL, an in-memory
+    database, or a file that is there): a query on a mistyped URL must not create folders and an empty database
+    and answer "none". An unparseable URL is left to :func:`create_store_engine`'s own one line."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    if parsed.query.get("mode") == "memory" or database.startswith("file::memory:"):
+        return None
+    path = Path(database.removeprefix("file:").split("?", 1)[0]).expanduser()
+    return None if path.is_file() else database
+
+
 def create_store_engine(url: str) -> Engine:
     """An engine for ``url``; for SQLite, makes the parent directory and sets the pragmas on every connection."""
     try:
