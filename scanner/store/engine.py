@@ -240,7 +240,10 @@ def create_store_engine(url: str) -> Engine:
         raise StoreError(f"Cannot use database URL {url!r}: {exc}") from exc
     from scanner.scrub import hold
 
-    hold(parsed.password if isinstance(parsed.password, str) else None)  # never in any server's published output
+    password = parsed.password if isinstance(parsed.password, str) else None
+    # Never in any server's published output (a child may read Fathom's command line): the password, and with
+    # its user as a URL holds it.
+    hold(password, f"{parsed.username}:{password}" if password and parsed.username else None)
     is_sqlite = parsed.get_backend_name() == "sqlite"
     if is_sqlite and parsed.database and parsed.database != ":memory:":
         try:
