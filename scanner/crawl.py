@@ -147,8 +147,12 @@ class _Crawler:
     async def _scan_with_client(self, entry: ServerEntry, limits: ClientLimits) -> ScanOutcome:
         if entry.package is None:
             return await scan_server(entry, limits, self.settings.profile)
-        # A stranger's package: its own throwaway HOME, the shared cache, a disk budget, its failure classified.
-        return await run_package(entry, limits, self.settings.profile, self.settings.packages)
+        # A stranger's package: its own throwaway HOME, the shared cache, a disk budget, its failure classified;
+        # what it sent back (a local-port one's too, stderr tail included) scrubbed as any child's (scanner.scrub).
+        from scanner.scrub import Scrubber
+
+        outcome = await run_package(entry, limits, self.settings.profile, self.settings.packages)
+        return Scrubber.for_child(entry).outcome(outcome)
 
     async def _attempt(self, entry: ServerEntry, remaining: float) -> ScanOutcome:
         """One attempt with ``remaining`` seconds of the server's deadline left (the client's own deadline is cut
@@ -292,12 +296,16 @@ async def crawl(
                         break
                 await anyio.to_thread.run_sync(write_all, batch)
 
+    from scanner.scrub import scan_secrets
+
     try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(writer)
-            async with result_send:
-                for _ in range(workers):
-                    group.start_soon(worker, result_send.clone())
+        # Every entry's secret values are held while the crawl runs: a child that read a sibling's cannot publish it.
+        with scan_secrets(entries):
+            async with anyio.create_task_group() as group:
+                group.start_soon(writer)
+                async with result_send:
+                    for _ in range(workers):
+                        group.start_soon(worker, result_send.clone())
     except BaseExceptionGroup as failed:
         # Servers' faults are outcomes, so the one way a crawl fails is its writer raising (a store or tokenizer
         # error, run-fatal). Raise that error itself, so callers catch it by its type (FathomError -> exit code).

@@ -13,18 +13,28 @@ What the scan knows as secret (:meth:`Scrubber.for_scan`):
   ``Cookie``, ``X-Api-Key``, ``*-Token``..., :func:`secret_name`) or its value came from the environment
   (``entry.credential_headers``: a registry header filled from ``FATHOM_SECRET_*``); an ordinary header
   (``--header 'X-Tenant: default'``) is sent, not scrubbed, so the schema keyword ``default`` stays itself;
-* every environment value given to a stdio server (a package's or a config's ``env``), except the few names that
-  are never secret (``PATH``, ``LANG``, ``HOME``...);
+* the *secret* environment values given to a child (a package's or a config's ``env``, :func:`secret_env_value`):
+  a variable the registry declares ``isSecret``, one whose name says secret, and any other value except an
+  ordinary one (a word, a number, a host or address, a path, a URL without credentials: ``127.0.0.1``,
+  ``localhost``, ``qdrant``, ``WARNING``) and except the value the registry entry itself declares for a variable
+  it does not call secret (it is published there). ``PATH``, ``LANG``, ``HOME``... are never secret. The password
+  of a URL-valued variable is a secret in any case;
 * every ``FATHOM_SECRET_<SERVER>_*`` value of this server (headers, package variables);
-* for a stdio server (a child of this process, which could have read what this process holds), every secret
-  this *process* holds (:func:`held_secrets`), whichever server it is meant for: each
-  ``FATHOM_SECRET_*`` value, the value of each variable of this process's environment whose name says secret
-  (``*_TOKEN``, ``*API_KEY``, ``*SECRET*``, ``*PASSWORD*``, ``PGPASSWORD``...; not a value that is an absolute
-  path), the password in any URL-valued variable (``DATABASE_URL=postgres://u:pw@h/db``), and the values
-  registered with :func:`hold` (the ``--db`` URL's password). A child that got hold of another server's token
-  (through a shared file, say) cannot publish it through its tool list or its stderr. A remote server's answers
-  are searched for its own secrets only (it never ran here; searching every answer of a crawl for every held
-  secret would cost it dearly).
+* for a server that runs here (a stdio server, a local-port package: a child of this process, which could have
+  read what this process holds), every secret this *process* holds (:func:`held_secrets`), whichever server it is
+  meant for: each ``FATHOM_SECRET_*`` value (an ordinary one only when the variable's name says secret), the
+  value of each variable of this process's environment whose name says secret (``*_TOKEN``, ``*API_KEY``,
+  ``*SECRET*``, ``*PASSWORD*``, ``PGPASSWORD``...; not a value that is an absolute path), the password in any
+  URL-valued variable (``DATABASE_URL=postgres://u:pw@h/db``), and the values registered with :func:`hold` (the
+  ``--db`` URL's password, and every secret environment value of every entry of the scan,
+  :func:`hold_entries`: a config command that read a sibling's token from ``/proc`` cannot publish it). A child
+  that got hold of another server's token (through a shared file, say) cannot publish it through its tool list
+  or its stderr. A remote server's answers are searched for its own secrets only (it never ran here; searching
+  every answer of a crawl for every held secret would cost it dearly).
+
+Every child's outcome goes through the same scrubber: a stdio server's in :func:`scanner.mcp.scan_server`, a
+package's (stdio or local port, its stderr tail included) once more where the crawl takes it
+(:meth:`Scrubber.for_child`).
 
 A scrubber tests plain substrings first and runs its regular expression only on a text that holds one; the
 pattern of one set of secrets is built once (:func:`_matcher`).
@@ -42,12 +52,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import contextvars
 import functools
 import html
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus
@@ -71,8 +83,22 @@ _SECRET_NAME = re.compile(
     re.IGNORECASE,
 )
 _URL_PASSWORD = re.compile(r"://([^/@\s:]*):([^/@\s]+)@")
+# Ordinary values, never a credential: words (WARNING, qdrant, localhost, "us east"), numbers and versions, a
+# lower-case host name or IPv4 address with a dot (a JWT has capitals), with a port, an IPv6 address, an absolute
+# or home path, and a URL with none of a credential's places (no user, query or long path segment).
+_ORDINARY = re.compile(
+    r"[A-Za-z]{1,40}(?:[ ._-][A-Za-z]{1,40}){0,5}(?::\d{1,5})?"
+    r"|[-+]?\d{1,12}(?:\.\d{1,12}){0,3}"
+    r"|[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){1,8}(?::\d{1,5})?"
+    r"|\[?[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}\]?(?::\d{1,5})?"
+    r"|~?/[^\s]*"
+    r"|[a-z][a-z0-9+.-]{0,15}://(?:[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){0,8}|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?"
+    r"(?:/[A-Za-z0-9._-]{1,12}){0,4}/?"
+)
 # Values registered by this process (hold()): the --db URL's password and the like.
 _HELD: set[str] = set()
+# The secret environment values of every entry of the scan under way (scan_secrets()).
+_SCAN_HELD: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("fathom_scan_secrets", default=frozenset())
 
 
 def hold(*values: str | None) -> None:
@@ -81,20 +107,86 @@ def hold(*values: str | None) -> None:
     _HELD.update(value for value in values if value and len(value) >= MIN_CHARS)
 
 
+@contextlib.contextmanager
+def scan_secrets(entries: Iterable[ServerEntry]) -> Iterator[None]:
+    """While in the block (and in every task started in it), the secret environment values of every one of
+    ``entries`` are held secrets: a child that read a sibling's token (its ``/proc/<pid>/environ``, a shared
+    file) has it scrubbed from what it sends back."""
+    found: set[str] = set(_SCAN_HELD.get())
+    for entry in entries:
+        found |= entry_env_secrets(entry, entry.env)
+    token = _SCAN_HELD.set(frozenset(secret.strip() for secret in found))
+    try:
+        yield
+    finally:
+        _SCAN_HELD.reset(token)
+
+
+def ordinary(value: str) -> bool:
+    """True for a value of a shape no credential has (see :data:`_ORDINARY`): ``127.0.0.1``, ``WARNING``."""
+    return _ORDINARY.fullmatch(value.strip()) is not None
+
+
+def url_passwords(value: str) -> set[str]:
+    """The password, and ``user:password``, of every URL with credentials in ``value``."""
+    found: set[str] = set()
+    for match in _URL_PASSWORD.finditer(value):
+        found.add(match.group(2))
+        found.add(f"{match.group(1)}:{match.group(2)}")
+    return found
+
+
 def held_secrets(environ: Mapping[str, str] | None = None) -> set[str]:
     """Every secret this process holds (see the module docstring), in the forms a header or variable holds."""
     environ = os.environ if environ is None else environ
-    found: set[str] = set(_HELD)
+    found: set[str] = set(_HELD) | _SCAN_HELD.get()
     from scanner.registry.secrets import PREFIX  # the one naming rule; imported late (no cycle)
 
     for key, value in environ.items():
         if not value or key in NOT_SECRET_ENV:
             continue
-        if key.startswith(PREFIX) or (secret_name(key) and not value.startswith("/")):
+        if key.startswith(PREFIX):
+            # The naming rule carries every input of a server, ordinary ones too (QDRANT_HOST=qdrant).
+            if secret_name(key.removeprefix(PREFIX)) or not ordinary(value):
+                found |= _header_secrets(value)
+        elif secret_name(key) and not value.startswith("/"):
             found |= _header_secrets(value)
-        for match in _URL_PASSWORD.finditer(value):
-            found.add(match.group(2))
-            found.add(f"{match.group(1)}:{match.group(2)}")
+        found |= url_passwords(value)
+    return {secret.strip() for secret in found}
+
+
+def _declared_env(entry: ServerEntry) -> tuple[set[str], dict[str, set[str]]]:
+    """The variables the entry's registry package declares secret, and the literal value and default it
+    declares for each other variable (published in the registry: never a secret)."""
+    secret = set((entry.package or {}).get("secret_env_names") or ())
+    public: dict[str, set[str]] = {}
+    source = entry.package_source if isinstance(entry.package_source, Mapping) else {}
+    variables = source.get("environmentVariables") or source.get("environment_variables") or ()
+    for var in variables if isinstance(variables, list) else ():
+        if not isinstance(var, Mapping) or not isinstance(var.get("name"), str):
+            continue
+        if var.get("isSecret") is True or var.get("is_secret") is True:
+            secret.add(var["name"])
+            continue
+        public[var["name"]] = {str(var[key]) for key in ("value", "default") if isinstance(var.get(key), str)}
+    return secret, public
+
+
+def entry_env_secrets(entry: ServerEntry, env: Mapping[str, str]) -> set[str]:
+    """The secret values of ``env``, the environment given to ``entry``'s child (see the module docstring):
+    declared secret, named secret, or not ordinary; never a value the registry entry publishes itself."""
+    declared_secret, declared_public = _declared_env(entry)
+    found: set[str] = set()
+    for key, value in env.items():
+        if not value or key in NOT_SECRET_ENV:
+            continue
+        found |= url_passwords(value)
+        if key in declared_secret:
+            found.add(value)
+        elif value in declared_public.get(key, ()):
+            continue
+        elif secret_name(key) or not ordinary(value):
+            found.add(value)
     return {secret.strip() for secret in found}
 
 
@@ -238,8 +330,10 @@ class Scrubber:
 
         environ = os.environ if environ is None else environ
         # A child process could have read what this process holds; a remote server could not (and scrubbing every
-        # HTTP server's answer for every held secret would cost a crawl dearly): held secrets are stdio's.
-        secrets: set[str] = held_secrets(environ) if entry.transport is Transport.STDIO else set()
+        # HTTP server's answer for every held secret would cost a crawl dearly): held secrets are for what runs
+        # here, a stdio server or a package on a local port (an HTTP transport with a command).
+        runs_here = entry.transport is Transport.STDIO or bool(entry.command)
+        secrets: set[str] = held_secrets(environ) if runs_here else set()
         prefix = secret_env_name(entry.name, "")  # FATHOM_SECRET_<SERVER>_: this server's own, always
         for key, value in environ.items():
             if key.startswith(prefix) and value:
@@ -251,8 +345,15 @@ class Scrubber:
         given = dict(entry.env)
         if env is not None:
             given.update({key: value for key, value in env.items() if key in entry.env or secret_name(key)})
-        secrets.update(value for key, value in given.items() if key not in NOT_SECRET_ENV)
+        secrets |= entry_env_secrets(entry, given)
         return cls(secret.strip() for secret in secrets)
+
+    @classmethod
+    def for_child(cls, entry: ServerEntry, environ: Mapping[str, str] | None = None) -> Scrubber:
+        """The scrubber of a child this process runs (a package, stdio or on a local port; a config's command):
+        :meth:`for_scan` of the entry as resolved, so a local-port package's outcome, scanned over HTTP, and its
+        stderr tail get the same scrubbing as a stdio server's."""
+        return cls.for_scan(entry, environ=environ)
 
     @classmethod
     def for_headers(

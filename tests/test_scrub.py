@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import json
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
 
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.scrub import MARK, Scrubber
+from scanner.scrub import MARK, Scrubber, ordinary, scan_secrets
 
 TOKEN = "tok_9Zq+/abc=DEF"
 
@@ -140,3 +142,76 @@ def test_an_outcome_is_cleaned_everywhere_and_an_honest_tool_list_is_left_alone(
     assert cleaned.extra["secrets_scrubbed"] == 4
     leaky = scrubber.outcome(ScanOutcome(outcome=Outcome.OK, transport="stdio", tools=({"description": TOKEN},)))
     assert leaky.tools == ({"description": MARK},)
+
+
+DUMP = Path(__file__).parent / "fixtures" / "registry" / "official-registry-2025-12-18.json.gz"
+
+
+def test_ordinary_values_are_never_secrets_and_credentials_always_are() -> None:
+    """Issue 33 (D8): ``127.0.0.1``, ``localhost``, ``qdrant``, ``WARNING`` became the mark in tool lists."""
+    for value in ("127.0.0.1", "localhost", "qdrant", "WARNING", "3010", "1.2.3", "db.example.com:5432", "[::1]:8080"):
+        assert ordinary(value), value
+    for value in ("http://localhost:6333", "https://api.hackmd.io/v1", "/tmp/pulse-fetch/strategy.md", "info"):
+        assert ordinary(value), value
+    for value in (
+        "ghp_abcdef123456",
+        "sk-proj-Abc123",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.Sfl",
+        "postgres://u:pw-123456@h/db",
+        "https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXX",
+        "https://x.example/mcp?key=abcdef",
+        "hunter2-very-secret",
+    ):
+        assert not ordinary(value), value
+    entry = ServerEntry(
+        name="cfg",
+        transport=Transport.STDIO,
+        command=("srv",),
+        env={"QDRANT_HOST": "qdrant", "LOG_LEVEL": "WARNING", "BIND": "127.0.0.1", "GH": "ghp_abcdef123456"},
+    )
+    assert set(Scrubber.for_scan(entry, environ={}).secrets) == {"ghp_abcdef123456"}
+    # A secret name makes any value a secret; a URL's password is one whatever the name.
+    named = ServerEntry(name="cfg", transport=Transport.STDIO, command=("srv",), env={"DB_PASSWORD": "qdrantdb"})
+    assert set(Scrubber.for_scan(named, environ={}).secrets) == {"qdrantdb"}
+
+
+def test_the_naming_rule_carries_ordinary_inputs_that_stay_unscrubbed() -> None:
+    environ = {
+        "FATHOM_SECRET_IO_X_SRV_QDRANT_HOST": "qdrant-host",
+        "FATHOM_SECRET_IO_X_SRV_LOG_LEVEL": "WARNING",
+        "FATHOM_SECRET_IO_X_SRV_API_KEY": "plainword",
+        "FATHOM_SECRET_IO_X_SRV_SEED": "xK9-aa77-QQ",
+    }
+    child = ServerEntry(name="other", transport=Transport.STDIO, command=("srv",))
+    assert set(Scrubber.for_scan(child, environ=environ).secrets) == {"plainword", "xK9-aa77-QQ"}
+
+
+def test_no_ordinary_value_the_registry_declares_is_scrubbed() -> None:
+    """Issue 33 (D8): servers of the registry dump declare ordinary values for their variables; none of them is a
+    secret any more (only a variable the registry calls secret is), so their tool lists and counts are unchanged."""
+    from scanner.registry.interface import Options
+    from scanner.registry.serverjson import resolve_server
+
+    declaring = 0
+    for item in json.loads(gzip.decompress(DUMP.read_bytes()))["servers"]:
+        server = item.get("server", item)
+        entry = resolve_server(server, source="dump", options=Options(run_packages=True, environ={"PATH": "/none"}))
+        if not any(len(value) >= 6 for key, value in entry.env.items() if key not in ("PATH", "LANG")):
+            continue
+        declaring += 1
+        secrets = Scrubber.for_scan(entry, env=entry.env, environ={}).secrets
+        declared = (entry.package or {}).get("secret_env_names") or ()
+        assert set(secrets) <= {entry.env[name] for name in declared if name in entry.env}, (entry.name, secrets)
+    assert declaring >= 20  # the dump's servers that declare such values (62 entries of 21 names)
+
+
+def test_a_scans_entries_secrets_are_held_while_it_runs_and_only_then() -> None:
+    """Issue 33: a config's command read another's token from ``/proc/<pid>/environ`` and published it."""
+    sibling = ServerEntry(name="a", transport=Transport.STDIO, command=("a",), env={"TOKEN_X": "sibling-tok-123"})
+    snoop = ServerEntry(name="b", transport=Transport.STDIO, command=("b",))
+    local_port = ServerEntry(name="c", transport=Transport.STREAMABLE_HTTP, command=("c",), url=None)
+    with scan_secrets([sibling, snoop]):
+        assert "sibling-tok-123" in Scrubber.for_scan(snoop, environ={}).secrets
+        assert "sibling-tok-123" in Scrubber.for_child(local_port, environ={}).secrets  # runs here too
+        assert not Scrubber.for_scan(http_entry(), environ={})  # a remote never ran here
+    assert "sibling-tok-123" not in Scrubber.for_scan(snoop, environ={}).secrets

@@ -354,6 +354,11 @@ def _db_url(db: str, *, existing: bool = False) -> str:
     """A SQLAlchemy URL for ``--db``; with ``existing``, a SQLite file that is not there is an error (a query on
     a mistyped path must not create an empty database and answer "none")."""
     if "://" in db:
+        from scanner.store.engine import missing_sqlite_file
+
+        missing = missing_sqlite_file(db) if existing else None
+        if missing is not None:  # sqlite:///missing/x.db: no folder made, no empty database
+            _fail(f"no database at {missing} (fathom scan writes one; --db names another)", 2)
         return db
     if existing and not Path(db).is_file():
         _fail(f"no database at {db} (fathom scan writes one; --db names another)", 2)

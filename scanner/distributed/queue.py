@@ -22,18 +22,31 @@ gets a value only under the naming rule, ``FATHOM_SECRET_<SERVER>_<VAR>`` in the
 the worker's own ``VAR`` (a job declaring ``AWS_SECRET_ACCESS_KEY`` or ``PGPASSWORD`` gets nothing). A job's
 command of a list or client config runs as queued only on a worker started with ``--run-commands``: that flag
 trusts whoever writes the queue.
+
+A job is also checked whole before anything of it is used (:func:`job_problem`): ``--enqueue`` stores with it a
+digest of the entry as queued (:func:`entry_digest`: every field, the package's server.json description
+included), and the worker recomputes it. A job rewritten in the queue (another package, command or URL under a
+queued server's name) no longer matches: it is recorded as ``refused`` with the reason, nothing of it runs and
+no ``FATHOM_SECRET_*`` value is handed to anything. With ``FATHOM_QUEUE_KEY`` set on the coordinator and on every
+worker (the same value), the digest is an HMAC under that key, so whoever can write the queue but does not have
+the key cannot forge one for a job of their own; without it the digest is a plain SHA-256, which catches a job
+changed by hand but not one whose writer recomputed it (docs/distributed.md). A worker with a key refuses a
+job digested without one, and the other way round.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scanner import wire
 from scanner.errors import InputError, StoreError
-from scanner.models import Finding, ServerEntry, Severity, Transport
+from scanner.models import Finding, Outcome, ScanOutcome, ServerEntry, Severity, Transport
 from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
 if TYPE_CHECKING:
@@ -46,6 +59,9 @@ TASK = "fathom.scan_server"
 # A job that raised (the database went away mid-write, a shutdown cancelled it) goes back to the queue; a
 # server's own failure never raises, it is an outcome.
 MAX_ATTEMPTS = 20
+#: The shared key of the coordinator and its workers that makes a job's digest an HMAC (see the module docstring).
+QUEUE_KEY_ENV = "FATHOM_QUEUE_KEY"
+DIGEST_FIELD = "digest"
 
 
 def conninfo(db_url: str) -> str:
@@ -87,8 +103,67 @@ def engine_errors(db_url: str) -> Iterator[None]:
         raise StoreError(f"The queue at {where} failed: {first}") from exc
 
 
-def entry_payload(entry: ServerEntry) -> dict[str, Any]:
-    """A job's view of ``entry``: JSON, with the names but never the values of its variables and headers."""
+def entry_payload(entry: ServerEntry, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A job's view of ``entry``: JSON, with the names but never the values of its variables and headers, and the
+    digest of all of it (:func:`entry_digest`, keyed by ``environ``'s ``FATHOM_QUEUE_KEY``; ours by default)."""
+    import os
+
+    payload = _payload(entry)
+    payload[DIGEST_FIELD] = entry_digest(payload, os.environ if environ is None else environ)
+    return payload
+
+
+def entry_digest(payload: Mapping[str, Any], environ: Mapping[str, str]) -> str:
+    """The digest of a job's entry: every field but the digest, as canonical JSON (sorted keys, ASCII, as a JSON
+    column gives it back whatever order it stores), under ``FATHOM_QUEUE_KEY`` when ``environ`` has one."""
+    body = {key: value for key, value in payload.items() if key != DIGEST_FIELD}
+    canonical = json.dumps(body, sort_keys=True, ensure_ascii=True, separators=(",", ":"), default=str).encode()
+    key = environ.get(QUEUE_KEY_ENV) or ""
+    if key:
+        return "hmac-sha256:" + hmac.new(key.encode("utf-8", "surrogatepass"), canonical, hashlib.sha256).hexdigest()
+    return "sha256:" + hashlib.sha256(canonical).hexdigest()
+
+
+def job_problem(payload: Mapping[str, Any], environ: Mapping[str, str]) -> str | None:
+    """Why a job cannot be trusted (its digest is missing or does not match the entry it carries), or None."""
+    digest = payload.get(DIGEST_FIELD)
+    if not isinstance(digest, str) or not digest:
+        return "queued job carries no digest of its registry entry (queued by an older version? queue it again)"
+    expected = entry_digest(payload, environ)
+    if hmac.compare_digest(digest.encode("utf-8", "replace"), expected.encode("ascii")):
+        return None
+    said, wanted = digest.partition(":")[0], expected.partition(":")[0]
+    if said != wanted:
+        keyed = "with" if wanted == "hmac-sha256" else "without"
+        return (
+            f"queued job's digest is {said[:20]!r} but this worker runs {keyed} {QUEUE_KEY_ENV} "
+            "(give the coordinator and every worker the same key): not run"
+        )
+    return "queued job does not match the digest of its registry entry (the queue row was changed): not run"
+
+
+def refused_job(payload: Mapping[str, Any], problem: str) -> tuple[ServerEntry, ScanOutcome]:
+    """The entry and outcome a worker records for a job it does not trust: nothing of the job runs, no secret is
+    read for it; the entry keeps only the server's name (as the job says it) and the queued source."""
+    name = payload.get("name")
+    name = wire.clean_str(name)[:500] if isinstance(name, str) and name.strip() else "(unnamed job)"
+    source = payload.get("source")
+    entry = ServerEntry(
+        name=name,
+        transport=Transport.STDIO,
+        source=wire.clean_str(source)[:500] if isinstance(source, str) else "queue",
+        skip=problem,
+    )
+    outcome = ScanOutcome(
+        outcome=Outcome.REFUSED,
+        transport=Transport.STDIO.value,
+        detail=problem,
+        extra={"not_run": True, "queue_digest": "mismatch"},
+    )
+    return entry, outcome
+
+
+def _payload(entry: ServerEntry) -> dict[str, Any]:
     return {
         "name": entry.name,
         "transport": entry.transport.value,

@@ -3,6 +3,8 @@
 Any number of workers, on any machines, share one PostgreSQL. Each is a Procrastinate worker on the ``fathom``
 queue with its own ``--concurrency`` (jobs at once) and package limits. A job is one server:
 
+0. the job is checked against the digest ``--enqueue`` stored with it (:func:`scanner.distributed.queue.job_problem`):
+   a job rewritten in the queue is written as ``refused`` with the reason, and nothing of it runs;
 1. if the server already has its scan in the run (a retried job whose first attempt wrote before dying), the
    job is done: a retry never writes a second scan (the store also refuses one: one scan per server per run);
 2. otherwise the server is scanned exactly as ``fathom scan`` does it (``scanner.crawl.scan_one``: skips, the
@@ -36,7 +38,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from scanner.crawl import CrawlSettings, crawl_collector
-from scanner.distributed.queue import MAX_ATTEMPTS, QUEUE, TASK, engine_errors, entry_from_payload, make_app
+from scanner.distributed.queue import (
+    MAX_ATTEMPTS,
+    QUEUE,
+    TASK,
+    engine_errors,
+    entry_from_payload,
+    job_problem,
+    make_app,
+    refused_job,
+)
 from scanner.errors import WriterBusy
 from scanner.models import ScanOutcome, ServerEntry
 from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
@@ -149,10 +160,17 @@ class _Job:
     async def __call__(self, run_id: int, entry: dict[str, Any], *, retried: bool = False) -> None:
         from scanner.check import measure
 
-        server = self.allowed(entry_from_payload(entry, os.environ, memory_limit_mb=self.config.memory_limit_mb))
+        # A job is data: checked whole against the digest queued with it before anything of it is used.
+        problem = job_problem(entry, os.environ)
+        refused: ScanOutcome | None = None
+        if problem is not None:
+            server, refused = refused_job(entry, problem)
+            LOG.warning("job for %s refused: %s", server.name, problem)
+        else:
+            server = self.allowed(entry_from_payload(entry, os.environ, memory_limit_mb=self.config.memory_limit_mb))
         # Only a job run before (retried, or taken back from a silent worker) can find its server written.
         if not (retried and await asyncio.to_thread(self.store.has_scan, run_id, server.name)):
-            outcome = await self.scan(server)
+            outcome = refused if refused is not None else await self.scan(server)
             dropped = entry.get("header_names") or []
             if dropped:  # said with the scan, never silent: the coordinator's header values are not queued
                 outcome = replace(outcome, extra={**outcome.extra, "headers_not_queued": list(dropped)})

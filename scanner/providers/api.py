@@ -327,7 +327,8 @@ def send(
                 document = None
             if 200 <= status < 300:
                 if document is None:
-                    kind = response_headers.get("content-type", "no content type")
+                    # As written (so an echoed key is scrubbed), on one line and capped: never the key.
+                    kind = _one_line(scrubber.text(response_headers.get("content-type", "no content type")))[:100]
                     raise MalformedAnswer(f"{api.label} answered {status} with a body that is not JSON ({kind})")
                 try:
                     answer = api.parse(document)

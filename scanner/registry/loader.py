@@ -373,6 +373,20 @@ def _check_updated_since(value: str | None) -> None:
         raise InputError(f"--updated-since {value!r} is not an RFC 3339 time (e.g. 2025-09-01T00:00:00Z)") from exc
 
 
+def _check_url(source: str) -> None:
+    """Refuse a registry URL that cannot be parsed (``http://[::1``: an unclosed IPv6 bracket, a port that is not
+    a number) or names no host, in one line, before anything is fetched."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(source)
+        parts.port  # noqa: B018 - parsing the port is the check ("http://h:x" raises here)
+    except ValueError as exc:
+        raise InputError(f"{source[:200]!r} is not a usable URL ({exc})") from None
+    if not parts.hostname:
+        raise InputError(f"{source[:200]!r} is not a usable URL (no host)")
+
+
 def load_entries(
     source: str,
     *,
@@ -414,6 +428,7 @@ def load_entries(
     if kind == "api" or is_url:
         if not is_url:
             raise InputError(f"--kind api needs an http(s) URL, not {source!r}")
+        _check_url(source)
         from scanner.registry import official
 
         return [writable(entry) for entry in trust.gate(official.load_api(source, options), "api", options)]

@@ -19,7 +19,8 @@ A package runs a stranger's code on this machine, so:
 Runners: npm ``npx -y <id>@<version>``, PyPI ``uvx <id>==<version>``, OCI ``docker run -i --rm ... <image>``.
 ``runtimeHint`` is honoured when it names a runner we know for that registry type (npx/bunx/pnpx, uvx,
 docker/podman); ``runtimeArguments`` go to the runner (for OCI only a short allow-list of docker flags, since
-``-v`` or ``--privileged`` would hand the host to the image), ``packageArguments`` to the package.
+``-v`` or ``--privileged`` would hand the host to the image; a ``-p`` port is always published on 127.0.0.1 only),
+``packageArguments`` to the package.
 NuGet, MCPB, cargo and go packages are skipped with a reason. A package that serves Streamable HTTP or SSE on a
 local port runs the same way, with its port input set by :mod:`scanner.registry.localport` (skipped when it
 declares no input Fathom can set the port through, and for OCI images).
@@ -353,9 +354,50 @@ def _docker_words(identifier: str, server: str, args: list[_Arg], notes: list[st
             notes.append(f"runtime argument {flag} {value or ''} dropped (declared variables are passed by name)")
         elif name not in _DOCKER_FLAGS:
             raise _Unusable(f"oci runtime argument {flag[:40]!r} is not allowed")
+        elif name in ("-p", "--publish"):
+            published = value if value is not None else (flag.split("=", 1)[1] if "=" in flag else "")
+            bound = _loopback_publish(published)
+            if bound != published:
+                notes.append(f"runtime argument -p {published[:60]!r} bound to 127.0.0.1 (published as {bound!r})")
+            kept.extend(["-p", bound])
         else:
             kept.extend([flag] if value is None else [flag, value])
     return kept
+
+
+_PORTS = re.compile(r"^\d{0,5}(-\d{1,5})?$")
+
+
+def _loopback_publish(value: str) -> str:
+    """A ``docker run -p`` value bound to 127.0.0.1 whatever address it names: ``8080`` (a random host port on
+    every interface) -> ``127.0.0.1::8080``, ``8080:80`` and ``0.0.0.0:8080:80`` or ``[::]:8080:80`` ->
+    ``127.0.0.1:8080:80``; a protocol suffix (``/udp``) is kept. A package's port is never published beyond this
+    machine (a registry entry cannot open this host to its network). A value docker would not read as a port
+    mapping skips the entry as a registry mistake."""
+    spec, slash, protocol = value.partition("/")
+    if slash and protocol not in ("tcp", "udp", "sctp"):
+        raise _bad_data(f"oci -p {value[:60]!r} names protocol {protocol[:20]!r}")
+    if spec.startswith("["):
+        _address, bracket, rest = spec[1:].partition("]")
+        if not bracket or not rest.startswith(":"):
+            raise _bad_data(f"oci -p {value[:60]!r} is not a port mapping")
+        parts = rest[1:].split(":")
+        if len(parts) != 2:
+            raise _bad_data(f"oci -p {value[:60]!r} is not a port mapping")
+        host, container = parts
+    else:
+        parts = spec.split(":")
+        if len(parts) == 1:
+            host, container = "", parts[0]
+        elif len(parts) == 2:
+            host, container = parts
+        elif len(parts) == 3:
+            host, container = parts[1], parts[2]
+        else:
+            raise _bad_data(f"oci -p {value[:60]!r} is not a port mapping (an IPv6 address goes in brackets)")
+    if not container or not _PORTS.match(host) or not _PORTS.match(container):
+        raise _bad_data(f"oci -p {value[:60]!r} is not a port mapping")
+    return f"127.0.0.1:{host}:{container}{slash}{protocol}"
 
 
 def fill_declared(template: str, variables: dict[str, Any], supplied: Mapping[str, str]) -> tuple[str, list[str]]:

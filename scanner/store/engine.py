@@ -215,6 +215,23 @@ def _translate_error(context: ExceptionContext) -> None:
     raise StoreError(message) from original
 
 
+def missing_sqlite_file(url: str) -> str | None:
+    """The file a ``sqlite:///...`` URL names when it does not exist (None for any other URL, an in-memory
+    database, or a file that is there): a query on a mistyped URL must not create folders and an empty database
+    and answer "none". An unparseable URL is left to :func:`create_store_engine`'s own one line."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    if parsed.query.get("mode") == "memory" or database.startswith("file::memory:"):
+        return None
+    path = Path(database.removeprefix("file:").split("?", 1)[0]).expanduser()
+    return None if path.is_file() else database
+
+
 def create_store_engine(url: str) -> Engine:
     """An engine for ``url``; for SQLite, makes the parent directory and sets the pragmas on every connection."""
     try:
@@ -223,7 +240,10 @@ def create_store_engine(url: str) -> Engine:
         raise StoreError(f"Cannot use database URL {url!r}: {exc}") from exc
     from scanner.scrub import hold
 
-    hold(parsed.password if isinstance(parsed.password, str) else None)  # never in any server's published output
+    password = parsed.password if isinstance(parsed.password, str) else None
+    # Never in any server's published output (a child may read Fathom's command line): the password, and with
+    # its user as a URL holds it.
+    hold(password, f"{parsed.username}:{password}" if password and parsed.username else None)
     is_sqlite = parsed.get_backend_name() == "sqlite"
     if is_sqlite and parsed.database and parsed.database != ":memory:":
         try:

@@ -138,8 +138,11 @@ def _trial_json(report: TrialReport, trial: Trial) -> dict[str, Any]:
 
 
 def render_json(report: TrialReport) -> str:
-    # Strict JSON: the answers were read with every non-finite number made null (scanner.providers.api).
-    return json.dumps(report_json(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    # Strict JSON: the answers were read with every non-finite number made null (scanner.providers.api), and any
+    # that reached the report another way is written null too, never a bare NaN.
+    from scanner.trial.finite import finite
+
+    return json.dumps(finite(report_json(report)), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _trial_lines(trial: Trial, esc: Any, bullet: str = "  ") -> list[str]:

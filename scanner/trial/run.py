@@ -32,7 +32,7 @@ from scanner.textsafe import clean
 from scanner.trial.cases import Case
 from scanner.trial.model import Target
 from scanner.trial.price import Price, price
-from scanner.trial.validate import ArgError, SchemaUnusable, check_arguments, check_expected
+from scanner.trial.validate import ArgError, SchemaUnusable, check_arguments, check_expected, pattern_budget
 
 MAX_REPEAT = 100
 # Calls checked per answer (an answer may hold tens of thousands; each check validates a schema): the budget for
@@ -248,6 +248,17 @@ def prepare(request: TrialRequest) -> Plan:
     if not request.cases:
         raise InputError("no prompt: give --prompt TEXT, pipe one on standard input, or --cases FILE")
     tools, source = load_tools(request)
+    from scanner.trial.finite import first_non_finite
+
+    not_json = "which JSON cannot carry; nothing was sent"
+    where = first_non_finite(list(tools))
+    if where is not None:
+        raise InputError(f"{source}: the tool list holds NaN or Infinity at {where or '/'}, {not_json}")
+    for case in request.cases:
+        for label, value in (("arguments", case.arguments), ("arguments_schema", case.arguments_schema)):
+            where = first_non_finite(value)
+            if where is not None:
+                raise InputError(f"{case.name}: {label} hold NaN or Infinity at {where or '/'}, {not_json}")
     provider = request.target.api.provider
     view = providers.provider_view(provider, list(tools))
     plan = Plan(
@@ -365,7 +376,8 @@ def run(plan: Plan) -> TrialReport:
             for repetition in range(request.repeat):
                 exchange, answer = send(target.api, call, request.limits)
                 kept = answer.calls[:MAX_CHECKED_CALLS]
-                checked = tuple(check_call(tool_call, schemas, case) for tool_call in kept)
+                with pattern_budget():  # every pattern of the answer's calls together (validate.PATTERN_TOTAL_SECONDS)
+                    checked = tuple(check_call(tool_call, schemas, case) for tool_call in kept)
                 right, valid, matched, passed = judge(case, answer, checked)
                 unchecked = len(answer.calls) - len(kept)
                 passed = passed and not unchecked
@@ -419,7 +431,9 @@ def save_transcript(report: TrialReport, path: Path, error: str | None = None) -
         for trial in report.trials
     ]
     try:
-        text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False)
+        from scanner.trial.finite import finite
+
+        text = json.dumps(finite(document), indent=2, ensure_ascii=False, allow_nan=False)
         path.write_text(text + "\n", encoding="utf-8")
     except OSError as exc:
         raise InputError(f"--save {path}: cannot write ({exc.strerror})") from None

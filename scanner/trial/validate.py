@@ -6,7 +6,9 @@ The schema is the server's, bounded by :func:`scanner.providers.base.clip_json`;
 * ``$ref`` never leaves the schema: jsonschema's default registry would fetch a remote ``$ref`` over the
   network (deprecated, but still on); here an unknown reference is "cannot be checked", never a request.
 * ``pattern`` and ``patternProperties`` run on the ``regex`` module with a time limit, so a catastrophic
-  pattern cannot hang the check.
+  pattern cannot hang the check: :data:`PATTERN_SECONDS` on one value, and :data:`PATTERN_TOTAL_SECONDS` for all
+  the values of one answer's calls together (:func:`pattern_budget`; a check outside one gets its own), so a
+  thousand values that each stay just under the first limit cannot add up to minutes.
 
 Each problem is an :class:`ArgError`: the argument as a JSON Pointer into the arguments, what was expected,
 and what came.
@@ -14,7 +16,10 @@ and what came.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
+import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,6 +37,12 @@ from scanner.providers.base import clip_json
 
 PATTERN_SECONDS = 0.5
 """Longest one ``pattern`` may take on one value before it counts as not checkable."""
+
+PATTERN_TOTAL_SECONDS = 2.0
+"""Longest all patterns may take on the values of one answer's calls (or of one check outside an answer)."""
+
+# The deadline (time.monotonic()) of the pattern budget in force, or None outside one.
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("fathom_pattern_deadline", default=None)
 
 CONTAINERS_LIMIT = 256
 """Most objects or arrays in one array of a schema for which the schema itself is checked (see _checkable)."""
@@ -63,10 +74,29 @@ def pointer(path: Any) -> str:
     return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)
 
 
-def _search(pattern: str, text: str) -> bool:
+@contextlib.contextmanager
+def pattern_budget(seconds: float = PATTERN_TOTAL_SECONDS) -> Iterator[None]:
+    """Every pattern checked in the block shares ``seconds`` in all (an enclosing budget, if any, still holds)."""
+    deadline = time.monotonic() + seconds
+    outer = _DEADLINE.get()
+    token = _DEADLINE.set(deadline if outer is None else min(outer, deadline))
     try:
-        return regex.search(pattern, text, timeout=PATTERN_SECONDS) is not None
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _search(pattern: str, text: str) -> bool:
+    deadline = _DEADLINE.get()
+    left = PATTERN_SECONDS if deadline is None else min(PATTERN_SECONDS, deadline - time.monotonic())
+    spent = f"the patterns took over {PATTERN_TOTAL_SECONDS:g} s in total on these arguments"
+    if left <= 0:
+        raise SchemaUnusable(spent)
+    try:
+        return regex.search(pattern, text, timeout=left) is not None
     except TimeoutError as exc:
+        if left < PATTERN_SECONDS:
+            raise SchemaUnusable(spent) from exc
         raise SchemaUnusable(f"the pattern {_short(pattern)} took over {PATTERN_SECONDS} s on one value") from exc
     except regex.error as exc:
         raise SchemaUnusable(f"the pattern {_short(pattern)} is not a valid regular expression ({exc})") from exc
@@ -160,7 +190,8 @@ def check_arguments(schema: Any, arguments: Any) -> tuple[ArgError, ...]:
     bounded = clip_json(schema) if isinstance(schema, dict) else {"type": "object"}
     validator = _validator(bounded)
     try:
-        found = list(validator.iter_errors(arguments))
+        with pattern_budget():
+            found = list(validator.iter_errors(arguments))
     except Unresolvable as exc:  # jsonschema re-raises it wrapped, as a subclass
         raise SchemaUnusable(f"the tool's inputSchema has a $ref that does not resolve inside it ({exc})") from exc
     except RecursionError as exc:

@@ -283,4 +283,25 @@ def _json_reason(body: bytes) -> str:
 
 
 def content_type(response: Response) -> str:
+    """The media type, lower-cased, for deciding what to read (never shown: see :func:`shown_type`)."""
     return response.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+# A media type as a person may be shown it: a registered top-level type (or x-...) and a short subtype.
+_MEDIA_TYPE = re.compile(
+    r"(?:application|text|image|audio|video|multipart|message|font|model|example|x-[a-z0-9-]{1,20})"
+    r"/[a-z0-9!#$&^_.+-]{1,64}",
+    re.IGNORECASE,
+)
+MALFORMED_TYPE = "(not a media type)"
+
+
+def shown_type(response: Response) -> str:
+    """The media type as an outcome's detail and ``extra["content_type"]`` show it: as the server wrote it (not
+    lower-cased, so the scrubber recognises a credential echoed there) and only when it has the shape of a
+    media type; anything else (a token, a header value echoed back, text) is :data:`MALFORMED_TYPE`, never
+    printed or stored. ``""`` when there is none."""
+    said = response.headers.get("content-type", "").split(";")[0].strip()
+    if not said:
+        return ""
+    return said if _MEDIA_TYPE.fullmatch(said) else MALFORMED_TYPE

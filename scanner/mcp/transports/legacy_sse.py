@@ -75,10 +75,11 @@ class LegacySseTransport(ClientTransport):
             kind = http.content_type(response)
             if kind != "text/event-stream":
                 text = census.snippet(wire.decode_bytes(await http.read_prefix(response, 300)))
+                shown = http.shown_type(response)  # as written (the scrubber sees an echoed key), or not at all
                 raise ScanFailure(
                     Outcome.NOT_MCP,
-                    f"SSE URL answered {kind or 'untyped'}, not an event stream",
-                    {"content_type": kind[:100], "snippet": text},
+                    f"SSE URL answered {shown or 'untyped'}, not an event stream",
+                    {"content_type": shown[:100], "snippet": text},
                 )
             await self._read(response)
         raise ScanFailure(Outcome.INVALID_RESPONSE, "event stream closed by the server")

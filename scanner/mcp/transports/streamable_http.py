@@ -93,13 +93,15 @@ class StreamableHttpTransport(ClientTransport):
                 if isinstance(answer, list):
                     raise ScanFailure(Outcome.INVALID_RESPONSE, f"{method}: answered with a JSON array (batch)")
                 if not jsonrpc.is_response(answer):
-                    raise _not_mcp(f"{method}: answered JSON that is not a JSON-RPC response", kind, body)
+                    shown = http.shown_type(response)
+                    raise _not_mcp(f"{method}: answered JSON that is not a JSON-RPC response", shown, body)
                 return self._check_id(answer, request_id, method)
             if kind == "text/event-stream":
                 return await self._read_stream(response, request_id, method)
+            shown = http.shown_type(response)  # as written (the scrubber sees an echoed key), or not at all
             raise _not_mcp(
-                f"{method}: answer is {kind or 'untyped'}, not JSON or an event stream",
-                kind,
+                f"{method}: answer is {shown or 'untyped'}, not JSON or an event stream",
+                shown,
                 await http.read_prefix(response, 300),
             )
 
