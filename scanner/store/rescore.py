@@ -6,7 +6,7 @@ Two parts, both compared with what is stored before anything is written:
 2. every scan's own findings are recomputed from what the store kept: MCP501/MCP502 (tools changed silently,
    tools removed) and MCP503 (instructions changed silently) by walking each server's successful scans in
    order, MCP401/MCP402 over the scan's stored instructions, MCP601/MCP602 from its stored lanes and their auth
-   signals.
+   signals; the registry entry's findings (MCP701-MCP705) are kept as stored (the entry itself is not stored).
 
 A finding is *added* or *removed* per rule by its key (code, tool, pointer) against the toolset's newest stored
 catalogue (or the scan's stored findings); a finding whose key stays but whose message, hint or details moved is
@@ -214,7 +214,11 @@ def _scan_findings(
             texts[instructions_id] = row.text if row is not None else ""
         return texts[instructions_id] or None
 
-    found: list[Finding] = []
+    from scanner.rules.registrydata import REGISTRY_CODES
+
+    # The registry entry's own findings (MCP7xx) come from the server.json read at scan time, which the store does
+    # not keep whole: kept as stored, never dropped.
+    found: list[Finding] = [finding for finding in stored if finding.code in REGISTRY_CODES]
     if scan.outcome == "ok" and previous is not None:
         if previous.toolset_id != scan.toolset_id and previous.toolset_id is not None and scan.toolset_id:
             _events, over_time = history.compare_tools(

@@ -185,3 +185,15 @@ def test_csv_and_table(scanned: Scanned) -> None:
     assert {(row["server"], row["pointer"]) for row in rows} == scanned.first | scanned.second
     table = fathom("findings", "--db", scanned.db, "--rule", "MCP701", "--open")
     assert "io.example/new-hole" in table and "io.example/tenant" not in table and "(none)" not in table
+
+
+def test_rescore_keeps_them(scanned: Scanned, tmp_path: Path) -> None:
+    """``fathom rescore`` recomputes each scan's own findings from the store; the entry's are kept, not dropped."""
+    source = Path(scanned.db.removeprefix("sqlite:///"))
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(source.read_bytes())
+    db = f"sqlite:///{copy}"
+    assert "MCP701" not in fathom("rescore", "--db", db, "--dry-run")
+    fathom("rescore", "--db", db)
+    rows = json.loads(fathom("findings", "--db", db, "--rule", "MCP701", "--format", "json"))
+    assert pairs(rows) == scanned.first | scanned.second
