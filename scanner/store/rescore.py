@@ -144,10 +144,13 @@ def _rescore_toolsets(engine: Engine, sessions: sessionmaker[Session], result: R
             toolset = Toolset(tools=tuple(codec.decompress_tools(row.data)), sha256=row.sha256)
             version = _newest_version(session, toolset_id, result.rule_version)
             before = common.toolset_findings(session, toolset_id, version) if version is not None else []
+            # A count is the same only with the same method: a new render relabels even an unchanged number.
             tokens = {
-                provider: count
-                for provider, count in session.execute(
-                    select(ToolsetToken.provider, ToolsetToken.tokens).where(ToolsetToken.toolset_id == toolset_id)
+                provider: (count, method)
+                for provider, count, method in session.execute(
+                    select(ToolsetToken.provider, ToolsetToken.tokens, ToolsetToken.method).where(
+                        ToolsetToken.toolset_id == toolset_id
+                    )
                 )
             }
         try:
@@ -159,7 +162,7 @@ def _rescore_toolsets(engine: Engine, sessions: sessionmaker[Session], result: R
             continue
         result.measured += 1
         differs = compare(result, before, report.findings)
-        same_tokens = tokens == {provider: count.tokens for provider, count in report.tokens.items()}
+        same_tokens = tokens == {p: (count.tokens, count.method[:200]) for p, count in report.tokens.items()}
         if not differs and same_tokens and version == result.rule_version:
             continue
         result.toolsets_changed += 1
