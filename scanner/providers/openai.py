@@ -15,7 +15,7 @@ each. What the renderer does not read, this does not render either: a ``$ref`` (
 ``anyOf``, ``allOf``, ``const`` and untyped schemas are ``any`` (or the plain ``type`` beside them), an enum of
 numbers is ``number``. Counting the raw JSON would overstate the cost about 2x. On every real list in
 ``tests/fixtures/real`` the text is the renderer's byte for byte, but for the one deliberate difference: a tool
-that takes no properties is ``() => any`` (as the documentation writes it), not ``(_: {\n}) => any``
+that takes no properties is ``() => any`` (as the documentation writes it), not ``(_: {\\n}) => any``
 (tests/providers/test_openai_harmony.py).
 
 The count is o200k_base over the rendered ``# Tools`` section, plus :data:`OVERHEAD` tokens for the fixed text
@@ -124,7 +124,7 @@ def render_function(parts: ToolParts) -> str:
     """One function as harmony renders it: description comments, then its type line (newline included).
 
     A schema that takes no properties (an object type without any, or no schema) is ``() => any``, as the harmony
-    documentation writes a function without parameters; the renderer writes ``(_: {\n}) => any`` for MCP's
+    documentation writes a function without parameters; the renderer writes ``(_: {\\n}) => any`` for MCP's
     ``{"type": "object"}`` (the one deliberate difference, a couple of tokens a tool).
     """
     lines = [f"// {line}" for line in _lines(parts.description or "")]
@@ -137,7 +137,7 @@ def render_function(parts: ToolParts) -> str:
 
 
 def _lines(text: str) -> list[str]:
-    """Rust's ``str::lines``: split at ``\n`` (a ``\r`` before it dropped), no empty line after a final one."""
+    """Rust's ``str::lines``: split at ``\\n`` (a ``\\r`` before it dropped), no empty line after a final one."""
     if not text:
         return []
     lines = text.split("\n")
