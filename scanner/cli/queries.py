@@ -77,13 +77,18 @@ def findings(
     severity: Annotated[SeverityChoice | None, typer.Option(help="Only findings of this severity.")] = None,
     still_open: Annotated[
         bool,
-        typer.Option("--open", help="Only findings not gone: present in their server's newest scan that listed tools."),
+        typer.Option(
+            "--open",
+            help="Only findings not gone: present in their server's newest scan that listed tools (a registry-data "
+            "finding, MCP7xx: in its newest scan).",
+        ),
     ] = False,
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
     wide: WideOption = False,
 ) -> None:
-    """Findings over time, with the run each first appeared in and the run it went away in (if it did).
+    """Findings over time, with the run each first appeared in and the run it went away in (if it did): the tool
+    lists' findings, each scan's own, and the registry entries' (MCP701-MCP705, whatever the scan's outcome).
 
     An unknown rule code or slug is an error (exit 2) that names the nearest one."""
     from datetime import datetime

@@ -6,13 +6,17 @@ property required at every level, which almost no MCP schema satisfies, and the 
 turn it on for server tools. The rules (MCP205, MCP208) say where a schema would not survive strict mode.
 
 The model does not read the JSON. Functions are rendered into the developer message as a TypeScript-like
-``namespace functions { ... }`` block, the format openai/harmony ``docs/format.md`` documents (and its renderer,
-``src/encoding.rs``, implements): description lines become ``//`` comments, each function is
-``type name = (_: { ... }) => any;`` (``() => any`` without parameters), properties get their description as
-a comment above, ``?`` when optional, enums as unions of literals, ``// default: x`` after the type, nested
-objects inline, arrays as ``T[]``. Counting the raw JSON would overstate the cost about 2x. Against the
-``openai-harmony`` renderer itself the count agrees within 2 % (docs/tokens.md); the two deliberate differences
-are ``() => any`` for a tool without properties (as the documentation says) and unions for ``anyOf``.
+``namespace functions { ... }`` block, the format openai/harmony ``docs/format.md`` documents, written here as
+its published renderer (``openai-harmony`` 0.0.8, ``src/encoding.rs``) writes it, quirks included: description
+lines become ``//`` comments, each function is ``type name = (_: { ... }) => any;``, properties get their title,
+description and examples as comments above, ``?`` when optional, string enums as unions of literals,
+``// default: x`` after the type, nested objects inline, arrays as ``T[]``, ``oneOf`` as one `` | variant`` line
+each. What the renderer does not read, this does not render either: a ``$ref`` (shared ``$defs`` included),
+``anyOf``, ``allOf``, ``const`` and untyped schemas are ``any`` (or the plain ``type`` beside them), an enum of
+numbers is ``number``. Counting the raw JSON would overstate the cost about 2x. On every real list in
+``tests/fixtures/real`` the text is the renderer's byte for byte, but for the one deliberate difference: a tool
+that takes no properties is ``() => any`` (as the documentation writes it), not ``(_: {\\n}) => any``
+(tests/providers/test_openai_harmony.py).
 
 The count is o200k_base over the rendered ``# Tools`` section, plus :data:`OVERHEAD` tokens for the fixed text
 a request with functions gains outside it (see :data:`OVERHEAD_PIECES`).
@@ -27,7 +31,7 @@ from typing import Any
 
 from scanner import tokenizer
 from scanner.models import TokenCount
-from scanner.providers.base import EMPTY_OBJECT_SCHEMA, Measurement, Provider, ToolParts, plain_json, read_tool
+from scanner.providers.base import EMPTY_OBJECT_SCHEMA, Measurement, Provider, ToolParts, read_tool
 
 HEADER = "# Tools\n\n## functions\n\nnamespace functions {\n\n"
 FOOTER = "} // namespace functions"
@@ -40,7 +44,9 @@ previous line's final pre-token, so it is not counted twice)."""
 OVERHEAD = 15
 """o200k_base tokens of :data:`OVERHEAD_PIECES`, each counted alone (tests recount them)."""
 
-METHOD = f"o200k_base(harmony namespace render)+{OVERHEAD}"
+METHOD = f"o200k_base(harmony namespace render, openai-harmony 0.0.8)+{OVERHEAD}"
+"""Names the renderer whose output is counted; the version changes with what the render does, so stored counts
+made by an earlier render (``o200k_base(harmony namespace render)+15``: unions for ``anyOf``) stay told apart."""
 INDENT = "    "
 
 
@@ -115,18 +121,33 @@ def _seam_tokens() -> tuple[int, int, int, int]:
 
 
 def render_function(parts: ToolParts) -> str:
-    """One function as harmony renders it: description comments, then its type line (newline included)."""
-    lines = _comment(parts.description or "", "")
+    """One function as harmony renders it: description comments, then its type line (newline included).
+
+    A schema that takes no properties (an object type without any, or no schema) is ``() => any``, as the harmony
+    documentation writes a function without parameters; the renderer writes ``(_: {\\n}) => any`` for MCP's
+    ``{"type": "object"}`` (the one deliberate difference, a couple of tokens a tool).
+    """
+    lines = [f"// {line}" for line in _lines(parts.description or "")]
     schema = parts.schema
-    if schema is not None and _has_properties(schema):
-        lines.append(f"type {parts.name} = (_: {_braced(schema, 0)}) => any;")
-    else:
+    if schema is None or _takes_nothing(schema):
         lines.append(f"type {parts.name} = () => any;")
+    else:
+        lines.append(f"type {parts.name} = (_: {_type(schema, '')}) => any;")
     return "\n".join(lines) + "\n"
 
 
-def _comment(text: str, indent: str) -> list[str]:
-    return [f"{indent}// {line}" for line in text.splitlines()]
+def _lines(text: str) -> list[str]:
+    """Rust's ``str::lines``: split at ``\\n`` (a ``\\r`` before it dropped), no empty line after a final one."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def _takes_nothing(schema: dict[str, Any]) -> bool:
+    return schema.get("type") == "object" and not isinstance(schema.get("oneOf"), list) and not _has_properties(schema)
 
 
 def _has_properties(schema: dict[str, Any]) -> bool:
@@ -134,113 +155,152 @@ def _has_properties(schema: dict[str, Any]) -> bool:
     return isinstance(properties, dict) and bool(properties)
 
 
-def _object(schema: dict[str, Any], depth: int) -> str:
-    """``{ ... }`` with one line per property; ``depth`` is the nesting level of the properties inside."""
-    indent = INDENT * depth
-    properties = schema.get("properties")
-    assert isinstance(properties, dict)
-    required = schema.get("required")
-    required_names = {name for name in required if isinstance(name, str)} if isinstance(required, list) else set()
-    out = ["{"]
-    for key, prop in properties.items():
-        prop_schema = prop if isinstance(prop, dict) else {}
-        title = prop_schema.get("title")
-        if isinstance(title, str) and title:
-            out.extend(_comment(title, indent))
-            out.append(f"{indent}//")
-        description = prop_schema.get("description")
-        if isinstance(description, str):
-            out.extend(_comment(description, indent))
-        examples = prop_schema.get("examples")
-        if isinstance(examples, list) and any(isinstance(example, str) for example in examples):
-            out.append(f"{indent}// Examples:")
-            out.extend(f'{indent}// - "{example}"' for example in examples if isinstance(example, str))
-        optional = "" if key in required_names else "?"
-        line = f"{indent}{key}{optional}: {_type(prop_schema, depth + 1)},"
-        if "default" in prop_schema:
-            line += f" // default: {_default(prop_schema)}"
-        out.append(line)
-    out.append(indent + "}")  # harmony closes a nested object at its properties' indent
-    return "\n".join(out)
+# What the renderer writes for a scalar ``type``; any other name (``"null"`` included) is ``any``.
+_SCALARS = {"number": "number", "integer": "number", "boolean": "boolean"}
 
 
-_SCALARS = {"string": "string", "number": "number", "integer": "number", "boolean": "boolean", "null": "null"}
-# Keywords that make a scalar-typed schema render as more than its type's name.
-_PLAIN_SCALAR = frozenset(("enum", "const", "anyOf", "oneOf", "allOf", "nullable"))
+def _type(schema: Any, indent: str) -> str:
+    """The TypeScript-like type of a schema as the reference renderer writes it; ``indent`` is the indent of an
+    inline object's properties (and of its closing brace).
 
-
-def _type(schema: Any, depth: int) -> str:
-    """The TypeScript-like type of a schema; ``depth`` is where an inline object's properties would sit."""
-    if not isinstance(schema, dict) or "$ref" in schema:
-        return "any"  # references are never resolved
+    It reads only ``oneOf``, ``type``, ``enum`` (of a string), ``items`` and an object's ``properties``: a
+    ``$ref`` is never resolved, and ``anyOf``, ``allOf``, ``const``, an enum of another type or an untyped schema
+    are not rendered (``any``, or the plain ``type`` beside them), so ``anyOf: [A, null]`` is ``any`` and a
+    shared ``$defs`` item is ``any[]``.
+    """
+    if not isinstance(schema, dict):
+        return "any"
+    variants = schema.get("oneOf")
+    if isinstance(variants, list):
+        return "".join(
+            f"\n{indent} | {_variant(v, indent, repeated=None, drop_description=False, quote_enum=True)}"
+            for v in variants
+        )
     declared = schema.get("type")
-    if type(declared) is str and declared in _SCALARS and _PLAIN_SCALAR.isdisjoint(schema):
-        return _SCALARS[declared]  # most parameters: what the general path below gives them, sooner
-    enum = schema.get("enum")
-    if isinstance(enum, list):
-        literals = [_literal(value) for value in enum if _is_scalar(value)]
-        if literals:
-            return _nullable(schema, " | ".join(dict.fromkeys(literals)))
-    if "const" in schema and _is_scalar(schema["const"]):
-        return _nullable(schema, _literal(schema["const"]))
-    for keyword in ("anyOf", "oneOf"):
-        branches = schema.get(keyword)
-        if isinstance(branches, list) and branches:
-            return _nullable(schema, " | ".join(dict.fromkeys(_type(branch, depth) for branch in branches)))
-    branches = schema.get("allOf")
-    if isinstance(branches, list) and branches:
-        return _nullable(schema, " & ".join(dict.fromkeys(_type(branch, depth) for branch in branches)))
-    names = [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else []
-    names = [name for name in names if isinstance(name, str)]
-    if not names:
-        if _has_properties(schema):
-            names = ["object"]
-        elif "items" in schema:
-            names = ["array"]
-    rendered = [_named_type(schema, name, depth) for name in names]
-    return _nullable(schema, " | ".join(dict.fromkeys(rendered)) if rendered else "any")
-
-
-def _named_type(schema: dict[str, Any], name: str, depth: int) -> str:
-    if name in _SCALARS:
-        return _SCALARS[name]
-    if name == "array":
-        items = schema.get("items")
-        if not isinstance(items, dict):
-            return "any[]"
-        inner = _type(items, depth)
-        return f"({inner})[]" if " | " in inner or " & " in inner else f"{inner}[]"
-    if name == "object":
-        return _braced(schema, depth) if _has_properties(schema) else "object"
+    if isinstance(declared, list):
+        names = ["number" if name == "integer" else name for name in declared if isinstance(name, str)]
+        if names:
+            return " | ".join(names)
+        return "any"
+    if not isinstance(declared, str):
+        return "any"
+    scalar = _SCALARS.get(declared)
+    if scalar is not None:
+        return scalar
+    if declared == "string":
+        enum = schema.get("enum")
+        literals = [f'"{value}"' for value in enum if isinstance(value, str)] if isinstance(enum, list) else []
+        return " | ".join(literals) if literals else "string"
+    if declared == "array":
+        return f"{_type(schema['items'], indent)}[]" if "items" in schema else "Array<any>"
+    if declared == "object":
+        return _object(schema, indent)
     return "any"
 
 
-def _braced(schema: dict[str, Any], depth: int) -> str:
-    """An object with properties; like harmony, its own description is also written just before the brace
-    (so a described property object shows its description twice: above the property and here)."""
+def _variant(variant: Any, indent: str, *, repeated: str | None, drop_description: bool, quote_enum: bool) -> str:
+    """One ``oneOf`` member after its `` | ``: its type, then its description (unless dropped or equal to
+    ``repeated``, the property's own) and its default as one trailing comment."""
+    rendered = _with_null(variant, _type(variant, indent + "   "))
+    if not isinstance(variant, dict):
+        return rendered
+    trailing = []
+    description = variant.get("description")
+    if isinstance(description, str) and not drop_description and description != repeated:
+        trailing.append(description)
+    if "default" in variant:
+        trailing.append(f"default: {_default(variant, quote_enum=quote_enum)}")
+    return f"{rendered} // {' '.join(trailing)}" if trailing else rendered
+
+
+def _object(schema: dict[str, Any], indent: str) -> str:
+    """``{ ... }``, one property per line at ``indent``, closed at ``indent`` (the renderer's habit); the object's
+    own description just before the brace, so a described property object shows it twice."""
+    out = []
     description = schema.get("description")
-    if not isinstance(description, str):
-        return _object(schema, depth)
-    return "".join(f"{line}\n" for line in _comment(description, INDENT * depth)) + _object(schema, depth)
+    if isinstance(description, str):
+        out.append(f"{indent}// {description}\n")
+    out.append("{\n")
+    properties = schema.get("properties")
+    if isinstance(properties, dict):
+        required = schema.get("required")
+        required_names = {name for name in required if isinstance(name, str)} if isinstance(required, list) else set()
+        for key, prop in properties.items():
+            out.append(_property(key, prop, key in required_names, indent))
+    out.append(indent + "}")
+    return "".join(out)
 
 
-def _nullable(schema: dict[str, Any], rendered: str) -> str:
-    if schema.get("nullable") is True and "null" not in rendered.split(" | "):
+def _property(key: str, prop: Any, required: bool, indent: str) -> str:
+    """One property's comments (title, description, examples, each ``// `` once: a multi-line text keeps its
+    later lines bare, as the renderer writes them) and its line."""
+    schema = prop if isinstance(prop, dict) else {}
+    out = []
+    title = schema.get("title")
+    if isinstance(title, str):
+        out.append(f"{indent}// {title}\n{indent}//\n")
+    description = schema.get("description")
+    description = description if isinstance(description, str) else None
+    has_one_of = "oneOf" in schema
+    if description is not None and not has_one_of:
+        out.append(f"{indent}// {description}\n")
+    examples = schema.get("examples")
+    if isinstance(examples, list) and examples:
+        out.append(f"{indent}// Examples:\n")
+        out.extend(f'{indent}// - "{example}"\n' for example in examples if isinstance(example, str))
+    optional = "" if required else "?"
+    variants = schema.get("oneOf")
+    if isinstance(variants, list):
+        return "".join(out) + _one_of_property(key + optional, schema, variants, description, indent)
+    line = f"{indent}{key}{optional}: {_with_null(schema, _type(schema, indent + INDENT))},"
+    if "default" in schema and not has_one_of:
+        line += f" // default: {_default(schema, quote_enum=False)}"
+    out.append(line + "\n")
+    return "".join(out)
+
+
+def _one_of_property(
+    label: str, schema: dict[str, Any], variants: list[Any], description: str | None, indent: str
+) -> str:
+    """A ``oneOf`` property: its description above (unless the first variant says the same), its default, then
+    ``name:`` and one `` | variant`` line each, closed by a line holding only the comma."""
+    out = []
+    first = variants[0] if variants else None
+    first_description = first.get("description") if isinstance(first, dict) else None
+    above = description is not None and description != first_description
+    if above:
+        out.append(f"{indent}// {description}\n")
+    if "default" in schema:
+        out.append(f"{indent}// default: {_default(schema, quote_enum=False)}\n")
+    out.append(f"{indent}{label}:\n")
+    for index, variant in enumerate(variants):
+        drop = index == 0 and above
+        rendered = _variant(variant, indent, repeated=description, drop_description=drop, quote_enum=False)
+        out.append(f"{indent} | {rendered}\n")
+    out.append(f"{indent},\n")
+    return "".join(out)
+
+
+def _with_null(schema: Any, rendered: str) -> str:
+    """``| null`` after a ``nullable: true`` schema's type, unless the text already says null anywhere."""
+    if isinstance(schema, dict) and schema.get("nullable") is True and "null" not in rendered:
         return f"{rendered} | null"
     return rendered
 
 
-def _is_scalar(value: Any) -> bool:
-    return value is None or isinstance(value, str | bool | int | float)
-
-
-def _literal(value: Any) -> str:
-    return plain_json(value)
-
-
-def _default(schema: dict[str, Any]) -> str:
+def _default(schema: dict[str, Any], *, quote_enum: bool) -> str:
+    """A default as the renderer writes it: a string quoted unless the schema has a non-empty ``enum`` (a top-level
+    ``oneOf`` variant quotes even then: ``quote_enum``), anything else as compact JSON."""
     value = schema["default"]
     if isinstance(value, str):
-        # harmony quotes a string default unless the property is an enum (whose members are already shown).
-        return value if isinstance(schema.get("enum"), list) else f'"{value}"'
+        enum = schema.get("enum")
+        if isinstance(enum, list) and enum and not quote_enum:
+            return value
+        if isinstance(enum, list) and enum:
+            return _json(value)
+        return f'"{value}"'
+    return _json(value)
+
+
+def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

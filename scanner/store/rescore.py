@@ -6,7 +6,7 @@ Two parts, both compared with what is stored before anything is written:
 2. every scan's own findings are recomputed from what the store kept: MCP501/MCP502 (tools changed silently,
    tools removed) and MCP503 (instructions changed silently) by walking each server's successful scans in
    order, MCP401/MCP402 over the scan's stored instructions, MCP601/MCP602 from its stored lanes and their auth
-   signals.
+   signals; the registry entry's findings (MCP701-MCP705) are kept as stored (the entry itself is not stored).
 
 A finding is *added* or *removed* per rule by its key (code, tool, pointer) against the toolset's newest stored
 catalogue (or the scan's stored findings); a finding whose key stays but whose message, hint or details moved is
@@ -144,10 +144,13 @@ def _rescore_toolsets(engine: Engine, sessions: sessionmaker[Session], result: R
             toolset = Toolset(tools=tuple(codec.decompress_tools(row.data)), sha256=row.sha256)
             version = _newest_version(session, toolset_id, result.rule_version)
             before = common.toolset_findings(session, toolset_id, version) if version is not None else []
+            # A count is the same only with the same method: a new render relabels even an unchanged number.
             tokens = {
-                provider: count
-                for provider, count in session.execute(
-                    select(ToolsetToken.provider, ToolsetToken.tokens).where(ToolsetToken.toolset_id == toolset_id)
+                provider: (count, method)
+                for provider, count, method in session.execute(
+                    select(ToolsetToken.provider, ToolsetToken.tokens, ToolsetToken.method).where(
+                        ToolsetToken.toolset_id == toolset_id
+                    )
                 )
             }
         try:
@@ -159,7 +162,7 @@ def _rescore_toolsets(engine: Engine, sessions: sessionmaker[Session], result: R
             continue
         result.measured += 1
         differs = compare(result, before, report.findings)
-        same_tokens = tokens == {provider: count.tokens for provider, count in report.tokens.items()}
+        same_tokens = tokens == {p: (count.tokens, count.method[:200]) for p, count in report.tokens.items()}
         if not differs and same_tokens and version == result.rule_version:
             continue
         result.toolsets_changed += 1
@@ -214,7 +217,11 @@ def _scan_findings(
             texts[instructions_id] = row.text if row is not None else ""
         return texts[instructions_id] or None
 
-    found: list[Finding] = []
+    from scanner.rules.registrydata import REGISTRY_CODES
+
+    # The registry entry's own findings (MCP7xx) come from the server.json read at scan time, which the store does
+    # not keep whole: kept as stored, never dropped.
+    found: list[Finding] = [finding for finding in stored if finding.code in REGISTRY_CODES]
     if scan.outcome == "ok" and previous is not None:
         if previous.toolset_id != scan.toolset_id and previous.toolset_id is not None and scan.toolset_id:
             _events, over_time = history.compare_tools(

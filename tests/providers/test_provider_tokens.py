@@ -55,7 +55,7 @@ def test_methods_name_how_each_number_is_made() -> None:
         "+346 system prompt",
         "anthropic-v3": "o200k_base(<functions> block)x1.10 (Claude 3 to Opus 4.6 tokenizer, calibrated with ctok, "
         "±4 %)+346 system prompt",
-        "openai": "o200k_base(harmony namespace render)+15",
+        "openai": "o200k_base(harmony namespace render, openai-harmony 0.0.8)+15",
         "gemini": "o200k_base(functionDeclarations JSON, parametersJsonSchema as Gemini CLI and @google/genai "
         "send it)x1.04, serialisation undocumented by Google",
         "gemini-openapi": "o200k_base(functionDeclarations JSON, parameters converted to the OpenAPI subset)x1.04, "

@@ -99,3 +99,23 @@ def test_rescore_dry_run_on_the_command_line(tmp_path: Path) -> None:
     assert "changed 1 tool lists" in second.output
     third = runner.invoke(app, ["rescore", "--db", str(db)])
     assert "nothing changed; nothing written" in third.output
+
+
+def test_rescore_relabels_a_count_made_by_an_older_method(store: Store) -> None:
+    """A count stored under an older method string (the OpenAI render before it followed openai-harmony) is
+    measured again and relabelled, even where the number came out the same."""
+    from sqlalchemy import text
+
+    from scanner.providers.openai import METHOD
+
+    run = store.start_run("list.txt", "4", {})
+    store.record_scan(run, entry("a"), ok(ECHO), check.measure)
+    store.finish_run(run)
+    sha = Toolset.from_tools(tuple(ECHO)).sha256
+    with store.engine.begin() as connection:
+        old = "o200k_base(harmony namespace render)+15"
+        connection.execute(text("UPDATE toolset_tokens SET method = :old WHERE provider = 'openai'"), {"old": old})
+    assert store.rescore_history("4", check.measure, dry_run=True).toolsets_changed == 1
+    store.rescore_history("4", check.measure)
+    assert store.toolset_tokens(sha)["openai"].method == METHOD
+    assert store.rescore_history("4", check.measure, dry_run=True).toolsets_changed == 0

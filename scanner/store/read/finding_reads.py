@@ -1,4 +1,12 @@
-"""Reads: findings over time."""
+"""Reads: findings over time.
+
+A finding's stretches (first seen, gone) come from two sources. A tool list's findings and a scan's own (history,
+lanes, instructions) from the ``finding_appeared``/``finding_resolved`` events, written when a scan listed tools.
+Registry-data findings (MCP701-MCP705, on the registry entry itself) are stored with every scan of the entry
+whatever its outcome, and most such entries never list tools, so their stretches are read from those rows
+instead: a finding (server, code, pointer) appears with the first scan that holds it and goes with the next scan
+of that server that does not.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +15,7 @@ from collections import defaultdict
 from dataclasses import replace
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import and_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from scanner import history as changes
@@ -19,7 +27,9 @@ from scanner.store.rows import (
 )
 from scanner.store.tables import (
     Event,
+    Scan,
     Server,
+    StoredFinding,
 )
 
 _FINDING_EVENTS = (changes.FINDING_APPEARED, changes.FINDING_RESOLVED)
@@ -47,13 +57,17 @@ def findings(
     """
     wanted = rule.strip() if rule else None
     code = wanted.upper() if wanted and _CODE.fullmatch(wanted.upper()) else None
+    registry = _registry_codes()
     with sessions() as session:
         server_id = common.server_id(session, server) if server is not None else None
-        intervals = _finding_intervals(session, server_id, code)
+        intervals = _finding_intervals(session, server_id, code, registry)
+        entry_intervals = _RegistryIntervals()
+        if code is None or code in registry:
+            entry_intervals = _registry_intervals(session, server_id, code, registry)
         if run is not None:
-            rows = _run_findings(session, run, server_id, intervals)
+            rows = _run_findings(session, run, server_id, intervals, entry_intervals, registry)
         else:
-            rows = [interval.row for interval in intervals.values_flat()]
+            rows = [interval.row for interval in (*intervals.values_flat(), *entry_intervals.values_flat())]
     result = [
         row
         for row in rows
@@ -66,13 +80,26 @@ def findings(
     return result
 
 
-def _finding_intervals(session: Session, server_id: int | None, code: str | None = None) -> _Intervals:
+def _registry_codes() -> tuple[str, ...]:
+    """The registry-data rules' codes (MCP701-MCP705)."""
+    from scanner.rules.registrydata import REGISTRY_CODES
+
+    return tuple(REGISTRY_CODES)
+
+
+def _finding_intervals(
+    session: Session, server_id: int | None, code: str | None = None, registry: tuple[str, ...] = ()
+) -> _Intervals:
+    """Stretches from the finding events, leaving out the registry-data codes (read by :func:`_registry_intervals`:
+    their events exist only for scans that listed tools)."""
     query = (
         select(Event, Server.name)
         .join(Server, Server.id == Event.server_id)
         .where(Event.kind.in_(_FINDING_EVENTS))
         .order_by(Event.id)
     )
+    if registry:
+        query = query.where(Event.code.not_in(registry))
     if server_id is not None:
         query = query.where(Event.server_id == server_id)
     if code is not None:
@@ -83,11 +110,21 @@ def _finding_intervals(session: Session, server_id: int | None, code: str | None
     return intervals
 
 
-def _run_findings(session: Session, run_id: int, server_id: int | None, intervals: _Intervals) -> list[FindingRow]:
+def _run_findings(
+    session: Session,
+    run_id: int,
+    server_id: int | None,
+    intervals: _Intervals,
+    entry_intervals: _RegistryIntervals,
+    registry: tuple[str, ...],
+) -> list[FindingRow]:
     rows = []
     for leader in _leaderboard(session, run_id, server_id):
         for finding in leader.findings:
-            interval = intervals.at(leader.server, finding.code, finding.tool, leader.scan_id)
+            if finding.code in registry:
+                interval = entry_intervals.at(leader.server, finding.code, finding.pointer, leader.scan_id)
+            else:
+                interval = intervals.at(leader.server, finding.code, finding.tool, leader.scan_id)
             rows.append(
                 FindingRow(
                     server=leader.server,
@@ -155,7 +192,7 @@ class _Interval:
             gone_at=None,
         )
 
-    def close(self, event: Event) -> None:
+    def close(self, event: Event | _ScanMark) -> None:
         self.gone_run, self.gone_at = event.run_id, event.at
         self.row = replace(self.row, gone_run=event.run_id, gone_at=event.at)
 
@@ -185,3 +222,109 @@ class _Intervals:
             if interval.first_scan <= scan_id:
                 found = interval
         return found
+
+
+class _ScanMark:
+    """A scan as a stretch of a registry-data finding sees it: where and when it was."""
+
+    __slots__ = ("at", "run_id", "scan_id")
+
+    def __init__(self, scan_id: int, run_id: int, at: datetime) -> None:
+        self.scan_id, self.run_id, self.at = scan_id, run_id, at
+
+
+class _EntryInterval(_Interval):
+    """One stretch of a registry-data finding: from the first scan holding it to the next scan without it."""
+
+    def __init__(self, finding: StoredFinding, scan: _ScanMark, name: str) -> None:
+        # Not _Interval's constructor: the stretch starts at a scan, not at an event.
+        self.first_run = scan.run_id
+        self.first_at = scan.at
+        self.first_scan = scan.scan_id
+        self.gone_run = None
+        self.gone_at = None
+        stored = common.finding_from_row(finding)
+        self.row = FindingRow(
+            server=name,
+            code=stored.code,
+            rule=stored.rule,
+            severity=stored.severity,
+            tool=stored.tool,
+            tool_index=stored.tool_index,
+            message=stored.message,
+            hint=stored.hint,
+            pointer=stored.pointer,
+            details=dict(stored.details),
+            run_id=None,
+            first_seen_run=scan.run_id,
+            first_seen_at=scan.at,
+            gone_run=None,
+            gone_at=None,
+        )
+
+
+class _RegistryIntervals:
+    """Registry-data finding stretches per (server, code, pointer), built from each server's scans in id order."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[str, str, str | None], list[_EntryInterval]] = defaultdict(list)
+        self._server: str | None = None
+        self._open: dict[tuple[str, str, str | None], _EntryInterval] = {}  # the current server's open stretches
+
+    def scan(self, name: str, scan: _ScanMark, held: list[StoredFinding]) -> None:
+        """One scan of server ``name`` (each server's scans in order, one server after another) holding the
+        registry findings ``held``: open what is new, close what went."""
+        if name != self._server:
+            self._server, self._open = name, {}
+        keys = set()
+        for finding in held:
+            key = (name, finding.code, finding.pointer)
+            keys.add(key)
+            if key not in self._open:
+                interval = _EntryInterval(finding, scan, name)
+                self._by_key[key].append(interval)
+                self._open[key] = interval
+        for key in [key for key in self._open if key not in keys]:
+            self._open.pop(key).close(scan)
+
+    def values_flat(self) -> list[_EntryInterval]:
+        return [interval for stretches in self._by_key.values() for interval in stretches]
+
+    def at(self, server: str, code: str, pointer: str | None, scan_id: int) -> _Interval | None:
+        """The stretch that covers ``scan_id`` (the last one that began at or before it)."""
+        found: _Interval | None = None
+        for interval in self._by_key.get((server, code, pointer), []):
+            if interval.first_scan <= scan_id:
+                found = interval
+        return found
+
+
+def _registry_intervals(
+    session: Session, server_id: int | None, code: str | None, registry: tuple[str, ...]
+) -> _RegistryIntervals:
+    """Registry-data finding stretches from the stored findings of every scan of each server that ever had one
+    (only those servers' scans are read, in one query ordered by server and scan)."""
+    wanted = StoredFinding.code == code if code is not None else StoredFinding.code.in_(registry)
+    having = select(Scan.server_id).join(StoredFinding, StoredFinding.scan_id == Scan.id).where(wanted).distinct()
+    if server_id is not None:
+        having = having.where(Scan.server_id == server_id)
+    query = (
+        select(Scan.id, Scan.run_id, Scan.scanned_at, Scan.server_id, Server.name, StoredFinding)
+        .join(Server, Server.id == Scan.server_id)
+        .outerjoin(StoredFinding, and_(StoredFinding.scan_id == Scan.id, wanted))
+        .where(Scan.server_id.in_(having))
+        .order_by(Scan.server_id, Scan.id, StoredFinding.id)
+    )
+    intervals = _RegistryIntervals()
+    current: tuple[int, str, _ScanMark] | None = None
+    held: list[StoredFinding] = []
+    for scan_id, run_id, scanned_at, _server, name, finding in session.execute(query):
+        if current is None or current[0] != scan_id:
+            if current is not None:
+                intervals.scan(current[1], current[2], held)
+            current, held = (scan_id, name, _ScanMark(scan_id, run_id, scanned_at)), []
+        if finding is not None:
+            held.append(finding)
+    if current is not None:
+        intervals.scan(current[1], current[2], held)
+    return intervals
