@@ -326,10 +326,13 @@ def check(
         assert result.outcome is not None
         if out_format in (CheckFormat.json, CheckFormat.sarif):  # a parseable document even then (CI uploads)
             _out(_render_check(result, out_format, anchor=chosen.config))
+        from scanner.report.check_next import check_next_step
         from scanner.textsafe import clean
 
         found = "".join(f"; {f.code} {f.rule}: {clean(f.message)}" for f in result.outcome_findings)
-        _fail(f"{clean(result.source)}: {result.outcome.outcome.value}: {result.outcome.detail}{found}", 3)
+        step = check_next_step(result.outcome, url=url, timeout=timeout)
+        step = f"; next: {step}" if step else ""
+        _fail(f"{clean(result.source)}: {result.outcome.outcome.value}: {result.outcome.detail}{found}{step}", 3)
     if as_provider is not None:
         import json
 

@@ -50,7 +50,7 @@ from scanner.report.jsonout import render_json
 from scanner.report.markdown import render_markdown
 from scanner.report.nextstep import next_step
 from scanner.report.registry_health import run_health, write_health
-from scanner.report.text import clean_text, unique_slugs
+from scanner.report.text import ERA_WORDS, clean_text, unique_slugs
 from scanner.score import SCORE_FORMULA, SCORE_VERSION, ScoreBreakdown, score_breakdown
 from scanner.store import Store
 from scanner.store.rows import EventRow, HistoryColumns, LeaderRow, RunRow
@@ -450,13 +450,6 @@ def score_shares(tools_count: int, findings: Sequence[Finding], tokens: int) -> 
         )
     shares.sort(key=lambda share: (-share.points, share.code))
     return tuple(shares)
-
-
-# The handshake era in plain words: the stored value says which handshake answered, not how good it is.
-ERA_WORDS = {
-    "legacy": "initialize handshake (MCP 2024-11-05 to 2025-11-25, what most clients speak today)",
-    "stateless": "stateless server/discover (MCP 2026-07-28)",
-}
 
 
 _NO_TOKENS: Mapping[str, int] = {}

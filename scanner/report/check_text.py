@@ -14,6 +14,7 @@ from scanner.baseline import Comparison
 from scanner.check import CheckResult
 from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT, CheckReport, ScanOutcome, Severity, ToolCost
 from scanner.report.check_groups import FindingGroup, group_findings
+from scanner.report.text import ERA_WORDS
 from scanner.textsafe import clean
 
 _SEVERITY_STYLE = {Severity.PROBLEM: "31;1", Severity.WARNING: "33;1", Severity.NOTE: "36"}
@@ -32,7 +33,8 @@ def server_lines(outcome: ScanOutcome, paint: _Painter) -> list[str]:
     version = f" {clean(outcome.server_version)}" if outcome.server_version else ""
     parts = [f"{outcome.transport}"]
     if outcome.protocol_version:
-        parts.append(f"protocol {clean(outcome.protocol_version)} ({outcome.era or 'unknown era'})")
+        era = ERA_WORDS.get(outcome.era or "", outcome.era or "unknown handshake")
+        parts.append(f"protocol {clean(outcome.protocol_version)} ({era})")
     if outcome.capability_profile:
         parts.append(f"client profile {outcome.capability_profile}")
     total = outcome.timings_ms.get("total")

@@ -17,6 +17,12 @@ from typing import Any
 from scanner.errors import InputError
 from scanner.textsafe import clean_text
 
+# The handshake era in plain words: the stored value says which handshake answered, not how good it is.
+ERA_WORDS = {
+    "legacy": "initialize handshake (MCP 2024-11-05 to 2025-11-25, what most clients speak today)",
+    "stateless": "stateless server/discover (MCP 2026-07-28)",
+}
+
 __all__ = ["DEFAULT_LIMIT", "clean_text", "markdown_escape", "slugify", "unique_slugs", "xml_escape"]
 
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9_-]+")
