@@ -340,6 +340,31 @@ def _measure(
     return replace(report, findings=kept), ignored
 
 
+def stale_ignores(result: CheckResult, tool_ignores: Sequence[ToolIgnore]) -> list[str]:
+    """The config's per-tool ignores that no longer apply, one sentence each: a tool the list does not have (the
+    nearest name said), or an ignore that set no finding aside. A stale ignore is accepted, never silent."""
+    import difflib
+
+    if result.tools is None or not tool_ignores:
+        return []
+    names = [tool_label(tool, index) for index, tool in enumerate(result.tools)]
+    used = set()
+    for item in result.ignored:  # as partition() decides: the first per-tool ignore that matches sets it aside
+        first = next((rule for rule in tool_ignores if rule.matches(item.finding)), None)
+        if first is not None and first.reason == item.reason:
+            used.add(first)
+    out = []
+    for rule in tool_ignores:
+        scope = f"per-tool ignore of {rule.tool!r}" + (f" ({', '.join(rule.rules)})" if rule.rules else "")
+        if rule.tool not in names:
+            near = difflib.get_close_matches(rule.tool, names, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            out.append(f"{scope}: the list has no tool of that name{hint}")
+        elif rule not in used:
+            out.append(f"{scope}: it set no finding aside (fixed? then remove it)")
+    return out
+
+
 def partition(
     findings: Sequence[Finding],
     select: Sequence[str] = (),

@@ -346,11 +346,17 @@ def check(
     rendered = _render_check(result, out_format, verbose=verbose, all_tools=all_tools, anchor=chosen.config)
     # color=: Click strips escapes off a terminal unless told; FORCE_COLOR and --color always want them kept.
     _out(rendered, colour=_colour())
+    from scanner.check import stale_ignores
     from scanner.gates import ungated_new
 
-    ungated = ungated_new(result, chosen.gates)
-    if ungated is not None and not _SETTINGS["quiet"]:
-        typer.echo(f"fathom: note: {ungated}", err=True)
+    if not _SETTINGS["quiet"]:
+        config = _shown(chosen.config) if chosen.config is not None else None
+        notes = [f"config {config} applied"] if config is not None else []
+        notes += [f"{config}: {stale}" for stale in stale_ignores(result, chosen.tool_ignores)]
+        ungated = ungated_new(result, chosen.gates)
+        notes += [ungated] if ungated is not None else []
+        for note in notes:
+            typer.echo(f"fathom: note: {_one_line(note)}", err=True)
     for failed in result.failed_gates:
         typer.echo(f"fathom: {_one_line(failed.line())}", err=True)
     if result.failed_gates:
@@ -374,6 +380,14 @@ def _render_check(
 
     colour = fmt is CheckFormat.text and _colour()
     return check_write.render(result, fmt.value, colour=colour, verbose=verbose, all_tools=all_tools, anchor=anchor)
+
+
+def _shown(path: Path) -> str:
+    """A path as a user reads it: relative to the current folder when it is below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (OSError, ValueError):
+        return str(path)
 
 
 def _looks_like_tool_list(word: str) -> bool:

@@ -11,7 +11,7 @@ when asked (on a TTY); every string from the list goes through :func:`scanner.te
 from __future__ import annotations
 
 from scanner.baseline import Comparison
-from scanner.check import CheckResult
+from scanner.check import CheckResult, IgnoredFinding
 from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT, CheckReport, ScanOutcome, Severity, ToolCost
 from scanner.report.check_groups import FindingGroup, group_findings
 from scanner.report.text import ERA_WORDS
@@ -184,10 +184,18 @@ def ignored_lines(result: CheckResult, paint: _Painter) -> list[str]:
     if not result.ignored:
         return []
     lines = ["", paint(f"Ignored ({len(result.ignored)}; still counted in the score)", "1")]
-    for item in result.ignored:
-        finding = item.finding
-        where = f" · {clean(finding.tool)}" if finding.tool is not None else ""
-        lines.append(f"  {finding.severity.label:<8} {finding.code} {finding.rule}{where}: {clean(item.reason)}")
+    groups: dict[tuple[str, str], list[IgnoredFinding]] = {}
+    for item in result.ignored:  # one line per rule and reason: 23 "rule ignored" lines were one fact
+        groups.setdefault((item.finding.code, item.reason), []).append(item)
+    for (_, reason), items in groups.items():
+        finding = items[0].finding
+        tools = [clean(item.finding.tool) for item in items if item.finding.tool is not None]
+        if len(items) == 1:
+            where = f" · {tools[0]}" if tools else ""
+        else:
+            named = ", ".join(tools[:3]) + (f" and {len(tools) - 3} more" if len(tools) > 3 else "")
+            where = f" · {len(items)} findings" + (f": {named}" if named else "")
+        lines.append(f"  {finding.severity.label:<8} {finding.code} {finding.rule}{where}: {clean(reason)}")
     return lines
 
 
