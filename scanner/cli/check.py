@@ -350,9 +350,9 @@ def check(
     from scanner.gates import ungated_new
 
     if not _SETTINGS["quiet"]:
-        config = _shown(chosen.config) if chosen.config is not None else None
-        notes = [f"config {config} applied"] if config is not None else []
-        notes += [f"{config}: {stale}" for stale in stale_ignores(result, chosen.tool_ignores)]
+        named = _shown(chosen.config) if chosen.config is not None else None
+        notes = [f"config {named} applied"] if named is not None else []
+        notes += [f"{named}: {stale}" for stale in stale_ignores(result, chosen.tool_ignores)]
         ungated = ungated_new(result, chosen.gates)
         notes += [ungated] if ungated is not None else []
         for note in notes:
