@@ -97,7 +97,7 @@ def test_servers_history_csv_and_badges_give_the_same_number(demo: Path) -> None
         history = invoke("history", name, "--db", str(db), "--format", "json")
         assert json.loads(history.stdout)[-1]["score"] == row["score"]
         endpoint = json.loads((demo / "report" / row["badge"]["endpoint"]).read_text(encoding="utf-8"))
-        assert endpoint["message"].startswith(f"{row['score']:g} · ")
+        assert endpoint["message"].startswith(f"{row['score']:.1f} · ")
 
 
 def test_removed_tools_do_not_raise_the_score(demo: Path, tmp_path: Path) -> None:
