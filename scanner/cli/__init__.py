@@ -5,6 +5,7 @@ function, renders and sets the exit code; the app, its error handling and the sh
 from __future__ import annotations
 
 import atexit
+import errno
 import os
 import sys
 import threading
@@ -33,6 +34,8 @@ def main() -> None:
     from scanner.envguard import protect_environment
 
     protect_environment()  # children cannot read this process's environment (scanner/envguard.py)
+    if sys.stdout is None:  # started with standard output closed (``fathom rules >&-``)
+        _stdout_failed("standard output is closed: nothing can be written (redirect it to a file)")
     try:
         app(prog_name="fathom")  # usage lines say "fathom", also when run as ``python -m scanner``
     except KeyboardInterrupt:
@@ -40,9 +43,37 @@ def main() -> None:
         code: object = 130
     except SystemExit as done:
         code = done.code
+    except BrokenPipeError:  # ``fathom rules | head -1``: the reader has what it wanted
+        _quiet_stdout()
+        code = 141  # as a shell reports a process ended by SIGPIPE
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_ERRNOS:
+            raise
+        _stdout_failed(f"cannot write to standard output: {exc.strerror or exc}")
     else:
         code = 0
     leave(code)
+
+
+# What writing to standard output can fail with: a full disk or /dev/full, a quota, a file too large, an I/O error.
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF})
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null, so the interpreter's last flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _stdout_failed(message: str) -> NoReturn:
+    """Any command's output that cannot be written: one line on stderr, exit 4 (an environment error)."""
+    _quiet_stdout()
+    typer.echo(f"fathom: {message}", err=True)
+    leave(4)
 
 
 def leave(code: object) -> NoReturn:
