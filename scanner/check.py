@@ -152,6 +152,7 @@ class CheckRequest:
     save: Path | None = None
     measure: bool = True  # False: only fetch the list (``--as`` prints a provider view and needs no tokenizer)
     tool_ignores: tuple[ToolIgnore, ...] = ()
+    preview: bool = False  # show preview rules' findings (marked); never scored or gated either way
 
 
 @dataclass(frozen=True)
@@ -272,6 +273,11 @@ def _measure(
         check_prefixes(tool_ignore.rules)
     report = measure(toolset, instructions=instructions)
     kept, ignored = partition(report.findings, request.select, request.ignore, request.tool_ignores)
+    if not request.preview:  # measured like every rule, but shown only when asked for (rules.md, status)
+        from scanner.rules.registry import is_preview
+
+        kept = tuple(finding for finding in kept if not is_preview(finding.code))
+        ignored = tuple(item for item in ignored if not is_preview(item.finding.code))
     return replace(report, findings=kept), ignored
 
 

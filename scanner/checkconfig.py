@@ -12,6 +12,7 @@ A ``fathom.toml`` holds the same keys at its top level. Keys (docs/check.md has 
     max-tokens = 8000                  # the most expensive provider; or a table {openai = 5000, ...}
     max-increase = "10%"               # or a number of tokens; needs a baseline
     baseline = "fathom-baseline.json"  # relative to the config file
+    preview = true                     # also show preview rules' findings, marked (never scored or gated)
     [[tool.fathom.per-tool-ignores]]   # ([[per-tool-ignores]] in fathom.toml)
     tool = "search"
     rules = ["MCP103"]                 # prefixes; leave out to ignore every rule on that tool
@@ -54,6 +55,7 @@ _KEYS = {
     "max-increase",
     "baseline",
     "per-tool-ignores",
+    "preview",
 }
 
 
@@ -71,6 +73,7 @@ class CheckConfig:
     max_tokens: tuple[TokenLimit, ...] | None = None
     max_increase: Increase | None = None
     baseline: Path | None = None
+    preview: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class CheckSettings:
     gates: Gates
     baseline: Path | None
     config: Path | None
+    preview: bool = False
 
 
 def _has_table(path: Path) -> bool:
@@ -164,6 +168,9 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
     score = table.get("min-score")
     increase = table.get("max-increase")
     tokens = table.get("max-tokens")
+    preview = table.get("preview")
+    if preview is not None and not isinstance(preview, bool):
+        raise InputError(f"{where}: preview must be true or false")
     return CheckConfig(
         path=path,
         select=_strings(table["select"], f"{where} select") if "select" in table else None,
@@ -175,6 +182,7 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
         max_tokens=_max_tokens(tokens, f"{where} max-tokens") if tokens is not None else None,
         max_increase=parse_increase(increase, f"{where} max-increase") if increase is not None else None,
         baseline=(path.parent / baseline) if baseline else None,
+        preview=preview,
     )
 
 
@@ -213,6 +221,7 @@ def settings(
     max_tokens: Sequence[str] | None = None,
     max_increase: str | None = None,
     baseline: Path | None = None,
+    preview: bool = False,
 ) -> CheckSettings:
     """Flags (None or empty when not given) over ``config`` over the defaults. ``--strict`` is
     ``--fail-on problem``; with both flags, ``--fail-on`` wins."""
@@ -237,4 +246,5 @@ def settings(
         gates=gates,
         baseline=baseline if baseline is not None else config.baseline,
         config=config.path,
+        preview=preview or bool(config.preview),
     )

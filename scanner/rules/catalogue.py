@@ -6,6 +6,7 @@ the file and the registry disagree. ``fathom rules`` and ``fathom rule CODE`` pr
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -46,6 +47,28 @@ def precision() -> dict[str, Any]:
     if not PRECISION.exists():
         return {}
     return dict(json.loads(PRECISION.read_text(encoding="utf-8")))
+
+
+@functools.lru_cache(maxsize=1)
+def _measured() -> dict[str, Any]:
+    return dict(precision().get("rules", {}))
+
+
+def rule_precision(code: str) -> float | None:
+    """Rule ``code``'s measured precision on real tool lists (0-1), or None when it was not measured (it fired
+    too rarely on them, or never)."""
+    entry = _measured().get(code)
+    value = entry.get("precision") if isinstance(entry, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def precision_label(code: str) -> str:
+    """``62 % right on real lists (21 of 34 labelled)``, or ``not yet measured on real lists``."""
+    entry = _measured().get(code)
+    value = rule_precision(code)
+    if value is None or not isinstance(entry, dict):
+        return "not yet measured on real lists"
+    return f"{round(value * 100)} % right on real lists ({entry['right']} of {entry['labelled']} labelled)"
 
 
 def _precision_section() -> list[str]:
