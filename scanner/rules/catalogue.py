@@ -28,16 +28,29 @@ FAMILIES = (
 STATUS_MEANINGS = (
     (
         "stable",
-        "At least 80 % of its findings on real tool lists are right (hand-labelled, below); it counts in the score.",
+        "At least 80 % of its findings on real tool lists are right (hand-labelled, below); it counts in the score "
+        "and the gates.",
     ),
     (
         "preview",
-        "New, or under 80 % precision on real lists: reported and marked as such, but not counted in the score.",
+        "New, or under 80 % precision on real lists: measured and stored, but shown only when asked for "
+        "(`fathom check --preview`, or `preview = true` in the config), then marked `preview` in every format with "
+        "the rule's measured precision; on the site, listed apart from the scored findings. Never counted in the "
+        "score or a gate.",
     ),
     ("deprecated", "Still runs; it will be removed, and its text says what replaces it."),
     ("removed", "Never runs; the code stays listed so it is never reused."),
 )
 
+
+# What the newest catalogue changed in status, and on which labels (rules.md, "Catalogue 5: what changed from 4").
+STATUS_CHANGES = (
+    "Catalogue 5 changed two statuses on new labels: MCP402 became `preview` (right 1 time in 5 on real lists as "
+    "catalogue 4 wrote it; its secret clause now takes imperative verbs only and names the field), and MCP106 "
+    "became `stable` (12 of 14 right on a hand-labelled sample of real lists' findings; it does not fire on the "
+    "lists kept here). MCP113, MCP217 and MCP404 are new and start as `preview`. No stable rule measures under "
+    "80 % on the labels below.",
+)
 
 PRECISION = Path(__file__).with_name("precision.json")
 
@@ -121,13 +134,14 @@ def markdown() -> str:
         "",
         f"Catalogue version **{RULES_VERSION}**. Stored findings carry the version they were scored with;",
         "`fathom rescore` brings stored history onto this one. `fathom rules` lists the catalogue,",
-        "`fathom rule CODE` explains one rule, `fathom check --select/--ignore` take code prefixes.",
+        "`fathom rule CODE` explains one rule with its status and measured precision, `fathom check",
+        "--select/--ignore` take code prefixes, and `fathom check --preview` also shows preview rules' findings.",
         "",
         "Status of a rule:",
         "",
     ]
     out += [f"- **{status}**: {meaning}" for status, meaning in STATUS_MEANINGS]
-    out.append("")
+    out += ["", *STATUS_CHANGES, ""]
     current = None
     for rule in RULES.values():
         family = _family(rule)
