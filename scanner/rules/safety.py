@@ -61,16 +61,19 @@ def hidden_characters(text: str) -> list[str]:
 def hidden_characters_rule(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     codes: list[str] = []
     fields: list[str] = []
+    names: list[str] = []
     for tokens, text in tool.texts(values=True):
         found = hidden_characters(text)
         if found:
             fields.append(pointer(tokens))
+            names.append(field_name(tokens))
             codes.extend(code for code in found if code not in codes)
     if codes:
         shown = ", ".join(codes[:5]) + (f" and {len(codes) - 5} more" if len(codes) > 5 else "")
+        where = list(dict.fromkeys(names))
         yield Hit(
-            f"{tool.subject} contains hidden characters ({shown}) in {', '.join(fields[:3])}"
-            + (f" and {len(fields) - 3} more places." if len(fields) > 3 else "."),
+            f"{tool.subject} contains hidden characters ({shown}) in {', '.join(where[:3])}"
+            + (f" and {len(where) - 3} more places." if len(where) > 3 else "."),
             fields[0],
             {"characters": codes[:MAX_LISTED], "fields": fields[:MAX_LISTED]},
         )
