@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -191,7 +191,10 @@ class ListFacts:
     """Every name of the list that is a string (a description naming one has a usage clause)."""
 
     @classmethod
-    def of(cls, tools: Sequence[ToolInfo]) -> ListFacts:
+    def of(cls, tools: Sequence[ToolInfo], compared: Callable[[], Sequence[str | None]] | None = None) -> ListFacts:
+        """The facts of ``tools``. ``compared`` gives the descriptions a relative's similarity is measured on
+        (the engine passes them with the list's repeated sentences left out, as MCP303 compares them); asked for
+        only when two names share a word. Without it, the descriptions themselves."""
         per_tool = []
         for tool in tools:
             found = tool.cache.get("name_words")
@@ -213,7 +216,7 @@ class ListFacts:
                 if len(word) >= RELATIVE_MIN_LETTERS and word not in VERBS and word not in prefixes:
                     by_word[word].append(position)
         relatives: dict[int, list[int]] = defaultdict(list)
-        similar = _Similar(tools)
+        similar = _Similar(tools, compared)
         for members in by_word.values():
             if len(members) < 2:
                 continue
@@ -243,21 +246,21 @@ measure)."""
 
 class _Similar:
     """Whether two tools' descriptions are similar by MCP303's measure: their distinct words (sentences repeated
-    across the list left out, as MCP303 does) share at least 60 % of the longer one's. Word sets are computed
-    once per tool, when first asked for; a tool without a description is similar to none."""
+    across the list left out, when the caller gives them so) share at least 60 % of the longer one's. Word sets
+    are computed once per tool, when first asked for; a tool without a description is similar to none."""
 
-    def __init__(self, tools: Sequence[ToolInfo]) -> None:
+    def __init__(self, tools: Sequence[ToolInfo], compared: Callable[[], Sequence[str | None]] | None) -> None:
         self.tools = tools
-        self._texts: list[str | None] | None = None
+        self.compared = compared
+        self._texts: Sequence[str | None] | None = None
         self._sets: dict[int, frozenset[str]] = {}
 
     def _words(self, position: int) -> frozenset[str]:
         found = self._sets.get(position)
         if found is None:
             if self._texts is None:
-                from scanner.rules.listwide import without_doctrine
-
-                self._texts = without_doctrine([tool.description_text for tool in self.tools])
+                given = self.compared() if self.compared is not None else None
+                self._texts = given if given is not None else [tool.description_text for tool in self.tools]
             text = self._texts[position]
             found = self._sets[position] = frozenset(words(text)) if text else frozenset()
         return found
