@@ -147,7 +147,7 @@ def _fail_on(result: CheckResult, level: Severity) -> GateResult:
     assert result.report is not None
     against = result.comparison
     findings = against.new if against is not None else result.report.findings
-    findings = [finding for finding in findings if not is_preview(finding.code)]  # shown with --preview, never gated
+    findings = tuple(finding for finding in findings if not is_preview(finding.code))  # --preview shows, never gates
     hit = [finding for finding in findings if finding.severity <= level]
     counts = [sum(1 for finding in hit if finding.severity is sev) for sev in Severity if sev <= level]
     words = ", ".join(_plural(n, sev.label) for n, sev in zip(counts, Severity, strict=False))

@@ -343,7 +343,7 @@ def _finding_view(item: Finding | FindingGroup) -> FindingView:
 
     first = item.first if isinstance(item, FindingGroup) else item
     status = status_of(str(first.code))
-    marks = {"status": status, "precision": precision_label(str(first.code)) if status == "preview" else ""}
+    precision = precision_label(str(first.code)) if status == "preview" else ""
     if isinstance(item, FindingGroup):
         return FindingView(
             code=str(first.code),
@@ -354,7 +354,8 @@ def _finding_view(item: Finding | FindingGroup) -> FindingView:
             hint=first.hint,
             pointer=first.pointer,
             grouped=len(item.findings),
-            **marks,
+            status=status,
+            precision=precision,
         )
     finding = item
     return FindingView(
@@ -365,7 +366,8 @@ def _finding_view(item: Finding | FindingGroup) -> FindingView:
         message=finding.message,
         hint=finding.hint,
         pointer=finding.pointer,
-        **marks,
+        status=status,
+        precision=precision,
     )
 
 
