@@ -220,11 +220,13 @@ class ListFacts:
         for members in by_word.values():
             if len(members) < 2:
                 continue
+            if similar.budget <= 0:  # a hostile list: searched as far as the budget reached
+                break
             for one in members:
                 found = relatives[one]
                 # A few relatives are enough to say a tool has some and to name them in a message.
                 for other in members:
-                    if len(found) >= MAX_RELATIVES:
+                    if len(found) >= MAX_RELATIVES or similar.budget <= 0:
                         break
                     if other != one and other not in found and similar(one, other):
                         found.append(other)
@@ -242,6 +244,10 @@ class ListFacts:
 SIMILAR_SHARE = 0.6
 """A relative's description shares at least this much of the distinct words of the longer one (MCP303's
 measure)."""
+RELATIVE_COMPARISONS = 300_000
+"""Description comparisons a list's relatives are looked for with at most (a few tenths of a second): real lists
+need a small part of it; a list of thousands of tools sharing name words is searched only that far (the same
+bound MCP303 keeps on its pairs)."""
 
 
 class _Similar:
@@ -254,6 +260,7 @@ class _Similar:
         self.compared = compared
         self._texts: Sequence[str | None] | None = None
         self._sets: dict[int, frozenset[str]] = {}
+        self.budget = RELATIVE_COMPARISONS
 
     def _words(self, position: int) -> frozenset[str]:
         found = self._sets.get(position)
@@ -266,7 +273,13 @@ class _Similar:
         return found
 
     def __call__(self, one: int, other: int) -> bool:
+        if self.budget <= 0:
+            return False
+        self.budget -= 1
         first, second = self._words(one), self._words(other)
         if not first or not second:
             return False
-        return len(first & second) >= SIMILAR_SHARE * max(len(first), len(second))
+        larger = max(len(first), len(second))
+        if min(len(first), len(second)) < SIMILAR_SHARE * larger:
+            return False  # the shorter cannot hold 60 % of the longer's words
+        return len(first & second) >= SIMILAR_SHARE * larger
