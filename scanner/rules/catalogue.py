@@ -93,8 +93,9 @@ def _precision_section() -> list[str]:
         "## Precision on real tool lists",
         "",
         f"Measured by `python scripts/precision.py` on {measured['servers']} real servers' saved tool lists "
-        f"({measured['tools']:,} tools; `tests/fixtures/real/`, listed by `scripts/collect_real.py`): up to 20 "
-        "findings per rule labelled right or wrong by hand, with a one-line reason each "
+        f"({measured['tools']:,} tools; `tests/fixtures/real/`, listed by `scripts/collect_real.py`): every "
+        "finding of a rule that fires a few times, a sample spread over the servers of the others, labelled right "
+        "or wrong by hand, with a one-line reason each "
         "(`tests/fixtures/real/labels.json`). A finding is right when a careful server author would agree it points "
         f"at a real problem for a model. A rule needs {measured['min_labelled']} labelled findings to be measured; "
         f"it is `stable` only at {round(measured['stable_at'] * 100)} % or more, and only stable rules count in "
@@ -104,6 +105,7 @@ def _precision_section() -> list[str]:
         "| code | status | findings | servers | labelled | right | precision |",
         "|---|---|---|---|---|---|---|",
     ]
+    right = labelled = 0
     for code, rule in RULES.items():
         entry = rules.get(code)
         if entry is None:
@@ -113,6 +115,14 @@ def _precision_section() -> list[str]:
             f"| {code} | {rule.status} | {entry['findings']} | {entry['servers']} | {entry['labelled']} | "
             f"{entry['right']} | {shown} |"
         )
+        if rule.status == "stable":
+            right, labelled = right + entry["right"], labelled + entry["labelled"]
+    if labelled:
+        out += [
+            "",
+            f"The stable rules together: {right} of {labelled} labelled findings right "
+            f"({round(100 * right / labelled)} %).",
+        ]
     out.append("")
     return out
 
