@@ -110,10 +110,10 @@ def test_a_tools_file_is_placed_by_repo_relative_uri_line_and_pointer(
 def test_ignored_findings_are_suppressed_results(tmp_path: Path) -> None:
     path = tmp_path / "tools.json"
     path.write_text(json.dumps(TOOLS), encoding="utf-8")
-    result = sarif("--tools-file", str(path), "--ignore", "MCP103")
+    result = sarif("--tools-file", str(path), "--ignore", "MCP205")
     run = valid(result.stdout)["runs"][0]
     suppressed = [item for item in run["results"] if "suppressions" in item]
-    assert [item["ruleId"] for item in suppressed] == ["MCP103"]
+    assert [item["ruleId"] for item in suppressed] == ["MCP205"]
     assert suppressed[0]["suppressions"] == [{"kind": "external", "justification": "rule ignored"}]
     assert len(run["results"]) == len(valid(sarif("--tools-file", str(path)).stdout)["runs"][0]["results"])
 
