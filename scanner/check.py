@@ -155,6 +155,7 @@ class CheckRequest:
     tool_ignores: tuple[ToolIgnore, ...] = ()
     db_url: str | None = None  # with ``server``: check that server's newest stored list in this database
     server: str | None = None
+    preview: bool = False  # show preview rules' findings (marked); never scored or gated either way
 
 
 @dataclass(frozen=True)
@@ -312,7 +313,7 @@ def _stored_check(request: CheckRequest) -> CheckResult:
     if not request.measure:
         report = None
     found = report.findings if report is not None else ()
-    kept, ignored = partition(found, request.select, request.ignore, request.tool_ignores)
+    kept, ignored = _shown(partition(found, request.select, request.ignore, request.tool_ignores), request.preview)
     when = f", scanned {stored.scanned_at:%Y-%m-%d %H:%M}" if stored.scanned_at is not None else ""
     return CheckResult(
         report=replace(report, findings=kept) if report is not None else None,
@@ -336,8 +337,26 @@ def _measure(
     for tool_ignore in request.tool_ignores:
         check_prefixes(tool_ignore.rules)
     report = measure(toolset, instructions=instructions)
-    kept, ignored = partition(report.findings, request.select, request.ignore, request.tool_ignores)
+    kept, ignored = _shown(
+        partition(report.findings, request.select, request.ignore, request.tool_ignores), request.preview
+    )
     return replace(report, findings=kept), ignored
+
+
+def _shown(
+    split: tuple[tuple[Finding, ...], tuple[IgnoredFinding, ...]], preview: bool
+) -> tuple[tuple[Finding, ...], tuple[IgnoredFinding, ...]]:
+    """Findings shown and ignored, less the preview rules' unless ``preview``: measured like every rule (the store
+    keeps them), shown only when asked for, and never scored or gated either way (rules.md, status)."""
+    kept, ignored = split
+    if preview:
+        return kept, ignored
+    from scanner.rules.registry import is_preview
+
+    return (
+        tuple(finding for finding in kept if not is_preview(finding.code)),
+        tuple(item for item in ignored if not is_preview(item.finding.code)),
+    )
 
 
 def stale_ignores(result: CheckResult, tool_ignores: Sequence[ToolIgnore]) -> list[str]:

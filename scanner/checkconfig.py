@@ -13,6 +13,7 @@ A ``fathom.toml`` holds the same keys at its top level. Keys (docs/check.md has 
     max-tokens = 8000                  # the most expensive provider; or a table {openai = 5000, ...}
     max-increase = "10%"               # or a number of tokens; needs a baseline
     baseline = "fathom-baseline.json"  # relative to the config file
+    preview = true                     # also show preview rules' findings, marked (never scored or gated)
     [[tool.fathom.per-tool-ignores]]   # ([[per-tool-ignores]] in fathom.toml)
     tool = "search"
     rules = ["MCP103"]                 # prefixes; leave out to ignore every rule on that tool
@@ -58,6 +59,7 @@ _KEYS = {
     "max-increase",
     "baseline",
     "per-tool-ignores",
+    "preview",
 }
 
 
@@ -76,6 +78,7 @@ class CheckConfig:
     max_increase: Increase | None = None
     baseline: Path | None = None
     fail_on_new: Severity | None = None
+    preview: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ class CheckSettings:
     gates: Gates
     baseline: Path | None
     config: Path | None
+    preview: bool = False
 
 
 def _has_table(path: Path) -> bool:
@@ -178,6 +182,9 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
     score = table.get("min-score")
     increase = table.get("max-increase")
     tokens = table.get("max-tokens")
+    preview = table.get("preview")
+    if preview is not None and not isinstance(preview, bool):
+        raise InputError(f"{where}: preview must be true or false")
     return CheckConfig(
         path=path,
         select=_strings(table["select"], f"{where} select") if "select" in table else None,
@@ -190,6 +197,7 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
         max_increase=parse_increase(increase, f"{where} max-increase") if increase is not None else None,
         baseline=(path.parent / baseline) if baseline else None,
         fail_on_new=parse_severity(str(fail_on_new), f"{where} fail-on-new") if fail_on_new is not None else None,
+        preview=preview,
     )
 
 
@@ -236,6 +244,7 @@ def settings(
     max_increase: str | None = None,
     baseline: Path | None = None,
     fail_on_new: str | None = None,
+    preview: bool = False,
 ) -> CheckSettings:
     """Flags (None or empty when not given) over ``config`` over the defaults. ``--strict`` is
     ``--fail-on problem``; with both flags, ``--fail-on`` wins."""
@@ -263,4 +272,5 @@ def settings(
         gates=gates,
         baseline=baseline if baseline is not None else config.baseline,
         config=config.path,
+        preview=preview or bool(config.preview),
     )

@@ -155,9 +155,12 @@ def _plural(count: int, word: str) -> str:
 
 
 def _fail_on(result: CheckResult, level: Severity, *, flag: str = "--fail-on") -> GateResult:
+    from scanner.rules.registry import is_preview
+
     assert result.report is not None
     against = result.comparison
     findings = against.new if against is not None else result.report.findings
+    findings = tuple(finding for finding in findings if not is_preview(finding.code))  # --preview shows, never gates
     hit = [finding for finding in findings if finding.severity <= level]
     counts = [sum(1 for finding in hit if finding.severity is sev) for sev in Severity if sev <= level]
     words = ", ".join(_plural(n, sev.label) for n, sev in zip(counts, Severity, strict=False))
@@ -171,14 +174,17 @@ def _fail_on(result: CheckResult, level: Severity, *, flag: str = "--fail-on") -
 def ungated_new(result: CheckResult, gates: Gates) -> str | None:
     """A note when findings new since the baseline went through no gate (the README's baseline example passed
     while a new problem appeared, and nothing said so): what they are, and the flag that gates them."""
+    from scanner.rules.registry import is_preview
+
     against = result.comparison
-    if against is None or not against.new:
+    new = [finding for finding in against.new if not is_preview(finding.code)] if against is not None else []
+    if not new:  # preview findings are never gated, so never "ungated" either
         return None
     levels = [level for level in (gates.fail_on, gates.fail_on_new) if level is not None]
-    worst = min(finding.severity for finding in against.new)
+    worst = min(finding.severity for finding in new)
     if levels and worst >= max(levels):  # a gate covers the worst of them (Severity: problem is 0)
         return None
-    counts = [sum(1 for finding in against.new if finding.severity is sev) for sev in Severity]
+    counts = [sum(1 for finding in new if finding.severity is sev) for sev in Severity]
     words = ", ".join(_plural(n, sev.label) for n, sev in zip(counts, Severity, strict=True) if n)
     return f"{words} new since the baseline went through no gate: --fail-on-new {worst.label} fails on them"
 

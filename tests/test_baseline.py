@@ -22,15 +22,19 @@ _TOPICS = {
 
 
 def _tool(name: str, described: bool = True, extra: str = "") -> dict[str, Any]:
+    """A read tool; ``described=False`` leaves out its annotations (MCP110, a stable note) and its parameter's
+    description (MCP207, a preview rule: measured, never shown by default or compared)."""
     param: dict[str, Any] = {"type": "string"}
     if described:
         param["description"] = "The city, e.g. Zurich."
-    return {
+    tool = {
         "name": name,
         "description": _TOPICS[name] + extra,
         "inputSchema": {"type": "object", "properties": {"city": param}, "required": ["city"]},
-        "annotations": {"readOnlyHint": True},  # read tools, said so (no MCP110 under catalogue 4)
     }
+    if described:
+        tool["annotations"] = {"readOnlyHint": True}  # read tools, said so (no MCP110 under catalogue 4)
+    return tool
 
 
 def _check(tmp_path: Path, tools: list[dict[str, Any]]) -> CheckResult:
@@ -57,8 +61,8 @@ def test_round_trip_and_the_comparison(tmp_path: Path) -> None:
     assert all(changed.delta(provider) > 0 for provider in changed.after)
     removed = next(tool for tool in delta.tools if tool.name == "gone")
     assert all(removed.delta(provider) < 0 for provider in removed.before)
-    assert [(f.code, f.tool) for f in delta.new] == [("MCP207", "new")]
-    assert [(f.code, f.tool) for f in delta.fixed] == [("MCP207", "b")]
+    assert [(f.code, f.tool) for f in delta.new] == [("MCP110", "new")]
+    assert [(f.code, f.tool) for f in delta.fixed] == [("MCP110", "b")]
     assert delta.tools_before == delta.tools_after == 3
 
 

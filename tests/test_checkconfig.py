@@ -37,6 +37,7 @@ min-score = 85
 max-tokens = { openai = 5000, anthropic = 7000 }
 max-increase = 250
 baseline = "ci/base.json"
+preview = true
 
 [[tool.fathom.per-tool-ignores]]
 tool = "search"
@@ -50,6 +51,7 @@ reason = "  fine  "
     assert config.max_tokens == (TokenLimit(5000, "openai"), TokenLimit(7000, "anthropic"))
     assert config.max_increase == Increase(250, percent=False)
     assert config.baseline == tmp_path / "ci" / "base.json"
+    assert config.preview is True and settings(config).preview is True
     (ignore,) = config.tool_ignores
     assert (ignore.tool, ignore.rules, ignore.reason) == ("search", (), "fine")
 
@@ -86,6 +88,7 @@ def test_flags_win_over_the_file() -> None:
     assert flagged.gates.min_score == 10 and flagged.gates.max_tokens == (TokenLimit(3, "openai"),)
     assert flagged.gates.max_increase == Increase(1, True) and flagged.baseline == Path("c.json")
     assert settings(config, strict=True, fail_on="warning").gates.fail_on is Severity.WARNING
+    assert not kept.preview and settings(config, preview=True).preview  # --preview, or preview = true
     assert settings(load_config(start=Path("/"))).format == "text"
 
 
@@ -103,6 +106,7 @@ def test_flags_win_over_the_file() -> None:
         ('[[per-tool-ignores]]\nreason = "r"\n', "needs the tool's name"),
         ('[[per-tool-ignores]]\ntool = "x"\nreason = "r"\nrule = ["MCP1"]\n', "unknown key 'rule'"),
         ("fail-on = \n", "is not valid TOML"),
+        ('preview = "yes"\n', "preview must be true or false"),
     ],
 )
 def test_a_bad_config_is_an_input_error(tmp_path: Path, text: str, fragment: str) -> None:

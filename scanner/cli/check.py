@@ -166,6 +166,14 @@ def check(
             "--tools", help="List every tool's tokens per provider, most expensive first (not only the top five)."
         ),
     ] = False,
+    preview: Annotated[
+        bool,
+        typer.Option(
+            "--preview",
+            help="Also show preview rules' findings, each marked preview (measured under 80 % right on real lists, "
+            "or new). They never count in the score or a gate. Or preview = true in the config file.",
+        ),
+    ] = False,
     select: Annotated[list[str] | None, typer.Option(help="Only these rule code prefixes (MCP2,MCP401).")] = None,
     ignore: Annotated[list[str] | None, typer.Option(help="Skip these rule code prefixes; wins over --select.")] = None,
     max_bytes: Annotated[
@@ -274,6 +282,7 @@ def check(
         max_increase=max_increase,
         baseline=baseline,
         fail_on_new=fail_on_new,
+        preview=preview,
     )
     request = CheckRequest(
         tools_file=tools_file,
@@ -288,6 +297,7 @@ def check(
         measure=as_provider is None,
         db_url=db_url,
         server=server,
+        preview=chosen.preview,
     )
     from scanner.report import check_write
 

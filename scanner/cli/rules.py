@@ -28,13 +28,20 @@ def rules(fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> No
 def rule(
     code: Annotated[str, typer.Argument(metavar="CODE", help="A rule code or slug, e.g. MCP205 or param-untyped.")],
 ) -> None:
-    """Explain one rule: what it checks, why a model stumbles over it, and how to fix it.
+    """Explain one rule: what it checks, why a model stumbles over it, and how to fix it, with its status and its
+    precision measured on hand-labelled real tool lists (docs/rules.md).
 
     An unknown code or slug is an error (exit 2) that names the nearest one."""
     from scanner import queries
     from scanner.rules import RULES
+    from scanner.rules.catalogue import precision_label
 
     found = RULES[queries.rule_code(code)]
+    status = {
+        "stable": "stable: counts in the score and the gates",
+        "preview": "preview: shown only with `fathom check --preview`, never counted in the score or a gate",
+    }.get(found.status, found.status)
     typer.echo(
-        f"{found.code} {found.slug} ({found.severity.label}, {found.status})\n\n{found.doc}\n\nFix: {found.hint}"
+        f"{found.code} {found.slug} ({found.severity.label}, {found.status})\n\n{found.doc}\n\nFix: {found.hint}\n\n"
+        f"Status: {status}.\nPrecision: {precision_label(found.code)}."
     )

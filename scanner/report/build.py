@@ -266,6 +266,10 @@ def _server_row(
     slugs: Mapping[str, str],
     clients: Mapping[str, Mapping[str, int]] | None = None,
 ) -> ServerRow:
+    from scanner.rules.registry import is_preview
+
+    previews = [finding for finding in row.findings if is_preview(str(finding.code))] if parts is not None else []
+    held = [sum(1 for finding in previews if int(finding.severity) == level) for level in range(3)]
     return ServerRow(
         name=row.server,
         slug=slugs[row.server],
@@ -277,9 +281,9 @@ def _server_row(
         score=parts.score if parts is not None else None,
         tools_count=row.tools_count,
         tokens=dict(row.tokens),
-        problems=row.problems,
-        warnings=row.warnings,
-        notes=row.notes,
+        problems=max(0, row.problems - held[0]),  # the scored findings: preview ones are counted apart
+        warnings=max(0, row.warnings - held[1]),
+        notes=max(0, row.notes - held[2]),
         toolset_sha256=row.toolset_sha256,
         server_version=row.server_version,
         lane=row.lane,
@@ -287,6 +291,8 @@ def _server_row(
         clients=dict((clients or {}).get(row.toolset_sha256 or "", {})),
         codes=tuple(sorted({str(finding.code) for finding in row.findings})) if parts is not None else (),
         breakdown=parts,
+        preview=len(previews),
+        preview_codes=tuple(sorted({str(finding.code) for finding in previews})),
     )
 
 
@@ -342,8 +348,13 @@ def _event_summary(kind: str, details: Mapping[str, object]) -> str:
 
 
 def _finding_view(item: Finding | FindingGroup) -> FindingView:
+    from scanner.rules.catalogue import precision_label
+    from scanner.rules.registry import status_of
+
+    first = item.first if isinstance(item, FindingGroup) else item
+    status = status_of(str(first.code))
+    precision = precision_label(str(first.code)) if status == "preview" else ""
     if isinstance(item, FindingGroup):
-        first = item.first
         return FindingView(
             code=str(first.code),
             rule=str(first.rule),
@@ -353,6 +364,8 @@ def _finding_view(item: Finding | FindingGroup) -> FindingView:
             hint=first.hint,
             pointer=first.pointer,
             grouped=len(item.findings),
+            status=status,
+            precision=precision,
         )
     finding = item
     return FindingView(
@@ -363,6 +376,8 @@ def _finding_view(item: Finding | FindingGroup) -> FindingView:
         message=finding.message,
         hint=finding.hint,
         pointer=finding.pointer,
+        status=status,
+        precision=precision,
     )
 
 
@@ -524,6 +539,7 @@ def build_server_page(
         baseline_run=scans.run_ids[first_ok] if first_ok is not None else None,
     )
     findings: tuple[FindingView, ...] = ()
+    previews: tuple[FindingView, ...] = ()
     views: dict[str, str] = {}
     costs: tuple[ToolCostRow, ...] = ()
     shares: tuple[RuleShare, ...] = ()
@@ -532,7 +548,10 @@ def build_server_page(
         # scoring rule version: no second query.
         raw = leader.findings
         ordered = sorted(raw, key=lambda f: (int(f.severity), -1 if f.tool_index is None else f.tool_index, f.code))
-        findings = tuple(_finding_view(finding) for finding in group_findings(ordered))
+        every = tuple(_finding_view(finding) for finding in group_findings(ordered))
+        # Preview rules' findings stand apart, after the scored ones (rules.md, status): never in the score.
+        findings = tuple(view for view in every if view.status != "preview")
+        previews = tuple(view for view in every if view.status == "preview")
         views, costs = _provider_views(tools, providers)
         shares = score_shares(int(leader.tools_count or 0), list(raw), leader.max_tokens)
     info: dict[str, str] = {}
@@ -573,6 +592,7 @@ def build_server_page(
         log=log,
         score_shares=shares,
         tool_costs=costs,
+        preview_findings=previews,
         next_step="" if row.ranked else next_step(row.name, row.outcome, row.detail),
         declared=(declared_text(shown.ran) or "nothing runnable") if shown is not None and not_run else "",
     )
@@ -609,8 +629,10 @@ def server_pages(
 
 
 def build_rules(store: Store, run_id: int) -> tuple[RuleView, ...]:
-    """The catalogue, each rule with the number of servers it hits in ``run_id``."""
+    """The catalogue, each rule with the number of servers it hits in ``run_id``, its status and its measured
+    precision."""
     from scanner.rules import RULES
+    from scanner.rules.catalogue import precision_label
 
     hits = store.rule_hits(run_id)
     return tuple(
@@ -621,6 +643,8 @@ def build_rules(store: Store, run_id: int) -> tuple[RuleView, ...]:
             hint=rule.hint,
             doc=rule.doc,
             servers_hit=int(hits.get(code, 0)),
+            status=rule.status,
+            precision=precision_label(code),
         )
         for code, rule in RULES.items()
     )

@@ -3,8 +3,10 @@
 ``format_version`` comes first (:data:`FORMAT_VERSION`). Keys kept stable: ``tools_count``, ``tokens`` ({provider:
 {tokens, method}}; ``anthropic`` is Claude's current tokenizer, ``anthropic-v3`` the earlier one),
 ``context_share``, ``largest_tools`` ([{name, tokens}], the five dearest), ``tools`` (every tool, [{name, index,
-tokens}] sorted by cost, dearest first), ``summary`` ({problems, warnings, notes}), ``findings`` ([{code, rule,
-severity, tool, message, hint, pointer, details}], every finding, never grouped). When the server sent
+tokens}] sorted by cost, dearest first), ``summary`` ({problems, warnings, notes, preview}: the scored findings
+counted, the preview ones apart), ``findings`` ([{code, rule, severity, tool, message, hint, pointer, details,
+status}], every finding shown, never grouped; ``status`` is ``stable`` or ``preview``: a preview finding, shown only
+with ``--preview``, also carries its rule's measured ``precision``, 0-1 or null). When the server sent
 ``instructions``: ``instructions`` ({sha256, chars, tokens: {provider: {tokens, method}}}) and
 ``tokens_with_instructions`` ({provider: tools + instructions}); the text itself is in
 ``outcome.extra.instructions``. A server check adds ``server`` and ``outcome`` ({status, detail, extra}); a server
@@ -28,11 +30,25 @@ from typing import Any
 from scanner.baseline import BaselineFinding, Comparison
 from scanner.check import CheckResult
 from scanner.clients import report_clients
-from scanner.models import CheckReport, ScanOutcome
+from scanner.models import CheckReport, Finding, ScanOutcome, Summary
+from scanner.rules.catalogue import rule_precision
+from scanner.rules.registry import is_preview, status_of
+
+
+def finding_dict(finding: Finding) -> dict[str, Any]:
+    """A finding as JSON with its rule's ``status`` (``stable``, or ``preview``: shown only with ``--preview``,
+    never scored or gated) and, for a preview rule, its measured ``precision`` on real lists (null when not
+    measured)."""
+    status = status_of(finding.code)
+    data = finding.to_json() | {"status": status}
+    if status == "preview":
+        data["precision"] = rule_precision(finding.code)
+    return data
 
 
 def report_dict(report: CheckReport) -> dict[str, Any]:
-    summary = report.summary
+    scored = tuple(finding for finding in report.findings if not is_preview(finding.code))
+    summary = Summary.of(scored)
     return {
         "tools_count": report.tools_count,
         "toolset_sha256": report.toolset_sha256,
@@ -44,8 +60,13 @@ def report_dict(report: CheckReport) -> dict[str, Any]:
         "tools": [
             {"name": cost.name, "index": cost.index, "tokens": dict(cost.tokens)} for cost in report.tools_by_cost
         ],
-        "summary": {"problems": summary.problems, "warnings": summary.warnings, "notes": summary.notes},
-        "findings": [finding.to_json() for finding in report.findings],
+        "summary": {
+            "problems": summary.problems,
+            "warnings": summary.warnings,
+            "notes": summary.notes,
+            "preview": len(report.findings) - len(scored),
+        },
+        "findings": [finding_dict(finding) for finding in report.findings],
         "clients": {cost.client: cost.to_json() for cost in report_clients(report)},
     } | instructions_dict(report)
 
@@ -97,7 +118,7 @@ def result_dict(result: CheckResult) -> dict[str, Any]:
         data["server"] = server_dict(result.outcome)
         data["outcome"] = outcome_dict(result.outcome)
     if result.outcome_findings:
-        data["findings"] = [finding.to_json() for finding in result.outcome_findings]
+        data["findings"] = [finding_dict(finding) for finding in result.outcome_findings]
     if result.report is not None:
         data.update(report_dict(result.report))
         data.update(gate_dict(result))
@@ -148,7 +169,7 @@ def comparison_dict(comparison: Comparison) -> dict[str, Any]:
             }
             for tool in comparison.tools
         ],
-        "new_findings": [finding.to_json() for finding in comparison.new],
+        "new_findings": [finding_dict(finding) for finding in comparison.new],
         "fixed_findings": [_stored(f) for f in comparison.fixed],
         "gone_findings": [_stored(f) for f in comparison.gone],
     }
@@ -168,7 +189,7 @@ def gate_dict(result: CheckResult) -> dict[str, Any]:
     """The keys a measured check adds beyond the report: score, ignored findings, gates, baseline."""
     data: dict[str, Any] = {
         "score": score_dict(result),
-        "ignored": [item.finding.to_json() | {"reason": item.reason} for item in result.ignored],
+        "ignored": [finding_dict(item.finding) | {"reason": item.reason} for item in result.ignored],
         "gates": [{"gate": gate.gate, "passed": gate.passed, "message": gate.message} for gate in result.gates],
     }
     if result.comparison is not None:

@@ -18,7 +18,10 @@ from scanner.baseline import Comparison
 from scanner.check import CheckResult
 from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT, CheckReport
 from scanner.report.check_groups import FindingGroup, group_findings
+from scanner.report.check_text import PREVIEW_MEANING, headline
 from scanner.report.text import markdown_escape
+from scanner.rules.catalogue import precision_label
+from scanner.rules.registry import is_preview
 
 # A zero-width space (as an entity) after "@", after a URL scheme's ":" and inside "www.": GitHub then neither
 # notifies a user or team (@someone) nor turns a bare link into a live one; the text reads the same.
@@ -79,7 +82,7 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
             out.append(f"| {md(cost.name)} | {counts} |")
         out.append("")
     ignored = f" ({len(result.ignored)} ignored)" if result.ignored else ""
-    out += [f"### {report.summary.headline()}{ignored}", ""]
+    out += [f"### {headline(report.findings)}{ignored}", ""]
     if report.findings:
         out += ["| Severity | Code | Tool | Finding | Fix |", "|---|---|---|---|---|"]
         for item in group_findings(report.findings, verbose=verbose):
@@ -90,11 +93,17 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
                 tool = md(finding.tool) if finding.tool is not None else "(list)"
                 if finding.tool is None and finding.pointer == "instructions":
                     tool = "(instructions)"
+            tag = " (preview)" if is_preview(finding.code) else ""
             out.append(
-                f"| {finding.severity.label} | {finding.code} {finding.rule} | {tool} | "
+                f"| {finding.severity.label} | {finding.code} {finding.rule}{tag} | {tool} | "
                 f"{md(finding.message)} | {finding.hint} |"
             )
         out.append("")
+        previews = list(dict.fromkeys(finding.code for finding in report.findings if is_preview(finding.code)))
+        if previews:
+            out += [f"_{md(PREVIEW_MEANING.replace('[preview]', '(preview)'))}_", ""]
+            out += [f"- {code}: {precision_label(code)}" for code in previews]
+            out.append("")
     out += score_lines(result) + ignored_lines(result)
     return "\n".join(out)
 
@@ -150,7 +159,8 @@ def ignored_lines(result: CheckResult) -> list[str]:
     for item in result.ignored:
         finding = item.finding
         tool = md(finding.tool) if finding.tool is not None else "(list)"
-        out.append(f"| {finding.severity.label} | {finding.code} {finding.rule} | {tool} | {md(item.reason)} |")
+        tag = " (preview)" if is_preview(finding.code) else ""
+        out.append(f"| {finding.severity.label} | {finding.code} {finding.rule}{tag} | {tool} | {md(item.reason)} |")
     return [*out, ""]
 
 

@@ -33,6 +33,7 @@ _LEVEL = {Severity.PROBLEM: "error", Severity.WARNING: "warning", Severity.NOTE:
 
 def _rules() -> list[dict[str, Any]]:
     from scanner.rules import RULES
+    from scanner.rules.catalogue import rule_precision
 
     return [
         {
@@ -42,7 +43,13 @@ def _rules() -> list[dict[str, Any]]:
             "fullDescription": {"text": rule.doc},
             "help": {"text": rule.hint},
             "defaultConfiguration": {"level": _LEVEL[rule.severity]},
-            "properties": {"severity": rule.severity.label},
+            # status: stable, or preview (its results appear only with --preview, never scored or gated);
+            # precision: measured on hand-labelled real tool lists, 0-1, null when not measured.
+            "properties": {
+                "severity": rule.severity.label,
+                "status": rule.status,
+                "precision": rule_precision(rule.code),
+            },
         }
         for rule in RULES.values()
     ]
@@ -95,6 +102,8 @@ def _table_line(path: Path) -> int:
 
 
 def _result(finding: Finding, index: dict[str, int], placer: _Placer, reason: str | None = None) -> dict[str, Any]:
+    from scanner.rules.registry import status_of
+
     identity = f"{finding.code}|{finding.tool}|{finding.pointer}"
     out: dict[str, Any] = {
         "ruleId": finding.code,
@@ -102,7 +111,12 @@ def _result(finding: Finding, index: dict[str, int], placer: _Placer, reason: st
         "message": {"text": f"{finding.message} Fix: {finding.hint}"},
         "locations": [placer.location(finding)],
         "partialFingerprints": {"fathomFinding/v1": hashlib.sha256(identity.encode()).hexdigest()[:32]},
-        "properties": {"rule": finding.rule, "pointer": finding.pointer, "details": dict(finding.details)},
+        "properties": {
+            "rule": finding.rule,
+            "status": status_of(finding.code),
+            "pointer": finding.pointer,
+            "details": dict(finding.details),
+        },
     }
     if finding.code in index:
         out["ruleIndex"] = index[finding.code]

@@ -3,7 +3,9 @@
 Tokens per provider (both Claude tokenizer generations, each named by its models), the tool count and the 200k
 share, the biggest tools (every tool with ``--tools``), then findings worst first under ``1 problem, 2 warnings,
 3 notes`` (or ``Nothing a model would stumble over``); a rule firing on more than five tools is shown once with
-its count (``--verbose`` lists each). Then the score (the leaderboard's) and what each rule cost, the findings
+its count (``--verbose`` lists each); with ``--preview``, preview findings are tagged ``[preview]``, counted
+apart (``+ 3 preview``) and followed by what preview means and each rule's measured precision. Then the score
+(the leaderboard's) and what each rule cost, the findings
 set aside as ignored (with why), the comparison with a ``--baseline``, and every gate asked for. Colour only
 when asked (on a TTY); every string from the list goes through :func:`scanner.textsafe.clean`.
 """
@@ -12,9 +14,20 @@ from __future__ import annotations
 
 from scanner.baseline import Comparison
 from scanner.check import CheckResult, IgnoredFinding
-from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT, CheckReport, ScanOutcome, Severity, ToolCost
+from scanner.models import (
+    PROVIDER_LABELS,
+    PROVIDER_SHORT,
+    CheckReport,
+    Finding,
+    ScanOutcome,
+    Severity,
+    Summary,
+    ToolCost,
+)
 from scanner.report.check_groups import FindingGroup, group_findings
 from scanner.report.text import ERA_WORDS
+from scanner.rules.catalogue import precision_label
+from scanner.rules.registry import is_preview
 from scanner.textsafe import clean
 
 _SEVERITY_STYLE = {Severity.PROBLEM: "31;1", Severity.WARNING: "33;1", Severity.NOTE: "36"}
@@ -69,7 +82,7 @@ def report_lines(
         title = "Tools, most expensive first" if all_tools else "Largest tools"
         lines += ["", paint(title, "1")]
         lines += _cost_table(shown, list(report.tokens))
-    lines += ["", paint(report.summary.headline() + (f" ({ignored} ignored)" if ignored else ""), "1")]
+    lines += ["", paint(headline(report.findings) + (f" ({ignored} ignored)" if ignored else ""), "1")]
     for item in group_findings(report.findings, verbose=verbose):
         finding = item.first if isinstance(item, FindingGroup) else item
         if isinstance(item, FindingGroup):
@@ -79,13 +92,32 @@ def report_lines(
             if finding.tool is None and finding.pointer == "instructions":
                 where = " · the server's instructions"
         label = paint(f"{finding.severity.label:<8}", _SEVERITY_STYLE[finding.severity])
-        lines.append(f"  {label} {finding.code} {finding.rule}{where}")
+        tag = paint(" [preview]", "2") if is_preview(finding.code) else ""
+        lines.append(f"  {label} {finding.code} {finding.rule}{tag}{where}")
         prefix = "e.g. " if isinstance(item, FindingGroup) else ""
         lines.append(f"           {prefix}{clean(finding.message)}")
         lines.append(f"           {paint('fix: ' + clean(finding.hint), '2')}")
     if not verbose and any(isinstance(item, FindingGroup) for item in group_findings(report.findings)):
         lines += ["", paint("  (rules firing on more than 5 tools are shown once; --verbose lists each)", "2")]
+    previews = list(dict.fromkeys(finding.code for finding in report.findings if is_preview(finding.code)))
+    if previews:
+        lines += ["", paint(f"  {PREVIEW_MEANING}", "2")]
+        lines += [paint(f"    {code}: {precision_label(code)}", "2") for code in previews]
     return lines
+
+
+PREVIEW_MEANING = (
+    "[preview]: a rule under 80 % right on hand-labelled real tool lists, or new; shown because of --preview, "
+    "never counted in the score or a gate."
+)
+
+
+def headline(findings: tuple[Finding, ...]) -> str:
+    """``2 warnings, 1 note``: the scored findings counted; ``+ 3 preview`` when preview findings are shown."""
+    scored = [finding for finding in findings if not is_preview(finding.code)]
+    line = Summary.of(scored).headline()
+    extra = len(findings) - len(scored)
+    return line + (f" (+ {extra} preview)" if extra else "")
 
 
 def client_lines(report: CheckReport, paint: _Painter) -> list[str]:
@@ -195,7 +227,8 @@ def ignored_lines(result: CheckResult, paint: _Painter) -> list[str]:
         else:
             named = ", ".join(tools[:3]) + (f" and {len(tools) - 3} more" if len(tools) > 3 else "")
             where = f" · {len(items)} findings" + (f": {named}" if named else "")
-        lines.append(f"  {finding.severity.label:<8} {finding.code} {finding.rule}{where}: {clean(reason)}")
+        tag = " [preview]" if is_preview(finding.code) else ""
+        lines.append(f"  {finding.severity.label:<8} {finding.code} {finding.rule}{tag}{where}: {clean(reason)}")
     return lines
 
 

@@ -53,6 +53,8 @@ def _row(row: ServerRow, providers: tuple[str, ...], clients: tuple[str, ...] = 
         csv_text(row.detail),
         *(("", "", "") if row.breakdown is None else _parts(row)),
         " ".join(row.codes),
+        row.preview,
+        " ".join(row.preview_codes),
         *("" if row.clients.get(key) is None else row.clients[key] for key in clients),
         "" if row.breakdown is None else f"{row.breakdown.cost_penalty:g}",
     ]
@@ -87,6 +89,8 @@ def render_csv(board: Leaderboard) -> str:
             "worst_tool_score",
             "list_penalty",
             "rules",
+            "preview",  # findings of preview rules, not in problems/warnings/notes or the score
+            "preview_rules",
             *(f"client_{key}" for key in clients),
             "cost_penalty",  # score v3: the points the tokens per turn took
         ]

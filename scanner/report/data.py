@@ -62,6 +62,8 @@ class FindingView:
     hint: str
     pointer: str | None = None
     grouped: int = 0  # >0: this row stands for that many findings of one rule (``tool`` then names the tools)
+    status: str = "stable"  # the rule's status; ``preview`` findings are listed apart, never scored
+    precision: str = ""  # a preview rule's measured precision on real lists, in words
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,10 @@ class ServerRow:
     clients: Mapping[str, int] = field(default_factory=dict)
     codes: tuple[str, ...] = ()  # the rule codes of its current findings, sorted (for the leaderboard's filter)
     breakdown: ScoreBreakdown | None = None  # the parts of its score (scanner.score.score_breakdown)
+    # Findings of preview rules (rules.md, status): stored and counted here, left out of problems/warnings/notes
+    # and the score; ``preview_codes`` are their rules, sorted.
+    preview: int = 0
+    preview_codes: tuple[str, ...] = ()
 
     @property
     def ranked(self) -> bool:
@@ -353,6 +359,7 @@ class ServerPage:
     log: tuple[LogEntry, ...] = ()  # the readable change log (scanner.history.readable_log), newest first
     score_shares: tuple[RuleShare, ...] = ()  # what each rule costs the score, dearest first
     tool_costs: tuple[ToolCostRow, ...] = ()  # every tool's tokens per provider, dearest first
+    preview_findings: tuple[FindingView, ...] = ()  # findings of preview rules: shown apart, never scored
     next_step: str = ""  # for a server not ranked: what to do so the next scan reads its list
     # For a scan that started nothing (skipped, or stopped before running): what the entry declared, e.g.
     # "npm foo@1.2.3", shown with its reason instead of "What was run". Empty when something ran.
@@ -421,6 +428,8 @@ class RuleView:
     hint: str
     doc: str
     servers_hit: int
+    status: str = "stable"
+    precision: str = ""  # measured on hand-labelled real tool lists, in words (docs/rules.md)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ from scanner.report.data import Leaderboard, ServerRow, failure_cause
 from scanner.report.nextstep import reason_group
 
 STRING_LIMIT = 4000
-# Format 1 only ever gains fields (``score_parts``, ``rules``, ``badge``, ``changes``, ``reason`` were added
-# later); a field that changes meaning or goes away makes format 2.
+# Format 1 only ever gains fields (``score_parts``, ``rules``, ``badge``, ``changes``, ``reason``, ``preview``,
+# ``preview_rules`` were added later); a field that changes meaning or goes away makes format 2. Since catalogue 5,
+# ``problems``/``warnings``/``notes`` count the scored findings only: preview rules' are in ``preview``.
 FORMAT_VERSION = 1
 
 
@@ -46,6 +47,9 @@ def _row(row: ServerRow) -> dict[str, Any]:
         "clients": dict(row.clients),
         "score_parts": _parts(row),
         "rules": list(row.codes),
+        # Findings of preview rules: counted here, not in problems/warnings/notes or the score (rules.md, status).
+        "preview": row.preview,
+        "preview_rules": list(row.preview_codes),
         "badge": {"svg": f"badges/{row.slug}.svg", "endpoint": f"badges/{row.slug}.json"},
     } | _lanes(row)
 

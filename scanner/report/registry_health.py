@@ -23,6 +23,8 @@ from scanner.report.csv_out import csv_text
 from scanner.report.data import Leaderboard
 from scanner.report.html import CSP, make_environment
 from scanner.report.text import clean_text
+from scanner.rules.catalogue import rule_precision
+from scanner.rules.registry import is_preview, status_of
 from scanner.store import health as reads
 
 CLASS_LABELS = {
@@ -78,7 +80,10 @@ def listings(data: Census) -> list[Listing]:
     for index, item in enumerate(data.platforms):
         out.append(Listing(f"platform-{index}", f"Hosted on {item.name}", item.entries))
         out.append(Listing(f"platform-{index}-broken", f"Broken on {item.name}", item.broken))
-    out += [Listing(_anchor("fault", code), f"{code} findings", names) for code, names in data.faults.items()]
+    out += [
+        Listing(_anchor("fault", code), f"{code} findings{' (preview rule)' if is_preview(code) else ''}", names)
+        for code, names in data.faults.items()
+    ]
     out += [
         Listing("published", "Newly published", data.published),
         Listing("delisted", "Delisted", data.delisted),
@@ -117,6 +122,8 @@ def render_health_json(data: Census, rows: list[dict[str, Any]]) -> str:
             {"platform": item.name, "entries": len(item.entries), "broken": len(item.broken)} for item in data.platforms
         ],
         "faults": {code: len(names) for code, names in data.faults.items()},
+        # Each fault's rule: its status (a preview rule is never scored or gated) and measured precision (0-1).
+        "fault_rules": {code: {"status": status_of(code), "precision": rule_precision(code)} for code in data.faults},
         "published": list(data.published),
         "delisted": list(data.delisted),
         "newly_broken": list(data.newly_broken),

@@ -6,6 +6,7 @@ the file and the registry disagree. ``fathom rules`` and ``fathom rule CODE`` pr
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -27,16 +28,29 @@ FAMILIES = (
 STATUS_MEANINGS = (
     (
         "stable",
-        "At least 80 % of its findings on real tool lists are right (hand-labelled, below); it counts in the score.",
+        "At least 80 % of its findings on real tool lists are right (hand-labelled, below); it counts in the score "
+        "and the gates.",
     ),
     (
         "preview",
-        "New, or under 80 % precision on real lists: reported and marked as such, but not counted in the score.",
+        "New, or under 80 % precision on real lists: measured and stored, but shown only when asked for "
+        "(`fathom check --preview`, or `preview = true` in the config), then marked `preview` in every format with "
+        "the rule's measured precision; on the site, listed apart from the scored findings. Never counted in the "
+        "score or a gate.",
     ),
     ("deprecated", "Still runs; it will be removed, and its text says what replaces it."),
     ("removed", "Never runs; the code stays listed so it is never reused."),
 )
 
+
+# What the newest catalogue changed in status, and on which labels (rules.md, "Catalogue 5: what changed from 4").
+STATUS_CHANGES = (
+    "Catalogue 5 changed two statuses on new labels: MCP402 became `preview` (right 1 time in 5 on real lists as "
+    "catalogue 4 wrote it; its secret clause now takes imperative verbs only and names the field), and MCP106 "
+    "became `stable` (12 of 14 right on a hand-labelled sample of real lists' findings; it does not fire on the "
+    "lists kept here). MCP113, MCP217 and MCP404 are new and start as `preview`. No stable rule measures under "
+    "80 % on the labels below.",
+)
 
 PRECISION = Path(__file__).with_name("precision.json")
 
@@ -48,6 +62,28 @@ def precision() -> dict[str, Any]:
     return dict(json.loads(PRECISION.read_text(encoding="utf-8")))
 
 
+@functools.lru_cache(maxsize=1)
+def _measured() -> dict[str, Any]:
+    return dict(precision().get("rules", {}))
+
+
+def rule_precision(code: str) -> float | None:
+    """Rule ``code``'s measured precision on real tool lists (0-1), or None when it was not measured (it fired
+    too rarely on them, or never)."""
+    entry = _measured().get(code)
+    value = entry.get("precision") if isinstance(entry, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def precision_label(code: str) -> str:
+    """``62 % right on real lists (21 of 34 labelled)``, or ``not yet measured on real lists``."""
+    entry = _measured().get(code)
+    value = rule_precision(code)
+    if value is None or not isinstance(entry, dict):
+        return "not yet measured on real lists"
+    return f"{round(value * 100)} % right on real lists ({entry['right']} of {entry['labelled']} labelled)"
+
+
 def _precision_section() -> list[str]:
     measured = precision()
     if not measured:
@@ -57,8 +93,9 @@ def _precision_section() -> list[str]:
         "## Precision on real tool lists",
         "",
         f"Measured by `python scripts/precision.py` on {measured['servers']} real servers' saved tool lists "
-        f"({measured['tools']:,} tools; `tests/fixtures/real/`, listed by `scripts/collect_real.py`): up to 20 "
-        "findings per rule labelled right or wrong by hand, with a one-line reason each "
+        f"({measured['tools']:,} tools; `tests/fixtures/real/`, listed by `scripts/collect_real.py`): every "
+        "finding of a rule that fires a few times, a sample spread over the servers of the others, labelled right "
+        "or wrong by hand, with a one-line reason each "
         "(`tests/fixtures/real/labels.json`). A finding is right when a careful server author would agree it points "
         f"at a real problem for a model. A rule needs {measured['min_labelled']} labelled findings to be measured; "
         f"it is `stable` only at {round(measured['stable_at'] * 100)} % or more, and only stable rules count in "
@@ -68,6 +105,7 @@ def _precision_section() -> list[str]:
         "| code | status | findings | servers | labelled | right | precision |",
         "|---|---|---|---|---|---|---|",
     ]
+    right = labelled = 0
     for code, rule in RULES.items():
         entry = rules.get(code)
         if entry is None:
@@ -77,6 +115,14 @@ def _precision_section() -> list[str]:
             f"| {code} | {rule.status} | {entry['findings']} | {entry['servers']} | {entry['labelled']} | "
             f"{entry['right']} | {shown} |"
         )
+        if rule.status == "stable":
+            right, labelled = right + entry["right"], labelled + entry["labelled"]
+    if labelled:
+        out += [
+            "",
+            f"The stable rules together: {right} of {labelled} labelled findings right "
+            f"({round(100 * right / labelled)} %).",
+        ]
     out.append("")
     return out
 
@@ -98,13 +144,14 @@ def markdown() -> str:
         "",
         f"Catalogue version **{RULES_VERSION}**. Stored findings carry the version they were scored with;",
         "`fathom rescore` brings stored history onto this one. `fathom rules` lists the catalogue,",
-        "`fathom rule CODE` explains one rule, `fathom check --select/--ignore` take code prefixes.",
+        "`fathom rule CODE` explains one rule with its status and measured precision, `fathom check",
+        "--select/--ignore` take code prefixes, and `fathom check --preview` also shows preview rules' findings.",
         "",
         "Status of a rule:",
         "",
     ]
     out += [f"- **{status}**: {meaning}" for status, meaning in STATUS_MEANINGS]
-    out.append("")
+    out += ["", *STATUS_CHANGES, ""]
     current = None
     for rule in RULES.values():
         family = _family(rule)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from scanner.models import Finding
+from scanner.rules.listwide import without_doctrine
 from scanner.rules.registry import RULES, Hit, Rule, RuleContext, check_prefixes, make_finding, rule_selected
 from scanner.rules.tools import ToolInfo
 from scanner.rules.vocabulary import ListFacts
@@ -68,7 +69,7 @@ def run_rules(
     check_prefixes(select)
     check_prefixes(ignore)
     infos = [ToolInfo(raw, index) for index, raw in enumerate(tools)]
-    facts = ListFacts.of(infos)
+    facts = ListFacts.of(infos, lambda: without_doctrine([info.description_text for info in infos]))
     for info in infos:
         info.facts = facts
     findings: list[Finding] = []

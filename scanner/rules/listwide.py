@@ -47,6 +47,23 @@ DOCTRINE_TOOLS = min(tools for tools, _ in DOCTRINE_RULES)
 DOCTRINE_WORDS = min(length for _, length in DOCTRINE_RULES)
 PARAM_TOOLS = 5
 PARAM_TOKEN_LIMIT = 500
+# A parameter that is not a shared option fires only when each copy costs at least this much (MCP308).
+PARAM_COPY_TOKENS = 100
+# Name words that make a parameter a shared option, one the server's configuration can hold (MCP308), folded.
+SHARED_OPTION_WORDS = frozenset(
+    (
+        *("auth", "token", "credential", "tenant", "subscription", "org", "organization", "account", "region"),
+        *("user", "email", "retry", "timeout", "api", "version", "locale", "lang"),
+    )
+)
+
+
+def shared_option(name: str) -> bool:
+    """Whether a parameter's name names a shared option (its folded words include one of
+    :data:`SHARED_OPTION_WORDS`): ``api_key``, ``tenantId``, ``max_retries``; not ``page_id`` or ``issue_key``."""
+    return not SHARED_OPTION_WORDS.isdisjoint(name_words(name))
+
+
 _SENTENCE_END = re.compile(r"[.!?;\r\n]+")
 
 
@@ -493,12 +510,15 @@ def _canonical(value: object) -> str | None:
     scope="list",
     status="preview",
     doc="""Warns when the same root parameter (the same name and the same schema, compared as canonical JSON)
-    appears in 5 or more tools and its copies together cost more than 500 tokens per turn with the most
-    expensive provider. One finding per parameter name, on the first tool that has it, with the tools and the
-    cost. A server that copies its authentication, retry and paging options onto every tool pays for them once
-    per tool on every turn (one real server spends about 40 % of its list this way). Bad: `api_key`,
-    `timeout`, `max_retries` with long descriptions on 200 tools. Good: set them once in the server's
-    configuration.""",
+    appears in 5 or more tools, its copies together cost more than 500 tokens per turn with the most
+    expensive provider, **and** either its name names a shared option (its words include auth, token,
+    credential, tenant, subscription, org, organization, account, region, user, email, retry, timeout, api,
+    version, locale or lang) or each copy costs at least 100 tokens: a parameter every tool acts on, such as
+    `page_id`, `issue_key` or `filename`, cannot move to configuration. One finding per parameter name, on the
+    first tool that has it, with the tools and the cost. A server that copies its authentication, retry and
+    paging options onto every tool pays for them once per tool on every turn (one real server spends about
+    40 % of its list this way). Bad: `api_key`, `timeout`, `max_retries` with long descriptions on 200 tools.
+    Good: set them once in the server's configuration.""",
 )
 def params_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -517,7 +537,9 @@ def params_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit
             continue
         one, method = ctx.cost(f"{json.dumps(name, ensure_ascii=False)}: {text}")
         total = one * len(indexes)
-        if total > PARAM_TOKEN_LIMIT and (name not in best or total > best[name][0]):
+        if total <= PARAM_TOKEN_LIMIT or not (one >= PARAM_COPY_TOKENS or shared_option(name)):
+            continue  # a parameter every tool acts on (page_id, issue_key) cannot move to configuration
+        if name not in best or total > best[name][0]:
             best[name] = (total, text, indexes, one, method)
     for name, (total, _text, indexes, one, method) in sorted(best.items(), key=lambda item: item[1][2][0]):
         first = tools[indexes[0]]

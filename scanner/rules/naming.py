@@ -12,6 +12,7 @@ from scanner.rules.registry import Hit, RuleContext, register
 from scanner.rules.schema import compact_json, schema_text
 from scanner.rules.tools import ToolInfo, label, type_label, words
 from scanner.rules.vocabulary import (
+    READ_VERBS,
     WRITE_VERBS,
     NameReading,
     has_usage_clause,
@@ -201,26 +202,32 @@ def _names(tool: ToolInfo, indexes: list[int]) -> list[str]:
     Severity.NOTE,
     hint="Say when to use this tool rather than its relatives, and when not to.",
     status="preview",
-    doc="""Notes a tool that has a *relative* in the list (another tool whose name shares a word of 4 or more
-    letters that is neither a read/write verb nor a prefix word most tools carry, such as `create_event` and
-    `delete_event`) while its description has no usage clause: no "use this when/to/for/instead", "when you",
+    doc="""Notes a tool that has a *relative* in the list while its description has no usage clause. A relative is
+    another tool whose name shares a word of 4 or more letters that is neither a read/write verb nor a prefix
+    word most tools carry (`create_event` and `delete_event`), **and** whose description is similar: the two
+    share at least 60 % of the distinct words of the longer description (MCP303's measure); tools whose texts
+    already differ are told apart by them. A usage clause is "use this when/to/for/instead", "when you",
     "instead of", "rather than", "do not use", "not for", "for example", "e.g.", "such as", "useful for/when",
-    "call this when/before/after", "only when/if/for" or "prefer". Among related tools a model picks by the
-    description; one that never says when it fits leaves the choice to chance. The message quotes the start of
-    the description. Bad: `search_issues` "Searches issues." beside `list_issues`. Good: "Full-text search over
-    issues; use list_issues to page through one repository's issues in order.\"""",
+    "call this when/before/after", "only when/if/for", "prefer", or the exact name of another tool of the list.
+    Among related tools a model picks by the description; one that never says when it fits leaves the choice
+    to chance. The message quotes the start of the description. Bad: `search_issues` "Search the issues of a
+    repository." beside `list_issues` "List the issues of a repository.". Good: "Full-text search over issues;
+    use list_issues to page through one repository's issues in order.\"""",
 )
 def usage_unstated(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     text = tool.description_text
     relatives = _relatives(tool)
-    if text is None or not relatives or has_usage_clause(text):
+    if text is None or not relatives:
         return
-    names = _names(tool, relatives)
-    shown = ", ".join(label(name, 60) for name in names[:3]) + (" and others" if len(names) > 3 else "")
+    names = tool.facts.tool_names if tool.facts is not None else frozenset()
+    if has_usage_clause(text, tool.name, names):
+        return
+    named = _names(tool, relatives)
+    shown = ", ".join(label(name, 60) for name in named[:3]) + (" and others" if len(named) > 3 else "")
     yield Hit(
         f"The description of {tool.display}, {quote(text, 80)}, never says when to use it rather than {shown}.",
         "/description",
-        {"relatives": names},
+        {"relatives": named},
     )
 
 
@@ -254,7 +261,7 @@ LOSS_WORDS = frozenset(
         "Say what is destroyed and whether it can be undone, and set `destructiveHint: true`, so a client can ask "
         "the user first."
     ),
-    status="preview",
+    status="stable",
     doc="""Warns when the tool's name has a destructive verb (delete, remove, drop, clear, purge, destroy, erase,
     wipe, truncate, overwrite, reset, revoke, cancel, kill, terminate, uninstall, unlink), its
     `annotations.destructiveHint` is not `true`, and its description says nothing of what is lost: none of
@@ -374,8 +381,31 @@ def annotations_missing(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         f"{tool.subject} {where} (readOnlyHint, destructiveHint, idempotentHint, openWorldHint).",
         "/annotations" if tool.annotations is not None else None,
         {"annotations": tool.annotations is not None},
-        fix='Add "annotations": {"readOnlyHint": …} to the tool.',
     )
+
+
+# Verbs that begin a name which neither only reads nor plainly writes (rules.md, MCP111).
+NEITHER_VERBS = frozenset(
+    ["manage", "execute", "run", "start", "stop", "simulate", "trigger", "schedule", "export", "download"]
+)
+# Words in a description that state a side effect of a tool named as a read (MCP111), besides the write verbs.
+SIDE_EFFECT_WORDS = frozenset(["download", "save", "cache", "store", "advance"])
+
+
+def _states_side_effect(text: str | None) -> bool:
+    """Whether a description states a side effect: a write verb, or download, save, cache, store, advance, in
+    any simple form ("creates", "saved", "caching")."""
+    if not text:
+        return False
+    effects = WRITE_VERBS | SIDE_EFFECT_WORDS
+    for word in text_words(text):
+        if word in effects:
+            return True
+        if word.endswith("d") and (word[:-1] in effects or word[:-2] in effects):
+            return True
+        if word.endswith("ing") and (word[:-3] in effects or word[:-3] + "e" in effects):
+            return True
+    return False
 
 
 @register(
@@ -384,23 +414,32 @@ def annotations_missing(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     Severity.WARNING,
     hint="Make the annotations say what the tool does: a client trusts them to skip or ask for confirmation.",
     status="preview",
-    doc="""Warns when a *read name* (a read verb such as get, list, search, and no write verb) carries annotations
-    saying it is not read-only (`readOnlyHint: false` or `destructiveHint: true`), or a *write name* (create,
-    update, delete, send and so on, and no read verb) says `readOnlyHint: true`. A client that trusts
-    `readOnlyHint: true` runs the call without asking; one that sees a destructive read asks for nothing.
-    Details carry the verb and the annotation. Bad: `delete_file` with `readOnlyHint: true`. Good:
-    `readOnlyHint: false, destructiveHint: true`.""",
+    doc="""Warns when a *read name* carries annotations saying it is not read-only (`readOnlyHint: false` or
+    `destructiveHint: true`), or a *write name* (create, update, put, delete, send and so on, and no read verb)
+    says `readOnlyHint: true`. Here a read name has a read verb (get, list, search ...), no write verb, and
+    starts with its read verb (prefix words aside): `list_and_sync_repos` is not one. A name that starts with a
+    verb of neither list (manage, execute, run, start, stop, simulate, trigger, schedule, export, download) is
+    neither. `readOnlyHint: false` on a read name is not reported when its description states a side effect (a
+    write verb, or download, save, cache, store, advance: "Fetches the page and caches it"). A client that
+    trusts `readOnlyHint: true` runs the call without asking; one that sees a destructive read asks for
+    nothing. Details carry the verb and the annotation. Bad: `delete_file` with `readOnlyHint: true`;
+    `get_weather` "Current weather for a city." with `readOnlyHint: false`. Good: `readOnlyHint: false,
+    destructiveHint: true` on `delete_file`.""",
 )
 def annotations_contradict_name(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     if tool.annotations is None:
         return
     reading = _reading(tool)
+    first = reading.words[0] if reading.words else None
+    if first in NEITHER_VERBS:
+        return
+    read_name = reading.read_name and first in READ_VERBS
     read_only = tool.annotations.get("readOnlyHint")
     destructive = tool.annotations.get("destructiveHint")
     found: tuple[str, object] | None = None
-    if reading.read_name and read_only is False:
+    if read_name and read_only is False and not _states_side_effect(tool.description_text):
         found = ("readOnlyHint", False)
-    elif reading.read_name and destructive is True:
+    elif read_name and destructive is True:
         found = ("destructiveHint", True)
     elif reading.write_name and read_only is True:
         found = ("readOnlyHint", True)
@@ -408,7 +447,7 @@ def annotations_contradict_name(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hi
         return
     key, value = found
     verb = reading.destructive_verb or reading.verb
-    kind = "reads" if reading.read_name else "changes things"
+    kind = "reads" if read_name else "changes things"
     yield Hit(
         f"{tool.subject} is named as a tool that {kind} ({verb}), but its annotations say {key}: {str(value).lower()}.",
         f"/annotations/{key}",
@@ -422,10 +461,12 @@ def annotations_contradict_name(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hi
     Severity.WARNING,
     hint="Set `readOnlyHint: false` and `destructiveHint`, so a client knows to ask the user before it runs the tool.",
     status="stable",
-    doc="""Warns when a *write name* (a write verb such as create, update, send, delete, and no read verb) or a
-    name with a destructive verb carries neither `readOnlyHint` nor `destructiveHint` as a boolean. A client
-    that cannot tell a write from a read either asks about everything or about nothing. Bad: `send_email`
-    with no annotations. Good: `"annotations": {"readOnlyHint": false, "destructiveHint": false}`.""",
+    doc="""Warns when a *write name* (a write verb such as create, update, put, send, delete, and no read verb)
+    or a name with a destructive verb carries neither `readOnlyHint` nor `destructiveHint` as a boolean. A
+    calculator's *arithmetic add* (`add`, `add_numbers`, `add_two_integers`: `add` with only number words) is
+    not a write. A client that cannot tell a write from a read either asks about everything or about nothing.
+    Bad: `send_email` or `put_object` with no annotations. Good: `"annotations": {"readOnlyHint": false,
+    "destructiveHint": false}`.""",
 )
 def write_unannotated(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     fires, verb = _write_unannotated(tool)
@@ -435,5 +476,61 @@ def write_unannotated(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         f"{tool.subject} changes things ({verb}) but its annotations carry neither readOnlyHint nor destructiveHint.",
         "/annotations" if tool.annotations is not None else None,
         {"verb": verb},
-        fix='Add "readOnlyHint": false and "destructiveHint" to the tool\'s annotations.',
+    )
+
+
+_NOT_FOR_THE_MODEL = re.compile(
+    r"\b(?:the\s+)?model\s+(?:should|must)\s+not\s+(?:call|use)\b"
+    r"|\bdo\s+not\s+call\s+this\s+tool\s+directly\b"
+    r"|\bapp-only\b"
+    r"|\bfor\s+the\s+(?:ui|app|viewer)\s+only\b"
+    r"|\binternal\s+use\s+only\b",
+    re.IGNORECASE,
+)
+
+
+def _hidden_from_model(tool: ToolInfo) -> bool:
+    """Whether the tool's ``_meta`` hides it from the model: MCP Apps' ``ui.visibility`` without ``"model"`` (also
+    written ``ui/visibility``), or the OpenAI Apps SDK's ``"openai/visibility": "private"``."""
+    meta = tool.raw.get("_meta") if tool.is_object else None
+    if not isinstance(meta, dict):
+        return False
+    ui = meta.get("ui")
+    visibility = ui.get("visibility") if isinstance(ui, dict) else meta.get("ui/visibility")
+    if isinstance(visibility, list) and "model" not in visibility:
+        return True
+    return meta.get("openai/visibility") == "private"
+
+
+@register(
+    "MCP113",
+    "not-for-the-model",
+    Severity.WARNING,
+    hint=(
+        'Hide it from the model (MCP Apps visibility `["app"]`) instead of asking the model not to call it: every '
+        "turn pays for a tool it must never use."
+    ),
+    status="preview",
+    doc="""Warns when the description says the model must not call the tool ("the model should not call",
+    "model must not use", "do not call this tool directly", "app-only", "for the UI/app/viewer only", "internal
+    use only", case-insensitive), yet the tool is in the list the model receives: no `_meta` visibility hides
+    it (MCP Apps' `_meta.ui.visibility` without `"model"`, or `"openai/visibility": "private"`). The model
+    reads, and pays for, a tool on every turn that it is told never to use, and may call it anyway. Details
+    carry the phrase. Bad: `refresh_chart` "Re-renders the chart. App-only: the model should not call this
+    tool." with no `_meta`. Good: the same tool with `"_meta": {"ui": {"visibility": ["app"]}}`, or without the
+    sentence when the model may call it.""",
+)
+def not_for_the_model(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    text = tool.description_text
+    if not text:
+        return
+    match = _NOT_FOR_THE_MODEL.search(text[:100_000])
+    if match is None or _hidden_from_model(tool):
+        return
+    phrase = " ".join(match.group(0).split())
+    yield Hit(
+        f"The description of {tool.display} says the model must not call it ({quote(phrase, 80)}), yet the tool "
+        "is in the list the model receives.",
+        "/description",
+        {"phrase": label(phrase, 120)},
     )

@@ -30,7 +30,8 @@ from scanner.models import Finding, Severity
 Scope = Literal["tool", "list", "history", "lanes", "registry"]
 Status = Literal["stable", "preview", "deprecated", "removed"]
 """``stable``: at least 80 % of its findings on real tool lists are right; it counts in the score. ``preview``:
-new or less precise: it runs and is reported, but the score leaves it out (:mod:`scanner.score`).
+new or less precise: it runs and its findings are stored, but they are shown only when asked for (``fathom check
+--preview``), marked ``preview``, and never count in the score (:mod:`scanner.score`) or a gate.
 ``deprecated``: still runs, will be removed; the doc says what replaces it. ``removed``: never runs; the code
 stays listed so it is never reused."""
 
@@ -39,7 +40,7 @@ STATUSES: tuple[Status, ...] = ("stable", "preview", "deprecated", "removed")
 # Bump whenever any rule's condition, threshold or message shape changes: stored findings are keyed by it, and a
 # store re-scores its toolsets when the catalogue it was scored with is not this one. tests/rules/test_catalogue.py
 # ties every version to the digest of the catalogue it names (see :func:`catalogue_digest`).
-RULES_VERSION = "4"
+RULES_VERSION = "5"
 
 
 @dataclass(frozen=True)
@@ -206,6 +207,17 @@ def catalogue_digest() -> str:
                 source = rule.check.__qualname__
         parts.append([rule.code, rule.slug, rule.severity.label, rule.status, rule.scope, rule.hint, rule.doc, source])
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def status_of(code: str) -> Status:
+    """The status of rule ``code`` (``stable`` for a code this catalogue does not know, as the score reads it)."""
+    rule = RULES.get(code)
+    return rule.status if rule is not None else "stable"
+
+
+def is_preview(code: str) -> bool:
+    """Whether rule ``code`` is ``preview``: its findings are hidden unless asked for, and never scored or gated."""
+    return status_of(code) == "preview"
 
 
 def _add(rule: Rule) -> None:

@@ -1,4 +1,4 @@
-"""Rules on a tool's ``inputSchema`` and ``outputSchema`` (MCP201-MCP216): what a model needs to fill the
+"""Rules on a tool's ``inputSchema`` and ``outputSchema`` (MCP201-MCP217): what a model needs to fill the
 arguments right, and what a client validates results against.
 
 Every rule reads the one iterative walk of :class:`~scanner.rules.tools.ToolInfo` and reports one finding per
@@ -420,7 +420,8 @@ def _branches_described(schema: Any) -> bool:
 
 
 def _wrapper(schema: Any, root: Any) -> bool:
-    """An object (or array of objects) whose own properties are all described: the fields say what it holds."""
+    """An object (or array of objects) whose own properties are all described: the fields say what it holds. An
+    object with no properties counts as one (MCP206 is the rule for a free-form object)."""
     if not isinstance(schema, dict):
         return False
     if "$ref" in schema:
@@ -434,8 +435,79 @@ def _wrapper(schema: Any, root: Any) -> bool:
         schema = items
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict) or not properties:
-        return False
+        return isinstance(schema, dict) and _is_object_type(schema)
     return all(isinstance(sub, dict) and _described(sub.get("description")) for sub in properties.values())
+
+
+# The last name word of a *self-describing identifier* (rules.md, MCP207).
+IDENTIFIER_WORDS = frozenset(
+    [
+        "id",
+        "ids",
+        "key",
+        "name",
+        "slug",
+        "uuid",
+        "url",
+        "uri",
+        "path",
+        "email",
+        "title",
+        "query",
+        "limit",
+        "offset",
+        "cursor",
+        "page",
+    ]
+)
+
+
+def _self_describing(name: str, tool: ToolInfo) -> bool:
+    """A parameter whose last name word is an identifier word and whose other name words all appear (folded) in
+    the tool's name or description: `memory_name` on `delete_memory`, `project_id` on a tool saying "project"."""
+    from scanner.rules.vocabulary import fold_all, name_words, text_words
+
+    parts = [part.lower() for part in split_name(name)]
+    if not parts or parts[-1] not in IDENTIFIER_WORDS:
+        return False
+    rest = fold_all(parts[:-1])
+    if not rest:
+        return True
+    known = set(name_words(tool.name)) | set(text_words(tool.description_text or ""))
+    return all(word in known for word in rest)
+
+
+_EXAMPLE = re.compile(r"\{[^{}]{0,2000}\}?")
+
+
+def _shown_by_parent(name: str, texts: list[str]) -> bool:
+    """Whether a parent's description names the parameter in quotes or backticks, or shows it in an example
+    containing ``{`` (``{"query": "tent"}``, ``{query: ...}``)."""
+    quoted = (f"`{name}`", f"'{name}'", f'"{name}"', f"‘{name}’", f"“{name}”")
+    bounded = re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])")
+    for text in texts:
+        if any(mark in text for mark in quoted):
+            return True
+        if "{" in text and any(bounded.search(example.group(0)) for example in _EXAMPLE.finditer(text[:100_000])):
+            return True
+    return False
+
+
+def _parent_texts(node: Node, tool: ToolInfo) -> list[str]:
+    """The descriptions of a parameter's parent: the tool's (and the root schema's) for a root parameter, else
+    the object's that holds it, and the array's when that object is the array's items."""
+    holder = node.parent.owner() if node.parent is not None else None
+    out: list[str] = []
+    if holder is None or holder.kind == "root":
+        out.append(tool.description_text or "")
+    while holder is not None:
+        text = holder.get("description")
+        if isinstance(text, str):
+            out.append(text)
+        if holder.kind != "items" or holder.parent is None:
+            break
+        holder = holder.parent.owner()
+    return out
 
 
 def _named_in(name: str, text: str | None) -> bool:
@@ -459,10 +531,15 @@ def _named_in(name: str, text: str | None) -> bool:
     status="preview",
     doc="""Warns about parameters without a non-blank `description`: the root parameters and the properties of
     nested objects (array `items` are exempt, their array is described). Not reported for a parameter whose
-    every `anyOf`/`oneOf` branch has a description (the model reads those), for an object parameter (or array
-    of objects) whose own properties all have descriptions (a wrapper), or for the only root parameter of a tool
-    whose description names it (the name itself, or its parts as consecutive words: `order_id` as "order id").
-    A property that is only a `$ref` is described by the definition it names, when that has a description.
+    every `anyOf`/`oneOf` branch has a description (the model reads those); for an object parameter (or array
+    of objects) whose own properties all have descriptions (a wrapper; an object with no properties counts as
+    one); for the only root parameter of a tool whose description names it (the name itself, or its parts as
+    consecutive words: `order_id` as "order id"); for a parameter that its parent's description (the tool's,
+    for a root parameter) names in quotes or backticks or shows in an example containing `{`; and for a
+    *self-describing identifier*: a name whose last word is id, ids, key, name, slug, uuid, url, uri, path,
+    email, title, query, limit, offset, cursor or page and whose other words all appear in the tool's name or
+    description (`memory_name` on `delete_memory`, `project_id` on a tool that says "project"). A property that
+    is only a `$ref` is described by the definition it names, when that has a description.
     The model fills an argument from its name alone and guesses the format. Bad: `"q": {"type": "string"}` on
     a tool with `q` and `limit`. Good: `"q": {"type": "string", "description": "Search words, e.g. 'two-person
     tent'"}`.""",
@@ -481,6 +558,8 @@ def param_undescribed(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         if _wrapper(node.schema, tool.schema):
             continue
         if node.level == 1 and len(root_keys) == 1 and _named_in(node.name, tool.description_text):
+            continue
+        if _shown_by_parent(node.name, _parent_texts(node, tool)) or _self_describing(node.name, tool):
             continue
         found.append(node)
     if found:
@@ -952,3 +1031,42 @@ def output_schema_invalid(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
                 "errors": [{"pointer": "/outputSchema" + path, "message": message} for path, message in errors],
             },
         )
+
+
+_JSON_IN_STRING = re.compile(
+    r"\bjson[\s-]+string\b|\bjson[\s-]encoded\b|\bserialized\s+json\b|\bstringified\s+json\b"
+    r"|\bserialized\s+from\s+a\s+json\b|\bas\s+a\s+json\s+object\s+string\b",
+    re.IGNORECASE,
+)
+
+
+@register(
+    "MCP217",
+    "json-in-string",
+    Severity.WARNING,
+    hint=(
+        "Declare the structure as an object or array schema: a model fills a typed structure far more reliably "
+        "than it escapes JSON inside a string."
+    ),
+    status="preview",
+    doc="""Warns about a parameter of type `string` whose own description says it holds JSON ("JSON string",
+    "JSON-encoded", "serialized JSON", "stringified JSON", "serialized from a JSON", "as a JSON object string",
+    case-insensitive). The model must then write the structure and escape it inside a string, with no schema to
+    follow: quotes and nesting go wrong, and the server gets text it cannot parse. One finding per tool, the
+    parameters in details. Bad: `"filters": {"type": "string", "description": "Filters as a JSON string"}`.
+    Good: `"filters": {"type": "object", "properties": {"status": {"type": "string"}}}`.""",
+)
+def json_in_string(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    found: list[Node] = []
+    for node in tool.params:
+        if node.conditional or not _string_typed(node.get("type")):
+            continue
+        text = node.get("description")
+        if isinstance(text, str) and "json" in text.lower() and _JSON_IN_STRING.search(text[:100_000]):
+            found.append(node)
+    if found:
+        yield _parameters_hit(tool, "has string parameters that hold JSON", found)
+
+
+def _string_typed(value: Any) -> bool:
+    return value == "string" or (isinstance(value, list) and "string" in value)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -46,12 +46,14 @@ DESTRUCTIVE_VERBS = _words(
 )
 WRITE_VERBS = frozenset(
     _words(
-        "create add insert update edit set modify patch rename move copy write save upload import send post "
+        "create add insert update edit set modify patch put rename move copy write save upload import send post "
         "publish reply comment invite share assign unassign merge push commit deploy approve reject archive "
         "transfer pay charge submit install apply replace"
     )
 ) | frozenset(DESTRUCTIVE_VERBS)
 VERBS = READ_VERBS | WRITE_VERBS
+# Words that make ``add`` arithmetic (rules.md *arithmetic add*), folded as name words are.
+NUMBER_WORDS = frozenset(_words("number value integer ints int float two sum"))
 RELATIVE_MIN_LETTERS = 4
 MAX_RELATIVES = 5
 
@@ -107,8 +109,9 @@ def name_words(name: object) -> list[str]:
     return fold_all(split_name(name)) if isinstance(name, str) else []
 
 
-def has_usage_clause(text: str) -> bool:
-    return USAGE_CLAUSE.search(text) is not None
+def has_usage_clause(text: str, own: object = None, names: frozenset[str] = frozenset()) -> bool:
+    """A usage clause (the phrases above), or the text names another tool of the list (``names``)."""
+    return USAGE_CLAUSE.search(text) is not None or names_another_tool(text, own, names)
 
 
 def quote(text: str, limit: int = QUOTE_LIMIT) -> str:
@@ -146,12 +149,35 @@ def read_name(name: object, prefixes: Iterable[str] = (), known: Sequence[str] |
     found = tuple(word for word in (name_words(name) if known is None else known) if word not in skip)
     # Verbs are matched on both the raw and the folded form: "deletes" folds to "delete", "lists" to "list".
     destructive = next((word for word in found if word in DESTRUCTIVE_VERBS), None)
+    if arithmetic_add(found):  # a calculator's `add` changes nothing: neither a read nor a write name
+        return NameReading(words=found, destructive_verb=None, reads=False, writes=False)
     return NameReading(
         words=found,
         destructive_verb=destructive,
         reads=any(word in READ_VERBS for word in found),
         writes=any(word in WRITE_VERBS for word in found),
     )
+
+
+def arithmetic_add(found: Sequence[str]) -> bool:
+    """*Arithmetic add*: a name's words (prefix words aside) are ``add`` alone or with only number words."""
+    return "add" in found and all(word == "add" or word in NUMBER_WORDS for word in found)
+
+
+def names_another_tool(text: str, own: object, names: frozenset[str]) -> bool:
+    """Whether ``text`` names a tool of the list other than ``own`` (its exact name, as a whole word)."""
+    if not names:
+        return False
+    for token in _NAME_TOKEN.findall(text):
+        if token != own and token in names:
+            return True
+        stripped = token.strip(".-")  # a name at the end of a sentence ("... use list_files.")
+        if stripped != token and stripped != own and stripped in names:
+            return True
+    return False
+
+
+_NAME_TOKEN = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 @dataclass
@@ -161,9 +187,14 @@ class ListFacts:
     prefixes: frozenset[str] = frozenset()
     relatives: dict[int, list[int]] = field(default_factory=dict)
     names: dict[int, str] = field(default_factory=dict)
+    tool_names: frozenset[str] = frozenset()
+    """Every name of the list that is a string (a description naming one has a usage clause)."""
 
     @classmethod
-    def of(cls, tools: Sequence[ToolInfo]) -> ListFacts:
+    def of(cls, tools: Sequence[ToolInfo], compared: Callable[[], Sequence[str | None]] | None = None) -> ListFacts:
+        """The facts of ``tools``. ``compared`` gives the descriptions a relative's similarity is measured on
+        (the engine passes them with the list's repeated sentences left out, as MCP303 compares them); asked for
+        only when two names share a word. Without it, the descriptions themselves."""
         per_tool = []
         for tool in tools:
             found = tool.cache.get("name_words")
@@ -185,22 +216,70 @@ class ListFacts:
                 if len(word) >= RELATIVE_MIN_LETTERS and word not in VERBS and word not in prefixes:
                     by_word[word].append(position)
         relatives: dict[int, list[int]] = defaultdict(list)
+        similar = _Similar(tools, compared)
         for members in by_word.values():
             if len(members) < 2:
                 continue
+            if similar.budget <= 0:  # a hostile list: searched as far as the budget reached
+                break
             for one in members:
                 found = relatives[one]
                 # A few relatives are enough to say a tool has some and to name them in a message.
                 for other in members:
-                    if len(found) >= MAX_RELATIVES:
+                    if len(found) >= MAX_RELATIVES or similar.budget <= 0:
                         break
-                    if other != one and other not in found:
+                    if other != one and other not in found and similar(one, other):
                         found.append(other)
         return cls(
             prefixes=prefixes,
             relatives={key: sorted(value) for key, value in relatives.items() if value},
             names={tool.index: tool.tool_name for tool in tools},
+            tool_names=frozenset(tool.name for tool in tools if isinstance(tool.name, str) and tool.name),
         )
 
     def relatives_of(self, index: int) -> list[int]:
         return self.relatives.get(index, [])
+
+
+SIMILAR_SHARE = 0.6
+"""A relative's description shares at least this much of the distinct words of the longer one (MCP303's
+measure)."""
+RELATIVE_COMPARISONS = 300_000
+"""Description comparisons a list's relatives are looked for with at most (a few tenths of a second): real lists
+need a small part of it; a list of thousands of tools sharing name words is searched only that far (the same
+bound MCP303 keeps on its pairs)."""
+
+
+class _Similar:
+    """Whether two tools' descriptions are similar by MCP303's measure: their distinct words (sentences repeated
+    across the list left out, when the caller gives them so) share at least 60 % of the longer one's. Word sets
+    are computed once per tool, when first asked for; a tool without a description is similar to none."""
+
+    def __init__(self, tools: Sequence[ToolInfo], compared: Callable[[], Sequence[str | None]] | None) -> None:
+        self.tools = tools
+        self.compared = compared
+        self._texts: Sequence[str | None] | None = None
+        self._sets: dict[int, frozenset[str]] = {}
+        self.budget = RELATIVE_COMPARISONS
+
+    def _words(self, position: int) -> frozenset[str]:
+        found = self._sets.get(position)
+        if found is None:
+            if self._texts is None:
+                given = self.compared() if self.compared is not None else None
+                self._texts = given if given is not None else [tool.description_text for tool in self.tools]
+            text = self._texts[position]
+            found = self._sets[position] = frozenset(words(text)) if text else frozenset()
+        return found
+
+    def __call__(self, one: int, other: int) -> bool:
+        if self.budget <= 0:
+            return False
+        self.budget -= 1
+        first, second = self._words(one), self._words(other)
+        if not first or not second:
+            return False
+        larger = max(len(first), len(second))
+        if min(len(first), len(second)) < SIMILAR_SHARE * larger:
+            return False  # the shorter cannot hold 60 % of the longer's words
+        return len(first & second) >= SIMILAR_SHARE * larger

@@ -217,9 +217,9 @@ def test_findings_are_stored_per_entry_and_run_and_shown(tmp_path: Path, hostile
     diff = json.loads(runner.invoke(app, ["diff", "io.example/live", "--db", db, "--format", "json"]).stdout)
     assert any("MCP704" in json.dumps(row) and "fixed" in json.dumps(row) for row in diff), diff
 
-    # The server page of run 1 lists the finding; the leaderboard counts it but never scores it (same list, same
-    # score in both runs).
-    scores, warnings = [], []
+    # The server page of run 1 lists the finding (in its preview block); the leaderboard counts it apart and never
+    # scores it (same list, same score in both runs).
+    scores, warnings, previews = [], [], []
     for run in ("1", "2"):
         site = tmp_path / f"site-{run}"
         built = runner.invoke(app, ["report", "--db", db, "--out", str(site), "--run", run])
@@ -231,8 +231,10 @@ def test_findings_are_stored_per_entry_and_run_and_shown(tmp_path: Path, hostile
         if run == "1":  # run 2's page names MCP704 only in its change log (resolved)
             assert "Not valid against server.json schema 2025-09-29" in page
         warnings.append(live["warnings"])
+        previews.append(live["preview"])
     assert scores[0] == scores[1] is not None
-    assert warnings[0] == warnings[1] + 1  # MCP704 is a warning, counted with the list's own
+    # MCP704 is a warning of a preview rule: counted apart (``preview``), never with the list's own warnings
+    assert previews[0] == previews[1] + 1 and warnings[0] == warnings[1]
 
 
 def test_load_entries_attaches_findings_to_the_entry(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scanner.cli import app
+from scanner.rules import RULES
 
 runner = CliRunner()
 EXAMPLE = Path(__file__).parents[2] / "scanner" / "examples" / "example-tools.json"
@@ -75,16 +76,22 @@ def test_json_contract_keys_and_values() -> None:
     assert [tool["name"] for tool in tools[:5]] == [tool["name"] for tool in data["largest_tools"]]
     summary = data["summary"]
     assert summary["problems"] >= 2  # check_stock: required key undefined, untyped `store`
-    finding_keys = {"code", "rule", "severity", "tool", "message", "hint", "pointer", "details"}
+    finding_keys = {"code", "rule", "severity", "tool", "message", "hint", "pointer", "details", "status"}
     assert all(finding_keys <= set(finding) for finding in data["findings"])
+    assert {finding["status"] for finding in data["findings"]} == {"stable"}  # preview only with --preview
     severities = [finding["severity"] for finding in data["findings"]]
     order = {"problem": 0, "warning": 1, "note": 2}
     assert severities == sorted(severities, key=order.__getitem__)
     codes = {(finding["code"], finding["tool"]) for finding in data["findings"]}
     assert ("MCP204", "check_stock") in codes
     assert ("MCP205", "check_stock") in codes
-    assert ("MCP103", "check_stock") in codes
+    assert ("MCP103", "check_stock") not in codes  # a preview rule: measured, not shown by default
     assert ("MCP202", "list_stores") in codes
+    shown = check_json("--tools-file", str(EXAMPLE), "--preview")
+    (echo,) = [f for f in shown["findings"] if (f["code"], f["tool"]) == ("MCP103", "check_stock")]
+    assert echo["status"] == "preview" and (echo["precision"] is None or 0 <= echo["precision"] < 0.8)
+    assert shown["summary"] == summary | {"preview": len(shown["findings"]) - len(data["findings"])}
+    assert shown["score"] == data["score"]  # preview findings never move the score
 
 
 def test_text_report_is_laid_out_like_the_card() -> None:
@@ -94,8 +101,14 @@ def test_text_report_is_laid_out_like_the_card() -> None:
     assert "Tokens per turn" in out and "Anthropic" in out and "OpenAI" in out and "Google Gemini" in out
     assert "5 tools ·" in out and "% of a 200k context" in out
     assert "Largest tools" in out
-    headline = next(line for line in out.splitlines() if "problem" in line and "warning" in line)
+    headline = next(line for line in out.splitlines() if "problem" in line and "note" in line)
     assert headline.startswith(("1 problem", "2 problems", "3 problems"))
+    assert "[preview]" not in out and "preview" not in headline  # preview rules only with --preview
+    shown = runner.invoke(app, ["check", "--example", "--preview"]).stdout
+    marked = [line for line in shown.splitlines() if "[preview]" in line and "MCP" in line]
+    assert marked and all(RULES[line.split()[1]].status == "preview" for line in marked)
+    assert "preview)" in next(line for line in shown.splitlines() if "problem" in line and "note" in line)
+    assert "never counted in the score or a gate" in shown
     assert out.index("Tokens per turn") < out.index("Largest tools") < out.index(headline)
     assert "\x1b[" not in out  # no colour when not a terminal
 
@@ -116,8 +129,8 @@ def test_one_tool_list_has_no_largest_tools(tmp_path: Path) -> None:
 def test_strict_exits_1_only_on_problems(tmp_path: Path) -> None:
     assert runner.invoke(app, ["check", "--example", "--strict"]).exit_code == 1
     assert runner.invoke(app, ["check", "--tools-file", write(tmp_path, GOOD), "--strict"]).exit_code == 0
-    # warnings alone do not fail --strict
-    warn_only = [dict(GOOD[0], inputSchema={"type": "object", "properties": {"q": {"type": "string"}}})]
+    # warnings alone do not fail --strict (MCP112: a write name without readOnlyHint/destructiveHint)
+    warn_only = [dict(GOOD[0], name="send_forecast", annotations={"idempotentHint": True})]
     result = runner.invoke(app, ["check", "--tools-file", write(tmp_path, warn_only), "--strict"])
     assert "warning" in result.stdout and result.exit_code == 0
 
@@ -318,7 +331,7 @@ _TOPICS = [
 
 
 def _many_undescribed(count: int) -> list[dict[str, Any]]:
-    """Distinct tools whose one parameter has no description (MCP207 on each, nothing else in common)."""
+    """Distinct tools without annotations (MCP110 on each, a stable rule; nothing else in common)."""
     return [
         {
             "name": _NAMES[index],
@@ -334,13 +347,13 @@ def test_a_rule_on_more_than_five_tools_is_shown_once(tmp_path: Path, fmt: str) 
     path = write(tmp_path, _many_undescribed(8))
     grouped = runner.invoke(app, ["check", "--tools-file", path, "--format", fmt])
     assert grouped.exit_code == 0, grouped.output
-    assert _findings_part(grouped.stdout).count("MCP207") == 1
+    assert _findings_part(grouped.stdout).count("MCP110") == 1
     assert "8 tools: alpha, bravo, charlie and 5 more" in grouped.stdout
-    assert "8 warnings" in grouped.stdout  # the headline still counts every finding
+    assert "8 notes" in grouped.stdout  # the headline still counts every finding
     every = runner.invoke(app, ["check", "--tools-file", path, "--format", fmt, "--verbose"])
-    assert _findings_part(every.stdout).count("MCP207") == 8
+    assert _findings_part(every.stdout).count("MCP110") == 8
     few = runner.invoke(app, ["check", "--tools-file", write(tmp_path, _many_undescribed(5), "five.json")])
-    assert _findings_part(few.stdout).count("MCP207") == 5  # five tools: not grouped
+    assert _findings_part(few.stdout).count("MCP110") == 5  # five tools: not grouped
 
 
 def _findings_part(out: str) -> str:
@@ -351,9 +364,9 @@ def _findings_part(out: str) -> str:
 def test_json_and_sarif_keep_every_finding(tmp_path: Path) -> None:
     path = write(tmp_path, _many_undescribed(8))
     data = check_json("--tools-file", path)
-    assert sum(finding["code"] == "MCP207" for finding in data["findings"]) == 8
+    assert sum(finding["code"] == "MCP110" for finding in data["findings"]) == 8
     sarif = json.loads(runner.invoke(app, ["check", "--tools-file", path, "--format", "sarif"]).stdout)
-    assert sum(result["ruleId"] == "MCP207" for result in sarif["runs"][0]["results"]) == 8
+    assert sum(result["ruleId"] == "MCP110" for result in sarif["runs"][0]["results"]) == 8
 
 
 def test_tools_flag_prints_every_tool_by_cost(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """``fathom check`` as a CI gate, against real servers: gates, baseline, config file, badge, --version.
 
-The warning-only server is the npm reference ``server-everything`` (0 problems, several warnings); the baseline
+The npm reference ``server-everything`` has only preview warnings (shown with --preview, never gated); the baseline
 and config tests run the official-SDK server with a tools file the test edits between two checks (it re-reads
 the file on every ``tools/list``).
 """
@@ -40,15 +40,16 @@ TOOLS: list[dict[str, Any]] = [
         "description": "Current severe-weather alerts for one place, given its two-letter ISO code.",
         "inputSchema": {
             "type": "object",
-            # no description on the parameter: MCP207, a warning
-            "properties": {"country": {"type": "string"}},
+            # the parameter through a $ref: MCP208, a warning of a stable rule
+            "properties": {"country": {"$ref": "#/$defs/country"}},
             "required": ["country"],
+            "$defs": {"country": {"type": "string", "description": "Two-letter ISO code, e.g. CH."}},
         },
         "annotations": {"readOnlyHint": True},
     },
 ]
-# A write tool with no read-only or destructive hint: MCP112, a warning of a stable rule (it counts in the score;
-# MCP207 above is a preview rule under catalogue 4 and does not).
+# A write tool with no read-only or destructive hint: MCP112, a warning of a stable rule that costs points (MCP208
+# above is a stable warning too, but the score weighs it less than this one).
 UNANNOTATED_WRITE = {
     "name": "delete_alert_subscription",
     "description": "Stop the e-mails for one alert subscription. The subscription is removed and cannot be undone.",
@@ -102,21 +103,25 @@ def gate_lines(stderr: str) -> list[str]:
 @pytest.mark.npm
 @pytest.mark.timeout(120)
 @pytest.mark.skipif(not everything_installed(), reason="run `npm install` in tests/npm (node_modules missing)")
-def test_a_warning_only_server_fails_fail_on_warning_and_passes_strict() -> None:
+def test_preview_warnings_are_shown_only_when_asked_and_never_fail_a_gate() -> None:
+    """server-everything's warnings are all from preview rules (catalogue 5): hidden by default, shown and marked
+    with --preview, and never counted by --fail-on (issue 34: 20 of github's 31 gated findings were preview)."""
     command = everything_command("stdio")
-    strict = check("--strict", "--format", "json", "--", *command)
-    assert strict.exit_code == 0, strict.output
-    data = json.loads(strict.stdout)
-    assert data["summary"]["problems"] == 0 and data["summary"]["warnings"] > 0
-    assert data["gates"] == [{"gate": "--fail-on problem", "passed": True, "message": "no finding"}]
-    warnings = data["summary"]["warnings"]
-    failed = check("--fail-on", "warning", "--", *command)
-    assert failed.exit_code == 1
-    assert gate_lines(failed.stderr) == [
-        f"fathom: gate --fail-on warning failed: {warnings} findings at warning or worse (0 problems, "
-        f"{warnings} warnings)"
-    ]
-    assert "FAILED --fail-on warning" in failed.stdout  # and in the report's Gates section
+    default = check("--fail-on", "warning", "--format", "json", "--", *command)
+    assert default.exit_code == 0, default.output
+    hidden = json.loads(default.stdout)
+    assert hidden["findings"] == [] and hidden["summary"]["preview"] == 0
+    shown = check("--preview", "--fail-on", "warning", "--format", "json", "--", *command)
+    assert shown.exit_code == 0, shown.output
+    data = json.loads(shown.stdout)
+    assert data["summary"]["problems"] == data["summary"]["warnings"] == 0
+    assert data["summary"]["preview"] == len(data["findings"]) > 0
+    warned = [finding for finding in data["findings"] if finding["severity"] == "warning"]
+    assert warned and all(finding["status"] == "preview" for finding in warned)
+    assert data["gates"] == [{"gate": "--fail-on warning", "passed": True, "message": "no finding at warning or worse"}]
+    assert data["score"] == hidden["score"]
+    text = check("--preview", "--", *command)
+    assert "[preview]" in text.stdout and "never counted in the score or a gate" in text.stdout
 
 
 def test_min_score_and_max_tokens_say_which_gate_failed_and_by_how_much(
@@ -126,7 +131,7 @@ def test_min_score_and_max_tokens_say_which_gate_failed_and_by_how_much(
     url = server.url("/mcp")
     data = json.loads(check("--url", url, "--format", "json").stdout)
     score = data["score"]["score"]
-    assert 0 < score < 100  # MCP112 on delete_alert_subscription costs points (MCP207, a preview rule, does not)
+    assert 0 < score < 100  # MCP112 on delete_alert_subscription costs points
     assert data["score"]["rules"][0]["code"] == "MCP112" and data["score"]["rules"][0]["points"] > 0
     dearest = max(count["tokens"] for count in data["tokens"].values())
     openai = data["tokens"]["openai"]["tokens"]
@@ -160,7 +165,7 @@ def test_a_tool_added_since_the_baseline_shows_in_the_delta_and_fails_max_increa
         "get_forecast",
         "get_alerts",
     ]
-    assert [finding["code"] for finding in document["findings"]] == ["MCP207"]
+    assert [finding["code"] for finding in document["findings"]] == ["MCP208"]
     # against an unchanged server: nothing new, so the baseline's warning no longer fails --fail-on warning
     same = check("--url", url, "--baseline", str(baseline), "--fail-on", "warning", "--max-increase", "0%")
     assert same.exit_code == 0, same.output
@@ -183,12 +188,13 @@ def test_a_tool_added_since_the_baseline_shows_in_the_delta_and_fails_max_increa
         assert abs(change["delta"] - delta["tools"][0]["after"][provider]) <= 0.1 * change["delta"]
     # a generous budget passes; a new warning on a changed tool is new, the old one is still not
     assert check("--url", url, "--baseline", str(baseline), "--max-increase", "200%").exit_code == 0
-    changed = [dict(TOOLS[0], inputSchema={"type": "object", "properties": {"q": {"type": "string"}}}), TOOLS[1]]
+    schema = {"type": "object", "properties": {"q": {"$ref": "#/$defs/q"}}, "$defs": {"q": {"type": "string"}}}
+    changed = [dict(TOOLS[0], inputSchema=schema), TOOLS[1]]
     tools_file.write_text(json.dumps(changed), encoding="utf-8")
     worse = check("--url", url, "--baseline", str(baseline), "--fail-on", "warning", "--format", "json")
     assert worse.exit_code == 1
     new = json.loads(worse.stdout)["baseline"]["new_findings"]
-    assert {(finding["code"], finding["tool"]) for finding in new} == {("MCP207", "get_forecast")}
+    assert {(finding["code"], finding["tool"]) for finding in new} == {("MCP208", "get_forecast")}
     fixed = json.loads(worse.stdout)["baseline"]["fixed_findings"]
     assert fixed == []
     assert "1 finding at warning or worse new since the baseline" in worse.stderr
@@ -218,8 +224,8 @@ format = "json"
 
 [[tool.fathom.per-tool-ignores]]
 tool = "get_alerts"
-rules = ["MCP207"]
-reason = "the ISO code is self-explanatory"
+rules = ["MCP208"]
+reason = "the definition is shared on purpose"
 """
 
 
@@ -232,24 +238,24 @@ def test_a_per_tool_ignore_in_pyproject_moves_the_finding_to_ignored(
     (project / ".git").mkdir()  # the repository root SARIF locations are relative to
     url = server.url("/mcp")
     before = json.loads(check("--url", url, "--format", "json").stdout)  # no config in the test's folder
-    assert [finding["code"] for finding in before["findings"]] == ["MCP207"]
+    assert [finding["code"] for finding in before["findings"]] == ["MCP208"]
     monkeypatch.chdir(project / "src" / "deep")  # found from here upwards
     result = check("--url", url)
     assert result.exit_code == 0, result.output  # fail-on warning from the file, and nothing left to fail on
     data = json.loads(result.stdout)  # format json from the file
-    assert data["findings"] == [] and data["summary"] == {"problems": 0, "warnings": 0, "notes": 0}
+    assert data["findings"] == [] and data["summary"] == {"problems": 0, "warnings": 0, "notes": 0, "preview": 0}
     assert [(item["code"], item["tool"], item["reason"]) for item in data["ignored"]] == [
-        ("MCP207", "get_alerts", "the ISO code is self-explanatory")
+        ("MCP208", "get_alerts", "the definition is shared on purpose")
     ]
     assert data["score"]["score"] == before["score"]["score"]  # the leaderboard's number: ignores do not change it
     assert data["gates"][0]["gate"] == "--fail-on warning" and data["gates"][0]["passed"]
     text = check("--url", url, "--format", "text")  # flags win over the file
     assert "Ignored (1; still counted in the score)" in text.stdout and "(1 ignored)" in text.stdout
-    assert "MCP207 param-undescribed · get_alerts: the ISO code is self-explanatory" in text.stdout
+    assert "MCP208 uses-ref · get_alerts: the definition is shared on purpose" in text.stdout
     # a server has no file: its results stand in the config file, by a path relative to the repository
     sarif = json.loads(check("--url", url, "--format", "sarif").stdout)
     (suppressed,) = sarif["runs"][0]["results"]
-    assert suppressed["suppressions"] == [{"kind": "external", "justification": "the ISO code is self-explanatory"}]
+    assert suppressed["suppressions"] == [{"kind": "external", "justification": "the definition is shared on purpose"}]
     assert suppressed["locations"][0]["physicalLocation"] == {
         "artifactLocation": {"uri": "pyproject.toml"},
         "region": {"startLine": PYPROJECT.splitlines().index("[tool.fathom]") + 1},

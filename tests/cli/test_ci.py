@@ -40,7 +40,10 @@ CLEAN = [
         "annotations": {"readOnlyHint": True},
     }
 ]
-WARNS = [dict(CLEAN[0], inputSchema={"type": "object", "properties": {"city": {"type": "string"}}})]
+# A stable warning (MCP208: a parameter through $ref); an undescribed parameter (MCP207) is a preview rule, never gated.
+_REF = {"$ref": "#/$defs/city"}
+_CITY = {"type": "string", "description": "The city, e.g. Zurich."}
+WARNS = [dict(CLEAN[0], inputSchema={"type": "object", "properties": {"city": _REF}, "$defs": {"city": _CITY}})]
 BROKEN = [dict(CLEAN[0], inputSchema={"type": "object", "properties": {"city": {}}, "required": ["town"]})]
 
 
@@ -86,16 +89,17 @@ def test_every_action_input_reaches_the_script() -> None:
 
 def test_action_gates_a_server_writes_sarif_summary_and_outputs(sdk_http: RunningServer, tmp_path: Path) -> None:
     done, outputs, summary = run_action(
-        tmp_path, url=sdk_http.url("/mcp"), fail_on="warning", max_tokens="100000 openai=99999", args="--timeout 20"
+        tmp_path, url=sdk_http.url("/mcp"), fail_on="note", max_tokens="100000 openai=99999", args="--timeout 20"
     )
-    assert done.returncode == 1, done.stderr  # the SDK server's get_weather has an undescribed parameter
-    assert "Tokens per turn" in done.stdout and "FAILED --fail-on warning" in done.stdout
-    assert "fathom: gate --fail-on warning failed" in done.stderr
+    # the SDK server's tools carry no annotations (MCP110 notes); its calculator `add` is no write (catalogue 5)
+    assert done.returncode == 1, done.stderr
+    assert "Tokens per turn" in done.stdout and "FAILED --fail-on note" in done.stdout
+    assert "fathom: gate --fail-on note failed" in done.stderr
     assert outputs["exit-code"] == "1" and outputs["sarif"] == "fathom.sarif" and outputs["markdown"] == "fathom.md"
     assert (tmp_path / "fathom.md").read_text(encoding="utf-8") in summary
     assert 0 < float(outputs["score"]) < 100 and int(outputs["tokens"]) > 0
     assert summary.startswith("earlier step\n## Tool list check: ")  # appended, never overwritten
-    assert "| `--fail-on warning` | **failed** |" in summary and "| `--max-tokens openai=99999` | passed |" in summary
+    assert "| `--fail-on note` | **failed** |" in summary and "| `--max-tokens openai=99999` | passed |" in summary
     log = json.loads((tmp_path / "fathom.sarif").read_text(encoding="utf-8"))
     jsonschema.Draft4Validator(SARIF_SCHEMA).validate(log)
     assert log["runs"][0]["properties"]["score"]["score"] == float(outputs["score"])

@@ -64,7 +64,8 @@ def test_rules_lists_the_whole_catalogue() -> None:
     assert result.exit_code == 0
     listed = re.findall(r"^(MCP\d{3})\s", result.stdout, re.M)
     assert listed == list(RULES)
-    assert len(listed) == 47 and listed[0] == "MCP101" and listed[-1] == "MCP705"  # catalogue 4
+    assert len(listed) >= 50 and listed[0] == "MCP101"  # catalogue 5
+    assert {"MCP113", "MCP217", "MCP404"} <= set(listed)
 
 
 def test_rule_explains_one_and_refuses_unknown_codes() -> None:
@@ -72,6 +73,12 @@ def test_rule_explains_one_and_refuses_unknown_codes() -> None:
     assert result.exit_code == 0
     assert result.stdout.startswith("MCP205 param-untyped (problem, stable)")
     assert RULES["MCP205"].hint in result.stdout
+    assert "Status: stable: counts in the score and the gates." in result.stdout
+    preview = runner.invoke(app, ["rule", "MCP105"]).stdout
+    assert preview.startswith("MCP105 usage-unstated (note, preview)")
+    assert "shown only with `fathom check --preview`" in preview
+    assert re.search(r"Precision: \d+ % right on real lists \(\d+ of \d+ labelled\)\.", preview)
+    assert "Precision: not yet measured on real lists." in runner.invoke(app, ["rule", "MCP404"]).stdout
     assert runner.invoke(app, ["rule", "MCP999"]).exit_code == 2
 
 

@@ -77,7 +77,7 @@ def test_a_tools_file_is_placed_by_repo_relative_uri_line_and_pointer(
     path.write_text(text, encoding="utf-8")
     lines = text.splitlines()
     monkeypatch.chdir(tmp_path)  # outside the repository: the URI is still relative to its root
-    result = sarif("--tools-file", str(path))
+    result = sarif("--tools-file", str(path), "--preview")  # MCP103 (placed below) is a preview rule
     assert result.exit_code == 0, result.output
     run = valid(result.stdout)["runs"][0]
     assert run["invocations"] == [{"executionSuccessful": True}]
@@ -98,15 +98,22 @@ def test_a_tools_file_is_placed_by_repo_relative_uri_line_and_pointer(
     assert placed[("MCP103", "/tools/1/description")] == next(
         number for number, line in enumerate(lines, 1) if '"Look up"' in line
     )
+    statuses = {item["ruleId"]: item["properties"]["status"] for item in run["results"]}
+    assert statuses["MCP103"] == "preview" and statuses["MCP204"] == "stable"
+    rules = {rule["id"]: rule["properties"] for rule in run["tool"]["driver"]["rules"]}
+    assert rules["MCP103"]["status"] == "preview" and 0 <= rules["MCP103"]["precision"] < 0.8
+    assert rules["MCP204"]["status"] == "stable" and rules["MCP404"]["precision"] is None  # never measured
+    default = valid(sarif("--tools-file", str(path)).stdout)["runs"][0]["results"]
+    assert "MCP103" not in {item["ruleId"] for item in default}  # preview: only with --preview
 
 
 def test_ignored_findings_are_suppressed_results(tmp_path: Path) -> None:
     path = tmp_path / "tools.json"
     path.write_text(json.dumps(TOOLS), encoding="utf-8")
-    result = sarif("--tools-file", str(path), "--ignore", "MCP103")
+    result = sarif("--tools-file", str(path), "--ignore", "MCP205")
     run = valid(result.stdout)["runs"][0]
     suppressed = [item for item in run["results"] if "suppressions" in item]
-    assert [item["ruleId"] for item in suppressed] == ["MCP103"]
+    assert [item["ruleId"] for item in suppressed] == ["MCP205"]
     assert suppressed[0]["suppressions"] == [{"kind": "external", "justification": "rule ignored"}]
     assert len(run["results"]) == len(valid(sarif("--tools-file", str(path)).stdout)["runs"][0]["results"])
 

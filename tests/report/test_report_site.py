@@ -160,8 +160,12 @@ def test_server_pages(site: Path, story_store: Store) -> None:
     zeta = text_of(zeta_html)
     assert "MCP305" in zeta
     # 44 MCP303 findings on 45 tools: one row with the count and the first tools (the database keeps all 44).
-    findings_table = zeta_html.split('<table class="findings cards">')[1].split("</table>")[0]
+    # MCP303 is a preview rule: its row stands in the preview block, after the scored findings, with its precision.
+    assert "<code>MCP303</code>" not in zeta_html.split('<table class="findings cards">')[1].split("</table>")[0]
+    assert zeta_html.index('<table class="findings cards">') < zeta_html.index('<h2 id="preview">Preview findings</h2>')
+    findings_table = zeta_html.split('<table class="findings preview cards">')[1].split("</table>")[0]
     assert findings_table.count("<code>MCP303</code>") == 1
+    assert "not counted in the score above or in any gate" in zeta and "% right on real lists (" in findings_table
     assert "45 tools: op_00, op_01, op_02 and 42 more" in zeta and "44 findings, e.g." in zeta
     zeta_row = next(row for row in current if row.server == "zeta")
     assert sum(finding.code == "MCP303" for finding in zeta_row.findings) == 44
@@ -201,12 +205,22 @@ def test_unknown_run_and_empty_database(story_store: Store, tmp_path: Path, make
 
 
 def test_leaderboard_scores_are_the_score_of_the_stored_findings(site: Path, story_store: Store) -> None:
+    from scanner.rules.registry import is_preview
     from scanner.score import score
 
     document = json.loads(read(site / "leaderboard.json"))
     stored = {row.server: row for row in story_store.leaderboard(3)}
+    assert any(row["preview"] for row in document["ranked"])
     for row in document["ranked"]:
         leader = stored[row["server"]]
         assert row["score"] == score(leader.tools_count or 0, leader.findings, tokens=leader.max_tokens)
-        assert (row["problems"], row["warnings"], row["notes"]) == (leader.problems, leader.warnings, leader.notes)
+        held = [finding for finding in leader.findings if is_preview(finding.code)]
+        by_level = [sum(1 for finding in held if int(finding.severity) == level) for level in range(3)]
+        # the scored findings counted; preview rules' apart (never in the score)
+        assert (row["problems"], row["warnings"], row["notes"]) == (
+            leader.problems - by_level[0],
+            leader.warnings - by_level[1],
+            leader.notes - by_level[2],
+        )
+        assert row["preview"] == len(held) and row["preview_rules"] == sorted({f.code for f in held})
         assert row["tokens"] == dict(leader.tokens)

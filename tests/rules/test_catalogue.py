@@ -20,6 +20,7 @@ DIGESTS = {
     "2": "cdae6a2fafa20db48f0cc447076124c4d0b6b8c31caf6a0588ca85b05dffc79c",
     "3": "26a23349ad9f1a7b2a85a81e167a12fd6b2fd4270253d57c6d4702783af99ec5",
     "4": "794ad37bc6b084d618762734566526b3c881e1d970357ad25615ebb0da80f662",  # v4 with MCP701-705
+    "5": "22cc867e34d351d507cb1a13304065fb5746d1941b4d9f9ce648fb30d5408a19",  # catalogue 5 (rules.md)
 }
 
 
@@ -83,6 +84,19 @@ def test_status_follows_measured_precision() -> None:
             continue
         want = "stable" if entry["precision"] >= measured["stable_at"] else "preview"
         assert RULES[code].status == want, (code, entry)
+
+
+def test_every_rule_firing_on_the_real_lists_is_labelled() -> None:
+    """Issue 34: every rule that fires on the saved real lists has labels, and a stable rule at least 10 where the
+    lists give that many (else every one of its findings)."""
+    from scanner.rules.catalogue import precision
+
+    for code, entry in precision()["rules"].items():
+        if not entry["findings"]:
+            continue
+        assert entry["labelled"] >= 1, code
+        if code in RULES and RULES[code].status == "stable":
+            assert entry["labelled"] >= min(10, entry["findings"]), (code, entry)
 
 
 def test_precision_json_is_what_the_labels_say() -> None:

@@ -233,7 +233,7 @@ def test_messages_say_counts_with_separators_and_no_words_plainly(context_for: A
         for n in range(14)
     ]
     echo = [
-        {"name": "get_user", "description": "Get the user.", "inputSchema": {"type": "object"}},
+        {"name": "get_user", "description": "Get the user.", "inputSchema": {"properties": {"x": {}}}},
         {"name": "get_user_roles", "description": "List the roles one user holds.", "inputSchema": {"type": "object"}},
     ]
     tools = [*big, *echo]

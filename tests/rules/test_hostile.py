@@ -10,6 +10,7 @@ import pytest
 
 from scanner.models import SCHEMA_DEPTH_LIMIT
 from scanner.rules import RuleContext, run_rules
+from scanner.rules.tools import ToolInfo
 from tests.check_corpus import random_json
 
 
@@ -298,3 +299,21 @@ def test_references_fanning_out_stay_bounded(cheap_context: RuleContext) -> None
     codes = _codes(findings, 0)
     assert "MCP208" in codes and "MCP212" in codes
     assert "MCP215" not in codes  # the walk was cut short: which definitions are unused is not known, not guessed
+
+
+def test_relatives_among_thousands_sharing_name_words_stay_bounded(cheap_context: RuleContext) -> None:
+    """Catalogue 5: a relative also needs a similar description, so tools that share a name word but not their
+    words are each compared with many others; a list of thousands of them is searched only up to a budget."""
+    from scanner.rules import vocabulary
+
+    tools = [
+        {"name": f"{'user' if index % 2 else 'item'}_thing{index}", "description": f"w{index}a w{index}b w{index}c"}
+        for index in range(6_000)
+    ]
+    infos = [ToolInfo(tool, index) for index, tool in enumerate(tools)]
+    facts = vocabulary.ListFacts.of(infos)
+    assert facts.relatives == {}  # no two descriptions alike: no relatives (as far as the budget reached)
+    started = time.perf_counter()
+    findings = run_rules(tools, cheap_context)
+    assert time.perf_counter() - started < 60
+    assert not [finding for finding in findings if finding.code in ("MCP103", "MCP105")]

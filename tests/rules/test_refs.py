@@ -39,7 +39,7 @@ def _tool(name: str, description: str, properties: dict[str, Any]) -> dict[str, 
 
 
 TOOLS = [
-    _tool("get_user", "Fetch one workspace member by id.", {"user_id": {"type": "string"}}),
+    _tool("get_user", "Fetch one workspace member by id.", {"member_ref": {"type": "string"}}),
     _tool(
         "post_page",
         "Create a page under a parent page, with a title.",
@@ -58,7 +58,7 @@ def _of(findings: list[Finding], code: str, tool: str) -> list[Finding]:
 def test_definitions_are_not_parameters(context_for: Callable[[Sequence[Any]], RuleContext]) -> None:
     findings = run_rules(TOOLS, context_for(TOOLS))
     (undescribed,) = _of(findings, "MCP207", "get_user")
-    assert undescribed.details["parameters"] == ["user_id"]  # no $defs.* paths before the real parameter
+    assert undescribed.details["parameters"] == ["member_ref"]  # no $defs.* paths before the real parameter
     assert not _of(findings, "MCP206", "get_user") and not _of(findings, "MCP208", "get_user")
 
 

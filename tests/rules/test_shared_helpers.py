@@ -208,7 +208,8 @@ from scanner.rules.vocabulary import ListFacts
 # (shared by more than half), and tool 0 has twelve relatives, more than are kept.
 names = ["invoice_draft"] + [f"invoice_{verb}" for verb in ("void", "send", "refund", "archive", "export", "merge")]
 names += [f"draft_{verb}" for verb in ("pause", "share", "print", "rename", "lock", "copy")] + ["ping", "status"]
-infos = [ToolInfo({"name": name}, index) for index, name in enumerate(names)]
+text = "Works on one invoice draft."
+infos = [ToolInfo({"name": name, "description": text}, index) for index, name in enumerate(names)]
 print(json.dumps(ListFacts.of(infos).relatives))
 """
 

@@ -27,6 +27,7 @@ from typer.testing import CliRunner
 
 from scanner.cli import app
 from scanner.models import MEASURED_PROVIDERS
+from scanner.rules import RULES_VERSION
 from scanner.store import open_store
 from tests.scan.fleet import CHANGED, FIRST, SECOND, SECRET, UNCHANGED_OK, WITH_SECRET, running_fleet
 
@@ -323,7 +324,9 @@ def test_rescore_under_the_same_rules_keeps_every_finding(scanned: Scanned, tmp_
     before = [query("findings", "--db", db), query("findings", "--run", "2", "--db", db)]
     stats = open_store(db).database_stats()
     out = fathom("rescore", "--db", db)
-    assert out.startswith(f"rules 4: {stats['toolsets']} tool lists measured; changed 0 tool lists and 0 scans")
+    assert out.startswith(
+        f"rules {RULES_VERSION}: {stats['toolsets']} tool lists measured; changed 0 tool lists and 0 scans"
+    )
     assert "nothing changed; nothing written" in out
     assert [query("findings", "--db", db), query("findings", "--run", "2", "--db", db)] == before
     after = open_store(db).database_stats()

@@ -16,7 +16,12 @@ from tests.store.conftest import entry, ok
 check = pytest.importorskip("scanner.check")
 
 ECHO = [
-    {"name": "get_user", "description": "Gets the user.", "inputSchema": {"type": "object", "properties": {}}},
+    {
+        "name": "get_user",
+        "description": "Gets the user.",
+        # an undescribed parameter: the name alone must say what the tool does, and MCP103 finds it does not
+        "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}},
+    },
     {
         "name": "get_user_roles",
         "description": "Roles of one user by id; returns role names and when each was granted.",
@@ -119,3 +124,39 @@ def test_rescore_relabels_a_count_made_by_an_older_method(store: Store) -> None:
     store.rescore_history("4", check.measure)
     assert store.toolset_tokens(sha)["openai"].method == METHOD
     assert store.rescore_history("4", check.measure, dry_run=True).toolsets_changed == 0
+
+
+def test_rescore_brings_a_store_of_catalogue_4_onto_catalogue_5(store: Store) -> None:
+    """A store scored under catalogue 4 (here: without the new MCP404, and with MCP112 on a calculator's `add`)
+    is brought onto the current catalogue by one rescore: findings under the new version, every run recounted,
+    and the leaderboard reading them."""
+    from scanner.rules import RULES_VERSION
+    from scanner.rules.registry import make_finding
+
+    assert RULES_VERSION == "5"
+    tools = [
+        {"name": "add", "description": "Adds two numbers.", "inputSchema": {"type": "object", "properties": {}}},
+        {
+            "name": "login",
+            "description": "Signs in to the service with a user name and password.",
+            "inputSchema": {"type": "object", "properties": {"password": {"type": "string", "description": "P."}}},
+            "annotations": {"readOnlyHint": False, "destructiveHint": False},
+        },
+    ]
+
+    def catalogue_4(toolset: Toolset) -> check.CheckReport:
+        report = check.measure(toolset)
+        kept = [f for f in report.findings if f.code != "MCP404"]
+        kept.append(make_finding("MCP112", tool="add", message="'add' changes things (add).", tool_index=0))
+        return check.CheckReport(**{**report.__dict__, "findings": tuple(kept)})
+
+    run = store.start_run("list.txt", "4", {})
+    store.record_scan(run, entry("calc"), ok(tools), catalogue_4)
+    store.finish_run(run)
+    done = store.rescore_history(RULES_VERSION, check.measure)
+    assert done.added["MCP404"] == 1 and done.removed["MCP112"] == 1 and done.toolsets_changed == 1
+    (row,) = store.leaderboard(run)
+    codes = sorted(f.code for f in row.findings)
+    assert "MCP404" in codes and "MCP112" not in codes
+    again = store.rescore_history(RULES_VERSION, check.measure)
+    assert not again.anything and again.runs_recounted == 0
