@@ -250,7 +250,7 @@ def test_a_forks_pull_request_gets_the_summary_and_the_checks_result_without_upl
     assert done.returncode == 1  # the gate's own result stands
     assert said["can-write"] == "false"
     assert "::notice title=Fathom::this pull request comes from a fork (stranger/server)" in done.stdout
-    assert "MCP207" in summary  # the job summary carries the check
+    assert "MCP208" in summary  # the job summary carries the check
     steps = {step.get("name"): step for step in ACTION["runs"]["steps"]}
     for name in ("Upload SARIF", "Comment on the pull request"):
         assert "steps.check.outputs.can-write == 'true'" in steps[name]["if"]

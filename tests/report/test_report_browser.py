@@ -120,7 +120,7 @@ def test_the_layout_probe_catches_what_it_looks_for(story_store: Store, tmp_path
     css = site / "style.css"
     broken = (
         "\n.wide { overflow-x: visible; } table { min-width: 900px; }\n"
-        "td code { white-space: normal; word-break: break-all; }\n"
+        "td code { white-space: normal; word-break: break-all; display: inline-block; max-width: 3ch; }\n"
     )
     css.write_text(css.read_text(encoding="utf-8") + broken, encoding="utf-8")
     report = browser.open((site / "servers" / "zeta.html").as_uri(), probe=LAYOUT_PROBE, width=390)
