@@ -17,6 +17,7 @@ from sqlalchemy.types import NullType
 from scanner import metrics as scan_metrics
 from scanner import wire
 from scanner.models import Severity
+from scanner.rules.registry import is_preview
 from scanner.score import score_breakdown
 from scanner.store import codec, common
 from scanner.store.read.shared import _EVENTS, _FINDINGS, _SCANS, _SERVERS, _TOOLSETS
@@ -151,7 +152,8 @@ def scan_scores(engine: Engine, scan_ids: Iterable[int]) -> dict[int, ScanScore]
                 hits = found.get(key, []) + found.get(scan_id, [])
                 counts = [0, 0, 0]
                 for hit in hits:
-                    counts[hit.severity] += 1
+                    if not is_preview(hit.code):  # counted apart, as everywhere a count stands beside a score
+                        counts[hit.severity] += 1
                 size = int(tools_count or 0)
                 tokens = max(stored_tokens.get(toolset_id, {}).values(), default=0)
                 if hits:
@@ -173,6 +175,13 @@ def scan_scores(engine: Engine, scan_ids: Iterable[int]) -> dict[int, ScanScore]
                 if scan_id not in found:
                     shared[key] = scored
     return result
+
+
+def _preview_codes() -> tuple[str, ...]:
+    """The codes of the catalogue's preview rules (their findings are stored, never counted with the rest)."""
+    from scanner.rules import RULES
+
+    return tuple(code for code, rule in RULES.items() if rule.status == "preview")
 
 
 _SEVERITIES = {int(severity): severity for severity in Severity}
@@ -277,9 +286,11 @@ class _Facts:
         wanted = None if ids is None else sorted({tid for tid in served if tid is not None})
         self.toolsets, self.tokens = _toolsets(connection, wanted)
         by_toolset: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+        # The counts a reader sees beside a score: preview rules' findings are stored but counted apart (rules.md).
+        shown = _FINDINGS.c.code.not_in(_preview_codes())
         toolset_counts = (
             select(_FINDINGS.c.toolset_id, _FINDINGS.c.rule_version, _FINDINGS.c.severity, func.count())
-            .where(_FINDINGS.c.scan_id.is_(None))
+            .where(_FINDINGS.c.scan_id.is_(None), shown)
             .group_by(_FINDINGS.c.toolset_id, _FINDINGS.c.rule_version, _FINDINGS.c.severity)
         )
         for chunk in [None] if wanted is None else common.chunks(wanted):
@@ -291,7 +302,7 @@ class _Facts:
         self.own: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
         own_counts = (
             select(_FINDINGS.c.scan_id, _FINDINGS.c.severity, func.count())
-            .where(_FINDINGS.c.scan_id.is_not(None))
+            .where(_FINDINGS.c.scan_id.is_not(None), shown)
             .group_by(_FINDINGS.c.scan_id, _FINDINGS.c.severity)
         )
         if ids is not None:
