@@ -8,6 +8,7 @@ A ``fathom.toml`` holds the same keys at its top level. Keys (docs/check.md has 
     ignore = ["MCP303"]                # rule code prefixes to ignore
     format = "markdown"                # text | json | markdown | sarif
     fail-on = "warning"                # problem | warning | note
+    fail-on-reject = ["claude-code", "openai-api"]   # clients that must load the whole list (scanner.verdicts)
     min-score = 85
     max-tokens = 8000                  # the most expensive provider; or a table {openai = 5000, ...}
     max-increase = "10%"               # or a number of tokens; needs a baseline
@@ -42,6 +43,7 @@ from scanner.gates import (
     parse_severity,
 )
 from scanner.models import Severity
+from scanner.verdicts import parse_clients
 
 FORMATS = ("text", "json", "markdown", "sarif")
 _KEYS = {
@@ -49,6 +51,7 @@ _KEYS = {
     "ignore",
     "format",
     "fail-on",
+    "fail-on-reject",
     "min-score",
     "max-tokens",
     "max-increase",
@@ -71,6 +74,7 @@ class CheckConfig:
     max_tokens: tuple[TokenLimit, ...] | None = None
     max_increase: Increase | None = None
     baseline: Path | None = None
+    fail_on_reject: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,11 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
     score = table.get("min-score")
     increase = table.get("max-increase")
     tokens = table.get("max-tokens")
+    reject = table.get("fail-on-reject")
+    if reject is not None and not (
+        isinstance(reject, str) or (isinstance(reject, list) and all(isinstance(item, str) for item in reject))
+    ):
+        raise InputError(f"{where}: fail-on-reject must be a client name or a list of them")
     return CheckConfig(
         path=path,
         select=_strings(table["select"], f"{where} select") if "select" in table else None,
@@ -175,6 +184,7 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
         max_tokens=_max_tokens(tokens, f"{where} max-tokens") if tokens is not None else None,
         max_increase=parse_increase(increase, f"{where} max-increase") if increase is not None else None,
         baseline=(path.parent / baseline) if baseline else None,
+        fail_on_reject=parse_clients(reject, f"{where} fail-on-reject") if reject is not None else None,
     )
 
 
@@ -213,6 +223,7 @@ def settings(
     max_tokens: Sequence[str] | None = None,
     max_increase: str | None = None,
     baseline: Path | None = None,
+    fail_on_reject: str | None = None,
 ) -> CheckSettings:
     """Flags (None or empty when not given) over ``config`` over the defaults. ``--strict`` is
     ``--fail-on problem``; with both flags, ``--fail-on`` wins."""
@@ -228,6 +239,7 @@ def settings(
         min_score=parse_score(min_score) if min_score is not None else config.min_score,
         max_tokens=limits,
         max_increase=parse_increase(max_increase) if max_increase is not None else config.max_increase,
+        fail_on_reject=parse_clients(fail_on_reject) if fail_on_reject is not None else config.fail_on_reject or (),
     )
     return CheckSettings(
         select=tuple(select) if select else (config.select or ()),

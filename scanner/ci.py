@@ -32,6 +32,7 @@ _VALUE_FLAGS = {
     "CONFIG": "--config",
     "FAIL_ON": "--fail-on",
     "MIN_SCORE": "--min-score",
+    "FAIL_ON_REJECT": "--fail-on-reject",
     "BASELINE": "--baseline",
     "MAX_INCREASE": "--max-increase",
     "SAVE_BASELINE": "--save-baseline",

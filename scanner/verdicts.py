@@ -14,7 +14,7 @@ and never fail a gate, as rules.md says of preview findings. :func:`render_text`
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from difflib import get_close_matches
 from typing import Any, Literal
 
@@ -196,8 +196,8 @@ def verdicts(findings: Iterable[Any]) -> tuple[Verdict, ...]:
         if extra is not None:
             worse = extra.state if _RANK[extra.state] >= _RANK[main.state] else main.state
             dropped = tuple(dict.fromkeys([*main.dropped, *extra.dropped]))
-            verdict = Verdict(
-                **{**verdict.__dict__},
+            verdict = replace(
+                verdict,
                 preview_state=worse,  # type: ignore[arg-type]
                 preview_dropped=dropped if worse == "drops" else (),
                 preview_reasons=tuple(extra.reasons),
@@ -304,3 +304,11 @@ def parse_clients(value: object, where: str = "--fail-on-reject") -> tuple[str, 
 def rejected_by(found: Sequence[Verdict], clients: Sequence[str]) -> list[Verdict]:
     """The verdicts of ``clients`` that refuse or drop anything (stable rules only)."""
     return [verdict for verdict in found if verdict.client in clients and verdict.state != "loads"]
+
+
+def result_verdicts(result: Any) -> tuple[Verdict, ...]:
+    """The verdicts on a ``fathom check`` result: from every finding the score counts (shown and ignored alike:
+    ignoring a finding does not make a client load the list); nothing for a list that was not measured."""
+    if getattr(result, "report", None) is None:
+        return ()
+    return verdicts(result.scored_findings)

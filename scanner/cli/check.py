@@ -92,6 +92,14 @@ def check(
         str | None,
         typer.Option(metavar="problem|warning|note", help="Exit 1 on a finding at this severity or worse (CI)."),
     ] = None,
+    fail_on_reject: Annotated[
+        str | None,
+        typer.Option(
+            metavar="CLIENT[,CLIENT]",
+            help="Exit 1 when a named client (claude-code, anthropic-api, cursor, gemini-cli, gemini-api, openai-api, "
+            "vscode) would refuse the list or drop a tool.",
+        ),
+    ] = None,
     min_score: Annotated[
         float | None,
         typer.Option(min=0, max=100, metavar="N", help="Exit 1 when the leaderboard score (0-100) is below N."),
@@ -236,6 +244,7 @@ def check(
         max_tokens=max_tokens,
         max_increase=max_increase,
         baseline=baseline,
+        fail_on_reject=fail_on_reject,
     )
     request = CheckRequest(
         tools_file=tools_file,
@@ -257,6 +266,7 @@ def check(
     gate = GateRequest(request, chosen.gates, chosen.baseline, save_baseline, badge)
     if as_provider is not None:  # the config file's gates are not for --as; flags given with it are refused
         flags = (fail_on, strict or None, min_score, max_tokens, max_increase, baseline, save_baseline, badge)
+        flags += (fail_on_reject,)
         if any(flag is not None for flag in flags):
             _fail("--as prints only the provider's JSON: it takes no gate, baseline or badge", 2)
         gate = GateRequest(request)

@@ -15,8 +15,9 @@ Also: ``score`` ({score, version, mean_tool, worst_tool, list_penalty, rules: [{
 the leaderboard's number and what each rule cost), ``ignored`` (the findings ``--select``/``--ignore`` or a
 per-tool ignore kept out, each with its ``reason``; the score still counts them), ``gates`` ([{gate, passed,
 message}]), ``clients`` ({client: {label, provider, deferred, tokens, loaded_3, loaded_5, search_tool, method}}:
-what each client sends per turn, scanner.clients) and, with ``--baseline``, ``baseline`` (tokens, tools and
-findings compared with it).
+what each client sends per turn, scanner.clients), ``verdicts`` ({client: {label, state, verdict, dropped, reasons,
+rules, preview?}}: whether each client loads the list, drops tools or refuses it, scanner.verdicts) and, with
+``--baseline``, ``baseline`` (tokens, tools and findings compared with it).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from scanner.baseline import Comparison
 from scanner.check import CheckResult
 from scanner.clients import report_clients
 from scanner.models import CheckReport, ScanOutcome
+from scanner.verdicts import result_verdicts
+from scanner.verdicts import to_json as verdict_json
 
 
 def report_dict(report: CheckReport) -> dict[str, Any]:
@@ -147,6 +150,7 @@ def gate_dict(result: CheckResult) -> dict[str, Any]:
         "score": score_dict(result),
         "ignored": [item.finding.to_json() | {"reason": item.reason} for item in result.ignored],
         "gates": [{"gate": gate.gate, "passed": gate.passed, "message": gate.message} for gate in result.gates],
+        "verdicts": verdict_json(result_verdicts(result)),
     }
     if result.comparison is not None:
         data["baseline"] = comparison_dict(result.comparison)

@@ -144,6 +144,7 @@ def render(result: CheckResult, *, colour: bool = False, verbose: bool = False, 
         return "\n".join(lines) + "\n"
     lines.append("")
     lines += report_lines(result.report, paint, verbose=verbose, all_tools=all_tools, ignored=len(result.ignored))
+    lines += verdict_lines(result, paint)
     lines += score_lines(result, paint)
     lines += ignored_lines(result, paint)
     if result.comparison is not None:
@@ -154,6 +155,14 @@ def render(result: CheckResult, *, colour: bool = False, verbose: bool = False, 
             mark = paint("passed", "32;1") if gate.passed else paint("FAILED", "31;1")
             lines.append(f"  {mark} {gate.gate}: {clean(gate.message)}")
     return "\n".join(lines) + "\n"
+
+
+def verdict_lines(result: CheckResult, paint: _Painter) -> list[str]:
+    """Will it load? Each client's verdict on the list (scanner.verdicts), the reasons under those that do not."""
+    from scanner.verdicts import render_text, result_verdicts
+
+    block = [clean(line) for line in render_text(result_verdicts(result))]
+    return ["", paint(block[0], "1"), *block[1:]] if block else []
 
 
 def score_lines(result: CheckResult, paint: _Painter) -> list[str]:
