@@ -51,6 +51,7 @@ from scanner.report.text import clean_text, unique_slugs
 from scanner.score import SCORE_FORMULA, SCORE_VERSION, ScoreBreakdown, score_breakdown
 from scanner.store import Store
 from scanner.store.rows import EventRow, HistoryColumns, LeaderRow, RunRow
+from scanner.verdicts import verdicts
 
 PROVIDER_VIEW_LIMIT = 400_000  # characters of pretty JSON shown per provider; a huge list is cut, not rendered
 # Servers whose histories are read in one bulk query: a year of nightly scans is 365 rows each, so 250 servers
@@ -278,6 +279,7 @@ def _server_row(
         clients=dict((clients or {}).get(row.toolset_sha256 or "", {})),
         codes=tuple(sorted({str(finding.code) for finding in row.findings})) if parts is not None else (),
         breakdown=parts,
+        verdicts=verdicts(row.findings) if parts is not None else (),
     )
 
 

@@ -54,6 +54,7 @@ def _row(row: ServerRow, providers: tuple[str, ...], clients: tuple[str, ...] = 
         *(("", "", "") if row.breakdown is None else _parts(row)),
         " ".join(row.codes),
         *("" if row.clients.get(key) is None else row.clients[key] for key in clients),
+        csv_text(row.loads),
     ]
 
 
@@ -87,6 +88,7 @@ def render_csv(board: Leaderboard) -> str:
             "list_penalty",
             "rules",
             *(f"client_{key}" for key in clients),
+            "will_it_load",
         ]
     )
     for row in (*board.ranked, *board.unranked):

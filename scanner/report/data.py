@@ -19,6 +19,7 @@ from scanner.models import MEASURED_PROVIDERS, PROVIDERS, Outcome
 from scanner.report.nextstep import reason_group
 from scanner.score import ScoreBreakdown
 from scanner.store.rows import RunSpec
+from scanner.verdicts import Verdict
 
 # Why a server was not ranked, for the report's grouping: (key, heading, the outcomes it covers), in the order
 # shown. A package's own causes come first: they are what a nightly registry scan mostly meets.
@@ -93,10 +94,19 @@ class ServerRow:
     clients: Mapping[str, int] = field(default_factory=dict)
     codes: tuple[str, ...] = ()  # the rule codes of its current findings, sorted (for the leaderboard's filter)
     breakdown: ScoreBreakdown | None = None  # the parts of its score (scanner.score.score_breakdown)
+    # Will it load? Each client's verdict on its list (scanner.verdicts); empty when not measured.
+    verdicts: tuple[Verdict, ...] = ()
 
     @property
     def ranked(self) -> bool:
         return self.rank is not None
+
+    @property
+    def loads(self) -> str:
+        """The leaderboard's "Will it load?" cell: ``loads everywhere``, or who refuses and who drops tools."""
+        from scanner.verdicts import compact
+
+        return compact(self.verdicts) if self.verdicts else ""
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Any
 
 from scanner.report.data import Leaderboard, ServerRow, failure_cause
 from scanner.report.nextstep import reason_group
+from scanner.verdicts import to_json as verdict_json
 
 STRING_LIMIT = 4000
 # Format 1 only ever gains fields (``score_parts``, ``rules``, ``badge``, ``changes``, ``reason`` were added
@@ -44,6 +45,7 @@ def _row(row: ServerRow) -> dict[str, Any]:
         "detail": _text(row.detail),
         "toolset_sha256": row.toolset_sha256,
         "clients": dict(row.clients),
+        "verdicts": verdict_json(row.verdicts),
         "score_parts": _parts(row),
         "rules": list(row.codes),
         "badge": {"svg": f"badges/{row.slug}.svg", "endpoint": f"badges/{row.slug}.json"},
