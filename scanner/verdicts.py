@@ -152,11 +152,17 @@ def _preview(code: str) -> bool:
 
 def client_effects(finding: Any) -> list[tuple[str, str, str]]:
     """(client, effect, error) for each client a finding's details name; nothing for other findings, or details
-    that are not the shape the MCP8xx rules write (a stored finding is read as data, never trusted)."""
-    if not str(getattr(finding, "code", "")).startswith(FAMILY):
+    that are not the shape the MCP8xx rules write (a stored finding is read as data, never trusted). A finding
+    stored without details (history's finding events) gets its rule's clients, without the error text."""
+    code = str(getattr(finding, "code", ""))
+    if not code.startswith(FAMILY):
         return []
     details = getattr(finding, "details", None)
     entries = details.get("clients") if isinstance(details, Mapping) else None
+    if not details:
+        from scanner.rules.clients_reject import EFFECTS
+
+        return [(client, effect, "") for client, effect in EFFECTS.get(code, ())]
     out = []
     for entry in entries if isinstance(entries, list) else ():
         if not isinstance(entry, Mapping):

@@ -217,3 +217,50 @@ def test_action_input_becomes_the_flag() -> None:
     assert argv[argv.index("--fail-on-reject") + 1] == "openai-api,vscode"
     action = (Path(__file__).parent.parent / "action.yml").read_text(encoding="utf-8")
     assert "  fail-on-reject:" in action and "INPUT_FAIL_ON_REJECT: ${{ inputs.fail-on-reject }}" in action
+
+
+# --- over history: a real server scanned three times into SQLite -------------------------------------------------
+
+
+def test_findings_and_history_show_when_a_client_started_and_stopped_refusing(tmp_path: Path) -> None:
+    """Run 1 serves a clean list, run 2 adds Grafana's array without items (OpenAI refuses, VS Code drops it),
+    run 3 gives the array its items: `findings --rule MCP803` says it appeared in run 2 and went in run 3, and
+    `history`/`servers` carry each run's verdicts."""
+    served = tmp_path / "served.json"
+    served.write_text(json.dumps([CLEAN]), encoding="utf-8")
+    registry = tmp_path / "servers.json"
+    db = f"sqlite:///{tmp_path}/f.db"
+    fixed = json.loads(json.dumps(GRAFANA_LIKE))
+    fixed["inputSchema"]["properties"]["operations"]["items"]["properties"]["value"]["items"] = {"type": "string"}
+    with sdk_http_server(tools_file=served) as server:
+        entry = {"name": "io.example/grafana", "version": "1.0.0"}
+        entry["remotes"] = [{"type": "streamable-http", "url": server.url()}]  # type: ignore[assignment]
+        registry.write_text(json.dumps([entry]), encoding="utf-8")
+        for tools in ([CLEAN], [CLEAN, GRAFANA_LIKE], [CLEAN, fixed]):
+            served.write_text(json.dumps(tools), encoding="utf-8")
+            scanned = runner.invoke(app, ["scan", str(registry), "--db", db, "--allow-private", "--timeout", "20"])
+            assert scanned.exit_code == 0, (scanned.stdout, scanned.stderr)
+    found = runner.invoke(app, ["findings", "--rule", "MCP803", "--db", db, "--format", "json"])
+    assert found.exit_code == 0, found.stderr
+    (row,) = json.loads(found.stdout)
+    assert (row["server"], row["tool"], row["first_seen_run"], row["gone_run"]) == (
+        "io.example/grafana",
+        "update_dashboard",
+        2,
+        3,
+    )
+    in_run = runner.invoke(app, ["findings", "--rule", "MCP803", "--run", "2", "--db", db, "--format", "json"])
+    (row,) = json.loads(in_run.stdout)
+    assert {entry["client"] for entry in row["details"]["clients"]} == {"openai-api", "vscode"}
+    assert "array schema missing items" in row["message"]
+    history = json.loads(runner.invoke(app, ["history", "io.example/grafana", "--db", db, "--format", "json"]).stdout)
+    assert [item["will_it_load"] for item in history] == [
+        "loads everywhere",
+        "refused by OpenAI API; tools dropped by VS Code (Copilot) (1)",
+        "loads everywhere",
+    ]
+    assert history[1]["verdicts"]["openai-api"]["state"] == "refuses"
+    table = runner.invoke(app, ["history", "io.example/grafana", "--db", db, "--wide"], env={"COLUMNS": "400"})
+    assert "refused by OpenAI API" in table.stdout
+    (now,) = json.loads(runner.invoke(app, ["servers", "--db", db, "--format", "json"]).stdout)
+    assert now["will_it_load"] == "loads everywhere"

@@ -30,6 +30,18 @@ _KEY_ERROR = f"input_schema.properties: Property keys should match pattern '{_KE
 _VSCODE_ITEMS = "tool parameters array type must have items"
 OPENAI_TOOLS_LIMIT = 128
 
+EFFECTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "MCP801": (("anthropic-api", "refuses"), ("claude-code", "refuses")),
+    "MCP802": (("anthropic-api", "refuses"), ("claude-code", "drops")),
+    "MCP803": (("openai-api", "refuses"), ("vscode", "drops")),
+    "MCP804": (("openai-api", "refuses"),),
+    "MCP805": (("gemini-api", "refuses"),),
+    "MCP806": (("gemini-api", "refuses"),),
+    "MCP807": (("gemini-cli", "drops"),),
+}
+"""Each rule's clients and effects, as its findings' details name them (tests hold the two together): what a
+verdict falls back on for a finding stored without details (the finding events of history keep none)."""
+
 
 def _clients(*entries: tuple[str, str, str]) -> list[dict[str, str]]:
     return [{"client": client, "effect": effect, "error": error} for client, effect, error in entries]

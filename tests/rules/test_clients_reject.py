@@ -276,3 +276,14 @@ def test_google_genai_agrees_on_the_real_lists() -> None:
             if refused != (tool.get("name") in flagged):
                 disagree.append((path.stem, tool.get("name"), refused))
     assert disagree == []
+
+
+def test_effects_table_is_what_the_findings_say() -> None:
+    """EFFECTS (what a verdict uses for a finding stored without details) names the same clients and effects as
+    each rule's positive fixture's findings."""
+    from scanner.rules.clients_reject import EFFECTS
+
+    for code, effects in EFFECTS.items():
+        for finding in run_rules(_fixture_tools(code, "positive"), CTX, select=[code]):
+            said = tuple((entry["client"], entry["effect"]) for entry in finding.details["clients"])
+            assert said == effects, code
