@@ -202,9 +202,10 @@ def check(
     """Check one tool list: tokens per turn per provider, the largest tools, and what a model would stumble over.
 
     The list comes from a file (--tools-file), a server URL (--url), a stdio command (--stdio or after '--'),
-    or the bundled example (--example). Every format shows the leaderboard's score. For CI: gates (--fail-on,
-    --min-score, --max-tokens), a baseline (--save-baseline, --baseline, --max-increase), settings from
-    [tool.fathom] in pyproject.toml or a fathom.toml, and a badge (--badge); see docs/ci.md.
+    or the bundled example (--example). Every format shows the leaderboard's score and which clients load the
+    list. For CI: gates (--fail-on, --min-score, --max-tokens, --fail-on-reject), a baseline (--save-baseline,
+    --baseline, --max-increase), settings from [tool.fathom] in pyproject.toml or a fathom.toml, and a badge
+    (--badge); see docs/ci.md.
     """
     from scanner.check import CheckRequest
     from scanner.checkconfig import load_config, settings
@@ -266,8 +267,7 @@ def check(
     gate = GateRequest(request, chosen.gates, chosen.baseline, save_baseline, badge)
     if as_provider is not None:  # the config file's gates are not for --as; flags given with it are refused
         flags = (fail_on, strict or None, min_score, max_tokens, max_increase, baseline, save_baseline, badge)
-        flags += (fail_on_reject,)
-        if any(flag is not None for flag in flags):
+        if any(flag is not None for flag in (*flags, fail_on_reject)):
             _fail("--as prints only the provider's JSON: it takes no gate, baseline or badge", 2)
         gate = GateRequest(request)
     from scanner.progress import spinner
