@@ -13,7 +13,7 @@ from scanner import metrics as scan_metrics
 from scanner.errors import InputError
 from scanner.lanes import lanes_text
 from scanner.models import PROVIDERS, Severity
-from scanner.store import RunSpec, ScanScore, open_store
+from scanner.store import FindingRow, RunSpec, ScanScore, Store, open_store
 from scanner.textsafe import clean
 
 RUN_COLUMNS = ["run", "started_at", "finished_at", "status", "servers_scanned", "servers_ok", "source"]
@@ -45,8 +45,8 @@ HISTORY_COLUMNS = [
     "problems",
     "warnings",
     "notes",
-    "will_it_load",
     "detail",
+    "will_it_load",
     "lanes",
 ]
 
@@ -84,30 +84,32 @@ OPTIONAL_COLUMNS: dict[str, list[str]] = {
 WRAP_COLUMNS = ("detail", "message", "source", "hint", "lanes", "workers", "will_it_load")
 
 
-def _client_findings(store: Any, server: str | None = None, still_open: bool = False) -> list[Any]:
+def _client_findings(store: Store, server: str | None = None, still_open: bool = False) -> list[FindingRow]:
     """The stored findings of the MCP8xx rules (what clients reject), of one server or all, with when each
     appeared and went away."""
     from scanner.rules import RULES
     from scanner.verdicts import FAMILY
 
-    found: list[Any] = []
+    found: list[FindingRow] = []
     for code in RULES:
         if code.startswith(FAMILY) and RULES[code].scope in ("tool", "list"):
             found += store.findings(rule=code, server=server, still_open=still_open)
     return found
 
 
-def _open_at(row: Any, run: int) -> bool:
+def _open_at(row: FindingRow, run: int) -> bool:
     first, gone = row.first_seen_run, row.gone_run
     return first is not None and first <= run and (gone is None or gone > run)
 
 
-def _loads(rows: list[Any]) -> tuple[str, dict[str, Any]]:
-    """The ``will_it_load`` cell and the ``verdicts`` object of JSON output, from stored findings."""
+def _loads(rows: list[FindingRow]) -> tuple[str, dict[str, Any]]:
+    """The ``will_it_load`` cell and the ``verdicts`` object of JSON output (only the clients that do not load the
+    list whole, or that a preview rule says may not; empty when every client loads it), from stored findings."""
     from scanner.verdicts import compact, to_json, verdicts
 
     found = verdicts(rows)
-    return compact(found), to_json(found)
+    shown = [verdict for verdict in found if verdict.state != "loads" or verdict.preview_state is not None]
+    return compact(found), to_json(shown)
 
 
 def runs(db_url: str) -> list[dict[str, Any]]:
@@ -140,7 +142,7 @@ def servers(db_url: str) -> list[dict[str, Any]]:
     with open_store(db_url) as store:
         found = store.servers()
         scores = store.scan_scores(row.last_ok_scan_id for row in found if row.last_ok_scan_id is not None)
-        rejected: dict[str, list[Any]] = {}
+        rejected: dict[str, list[FindingRow]] = {}
         for finding in _client_findings(store, still_open=True):
             rejected.setdefault(finding.server, []).append(finding)
     loads = {row.name: _loads(rejected.get(row.name, [])) for row in found if row.last_ok_scan_id is not None}

@@ -19,63 +19,19 @@ from difflib import get_close_matches
 from typing import Any, Literal
 
 from scanner.errors import InputError
+from scanner.rules.clients_reject import (  # the client table lives with the rules that name it
+    CLIENT_KEYS,
+    REJECT_CLIENTS,
+    RejectClient,
+    client_label,
+)
 
 State = Literal["loads", "drops", "refuses"]
 _RANK: dict[str, int] = {"loads": 0, "drops": 1, "refuses": 2}
 FAMILY = "MCP8"
 
 
-@dataclass(frozen=True)
-class RejectClient:
-    """A client a verdict is given for: its key (``--fail-on-reject`` takes it), its public name, and what the
-    public sources behind the MCP8xx rules cover of it."""
-
-    key: str
-    label: str
-    covers: str
-
-
-REJECT_CLIENTS: tuple[RejectClient, ...] = (
-    RejectClient(
-        "claude-code",
-        "Claude Code",
-        "reports from v0.2.56 (2025-03) to v2.1.233 (2026-08); since tool search, a refused tool fails every request "
-        "once it is loaded",
-    ),
-    RejectClient(
-        "anthropic-api",
-        "Anthropic API",
-        "the Messages API (Claude Desktop, Claude-backed clients, Bedrock Converse): reports 2025-03 to 2026-09",
-    ),
-    RejectClient("cursor", "Cursor", "no public refusal of these shapes known to Fathom"),
-    RejectClient(
-        "gemini-cli",
-        "Gemini CLI",
-        "versions of August-September 2025 (v0.1.18-v0.1.19 in the reports); a maintainer found v0.42.0 relaxed",
-    ),
-    RejectClient(
-        "gemini-api",
-        "Gemini API (parameters)",
-        "generateContent when a client sends the schema as `parameters` (OpenAPI subset), not "
-        "`parametersJsonSchema`: reports 2025-01 to 2026-09",
-    ),
-    RejectClient(
-        "openai-api",
-        "OpenAI API",
-        "Chat Completions and Responses (Codex, OpenAI-backed clients): reports 2024-05 to 2026-04",
-    ),
-    RejectClient(
-        "vscode",
-        "VS Code (Copilot)",
-        "VS Code 1.99 (2025-04) to 1.111 (2026-03) in the reports",
-    ),
-)
-CLIENT_KEYS: dict[str, RejectClient] = {client.key: client for client in REJECT_CLIENTS}
-
-
-def client_label(key: str) -> str:
-    found = CLIENT_KEYS.get(key)
-    return found.label if found is not None else key
+__all__ = ["CLIENT_KEYS", "REJECT_CLIENTS", "RejectClient", "Verdict", "client_label", "verdicts"]
 
 
 @dataclass(frozen=True)

@@ -230,6 +230,18 @@ class TrendPoint:
     findings_by_rule: Mapping[str, int]
 
     @property
+    def client_refusals(self) -> int:
+        """Findings of the stable MCP8xx rules in the run: tools a client refuses or drops (scanner.verdicts)."""
+        from scanner.rules import RULES
+        from scanner.verdicts import FAMILY
+
+        return sum(
+            count
+            for code, count in self.findings_by_rule.items()
+            if code.startswith(FAMILY) and code in RULES and RULES[code].status == "stable"
+        )
+
+    @property
     def problem_share(self) -> float | None:
         """Servers with at least one problem, as a share of the servers that answered (None if none did)."""
         return self.servers_with_problems / self.servers_ok if self.servers_ok else None

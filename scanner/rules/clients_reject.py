@@ -5,7 +5,7 @@ doc and so in ``docs/rules.md``). A finding's details name every client the shap
 error text the user would see: ``details["clients"]`` is a list of ``{"client", "effect", "error"}``, effect
 ``refuses`` (the whole request fails: every turn that carries the list) or ``drops`` (the tool is silently left
 out). :mod:`scanner.verdicts` turns these into one verdict per client. Client keys are those of
-:data:`scanner.verdicts.REJECT_CLIENTS`.
+:data:`REJECT_CLIENTS` (here, so that the rules never import the verdicts).
 
 MCP801-MCP803 are ``stable`` from the start (rules.md, catalogue 5); the rest are ``preview``.
 """
@@ -14,14 +14,68 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
 from scanner.rules.tools import Node, ToolInfo, label, pointer
-from scanner.verdicts import client_label
 
 MAX_LISTED = 20
+
+
+@dataclass(frozen=True)
+class RejectClient:
+    """A client a verdict is given for: its key (``--fail-on-reject`` takes it), its public name, and what the
+    public sources behind the MCP8xx rules cover of it."""
+
+    key: str
+    label: str
+    covers: str
+
+
+REJECT_CLIENTS: tuple[RejectClient, ...] = (
+    RejectClient(
+        "claude-code",
+        "Claude Code",
+        "reports from v0.2.56 (2025-03) to v2.1.233 (2026-08); since tool search, a refused tool fails every request "
+        "once it is loaded",
+    ),
+    RejectClient(
+        "anthropic-api",
+        "Anthropic API",
+        "the Messages API (Claude Desktop, Claude-backed clients, Bedrock Converse): reports 2025-03 to 2026-09",
+    ),
+    RejectClient("cursor", "Cursor", "no public refusal of these shapes known to Fathom"),
+    RejectClient(
+        "gemini-cli",
+        "Gemini CLI",
+        "versions of August-September 2025 (v0.1.18-v0.1.19 in the reports); a maintainer found v0.42.0 relaxed",
+    ),
+    RejectClient(
+        "gemini-api",
+        "Gemini API (parameters)",
+        "generateContent when a client sends the schema as `parameters` (OpenAPI subset), not "
+        "`parametersJsonSchema`: reports 2025-01 to 2026-09",
+    ),
+    RejectClient(
+        "openai-api",
+        "OpenAI API",
+        "Chat Completions and Responses (Codex, OpenAI-backed clients): reports 2024-05 to 2026-04",
+    ),
+    RejectClient(
+        "vscode",
+        "VS Code (Copilot)",
+        "VS Code 1.99 (2025-04) to 1.111 (2026-03) in the reports",
+    ),
+)
+CLIENT_KEYS: dict[str, RejectClient] = {client.key: client for client in REJECT_CLIENTS}
+
+
+def client_label(key: str) -> str:
+    found = CLIENT_KEYS.get(key)
+    return found.label if found is not None else key
+
 
 _ROOT_COMBINATOR_ERROR = "input_schema does not support oneOf, allOf, or anyOf at the top level"
 _KEY_PATTERN = "^[a-zA-Z0-9_.-]{1,64}$"
