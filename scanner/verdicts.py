@@ -189,6 +189,8 @@ def render_text(found: Sequence[Verdict], *, reasons: int = 2) -> list[str]:
     load the list (at most ``reasons`` each, then how many more)."""
     if not found:
         return []
+    if _all_load(found):
+        return ["Will it load?", f"  Every client loads the whole list: {', '.join(v.label for v in found)}."]
     width = max(len(verdict.label) for verdict in found)
     lines = ["Will it load?"]
     for verdict in found:
@@ -205,6 +207,11 @@ def render_text(found: Sequence[Verdict], *, reasons: int = 2) -> list[str]:
     return lines
 
 
+def _all_load(found: Sequence[Verdict]) -> bool:
+    """No client refuses or drops anything, not even by a preview rule: one line says so."""
+    return all(verdict.state == "loads" and verdict.preview_state in (None, "loads") for verdict in found)
+
+
 def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -213,6 +220,13 @@ def render_markdown(found: Sequence[Verdict]) -> list[str]:
     """The verdict table of ``check --format markdown`` and the site's server page."""
     if not found:
         return []
+    if _all_load(found):
+        return [
+            "### Will it load?",
+            "",
+            f"Every client loads the whole list: {_md(', '.join(v.label for v in found))}.",
+            "",
+        ]
     lines = ["### Will it load?", "", "| client | verdict | why |", "|---|---|---|"]
     for verdict in found:
         said = verdict.phrase()

@@ -208,6 +208,7 @@ def test_second_scan_events_are_exactly_the_changes_made(scanned: Scanned) -> No
             ("sdk/fix", "tool_changed", "search_docs", ""),
             ("sdk/fix", "finding_appeared", "search_docs", "MCP501"),  # schema changed, version 1.2.3 kept
             ("sdk/fix", "finding_resolved", "search_docs", "MCP205"),
+            ("sdk/fix", "finding_resolved", "search_docs", "MCP807"),  # typed: Gemini CLI no longer skips it
             ("sdk-stdio/add", "tool_added", "flip_coin", ""),
             ("demo/bump", "tool_changed", "convert_units", ""),
             ("demo/bump", "server_version_changed", "", ""),
@@ -323,7 +324,7 @@ def test_rescore_under_the_same_rules_keeps_every_finding(scanned: Scanned, tmp_
     before = [query("findings", "--db", db), query("findings", "--run", "2", "--db", db)]
     stats = open_store(db).database_stats()
     out = fathom("rescore", "--db", db)
-    assert out.startswith(f"rules 4: {stats['toolsets']} tool lists measured; changed 0 tool lists and 0 scans")
+    assert out.startswith(f"rules 5: {stats['toolsets']} tool lists measured; changed 0 tool lists and 0 scans")
     assert "nothing changed; nothing written" in out
     assert [query("findings", "--db", db), query("findings", "--run", "2", "--db", db)] == before
     after = open_store(db).database_stats()
