@@ -13,7 +13,7 @@ and never fail a gate, as rules.md says of preview findings. :func:`render_text`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from difflib import get_close_matches
 from typing import Any, Literal
@@ -123,15 +123,15 @@ def client_effects(finding: Any) -> list[tuple[str, str, str]]:
     for entry in entries if isinstance(entries, list) else ():
         if not isinstance(entry, Mapping):
             continue
-        client, effect, error = entry.get("client"), entry.get("effect"), entry.get("error")
-        if isinstance(client, str) and effect in ("refuses", "drops"):
+        client, effect, error = str(entry.get("client")), entry.get("effect"), entry.get("error")
+        if client in CLIENT_KEYS and effect in ("refuses", "drops"):
             out.append((client, str(effect), error if isinstance(error, str) else ""))
     return out
 
 
 def verdicts(findings: Iterable[Any]) -> tuple[Verdict, ...]:
-    """Every client's verdict on the list these findings were found in (every client of :data:`REJECT_CLIENTS`,
-    in order; a client named by a finding but not in the table is added after them)."""
+    """Every client's verdict on the list these findings were found in: every client of :data:`REJECT_CLIENTS`, in
+    order (a client key a stored finding names that is not in the table is ignored)."""
     stable: dict[str, _Tally] = {}
     preview: dict[str, _Tally] = {}
     for finding in findings:
@@ -141,10 +141,8 @@ def verdicts(findings: Iterable[Any]) -> tuple[Verdict, ...]:
             reason = f"{finding.code}{where}: {error}" if error else f"{finding.code}{where}"
             tallies = preview if _preview(finding.code) else stable
             tallies.setdefault(client, _Tally()).add(effect, tool, reason, finding.code)
-    keys = [client.key for client in REJECT_CLIENTS]
-    keys += sorted((set(stable) | set(preview)) - set(keys))
     out = []
-    for key in keys:
+    for key in CLIENT_KEYS:
         main = stable.get(key, _Tally())
         extra = preview.get(key)
         verdict = Verdict(
@@ -166,14 +164,6 @@ def verdicts(findings: Iterable[Any]) -> tuple[Verdict, ...]:
             )
         out.append(verdict)
     return tuple(out)
-
-
-def worst(found: Sequence[Verdict]) -> State:
-    return max((verdict.state for verdict in found), key=lambda state: _RANK[state], default="loads")
-
-
-def any_rejection(found: Sequence[Verdict]) -> bool:
-    return any(verdict.state != "loads" for verdict in found)
 
 
 # --- rendering (each format calls one of these) ---------------------------------------------------------------
@@ -216,15 +206,17 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(found: Sequence[Verdict]) -> list[str]:
-    """The verdict table of ``check --format markdown`` and the site's server page."""
+def render_markdown(found: Sequence[Verdict], escape: Callable[[str], str] | None = None) -> list[str]:
+    """The verdict table of ``check --format markdown``; ``escape`` makes a cell's text safe (the caller's Markdown
+    escaping; by default only ``|`` and line breaks)."""
+    cell = escape or _md
     if not found:
         return []
     if _all_load(found):
         return [
             "### Will it load?",
             "",
-            f"Every client loads the whole list: {_md(', '.join(v.label for v in found))}.",
+            f"Every client loads the whole list: {cell(', '.join(v.label for v in found))}.",
             "",
         ]
     lines = ["### Will it load?", "", "| client | verdict | why |", "|---|---|---|"]
@@ -233,12 +225,9 @@ def render_markdown(found: Sequence[Verdict]) -> list[str]:
         if verdict.preview_state is not None and verdict.preview_state != verdict.state:
             said += f" (preview rules: {_phrase(verdict.preview_state, verdict.preview_dropped)})"
         why = "; ".join([*verdict.reasons, *verdict.preview_reasons][:3]) or "no refusal known to Fathom"
-        lines.append(f"| {_md(verdict.label)} | {_md(said)} | {_md(why)} |")
+        lines.append(f"| {cell(verdict.label)} | {cell(said)} | {cell(why)} |")
     lines.append("")
     return lines
-
-
-_SHORT = {"loads": "ok", "drops": "drops", "refuses": "refuses"}
 
 
 def compact(found: Sequence[Verdict]) -> str:

@@ -272,3 +272,15 @@ def test_findings_and_history_show_when_a_client_started_and_stopped_refusing(tm
     assert [(run, refusals) for run, refusals in rows] == [("3", "0"), ("2", "1"), ("1", "0")]
     [page] = (site / "servers").glob("io-example-grafana*.html")
     assert "OpenAI API: loads" in page.read_text(encoding="utf-8")  # the newest run: fixed
+
+
+def test_a_hostile_tool_name_is_escaped_in_every_verdict_block(tmp_path: Path) -> None:
+    hostile = json.loads(json.dumps(GRAFANA_LIKE))
+    hostile["name"] = "evil<img src=x>|\u202etool"
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps({"tools": [hostile]}), encoding="utf-8")
+    markdown = check("--tools-file", str(path), "--format", "markdown").stdout
+    block = markdown.split("### Will it load?", 1)[1].split("\n\n###", 1)[0]
+    assert "<img" not in block and "\u202e" not in block and "| OpenAI API | refuses the whole list |" in block
+    text = check("--tools-file", str(path)).stdout
+    assert "\u202e" not in text.split("Will it load?", 1)[1]

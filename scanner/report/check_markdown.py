@@ -50,7 +50,7 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
     out += client_lines(report)
     from scanner.verdicts import render_markdown, result_verdicts
 
-    out += render_markdown(result_verdicts(result))
+    out += render_markdown(result_verdicts(result), md)
     if report.instructions is not None:
         out += ["**Instructions** (the server's, read as a system text every turn):", ""]
         out += ["| Provider | Tools | + Instructions | Method |", "|---|---:|---:|---|"]
