@@ -50,6 +50,12 @@ class Verdict:
     preview_dropped: tuple[str, ...] = ()
     preview_reasons: tuple[str, ...] = ()
 
+    @property
+    def covers(self) -> str:
+        """What the public sources behind the verdict cover of this client (versions, dates)."""
+        found = CLIENT_KEYS.get(self.client)
+        return found.covers if found is not None else ""
+
     def phrase(self) -> str:
         """``loads``, ``drops 2 tools`` or ``refuses the whole list``."""
         return _phrase(self.state, self.dropped)
@@ -57,6 +63,7 @@ class Verdict:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "label": self.label,
+            "covers": self.covers,
             "state": self.state,
             "verdict": self.phrase(),
             "dropped": list(self.dropped),
@@ -219,13 +226,13 @@ def render_markdown(found: Sequence[Verdict], escape: Callable[[str], str] | Non
             f"Every client loads the whole list: {cell(', '.join(v.label for v in found))}.",
             "",
         ]
-    lines = ["### Will it load?", "", "| client | verdict | why |", "|---|---|---|"]
+    lines = ["### Will it load?", "", "| client | verdict | why | sources cover |", "|---|---|---|---|"]
     for verdict in found:
         said = verdict.phrase()
         if verdict.preview_state is not None and verdict.preview_state != verdict.state:
             said += f" (preview rules: {_phrase(verdict.preview_state, verdict.preview_dropped)})"
         why = "; ".join([*verdict.reasons, *verdict.preview_reasons][:3]) or "no refusal known to Fathom"
-        lines.append(f"| {cell(verdict.label)} | {cell(said)} | {cell(why)} |")
+        lines.append(f"| {cell(verdict.label)} | {cell(said)} | {cell(why)} | {cell(verdict.covers)} |")
     lines.append("")
     return lines
 
