@@ -9,6 +9,7 @@ A ``fathom.toml`` holds the same keys at its top level. Keys (docs/check.md has 
     format = "markdown"                # text | json | markdown | sarif
     fail-on = "warning"                # problem | warning | note
     fail-on-new = "problem"            # with a baseline: a new finding at this severity or worse fails
+    fail-on-reject = ["claude-code", "openai-api"]   # clients that must load the whole list (scanner.verdicts)
     min-score = 85
     max-tokens = 8000                  # the most expensive provider; or a table {openai = 5000, ...}
     max-increase = "10%"               # or a number of tokens; needs a baseline
@@ -46,6 +47,7 @@ from scanner.gates import (
     parse_severity,
 )
 from scanner.models import Severity
+from scanner.verdicts import parse_clients
 
 FORMATS = ("text", "json", "markdown", "sarif")
 _KEYS = {
@@ -54,6 +56,7 @@ _KEYS = {
     "format",
     "fail-on",
     "fail-on-new",
+    "fail-on-reject",
     "min-score",
     "max-tokens",
     "max-increase",
@@ -79,6 +82,7 @@ class CheckConfig:
     baseline: Path | None = None
     fail_on_new: Severity | None = None
     preview: bool | None = None
+    fail_on_reject: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,11 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
     preview = table.get("preview")
     if preview is not None and not isinstance(preview, bool):
         raise InputError(f"{where}: preview must be true or false")
+    reject = table.get("fail-on-reject")
+    if reject is not None and not (
+        isinstance(reject, str) or (isinstance(reject, list) and all(isinstance(item, str) for item in reject))
+    ):
+        raise InputError(f"{where}: fail-on-reject must be a client name or a list of them")
     return CheckConfig(
         path=path,
         select=_strings(table["select"], f"{where} select") if "select" in table else None,
@@ -198,6 +207,7 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
         baseline=(path.parent / baseline) if baseline else None,
         fail_on_new=parse_severity(str(fail_on_new), f"{where} fail-on-new") if fail_on_new is not None else None,
         preview=preview,
+        fail_on_reject=parse_clients(reject, f"{where} fail-on-reject") if reject is not None else None,
     )
 
 
@@ -245,6 +255,7 @@ def settings(
     baseline: Path | None = None,
     fail_on_new: str | None = None,
     preview: bool = False,
+    fail_on_reject: str | None = None,
 ) -> CheckSettings:
     """Flags (None or empty when not given) over ``config`` over the defaults. ``--strict`` is
     ``--fail-on problem``; with both flags, ``--fail-on`` wins."""
@@ -261,6 +272,7 @@ def settings(
         max_tokens=limits,
         max_increase=parse_increase(max_increase) if max_increase is not None else config.max_increase,
         fail_on_new=parse_severity(fail_on_new, "--fail-on-new") if fail_on_new is not None else config.fail_on_new,
+        fail_on_reject=parse_clients(fail_on_reject) if fail_on_reject is not None else config.fail_on_reject or (),
     )
     if baseline is None and config.baseline is not None:
         _inside_tree(config.baseline, config.path)

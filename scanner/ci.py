@@ -38,6 +38,7 @@ _VALUE_FLAGS = {
     "FAIL_ON": "--fail-on",
     "FAIL_ON_NEW": "--fail-on-new",
     "MIN_SCORE": "--min-score",
+    "FAIL_ON_REJECT": "--fail-on-reject",
     "BASELINE": "--baseline",
     "MAX_INCREASE": "--max-increase",
     "SAVE_BASELINE": "--save-baseline",

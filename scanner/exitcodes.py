@@ -20,7 +20,8 @@ QUERY = {
 COMMAND_CODES: dict[str, dict[int, str]] = {
     "check": {
         0: "done (problems found still exit 0 unless a gate is set)",
-        1: "a gate failed (--strict, --fail-on, --min-score, --max-tokens, --max-increase): one line each",
+        1: "a gate failed (--strict, --fail-on, --fail-on-new, --min-score, --max-tokens, --max-increase, "
+        "--fail-on-reject): one line each",
         2: USAGE + "; --url that is not an http(s) URL; a bad config file or baseline; an output over an input",
         3: "the server could not be checked (timeout, refused, auth required, not MCP, ...): the outcome says why",
         4: "environment error: the offline tokenizer is missing, an output or standard output cannot be written",

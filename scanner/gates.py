@@ -2,10 +2,11 @@
 
 A gate is a limit the author sets: ``--fail-on problem|warning|note`` (findings at or above a severity;
 ``--strict`` is ``--fail-on problem``), ``--min-score N`` (the leaderboard's score), ``--max-tokens N`` (the
-most expensive provider, or ``PROVIDER=N`` for one) and, against a ``--baseline``, ``--max-increase 10%`` (or a
-number of tokens) on every provider. With a baseline, ``--fail-on`` counts only findings that are new since it:
-the gate fails on what got worse, not on what the last release already had. Every gate asked for is evaluated
-and reported (passed or failed, and by how much); any failure makes the command exit 1.
+most expensive provider, or ``PROVIDER=N`` for one), ``--fail-on-reject CLIENT[,CLIENT]`` (a named client would
+refuse the list or drop a tool: :mod:`scanner.verdicts`, stable rules only) and, against a ``--baseline``,
+``--max-increase 10%`` (or a number of tokens) on every provider. With a baseline, ``--fail-on`` counts only
+findings that are new since it: the gate fails on what got worse, not on what the last release already had. Every
+gate asked for is evaluated and reported (passed or failed, and by how much); any failure makes the command exit 1.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class Gates:
     max_increase: Increase | None = None
     fail_on_new: Severity | None = None
     """``--fail-on-new``: a finding new since the baseline at this severity or worse fails (needs a baseline)."""
+    fail_on_reject: tuple[str, ...] = ()  # client keys (scanner.verdicts): fail when one refuses or drops anything
 
     @property
     def any(self) -> bool:
@@ -66,6 +68,7 @@ class Gates:
             or self.max_tokens
             or self.max_increase
             or self.fail_on_new is not None
+            or self.fail_on_reject
         )
 
 
@@ -259,6 +262,17 @@ def _nothing_shown(level: Severity) -> GateResult:
     )
 
 
+def _fail_on_reject(result: CheckResult, clients: tuple[str, ...]) -> GateResult:
+    from scanner.verdicts import rejected_by, result_verdicts
+
+    gate = f"--fail-on-reject {','.join(clients)}"
+    found = rejected_by(result_verdicts(result), clients)
+    if found:
+        said = "; ".join(f"{verdict.label} {verdict.phrase()} ({', '.join(verdict.codes)})" for verdict in found)
+        return GateResult(gate, False, said)
+    return GateResult(gate, True, "every named client loads the whole list")
+
+
 def evaluate(result: CheckResult, gates: Gates, *, rules_shown: int = 1) -> tuple[GateResult, ...]:
     """Every gate asked for, in a fixed order; nothing for a list that was not measured. ``rules_shown`` 0 (every
     rule ignored) fails ``--fail-on``: a gate that compares nothing never passes."""
@@ -274,6 +288,8 @@ def evaluate(result: CheckResult, gates: Gates, *, rules_shown: int = 1) -> tupl
         out.append(_max_increase(result, gates.max_increase))
     if gates.fail_on_new is not None:
         out.append(_fail_on(result, gates.fail_on_new, flag="--fail-on-new"))
+    if gates.fail_on_reject:
+        out.append(_fail_on_reject(result, gates.fail_on_reject))
     return tuple(out)
 
 

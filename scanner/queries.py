@@ -13,7 +13,7 @@ from scanner import metrics as scan_metrics
 from scanner.errors import InputError
 from scanner.lanes import lanes_text
 from scanner.models import PROVIDERS, Severity
-from scanner.store import RunSpec, ScanScore, open_store
+from scanner.store import FindingRow, RunSpec, ScanScore, Store, open_store
 from scanner.textsafe import clean
 
 RUN_COLUMNS = ["run", "started_at", "finished_at", "status", "servers_scanned", "servers_ok", "source"]
@@ -30,6 +30,7 @@ SERVER_COLUMNS = [
     "warnings",
     "notes",
     *PROVIDERS,
+    "will_it_load",
     "detail",
 ]
 HISTORY_COLUMNS = [
@@ -45,6 +46,7 @@ HISTORY_COLUMNS = [
     "warnings",
     "notes",
     "detail",
+    "will_it_load",
     "lanes",
 ]
 
@@ -64,14 +66,50 @@ RULE_COLUMNS = ["code", "severity", "status", "slug", "hint"]
 # keeps them all; JSON and CSV always have every column).
 OPTIONAL_COLUMNS: dict[str, list[str]] = {
     "runs": ["finished_at", "servers_scanned"],
-    "servers": ["warnings", "detail", "last_scanned_at", "version", "notes", *PROVIDERS[1:]],
-    "history": ["lanes", "registry_version", "version", *scan_metrics.METRICS, "notes", *PROVIDERS[1:]],
+    "servers": ["warnings", "will_it_load", "detail", "last_scanned_at", "version", "notes", *PROVIDERS[1:]],
+    "history": [
+        "lanes",
+        "registry_version",
+        "version",
+        "will_it_load",
+        *scan_metrics.METRICS,
+        "notes",
+        *PROVIDERS[1:],
+    ],
     "findings": ["first_seen_run", "gone_run"],
     "diff": [],
     "rules": ["status"],
 }
 # The free-text columns a table wraps first to fit the terminal (names and codes stay whole while they can).
-WRAP_COLUMNS = ("detail", "message", "source", "hint", "lanes", "workers")
+WRAP_COLUMNS = ("detail", "message", "source", "hint", "lanes", "workers", "will_it_load")
+
+
+def _client_findings(store: Store, server: str | None = None, still_open: bool = False) -> list[FindingRow]:
+    """The stored findings of the MCP8xx rules (what clients reject), of one server or all, with when each
+    appeared and went away."""
+    from scanner.rules import RULES
+    from scanner.verdicts import FAMILY
+
+    found: list[FindingRow] = []
+    for code in RULES:
+        if code.startswith(FAMILY) and RULES[code].scope in ("tool", "list"):
+            found += store.findings(rule=code, server=server, still_open=still_open)
+    return found
+
+
+def _open_at(row: FindingRow, run: int) -> bool:
+    first, gone = row.first_seen_run, row.gone_run
+    return first is not None and first <= run and (gone is None or gone > run)
+
+
+def _loads(rows: list[FindingRow]) -> tuple[str, dict[str, Any]]:
+    """The ``will_it_load`` cell and the ``verdicts`` object of JSON output (only the clients that do not load the
+    list whole, or that a preview rule says may not; empty when every client loads it), from stored findings."""
+    from scanner.verdicts import compact, to_json, verdicts
+
+    found = verdicts(rows)
+    shown = [verdict for verdict in found if verdict.state != "loads" or verdict.preview_state is not None]
+    return compact(found), to_json(shown)
 
 
 def runs(db_url: str) -> list[dict[str, Any]]:
@@ -104,6 +142,10 @@ def servers(db_url: str) -> list[dict[str, Any]]:
     with open_store(db_url) as store:
         found = store.servers()
         scores = store.scan_scores(row.last_ok_scan_id for row in found if row.last_ok_scan_id is not None)
+        rejected: dict[str, list[FindingRow]] = {}
+        for finding in _client_findings(store, still_open=True):
+            rejected.setdefault(finding.server, []).append(finding)
+    loads = {row.name: _loads(rejected.get(row.name, [])) for row in found if row.last_ok_scan_id is not None}
     return [
         {
             "server": row.name,
@@ -114,6 +156,8 @@ def servers(db_url: str) -> list[dict[str, Any]]:
             "tools": row.tools_count,
             **_scored(scores.get(row.last_ok_scan_id) if row.last_ok_scan_id is not None else None),
             **{provider: row.tokens.get(provider) for provider in PROVIDERS},
+            "will_it_load": loads[row.name][0] if row.name in loads else None,
+            "verdicts": loads[row.name][1] if row.name in loads else None,
             "detail": row.last_detail,
             "toolset_sha256": row.toolset_sha256,
             **_ran(row.last_run or RunSpec()),
@@ -145,6 +189,8 @@ def history(db_url: str, server: str) -> list[dict[str, Any]]:
     with open_store(db_url) as store:
         found = store.history(server)
         scores = store.scan_scores(row.scan_id for row in found if row.ok)
+        rejected = _client_findings(store, server=server) if found else []
+    loads = {row.run_id: _loads([f for f in rejected if _open_at(f, row.run_id)]) for row in found if row.ok}
     return [
         {
             "run": row.run_id,
@@ -162,6 +208,8 @@ def history(db_url: str, server: str) -> list[dict[str, Any]]:
             "problems": row.problems if row.ok else None,
             "warnings": row.warnings if row.ok else None,
             "notes": row.notes if row.ok else None,
+            "will_it_load": loads[row.run_id][0] if row.run_id in loads else None,
+            "verdicts": loads[row.run_id][1] if row.run_id in loads else None,
             # Every registered per-scan metric by name; None where the scan did not measure it.
             **{name: row.metrics.get(name) for name in scan_metrics.METRICS},
             "toolset_sha256": row.toolset_sha256,

@@ -14,6 +14,7 @@ The formula (version :data:`SCORE_VERSION`; ``docs/score.md`` has worked example
     penalty      p   = 10 * list problems + 4 * list warnings + 1 * list notes   (each code counted at most 3x)
     cost         c   = 4 * log2(T / 1000) when T > 1000, else 0    (T: tokens per turn, the dearest provider)
     score            = clamp(100 * b - p - c, 0, 100), rounded to one decimal
+                       (at most 30 when a client refuses the whole list: a stable MCP801-MCP803 finding)
 
 ``T`` is the list's tokens per turn with the most expensive provider Fathom measures (the figure the leaderboard
 ranks ties by and ``--max-tokens N`` gates): :data:`COST_BUDGET` tokens are free, and every doubling beyond costs
@@ -68,6 +69,10 @@ COST_BUDGET = 1000
 """Tokens per turn (the dearest provider's count) that cost no points."""
 COST_PER_DOUBLING = 4.0
 """Points each doubling of the tokens per turn beyond :data:`COST_BUDGET` costs."""
+REFUSED_CAP = 30.0
+"""The most a list scores when a client refuses it whole (a stable MCP8xx rule whose effect is "refuses"): every
+turn of every conversation that carries it fails with that client, the worst a list can do, so it is never above
+the red band whatever else it does well."""
 NOT_SCORED_PREFIXES = ("MCP5", "MCP6", "MCP7")
 """Families about something other than the list a model reads: changes over time, the connection, the registry."""
 
@@ -76,7 +81,8 @@ SCORE_FORMULA = (
     "cost = 4 x log2(tokens per turn / 1000) above 1000 tokens (the dearest provider), else 0; "
     "score = clamp(100 x (0.7 x mean tool score + 0.3 x worst tool score) "
     "- (10 x list problems + 4 x list warnings + 1 x list notes, each rule counted at most 3 times) - cost, 0, 100); "
-    "only findings of stable rules about the list count; a list with no tools has no score"
+    "only findings of stable rules about the list count; a list a client refuses whole scores at most 30; "
+    "a list with no tools has no score"
 )
 """One line for the leaderboard footer and the exports."""
 
@@ -113,6 +119,9 @@ class ScoreBreakdown:
     tokens: int = 0
     """The tokens per turn the cost was reckoned from (the dearest provider's count)."""
     version: str = SCORE_VERSION
+    refused: tuple[str, ...] = ()
+    """The rules by which a client refuses the whole list (MCP801...); when any, the score is at most
+    :data:`REFUSED_CAP`."""
     left_out: int = 0
     """Findings of preview (or deprecated) rules and of the unscored families, reported but not counted."""
 
@@ -226,7 +235,19 @@ def score_breakdown(
             left_out += 1
     per_tool, list_counts = tally(tools_count, kept)
     result = score_counts(tools_count, per_tool, list_counts, tokens=tokens)
-    return replace(result, left_out=left_out) if result is not None else None
+    if result is None:
+        return None
+    refused = tuple(sorted({finding.code for finding in kept} & refusing_codes()))
+    if refused:
+        result = replace(result, score=min(result.score, REFUSED_CAP), refused=refused)
+    return replace(result, left_out=left_out)
+
+
+def refusing_codes() -> frozenset[str]:
+    """The codes whose findings mean a client refuses the whole request (scanner.rules.clients_reject.EFFECTS)."""
+    from scanner.rules.clients_reject import EFFECTS
+
+    return frozenset(code for code, effects in EFFECTS.items() if any(effect == "refuses" for _, effect in effects))
 
 
 def score(

@@ -115,6 +115,14 @@ def check(
             help="With --baseline: exit 1 on a finding new since the baseline at this severity or worse.",
         ),
     ] = None,
+    fail_on_reject: Annotated[
+        str | None,
+        typer.Option(
+            metavar="CLIENT[,CLIENT]",
+            help="Exit 1 when a named client (claude-code, anthropic-api, cursor, gemini-cli, gemini-api, openai-api, "
+            "vscode) would refuse the list or drop a tool.",
+        ),
+    ] = None,
     min_score: Annotated[
         float | None,
         typer.Option(min=0, max=100, metavar="N", help="Exit 1 when the leaderboard score (0-100) is below N."),
@@ -226,9 +234,9 @@ def check(
 
     The list comes from a file (--tools-file), a server URL (--url), a stdio command (--stdio or after '--'),
     a server's newest stored list (--db DB --server NAME), or the bundled example (--example). Every format
-    shows the leaderboard's score. For CI: gates (--fail-on,
-    --min-score, --max-tokens), a baseline (--save-baseline, --baseline, --max-increase), settings from
-    [tool.fathom] in pyproject.toml or a fathom.toml, and a badge (--badge); see docs/ci.md.
+    shows the leaderboard's score and which clients load the list. For CI: gates (--fail-on, --fail-on-new,
+    --min-score, --max-tokens, --fail-on-reject), a baseline (--save-baseline, --baseline, --max-increase),
+    settings from [tool.fathom] in pyproject.toml or a fathom.toml, and a badge (--badge); see docs/ci.md.
     """
     from scanner.check import CheckRequest
     from scanner.checkconfig import load_config, settings
@@ -283,6 +291,7 @@ def check(
         baseline=baseline,
         fail_on_new=fail_on_new,
         preview=preview,
+        fail_on_reject=fail_on_reject,
     )
     request = CheckRequest(
         tools_file=tools_file,
@@ -317,6 +326,7 @@ def check(
             baseline,
             save_baseline,
             badge,
+            fail_on_reject,
         )
         if any(flag is not None for flag in flags):
             _fail("--as prints only the provider's JSON: it takes no gate, baseline or badge", 2)

@@ -54,6 +54,7 @@ from scanner.report.text import ERA_WORDS, clean_text, unique_slugs
 from scanner.score import SCORE_FORMULA, SCORE_VERSION, ScoreBreakdown, score_breakdown
 from scanner.store import Store
 from scanner.store.rows import EventRow, HistoryColumns, LeaderRow, RunRow
+from scanner.verdicts import verdicts
 
 PROVIDER_VIEW_LIMIT = 400_000  # characters of pretty JSON shown per provider; a huge list is cut, not rendered
 # Servers whose histories are read in one bulk query: a year of nightly scans is 365 rows each, so 250 servers
@@ -293,6 +294,7 @@ def _server_row(
         breakdown=parts,
         preview=len(previews),
         preview_codes=tuple(sorted({str(finding.code) for finding in previews})),
+        verdicts=verdicts(row.findings) if parts is not None else (),
     )
 
 

@@ -18,8 +18,10 @@ findings, points}]}, null for a list with no tools: the leaderboard's number and
 ``ignored`` (the findings ``--select``/``--ignore`` or a per-tool ignore kept out, each with its ``reason``;
 the score still counts them), ``gates`` ([{gate, passed,
 message}]), ``clients`` ({client: {label, provider, deferred, tokens, loaded_3, loaded_5, search_tool, method}}:
-what each client sends per turn, scanner.clients) and, with ``--baseline``, ``baseline`` (tokens, tools with
-the fields that changed, and findings new, fixed and gone with their tool, compared with it).
+what each client sends per turn, scanner.clients), ``verdicts`` ({client: {label, state, verdict, dropped, reasons,
+rules, preview?}}: whether each client loads the list, drops tools or refuses it, scanner.verdicts) and, with
+``--baseline``, ``baseline`` (tokens, tools with the fields that changed, and findings new, fixed and gone with
+their tool, compared with it).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from scanner.clients import report_clients
 from scanner.models import CheckReport, Finding, ScanOutcome, Summary
 from scanner.rules.catalogue import rule_precision
 from scanner.rules.registry import is_preview, status_of
+from scanner.verdicts import result_verdicts
+from scanner.verdicts import to_json as verdict_json
 
 
 def finding_dict(finding: Finding) -> dict[str, Any]:
@@ -136,6 +140,7 @@ def score_dict(result: CheckResult) -> dict[str, Any] | None:
         "worst_tool": score.worst_tool,
         "list_penalty": score.list_penalty,
         "cost_penalty": score.cost_penalty,
+        "refused": list(score.refused),
         "tokens": score.tokens,
         "rules": [
             {"code": cost.code, "rule": cost.rule, "findings": cost.findings, "points": cost.points}
@@ -191,6 +196,7 @@ def gate_dict(result: CheckResult) -> dict[str, Any]:
         "score": score_dict(result),
         "ignored": [finding_dict(item.finding) | {"reason": item.reason} for item in result.ignored],
         "gates": [{"gate": gate.gate, "passed": gate.passed, "message": gate.message} for gate in result.gates],
+        "verdicts": verdict_json(result_verdicts(result)),
     }
     if result.comparison is not None:
         data["baseline"] = comparison_dict(result.comparison)

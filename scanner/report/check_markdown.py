@@ -63,6 +63,9 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
         out.append(f"| {PROVIDER_LABELS.get(provider, provider)} | {count.tokens:,} | {md(count.method)} |")
     out += ["", f"{report.tools_count:,} tools · {report.context_share * 100:.1f} % of a 200k context", ""]
     out += client_lines(report)
+    from scanner.verdicts import render_markdown, result_verdicts
+
+    out += render_markdown(result_verdicts(result), md)
     if report.instructions is not None:
         out += ["**Instructions** (the server's, read as a system text every turn):", ""]
         out += ["| Provider | Tools | + Instructions | Method |", "|---|---:|---:|---|"]

@@ -133,7 +133,10 @@ def _properties(result: CheckResult) -> dict[str, Any]:
     if score is not None:
         data["score"] = score
     if result.report is not None:
+        from scanner.verdicts import result_verdicts, to_json
+
         data["tokens"] = {provider: count.tokens for provider, count in result.report.tokens.items()}
+        data["verdicts"] = to_json(result_verdicts(result))
     if result.gates:
         data["gates"] = [{"gate": gate.gate, "passed": gate.passed, "message": gate.message} for gate in result.gates]
     return data

@@ -178,6 +178,7 @@ def render(result: CheckResult, *, colour: bool = False, verbose: bool = False, 
         return "\n".join(lines) + "\n"
     lines.append("")
     lines += report_lines(result.report, paint, verbose=verbose, all_tools=all_tools, ignored=len(result.ignored))
+    lines += verdict_lines(result, paint)
     lines += score_lines(result, paint)
     lines += ignored_lines(result, paint)
     if result.comparison is not None:
@@ -188,6 +189,14 @@ def render(result: CheckResult, *, colour: bool = False, verbose: bool = False, 
             mark = paint("passed", "32;1") if gate.passed else paint("FAILED", "31;1")
             lines.append(f"  {mark} {gate.gate}: {clean(gate.message)}")
     return "\n".join(lines) + "\n"
+
+
+def verdict_lines(result: CheckResult, paint: _Painter) -> list[str]:
+    """Will it load? Each client's verdict on the list (scanner.verdicts), the reasons under those that do not."""
+    from scanner.verdicts import render_text, result_verdicts
+
+    block = [clean(line) for line in render_text(result_verdicts(result))]
+    return ["", paint(block[0], "1"), *block[1:]] if block else []
 
 
 def score_lines(result: CheckResult, paint: _Painter) -> list[str]:
@@ -205,6 +214,10 @@ def score_lines(result: CheckResult, paint: _Painter) -> list[str]:
         f"  mean tool {score.mean_tool * 100:.1f} · worst tool {score.worst_tool * 100:.1f} · "
         f"list penalty {score.list_penalty:g} · cost {score.cost_penalty:g} ({score.tokens:,} tokens per turn)"
     )
+    if score.refused:
+        from scanner.score import REFUSED_CAP
+
+        lines.append(f"  capped at {REFUSED_CAP:g}: a client refuses the whole list ({', '.join(score.refused)})")
     for cost in result.rule_costs:
         found = f"{cost.findings} finding{'' if cost.findings == 1 else 's'}"
         lines.append(f"  {-cost.points:>6.1f}  {cost.code} {cost.rule} ({found})")

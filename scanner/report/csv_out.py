@@ -57,6 +57,7 @@ def _row(row: ServerRow, providers: tuple[str, ...], clients: tuple[str, ...] = 
         " ".join(row.preview_codes),
         *("" if row.clients.get(key) is None else row.clients[key] for key in clients),
         "" if row.breakdown is None else f"{row.breakdown.cost_penalty:g}",
+        csv_text(row.loads),
     ]
 
 
@@ -93,6 +94,7 @@ def render_csv(board: Leaderboard) -> str:
             "preview_rules",
             *(f"client_{key}" for key in clients),
             "cost_penalty",  # score v3: the points the tokens per turn took
+            "will_it_load",
         ]
     )
     for row in (*board.ranked, *board.unranked):

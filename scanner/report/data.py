@@ -19,6 +19,7 @@ from scanner.models import MEASURED_PROVIDERS, PROVIDERS, Outcome
 from scanner.report.nextstep import reason_group
 from scanner.score import ScoreBreakdown
 from scanner.store.rows import RunSpec
+from scanner.verdicts import Verdict
 
 # Why a server was not ranked, for the report's grouping: (key, heading, the outcomes it covers), in the order
 # shown. A package's own causes come first: they are what a nightly registry scan mostly meets.
@@ -101,10 +102,19 @@ class ServerRow:
     # and the score; ``preview_codes`` are their rules, sorted.
     preview: int = 0
     preview_codes: tuple[str, ...] = ()
+    # Will it load? Each client's verdict on its list (scanner.verdicts); empty when not measured.
+    verdicts: tuple[Verdict, ...] = ()
 
     @property
     def ranked(self) -> bool:
         return self.rank is not None
+
+    @property
+    def loads(self) -> str:
+        """The leaderboard's "Will it load?" cell: ``loads everywhere``, or who refuses and who drops tools."""
+        from scanner.verdicts import compact
+
+        return compact(self.verdicts) if self.verdicts else ""
 
 
 @dataclass(frozen=True)
@@ -270,6 +280,18 @@ class TrendPoint:
     outcomes: Mapping[str, int]
     findings_by_rule: Mapping[str, int]
     date: str = ""  # the run's start, date and time (UTC), for the table's Date column ("label" may be "run N")
+
+    @property
+    def client_refusals(self) -> int:
+        """Findings of the stable MCP8xx rules in the run: tools a client refuses or drops (scanner.verdicts)."""
+        from scanner.rules import RULES
+        from scanner.verdicts import FAMILY
+
+        return sum(
+            count
+            for code, count in self.findings_by_rule.items()
+            if code.startswith(FAMILY) and code in RULES and RULES[code].status == "stable"
+        )
 
     @property
     def problem_share(self) -> float | None:

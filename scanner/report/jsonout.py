@@ -13,6 +13,7 @@ from typing import Any
 
 from scanner.report.data import Leaderboard, ServerRow, failure_cause
 from scanner.report.nextstep import reason_group
+from scanner.verdicts import to_json as verdict_json
 
 STRING_LIMIT = 4000
 # Format 1 only ever gains fields (``score_parts``, ``rules``, ``badge``, ``changes``, ``reason``, ``preview``,
@@ -45,6 +46,7 @@ def _row(row: ServerRow) -> dict[str, Any]:
         "detail": _text(row.detail),
         "toolset_sha256": row.toolset_sha256,
         "clients": dict(row.clients),
+        "verdicts": verdict_json(row.verdicts),
         "score_parts": _parts(row),
         "rules": list(row.codes),
         # Findings of preview rules: counted here, not in problems/warnings/notes or the score (rules.md, status).
@@ -65,6 +67,7 @@ def _parts(row: ServerRow) -> dict[str, Any] | None:
         "list_penalty": parts.list_penalty,
         "cost_penalty": parts.cost_penalty,
         "tokens": parts.tokens,
+        "refused": list(parts.refused),  # the rules by which a client refuses the list: the score is at most 30
         "version": parts.version,
     }
 

@@ -27,6 +27,7 @@ def _ranked_line(row: ServerRow, providers: tuple[str, ...]) -> str:
         str(row.problems),
         str(row.warnings),
         str(row.notes),
+        markdown_escape(row.loads, limit=500),
         markdown_escape(row.outcome),
     ]
     return "| " + " | ".join(cells) + " |"
@@ -58,8 +59,8 @@ def render_markdown(board: Leaderboard) -> str:
         "| Rank | Move | Server | Score | Tools | "
         + " | ".join(f"{markdown_escape(p)} tokens" for p in providers)
         + (" | " if providers else "")
-        + "Problems | Warnings | Notes | Last outcome |",
-        "|" + "---:|" * 2 + "---|" + "---:|" * (2 + len(providers) + 3) + "---|",
+        + "Problems | Warnings | Notes | Will it load? | Last outcome |",
+        "|" + "---:|" * 2 + "---|" + "---:|" * (2 + len(providers) + 3) + "---|---|",
     ]
     lines.extend(_ranked_line(row, providers) for row in board.ranked)
     lines += ["", f"## Not ranked: {plural(len(board.unranked), 'server')} whose tool list could not be read", ""]

@@ -16,13 +16,23 @@ Public surface::
 One module per family: :mod:`naming` (MCP1xx), :mod:`schema` (MCP2xx), :mod:`listwide` (MCP3xx),
 :mod:`safety` (MCP4xx), :mod:`history` (MCP5xx, registered for the catalogue; checked by ``scanner.history``),
 :mod:`lanes` (MCP6xx, what each credential sees; checked by :func:`lanes.lane_findings` for ``fathom doctor``),
-:mod:`registrydata` (MCP7xx, the registry entry itself; checked by :func:`registrydata.registry_findings`).
+:mod:`registrydata` (MCP7xx, the registry entry itself; checked by :func:`registrydata.registry_findings`),
+:mod:`clients_reject` (MCP8xx, what clients reject; :mod:`scanner.verdicts` gives each client's verdict).
 Importing this package registers them all.
 """
 
 from __future__ import annotations
 
-from scanner.rules import history, lanes, listwide, naming, registrydata, safety, schema  # noqa: F401  (registration)
+from scanner.rules import (  # noqa: F401  (registration)
+    clients_reject,
+    history,
+    lanes,
+    listwide,
+    naming,
+    registrydata,
+    safety,
+    schema,
+)
 from scanner.rules.engine import run_rules
 from scanner.rules.registry import (
     RULES,

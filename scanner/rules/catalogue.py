@@ -23,6 +23,7 @@ FAMILIES = (
     ("MCP5", "Over time (two scans of one server)"),
     ("MCP6", "Lanes (with and without a credential)"),
     ("MCP7", "Registry data (the entry as published)"),
+    ("MCP8", "What clients reject"),
 )
 
 STATUS_MEANINGS = (

@@ -158,7 +158,7 @@ def test_piped_tables_are_never_wrapped_and_wide_keeps_every_column(database: Pa
     assert "--wide" in narrow.splitlines()[-1] or "--wide" in " ".join(narrow.split()[-12:])
     assert wide.splitlines()[0].split() == [
         "server", "last_outcome", "last_scanned_at", "version", "tools", "score", "problems", "warnings", "notes",
-        "anthropic", "openai", "gemini", "detail",
+        "anthropic", "openai", "gemini", "will_it_load", "detail",
     ]  # fmt: skip
 
 

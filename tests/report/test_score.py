@@ -81,6 +81,28 @@ WORKED: list[tuple[str, int, int, list[Finding], float | None]] = [
         [hit("MCP502", N, tool="gone_a"), hit("MCP502", N, tool="gone_b")],
         100.0,
     ),
+    (
+        "10 tools, one with a root anyOf (MCP801: the Anthropic API refuses the whole list), 900 tokens",
+        10,
+        900,
+        [hit("MCP801", P, 3)],
+        30.0,
+    ),
+    (
+        "10 tools, one with an array without items (MCP803: the OpenAI API refuses the whole list) and MCP102, "
+        "900 tokens",
+        10,
+        900,
+        [hit("MCP803", P, 2), hit("MCP102", P, 2)],
+        30.0,
+    ),
+    (
+        "10 tools, one with a `type` list (MCP805, **preview**: Gemini `parameters` only, not counted), 900 tokens",
+        10,
+        900,
+        [hit("MCP805", P, 1)],
+        100.0,
+    ),
 ]
 
 
@@ -225,3 +247,14 @@ def test_preview_findings_never_move_it(code: str) -> None:
     base = [hit("MCP102", P, 1)]
     noisy = [*base, *(hit(code, RULES[code].severity, i) for i in range(5) for _ in range(3)), hit(code, P)]
     assert score(5, noisy, tokens=3000) == score(5, base, tokens=3000)
+
+
+def test_a_refused_list_is_capped_below_every_list_that_loads_and_says_why() -> None:
+    """Issue 35: a refused list is the worst finding a server can have, and the score says so."""
+    from scanner.score import REFUSED_CAP
+
+    refused = score_breakdown(10, [hit("MCP801", P, 3)], tokens=900)
+    merely_bad = score_breakdown(10, [hit("MCP102", P, i) for i in range(3)], tokens=900)
+    assert refused is not None and merely_bad is not None
+    assert refused.score == REFUSED_CAP < merely_bad.score
+    assert refused.refused == ("MCP801",) and merely_bad.refused == ()

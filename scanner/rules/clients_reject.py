@@ -1,0 +1,485 @@
+"""What clients reject (MCP801-MCP807): shapes of a valid MCP tool list that a client or provider API refuses.
+
+Each rule restates one client's own published refusal (the sources, with the verbatim errors, are in each rule's
+doc and so in ``docs/rules.md``). A finding's details name every client the shape breaks, with the effect and the
+error text the user would see: ``details["clients"]`` is a list of ``{"client", "effect", "error"}``, effect
+``refuses`` (the whole request fails: every turn that carries the list) or ``drops`` (the tool is silently left
+out). :mod:`scanner.verdicts` turns these into one verdict per client. Client keys are those of
+:data:`REJECT_CLIENTS` (here, so that the rules never import the verdicts).
+
+MCP801-MCP803 are ``stable`` from the start (rules.md, catalogue 5); the rest are ``preview``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scanner.models import Severity
+from scanner.rules.registry import Hit, RuleContext, register
+from scanner.rules.tools import Node, ToolInfo, label, pointer
+
+MAX_LISTED = 20
+
+
+@dataclass(frozen=True)
+class RejectClient:
+    """A client a verdict is given for: its key (``--fail-on-reject`` takes it), its public name, and what the
+    public sources behind the MCP8xx rules cover of it."""
+
+    key: str
+    label: str
+    covers: str
+
+
+REJECT_CLIENTS: tuple[RejectClient, ...] = (
+    RejectClient(
+        "claude-code",
+        "Claude Code",
+        "reports from v0.2.56 (2025-03) to v2.1.233 (2026-08); since tool search, a refused tool fails every request "
+        "once it is loaded",
+    ),
+    RejectClient(
+        "anthropic-api",
+        "Anthropic API",
+        "the Messages API (Claude Desktop, Claude-backed clients, Bedrock Converse): reports 2025-03 to 2026-09",
+    ),
+    RejectClient("cursor", "Cursor", "no public refusal of these shapes known to Fathom"),
+    RejectClient(
+        "gemini-cli",
+        "Gemini CLI",
+        "versions of August-September 2025 (v0.1.18-v0.1.19 in the reports); a maintainer found v0.42.0 relaxed",
+    ),
+    RejectClient(
+        "gemini-api",
+        "Gemini API (parameters)",
+        "generateContent when a client sends the schema as `parameters` (OpenAPI subset), not "
+        "`parametersJsonSchema`: reports 2025-01 to 2026-09",
+    ),
+    RejectClient(
+        "openai-api",
+        "OpenAI API",
+        "Chat Completions and Responses (Codex, OpenAI-backed clients): reports 2024-05 to 2026-04",
+    ),
+    RejectClient(
+        "vscode",
+        "VS Code (Copilot)",
+        "VS Code 1.99 (2025-04) to 1.111 (2026-03) in the reports",
+    ),
+)
+CLIENT_KEYS: dict[str, RejectClient] = {client.key: client for client in REJECT_CLIENTS}
+
+
+def client_label(key: str) -> str:
+    found = CLIENT_KEYS.get(key)
+    return found.label if found is not None else key
+
+
+_ROOT_COMBINATOR_ERROR = "input_schema does not support oneOf, allOf, or anyOf at the top level"
+_KEY_PATTERN = "^[a-zA-Z0-9_.-]{1,64}$"
+_KEY = re.compile(r"[a-zA-Z0-9_.-]{1,64}")
+_KEY_ERROR = f"input_schema.properties: Property keys should match pattern '{_KEY_PATTERN}'"
+_VSCODE_ITEMS = "tool parameters array type must have items"
+OPENAI_TOOLS_LIMIT = 128
+
+EFFECTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "MCP801": (("anthropic-api", "refuses"), ("claude-code", "refuses")),
+    "MCP802": (("anthropic-api", "refuses"), ("claude-code", "drops")),
+    "MCP803": (("openai-api", "refuses"), ("vscode", "drops")),
+    "MCP804": (("openai-api", "refuses"),),
+    "MCP805": (("gemini-api", "refuses"),),
+    "MCP806": (("gemini-api", "refuses"),),
+    "MCP807": (("gemini-cli", "drops"),),
+}
+"""Each rule's clients and effects, as its findings' details name them (tests hold the two together): what a
+verdict falls back on for a finding stored without details (the finding events of history keep none)."""
+
+
+def _clients(*entries: tuple[str, str, str]) -> list[dict[str, str]]:
+    return [{"client": client, "effect": effect, "error": error} for client, effect, error in entries]
+
+
+def _effects(entries: Sequence[dict[str, str]]) -> str:
+    """``Anthropic API: whole request refused, "…"; VS Code (Copilot): tool dropped, "…"``."""
+    said = []
+    for entry in entries:
+        what = "whole request refused" if entry["effect"] == "refuses" else "tool dropped"
+        said.append(f'{client_label(entry["client"])}: {what}, "{entry["error"]}"')
+    return "; ".join(said)
+
+
+def _sentence(head: str, entries: Sequence[dict[str, str]]) -> str:
+    text = f"{head}: {_effects(entries)}"
+    return text if text.endswith(".") else text + "."
+
+
+# --- MCP801 -----------------------------------------------------------------------------------------------------
+
+
+@register(
+    "MCP801",
+    "root-combinator",
+    Severity.PROBLEM,
+    hint="Express the alternatives inside one object schema (optional properties and a description; "
+    "`if`/`then` when validation needs it).",
+    doc=f"""The root of `inputSchema` has `oneOf`, `anyOf` or `allOf` (with or without `"type": "object"` beside
+    it). The Anthropic API answers 400 for the whole request, "{_ROOT_COMBINATOR_ERROR}", so every turn of every
+    conversation that carries the list fails until the server is removed: Claude Desktop, Claude Code (also its
+    sub-agents) and any Claude-backed client. Sources: anthropics/claude-code issues #657 (v0.2.56), #5319
+    (v1.0.70), #5878, #5973 (v1.0.83), "tools.106.custom.input_schema: {_ROOT_COMBINATOR_ERROR}";
+    mobile-next/mobile-mcp#344 and zereight/gitlab-mcp#551 (2026). A combinator inside a property is fine.
+    Bad: `{{"type": "object", "properties": {{...}}, "anyOf": [{{"required": ["id"]}}, {{"required":
+    ["path"]}}]}}`. Good: both properties optional, the description saying one of them is needed.""",
+)
+def root_combinator(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    schema = tool.schema
+    if not isinstance(schema, dict):
+        return
+    found = [key for key in schema if key in ("oneOf", "anyOf", "allOf")]
+    if not found:
+        return
+    entries = _clients(
+        ("anthropic-api", "refuses", _ROOT_COMBINATOR_ERROR),
+        ("claude-code", "refuses", _ROOT_COMBINATOR_ERROR),
+    )
+    keys = " and ".join(f"`{key}`" for key in found)
+    yield Hit(
+        _sentence(f"{tool.subject} has {keys} at the root of its input schema", entries),
+        pointer(("inputSchema", found[0])),
+        {"keywords": found, "clients": entries},
+    )
+
+
+# --- MCP802 -----------------------------------------------------------------------------------------------------
+
+
+def key_problem(key: str) -> str | None:
+    """Why a root property key breaks Anthropic's pattern (None when it matches)."""
+    if _KEY.fullmatch(key):
+        return None
+    if not key:
+        return "empty"
+    bad = sorted({char for char in key if not _KEY.fullmatch(char)})
+    if not bad:
+        return f"{len(key)} characters, over 64"
+    if any(not char.isascii() for char in bad):
+        return "non-ASCII characters"
+    return "the character" + ("s " if len(bad) > 1 else " ") + " ".join(repr(char) for char in bad[:5])
+
+
+@register(
+    "MCP802",
+    "property-key-rejected",
+    Severity.PROBLEM,
+    hint="Rename the property (keep the wire name in the server, map it back on the call).",
+    doc=f"""A key of the root `properties` does not match `{_KEY_PATTERN}`: brackets (`ids[]`), spaces, `$`
+    (`$.xgafv`), `@`, non-ASCII letters, or more than 64 characters. The Anthropic API answers 400 for the whole
+    request, "tools.N.custom.{_KEY_ERROR}" (also Bedrock Converse); recent Claude Code versions drop the tool
+    instead (rules.md). Only root keys are checked, as the API does: a nested key is fine. Sources:
+    microsoft/azure-devops-mcp#332, anthropics/claude-code#34771 (`$.xgafv` from Google APIs), #79418
+    (v2.1.215), erikmaday/unusual-whales-mcp#57 (`rule_name[]`),
+    aws-solutions-library-samples/accelerated-intelligent-document-processing-on-aws#709 ("names containing
+    spaces are rejected, as are keys longer than 64 chars"; "the check is top-level only"). Bad: `"ids[]"`,
+    `"Account Number"`. Good: `"ids"`, `"account_number"`.""",
+)
+def property_key_rejected(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    schema = tool.schema
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return
+    bad = [(str(key), why) for key in properties if (why := key_problem(str(key))) is not None]
+    if not bad:
+        return
+    entries = _clients(
+        ("anthropic-api", "refuses", _KEY_ERROR),
+        ("claude-code", "drops", _KEY_ERROR),
+    )
+    shown = ", ".join(f"'{label(key, 70)}' ({why})" for key, why in bad[:3])
+    more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+    yield Hit(
+        _sentence(f"{tool.subject} has root property keys Anthropic rejects: {shown}{more}", entries),
+        pointer(("inputSchema", "properties", bad[0][0])),
+        {"keys": [key for key, _ in bad[:MAX_LISTED]], "count": len(bad), "clients": entries},
+    )
+
+
+# --- MCP803 -----------------------------------------------------------------------------------------------------
+
+
+def _is_array_type(value: Any) -> bool:
+    return value == "array" or (isinstance(value, list) and "array" in value)
+
+
+def arrays_without_items(tool: ToolInfo) -> list[Node]:
+    """Every schema the walk reaches (properties, items, branches, reached definitions, conditions) typed
+    ``array`` (or a type list holding it) with no ``items``, each location once."""
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for node in tool.walk.nodes:
+        schema = node.schema
+        if not isinstance(schema, dict) or "items" in schema or not _is_array_type(schema.get("type")):
+            continue
+        if node.tokens not in seen:
+            seen.add(node.tokens)
+            out.append(node)
+    return out
+
+
+def openai_context(tokens: Sequence[str]) -> str:
+    """The ``context=(...)`` OpenAI's error names: the path inside the parameters, as a Python tuple."""
+    return repr(tuple(tokens[1:]))
+
+
+@register(
+    "MCP803",
+    "array-items-missing",
+    Severity.PROBLEM,
+    hint="Give every array an `items` schema.",
+    doc=f"""A schema anywhere in `inputSchema` (nested properties, `items`, `anyOf`/`oneOf` branches, reached
+    definitions) has `type` `array`, or a type list containing it such as `["string", "array", "null"]`, and no
+    `items`. The OpenAI API (Chat Completions and Responses, so Codex and OpenAI-backed clients) answers 400
+    `invalid_function_parameters` for the whole request: "Invalid schema for function 'NAME': In
+    context=('properties', 'paths'), array schema missing items." VS Code's Copilot chat drops the tool: "Failed
+    to validate tool NAME: Error: {_VSCODE_ITEMS}". Sources: sigoden/aichat#1049, mark3labs/mcphost#35,
+    razorpay/razorpay-mcp-server#44 (OpenAI and Azure), microsoft/vscode#246119 (VS Code 1.99), #284536
+    (1.107.1), confluentinc/mcp-confluent#581, lerd-env/lerd#1267 ("VSCode strict-validates this and rejects
+    every tool"). Bad: `{{"type": "array"}}`. Good: `{{"type": "array", "items": {{"type": "string"}}}}` (an empty
+    `"items": {{}}` satisfies OpenAI and VS Code, but Gemini CLI skips it: MCP807).""",
+)
+def array_items_missing(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    found = arrays_without_items(tool)
+    if not found:
+        return
+    first = found[0]
+    name = tool.name if isinstance(tool.name, str) else f"#{tool.index}"
+    openai = f"Invalid schema for function '{label(name)}': In context={openai_context(first.tokens)}, array schema "
+    openai += "missing items."
+    entries = _clients(
+        ("openai-api", "refuses", openai),
+        ("vscode", "drops", f"Failed to validate tool {label(name)}: Error: {_VSCODE_ITEMS}"),
+    )
+    where = first.path or "the root"
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    yield Hit(
+        _sentence(f"{tool.subject} has an array without `items` at {where}{more}", entries),
+        first.pointer,
+        {
+            "arrays": [node.pointer for node in found[:MAX_LISTED]],
+            "parameters": list(dict.fromkeys(node.path for node in found if node.path))[:MAX_LISTED],
+            "count": len(found),
+            "clients": entries,
+        },
+    )
+
+
+# --- preview: more of the family ----------------------------------------------------------------------------
+
+
+@register(
+    "MCP804",
+    "tools-over-openai-limit",
+    Severity.PROBLEM,
+    hint="Serve fewer tools (split the server, or let the user choose toolsets): OpenAI takes at most 128 per "
+    "request, counting every server's.",
+    doc=f"""The list has more than {OPENAI_TOOLS_LIMIT} tools. The OpenAI API refuses the whole request: "Invalid
+    'tools': array too long. Expected an array with maximum length 128, but got an array with length 150
+    instead." (code `array_above_max_length`), before the model reads anything; a client that sends every tool of
+    every server fails on every turn. Sources: vishalmysore/Tools4AI#16, zed-industries/zed#32946 and #42393,
+    anomalyco/opencode#4909 (Copilot GPT 5.1), musistudio/claude-code-router#686 (gpt-5-mini). Preview: the
+    limit counts the tools of all servers together, so a smaller list can still tip a client over it. Bad: 150
+    tools. Good: 128 or fewer.""",
+    scope="list",
+    status="preview",
+)
+def tools_over_openai_limit(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
+    count = len(tools)
+    if count <= OPENAI_TOOLS_LIMIT:
+        return
+    error = (
+        f"Invalid 'tools': array too long. Expected an array with maximum length {OPENAI_TOOLS_LIMIT}, but got an "
+        f"array with length {count} instead."
+    )
+    entries = _clients(("openai-api", "refuses", error))
+    yield Hit(
+        _sentence(f"The list has {count} tools, more than the {OPENAI_TOOLS_LIMIT} OpenAI accepts", entries),
+        None,
+        {"tools": count, "limit": OPENAI_TOOLS_LIMIT, "clients": entries},
+    )
+
+
+def _gemini_nodes(tool: ToolInfo) -> Iterator[Node]:
+    seen: set[tuple[str, ...]] = set()
+    for node in tool.walk.nodes:
+        if isinstance(node.schema, dict) and node.tokens not in seen:
+            seen.add(node.tokens)
+            yield node
+
+
+def gemini_path(tokens: Sequence[str]) -> str:
+    """A location as Gemini's errors name it: ``parameters.properties[q].items``."""
+    out = "parameters"
+    parts = list(tokens[1:])
+    position = 0
+    while position < len(parts):
+        part = parts[position]
+        if part == "properties" and position + 1 < len(parts):
+            out += f".properties[{parts[position + 1]}]"
+            position += 2
+            continue
+        out += f".{part}"
+        position += 1
+    return out
+
+
+@register(
+    "MCP805",
+    "gemini-type-list",
+    Severity.PROBLEM,
+    hint='Give `type` one value; for an optional value use `"nullable": true` or an `anyOf` of typed branches.',
+    doc="""A schema in `inputSchema` gives `type` as a list (`["string", "null"]`). Gemini's `parameters` field
+    is an OpenAPI subset whose `type` is a single enum value, so a client that sends the MCP schema there
+    unconverted gets a 400 for the whole request: "Invalid JSON payload received. Unknown name "type" at
+    'tools[0].function_declarations[0].parameters.properties[1].value': Proto field is not repeating, cannot
+    start list." Clients that send `parametersJsonSchema` (Gemini CLI, the @google/genai MCP adapter) or convert
+    the schema are not affected. Sources: WordPress/ai-provider-for-google#33 ("Gemini rejects the entire
+    request"), voocel/litellm#9, symfony/ai#1330, zed-industries/zed#53919, taylorwilsdon/google_workspace_mcp#1099.
+    google-genai's `types.Schema` refuses the same shape offline (tests/rules/test_clients_reject.py). Preview:
+    which clients still send raw schemas as `parameters` is not measured. Bad: `{"type": ["string", "null"]}`.
+    Good: `{"type": "string", "nullable": true}`.""",
+    status="preview",
+)
+def gemini_type_list(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    found = [node for node in _gemini_nodes(tool) if isinstance(node.schema.get("type"), list)]
+    if not found:
+        return
+    first = found[0]
+    error = (
+        f"Invalid JSON payload received. Unknown name \"type\" at '{gemini_path(first.tokens)}': Proto field is not "
+        "repeating, cannot start list"
+    )
+    entries = _clients(("gemini-api", "refuses", error))
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    yield Hit(
+        _sentence(f"{tool.subject} gives `type` as a list at {first.path or 'the root'}{more}", entries),
+        pointer((*first.tokens, "type")),
+        {"schemas": [node.pointer for node in found[:MAX_LISTED]], "count": len(found), "clients": entries},
+    )
+
+
+@register(
+    "MCP806",
+    "gemini-enum-not-string",
+    Severity.PROBLEM,
+    hint='Use `enum` only on strings (`{"type": "string", "enum": ["1", "2"]}`), or give the allowed '
+    "numbers in the description.",
+    doc="""A schema in `inputSchema` has an `enum` while its `type` is given and is not `string` (an integer or
+    boolean enum), or an `enum` with values that are not strings. Gemini's `parameters` schema allows `enum` only on
+    strings: "GenerateContentRequest.tools[0].function_declarations[9].parameters.properties[truncateMode].enum:
+    only allowed for STRING type" (400, the whole request). Source: JetBrains/mcp-jetbrains#71 (OpenCode with
+    Gemini), and google-genai's `types.Schema`, whose `enum` is a list of strings, refuses such values offline.
+    Clients that send `parametersJsonSchema` are not affected. Preview: not yet measured on real lists. Bad:
+    `{"type": "integer", "enum": [1, 2, 3]}`. Good: `{"type": "string", "enum": ["1", "2", "3"]}`.""",
+    status="preview",
+)
+def gemini_enum_not_string(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    found = []
+    for node in _gemini_nodes(tool):
+        values = node.schema.get("enum")
+        if not isinstance(values, list):
+            continue
+        kind = node.schema.get("type")
+        if (kind is not None and kind != "string") or any(not isinstance(value, str) for value in values):
+            found.append(node)
+    if not found:
+        return
+    first = found[0]
+    error = f"{gemini_path(first.tokens)}.enum: only allowed for STRING type"
+    entries = _clients(("gemini-api", "refuses", error))
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    yield Hit(
+        _sentence(f"{tool.subject} has a non-string `enum` at {first.path or 'the root'}{more}", entries),
+        pointer((*first.tokens, "enum")),
+        {"schemas": [node.pointer for node in found[:MAX_LISTED]], "count": len(found), "clients": entries},
+    )
+
+
+def _js_truthy(value: Any) -> bool:
+    """JavaScript's truthiness of a JSON value (an empty list or object is true there)."""
+    if isinstance(value, (list, dict)):
+        return True
+    return bool(value)
+
+
+def gemini_cli_untyped(schema: Any, tokens: tuple[str, ...] = ("inputSchema",)) -> tuple[str, ...] | None:
+    """Gemini CLI's ``hasValidTypes`` (packages/core/src/tools/mcp-client.ts, 2025-08), iteratively: the pointer
+    tokens of the first schema it finds untyped, or None when it accepts the schema.
+
+    A non-object is fine. A schema without a truthy ``type`` needs ``anyOf``/``allOf``/``oneOf`` whose every
+    branch passes; ``type: object`` checks each of its ``properties``, ``type: array`` its ``items`` (when
+    truthy). ``$ref`` is not followed, so a property that is only a ``$ref`` fails, as the reports say.
+    """
+    stack: list[tuple[Any, tuple[str, ...]]] = [(schema, tokens)]
+    budget = 50_000
+    while stack and budget > 0:
+        budget -= 1
+        value, where = stack.pop()
+        if not isinstance(value, dict):
+            continue
+        kind = value.get("type")
+        pending: list[tuple[Any, tuple[str, ...]]] = []
+        if not _js_truthy(kind):
+            branches = False
+            for keyword in ("anyOf", "allOf", "oneOf"):
+                subs = value.get(keyword)
+                if isinstance(subs, list):
+                    branches = True
+                    pending += [(sub, (*where, keyword, str(index))) for index, sub in enumerate(subs)]
+            if not branches:
+                return where
+        properties = value.get("properties")
+        if kind == "object" and isinstance(properties, dict):
+            pending += [(sub, (*where, "properties", str(name))) for name, sub in properties.items()]
+        items = value.get("items")
+        if kind == "array" and _js_truthy(items):
+            pending.append((items, (*where, "items")))
+        stack.extend(reversed(pending))
+    return None
+
+
+@register(
+    "MCP807",
+    "gemini-cli-untyped",
+    Severity.PROBLEM,
+    hint="Give every property (and array `items`) a `type`, or typed `anyOf` branches; inline a `$ref`.",
+    doc="""Gemini CLI skips the tool when a schema in its parameters has no `type` and no `anyOf`/`allOf`/`oneOf`
+    whose every branch is typed, looking through object `properties` and array `items` from the root (its
+    `hasValidTypes`, which does not follow `$ref`): "Skipping tool 'NAME' from MCP server 'SERVER' because it has
+    missing types in its parameter schema. Please file an issue with the owner of the MCP server." The rest of
+    the server loads. Sources: google-gemini/gemini-cli packages/core/src/tools/mcp-client.ts (2025-08),
+    reports in cyanheads/obsidian-mcp-server#21, dataforseo/mcp-server-typescript#25,
+    taylorwilsdon/google_workspace_mcp#197, JetBrains/mcp-jetbrains#71 (August-September 2025, Gemini CLI
+    v0.1.18-v0.1.19). Preview: a maintainer reports Gemini CLI v0.42.0 loading such a tool
+    (cyanheads/obsidian-mcp-server#54), so the versions affected are not pinned down. Bad: `{"value":
+    {"description": "any JSON value"}}`. Good: `{"value": {"type": "string", "description": "JSON text"}}`.""",
+    status="preview",
+)
+def gemini_cli_untyped_rule(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    if not isinstance(tool.schema, dict):
+        return
+    where = gemini_cli_untyped(tool.schema)
+    if where is None:
+        return
+    name = tool.name if isinstance(tool.name, str) else f"#{tool.index}"
+    error = (
+        f"Skipping tool '{label(name)}' from MCP server 'SERVER' because it has missing types in its parameter "
+        "schema. Please file an issue with the owner of the MCP server."
+    )
+    entries = _clients(("gemini-cli", "drops", error))
+    at = pointer(where)
+    yield Hit(
+        _sentence(f"{tool.subject} has a schema without a type at {at or 'the root'}", entries),
+        at,
+        {"clients": entries},
+    )
