@@ -20,7 +20,7 @@ DIGESTS = {
     "2": "cdae6a2fafa20db48f0cc447076124c4d0b6b8c31caf6a0588ca85b05dffc79c",
     "3": "26a23349ad9f1a7b2a85a81e167a12fd6b2fd4270253d57c6d4702783af99ec5",
     "4": "794ad37bc6b084d618762734566526b3c881e1d970357ad25615ebb0da80f662",  # v4 with MCP701-705
-    "5": "1c3bb2e61d4efe4fba9e18b4a7c4f38e6b34c801332753867130658ac8389c97",  # catalogue 5 (rules.md), with MCP801-MCP807
+    "5": "1c3bb2e61d4efe4fba9e18b4a7c4f38e6b34c801332753867130658ac8389c97",  # catalogue 5 (rules.md), MCP801-807
 }
 
 
