@@ -172,6 +172,17 @@ class PackageCache:
         folder = self.package_dir(entry)
         return bool(sealed) and folder.exists() and fingerprint(folder) != sealed
 
+    def changed_since_sealed(self, folder: Path) -> bool:
+        """Whether ``folder`` (a package@version's) differs from its seal: something but its own run changed it
+        since (checked before every reseal, so a rewrite is never sealed in)."""
+        state = self.root / "state" / folder.parent.name / f"{folder.name}.json"
+        try:
+            data = json.loads(state.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        sealed = data.get("fingerprint") if isinstance(data, dict) else None
+        return bool(sealed) and fingerprint(folder) != sealed
+
     def reseal(self, folder: Path) -> None:
         """Seal ``folder`` again after Fathom itself changed it (an installer's prune), keeping its other state."""
         state = self.root / "state" / folder.parent.name / f"{folder.name}.json"
