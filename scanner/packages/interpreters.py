@@ -6,7 +6,8 @@ Python>=3.12"), :func:`find_python` asks uv for an *installed* interpreter that 
 searches uv's managed interpreters in the cache's ``uv-python`` folder and every ``python3.X`` on ``PATH``;
 nothing is downloaded), and the sandbox runs the package again with ``uvx --python <that interpreter>``. With
 none installed the entry is ``runner_missing`` naming the version needed. The choice is remembered per
-package@version, so later nights start on the right interpreter at once.
+package@version, so later nights start on the right interpreter at once. Run as root, only an interpreter the
+package's own user can reach counts (:mod:`scanner.isolation`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping
+from pathlib import Path
+
+from scanner import isolation
 
 FIND_TIMEOUT_S = 30
 
@@ -40,6 +44,8 @@ def find_python(requirement: str, env: Mapping[str, str]) -> tuple[str, str] | N
     path = found.stdout.strip().splitlines()[-1] if found.returncode == 0 and found.stdout.strip() else ""
     if not path:
         return None
+    if isolation.enabled() and not isolation.reachable(Path(path)):
+        return None  # run as root, the package's own user could not start it (root's own 0700 HOME, say)
     version = python_version(path, settings)
     return (path, version) if version else None
 

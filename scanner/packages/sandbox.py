@@ -33,6 +33,7 @@ from pathlib import Path
 import anyio
 from anyio.lowlevel import RunVar
 
+from scanner import isolation
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages.cache import PackageCache, touch, tree_bytes
@@ -46,6 +47,7 @@ from scanner.packages.settings import PackageSettings
 from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
 _MIN_INTERVAL = 1.0
+_FASTEST = 0.1
 _MB = 1024 * 1024
 _CONFINE = Path(__file__).with_name("confine.py")
 # One lock per package folder and event loop (a lock must not outlive the loop that may have left it held).
@@ -63,19 +65,46 @@ async def _one_at_a_time(folder: Path) -> AsyncIterator[None]:
         yield
 
 
+def launcher() -> tuple[str, str]:
+    """The Python interpreter and ``confine.py`` a package is started through. Run as root, the package runs as
+    a user of its own (:mod:`scanner.isolation`), which must reach both: an interpreter it can reach is chosen
+    (Fathom's own may live under root's 0700 HOME) and ``confine.py`` is copied beside the uid leases when
+    Fathom's copy is out of its reach. OSError when no interpreter is reachable."""
+    if not isolation.enabled():
+        return sys.executable, str(_CONFINE)
+    found = [sys.executable, "/usr/bin/python3", "/usr/local/bin/python3", shutil.which("python3") or ""]
+    python = next((path for path in found if path and isolation.reachable(Path(path))), None)
+    if python is None:
+        raise OSError(
+            "run as root, packages run as an unprivileged user of their own, and no Python interpreter is "
+            "reachable by it (install python3 system-wide)"
+        )
+    if isolation.reachable(_CONFINE):
+        return python, str(_CONFINE)
+    copy = isolation.lease_dir() / "confine.py"
+    text = _CONFINE.read_bytes()
+    if not copy.is_file() or copy.read_bytes() != text:
+        partial = copy.with_name(f".confine.{os.getpid()}")
+        partial.write_bytes(text)
+        os.chmod(partial, 0o644)
+        partial.replace(copy)
+    return python, str(copy)
+
+
 def confined_command(
     entry: ServerEntry, writable: list[Path], command: tuple[str, ...] | None = None
 ) -> tuple[str, ...]:
     """``command`` (default ``entry.command``) as it is started: under the memory cap and, for npm and PyPI
     runners, confined to write beneath ``writable`` (an OCI image's writes happen in its container, and docker
-    has its own limits). The stored command stays the plain one."""
+    has its own limits; with no folders, writes are not confined). The stored command stays the plain one."""
     package = entry.package or {}
     command = entry.command if command is None else command
     limit = int(package.get("memory_limit_mb") or DEFAULT_MEMORY_LIMIT_MB) * _MB
     if package.get("registryType") == "oci" or not command:
         return command
     folders = [str(path) for path in writable]
-    return (sys.executable, "-I", str(_CONFINE), str(limit), str(len(folders)), *folders, "--", *command)
+    python, script = launcher()
+    return (python, "-I", script, str(limit), str(len(folders)), *folders, "--", *command)
 
 
 def remembered_too_large(entry: ServerEntry, cache: PackageCache, settings: PackageSettings) -> ScanOutcome | None:
@@ -116,8 +145,16 @@ async def run_package(
             cache.drop_install(entry)
         folder.mkdir(parents=True, exist_ok=True)
         home = Path(tempfile.mkdtemp(prefix=f"home-{os.getpid()}-", dir=cache.homes()))
+        (home / "tmp").mkdir()
         try:
-            outcome = await _with_python(entry, limits, profile, settings, cache, folder, home)
+            with isolation.child() as kid:
+                refused = None if kid is None else await anyio.to_thread.run_sync(_hand_over, kid, cache, folder, home)
+                if refused is not None:
+                    outcome = ScanOutcome(outcome=Outcome.SPAWN_ERROR, transport=entry.transport.value, detail=refused)
+                else:
+                    outcome = await _with_python(entry, limits, profile, settings, cache, folder, home)
+            if kid is not None:  # every process of its user is gone: the folder is Fathom's again
+                await anyio.to_thread.run_sync(_take_back, folder)
         finally:
             shutil.rmtree(home, ignore_errors=True)
         if outcome.outcome is Outcome.TOO_LARGE and "disk_limit_mb" in outcome.extra:
@@ -131,6 +168,27 @@ async def run_package(
             note = "its cached install had changed since its last run (not by Fathom): removed and installed again"
             outcome = replace(outcome, extra={**outcome.extra, "reinstalled": note})
         return outcome
+
+
+def _hand_over(kid: isolation.Child, cache: PackageCache, folder: Path, home: Path) -> str | None:
+    """Give the package's own user its HOME and package folder (and the cache's folders above them searchable,
+    not listable); why it cannot run, if its user cannot reach them."""
+    for path in (cache.root, cache.root / "pkg", folder.parent, cache.homes()):
+        os.chmod(path, 0o711)
+    os.chmod(cache.python_dir(), 0o755)
+    if not isolation.reachable(cache.root):
+        return (
+            f"run as root, packages run as an unprivileged user of their own, which cannot reach the package cache "
+            f"{cache.root}: give --cache-dir a folder every user can traverse (e.g. /var/cache/fathom)"
+        )
+    kid.give(home)
+    kid.give(folder)
+    return None
+
+
+def _take_back(folder: Path) -> None:
+    isolation.chown_tree(folder, os.getuid(), os.getgid())
+    os.chmod(folder, 0o700)
 
 
 async def _with_python(
@@ -188,7 +246,12 @@ async def _run(
 ) -> ScanOutcome:
     env = package_env(entry, home, settings)
     confined = landlock_abi() > 0 and (entry.package or {}).get("registryType") != "oci"
-    started_entry = replace(entry, command=confined_command(entry, [home, folder]))
+    writable = [home, folder] if landlock_abi() > 0 else []
+    kid = isolation.CURRENT.get()
+    try:
+        started_entry = replace(entry, command=confined_command(entry, writable))
+    except OSError as exc:
+        return ScanOutcome(outcome=Outcome.SPAWN_ERROR, transport=entry.transport.value, detail=str(exc))
     over: list[dict[str, float]] = []
     result: list[ScanOutcome] = []
     budget = int(settings.disk_limit_mb) * _MB
@@ -200,7 +263,7 @@ async def _run(
         step = install_command(entry)
         if step is not None:
             began = time.monotonic()
-            done = await run_install(entry, confined_command(entry, [home, folder], step), env, limits.timeout)
+            done = await run_install(entry, confined_command(entry, writable, step), env, limits.timeout)
             if not done.ok:
                 result.append(done)
                 scope.cancel()
@@ -217,26 +280,33 @@ async def _run(
         result.append(outcome)
         scope.cancel()
 
-    async def over_budget() -> bool:
+    async def over_budget() -> float:
+        """The share of the budget used (over 1: stopped)."""
         seen: set[tuple[int, int]] = set()
         own = await anyio.to_thread.run_sync(tree_bytes, [home], seen)
         grown = max(0, await anyio.to_thread.run_sync(tree_bytes, [folder], seen) - before)
+        if kid is not None:  # /dev/shm is memory the package's user fills: it counts (and is removed after)
+            own += await anyio.to_thread.run_sync(kid.leftovers)
         if own + grown <= budget:
-            return False
+            return (own + grown) / budget if budget else 0.0
         over.append(
             {"written_mb": round((own + grown) / _MB), "home_mb": round(own / _MB), "cache_mb": round(grown / _MB)}
         )
-        return True
+        return 2.0
 
     async def watch(scope: anyio.CancelScope) -> None:
         interval = _MIN_INTERVAL
         while True:
             await anyio.sleep(interval)
             began = time.monotonic()
-            if await over_budget():
+            used = await over_budget()
+            if used > 1:
                 scope.cancel()
                 return
+            # Sampled faster as the budget fills (a fast installer is stopped near the limit, not far past it).
             interval = max(_MIN_INTERVAL, 5 * (time.monotonic() - began))
+            if used > 0.5:
+                interval = max(_FASTEST, interval * 2 * (1 - used))
 
     started = time.perf_counter()
     async with anyio.create_task_group() as group:

@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
+from scanner import isolation
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages import PackageSettings, run_package
@@ -122,8 +123,16 @@ def test_too_large_is_remembered_per_version_until_a_retry_is_asked(registry, tm
 
 
 @needs_npx
-@needs_landlock
-def test_a_package_cannot_rewrite_another_package_install(registry, tmp_path):
+@pytest.mark.parametrize("landlock", [True, False], ids=["landlock", "no-landlock"])
+def test_a_package_cannot_rewrite_another_package_install(registry, tmp_path, monkeypatch, landlock):
+    """Held by Landlock (the write fails: ``refused``) and, run as root, by each package's own user (the other
+    install's folder is not even listable to it); without either (not root, no Landlock) it is not."""
+    if landlock and landlock_abi() == 0:
+        pytest.skip("the kernel has no Landlock")
+    if not landlock:
+        if not isolation.enabled():
+            pytest.skip("without Landlock only a user of its own (run as root) holds this")
+        monkeypatch.setattr("scanner.packages.sandbox.landlock_abi", lambda: 0)
     env = environ(registry)
     settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
     victim = resolve(npm_package("1.0.0"), env)
@@ -132,8 +141,11 @@ def test_a_package_cannot_rewrite_another_package_install(registry, tmp_path):
     assert installed, "the victim's install is in its own folder"
     before = [path.read_bytes() for path in installed]
     attacker = run(resolve(npm_package("2.0.0", "poison"), env), settings)
-    assert attacker.outcome is Outcome.REFUSED, (attacker.outcome, attacker.detail)
-    assert attacker.detail.startswith("refused: wrote outside its HOME and its own cache folder: Error: EACCES")
+    if isolation.enabled():  # its own user cannot list the other install's folder: nothing to write to
+        assert attacker.outcome in (Outcome.OK, Outcome.REFUSED), (attacker.outcome, attacker.detail)
+    else:
+        assert attacker.outcome is Outcome.REFUSED, (attacker.outcome, attacker.detail)
+        assert attacker.detail.startswith("refused: wrote outside its HOME and its own cache folder: Error: EACCES")
     assert [path.read_bytes() for path in installed] == before
     # The next night the victim still runs its own code.
     assert tool_names(run(victim, settings)) == ["version_1_0_0"]
