@@ -31,6 +31,7 @@ import os
 import secrets
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -111,7 +112,10 @@ async def _listening(port: int, process: anyio.abc.Process) -> bool:
 
 def _not_its_own(port: int, group: int, mark: str) -> str | None:
     """None when the listener on ``port`` is the package's own: its user's (run as root, each package has one) or
-    a socket open in its process tree (its process group and the processes carrying its mark)."""
+    a socket open in its process tree (its process group and the processes carrying its mark). Not checked where
+    there is no ``/proc`` (not Linux; docs/registry.md says so)."""
+    if not sys.platform.startswith("linux"):
+        return None
     tree = set(isolation.marked(mark))
     for pid in isolation.pids():
         with contextlib.suppress(OSError):
