@@ -111,7 +111,7 @@ SERVER = textwrap.dedent(
         if role == "victim-role":
             with open(os.path.join(os.environ["HOME"], "token"), "w") as f:
                 f.write(os.environ.get("FATHOM_TEST_TOKEN", ""))
-            time.sleep(4)  # alive while the attacker looks
+            time.sleep(float(os.environ.get("VICTIM_SLEEP", "4")))  # alive while the attacker looks
             tools = ["victim"]
         else:
             tools = attack()
@@ -184,6 +184,46 @@ def test_a_command_cannot_read_its_sibling_nor_signal_fathom_or_it(tmp_path):
     ]
     assert not Path("/dev/shm/fathom-test-shm").exists()
     assert set(Path(tempfile.gettempdir()).glob("fathom-home-*")) <= homes_before, "the private HOMEs are removed"
+
+
+@needs_root
+@needs_system_python
+@needs_npx
+def test_a_package_cannot_read_a_sibling_nor_signal_fathom_or_it(registry, tmp_path, landlock):
+    """The same attacks from a registry package (the test server's ``snoop`` mode) while a command runs beside it:
+    refused by the kernel with Landlock and without it (each runs as a user of its own)."""
+    script = tmp_path / "server.py"
+    script.write_text(SERVER, encoding="utf-8")
+    script.chmod(0o644)
+    victim = command_entry(script, "victim-role", FATHOM_TEST_TOKEN="victim-secret-4f1c", VICTIM_SLEEP="12")
+    env = environ(registry)
+    settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
+    attacker = resolve(npm_package("1.0.0", "snoop"), env)
+    results: dict[str, ScanOutcome] = {}
+
+    async def both() -> None:
+        async def command() -> None:
+            results["victim"] = await run_command(victim, ClientLimits(timeout=60), "rich")
+
+        async def package() -> None:
+            results["attacker"] = await run_package(attacker, ClientLimits(timeout=60), "rich", settings)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(command)
+            await anyio.sleep(0.3)
+            group.start_soon(package)
+
+    anyio.run(both)
+    assert tool_names(results["victim"]) == ["victim"]
+    assert tool_names(results["attacker"]) == [
+        "version_1_0_0",
+        "environ_denied",
+        "fathom_signal_denied",
+        "home_denied",
+        "shm_written",  # within its budget, and removed after its run:
+        "sibling_signal_denied",
+    ]
+    assert not Path("/dev/shm/fathom-test-snoop").exists()
 
 
 @needs_npx
