@@ -27,7 +27,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -226,8 +226,9 @@ class PackageCache:
     def package_dirs(self) -> list[Path]:
         return [folder for kind in _children(self.root / "pkg") for folder in _children(kind)]
 
-    def enforce_ceiling(self, max_mb: int) -> list[Path]:
-        """Remove the least recently used packages' folders until the cache holds at most ``max_mb`` MiB.
+    def enforce_ceiling(self, max_mb: int, busy: Callable[[Path], bool] | None = None) -> list[Path]:
+        """Remove the least recently used packages' folders until the cache holds at most ``max_mb`` MiB, never
+        one ``busy`` says is in use (during a night: running, or used too recently to be sure it is not).
         Returns the folders removed (their verdicts stay)."""
         limit = int(max_mb) * 1024 * 1024
         seen: set[tuple[int, int]] = set()
@@ -241,6 +242,8 @@ class PackageCache:
         for _, folder, size in sorted(sized, key=lambda item: item[0]):
             if total <= limit:
                 break
+            if busy is not None and busy(folder):
+                continue
             _remove(folder)
             total -= size
             removed.append(folder)
@@ -255,6 +258,11 @@ def touch(folder: Path) -> None:
     marker = folder / _USED
     with contextlib.suppress(OSError):
         marker.write_text(str(int(time.time())), encoding="utf-8")
+
+
+def last_used(folder: Path) -> float:
+    """When the package's folder was last used (its marker's time; the folder's own without one)."""
+    return _last_used(folder)
 
 
 def _last_used(folder: Path) -> float:

@@ -11,7 +11,14 @@ Sizes are sampled in a worker thread about once a second (less often when a walk
 when the process has ended; a sample over the budget stops the scan (the client kills the process group) and
 records ``too_large``, even for a package that answered in between. A package@version found ``too_large`` is
 remembered: its files are removed and it is not installed again until its version changes, or the budget is
-raised, or ``--retry-too-large`` is given.
+raised, or ``--retry-too-large`` is given. As the budget fills past half, it is sampled faster (down to ten
+times a second near the limit), so a fast installer is stopped near the limit, not far past it.
+
+``--cache-max-mb`` is held during the night too (:func:`_hold_ceiling`, after a run, at most every 30 s), not
+only by the housekeeping after it.
+
+Run as root, the package runs as a user of its own (:mod:`scanner.isolation`): its HOME and package folder are
+handed to that user for the run (and its ``/dev/shm`` files count in its budget) and taken back after.
 
 Two entries declaring the same package@version run one after the other (they share its folder). The folder
 is sealed after its own run and checked before the next (:func:`scanner.packages.cache.fingerprint`): an
@@ -36,7 +43,7 @@ from anyio.lowlevel import RunVar
 from scanner import isolation
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages.cache import PackageCache, touch, tree_bytes
+from scanner.packages.cache import PackageCache, last_used, touch, tree_bytes
 from scanner.packages.confine import landlock_abi
 from scanner.packages.diagnose import classify, python_needed
 from scanner.packages.environment import package_env
@@ -48,6 +55,8 @@ from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
 _MIN_INTERVAL = 1.0
 _FASTEST = 0.1
+_CEILING_EVERY_S = 30.0
+_CEILING_CHECKED: dict[Path, float] = {}  # cache root -> when its ceiling was last held (monotonic)
 _MB = 1024 * 1024
 _CONFINE = Path(__file__).with_name("confine.py")
 # One lock per package folder and event loop (a lock must not outlive the loop that may have left it held).
@@ -144,6 +153,7 @@ async def run_package(
         if tampered:
             cache.drop_install(entry)
         folder.mkdir(parents=True, exist_ok=True)
+        touch(folder)  # in use from now: the ceiling held during the night leaves it alone
         home = Path(tempfile.mkdtemp(prefix=f"home-{os.getpid()}-", dir=cache.homes()))
         (home / "tmp").mkdir()
         try:
@@ -167,7 +177,28 @@ async def run_package(
         if tampered:
             note = "its cached install had changed since its last run (not by Fathom): removed and installed again"
             outcome = replace(outcome, extra={**outcome.extra, "reinstalled": note})
-        return outcome
+    await _hold_ceiling(cache, settings, grace=2 * limits.timeout + 60)
+    return outcome
+
+
+async def _hold_ceiling(cache: PackageCache, settings: PackageSettings, grace: float) -> None:
+    """Hold ``--cache-max-mb`` during the night too (at most every :data:`_CEILING_EVERY_S` per cache): the least
+    recently used folders go, never one running here or used within ``grace`` seconds (another process, a
+    worker sharing the cache, may be running it)."""
+    now = time.monotonic()
+    if now - _CEILING_CHECKED.get(cache.root, -_CEILING_EVERY_S) < _CEILING_EVERY_S:
+        return
+    _CEILING_CHECKED[cache.root] = now
+    try:
+        locks = _LOCKS.get()
+    except LookupError:
+        locks = {}
+
+    def busy(folder: Path) -> bool:
+        lock = locks.get(folder)
+        return (lock is not None and lock.locked()) or time.time() - last_used(folder) < grace
+
+    await anyio.to_thread.run_sync(cache.enforce_ceiling, settings.cache_max_mb, busy)
 
 
 def _hand_over(kid: isolation.Child, cache: PackageCache, folder: Path, home: Path) -> str | None:

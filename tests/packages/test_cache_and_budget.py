@@ -185,6 +185,27 @@ def test_orphans_and_the_ceiling(tmp_path):
     assert new.exists() and cache.size() <= 1024 * 1024
 
 
+@needs_npx
+def test_the_ceiling_holds_during_the_night_not_only_after_it(registry, tmp_path, monkeypatch):
+    """Issue 36: the cache peaked far over --cache-max-mb during a cold night. After each package's run the
+    ceiling is held (at most every 30 s): the least recently used folders go, never one in use or just used."""
+    env = environ(registry)
+    settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env, cache_max_mb=0)
+    cache = PackageCache(tmp_path / "cache")
+    first = resolve(npm_package("1.0.0"), env)
+    monkeypatch.setattr("scanner.packages.sandbox._CEILING_CHECKED", {})
+    assert tool_names(run(first, settings)) == ["version_1_0_0"]
+    assert cache.package_dir(first).exists(), "just used: kept, over the ceiling or not"
+    an_hour_ago = time.time() - 3600
+    os.utime(cache.package_dir(first) / ".fathom-used", (an_hour_ago, an_hour_ago))
+    monkeypatch.setattr("scanner.packages.sandbox._CEILING_CHECKED", {})
+    second = resolve(npm_package("2.0.0"), env)
+    assert tool_names(run(second, settings)) == ["version_2_0_0"]
+    assert not cache.package_dir(first).exists(), "removed during the night, before the housekeeping after it"
+    assert cache.package_dir(second).exists()
+    assert tool_names(run(first, settings)) == ["version_1_0_0"]  # simply installed again when next scanned
+
+
 def _server(name: str, package: dict[str, Any]) -> dict[str, Any]:
     return {"server": {"name": name, "description": "d", "version": "1.0.0", "packages": [package]}}
 
