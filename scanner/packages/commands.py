@@ -16,7 +16,7 @@ from pathlib import Path
 from scanner import isolation
 from scanner.mcp import ClientLimits, scan_server
 from scanner.mcp.transports import stdio_env
-from scanner.models import ScanOutcome, ServerEntry
+from scanner.models import Outcome, ScanOutcome, ServerEntry
 
 
 def out_of_reach(entry: ServerEntry) -> str | None:
@@ -39,5 +39,9 @@ async def run_command(entry: ServerEntry, limits: ClientLimits, profile: str) ->
     if why is not None:
         outcome = await scan_server(entry, limits, profile)
         return replace(outcome, extra={**outcome.extra, "isolation": why})
-    with isolation.child(private_home=True):
-        return await scan_server(entry, limits, profile)
+    try:
+        with isolation.child(private_home=True):
+            return await scan_server(entry, limits, profile)  # never raises for the server's fault
+    except OSError as exc:  # a user of its own could not be set up: not run at all, and said so
+        detail = f"could not run it as a user of its own: {exc.strerror or exc}"
+        return ScanOutcome(outcome=Outcome.SPAWN_ERROR, transport=entry.transport.value, detail=detail)

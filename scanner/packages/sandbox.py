@@ -157,14 +157,22 @@ async def run_package(
         home = Path(tempfile.mkdtemp(prefix=f"home-{os.getpid()}-", dir=cache.homes()))
         (home / "tmp").mkdir()
         try:
-            with isolation.child() as kid:
-                refused = None if kid is None else await anyio.to_thread.run_sync(_hand_over, kid, cache, folder, home)
-                if refused is not None:
-                    outcome = ScanOutcome(outcome=Outcome.SPAWN_ERROR, transport=entry.transport.value, detail=refused)
-                else:
-                    outcome = await _with_python(entry, limits, profile, settings, cache, folder, home)
-            if kid is not None:  # every process of its user is gone: the folder is Fathom's again
-                await anyio.to_thread.run_sync(_take_back, folder)
+            try:
+                with isolation.child() as kid:
+                    refused = None
+                    if kid is not None:
+                        refused = await anyio.to_thread.run_sync(_hand_over, kid, cache, folder, home)
+                    if refused is not None:
+                        outcome = ScanOutcome(
+                            outcome=Outcome.SPAWN_ERROR, transport=entry.transport.value, detail=refused
+                        )
+                    else:
+                        outcome = await _with_python(entry, limits, profile, settings, cache, folder, home)
+                if kid is not None:  # every process of its user is gone: the folder is Fathom's again
+                    await anyio.to_thread.run_sync(_take_back, folder)
+            except OSError as exc:  # a user of its own could not be set up (run as root): not run at all
+                detail = f"could not run it as a user of its own: {exc.strerror or exc}"
+                outcome = ScanOutcome(outcome=Outcome.SPAWN_ERROR, transport=entry.transport.value, detail=detail)
         finally:
             shutil.rmtree(home, ignore_errors=True)
         if outcome.outcome is Outcome.TOO_LARGE and "disk_limit_mb" in outcome.extra:

@@ -14,6 +14,7 @@ import os
 import tempfile
 import textwrap
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,7 @@ SERVER = textwrap.dedent(
                 os.kill(target, signal.SIGCONT)
                 found.append(f"{label}_stopped")
         try:
-            with open("/dev/shm/fathom-test-shm", "wb") as f:
+            with open("/dev/shm/" + os.environ["SHM_NAME"], "wb") as f:
                 f.write(b"x" * 4096)
             found.append("shm_written")
         except OSError:
@@ -160,7 +161,8 @@ def test_a_command_cannot_read_its_sibling_nor_signal_fathom_or_it(tmp_path):
     script.write_text(SERVER, encoding="utf-8")
     script.chmod(0o644)
     victim = command_entry(script, "victim-role", FATHOM_TEST_TOKEN="victim-secret-4f1c")
-    attacker = command_entry(script, "attacker-role")
+    shm = f"fathom-test-shm-{uuid.uuid4().hex}"
+    attacker = command_entry(script, "attacker-role", SHM_NAME=shm)
     results: dict[str, ScanOutcome] = {}
     homes_before = set(Path(tempfile.gettempdir()).glob("fathom-home-*"))
 
@@ -182,7 +184,7 @@ def test_a_command_cannot_read_its_sibling_nor_signal_fathom_or_it(tmp_path):
         "shm_written",  # its own user may write there, and what it wrote is gone after its run:
         "sibling_signal_denied",
     ]
-    assert not Path("/dev/shm/fathom-test-shm").exists()
+    assert not (Path("/dev/shm") / shm).exists()
     assert set(Path(tempfile.gettempdir()).glob("fathom-home-*")) <= homes_before, "the private HOMEs are removed"
 
 
@@ -291,3 +293,20 @@ def test_two_children_never_share_a_user():
     with isolation.child() as first, isolation.child() as second:
         assert first is not None and second is not None
         assert first.uid != second.uid and first.uid >= isolation.UID_BASE
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="the listener check reads Linux's /proc")
+def test_a_listener_is_the_child_own_only_when_its_socket_is_in_the_child_tree():
+    """The check used where children run as Fathom's user (not root): the listening socket must be open in the
+    child's process tree; a listener elsewhere (here: this test process, outside the given tree) is a stranger."""
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert isolation.listener_owned(port, None, [os.getpid()]) is None
+        assert isolation.listener_owned(port, None, [os.getppid()]) == (
+            "a process outside the package's own process tree listens on its port"
+        )
+    assert isolation.listener_owned(port, None, [os.getpid()]) == "nothing listens on its port"
