@@ -32,7 +32,6 @@ gets.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import random
 import signal
@@ -45,6 +44,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: no leases, no users of their own (enabled() is false there)
+    fcntl = None  # type: ignore[assignment]
 
 UID_BASE = 0x70000000  # 1879048192: far above any distribution's users, below 2**31 (signed-uid tools)
 UID_SLOTS = 4096
@@ -168,6 +172,7 @@ def child(private_home: bool = False) -> Iterator[Child | None]:
 
 
 def _lease() -> tuple[int, int]:
+    assert fcntl is not None  # enabled() holds only on Linux
     folder = lease_dir()
     for slot in random.sample(range(UID_SLOTS), UID_SLOTS):
         uid = UID_BASE + slot
@@ -385,8 +390,9 @@ def _reap(fd: int) -> None:  # pragma: no cover - runs in the forked reaper
         os.closerange(0, fd)
     with contextlib.suppress(OSError):
         os.closerange(fd + 1, 65536)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     data = b""
     while True:
         try:
@@ -399,12 +405,12 @@ def _reap(fd: int) -> None:  # pragma: no cover - runs in the forked reaper
             break
         data += chunk
     uids: set[int] = set()
-    marks: list[bytes] = []
+    marks: set[bytes] = set()
     for line in data.split(b"\n"):
         if line.startswith(b"u") and line[1:].isdigit():
             uids.add(int(line[1:]))
         elif line.startswith(b"m") and len(line) > 1:
-            marks.append(f"{MARK_ENV}=".encode() + line[1:])
+            marks.add(line[1:])
     free: set[int] = set()  # uids whose lease no live Fathom has taken since (held here while sweeping)
     if uids:
         with contextlib.suppress(OSError):
@@ -428,6 +434,8 @@ def _reap(fd: int) -> None:  # pragma: no cover - runs in the forked reaper
                 data = environ.read()
         except OSError:
             return False
-        return any(mark + b"\0" in data or data.endswith(mark) for mark in marks)
+        return any(item.startswith(needle) and item[len(needle) :] in marks for item in data.split(b"\0") if item)
+
+    needle = f"{MARK_ENV}=".encode()
 
     _kill_where(ours)
