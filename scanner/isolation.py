@@ -13,8 +13,10 @@ The kernel then refuses what one child tried against another in the attack passe
 
 A lease is an exclusive ``flock`` on a file named after the uid in :func:`lease_dir`, held while the child
 runs: two Fathom processes on one host never share a uid, and a uid whose lease is free has no live owner.
-Before a uid is handed out every process still running as it (left by a Fathom that was killed) is killed; as
-the lease ends, again, and what the user left in ``/dev/shm``, ``/tmp`` and ``/var/tmp`` is removed.
+Before a Fathom process starts its first child, every process running as a child user whose lease is free is
+killed (:func:`sweep_orphans`: left by a Fathom killed together with its reaper); before a uid is handed out,
+every process still running as it is killed; as the lease ends, again, and what the user left in
+``/dev/shm``, ``/tmp`` and ``/var/tmp`` is removed.
 
 **Nothing outlives Fathom**: the first child a Fathom process starts also starts a *reaper* (a fork of Fathom
 in its own session, holding only the read end of a pipe). Fathom tells it each leased uid and each child's
@@ -146,6 +148,8 @@ def child(private_home: bool = False) -> Iterator[Child | None]:
     if not enabled():
         yield None
         return
+    if not _SWEPT:
+        _SWEPT.append(sweep_orphans())  # what a Fathom killed with its reaper (or before one existed) left
     reaper().start()  # before the lease: a fork must not hold a copy of it
     uid, lease = _lease()
     kid = Child(uid=uid, gid=uid, _lease=lease)
@@ -169,6 +173,32 @@ def child(private_home: bool = False) -> Iterator[Child | None]:
         if kid.home is not None:
             _remove(kid.home)
         os.close(lease)
+
+
+_SWEPT: list[int] = []
+
+
+def sweep_orphans() -> int:
+    """Kill every process running as a child user whose lease no live Fathom holds (left by a Fathom that died
+    with its reaper); how many. Run as root only."""
+    if not enabled() or fcntl is None:
+        return 0
+    orphaned: set[int] = set()
+    for pid in pids():
+        orphaned |= {uid for uid in users_of(pid) if UID_BASE <= uid < UID_BASE + UID_SLOTS}
+    killed = 0
+    folder = lease_dir()
+    for uid in sorted(orphaned):
+        fd = os.open(folder / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # a live Fathom's child
+            continue
+        else:
+            killed += kill_user(uid)
+        finally:
+            os.close(fd)
+    return killed
 
 
 def _lease() -> tuple[int, int]:

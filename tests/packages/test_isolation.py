@@ -310,3 +310,27 @@ def test_a_listener_is_the_child_own_only_when_its_socket_is_in_the_child_tree()
             "a process outside the package's own process tree listens on its port"
         )
     assert isolation.listener_owned(port, None, [os.getpid()]) == "nothing listens on its port"
+
+
+@needs_root
+def test_a_child_user_process_without_a_live_lease_is_swept_at_the_next_start():
+    """What a Fathom killed together with its reaper left (a process of a child user, its lease free) is killed
+    before the next Fathom starts its first child; a child whose lease is held (a live Fathom's) is left alone."""
+    import subprocess
+
+    uids = [isolation.UID_BASE + isolation.UID_SLOTS - 1, isolation.UID_BASE + isolation.UID_SLOTS - 2]
+    orphan = subprocess.Popen(["sleep", "300"], user=uids[0], group=uids[0], extra_groups=[])
+    held = os.open(isolation.lease_dir() / str(uids[1]), os.O_RDWR | os.O_CREAT, 0o600)
+    import fcntl
+
+    fcntl.flock(held, fcntl.LOCK_EX)
+    alive = subprocess.Popen(["sleep", "300"], user=uids[1], group=uids[1], extra_groups=[])
+    try:
+        assert isolation.sweep_orphans() >= 1
+        assert orphan.wait(timeout=10) == -9
+        assert alive.poll() is None
+    finally:
+        for process in (orphan, alive):
+            process.kill()
+            process.wait()
+        os.close(held)
