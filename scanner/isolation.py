@@ -95,6 +95,20 @@ def reachable(path: Path) -> bool:
     return True
 
 
+def folders_above_reachable(path: Path) -> bool:
+    """Whether every existing folder above ``path`` is searchable by others (``path`` itself may not exist yet:
+    Fathom makes its own folders searchable)."""
+    for parent in Path(os.path.abspath(path)).parents:
+        try:
+            if not parent.stat().st_mode & stat.S_IXOTH:
+                return False
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+    return True
+
+
 @dataclass
 class Child:
     """One child's identity for its run (see the module docstring)."""

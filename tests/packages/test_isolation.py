@@ -334,3 +334,25 @@ def test_a_child_user_process_without_a_live_lease_is_swept_at_the_next_start():
             process.kill()
             process.wait()
         os.close(held)
+
+
+@needs_root
+@needs_npx
+def test_a_cache_out_of_reach_of_the_children_users_is_said_once_before_the_scan(registry, tmp_path):
+    from scanner.packages.runners import warning_lines
+
+    env = environ(registry)
+    entries = [resolve(npm_package("1.0.0"), env)]
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    private.chmod(0o700)
+    hidden = PackageSettings(cache_dir=private / "cache", environ=env)
+    assert warning_lines(entries, hidden) == [
+        f"run as root, packages run as users of their own, who cannot reach the package cache {private / 'cache'}: "
+        "every package will be recorded spawn_error (give --cache-dir a folder every user can traverse, e.g. "
+        "/var/cache/fathom)"
+    ]
+    assert warning_lines(entries, PackageSettings(cache_dir=tmp_path / "cache", environ=env)) == []
+    outcome = anyio.run(run_package, entries[0], ClientLimits(timeout=30), "rich", hidden)
+    assert outcome.outcome is Outcome.SPAWN_ERROR
+    assert outcome.detail.startswith("run as root, packages run as an unprivileged user of their own, which cannot")
