@@ -188,7 +188,7 @@ def test_orphans_and_the_ceiling(tmp_path):
 @needs_npx
 def test_the_ceiling_holds_during_the_night_not_only_after_it(registry, tmp_path, monkeypatch):
     """Issue 36: the cache peaked far over --cache-max-mb during a cold night. After each package's run the
-    ceiling is held (at most every 30 s): the least recently used folders go, never one in use or just used."""
+    ceiling is held (at most every five minutes): the least recently used folders go, never one in use or just used."""
     env = environ(registry)
     settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env, cache_max_mb=0)
     cache = PackageCache(tmp_path / "cache")
