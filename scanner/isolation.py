@@ -22,7 +22,8 @@ every process still running as it is killed; as the lease ends, again, and what 
 in its own session, holding only the read end of a pipe). Fathom tells it each leased uid and each child's
 ``FATHOM_SCAN_MARK``; when the pipe's other end closes (Fathom exited or was killed, even by SIGKILL), the
 reaper kills every process running as those uids (whose lease no live Fathom has taken since) and every
-process carrying those marks, then exits. Packages' launcher (:mod:`scanner.packages.confine`) also asks for
+process carrying those marks, removes what those users left (a command's private HOME, ``/dev/shm`` files),
+then exits. Packages' launcher (:mod:`scanner.packages.confine`) also asks for
 ``SIGKILL`` when its parent dies (``PR_SET_PDEATHSIG``).
 
 **Not root**: children run as Fathom's own user (no other is available without privileges); the reaper
@@ -181,9 +182,7 @@ def child(private_home: bool = False) -> Iterator[Child | None]:
             CURRENT.reset(token)
     finally:
         kill_user(uid)
-        for base in _LEFTOVER_DIRS:
-            for path in _owned_in(Path(base), uid):
-                _remove(path)
+        _clear_leftovers(uid)
         if kid.home is not None:
             _remove(kid.home)
         os.close(lease)
@@ -194,12 +193,17 @@ _SWEPT: list[int] = []
 
 def sweep_orphans() -> int:
     """Kill every process running as a child user whose lease no live Fathom holds (left by a Fathom that died
-    with its reaper); how many. Run as root only."""
+    with its reaper) and remove what that user left; how many processes. Run as root only."""
     if not enabled() or fcntl is None:
         return 0
     orphaned: set[int] = set()
     for pid in pids():
         orphaned |= {uid for uid in users_of(pid) if UID_BASE <= uid < UID_BASE + UID_SLOTS}
+    for base in _LEFTOVER_DIRS:  # and users that left only files (a private HOME)
+        owners: set[int | None] = set()
+        with contextlib.suppress(OSError), os.scandir(base) as listing:
+            owners = {_owner(item) for item in listing}
+        orphaned |= {uid for uid in owners if uid is not None and UID_BASE <= uid < UID_BASE + UID_SLOTS}
     killed = 0
     folder = lease_dir()
     for uid in sorted(orphaned):
@@ -210,6 +214,7 @@ def sweep_orphans() -> int:
             continue
         else:
             killed += kill_user(uid)
+            _clear_leftovers(uid)
         finally:
             os.close(fd)
     return killed
@@ -228,6 +233,13 @@ def _lease() -> tuple[int, int]:
             continue
         return uid, fd
     raise OSError(f"all {UID_SLOTS} child users are in use")
+
+
+def _clear_leftovers(uid: int) -> None:
+    """Remove what ``uid`` left in ``/dev/shm``, ``/tmp`` and ``/var/tmp`` (a command's private HOME among it)."""
+    for base in _LEFTOVER_DIRS:
+        for path in _owned_in(Path(base), uid):
+            _remove(path)
 
 
 def users_of(pid: int) -> set[int]:
@@ -483,3 +495,5 @@ def _reap(fd: int) -> None:  # pragma: no cover - runs in the forked reaper
     needle = f"{MARK_ENV}=".encode()
 
     _kill_where(ours)
+    for uid in free:  # and what those users left: a command's private HOME, /dev/shm files
+        _clear_leftovers(uid)

@@ -62,6 +62,7 @@ def test_a_scan_killed_with_sigkill_leaves_no_child_and_its_run_reads_interrupte
     registry = tmp_path / "servers.json"
     registry.write_text(json.dumps({"servers": servers}), encoding="utf-8")
     db = tmp_path / "f.db"
+    homes_before = set(Path("/tmp").glob("fathom-home-*"))
     process = start_scan(registry, db)
     deadline = time.monotonic() + 120
     while not all(
@@ -82,6 +83,9 @@ def test_a_scan_killed_with_sigkill_leaves_no_child_and_its_run_reads_interrupte
     for pid in left:  # never leave them behind, whatever the verdict
         os.kill(pid, signal.SIGKILL)
     assert left == [], "processes the killed scan started are still running"
+    while set(Path("/tmp").glob("fathom-home-*")) - homes_before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert set(Path("/tmp").glob("fathom-home-*")) <= homes_before, "the commands' private HOMEs are removed"
 
     result = CliRunner().invoke(app, ["runs", "--db", str(db), "--format", "json"])
     assert result.exit_code == 0, result.stderr
