@@ -48,6 +48,7 @@ from scanner.lanes import (
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.packages import PackageSettings, run_package, skip_outcome
+from scanner.packages.commands import run_command
 
 Sink = Callable[[ServerEntry, ScanOutcome], None]
 BatchSink = Callable[[list[tuple[ServerEntry, ScanOutcome]]], None]
@@ -145,6 +146,8 @@ class _Crawler:
         return self.hosts[key]
 
     async def _scan_with_client(self, entry: ServerEntry, limits: ClientLimits) -> ScanOutcome:
+        if entry.package is None and entry.command:  # a command: as a user of its own where Fathom is root
+            return await run_command(entry, limits, self.settings.profile)
         if entry.package is None:
             return await scan_server(entry, limits, self.settings.profile)
         # A stranger's package: its own throwaway HOME, the shared cache, a disk budget, its failure classified;

@@ -13,7 +13,7 @@ from scanner import metrics as scan_metrics
 from scanner.errors import InputError
 from scanner.lanes import lanes_text
 from scanner.models import PROVIDERS, Severity
-from scanner.store import FindingRow, RunSpec, ScanScore, Store, open_store
+from scanner.store import FindingRow, RunSpec, ScanScore, Store, open_store, owner
 from scanner.textsafe import clean
 
 RUN_COLUMNS = ["run", "started_at", "finished_at", "status", "servers_scanned", "servers_ok", "source"]
@@ -120,7 +120,10 @@ def runs(db_url: str) -> list[dict[str, Any]]:
             "run": run.id,
             "started_at": run.started_at,
             "finished_at": run.finished_at,
-            "status": run.status,
+            # A run left ``running`` by a process that is gone (killed) reads as what it is; resumable.
+            "status": "interrupted"
+            if run.status == "running" and owner.gone(run.options.get(owner.KEY))
+            else run.status,
             "servers_scanned": run.servers_scanned,
             "servers_ok": run.servers_ok,
             "source": run.source,

@@ -27,6 +27,7 @@ from scanner import wire
 from scanner.crawl import CrawlSettings, crawl_collector
 from scanner.errors import InputError
 from scanner.models import ScanOutcome, ServerEntry
+from scanner.store import owner
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -132,7 +133,11 @@ def config_from_options(
         return values
 
     values = fields_of(ScanConfig, given)
-    notes.extend(f"the run's option {key!r} is unknown to this version; ignored" for key in options if key not in used)
+    notes.extend(
+        f"the run's option {key!r} is unknown to this version; ignored"
+        for key in options
+        if key not in used and key != owner.KEY
+    )
     return ScanConfig(source=source, db_url=db_url, resume=True, **values), notes
 
 
@@ -432,8 +437,9 @@ def _scan_into(
         run_id = resume_id
         done = store.resume_run(run_id)
     else:
+        store.mark_gone_runs_interrupted()
         store.mark_stale_runs_interrupted(older_than=STALE_RUN_AFTER)
-        run_id = store.start_run(source, RULES_VERSION, config.options())
+        run_id = store.start_run(source, RULES_VERSION, {**config.options(), owner.KEY: owner.this_process()})
     resumed = resume_id is not None
     # A name is a server's identity in the store: a second entry with the same name would be scanned for nothing
     # (the store keeps one scan per server per run), so only the first is scanned and the rest are counted. Names

@@ -6,7 +6,11 @@ hostile app, server-everything) are in :mod:`tests.servers.launch`.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -25,3 +29,34 @@ def hostile_http() -> Iterator[RunningServer]:
     """The hostile HTTP app: ``server.url("/hang")`` etc. (see tests/servers/hostile_http.py)."""
     with running(start_hostile_http()) as server:
         yield server
+
+
+_OWN_BASETEMP: list[Path] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Run as root, a session's temporary folders live in a folder of its own: every pytest session resets
+    ``/tmp/pytest-of-root`` to 0700 as it starts, which would shut out the users children run as."""
+    if os.geteuid() == 0 and not config.option.basetemp:
+        base = Path(tempfile.mkdtemp(prefix="fathom-tests-"))
+        os.chmod(base, 0o711)
+        _OWN_BASETEMP.append(base)
+        config.option.basetemp = str(base / "t")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for base in _OWN_BASETEMP:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _children_reach_tmp_path(request: pytest.FixtureRequest) -> None:
+    """Run as root, packages and commands run as users of their own (scanner/isolation.py), who must reach a
+    test's cache folder: pytest makes its temporary folders 0700, so they are made searchable (not listable)."""
+    if os.geteuid() != 0 or "tmp_path" not in request.fixturenames:
+        return
+    path: Path = request.getfixturevalue("tmp_path")
+    for folder in [path, *path.parents]:
+        if folder in _OWN_BASETEMP or folder == folder.parent:
+            break
+        os.chmod(folder, os.stat(folder).st_mode | 0o001)

@@ -27,7 +27,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -172,6 +172,17 @@ class PackageCache:
         folder = self.package_dir(entry)
         return bool(sealed) and folder.exists() and fingerprint(folder) != sealed
 
+    def changed_since_sealed(self, folder: Path) -> bool:
+        """Whether ``folder`` (a package@version's) differs from its seal: something but its own run changed it
+        since (checked before every reseal, so a rewrite is never sealed in)."""
+        state = self.root / "state" / folder.parent.name / f"{folder.name}.json"
+        try:
+            data = json.loads(state.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        sealed = data.get("fingerprint") if isinstance(data, dict) else None
+        return bool(sealed) and fingerprint(folder) != sealed
+
     def reseal(self, folder: Path) -> None:
         """Seal ``folder`` again after Fathom itself changed it (an installer's prune), keeping its other state."""
         state = self.root / "state" / folder.parent.name / f"{folder.name}.json"
@@ -215,8 +226,9 @@ class PackageCache:
     def package_dirs(self) -> list[Path]:
         return [folder for kind in _children(self.root / "pkg") for folder in _children(kind)]
 
-    def enforce_ceiling(self, max_mb: int) -> list[Path]:
-        """Remove the least recently used packages' folders until the cache holds at most ``max_mb`` MiB.
+    def enforce_ceiling(self, max_mb: int, busy: Callable[[Path], bool] | None = None) -> list[Path]:
+        """Remove the least recently used packages' folders until the cache holds at most ``max_mb`` MiB, never
+        one ``busy`` says is in use (during a night: running, or used too recently to be sure it is not).
         Returns the folders removed (their verdicts stay)."""
         limit = int(max_mb) * 1024 * 1024
         seen: set[tuple[int, int]] = set()
@@ -230,6 +242,8 @@ class PackageCache:
         for _, folder, size in sorted(sized, key=lambda item: item[0]):
             if total <= limit:
                 break
+            if busy is not None and busy(folder):
+                continue
             _remove(folder)
             total -= size
             removed.append(folder)
@@ -244,6 +258,11 @@ def touch(folder: Path) -> None:
     marker = folder / _USED
     with contextlib.suppress(OSError):
         marker.write_text(str(int(time.time())), encoding="utf-8")
+
+
+def last_used(folder: Path) -> float:
+    """When the package's folder was last used (its marker's time; the folder's own without one)."""
+    return _last_used(folder)
 
 
 def _last_used(folder: Path) -> float:

@@ -13,8 +13,13 @@ runner, so it imports nothing of Fathom: the package's environment is scrubbed a
   cannot rewrite another package's cached install, nor fill a disk outside its budget: such a write fails with
   ``EACCES``, and the scan records the entry ``refused``.
 
+* ``PR_SET_PDEATHSIG``: the runner is sent SIGKILL when Fathom dies, however it dies (its descendants are
+  the reaper's, see :mod:`scanner.isolation`). Set here, after Fathom switched to the child's own user
+  (a change of user clears it).
+
 Without Landlock (another OS, an older kernel) only the memory cap applies; :func:`landlock_abi` lets Fathom
-say so once before a scan.
+say so once before a scan. Given no folders, no Landlock rule is applied (how Fathom runs a package where the
+kernel has none).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same numbers o
 _VERSION_FLAG = 1
 _RULE_PATH_BENEATH = 1
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_PDEATHSIG = 1
+_SIGKILL = 9
 
 # Write rights by the ABI version that introduced them (1: the core set; 2: REFER; 3: TRUNCATE).
 _WRITE_V1 = (
@@ -114,6 +121,11 @@ def main(argv: list[str]) -> None:
     count = int(argv[1])
     folders = argv[2 : 2 + count]
     command = argv[2 + count + 1 :]
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)
+        if os.getppid() != parent or parent == 1:  # Fathom died before the request took effect
+            sys.exit(137)
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     if folders:
         restrict_writes(folders)

@@ -4,7 +4,9 @@ Before the scan (or as a ``fathom worker --run-packages`` starts): what killed r
 processes that are gone, installers' temporary folders, the shared folders of older Fathom versions), see
 :meth:`PackageCache.remove_orphans`.
 
-After the scan (or as that worker stops; :func:`kept` serves both): each installer's own prune runs over the
+After the scan (or as that worker stops; :func:`kept` serves both): each package folder used since is checked
+against its seal first (one changed since its own run is left alone, sealed as it was, so its next run
+reinstalls it with a note: a rewrite is never sealed in); each installer's own prune runs over the other
 package folders used since (``uv cache prune``; ``npm cache verify``, which also collects content nothing refers
 to; uv's interpreter facts, one file per ephemeral environment, are removed), then the least recently used
 packages' folders are removed until the whole cache is under ``--cache-max-mb``
@@ -64,7 +66,13 @@ def _list(folder: Path) -> list[Path]:
 def after_scan(settings: PackageSettings, since: float, run: Callable[..., object] = subprocess.run) -> list[str]:
     """Prune the package folders used since ``since`` (a ``time.time()``), then hold the ceiling."""
     cache = PackageCache(settings.cache())
-    used = [folder for folder in cache.package_dirs() if _used_since(folder, since)]
+    # A folder changed since its own run sealed it (another package rewrote it, where nothing stopped that) is
+    # neither pruned nor sealed again: its stale seal has the next run remove it and install afresh, with a note.
+    used = [
+        folder
+        for folder in cache.package_dirs()
+        if _used_since(folder, since) and not cache.changed_since_sealed(folder)
+    ]
     path = settings.source().get("PATH") or os.defpath
     commands: list[list[str]] = []
     uv = shutil.which("uv", path=path)

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 
 import anyio
 
-from scanner import wire
+from scanner import isolation, wire
 from scanner.models import Outcome, ScanOutcome, ServerEntry
 
 _TAIL_LINES = 20
@@ -64,6 +64,7 @@ async def run_install(
             stderr=subprocess.PIPE,
             env=dict(env),
             start_new_session=True,
+            **isolation.spawn_options(),
         )
     except OSError as exc:
         return ScanOutcome(outcome=Outcome.SPAWN_ERROR, transport=transport, detail=f"could not start: {exc.strerror}")

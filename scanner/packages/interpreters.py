@@ -8,7 +8,8 @@ nothing is downloaded), and the sandbox runs the package again with ``uvx --pyth
 none installed the entry is ``runner_missing`` naming the version needed. The choice is remembered per
 package@version, so later nights start on the right interpreter at once. When ``uv python find`` finds none,
 or finds one that does not run (a broken pyenv shim), :func:`why_no_python` puts uv's own error in the entry's
-detail instead of a guess.
+detail instead of a guess. Run as root, only an interpreter the package's own user can reach counts
+(:mod:`scanner.isolation`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 
+from scanner import isolation
 from scanner.models import ScanOutcome
 from scanner.packages.diagnose import MAX_DETAIL, normalise, uv_error
 
@@ -51,6 +54,8 @@ def find_python(requirement: str, env: Mapping[str, str]) -> tuple[str, str] | N
         said = _uv_said(found.stderr) or f"uv python find exited with code {found.returncode}"
         _FIND_ERRORS[(requirement, env.get("PATH") or "")] = said
         return None
+    if isolation.enabled() and not isolation.reachable(Path(path)):
+        return None  # run as root, the package's own user could not start it (root's own 0700 HOME, say)
     version = python_version(path, settings)
     if not version:
         _FIND_ERRORS[(requirement, env.get("PATH") or "")] = f"uv python find gave {path}, which does not run"

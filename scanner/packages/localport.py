@@ -11,9 +11,12 @@ limits as a stdio package:
    package's) or the server's deadline passes (``timeout``: "did not listen on its port at 127.0.0.1"; the
    port, different every run, is in ``extra["local_port"]``, not the detail, so a failure reads the same every
    night);
-4. the server is scanned over its declared transport by the ordinary HTTP client, with what is left of the
+4. the listener on the port must be the package's own (run as root: its own user's, see
+   :mod:`scanner.isolation`; else a socket open in its process tree): another program that took the port first
+   is ``refused`` ("its port ... was taken by another program"), never scanned as the package;
+5. the server is scanned over its declared transport by the ordinary HTTP client, with what is left of the
    deadline;
-5. the process and its whole tree are stopped by the stdio transport's own teardown
+6. the process and its whole tree are stopped by the stdio transport's own teardown
    (:func:`~scanner.mcp.transports.stdio.stop_process_group`, then the ``FATHOM_SCAN_MARK`` sweep), whatever
    happened, cancellation included.
 
@@ -24,9 +27,11 @@ limits as a stdio package:
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -36,7 +41,7 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
-from scanner import wire
+from scanner import isolation, wire
 from scanner.mcp import ClientLimits, scan_server
 from scanner.mcp.transports import stdio_env
 from scanner.mcp.transports.stdio import MARK_ENV, kill_marked, stop_process_group
@@ -105,6 +110,20 @@ async def _listening(port: int, process: anyio.abc.Process) -> bool:
         await anyio.sleep(_POLL_S)
 
 
+def _not_its_own(port: int, group: int, mark: str) -> str | None:
+    """None when the listener on ``port`` is the package's own: its user's (run as root, each package has one) or
+    a socket open in its process tree (its process group and the processes carrying its mark). Not checked where
+    there is no ``/proc`` (not Linux; docs/registry.md says so)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    tree = set(isolation.marked(mark))
+    for pid in isolation.pids():
+        with contextlib.suppress(OSError):
+            if os.getpgid(pid) == group:
+                tree.add(pid)
+    return isolation.listener_owned(port, isolation.CURRENT.get(), sorted(tree))
+
+
 async def scan_local_port(
     entry: ServerEntry, limits: ClientLimits, profile: str, env: Mapping[str, str] | None
 ) -> ScanOutcome:
@@ -121,6 +140,7 @@ async def scan_local_port(
         child_env[via.removeprefix("environment ")] = text
     mark = secrets.token_hex(12)
     child_env[MARK_ENV] = mark
+    isolation.announce_mark(mark)
     transport = Transport(str(facts.get("transport") or Transport.STREAMABLE_HTTP.value))
     started = time.perf_counter()
 
@@ -142,6 +162,7 @@ async def scan_local_port(
             stderr=subprocess.PIPE,
             env=child_env,
             start_new_session=True,
+            **isolation.spawn_options(),
         )
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
@@ -153,7 +174,7 @@ async def scan_local_port(
             readers.start_soon(stderr.run, process.stderr)
             readers.start_soon(stdout.run, process.stdout)
             try:
-                result = await _listen_and_scan(entry, limits, profile, process, port, transport, facts, started)
+                result = await _listen_and_scan(entry, limits, profile, process, port, transport, facts, started, mark)
             finally:
                 readers.cancel_scope.cancel()
     finally:
@@ -185,6 +206,7 @@ async def _listen_and_scan(
     transport: Transport,
     facts: Mapping[str, Any],
     started: float,
+    mark: str,
 ) -> ScanOutcome | tuple[Outcome, str, dict[str, Any]]:
     """The scan's outcome once the port listens, or (outcome, detail, extra) for a server that never did."""
     with anyio.move_on_after(limits.timeout):
@@ -194,6 +216,10 @@ async def _listen_and_scan(
             code = process.returncode
             said = f"exited with code {code}" if code is not None else "closed"
             return Outcome.EXITED, f"server {said} before listening on its port", {"exit_code": code}
+        stranger = await anyio.to_thread.run_sync(_not_its_own, port, process.pid, mark)
+        if stranger is not None:
+            detail = f"its port at 127.0.0.1 was taken by another program ({stranger}): not scanned"
+            return Outcome.REFUSED, detail, {"port_taken": True}
         listen_ms = round((time.perf_counter() - started) * 1000, 1)
         left = max(limits.timeout - (time.perf_counter() - started), 0.1)
         url = loopback_url(str(facts.get("url") or ""), port)

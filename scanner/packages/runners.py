@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
+from scanner import isolation
 from scanner.models import Outcome, ServerEntry
 from scanner.packages.environment import OWN
 from scanner.packages.settings import PackageSettings
@@ -62,6 +63,12 @@ def warning_lines(entries: Iterable[ServerEntry], settings: PackageSettings | No
         for problem, count in sorted(problems.items())
     )
     if settings is not None and any(entry.package and not entry.skip for entry in entries):
+        if isolation.enabled() and not isolation.folders_above_reachable(settings.cache()):
+            lines.append(
+                f"run as root, packages run as users of their own, who cannot reach the package cache "
+                f"{settings.cache()}: every package will be recorded spawn_error (give --cache-dir a folder every "
+                "user can traverse, e.g. /var/cache/fathom)"
+            )
         source = settings.source()
         for name in settings.pass_env:
             if name in OWN:

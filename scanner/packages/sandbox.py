@@ -11,7 +11,14 @@ Sizes are sampled in a worker thread about once a second (less often when a walk
 when the process has ended; a sample over the budget stops the scan (the client kills the process group) and
 records ``too_large``, even for a package that answered in between. A package@version found ``too_large`` is
 remembered: its files are removed and it is not installed again until its version changes, or the budget is
-raised, or ``--retry-too-large`` is given.
+raised, or ``--retry-too-large`` is given. As the budget fills past half, it is sampled faster (down to ten
+times a second near the limit), so a fast installer is stopped near the limit, not far past it.
+
+``--cache-max-mb`` is held during the night too (:func:`_hold_ceiling`, after a run, at most every five minutes), not
+only by the housekeeping after it.
+
+Run as root, the package runs as a user of its own (:mod:`scanner.isolation`): its HOME and package folder are
+handed to that user for the run (and its ``/dev/shm`` files count in its budget) and taken back after.
 
 Two entries declaring the same package@version run one after the other (they share its folder). The folder
 is sealed after its own run and checked before the next (:func:`scanner.packages.cache.fingerprint`): an
@@ -33,9 +40,10 @@ from pathlib import Path
 import anyio
 from anyio.lowlevel import RunVar
 
+from scanner import isolation
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages.cache import PackageCache, touch, tree_bytes
+from scanner.packages.cache import PackageCache, last_used, touch, tree_bytes
 from scanner.packages.confine import landlock_abi
 from scanner.packages.diagnose import classify, python_needed
 from scanner.packages.environment import package_env
@@ -46,6 +54,9 @@ from scanner.packages.settings import PackageSettings
 from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
 _MIN_INTERVAL = 1.0
+_FASTEST = 0.1
+_CEILING_EVERY_S = 300.0  # a whole cache walk: not more often (issue 36: housekeeping took 19-68 s)
+_CEILING_CHECKED: dict[Path, float] = {}  # cache root -> when its ceiling was last held (monotonic)
 _MB = 1024 * 1024
 _CONFINE = Path(__file__).with_name("confine.py")
 # One lock per package folder and event loop (a lock must not outlive the loop that may have left it held).
@@ -63,19 +74,46 @@ async def _one_at_a_time(folder: Path) -> AsyncIterator[None]:
         yield
 
 
+def launcher() -> tuple[str, str]:
+    """The Python interpreter and ``confine.py`` a package is started through. Run as root, the package runs as
+    a user of its own (:mod:`scanner.isolation`), which must reach both: an interpreter it can reach is chosen
+    (Fathom's own may live under root's 0700 HOME) and ``confine.py`` is copied beside the uid leases when
+    Fathom's copy is out of its reach. OSError when no interpreter is reachable."""
+    if not isolation.enabled():
+        return sys.executable, str(_CONFINE)
+    found = [sys.executable, "/usr/bin/python3", "/usr/local/bin/python3", shutil.which("python3") or ""]
+    python = next((path for path in found if path and isolation.reachable(Path(path))), None)
+    if python is None:
+        raise OSError(
+            "run as root, packages run as an unprivileged user of their own, and no Python interpreter is "
+            "reachable by it (install python3 system-wide)"
+        )
+    if isolation.reachable(_CONFINE):
+        return python, str(_CONFINE)
+    copy = isolation.lease_dir() / "confine.py"
+    text = _CONFINE.read_bytes()
+    if not copy.is_file() or copy.read_bytes() != text:
+        partial = copy.with_name(f".confine.{os.getpid()}")
+        partial.write_bytes(text)
+        os.chmod(partial, 0o644)
+        partial.replace(copy)
+    return python, str(copy)
+
+
 def confined_command(
     entry: ServerEntry, writable: list[Path], command: tuple[str, ...] | None = None
 ) -> tuple[str, ...]:
     """``command`` (default ``entry.command``) as it is started: under the memory cap and, for npm and PyPI
     runners, confined to write beneath ``writable`` (an OCI image's writes happen in its container, and docker
-    has its own limits). The stored command stays the plain one."""
+    has its own limits; with no folders, writes are not confined). The stored command stays the plain one."""
     package = entry.package or {}
     command = entry.command if command is None else command
     limit = int(package.get("memory_limit_mb") or DEFAULT_MEMORY_LIMIT_MB) * _MB
     if package.get("registryType") == "oci" or not command:
         return command
     folders = [str(path) for path in writable]
-    return (sys.executable, "-I", str(_CONFINE), str(limit), str(len(folders)), *folders, "--", *command)
+    python, script = launcher()
+    return (python, "-I", script, str(limit), str(len(folders)), *folders, "--", *command)
 
 
 def remembered_too_large(entry: ServerEntry, cache: PackageCache, settings: PackageSettings) -> ScanOutcome | None:
@@ -115,9 +153,26 @@ async def run_package(
         if tampered:
             cache.drop_install(entry)
         folder.mkdir(parents=True, exist_ok=True)
+        touch(folder)  # in use from now: the ceiling held during the night leaves it alone
         home = Path(tempfile.mkdtemp(prefix=f"home-{os.getpid()}-", dir=cache.homes()))
+        (home / "tmp").mkdir()
         try:
-            outcome = await _with_python(entry, limits, profile, settings, cache, folder, home)
+            try:
+                with isolation.child() as kid:
+                    refused = None
+                    if kid is not None:
+                        refused = await anyio.to_thread.run_sync(_hand_over, kid, cache, folder, home)
+                    if refused is not None:
+                        outcome = ScanOutcome(
+                            outcome=Outcome.SPAWN_ERROR, transport=entry.transport.value, detail=refused
+                        )
+                    else:
+                        outcome = await _with_python(entry, limits, profile, settings, cache, folder, home)
+                if kid is not None:  # every process of its user is gone: the folder is Fathom's again
+                    await anyio.to_thread.run_sync(_take_back, folder)
+            except OSError as exc:  # a user of its own could not be set up (run as root): not run at all
+                detail = f"could not run it as a user of its own: {exc.strerror or exc}"
+                outcome = ScanOutcome(outcome=Outcome.SPAWN_ERROR, transport=entry.transport.value, detail=detail)
         finally:
             shutil.rmtree(home, ignore_errors=True)
         if outcome.outcome is Outcome.TOO_LARGE and "disk_limit_mb" in outcome.extra:
@@ -130,7 +185,49 @@ async def run_package(
         if tampered:
             note = "its cached install had changed since its last run (not by Fathom): removed and installed again"
             outcome = replace(outcome, extra={**outcome.extra, "reinstalled": note})
-        return outcome
+    await _hold_ceiling(cache, settings, grace=2 * limits.timeout + 60)
+    return outcome
+
+
+async def _hold_ceiling(cache: PackageCache, settings: PackageSettings, grace: float) -> None:
+    """Hold ``--cache-max-mb`` during the night too (at most every :data:`_CEILING_EVERY_S` per cache): the least
+    recently used folders go, never one running here or used within ``grace`` seconds (another process, a
+    worker sharing the cache, may be running it)."""
+    now = time.monotonic()
+    if now - _CEILING_CHECKED.get(cache.root, -_CEILING_EVERY_S) < _CEILING_EVERY_S:
+        return
+    _CEILING_CHECKED[cache.root] = now
+    try:
+        locks = _LOCKS.get()
+    except LookupError:
+        locks = {}
+
+    def busy(folder: Path) -> bool:
+        lock = locks.get(folder)
+        return (lock is not None and lock.locked()) or time.time() - last_used(folder) < grace
+
+    await anyio.to_thread.run_sync(cache.enforce_ceiling, settings.cache_max_mb, busy)
+
+
+def _hand_over(kid: isolation.Child, cache: PackageCache, folder: Path, home: Path) -> str | None:
+    """Give the package's own user its HOME and package folder (and the cache's folders above them searchable,
+    not listable); why it cannot run, if its user cannot reach them."""
+    for path in (cache.root, cache.root / "pkg", folder.parent, cache.homes()):
+        os.chmod(path, 0o711)
+    os.chmod(cache.python_dir(), 0o755)
+    if not isolation.reachable(cache.root):
+        return (
+            f"run as root, packages run as an unprivileged user of their own, which cannot reach the package cache "
+            f"{cache.root}: give --cache-dir a folder every user can traverse (e.g. /var/cache/fathom)"
+        )
+    kid.give(home)
+    kid.give(folder)
+    return None
+
+
+def _take_back(folder: Path) -> None:
+    isolation.chown_tree(folder, os.getuid(), os.getgid())
+    os.chmod(folder, 0o700)
 
 
 async def _with_python(
@@ -189,7 +286,12 @@ async def _run(
 ) -> ScanOutcome:
     env = package_env(entry, home, settings)
     confined = landlock_abi() > 0 and (entry.package or {}).get("registryType") != "oci"
-    started_entry = replace(entry, command=confined_command(entry, [home, folder]))
+    writable = [home, folder] if landlock_abi() > 0 else []
+    kid = isolation.CURRENT.get()
+    try:
+        started_entry = replace(entry, command=confined_command(entry, writable))
+    except OSError as exc:
+        return ScanOutcome(outcome=Outcome.SPAWN_ERROR, transport=entry.transport.value, detail=str(exc))
     over: list[dict[str, float]] = []
     result: list[ScanOutcome] = []
     budget = int(settings.disk_limit_mb) * _MB
@@ -201,7 +303,7 @@ async def _run(
         step = install_command(entry)
         if step is not None:
             began = time.monotonic()
-            done = await run_install(entry, confined_command(entry, [home, folder], step), env, limits.timeout)
+            done = await run_install(entry, confined_command(entry, writable, step), env, limits.timeout)
             if not done.ok:
                 result.append(done)
                 scope.cancel()
@@ -218,26 +320,33 @@ async def _run(
         result.append(outcome)
         scope.cancel()
 
-    async def over_budget() -> bool:
+    async def over_budget() -> float:
+        """The share of the budget used (over 1: stopped)."""
         seen: set[tuple[int, int]] = set()
         own = await anyio.to_thread.run_sync(tree_bytes, [home], seen)
         grown = max(0, await anyio.to_thread.run_sync(tree_bytes, [folder], seen) - before)
+        if kid is not None:  # /dev/shm is memory the package's user fills: it counts (and is removed after)
+            own += await anyio.to_thread.run_sync(kid.leftovers)
         if own + grown <= budget:
-            return False
+            return (own + grown) / budget if budget else 0.0
         over.append(
             {"written_mb": round((own + grown) / _MB), "home_mb": round(own / _MB), "cache_mb": round(grown / _MB)}
         )
-        return True
+        return 2.0
 
     async def watch(scope: anyio.CancelScope) -> None:
         interval = _MIN_INTERVAL
         while True:
             await anyio.sleep(interval)
             began = time.monotonic()
-            if await over_budget():
+            used = await over_budget()
+            if used > 1:
                 scope.cancel()
                 return
+            # Sampled faster as the budget fills (a fast installer is stopped near the limit, not far past it).
             interval = max(_MIN_INTERVAL, 5 * (time.monotonic() - began))
+            if used > 0.5:
+                interval = max(_FASTEST, interval * 2 * (1 - used))
 
     started = time.perf_counter()
     async with anyio.create_task_group() as group:

@@ -1,7 +1,8 @@
 """A run's lifecycle: open it, finish or interrupt it (computing its aggregates), resume it, find stale ones.
 
 A run is ``running`` while a crawl writes it, ``finished`` when every entry was written and ``interrupted`` when
-stopped; a process killed mid-crawl leaves it ``running`` until :func:`mark_stale_runs_interrupted` sees it.
+stopped; a process killed mid-crawl leaves it ``running`` until :func:`mark_gone_runs_interrupted` (its process
+is gone, :mod:`scanner.store.owner`) or :func:`mark_stale_runs_interrupted` (no activity for a while) sees it.
 
 A distributed run (``planned`` servers queued by ``fathom scan --enqueue``) is written by many workers and closed
 by the one whose write brings its scans to ``planned`` (:func:`close_if_complete`, under a row lock so exactly
@@ -18,7 +19,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from scanner.errors import InputError
-from scanner.store import codec, common
+from scanner.store import codec, common, owner
 from scanner.store.aggregate import aggregate
 from scanner.store.tables import Run, RunWorker, Scan, Server
 
@@ -72,6 +73,7 @@ def resume_run(sessions: sessionmaker[Session], run_id: int) -> set[str]:
         if run.status == "finished":
             raise InputError(f"Run {run_id} is finished; start a new run instead of resuming it.")
         run.status = "running"
+        run.options = {**(run.options or {}), owner.KEY: owner.this_process()}  # this process writes it now
         run.finished_at = None
     return scanned_server_names(sessions, run_id)
 
@@ -91,6 +93,21 @@ def scanned_server_names(sessions: sessionmaker[Session], run_id: int) -> set[st
     with sessions() as session:
         rows = session.scalars(select(Server.name).join(Scan, Scan.server_id == Server.id).where(Scan.run_id == run_id))
         return set(rows)
+
+
+def mark_gone_runs_interrupted(sessions: sessionmaker[Session]) -> list[int]:
+    """Mark ``running`` runs whose writing process is certainly gone (:func:`scanner.store.owner.gone`) as
+    interrupted, whatever their age. Returns the ids it marked."""
+    with sessions() as session:
+        running = session.execute(
+            select(Run.id, Run.options).where(Run.status == "running", Run.planned.is_(None))
+        ).all()
+    marked = []
+    for run_id, options in running:
+        if isinstance(options, dict) and owner.gone(options.get(owner.KEY)):
+            finish_run(sessions, run_id, "interrupted")
+            marked.append(run_id)
+    return marked
 
 
 def mark_stale_runs_interrupted(sessions: sessionmaker[Session], older_than: timedelta = timedelta(0)) -> list[int]:

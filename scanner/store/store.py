@@ -107,6 +107,10 @@ class Store:
         """Runs marked ``interrupted``, newest first: candidates for ``--resume``."""
         return [row for row in reversed(self.runs()) if row.status == "interrupted"]
 
+    def mark_gone_runs_interrupted(self) -> list[int]:
+        """Mark ``running`` runs whose writing process is gone as interrupted; returns the ids it marked."""
+        return lifecycle.mark_gone_runs_interrupted(self._sessions)
+
     def mark_stale_runs_interrupted(self, older_than: timedelta = timedelta(0)) -> list[int]:
         """Mark ``running`` runs with no activity for ``older_than`` as interrupted; returns the ids it marked."""
         return lifecycle.mark_stale_runs_interrupted(self._sessions, older_than)

@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
+from scanner import isolation
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages import PackageSettings, run_package
@@ -122,8 +123,16 @@ def test_too_large_is_remembered_per_version_until_a_retry_is_asked(registry, tm
 
 
 @needs_npx
-@needs_landlock
-def test_a_package_cannot_rewrite_another_package_install(registry, tmp_path):
+@pytest.mark.parametrize("landlock", [True, False], ids=["landlock", "no-landlock"])
+def test_a_package_cannot_rewrite_another_package_install(registry, tmp_path, monkeypatch, landlock):
+    """Held by Landlock (the write fails: ``refused``) and, run as root, by each package's own user (the other
+    install's folder is not even listable to it); without either (not root, no Landlock) it is not."""
+    if landlock and landlock_abi() == 0:
+        pytest.skip("the kernel has no Landlock")
+    if not landlock:
+        if not isolation.enabled():
+            pytest.skip("without Landlock only a user of its own (run as root) holds this")
+        monkeypatch.setattr("scanner.packages.sandbox.landlock_abi", lambda: 0)
     env = environ(registry)
     settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
     victim = resolve(npm_package("1.0.0"), env)
@@ -132,8 +141,11 @@ def test_a_package_cannot_rewrite_another_package_install(registry, tmp_path):
     assert installed, "the victim's install is in its own folder"
     before = [path.read_bytes() for path in installed]
     attacker = run(resolve(npm_package("2.0.0", "poison"), env), settings)
-    assert attacker.outcome is Outcome.REFUSED, (attacker.outcome, attacker.detail)
-    assert attacker.detail.startswith("refused: wrote outside its HOME and its own cache folder: Error: EACCES")
+    if isolation.enabled():  # its own user cannot list the other install's folder: nothing to write to
+        assert attacker.outcome in (Outcome.OK, Outcome.REFUSED), (attacker.outcome, attacker.detail)
+    else:
+        assert attacker.outcome is Outcome.REFUSED, (attacker.outcome, attacker.detail)
+        assert attacker.detail.startswith("refused: wrote outside its HOME and its own cache folder: Error: EACCES")
     assert [path.read_bytes() for path in installed] == before
     # The next night the victim still runs its own code.
     assert tool_names(run(victim, settings)) == ["version_1_0_0"]
@@ -171,6 +183,27 @@ def test_orphans_and_the_ceiling(tmp_path):
     # 1.2 MB held, 1 MiB allowed: the least recently used package goes first.
     assert cache.enforce_ceiling(1) == [old]
     assert new.exists() and cache.size() <= 1024 * 1024
+
+
+@needs_npx
+def test_the_ceiling_holds_during_the_night_not_only_after_it(registry, tmp_path, monkeypatch):
+    """Issue 36: the cache peaked far over --cache-max-mb during a cold night. After each package's run the
+    ceiling is held (at most every five minutes): the least recently used folders go, never one in use or just used."""
+    env = environ(registry)
+    settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env, cache_max_mb=0)
+    cache = PackageCache(tmp_path / "cache")
+    first = resolve(npm_package("1.0.0"), env)
+    monkeypatch.setattr("scanner.packages.sandbox._CEILING_CHECKED", {})
+    assert tool_names(run(first, settings)) == ["version_1_0_0"]
+    assert cache.package_dir(first).exists(), "just used: kept, over the ceiling or not"
+    an_hour_ago = time.time() - 3600
+    os.utime(cache.package_dir(first) / ".fathom-used", (an_hour_ago, an_hour_ago))
+    monkeypatch.setattr("scanner.packages.sandbox._CEILING_CHECKED", {})
+    second = resolve(npm_package("2.0.0"), env)
+    assert tool_names(run(second, settings)) == ["version_2_0_0"]
+    assert not cache.package_dir(first).exists(), "removed during the night, before the housekeeping after it"
+    assert cache.package_dir(second).exists()
+    assert tool_names(run(first, settings)) == ["version_1_0_0"]  # simply installed again when next scanned
 
 
 def _server(name: str, package: dict[str, Any]) -> dict[str, Any]:

@@ -51,7 +51,8 @@ def test_dry_run_says_each_missing_runner_once(tmp_path):
     runner = CliRunner()
     result = runner.invoke(
         app,
-        ["scan", str(SAMPLE), "--dry-run", "--run-packages", "--format", "json"],
+        # A cache every user reaches: run as root, packages run as users of their own (said otherwise).
+        ["scan", str(SAMPLE), "--dry-run", "--run-packages", "--format", "json", "--cache-dir", str(tmp_path / "c")],
         env={"PATH": only_npx(tmp_path)},
     )
     assert result.exit_code == 0, result.output

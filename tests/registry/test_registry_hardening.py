@@ -100,7 +100,10 @@ def test_an_opted_in_command_gets_only_its_declared_env(tmp_path: Path, monkeypa
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-must-not-leak-77")
     monkeypatch.setenv("FATHOM_SECRET_MINE_KEY", "declared-value-12")
     monkeypatch.setenv("BASH_FUNC_x%%", "() { echo pwned; }")
-    out = tmp_path / "env.txt"
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # run as root, the command runs as a user of its own (scanner/isolation.py)
+    out = shared / "env.txt"
     config = {
         "mcpServers": {
             "mine": {"command": "sh", "args": env_dump(out)[1:], "env": {"KEY": "${FATHOM_SECRET_MINE_KEY}"}}
@@ -116,7 +119,8 @@ def test_an_opted_in_command_gets_only_its_declared_env(tmp_path: Path, monkeypa
     dumped = out.read_text(encoding="utf-8")
     for leaked in (ATTACK, ATTACK_VALUE, "aws-must-not-leak-77", "FATHOM_SECRET_MINE_KEY", "pwned"):
         assert leaked not in dumped
-    allowed = {"KEY", "PYTHONHASHSEED", "FATHOM_SCAN_MARK", "PWD", "SHLVL", "_", "OLDPWD"} | set(
+    # TMPDIR: run as root, the command's own private one (beside its own HOME).
+    allowed = {"KEY", "PYTHONHASHSEED", "FATHOM_SCAN_MARK", "PWD", "SHLVL", "_", "OLDPWD", "TMPDIR"} | set(
         __import__("scanner.mcp.transports", fromlist=["PASSTHROUGH_ENV"]).PASSTHROUGH_ENV
     )
     assert set(child) <= allowed, set(child) - allowed  # sh adds PWD, SHLVL and _ itself

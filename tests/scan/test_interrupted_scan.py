@@ -281,17 +281,30 @@ def test_a_new_scan_marks_a_long_dead_run_interrupted(setup: dict[str, Any], tmp
     other = tmp_path / "other.json"
     missing = {"name": "x", "command": [str(tmp_path / "no-such-program")]}
     other.write_text(json.dumps({"servers": [missing]}), encoding="utf-8")
-    # Killed a moment ago: another scan starting now leaves it alone (it may be a live crawl).
+    # Killed a moment ago, but its process is gone (scanner/store/owner.py): the next scan marks it at once.
     assert subprocess.run(scan_command(other, db), capture_output=True, timeout=180, cwd=ROOT).returncode == 0
     store = open_store(f"sqlite:///{db}")
-    assert [run.status for run in store.runs()] == ["running", "finished"]
+    assert [run.status for run in store.runs()] == ["interrupted", "finished"]
+    store.close()
+    # A run whose process cannot be told (an older version's, or another host's) waits for the age margin.
+    with sqlite3.connect(db) as connection:
+        connection.execute("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?", (killed.id,))
+        connection.execute("UPDATE runs SET options = json_remove(options, '$._process') WHERE id = ?", (killed.id,))
+    assert subprocess.run(scan_command(other, db), capture_output=True, timeout=180, cwd=ROOT).returncode == 0
+    store = open_store(f"sqlite:///{db}")
+    assert [run.status for run in store.runs()] == ["running", "finished", "finished"]
     store.close()
     age_run(db, killed.id, hours=1)
     assert subprocess.run(scan_command(other, db), capture_output=True, timeout=180, cwd=ROOT).returncode == 0
     store = open_store(f"sqlite:///{db}")
     try:
         runs = store.runs()
-        assert [(run.id, run.status) for run in runs] == [(killed.id, "interrupted"), (2, "finished"), (3, "finished")]
+        assert [(run.id, run.status) for run in runs] == [
+            (killed.id, "interrupted"),
+            (2, "finished"),
+            (3, "finished"),
+            (4, "finished"),
+        ]
         assert runs[0].servers_scanned == len(QUICK) and runs[0].finished_at is not None
     finally:
         store.close()

@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from scanner import wire
+from scanner import isolation, wire
 from scanner.mcp import jsonrpc
 from scanner.mcp.failures import ScanFailure
 from scanner.mcp.limits import ClientLimits
@@ -64,6 +64,10 @@ class StdioTransport(ClientTransport):
             raise ScanFailure(Outcome.SPAWN_ERROR, "no command to start")
         env = dict(os.environ if self._env is None else self._env)
         env[MARK_ENV] = self._mark
+        kid = isolation.CURRENT.get()  # run as root: the child's own user (scanner/isolation.py)
+        if kid is not None and kid.home is not None:
+            env["HOME"], env["TMPDIR"] = str(kid.home), str(kid.home / "tmp")
+        isolation.announce_mark(self._mark)
         try:
             self._process = await anyio.open_process(
                 self._command,
@@ -72,6 +76,7 @@ class StdioTransport(ClientTransport):
                 stderr=subprocess.PIPE,
                 env=env,
                 start_new_session=True,
+                **isolation.spawn_options(),
             )
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__

@@ -1,0 +1,47 @@
+"""A command from a list or client config (``--run-commands``), run apart from the others.
+
+Run as root, each command runs as a user of its own with a private HOME and TMPDIR (:mod:`scanner.isolation`):
+it cannot read another command's environment, HOME or files, nor signal Fathom or the other commands. That
+user must be able to reach the program: where the command's executable lies out of its reach (under root's
+own 0700 HOME, for one), the command runs as Fathom's user, as before, and its outcome says so in
+``extra["isolation"]`` (docs/registry.md, "Which platform isolates what").
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+from scanner import isolation
+from scanner.mcp import ClientLimits, scan_server
+from scanner.mcp.transports import stdio_env
+from scanner.models import Outcome, ScanOutcome, ServerEntry
+
+
+def out_of_reach(entry: ServerEntry) -> str | None:
+    """Why ``entry``'s program cannot run as a user of its own (None: it can)."""
+    program = entry.command[0]
+    path = stdio_env(entry, None).get("PATH")
+    found = shutil.which(program, path=path) if path is not None else shutil.which(program)
+    if found is None:
+        return None  # not found at all: the start fails the same way as any user, and says so
+    if not isolation.reachable(Path(found)):
+        return f"none: {found} is out of reach of an unprivileged user, so it ran as Fathom's user"
+    return None
+
+
+async def run_command(entry: ServerEntry, limits: ClientLimits, profile: str) -> ScanOutcome:
+    """Scan a stdio command entry, as a user of its own where Fathom runs as root."""
+    if not isolation.enabled() or not entry.command:
+        return await scan_server(entry, limits, profile)
+    why = out_of_reach(entry)
+    if why is not None:
+        outcome = await scan_server(entry, limits, profile)
+        return replace(outcome, extra={**outcome.extra, "isolation": why})
+    try:
+        with isolation.child(private_home=True):
+            return await scan_server(entry, limits, profile)  # never raises for the server's fault
+    except OSError as exc:  # a user of its own could not be set up: not run at all, and said so
+        detail = f"could not run it as a user of its own: {exc.strerror or exc}"
+        return ScanOutcome(outcome=Outcome.SPAWN_ERROR, transport=entry.transport.value, detail=detail)
