@@ -95,7 +95,7 @@ def scan(
         typer.Option(
             metavar="DIR",
             help="With --run-packages: the package cache kept between nights, one folder per package@version "
-            "(docs/registry.md). [default: $XDG_CACHE_HOME/fathom or ~/.cache/fathom]",
+            "(docs/registry.md). [default: $XDG_CACHE_HOME/fathom, or ~/.cache/fathom; /var/cache/fathom for root]",
         ),
     ] = None,
     disk_limit_mb: Annotated[

@@ -1,6 +1,6 @@
 """Fathom's package cache: one folder per package@version, state no package can write, a ceiling.
 
-Layout under the cache folder (``--cache-dir``, default ``~/.cache/fathom``)::
+Layout under the cache folder (``--cache-dir``, default ``~/.cache/fathom``; ``/var/cache/fathom`` for root)::
 
     pkg/<registry type>/<identifier>@<version>-<hash>/   one package's own installer caches (npm/, uv/)
     state/<registry type>/<same name>.json              what Fathom remembers of it: size, last use, verdict

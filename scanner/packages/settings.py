@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,11 +12,19 @@ DEFAULT_DISK_LIMIT_MB = 4096
 DEFAULT_CACHE_MAX_MB = 20480
 
 
+ROOT_CACHE_DIR = Path("/var/cache/fathom")
+"""The default cache of a root Fathom on Linux: each package runs as a user of its own there
+(:mod:`scanner.isolation`), which cannot reach ``/root`` (0700), so root's ``~/.cache`` would fail every package."""
+
+
 def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_CACHE_HOME/fathom``, or ``~/.cache/fathom`` (the XDG default) when it is unset or relative."""
+    """``$XDG_CACHE_HOME/fathom``; else ``/var/cache/fathom`` for root on Linux (the children's users must reach
+    it), or ``~/.cache/fathom`` (the XDG default)."""
     env = os.environ if environ is None else environ
     base = env.get("XDG_CACHE_HOME", "")
     if not base or not os.path.isabs(base):
+        if sys.platform.startswith("linux") and os.geteuid() == 0:
+            return ROOT_CACHE_DIR
         base = str(Path(env.get("HOME") or Path.home()) / ".cache")
     return Path(base) / "fathom"
 

@@ -4,6 +4,8 @@ the new flags reach the crawl and the run's stored options."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import anyio
@@ -14,6 +16,7 @@ from scanner.crawl import CrawlSettings, crawl
 from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages import PackageSettings, default_cache_dir
 from scanner.packages.runners import missing_runners, warning_lines
+from scanner.packages.settings import ROOT_CACHE_DIR
 from scanner.registry import load_entries
 from scanner.scan import ScanConfig
 
@@ -68,7 +71,9 @@ def test_dry_run_says_each_missing_runner_once(tmp_path):
 
 def test_package_settings_defaults_and_stored_options(tmp_path):
     assert default_cache_dir({"XDG_CACHE_HOME": "/x/cache", "HOME": "/h"}) == Path("/x/cache/fathom")
-    assert default_cache_dir({"XDG_CACHE_HOME": "relative", "HOME": "/h"}) == Path("/h/.cache/fathom")
+    # Unset or relative: root on Linux gets /var/cache/fathom (its packages' own users cannot reach /root).
+    fallback = ROOT_CACHE_DIR if sys.platform.startswith("linux") and os.geteuid() == 0 else Path("/h/.cache/fathom")
+    assert default_cache_dir({"XDG_CACHE_HOME": "relative", "HOME": "/h"}) == fallback
     settings = PackageSettings(cache_dir=tmp_path, disk_limit_mb=512, pass_env=("CORP_TOKEN",))
     config = ScanConfig(source="x", run_packages=True, crawl=CrawlSettings(packages=settings))
     options = config.options()
