@@ -268,7 +268,11 @@ def test_findings_and_history_show_when_a_client_started_and_stopped_refusing(tm
     site = tmp_path / "site"
     assert runner.invoke(app, ["report", "--db", db, "--out", str(site)]).exit_code == 0
     trends = (site / "trends.html").read_text(encoding="utf-8")
-    rows = re.findall(r'<tr><td class="num">(\d+)</td>.*?<td class="num">([\d,–-]+)</td></tr>', trends, re.S)
+    rows = re.findall(
+        r'<tr><td class="num"[^>]*>(\d+)</td>.*?<td class="num" data-label="Client refusals">([\d,–-]+)</td></tr>',
+        trends,
+        re.S,
+    )
     assert [(run, refusals) for run, refusals in rows] == [("3", "0"), ("2", "1"), ("1", "0")]
     [page] = (site / "servers").glob("io-example-grafana*.html")
     assert "OpenAI API: loads" in page.read_text(encoding="utf-8")  # the newest run: fixed

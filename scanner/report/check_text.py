@@ -1,16 +1,23 @@
-"""``fathom check`` in a terminal: laid out like the product card.
+"""``fathom check`` in a terminal, fitted to its width (``$COLUMNS``, the terminal's, else 80; :func:`fit`).
 
-Tokens per provider (both Claude tokenizer generations, each named by its models), the tool count and the 200k
-share, the biggest tools (every tool with ``--tools``), then findings worst first under ``1 problem, 2 warnings,
-3 notes`` (or ``Nothing a model would stumble over``); a rule firing on more than five tools is shown once with
-its count (``--verbose`` lists each); with ``--preview``, preview findings are tagged ``[preview]``, counted
-apart (``+ 3 preview``) and followed by what preview means and each rule's measured precision. Then the score
-(the leaderboard's) and what each rule cost, the findings
-set aside as ignored (with why), the comparison with a ``--baseline``, and every gate asked for. Colour only
-when asked (on a TTY); every string from the list goes through :func:`scanner.textsafe.clean`.
+First a one-line summary (the score, the findings, the tokens per turn, whether every client loads the list, the
+gates), so a reader knows where the list stands before scrolling; then the findings worst first under ``1 problem,
+2 warnings, 3 notes`` (or ``Nothing a model would stumble over``): a rule firing on more than five tools is shown
+once with its count (``--verbose`` lists each); with ``--preview``, preview findings are tagged ``[preview]``,
+counted apart (``+ 3 preview``) and followed by what preview means and each rule's measured precision. Then
+whether each client loads the list, the score (the leaderboard's) and what each rule cost, what the list costs
+(tokens per provider, both Claude tokenizer generations; each client's figure; the largest tools, every tool with
+``--tools``; how each count is made with ``--verbose``), the findings set aside as ignored (with why), the
+comparison with a ``--baseline``, and every gate asked for. Colour only when asked (on a TTY); every string from
+the list goes through :func:`scanner.textsafe.clean`.
 """
 
 from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
 
 from scanner.baseline import Comparison
 from scanner.check import CheckResult, IgnoredFinding
@@ -58,31 +65,41 @@ def server_lines(outcome: ScanOutcome, paint: _Painter) -> list[str]:
     return [paint(f"Server: {name}{version}", "1"), "  " + " · ".join(parts)]
 
 
-def report_lines(
-    report: CheckReport, paint: _Painter, *, verbose: bool = False, all_tools: bool = False, ignored: int = 0
-) -> list[str]:
+def cost_lines(report: CheckReport, paint: _Painter, *, verbose: bool = False, all_tools: bool = False) -> list[str]:
+    """Tokens per turn per provider (how each was counted with ``--verbose``), what each client sends, the
+    server's instructions and the largest tools."""
     lines = [paint("Tokens per turn", "1")]
-    width = max(len(PROVIDER_LABELS.get(provider, provider)) for provider in report.tokens) + 2
+    labels = {provider: PROVIDER_SHORT.get(provider, provider) for provider in report.tokens}
+    width = max(len(label) for label in labels.values()) + 2
     for provider, count in report.tokens.items():
-        label = PROVIDER_LABELS.get(provider, provider)
-        lines.append(f"  {label:<{width}}{count.tokens:>9,}   {paint(count.method, '2')}")
+        lines.append(f"  {labels[provider]:<{width}}{count.tokens:>9,}")
+        if verbose:
+            lines.append(f"  {'':<{width}}{'':>9}   {paint(count.method, '2')}")
     dearest = max(report.tokens.values(), key=lambda count: count.tokens)
     tools = f"{report.tools_count} tool{'' if report.tools_count == 1 else 's'}"
     share = f"{report.context_share * 100:.1f} % of a 200k context"
-    lines.append(f"  {tools} · {share} ({PROVIDER_LABELS.get(dearest.provider, dearest.provider)})")
-    lines += client_lines(report, paint)
+    lines.append(f"  {tools} · {share} ({labels[dearest.provider]})")
+    if not verbose:
+        lines.append(paint("  (how each count is made, and each client's: --verbose; docs/tokens.md)", "2"))
+    lines += client_lines(report, paint, verbose=verbose)
     if report.instructions is not None:
         lines += ["", paint("Instructions (the server's, read as a system text every turn)", "1")]
         for provider, count in report.instructions.tokens.items():
-            label = PROVIDER_LABELS.get(provider, provider)
-            lines.append(f"  {label:<{width}}{count.tokens:>9,}   {paint(count.method, '2')}")
+            lines.append(f"  {PROVIDER_SHORT.get(provider, provider):<{width}}{count.tokens:>9,}")
+            if verbose:
+                lines.append(f"  {'':<{width}}{'':>9}   {paint(count.method, '2')}")
         lines.append(f"  {instructions_line(report, dearest.provider)}")
     shown = report.tools_by_cost if all_tools else report.largest_tools
     if shown:
         title = "Tools, most expensive first" if all_tools else "Largest tools"
         lines += ["", paint(title, "1")]
         lines += _cost_table(shown, list(report.tokens))
-    lines += ["", paint(headline(report.findings) + (f" ({ignored} ignored)" if ignored else ""), "1")]
+    return lines
+
+
+def finding_lines(report: CheckReport, paint: _Painter, *, verbose: bool = False, ignored: int = 0) -> list[str]:
+    """Findings worst first under their headline; a rule on more than five tools once, with its count."""
+    lines = [paint(headline(report.findings) + (f" ({ignored} ignored)" if ignored else ""), "1")]
     for item in group_findings(report.findings, verbose=verbose):
         finding = item.first if isinstance(item, FindingGroup) else item
         if isinstance(item, FindingGroup):
@@ -95,8 +112,8 @@ def report_lines(
         tag = paint(" [preview]", "2") if is_preview(finding.code) else ""
         lines.append(f"  {label} {finding.code} {finding.rule}{tag}{where}")
         prefix = "e.g. " if isinstance(item, FindingGroup) else ""
-        lines.append(f"           {prefix}{clean(finding.message)}")
-        lines.append(f"           {paint('fix: ' + clean(finding.hint), '2')}")
+        lines.append(f"{FINDING_INDENT}{prefix}{clean(finding.message)}")
+        lines.append(f"{FINDING_INDENT}{paint('fix: ' + clean(finding.hint), '2')}")
     if not verbose and any(isinstance(item, FindingGroup) for item in group_findings(report.findings)):
         lines += ["", paint("  (rules firing on more than 5 tools are shown once; --verbose lists each)", "2")]
     previews = list(dict.fromkeys(finding.code for finding in report.findings if is_preview(finding.code)))
@@ -104,6 +121,10 @@ def report_lines(
         lines += ["", paint(f"  {PREVIEW_MEANING}", "2")]
         lines += [paint(f"    {code}: {precision_label(code)}", "2") for code in previews]
     return lines
+
+
+FINDING_INDENT = " " * 11
+"""Where a finding's message and fix start: under its code, past ``  warning  ``."""
 
 
 PREVIEW_MEANING = (
@@ -120,23 +141,20 @@ def headline(findings: tuple[Finding, ...]) -> str:
     return line + (f" (+ {extra} preview)" if extra else "")
 
 
-def client_lines(report: CheckReport, paint: _Painter) -> list[str]:
-    """What each client sends per turn (scanner.clients): at rest and, when it defers, with 3 to 5 tools loaded."""
+def client_lines(report: CheckReport, paint: _Painter, *, verbose: bool = False) -> list[str]:
+    """What each client sends per turn (scanner.clients): at rest and, when it defers, with 3 to 5 tools loaded;
+    how each figure is made with ``verbose``."""
     from scanner.clients import report_clients
 
     costs = report_clients(report)
     if not costs:
         return []
     lines = ["", paint("Per client (what each sends per turn)", "1")]
-    width = max(len(cost.label) for cost in costs) + 2
     for cost in costs:
-        how = (
-            f"deferred; {cost.loaded_low:,}-{cost.loaded_high:,} with 3-5 tools loaded"
-            if cost.deferred
-            else "every tool"
-        )
-        lines.append(f"  {cost.label:<{width}}{cost.tokens:>9,}   {how}")
-        lines.append(f"  {'':<{width}}{'':>9}   {paint(cost.method, '2')}")
+        how = f"deferred, {cost.loaded_low:,}-{cost.loaded_high:,} with 3-5 loaded" if cost.deferred else "every tool"
+        lines.append(f"  {cost.label}: {cost.tokens:,} ({how})")
+        if verbose:
+            lines.append(f"    {paint(cost.method, '2')}")
     return lines
 
 
@@ -165,7 +183,17 @@ def _cost_table(costs: tuple[ToolCost, ...], providers: list[str]) -> list[str]:
     return out
 
 
-def render(result: CheckResult, *, colour: bool = False, verbose: bool = False, all_tools: bool = False) -> str:
+def render(
+    result: CheckResult,
+    *,
+    colour: bool = False,
+    verbose: bool = False,
+    all_tools: bool = False,
+    width: int | None = None,
+) -> str:
+    """The whole text report, each line wrapped to ``width`` columns (default :func:`text_width`): first the
+    source and a one-line summary (score, findings, tokens, clients, gates), then the findings, whether each
+    client loads the list, the score, what the list costs, ignored findings, the baseline and the gates."""
     paint = _Painter(colour)
     lines = [paint(f"Tool list: {clean(result.source)}", "1")] if result.outcome is None else []
     if result.outcome is not None:
@@ -175,11 +203,13 @@ def render(result: CheckResult, *, colour: bool = False, verbose: bool = False, 
         lines.append(
             paint(f"  {result.outcome.outcome.value}: {clean(result.outcome.detail)}", "31;1"),
         )
-        return "\n".join(lines) + "\n"
+        return fit(lines, width)
+    lines.append(summary_line(result))
     lines.append("")
-    lines += report_lines(result.report, paint, verbose=verbose, all_tools=all_tools, ignored=len(result.ignored))
+    lines += finding_lines(result.report, paint, verbose=verbose, ignored=len(result.ignored))
     lines += verdict_lines(result, paint)
     lines += score_lines(result, paint)
+    lines += ["", *cost_lines(result.report, paint, verbose=verbose, all_tools=all_tools)]
     lines += ignored_lines(result, paint)
     if result.comparison is not None:
         lines += comparison_lines(result.comparison, paint)
@@ -188,7 +218,84 @@ def render(result: CheckResult, *, colour: bool = False, verbose: bool = False, 
         for gate in result.gates:
             mark = paint("passed", "32;1") if gate.passed else paint("FAILED", "31;1")
             lines.append(f"  {mark} {gate.gate}: {clean(gate.message)}")
-    return "\n".join(lines) + "\n"
+    return fit(lines, width)
+
+
+def summary_line(result: CheckResult) -> str:
+    """``Score 78.5 · 11 warnings, 15 notes · 7,088 tokens/turn (Claude 4.7+) · every client loads it · gates
+    passed``: what a reader wants first, on one line."""
+    from scanner.verdicts import result_verdicts
+
+    report = result.report
+    assert report is not None
+    score = result.score
+    parts = [f"Score {score.score:g}/100" if score is not None else "No score (no tools)"]
+    parts.append(headline(report.findings))
+    dearest = max(report.tokens.values(), key=lambda count: count.tokens)
+    parts.append(f"{dearest.tokens:,} tokens/turn ({PROVIDER_SHORT.get(dearest.provider, dearest.provider)})")
+    verdicts = result_verdicts(result)
+    refused = [verdict.label for verdict in verdicts if verdict.state == "refuses"]
+    dropped = [verdict.label for verdict in verdicts if verdict.state == "drops"]
+    if refused:
+        parts.append("refused by " + ", ".join(refused))
+    elif dropped:
+        parts.append("tools dropped by " + ", ".join(dropped))
+    elif verdicts:
+        parts.append("every client loads it")
+    if result.gates:
+        failed = sum(1 for gate in result.gates if not gate.passed)
+        parts.append(f"{failed} of {len(result.gates)} gates FAILED" if failed else "gates passed")
+    return "  " + " · ".join(parts)
+
+
+_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def text_width() -> int:
+    """The width text output fits: ``$COLUMNS`` when set, else the terminal's, else 80 (a log, a pipe)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) >= 40:
+        return int(columns)
+    if sys.stdout is not None and sys.stdout.isatty():
+        return max(40, shutil.get_terminal_size().columns)
+    return 80
+
+
+def fit(lines: list[str], width: int | None = None) -> str:
+    """The lines joined, each longer than ``width`` (colour escapes not counted) wrapped at spaces, its
+    continuation indented two more than the line (a finding's header goes on under its code, a finding's message
+    and fix under themselves). A word longer than the width (a URL, a pointer) is left whole rather than cut."""
+    width = width or text_width()
+    out: list[str] = []
+    for line in lines:
+        bare = _ESCAPE.sub("", line)
+        if len(bare) <= width:
+            out.append(line)
+            continue
+        indent = len(bare) - len(bare.lstrip(" "))
+        if indent >= len(FINDING_INDENT) or bare.lstrip(" ").startswith(tuple(level.label for level in Severity)):
+            hang = len(FINDING_INDENT)
+        else:
+            hang = indent + 2
+        out += _wrap(line, width, indent, hang)
+    return "\n".join(out) + "\n"
+
+
+def _wrap(line: str, width: int, indent: int, hang: int) -> list[str]:
+    """``line`` (``indent`` spaces, then words) in rows of at most ``width`` visible columns, rows after the
+    first indented by ``hang``."""
+    rows: list[str] = []
+    current, seen, empty = " " * indent, indent, True
+    for word in line.lstrip(" ").split(" "):
+        size = len(_ESCAPE.sub("", word))
+        if not empty and seen + 1 + size > width:
+            rows.append(current)
+            current, seen, empty = " " * hang, hang, True
+        current += ("" if empty else " ") + word
+        seen += size + (0 if empty else 1)
+        empty = False
+    rows.append(current)
+    return rows
 
 
 def verdict_lines(result: CheckResult, paint: _Painter) -> list[str]:
