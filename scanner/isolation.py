@@ -42,6 +42,7 @@ import stat
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -439,6 +440,23 @@ def announce_mark(mark: str) -> None:
     _REAPER.announce(f"m{mark}")
 
 
+LEASE_WAIT_S = 3.0
+"""How long the reaper waits for a dead Fathom's lease: the pipe's end can close before the lease's descriptor
+does while the kernel tears the process down, so a lease still locked for a moment is the dead one's."""
+
+
+def _lock_soon(fd: int) -> bool:  # pragma: no cover - runs in the forked reaper
+    """Lock the lease ``fd`` within :data:`LEASE_WAIT_S`; False when another Fathom keeps it."""
+    for _ in range(int(LEASE_WAIT_S / 0.05)):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            time.sleep(0.05)
+            continue
+        return True
+    return False
+
+
 def _reap(fd: int) -> None:  # pragma: no cover - runs in the forked reaper
     """Only ``os`` calls here: this is a fork of a process that may have threads."""
     os.setsid()
@@ -473,12 +491,10 @@ def _reap(fd: int) -> None:  # pragma: no cover - runs in the forked reaper
             folder = lease_dir()
             for uid in sorted(uids):
                 lease = os.open(folder / str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-                try:
-                    fcntl.flock(lease, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:  # another Fathom holds it now: its child, not ours
+                if _lock_soon(lease):
+                    free.add(uid)
+                else:  # another Fathom holds it now: its child, not ours
                     os.close(lease)
-                    continue
-                free.add(uid)
 
     def ours(pid: int) -> bool:
         if free and users_of(pid) & free:

@@ -180,7 +180,8 @@ def test_check_says_mcp602_on_a_401_a_client_cannot_learn_to_answer(host: DemoHo
     assert line.endswith(
         "auth_required: HTTP 401: authorization required (unauthorized); MCP602 auth-undiscoverable: The server "
         "answers 401 without a resource_metadata parameter in WWW-Authenticate (challenge scheme: Bearer) and "
-        "without protected-resource metadata at the well-known URL."
+        "without protected-resource metadata at the well-known URL.; next: give it a credential: --bearer-env VAR "
+        "(a token in that variable) or --header 'NAME: VALUE'"
     ), line
     data = json.loads(runner.invoke(app, ["check", "--url", host.url("undiscoverable"), "--format", "json"]).stdout)
     assert [finding["code"] for finding in data["findings"]] == ["MCP602"]

@@ -220,8 +220,9 @@ def test_check_reproduces_a_scan_of_a_package(registry, tmp_path):
     result = CliRunner().invoke(app, ["check", "--timeout", "90", "--", *command], env=env)
     assert result.exit_code == 3, result.output
     assert registry.downloads(f"{NPM_NAME}-1.0.0.tgz") >= 1  # npx was pointed at the loopback registry
-    assert result.stderr.strip().endswith("crashed: Error: cannot open the index at /var/lib/fathom-test/index.db"), (
-        result.stderr
-    )
+    assert result.stderr.strip().endswith(
+        "crashed: Error: cannot open the index at /var/lib/fathom-test/index.db; next: the command crashed before "
+        "it answered: run it yourself to see why"
+    ), result.stderr
     missing = CliRunner().invoke(app, ["check", "--timeout", "90", "--", "npx", "-y", f"{NPM_NAME}@9.9.9"], env=env)
     assert f"package_not_found: {NPM_NAME}@9.9.9 not found: npm error" in missing.stderr, missing.stderr

@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
-from scanner import scrub
+from scanner import isolation, scrub
 from scanner.crawl import CrawlSettings, crawl
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
@@ -29,6 +29,13 @@ from scanner.registry.localport import PORT_SENTINEL
 from scanner.store.engine import create_store_engine
 
 SCRIPT = str(Path(__file__).parent.parent / "servers" / "snoop_child.py")
+# As root each child runs as a user of its own (scanner.isolation), who cannot reach an interpreter under /root
+# (a pyenv, a venv there): the children run on the system's Python then, as a registry's packages would.
+PYTHON = (
+    sys.executable
+    if not isolation.enabled() or isolation.reachable(Path(sys.executable))
+    else next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if Path(p).exists()), sys.executable)
+)
 OWN = "snoop-own-Token-4f9a2c77e1"
 SIBLING = "ghp_SiblingToken0123456789abcdef"
 DB_PASSWORD = "Db-pass-7788-zz"
@@ -57,7 +64,7 @@ def package(name: str, mode: str, leaks: Path, *, local: bool) -> ServerEntry:
         "missing_inputs": [],
         "secret_env_names": ["SNOOP_TOKEN"],
     }
-    command: tuple[str, ...] = (sys.executable, SCRIPT, mode)
+    command: tuple[str, ...] = (PYTHON, SCRIPT, mode)
     if local:
         facts["local_port"] = {
             "transport": "streamable-http",
@@ -100,7 +107,7 @@ def test_every_child_is_scrubbed_of_every_held_secret_and_keeps_its_ordinary_val
     sibling = ServerEntry(
         name="sibling",
         transport=Transport.STDIO,
-        command=(sys.executable, SCRIPT, "stdio", str(quiet)),
+        command=(PYTHON, SCRIPT, "stdio", str(quiet)),
         env={"PATH": os.environ.get("PATH", os.defpath), "GH_CREDENTIAL_VALUE": SIBLING},
     )
     entries = [
