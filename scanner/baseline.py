@@ -45,6 +45,16 @@ class BaselineFinding:
     def of(cls, finding: Finding) -> BaselineFinding:
         return cls(finding.code, finding.rule, finding.severity, finding.tool, finding.message)
 
+    def to_json(self) -> dict[str, Any]:
+        """As ``check --format json`` lists a fixed or gone finding of the baseline."""
+        return {
+            "code": self.code,
+            "rule": self.rule,
+            "severity": self.severity.label,
+            "tool": self.tool,
+            "message": self.message,
+        }
+
 
 @dataclass(frozen=True)
 class TokenDelta:

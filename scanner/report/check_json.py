@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from scanner.baseline import BaselineFinding, Comparison
+from scanner.baseline import Comparison
 from scanner.check import CheckResult
 from scanner.clients import report_clients
 from scanner.models import CheckReport, Finding, ScanOutcome, Summary
@@ -175,18 +175,8 @@ def comparison_dict(comparison: Comparison) -> dict[str, Any]:
             for tool in comparison.tools
         ],
         "new_findings": [finding_dict(finding) for finding in comparison.new],
-        "fixed_findings": [_stored(f) for f in comparison.fixed],
-        "gone_findings": [_stored(f) for f in comparison.gone],
-    }
-
-
-def _stored(finding: BaselineFinding) -> dict[str, Any]:
-    return {
-        "code": finding.code,
-        "rule": finding.rule,
-        "severity": finding.severity.label,
-        "tool": finding.tool,
-        "message": finding.message,
+        "fixed_findings": [finding.to_json() for finding in comparison.fixed],
+        "gone_findings": [finding.to_json() for finding in comparison.gone],
     }
 
 

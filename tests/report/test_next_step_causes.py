@@ -15,6 +15,7 @@ from scanner.packages import PackageSettings, classify
 from scanner.packages.cache import PackageCache
 from scanner.packages.sandbox import remembered_too_large
 from scanner.report.nextstep import next_step
+from tests.report.test_report_nextstep import _row
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "causes"
 SERVER = "io.github.acme/weather"
@@ -186,7 +187,7 @@ def test_not_found_failures_group_as_one_whatever_the_package():
             "… not found: npm error 404 Not Found - GET https://registry.npmjs.org/… - Not found",
         )
     }
-    rows = tuple(_unranked(f"s{index}", "package_not_found", detail) for index, detail in enumerate(details))
+    rows = tuple(_row(f"s{index}", "package_not_found", detail) for index, detail in enumerate(details))
     (group,) = FailureGroup(key="package_not_found", label="Package not found", rows=rows).reasons
     assert len(group.rows) == 72
     # a mirror's host stays in the key: its gap is not grouped with the public index's answer
@@ -205,27 +206,6 @@ def test_uv_not_found_and_paths_group_too():
     assert len({reason_group("package_not_found", text) for text in uv}) == 1
     crashes = [f"Error: Cannot find module '<home>/.npm/_npx/{n}/node_modules/{n}/dist/index.js'" for n in "xyz"]
     assert len({reason_group("crashed", text) for text in crashes}) == 1
-
-
-def _unranked(name: str, outcome: str, detail: str):
-    from scanner.report.data import ServerRow
-
-    return ServerRow(
-        name=name,
-        slug=name,
-        outcome=outcome,
-        detail=detail,
-        rank=None,
-        movement="unranked",
-        moved_by=0,
-        score=None,
-        tools_count=None,
-        tokens={},
-        problems=0,
-        warnings=0,
-        notes=0,
-        toolset_sha256=None,
-    )
 
 
 def test_a_declared_package_is_shown_in_its_registry_spelling():
