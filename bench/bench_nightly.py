@@ -278,6 +278,12 @@ def _distributed(url: str, postgres: str, concurrency: int, timeout: float) -> S
         peak = max(peak, usage.ru_maxrss / 1024)
     step = Step("PostgreSQL: enqueue + 2 workers", time.perf_counter() - started, cpu, peak, processes=3)
     step.size_mb, step.size_of = _size(postgres) / 1e6, "database"
+    engine = create_store_engine(postgres)
+    with engine.connect() as connection:
+        status = connection.execute(text("SELECT status FROM runs ORDER BY id DESC LIMIT 1")).scalar_one()
+        scans = connection.execute(text("SELECT outcome, count(*) FROM scans GROUP BY outcome ORDER BY outcome"))
+        step.note = f"run {status}: " + " ".join(f"{outcome}={count}" for outcome, count in scans)
+    engine.dispose()
     return step
 
 
