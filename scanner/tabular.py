@@ -18,7 +18,7 @@ import enum
 import io
 import json
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -86,8 +86,29 @@ def render_rows(
     """``rows`` in the chosen format. ``columns`` picks and orders the table's columns (JSON keeps every key);
     ``width`` fits the table to that many columns of text: the ``wrap`` columns (any text column when empty)
     wrap first, ``optional`` ones are left out (last first) when wrapping is not enough."""
+    return "".join(render_chunks(rows, fmt, columns=columns, width=width, optional=optional, wrap=wrap))
+
+
+def render_chunks(
+    rows: Sequence[Mapping[str, Any]],
+    fmt: TableFormat,
+    *,
+    columns: Sequence[str] | None = None,
+    width: int | None = None,
+    optional: Sequence[str] = (),
+    wrap: Sequence[str] = (),
+) -> Iterator[str]:
+    """:func:`render_rows`, a line (a JSON row) at a time, so a long answer is written as it is rendered instead
+    of being held whole a second time. Joined, the chunks are exactly :func:`render_rows`'s text."""
     if fmt is TableFormat.json:
-        return json.dumps([{k: _plain(v) for k, v in row.items()} for row in rows], indent=2, default=str) + "\n"
+        if not rows:
+            yield "[]\n"
+            return
+        for index, row in enumerate(rows):
+            text = json.dumps({k: _plain(v) for k, v in row.items()}, indent=2, default=str)
+            yield ("[\n  " if index == 0 else ",\n  ") + text.replace("\n", "\n  ")
+        yield "\n]\n"
+        return
     names = list(columns) if columns else (list(rows[0].keys()) if rows else [])
     if fmt is TableFormat.csv:
         buffer = io.StringIO()
@@ -95,9 +116,14 @@ def render_rows(
         writer.writerow(names)
         for row in rows:
             writer.writerow([_csv_cell(row.get(name)) for name in names])
-        return buffer.getvalue()
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+        yield buffer.getvalue()
+        return
     if not rows:
-        return "(none)\n"
+        yield "(none)\n"
+        return
     cells = {name: [_cell(row.get(name)) for row in rows] for name in names}
     numeric = {name: all(_is_number(row.get(name)) for row in rows) for name in names}
     # Numbers and times keep their width; only text columns shrink and wrap.
@@ -136,17 +162,16 @@ def render_rows(
         ]
         return (" " * GAP).join(parts).rstrip()
 
-    lines = [line(shown), line(["─" * widths[name] for name in shown])]
+    yield line(shown) + "\n" + line(["─" * widths[name] for name in shown]) + "\n"
     for index in range(len(rows)):
         wrapped = [_wrap(cells[name][index], widths[name]) for name in shown]
         height = max(map(len, wrapped))
         for row_line in range(height):
-            lines.append(line([part[row_line] if row_line < len(part) else "" for part in wrapped]))
+            yield line([part[row_line] if row_line < len(part) else "" for part in wrapped]) + "\n"
     if left_out:
         noun = "columns" if len(left_out) > 1 else "column"
         note = f"({len(left_out)} more {noun} with --wide: {', '.join(left_out)})"
-        lines += textwrap.wrap(note, width) if width else [note]
-    return "\n".join(lines) + "\n"
+        yield "".join(f"{part}\n" for part in (textwrap.wrap(note, width) if width else [note]))
 
 
 def _total(widths: Mapping[str, int]) -> int:

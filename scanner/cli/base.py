@@ -375,7 +375,7 @@ def _table(
 ) -> None:
     """Run one query and print its rows in the chosen format (every column for JSON and CSV); ``columns`` may
     be chosen from the rows. A table fits the terminal (:func:`_table_width`) unless ``wide``."""
-    from scanner.tabular import TableFormat, render_rows
+    from scanner.tabular import TableFormat, render_chunks
 
     rows = fetch()
     table_format = TableFormat(fmt.value)
@@ -384,8 +384,16 @@ def _table(
     from scanner.queries import WRAP_COLUMNS
 
     width = None if wide else _table_width()
-    text = render_rows(rows, table_format, columns=shown, width=width, optional=optional or (), wrap=WRAP_COLUMNS)
-    typer.echo(text, nl=False)
+    chunks = render_chunks(rows, table_format, columns=shown, width=width, optional=optional or (), wrap=WRAP_COLUMNS)
+    pending: list[str] = []  # written about 1 MB at a time: the answer is never held whole a second time
+    size = 0
+    for chunk in chunks:
+        pending.append(chunk)
+        size += len(chunk)
+        if size >= 1 << 20:
+            typer.echo("".join(pending), nl=False)
+            pending, size = [], 0
+    typer.echo("".join(pending), nl=False)
 
 
 def _table_width() -> int | None:

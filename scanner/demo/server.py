@@ -8,6 +8,10 @@ tools, a caller without one sees :attr:`Site.public` with a 200, or a 401; the c
 switched on and off per site, and the metadata names an authorization server on the same host). Tool lists page
 ``PAGE_SIZE`` tools at a time. The host never runs a tool.
 
+For benchmarks at registry scale a site can also fail the way real servers do (:attr:`Site.fault`: 402, 429, an
+HTML page instead of MCP, an answer later than any deadline, a body that never ends), and the host can wait a set
+latency before every answer (``DemoHost(latency=...)``, ``--latency-ms``), as a server across the internet does.
+
 It uses only the standard library (a threading HTTP server), so ``fathom demo`` needs nothing beyond Fathom
 itself. Sites can be replaced while it runs (:meth:`DemoHost.set_sites`), which is how the demo makes a change
 between two scans. Run ``python -m scanner.demo.server --synthetic 2000`` to serve 2 000 generated servers for a
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import threading
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +51,9 @@ class Site:
     anonymous: str = "list"  # list: 200 with the public tools | 401
     challenge: bool = True  # a 401 names its resource_metadata in WWW-Authenticate
     metadata: bool = True  # protected-resource metadata is served at the well-known URL
+    # "" answers; "402" / "429" that status to every POST; "not_mcp" a 200 HTML page; "slow" answers only after the
+    # host's stall; "hang" sends a 200's headers and part of its body, then nothing until the stall ends
+    fault: str = ""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -73,6 +81,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def do_GET(self) -> None:
+        if self.server.latency:
+            time.sleep(self.server.latency)
         prefix = "/.well-known/oauth-protected-resource/"
         as_prefix = "/.well-known/oauth-authorization-server/as/"
         if self.path.startswith(prefix):
@@ -110,14 +120,47 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(405 if self._site() else 404)
 
     def do_DELETE(self) -> None:
+        if self.server.latency:
+            time.sleep(self.server.latency)
         self._send(200 if self._site() else 404)
+
+    def _faulted(self, site: Site) -> bool:
+        """Answer as ``site.fault`` says (True), or leave the request to the MCP answer (False)."""
+        if site.fault in ("402", "429"):
+            self._send(int(site.fault), {"error": "payment required" if site.fault == "402" else "slow down"})
+        elif site.fault == "not_mcp":
+            page = b"<!doctype html><html><body><h1>Welcome</h1></body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+        elif site.fault == "hang":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            self.wfile.write(b'{"jsonrpc": "2.0", ')
+            self.wfile.flush()
+            time.sleep(self.server.stall)
+            self.close_connection = True
+        elif site.fault == "slow":
+            time.sleep(self.server.stall)
+            return False
+        else:
+            return False
+        return True
 
     def do_POST(self) -> None:
         site = self._site()
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(min(length, 1 << 20))
+        if self.server.latency:
+            time.sleep(self.server.latency)
         if site is None:
             self._send(404)
+            return
+        if site.fault and self._faulted(site):
             return
         visible: set[str] | None = None
         if site.mode in ("auth", "lanes"):
@@ -212,14 +255,21 @@ class _Server(ThreadingHTTPServer):
 
     sites: dict[str, Site]
     base_url: str
+    latency: float  # seconds waited before answering each request
+    stall: float  # seconds a "slow" or "hang" site keeps the caller waiting
 
 
 class DemoHost:
-    """Serves :class:`Site` s on ``127.0.0.1`` (a free port unless one is given) from a background thread."""
+    """Serves :class:`Site` s on ``127.0.0.1`` (a free port unless one is given) from a background thread.
 
-    def __init__(self, sites: Sequence[Site] = (), port: int = 0) -> None:
+    ``latency`` seconds pass before each request is answered; a ``slow`` or ``hang`` site keeps its caller ``stall``
+    seconds."""
+
+    def __init__(self, sites: Sequence[Site] = (), port: int = 0, *, latency: float = 0.0, stall: float = 60.0) -> None:
         self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.sites = {}
+        self._server.latency = latency
+        self._server.stall = stall
         self._server.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self.set_sites(sites)
         self._thread = threading.Thread(target=self._server.serve_forever, name="fathom-demo-host", daemon=True)
@@ -271,8 +321,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Serve generated MCP servers on 127.0.0.1 for benchmarks.")
     parser.add_argument("--synthetic", type=int, default=100, help="how many servers to serve")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency-ms", type=float, default=0.0, help="wait this long before each answer")
     args = parser.parse_args()
-    host = DemoHost(synthetic_sites(args.synthetic), port=args.port)
+    host = DemoHost(synthetic_sites(args.synthetic), port=args.port, latency=args.latency_ms / 1000)
     print(host.base_url, flush=True)
     host._server.serve_forever()
 

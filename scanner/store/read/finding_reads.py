@@ -14,6 +14,7 @@ import re
 from collections import defaultdict
 from dataclasses import replace
 from datetime import datetime
+from typing import Any, Protocol
 
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -36,6 +37,19 @@ _FINDING_EVENTS = (changes.FINDING_APPEARED, changes.FINDING_RESOLVED)
 
 
 _CODE = re.compile(r"[A-Z]+[0-9]+")
+_BATCH = 2000  # finding events read from the database at a time
+
+
+class _EventFields(Protocol):
+    """What a stretch reads of a finding event (an ``Event`` row's columns)."""
+
+    kind: str
+    run_id: int
+    at: datetime
+    scan_id: int
+    code: str | None
+    tool: str | None
+    details: dict[str, Any] | None
 
 
 def findings(
@@ -60,7 +74,11 @@ def findings(
     registry = _registry_codes()
     with sessions() as session:
         server_id = common.server_id(session, server) if server is not None else None
-        intervals = _finding_intervals(session, server_id, code, registry)
+        # --open over the whole history keeps only the stretches still open: memory follows what is open, not
+        # every finding that ever came and went
+        intervals = _finding_intervals(
+            session, server_id, code, registry, keep_closed=not still_open or run is not None
+        )
         entry_intervals = _RegistryIntervals()
         if code is None or code in registry:
             entry_intervals = _registry_intervals(session, server_id, code, registry)
@@ -88,15 +106,24 @@ def _registry_codes() -> tuple[str, ...]:
 
 
 def _finding_intervals(
-    session: Session, server_id: int | None, code: str | None = None, registry: tuple[str, ...] = ()
+    session: Session,
+    server_id: int | None,
+    code: str | None = None,
+    registry: tuple[str, ...] = (),
+    *,
+    keep_closed: bool = True,
 ) -> _Intervals:
     """Stretches from the finding events, leaving out the registry-data codes (read by :func:`_registry_intervals`:
-    their events exist only for scans that listed tools)."""
+    their events exist only for scans that listed tools).
+
+    The events are read as plain rows a batch at a time (``yield_per``), never as ORM objects held by the session
+    for its whole life, so what stays in memory is the stretches (only the open ones without ``keep_closed``)."""
     query = (
-        select(Event, Server.name)
+        select(Event.kind, Event.run_id, Event.at, Event.scan_id, Event.code, Event.tool, Event.details, Server.name)
         .join(Server, Server.id == Event.server_id)
         .where(Event.kind.in_(_FINDING_EVENTS))
         .order_by(Event.id)
+        .execution_options(yield_per=_BATCH)
     )
     if registry:
         query = query.where(Event.code.not_in(registry))
@@ -104,9 +131,9 @@ def _finding_intervals(
         query = query.where(Event.server_id == server_id)
     if code is not None:
         query = query.where(Event.code == code)
-    intervals = _Intervals()
-    for event, name in session.execute(query):
-        intervals.add(event, name)
+    intervals = _Intervals(keep_closed=keep_closed)
+    for event in session.execute(query):
+        intervals.add(event, event.name)
     return intervals
 
 
@@ -162,7 +189,7 @@ class _Interval:
 
     __slots__ = ("first_at", "first_run", "first_scan", "gone_at", "gone_run", "row")
 
-    def __init__(self, event: Event, name: str) -> None:
+    def __init__(self, event: _EventFields, name: str) -> None:
         self.first_run: int = event.run_id
         self.first_at: datetime = event.at
         self.first_scan: int = event.scan_id
@@ -192,18 +219,20 @@ class _Interval:
             gone_at=None,
         )
 
-    def close(self, event: Event | _ScanMark) -> None:
+    def close(self, event: _EventFields | _ScanMark) -> None:
         self.gone_run, self.gone_at = event.run_id, event.at
         self.row = replace(self.row, gone_run=event.run_id, gone_at=event.at)
 
 
 class _Intervals:
-    """Finding intervals per (server, code, tool), built from the events in id order."""
+    """Finding intervals per (server, code, tool), built from the events in id order. Without ``keep_closed`` a
+    stretch is forgotten as soon as it closes (``fathom findings --open``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_closed: bool = True) -> None:
         self._by_key: dict[tuple[str, str, str | None], list[_Interval]] = defaultdict(list)
+        self._keep_closed = keep_closed
 
-    def add(self, event: Event, name: str) -> None:
+    def add(self, event: _EventFields, name: str) -> None:
         key = (name, event.code or "", event.tool)
         stretches = self._by_key[key]
         if event.kind == changes.FINDING_APPEARED:
@@ -211,6 +240,8 @@ class _Intervals:
                 stretches.append(_Interval(event, name))
         elif stretches and stretches[-1].gone_run is None:
             stretches[-1].close(event)
+            if not self._keep_closed:
+                del self._by_key[key]
 
     def values_flat(self) -> list[_Interval]:
         return [interval for stretches in self._by_key.values() for interval in stretches]
