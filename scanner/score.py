@@ -50,6 +50,7 @@ because scores of different versions are not comparable.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -85,9 +86,6 @@ SCORE_FORMULA = (
     "a list with no tools has no score"
 )
 """One line for the leaderboard footer and the exports."""
-
-NO_SCORE = "no score"
-"""What a list without a score (no tools) shows where a number would be."""
 
 
 class Scorable(Protocol):
@@ -243,6 +241,7 @@ def score_breakdown(
     return replace(result, left_out=left_out)
 
 
+@functools.cache
 def refusing_codes() -> frozenset[str]:
     """The codes whose findings mean a client refuses the whole request (scanner.rules.clients_reject.EFFECTS)."""
     from scanner.rules.clients_reject import EFFECTS
@@ -257,8 +256,3 @@ def score(
     per turn; None for a list with no tools."""
     result = score_breakdown(tools_count, findings, tokens=tokens, counts=counts)
     return result.score if result is not None else None
-
-
-def score_text(value: float | None) -> str:
-    """A score as shown in text: ``93.5``, or ``no score`` for a list without one."""
-    return NO_SCORE if value is None else f"{value:g}"
