@@ -204,3 +204,13 @@ def test_a_long_leaderboard_shows_its_first_rows_and_searches_and_sorts_all(
     )
     ordered = browser.open(page, actions=(by_name,), probe=f"[{count}, {everyone}]").probe
     assert ordered[0] == [first, rest] and ordered[1] == sorted(ordered[1])
+
+
+def test_the_demo_leaderboard_fits_at_1400_px(tmp_path: Path, browser: Chromium) -> None:
+    """The demo's own site (every column, "Will it load?" among them) fits a 1,400 px window without scrolling."""
+    from scanner.demo import run_demo
+
+    result = run_demo(tmp_path / "demo")
+    report = browser.open(result.report_index.resolve().as_uri(), probe=LAYOUT_PROBE, width=1400)
+    assert report.loaded and report.errors == [], report.errors
+    assert report.probe == [], report.probe
