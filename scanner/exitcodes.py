@@ -94,9 +94,26 @@ TOP_LEVEL: dict[int, str] = {
 }
 
 
+EPILOG_WIDTH = 78
+"""Columns an exit-code row fills: Click indents the epilog by two, and help reads at 80 columns."""
+
+
 def epilog(codes: dict[int, str]) -> str:
-    """The ``Exit codes:`` block of a help text (``\\b`` keeps Click from rewrapping it)."""
-    rows = [f"  {code:<4} {meaning}" for code, meaning in sorted(codes.items())]
+    """The ``Exit codes:`` block of a help text (``\\b`` keeps Click from rewrapping it), each meaning wrapped to
+    :data:`EPILOG_WIDTH` under itself."""
+    import textwrap
+
+    rows = [
+        textwrap.fill(
+            meaning,
+            EPILOG_WIDTH,
+            initial_indent=f"  {code:<4} ",
+            subsequent_indent=" " * 7,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        for code, meaning in sorted(codes.items())
+    ]
     return "\b\nExit codes:\n" + "\n".join(rows)
 
 

@@ -22,8 +22,19 @@ COMMANDS = sorted(get_command(app).commands)  # type: ignore[attr-defined]
 
 
 def help_codes(text: str) -> dict[int, str]:
-    block = text.split("Exit codes:", 1)[1]
-    return {int(code): meaning.strip() for code, meaning in re.findall(r"^\s+(\d+)\s+(.+)$", block, re.M)}
+    """The exit-code rows of a help text, each meaning's wrapped lines joined (rows fit 80 columns)."""
+    codes: dict[int, str] = {}
+    last = None
+    for line in text.split("Exit codes:", 1)[1].splitlines():
+        row = re.match(r"^\s+(\d+)\s+(.+)$", line)
+        if row:
+            last = int(row.group(1))
+            codes[last] = row.group(2).strip()
+        elif last is not None and line.strip():
+            codes[last] += " " + line.strip()
+        elif last is not None:  # the block ends at its first blank line
+            break
+    return codes
 
 
 def test_every_command_help_ends_with_its_own_exit_codes() -> None:
