@@ -1,6 +1,7 @@
 """Benchmark (not a test): push a large realistic tool list through provider views, token counts and rules.
 
-Prints tools per second for ``scanner.check.measure`` on 2 000 tools and on 100 tools, the CPU time of a 100-tool
+Prints tools per second for ``scanner.measure.toollist.measure`` on 2 000 tools and on 100 tools, the CPU time of a
+100-tool
 check after start-up, and the start-up time of ``fathom --help``. Figures are given as ratios against baselines
 run in the same process: serialising the same list to JSON (a floor for any work that reads every tool), and a
 bare ``python -c pass`` start-up.
@@ -17,8 +18,8 @@ import sys
 import time
 from typing import Any
 
-from scanner import tokenizer
-from scanner.check import measure
+from scanner.measure import tokenizer
+from scanner.measure.toollist import measure
 from scanner.models import Toolset
 
 VERBS = ["search", "get", "create", "update", "delete", "list", "export", "archive", "share", "summarize"]

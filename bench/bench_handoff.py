@@ -5,7 +5,7 @@ interpreter (the GIL) on every call, and sqlite3 at every row ``executemany`` st
 thread take it, and the caller waits its turn back. This prints each thread-CPU figure alone and beside a thread
 that always wants the interpreter (a stand-in for the busy loop), in one process:
 
-1. ``scanner.check.measure`` of the synthetic 8-tool lists (the tokenizer's ~26 calls a list included);
+1. ``scanner.measure.toollist.measure`` of the synthetic 8-tool lists (the tokenizer's ~26 calls a list included);
 2. writing rows through the store's engine as sqlite3's ``executemany`` (a release per row) and as SQLAlchemy's
    multi-row INSERT (``insertmanyvalues``: a release per page of rows), what ``create_store_engine`` now does.
 
@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import insert
 
-from scanner.check import measure
 from scanner.demo.server import synthetic_sites
+from scanner.measure.toollist import measure
 from scanner.models import Toolset
 from scanner.store import common
 from scanner.store.engine import open_engine

@@ -1,4 +1,4 @@
-"""Benchmark (not a test): ``scanner.check.measure`` of this tree against another commit's, A/B in one run.
+"""Benchmark (not a test): ``scanner.measure.toollist.measure`` of this tree against another commit's, A/B in one run.
 
 Exports ``--base`` (a git ref, ``main`` by default) to a temporary directory, then times ``measure`` in child
 processes, alternating the base tree and this one ``--rounds`` times, on the demo host's synthetic 8-tool lists
@@ -32,11 +32,11 @@ sys.path.insert(0, {bench!r})
 started = time.process_time()
 import scanner
 assert scanner.__file__.startswith({tree!r}), scanner.__file__  # the tree under test, not the editable install
-from scanner import tokenizer
+from scanner.measure import tokenizer
 tokenizer.encoding()
 load = time.process_time() - started
 from bench_check import realistic_tool
-from scanner.check import measure
+from scanner.measure.toollist import measure
 from scanner.demo.server import synthetic_sites
 from scanner.models import Toolset
 

@@ -26,11 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_package_cache import EVERYTHING, TreeRegistry
 
-from scanner.crawl import CrawlSettings
 from scanner.mcp import ClientLimits
 from scanner.packages import PackageSettings
 from scanner.packages.cache import tree_bytes
-from scanner.scan import ScanConfig, run_scan
+from scanner.scan.crawl import CrawlSettings
+from scanner.scan.night import ScanConfig, run_scan
 from tests.packages.local_registry import NPM_NAME, PY_NAME
 
 
@@ -94,7 +94,7 @@ def main() -> None:
             size = tree_bytes([cache]) / (1024 * 1024)
             outcomes = " · ".join(f"{name} {count}" for name, count in sorted(summary.counts.items()))
             if args.verbose:
-                from scanner import queries
+                from scanner.report import queries
 
                 for row in queries.servers(config.db_url):
                     print(f"        {row['server']}: {row['last_outcome']} {row['detail']}")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sqlalchemy import event
 
-from scanner.check import measure
+from scanner.measure.toollist import measure
 from scanner.models import CheckReport, Toolset
 from scanner.store import open_store
 from scanner.store.engine import _writable_parameters

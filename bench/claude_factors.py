@@ -19,7 +19,7 @@ from typing import Any
 
 import ctok  # type: ignore[import-not-found]
 
-from scanner import tokenizer
+from scanner.measure import tokenizer
 from scanner.providers.anthropic import CURRENT, EARLIER, Anthropic
 
 

@@ -1,4 +1,5 @@
-"""Proof (not a benchmark): ``scanner.check.measure`` over a broad corpus, dumped whole, or compared with a dump.
+"""Proof (not a benchmark): ``scanner.measure.toollist.measure`` over a broad corpus, dumped whole, or compared with a
+dump.
 
 The corpus (``tests/check_corpus.py``, broad): the demo servers on both nights, every saved real tool list, every
 rule fixture, hostile lists, synthetic and realistic lists of 1 to 2,000 tools; with ``--random N``, N random

@@ -1,7 +1,7 @@
 """Profile a whole ``fathom scan`` (every thread: the event loop's and the writer's) of N loopback servers.
 
 One child process serves N synthetic servers (``python -m scanner.demo.server --synthetic N``), so its CPU is not
-in the profile. In this process, :func:`scanner.scan.run_scan` scans them twice into a fresh SQLite file (a first
+in the profile. In this process, :func:`scanner.scan.night.run_scan` scans them twice into a fresh SQLite file (a first
 night, then an unchanged rescan) under cProfile timed by each thread's own CPU clock
 (``time.thread_time``: waiting and being descheduled on a busy machine cost nothing): one profiler for the main
 thread and one for every thread started meanwhile (the writer runs in an anyio worker thread), merged into one
@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scanner.crawl import CrawlSettings
-from scanner.scan import ScanConfig, run_scan
+from scanner.scan.crawl import CrawlSettings
+from scanner.scan.night import ScanConfig, run_scan
 
 
 class AllThreads:

@@ -1,7 +1,8 @@
 """Profile (not a test): the store's write path in-process, no network, the same tool lists as ``bench_scan``.
 
 Writes N servers (the demo host's synthetic 8-tool lists, all distinct) into a fresh SQLite file with the real
-``scanner.check.measure`` (a first night: every list new), then rescans them unchanged (every list known), and
+``scanner.measure.toollist.measure`` (a first night: every list new), then rescans them unchanged (every list known),
+and
 prints CPU milliseconds per server for each pass and for ``measure`` alone. ``--profile first|rescan|measure``
 prints the top of a cProfile of that pass instead, sorted by cumulative or own time. ``--against DIR`` (a folder
 holding another version's ``scanner`` package, e.g. ``git archive main scanner | tar -x -C /tmp/old``) runs the
@@ -30,8 +31,8 @@ from pathlib import Path
 
 from bench_store_growth import empty_database
 
-from scanner.check import measure
 from scanner.demo.server import synthetic_sites
+from scanner.measure.toollist import measure
 from scanner.models import CheckReport, Outcome, ScanOutcome, ServerEntry, Toolset, Transport
 from scanner.rules import RULES_VERSION
 from scanner.store import Measure, Store, open_store

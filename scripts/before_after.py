@@ -4,7 +4,7 @@
     python scripts/before_after.py /tmp/old > /tmp/before-after.md
 
 Each side runs in its own interpreter (``PYTHONPATH`` = the older checkout for "before") over every list in
-``tests/fixtures/real/``; the score is each side's own (``scanner.score.score``: version 1 counted every rule,
+``tests/fixtures/real/``; the score is each side's own (``scanner.measure.score.score``: version 1 counted every rule,
 version 2 only stable ones, version 3 adds the tokens per turn). Prints a Markdown section for ``docs/real-servers.md``.
 """
 
@@ -23,10 +23,10 @@ REAL = ROOT / "tests" / "fixtures" / "real"
 _DUMP = """
 import json, sys
 from pathlib import Path
-from scanner.check import measure
+from scanner.measure.toollist import measure
 from scanner.models import Toolset
 from scanner.rules import RULES_VERSION
-from scanner.score import SCORE_VERSION, score
+from scanner.measure.score import SCORE_VERSION, score
 out = {"rules": RULES_VERSION, "score": SCORE_VERSION, "servers": {}}
 for path in sorted(Path(sys.argv[1]).glob("*.json")):
     if path.name in ("labels.json", "manifest.json"):

@@ -1,7 +1,7 @@
 """Per-rule precision on real tool lists, from hand labels kept in the repository.
 
 Reads every saved list in ``tests/fixtures/real/`` (``scripts/collect_real.py`` writes them), runs the current
-catalogue over each (``scanner.check.measure``: real token counts), and joins the findings with the labels in
+catalogue over each (``scanner.measure.toollist.measure``: real token counts), and joins the findings with the labels in
 ``tests/fixtures/real/labels.json`` (``{code: {finding key: {"right": bool, "why": one line}}}``; the key is
 ``server|tool|pointer``, plus ``|other`` for pair rules). Writes ``scanner/rules/precision.json``, which
 ``docs/rules.md`` is generated from, and prints up to 20 unlabelled findings per rule to label next.
@@ -40,7 +40,7 @@ def finding_key(server: str, finding: Any) -> str:
 def real_findings() -> tuple[dict[str, dict[str, Any]], int, int]:
     """Every finding on the saved lists by code, then by key (with its message); and servers and tools counted."""
     sys.path.insert(0, str(ROOT))
-    from scanner.check import measure
+    from scanner.measure.toollist import measure
     from scanner.models import Toolset
 
     found: dict[str, dict[str, Any]] = defaultdict(dict)

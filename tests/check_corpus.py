@@ -1,6 +1,6 @@
-"""Tool lists to run ``scanner.check.measure`` over, and the whole of what it returns as plain JSON.
+"""Tool lists to run ``scanner.measure.toollist.measure`` over, and the whole of what it returns as plain JSON.
 
-Used by ``tests/test_check_golden.py`` (a small, varied corpus against a recorded file) and by
+Used by ``tests/check/test_check_golden.py`` (a small, varied corpus against a recorded file) and by
 ``bench/measure_corpus.py`` (a broad corpus, dumped and compared before and after a speed change): the point of
 both is that making ``measure`` faster changes no finding, count, cost or field.
 """
@@ -14,11 +14,11 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from scanner.check import measure
+from scanner.check.render_json import report_dict
 from scanner.demo.server import synthetic_sites
 from scanner.demo.sites import sites
+from scanner.measure.toollist import measure
 from scanner.models import CheckReport, Toolset
-from scanner.report.check_json import report_dict
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PROVIDER_FIXTURES = Path(__file__).parent / "providers" / "fixtures"

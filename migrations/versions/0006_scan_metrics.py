@@ -1,4 +1,4 @@
-"""Per-scan metrics: one JSON column ``scans.metrics`` holding every registered metric (``scanner.metrics``) as
+"""Per-scan metrics: one JSON column ``scans.metrics`` holding every registered metric (``scanner.measure.metrics``) as
 ``{name: number}``; NULL for the scans written before it.
 
 Revision ID: 0006

@@ -375,13 +375,13 @@ def _table(
 ) -> None:
     """Run one query and print its rows in the chosen format (every column for JSON and CSV); ``columns`` may
     be chosen from the rows. A table fits the terminal (:func:`_table_width`) unless ``wide``."""
-    from scanner.tabular import TableFormat, render_chunks
+    from scanner.report.tabular import TableFormat, render_chunks
 
     rows = fetch()
     table_format = TableFormat(fmt.value)
     chosen = columns(rows) if callable(columns) else columns
     shown = chosen if table_format is TableFormat.table else None
-    from scanner.queries import WRAP_COLUMNS
+    from scanner.report.queries import WRAP_COLUMNS
 
     width = None if wide else _table_width()
     chunks = render_chunks(rows, table_format, columns=shown, width=width, optional=optional or (), wrap=WRAP_COLUMNS)

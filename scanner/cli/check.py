@@ -16,7 +16,7 @@ from scanner import exitcodes  # the one table of exit codes (a light module)
 from scanner.models import ProviderView  # the one table of provider names (a light module, no heavy imports)
 
 if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
-    from scanner.check import CheckResult
+    from scanner.check.result import CheckResult
 from scanner.cli.base import (
     _SETTINGS,
     ColorChoice,
@@ -238,9 +238,9 @@ def check(
     --min-score, --max-tokens, --fail-on-reject), a baseline (--save-baseline, --baseline, --max-increase),
     settings from [tool.fathom] in pyproject.toml or a fathom.toml, and a badge (--badge); see docs/ci.md.
     """
-    from scanner.check import CheckRequest
-    from scanner.checkconfig import load_config, settings
-    from scanner.gates import GateRequest, run_gate
+    from scanner.check.config import load_config, settings
+    from scanner.check.gates import GateRequest, run_gate
+    from scanner.check.result import CheckRequest
 
     if all_tools and command and len(command) == 1 and _looks_like_tool_list(command[0]):
         _fail(f"--tools lists every tool's cost; did you mean --tools-file {command[0]}?", 2)
@@ -260,7 +260,7 @@ def check(
         if path is not None:
             _writable_file(flag, path)
     if badge is not None:
-        from scanner.report.badge import endpoint_path
+        from scanner.check.badge import endpoint_path
 
         _writable_file("--badge's endpoint JSON", endpoint_path(badge))
     entry = _server_entry(url, stdio, command, transport, _headers(header, bearer_env), env_names)
@@ -308,7 +308,7 @@ def check(
         server=server,
         preview=chosen.preview,
     )
-    from scanner.report import check_write
+    from scanner.check import write as check_write
 
     files = [check_write.parse_spec(spec) for spec in write or ()]
     for fmt_name, path in files:
@@ -332,7 +332,7 @@ def check(
             _fail("--as prints only the provider's JSON: it takes no gate, baseline or badge", 2)
         gate = GateRequest(request)
     _say_if_every_rule_is_ignored(chosen, as_provider is None)
-    from scanner.progress import spinner
+    from scanner.scan.progress import spinner
 
     waiting = None if entry is None else f"waiting for {entry.url or ' '.join(entry.command)} to list its tools"
     with spinner(waiting) if waiting is not None and not _SETTINGS["quiet"] else _nothing():
@@ -346,7 +346,7 @@ def check(
         assert result.outcome is not None
         if out_format in (CheckFormat.json, CheckFormat.sarif):  # a parseable document even then (CI uploads)
             _out(_render_check(result, out_format, anchor=chosen.config))
-        from scanner.report.check_next import check_next_step
+        from scanner.check.next_step import check_next_step
         from scanner.textsafe import clean
 
         found = "".join(f"; {f.code} {f.rule}: {clean(f.message)}" for f in result.outcome_findings)
@@ -366,8 +366,8 @@ def check(
     rendered = _render_check(result, out_format, verbose=verbose, all_tools=all_tools, anchor=chosen.config)
     # color=: Click strips escapes off a terminal unless told; FORCE_COLOR and --color always want them kept.
     _out(rendered, colour=_colour())
-    from scanner.check import stale_ignores
-    from scanner.gates import ungated_new
+    from scanner.check.gates import ungated_new
+    from scanner.check.run import stale_ignores
 
     if not _SETTINGS["quiet"]:
         named = _shown(chosen.config) if chosen.config is not None else None
@@ -396,7 +396,7 @@ def _render_check(
     all_tools: bool = False,
     anchor: Path | None = None,
 ) -> str:
-    from scanner.report import check_write
+    from scanner.check import write as check_write
 
     colour = fmt is CheckFormat.text and _colour()
     return check_write.render(result, fmt.value, colour=colour, verbose=verbose, all_tools=all_tools, anchor=anchor)
@@ -451,7 +451,7 @@ def _no_clash(
 ) -> None:
     """Every output compared with every input and with each other before anything runs (docs/ci.md)."""
     from scanner import safefile
-    from scanner.report.badge import endpoint_path
+    from scanner.check.badge import endpoint_path
 
     inputs = [("--tools-file", Path(tools_file))] if tools_file not in (None, "-") else []
     if chosen.config is not None:
@@ -467,8 +467,8 @@ def _no_clash(
 
 def _say_if_every_rule_is_ignored(chosen: Any, measuring: bool) -> None:
     """Loudly, on stderr: a select/ignore (flag or config) that leaves no rule shows no finding, and --fail-on
-    then fails (scanner.gates): a config's ``ignore = ["MCP"]`` must never pass a gate silently."""
-    from scanner.gates import rules_left
+    then fails (scanner.check.gates): a config's ``ignore = ["MCP"]`` must never pass a gate silently."""
+    from scanner.check.gates import rules_left
 
     if measuring and not rules_left(chosen.select, chosen.ignore):
         where = f" (config {chosen.config})" if chosen.config is not None else ""

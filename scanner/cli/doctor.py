@@ -54,10 +54,10 @@ def doctor(
     protected-resource metadata, the authorization server's metadata), and explains the difference. Never calls
     a tool. See docs/lanes.md.
     """
-    from scanner.doctor import Credential, DoctorRequest, run_doctor
     from scanner.mcp import ClientLimits
     from scanner.models import ServerEntry, Transport
     from scanner.report import doctor_out
+    from scanner.scan.doctor import Credential, DoctorRequest, run_doctor
 
     if (config is None) == (url is None):
         _fail("give a client config file or --url, not both", 2)

@@ -24,7 +24,7 @@ class SeverityChoice(enum.StrEnum):
 def runs(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> None:
     """The scan runs in the database: when, their status, how many servers were scanned and answered (and for
     a distributed run, how many were queued and which workers took part)."""
-    from scanner import queries
+    from scanner.report import queries
 
     optional = queries.OPTIONAL_COLUMNS["runs"]
     _table(fmt, lambda: queries.runs(_db_url(db, existing=True)), queries.run_columns, wide=wide, optional=optional)
@@ -35,7 +35,7 @@ def servers(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, w
     """Every server with its last outcome, and the tools, leaderboard score, problem/warning/note counts and tokens
     per turn of its last successful scan; JSON and CSV add what its last scan ran (registry version, package, URL,
     command) and that scan's stderr tail."""
-    from scanner import queries
+    from scanner.report import queries
 
     fetch = lambda: queries.servers(_db_url(db, existing=True))  # noqa: E731
     _table(fmt, fetch, queries.SERVER_COLUMNS, wide=wide, optional=queries.OPTIONAL_COLUMNS["servers"])
@@ -51,7 +51,7 @@ def history(
     """One server's scans over time: outcome, registry and server version, tools, tokens per provider, score, findings,
     a column per per-scan metric (handshake and list times, tools/list pages), what was run (JSON/CSV) and, under
     the table, the newest scan's stderr tail."""
-    from scanner import queries
+    from scanner.report import queries
 
     found: list[dict[str, Any]] = []
 
@@ -93,8 +93,8 @@ def findings(
     An unknown rule code or slug is an error (exit 2) that names the nearest one."""
     from datetime import datetime
 
-    from scanner import queries
     from scanner.models import Severity
+    from scanner.report import queries
 
     try:
         when = datetime.fromisoformat(since) if since else None
@@ -142,7 +142,7 @@ def diff(
     """What changed on a server between two runs: registry and server versions, outcome changes, tools renamed
     (one row), added, removed and changed, tokens, findings by rule (new, fixed, gone with the tool). A server that
     never answered shows its outcomes."""
-    from scanner import queries
+    from scanner.report import queries
 
     fetch = lambda: queries.diff(_db_url(db, existing=True), server, from_run, to_run)  # noqa: E731
     _table(fmt, fetch, queries.DIFF_COLUMNS, wide=wide)
@@ -155,7 +155,7 @@ def rescore(
 ) -> None:
     """Recompute findings and token counts of every stored tool list, and every scan's own findings (MCP5xx,
     MCP6xx, instructions), under the current rule catalogue; print findings added/removed per rule."""
-    from scanner.check import measure
+    from scanner.measure.toollist import measure
     from scanner.rules import RULES_VERSION
     from scanner.store import open_store
     from scanner.store.lock import writer_lock

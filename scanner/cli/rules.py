@@ -19,7 +19,7 @@ def rules(fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> No
     slug and the fix (JSON and CSV add the scope and the whole doc).
 
     `fathom rule CODE` explains one; `fathom check --select/--ignore` take code prefixes (MCP2, MCP401)."""
-    from scanner import queries
+    from scanner.report import queries
 
     _table(fmt, queries.rules, queries.RULE_COLUMNS, wide=wide, optional=queries.OPTIONAL_COLUMNS["rules"])
 
@@ -32,7 +32,7 @@ def rule(
     precision measured on hand-labelled real tool lists (docs/rules.md).
 
     An unknown code or slug is an error (exit 2) that names the nearest one."""
-    from scanner import queries
+    from scanner.report import queries
     from scanner.rules import RULES
     from scanner.rules.catalogue import precision_label
 

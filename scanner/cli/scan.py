@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from scanner import exitcodes  # the one table of exit codes (a light module)
-from scanner.lanes import LaneChoice  # --lanes (a light module: models and the standard library)
+from scanner.scan.lanes import LaneChoice  # --lanes (a light module: models and the standard library)
 
 if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
-    from scanner.crawl import CrawlSettings
     from scanner.models import ScanOutcome, ServerEntry
     from scanner.packages import PackageSettings
-    from scanner.scan import ScanConfig, ScanSummary
+    from scanner.scan.crawl import CrawlSettings
+    from scanner.scan.night import ScanConfig, ScanSummary
 from scanner.cli.base import _SETTINGS, DB_HELP, _db_url, _fail, _known_profile, _seconds, _table_width, app
 
 
@@ -189,7 +189,7 @@ def scan(
     """Scan every server of a registry concurrently into the database, keeping history between runs."""
     from scanner.packages import PackageSettings
     from scanner.packages.runners import warning_lines
-    from scanner.scan import ScanConfig, resolve_entries, run_scan
+    from scanner.scan.night import ScanConfig, resolve_entries, run_scan
 
     settings = _crawl_settings(
         concurrency,
@@ -253,7 +253,7 @@ def scan(
         return
     needs: dict[str, int] = {}
     summary = _scan_with_progress(config, run_scan, needs)
-    from scanner.scan import skipped_line
+    from scanner.scan.night import skipped_line
 
     skipped_note = skipped_line(needs)
     if fmt is ScanFormat.json:
@@ -268,7 +268,7 @@ def scan(
     if summary.interrupted:
         import shlex
 
-        from scanner.scan import resume_flags
+        from scanner.scan.night import resume_flags
         from scanner.store.engine import url_without_password
 
         # The run keeps its source and options; its opt-ins must be given again (a resume never exceeds the
@@ -307,8 +307,8 @@ def _scan_with_progress(
     Ctrl-C; ``needs`` counts the servers left unscanned by the opt-in flag that would scan them."""
     import signal
 
-    from scanner.progress import Progress
-    from scanner.scan import opt_in_flags
+    from scanner.scan.night import opt_in_flags
+    from scanner.scan.progress import Progress
 
     def stop(_signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt
@@ -356,7 +356,7 @@ def _print_entries(entries: list[ServerEntry], fmt: ScanFormat, verdicts: dict[s
     if fmt is ScanFormat.json:
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=True))
         return
-    from scanner.tabular import TableFormat, render_rows
+    from scanner.report.tabular import TableFormat, render_rows
 
     columns = ["name", "transport", "target", "skip", "findings"]
     table = [
@@ -481,8 +481,8 @@ def _crawl_settings(
     lanes: LaneChoice = LaneChoice.both,
 ) -> CrawlSettings:
     """What ``scan`` and ``worker`` share of a crawl's options, as data."""
-    from scanner.crawl import CrawlSettings
     from scanner.mcp import ClientLimits
+    from scanner.scan.crawl import CrawlSettings
 
     return CrawlSettings(
         concurrency=concurrency,

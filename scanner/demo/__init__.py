@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scanner.crawl import CrawlSettings
 from scanner.mcp import ClientLimits
-from scanner.scan import ScanConfig, ScanSummary, run_scan
+from scanner.scan.crawl import CrawlSettings
+from scanner.scan.night import ScanConfig, ScanSummary, run_scan
 
 
 @dataclass(frozen=True)

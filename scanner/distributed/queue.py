@@ -52,7 +52,7 @@ from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 if TYPE_CHECKING:
     import procrastinate
 
-    from scanner.scan import ScanConfig
+    from scanner.scan.night import ScanConfig
 
 QUEUE = "fathom"
 TASK = "fathom.scan_server"
@@ -277,10 +277,10 @@ def enqueue_scan(config: ScanConfig) -> EnqueueSummary:
     The run is opened first (``planned`` = the jobs about to be queued), then every job goes in with one batch
     insert; if queueing fails the run is closed as interrupted, so nothing waits for jobs that do not exist.
     """
-    from scanner import tokenizer
-    from scanner.crawl import interleave_by_host
+    from scanner.measure import tokenizer
     from scanner.rules import RULES_VERSION
-    from scanner.scan import resolve_entries, source_key
+    from scanner.scan.crawl import interleave_by_host
+    from scanner.scan.night import resolve_entries, source_key
     from scanner.store import open_store
     from scanner.store.lock import RunLease, WriterLock
 

@@ -7,7 +7,7 @@ queue with its own ``--concurrency`` (jobs at once) and package limits. A job is
    a job rewritten in the queue is written as ``refused`` with the reason, and nothing of it runs;
 1. if the server already has its scan in the run (a retried job whose first attempt wrote before dying), the
    job is done: a retry never writes a second scan (the store also refuses one: one scan per server per run);
-2. otherwise the server is scanned exactly as ``fathom scan`` does it (``scanner.crawl.scan_one``: skips, the
+2. otherwise the server is scanned exactly as ``fathom scan`` does it (``scanner.scan.crawl.scan_one``: skips, the
    address check, per-host limits, retries of 429/503) and written through the same write path
    (:meth:`Store.record_scan`), one write at a time per worker;
 3. the worker counts its share of the run (``run_workers``, written every few seconds) and, if that write was
@@ -37,7 +37,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from scanner.crawl import CrawlSettings, crawl_collector
 from scanner.distributed.queue import (
     MAX_ATTEMPTS,
     QUEUE,
@@ -51,6 +50,7 @@ from scanner.distributed.queue import (
 from scanner.errors import WriterBusy
 from scanner.models import ScanOutcome, ServerEntry
 from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
+from scanner.scan.crawl import CrawlSettings, crawl_collector
 from scanner.store.lock import RunLease
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class _Job:
         on_result: Callable[[ServerEntry, ScanOutcome], None] | None,
         on_closed: Callable[[int], None] | None,
     ) -> None:
-        from scanner.crawl import scan_one
+        from scanner.scan.crawl import scan_one
 
         self.store = store
         self.config = config
@@ -158,7 +158,7 @@ class _Job:
             await asyncio.to_thread(self.store.note_worker, run_id, self.config.name, scans)
 
     async def __call__(self, run_id: int, entry: dict[str, Any], *, retried: bool = False) -> None:
-        from scanner.check import measure
+        from scanner.measure.toollist import measure
 
         # A job is data: checked whole against the digest queued with it before anything of it is used.
         problem = job_problem(entry, os.environ)
@@ -305,8 +305,8 @@ def run_worker(
     A worker that runs packages keeps its machine's package cache as a scan does
     (:func:`scanner.packages.housekeeping.kept`): orphans cleared as it starts, the installers' prune and
     ``cache_max_mb`` held as it stops; each line of what was done goes to ``on_warning``."""
-    from scanner import tokenizer
     from scanner.distributed.queue import conninfo
+    from scanner.measure import tokenizer
     from scanner.store import open_store
 
     conninfo(config.db_url)  # PostgreSQL only, said before anything else

@@ -19,22 +19,39 @@ with the reason). This package decides *how* it runs and what its failure means:
 * :mod:`~scanner.packages.diagnose`: why a package did not answer (``package_not_found``, ``install_failed``,
   ``needs_configuration``, ``memory_limit``, ``refused``, ``crashed``, ...), from the evidence in its output,
   in a message normalised to read the same every night;
-* :mod:`~scanner.packages.checkrun`: ``fathom check -- npx ...`` run and classified as a scan does.
+* :mod:`~scanner.packages.checkrun`: ``fathom check -- npx ...`` run and classified as a scan does;
+* :mod:`~scanner.packages.isolation`: every package and ``--run-commands`` command apart from the others (its
+  own user when Fathom runs as root) and nothing outliving Fathom; the MCP client's stdio transport uses it too.
+
+The names below are loaded on first use, so importing one submodule (the stdio transport imports
+:mod:`~scanner.packages.isolation`) does not load the sandbox and, through it, the MCP client.
 
 See the "Packages" part of ``docs/registry.md``.
 """
 
-from scanner.packages.diagnose import classify, normalise
-from scanner.packages.runners import missing_runners, skip_outcome
-from scanner.packages.sandbox import run_package
-from scanner.packages.settings import PackageSettings, default_cache_dir
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "PackageSettings",
-    "classify",
-    "default_cache_dir",
-    "missing_runners",
-    "normalise",
-    "run_package",
-    "skip_outcome",
-]
+if TYPE_CHECKING:
+    from scanner.packages.diagnose import classify, normalise
+    from scanner.packages.runners import missing_runners, skip_outcome
+    from scanner.packages.sandbox import run_package
+    from scanner.packages.settings import PackageSettings, default_cache_dir
+
+_HOMES = {
+    "PackageSettings": "settings",
+    "classify": "diagnose",
+    "default_cache_dir": "settings",
+    "missing_runners": "runners",
+    "normalise": "diagnose",
+    "run_package": "sandbox",
+    "skip_outcome": "runners",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        import importlib
+
+        return getattr(importlib.import_module(f"scanner.packages.{_HOMES[name]}"), name)
+    raise AttributeError(name)

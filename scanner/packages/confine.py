@@ -14,7 +14,7 @@ runner, so it imports nothing of Fathom: the package's environment is scrubbed a
   ``EACCES``, and the scan records the entry ``refused``.
 
 * ``PR_SET_PDEATHSIG``: the runner is sent SIGKILL when Fathom dies, however it dies (its descendants are
-  the reaper's, see :mod:`scanner.isolation`). Set here, after Fathom switched to the child's own user
+  the reaper's, see :mod:`scanner.packages.isolation`). Set here, after Fathom switched to the child's own user
   (a change of user clears it).
 
 Without Landlock (another OS, an older kernel) only the memory cap applies; :func:`landlock_abi` lets Fathom

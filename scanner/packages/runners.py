@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
-from scanner import isolation
 from scanner.models import Outcome, ServerEntry
+from scanner.packages import isolation
 from scanner.packages.environment import OWN
 from scanner.packages.settings import PackageSettings
 

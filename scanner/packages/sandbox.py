@@ -17,7 +17,7 @@ times a second near the limit), so a fast installer is stopped near the limit, n
 ``--cache-max-mb`` is held during the night too (:func:`_hold_ceiling`, after a run, at most every five minutes), not
 only by the housekeeping after it.
 
-Run as root, the package runs as a user of its own (:mod:`scanner.isolation`): its HOME and package folder are
+Run as root, the package runs as a user of its own (:mod:`scanner.packages.isolation`): its HOME and package folder are
 handed to that user for the run (and its ``/dev/shm`` files count in its budget) and taken back after.
 
 Two entries declaring the same package@version run one after the other (they share its folder). The folder
@@ -40,9 +40,9 @@ from pathlib import Path
 import anyio
 from anyio.lowlevel import RunVar
 
-from scanner import isolation
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry
+from scanner.packages import isolation
 from scanner.packages.cache import PackageCache, last_used, touch, tree_bytes
 from scanner.packages.confine import landlock_abi
 from scanner.packages.diagnose import classify, python_needed
@@ -76,7 +76,7 @@ async def _one_at_a_time(folder: Path) -> AsyncIterator[None]:
 
 def launcher() -> tuple[str, str]:
     """The Python interpreter and ``confine.py`` a package is started through. Run as root, the package runs as
-    a user of its own (:mod:`scanner.isolation`), which must reach both: an interpreter it can reach is chosen
+    a user of its own (:mod:`scanner.packages.isolation`), which must reach both: an interpreter it can reach is chosen
     (Fathom's own may live under root's 0700 HOME) and ``confine.py`` is copied beside the uid leases when
     Fathom's copy is out of its reach. OSError when no interpreter is reachable."""
     if not isolation.enabled():

@@ -14,7 +14,8 @@ DEFAULT_CACHE_MAX_MB = 20480
 
 ROOT_CACHE_DIR = Path("/var/cache/fathom")
 """The default cache of a root Fathom on Linux: each package runs as a user of its own there
-(:mod:`scanner.isolation`), which cannot reach ``/root`` (0700), so root's ``~/.cache`` would fail every package."""
+(:mod:`scanner.packages.isolation`), which cannot reach ``/root`` (0700), so root's ``~/.cache`` would fail every
+package."""
 
 
 def default_cache_dir(environ: Mapping[str, str] | None = None) -> Path:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scanner import tokenizer
+from scanner.measure import tokenizer
 from scanner.models import TokenCount
 from scanner.providers.base import EMPTY_OBJECT_SCHEMA, Measurement, Provider, ToolParts, scaled
 

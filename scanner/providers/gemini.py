@@ -36,7 +36,7 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
-from scanner import tokenizer
+from scanner.measure import tokenizer
 from scanner.models import TokenCount
 from scanner.providers.base import EMPTY_OBJECT_SCHEMA, Measurement, Provider, ToolParts, plain_json, scaled
 

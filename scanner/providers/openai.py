@@ -29,7 +29,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from scanner import tokenizer
+from scanner.measure import tokenizer
 from scanner.models import TokenCount
 from scanner.providers.base import EMPTY_OBJECT_SCHEMA, Measurement, Provider, ToolParts, read_tool
 

@@ -17,7 +17,7 @@ so no per-message framing is added (docs/tokens.md). Empty text costs 0.
 
 from __future__ import annotations
 
-from scanner import tokenizer
+from scanner.measure import tokenizer
 from scanner.models import MEASURED_PROVIDERS, TokenCount
 from scanner.providers.anthropic import CURRENT, EARLIER, Anthropic, Generation, ctok_available
 from scanner.providers.base import scaled

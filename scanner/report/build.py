@@ -20,12 +20,13 @@ from datetime import UTC, datetime
 from operator import methodcaller
 from pathlib import Path
 
+from scanner.check.groups import FindingGroup, group_findings
 from scanner.errors import InputError, OutputError
-from scanner.history import number_text, readable_log
-from scanner.lanes import lanes_text
+from scanner.measure.history import number_text, readable_log
+from scanner.measure.score import SCORE_FORMULA, SCORE_VERSION, ScoreBreakdown, score_breakdown
+from scanner.measure.verdicts import verdicts
 from scanner.models import PROVIDER_SHORT, SCHEMA_DEPTH_LIMIT, Finding, Severity
 from scanner.report.changes import run_changes
-from scanner.report.check_groups import FindingGroup, group_findings
 from scanner.report.csv_out import render_csv
 from scanner.report.data import (
     NOT_RUN_OUTCOMES,
@@ -51,10 +52,9 @@ from scanner.report.markdown import render_markdown
 from scanner.report.nextstep import next_step
 from scanner.report.registry_health import run_health, write_health
 from scanner.report.text import ERA_WORDS, clean_text, unique_slugs
-from scanner.score import SCORE_FORMULA, SCORE_VERSION, ScoreBreakdown, score_breakdown
+from scanner.scan.lanes import lanes_text
 from scanner.store import Store
 from scanner.store.rows import EventRow, HistoryColumns, LeaderRow, RunRow
-from scanner.verdicts import verdicts
 
 PROVIDER_VIEW_LIMIT = 400_000  # characters of pretty JSON shown per provider; a huge list is cut, not rendered
 # Servers whose histories are read in one bulk query: a year of nightly scans is 365 rows each, so 250 servers
@@ -241,9 +241,9 @@ def build_leaderboard(
 
 
 def _client_tokens(store: Store, rows: Sequence[LeaderRow]) -> dict[str, dict[str, int]]:
-    """What each client sends per turn (scanner.clients) for every ranked toolset, by its sha256: the per-tool
+    """What each client sends per turn (scanner.measure.clients) for every ranked toolset, by its sha256: the per-tool
     costs of all of them read at once."""
-    from scanner.clients import measure_clients
+    from scanner.measure.clients import measure_clients
 
     ranked = [row for row in rows if row.toolset_sha256 and row.tokens and is_ranked_outcome(row.outcome)]
     every = store.toolsets_costs([str(row.toolset_sha256) for row in ranked])
@@ -410,7 +410,7 @@ def _provider_views(
     Each tool is read (copied with its depth and size caps) once for all providers rather than once per
     provider: the copy is most of a view's cost, and a site holds thousands of lists.
     """
-    from scanner.check import tool_label
+    from scanner.measure.toollist import tool_label
     from scanner.providers import get, measure_all
     from scanner.providers.base import read_tool
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from scanner import history
+from scanner.measure import history
 from scanner.report.data import CHANGE_KINDS, SCORE_MOVE_THRESHOLD, ChangeRow, ServerRow, is_ranked_outcome
 from scanner.store.rows import EventRow, LeaderRow
 

@@ -33,7 +33,7 @@ def csv_text(value: Any) -> str:
 
 def client_keys(board: Leaderboard) -> tuple[str, ...]:
     """The ``client_<key>`` columns, last in each row: every preset client whose provider the run measured."""
-    from scanner.clients import CLIENTS
+    from scanner.measure.clients import CLIENTS
 
     return tuple(client.key for client in CLIENTS if client.provider in board.providers)
 

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from scanner import metrics as scan_metrics
-from scanner.history import LogEntry
-from scanner.metrics import Metric
+from scanner.measure import metrics as scan_metrics
+from scanner.measure.history import LogEntry
+from scanner.measure.metrics import Metric
+from scanner.measure.score import ScoreBreakdown
+from scanner.measure.verdicts import Verdict
 from scanner.models import MEASURED_PROVIDERS, PROVIDERS, Outcome
 from scanner.report.nextstep import reason_group
-from scanner.score import ScoreBreakdown
 from scanner.store.rows import RunSpec
-from scanner.verdicts import Verdict
 
 # Why a server was not ranked, for the report's grouping: (key, heading, the outcomes it covers), in the order
 # shown. A package's own causes come first: they are what a nightly registry scan mostly meets.
@@ -53,7 +53,7 @@ def failure_cause(outcome: str) -> tuple[str, str]:
 @dataclass(frozen=True)
 class FindingView:
     """One current finding of a server, as the server page lists it (worst first); a rule firing on more than
-    five tools is one row (``scanner.report.check_groups``)."""
+    five tools is one row (``scanner.check.groups``)."""
 
     code: str
     rule: str
@@ -94,15 +94,15 @@ class ServerRow:
     server_version: str | None = None
     lane: str | None = None  # a scan in lanes: the lane ranked (the richest), said beside the name
     lanes: str = ""  # a scan in lanes: every lane side by side, "anonymous: 3 of 14 tools; credentialed: 14 tools"
-    # What each client sends per turn at rest (scanner.clients), by client key; empty when not measured.
+    # What each client sends per turn at rest (scanner.measure.clients), by client key; empty when not measured.
     clients: Mapping[str, int] = field(default_factory=dict)
     codes: tuple[str, ...] = ()  # the rule codes of its current findings, sorted (for the leaderboard's filter)
-    breakdown: ScoreBreakdown | None = None  # the parts of its score (scanner.score.score_breakdown)
+    breakdown: ScoreBreakdown | None = None  # the parts of its score (scanner.measure.score.score_breakdown)
     # Findings of preview rules (rules.md, status): stored and counted here, left out of problems/warnings/notes
     # and the score; ``preview_codes`` are their rules, sorted.
     preview: int = 0
     preview_codes: tuple[str, ...] = ()
-    # Will it load? Each client's verdict on its list (scanner.verdicts); empty when not measured.
+    # Will it load? Each client's verdict on its list (scanner.measure.verdicts); empty when not measured.
     verdicts: tuple[Verdict, ...] = ()
 
     @property
@@ -112,7 +112,7 @@ class ServerRow:
     @property
     def loads(self) -> str:
         """The leaderboard's "Will it load?" cell: ``loads everywhere``, or who refuses and who drops tools."""
-        from scanner.verdicts import compact
+        from scanner.measure.verdicts import compact
 
         return compact(self.verdicts) if self.verdicts else ""
 
@@ -283,9 +283,10 @@ class TrendPoint:
 
     @property
     def client_refusals(self) -> int:
-        """Findings of the stable MCP8xx rules in the run: tools a client refuses or drops (scanner.verdicts)."""
+        """Findings of the stable MCP8xx rules in the run: tools a client refuses or drops
+        (scanner.measure.verdicts)."""
+        from scanner.measure.verdicts import FAMILY
         from scanner.rules import RULES
-        from scanner.verdicts import FAMILY
 
         return sum(
             count
@@ -318,7 +319,8 @@ class History:
     details: tuple[str, ...] = ()  # each scan's one-line detail (the reason, for a failed scan)
     # Each scan's date and time (UTC, to the minute) for tables' Date columns; the chart labels may be "run N".
     dates: tuple[str, ...] = ()
-    # The registered metrics (scanner.metrics) of the newest scans (at most 10), aligned with the end of the columns.
+    # The registered metrics (scanner.measure.metrics) of the newest scans (at most 10), aligned with the end of the
+    # columns.
     metrics: tuple[Mapping[str, int | float], ...] = ()
 
     def __len__(self) -> int:
@@ -378,7 +380,7 @@ class ServerPage:
     server_info: Mapping[str, str] = field(default_factory=dict)  # label -> the server's own text
     ran: RunSpec | None = None  # what this run's scan ran (registry version, package, URL, command; redacted)
     stderr_tail: tuple[str, ...] = ()  # its last stderr lines (normalised, scrubbed; escaped by the renderer)
-    log: tuple[LogEntry, ...] = ()  # the readable change log (scanner.history.readable_log), newest first
+    log: tuple[LogEntry, ...] = ()  # the readable change log (scanner.measure.history.readable_log), newest first
     score_shares: tuple[RuleShare, ...] = ()  # what each rule costs the score, dearest first
     tool_costs: tuple[ToolCostRow, ...] = ()  # every tool's tokens per provider, dearest first
     preview_findings: tuple[FindingView, ...] = ()  # findings of preview rules: shown apart, never scored
@@ -467,7 +469,8 @@ class SiteData:
     servers: Iterable[ServerPage]
     rules: tuple[RuleView, ...]
     generated_at: datetime
-    # Each server's uptime and latency over time (scanner.health.Health by name; the registry health page's figures).
+    # Each server's uptime and latency over time (scanner.report.health.Health by name; the registry health page's
+    # figures).
     health: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from scanner.doctor import Diagnosis
+from scanner.scan.doctor import Diagnosis
 from scanner.textsafe import clean_text
 
 _VERDICTS = {

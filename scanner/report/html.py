@@ -21,10 +21,10 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
-from scanner.clients import CLIENTS_BY_KEY
+from scanner.check.badge import score_colour
 from scanner.errors import OutputError
+from scanner.measure.clients import CLIENTS_BY_KEY
 from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT
-from scanner.report.badge import score_colour
 from scanner.report.data import ServerPage, ServerRow, SiteData, TrendPoint
 from scanner.report.svg import NARROW, Series, line_chart, needs_own_scales, small_multiples, stacked_bar_chart
 from scanner.report.text import clean_text, plural
@@ -278,7 +278,7 @@ def badge_files(row: ServerRow) -> tuple[tuple[str, str], tuple[str, str]]:
     """``(relative path, text)`` of a server's two badges: ``badges/<slug>.svg`` and ``badges/<slug>.json``."""
     import json
 
-    from scanner.report.badge import badge_svg, shields_endpoint
+    from scanner.check.badge import badge_svg, shields_endpoint
 
     score = row.score if row.ranked else None
     tokens = max(row.tokens.values()) if row.tokens and row.ranked else None

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from scanner.measure.verdicts import to_json as verdict_json
 from scanner.report.data import Leaderboard, ServerRow, failure_cause
 from scanner.report.nextstep import reason_group
-from scanner.verdicts import to_json as verdict_json
 
 STRING_LIMIT = 4000
 # Format 1 only ever gains fields (``score_parts``, ``rules``, ``badge``, ``changes``, ``reason``, ``preview``,
@@ -57,7 +57,7 @@ def _row(row: ServerRow) -> dict[str, Any]:
 
 
 def _parts(row: ServerRow) -> dict[str, Any] | None:
-    """What the score is made of (``scanner.score.score_breakdown``); None for a server that is not ranked."""
+    """What the score is made of (``scanner.measure.score.score_breakdown``); None for a server that is not ranked."""
     parts = row.breakdown
     if parts is None:
         return None

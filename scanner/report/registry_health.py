@@ -1,7 +1,7 @@
 """The registry health page (``health.html``) and each server's health over time (``health.json``, ``health.csv``).
 
 ``build_report`` calls :func:`write_health` once, after the rest of the site: it reads the run's census and the
-last 30 days of scans through :mod:`scanner.store.health`, shapes them with :mod:`scanner.health`, and writes
+last 30 days of scans through :mod:`scanner.store.health`, shapes them with :mod:`scanner.report.health`, and writes
 three files. Every number on the page links to the rows it counts (a list further down the page, each server
 linking to its own page). Uptime windows end at the run's start, so a report of an old run is reproducible.
 """
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from scanner.census import census_class, fault
-from scanner.health import WINDOWS_DAYS, Census, Health, census, server_health
 from scanner.report.csv_out import csv_text
 from scanner.report.data import Leaderboard
+from scanner.report.health import WINDOWS_DAYS, Census, Health, census, server_health
 from scanner.report.html import CSP, make_environment
 from scanner.report.text import clean_text
 from scanner.rules.catalogue import rule_precision

@@ -14,10 +14,10 @@ Public surface::
     make_finding(code, *, tool, message, pointer=None, details=None, tool_index=None) -> Finding
 
 One module per family: :mod:`naming` (MCP1xx), :mod:`schema` (MCP2xx), :mod:`listwide` (MCP3xx),
-:mod:`safety` (MCP4xx), :mod:`history` (MCP5xx, registered for the catalogue; checked by ``scanner.history``),
+:mod:`safety` (MCP4xx), :mod:`history` (MCP5xx, registered for the catalogue; checked by ``scanner.measure.history``),
 :mod:`lanes` (MCP6xx, what each credential sees; checked by :func:`lanes.lane_findings` for ``fathom doctor``),
 :mod:`registrydata` (MCP7xx, the registry entry itself; checked by :func:`registrydata.registry_findings`),
-:mod:`clients_reject` (MCP8xx, what clients reject; :mod:`scanner.verdicts` gives each client's verdict).
+:mod:`clients_reject` (MCP8xx, what clients reject; :mod:`scanner.measure.verdicts` gives each client's verdict).
 Importing this package registers them all.
 """
 

@@ -4,7 +4,7 @@ Each rule restates one client's own published refusal (the sources, with the ver
 doc and so in ``docs/rules.md``). A finding's details name every client the shape breaks, with the effect and the
 error text the user would see: ``details["clients"]`` is a list of ``{"client", "effect", "error"}``, effect
 ``refuses`` (the whole request fails: every turn that carries the list) or ``drops`` (the tool is silently left
-out). :mod:`scanner.verdicts` turns these into one verdict per client. Client keys are those of
+out). :mod:`scanner.measure.verdicts` turns these into one verdict per client. Client keys are those of
 :data:`REJECT_CLIENTS` (here, so that the rules never import the verdicts).
 
 MCP801-MCP803 are ``stable`` from the start (rules.md, catalogue 5); the rest are ``preview``.

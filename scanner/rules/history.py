@@ -1,6 +1,6 @@
 """Rules over time (MCP501-MCP503): registered for the catalogue only.
 
-Their check needs two scans of the same server and lives with the scan comparison (``scanner.history``), which
+Their check needs two scans of the same server and lives with the scan comparison (``scanner.measure.history``), which
 builds its findings with :func:`scanner.rules.make_finding` so slug, severity and hint come from this table.
 """
 

@@ -44,7 +44,7 @@ register_history(
 
 
 class LaneView(Protocol):
-    """What the lane rules read of one lane (``scanner.doctor.Lane`` is one)."""
+    """What the lane rules read of one lane (``scanner.scan.doctor.Lane`` is one)."""
 
     @property
     def label(self) -> str: ...
@@ -57,7 +57,7 @@ class LaneView(Protocol):
 
 
 class SignalsView(Protocol):
-    """What the lane rules read of the anonymous answer's auth signals (``scanner.doctor.AuthSignals``)."""
+    """What the lane rules read of the anonymous answer's auth signals (``scanner.scan.doctor.AuthSignals``)."""
 
     @property
     def status(self) -> int | None: ...

@@ -11,7 +11,7 @@ Scopes:
 - ``tool``: the check is called once per tool with a :class:`~scanner.rules.tools.ToolInfo`.
 - ``list``: called once with every tool's ``ToolInfo`` (pair and count rules).
 - ``history``: needs two scans of one server; registered here only so the catalogue lists it. The comparison
-  lives elsewhere (``scanner.history``) and builds its findings with :func:`make_finding`.
+  lives elsewhere (``scanner.measure.history``) and builds its findings with :func:`make_finding`.
 - ``lanes``: needs connections with and without a credential; likewise registered for the catalogue, checked by
   :func:`scanner.rules.lanes.lane_findings`.
 - ``registry``: called once per registry entry (a ``server.json`` object) with a
@@ -31,7 +31,7 @@ Scope = Literal["tool", "list", "history", "lanes", "registry"]
 Status = Literal["stable", "preview", "deprecated", "removed"]
 """``stable``: at least 80 % of its findings on real tool lists are right; it counts in the score. ``preview``:
 new or less precise: it runs and its findings are stored, but they are shown only when asked for (``fathom check
---preview``), marked ``preview``, and never count in the score (:mod:`scanner.score`) or a gate.
+--preview``), marked ``preview``, and never count in the score (:mod:`scanner.measure.score`) or a gate.
 ``deprecated``: still runs, will be removed; the doc says what replaces it. ``removed``: never runs; the code
 stays listed so it is never reused."""
 

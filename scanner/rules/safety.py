@@ -4,7 +4,7 @@ tool to it.
 Tool descriptions are someone else's text, read by a model on every turn. These rules look at every text a
 model reads from a tool: its name, title (also ``annotations.title``), description, every schema
 ``description`` and ``title``, property names, and the strings in ``default``/``enum``/``const``/
-``examples``. The server's ``instructions`` get the same checks (``scanner.instructions``).
+``examples``. The server's ``instructions`` get the same checks (``scanner.measure.instructions``).
 """
 
 from __future__ import annotations

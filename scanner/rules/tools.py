@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 # A tool schema with more nodes than this is not walked further (the byte cap upstream makes it rare).
 MAX_NODES = 50_000
-# A finding's ``tool`` is cut to this many characters (as scanner.history cuts its labels).
+# A finding's ``tool`` is cut to this many characters (as scanner.measure.history cuts its labels).
 MAX_TOOL_LABEL = 200
 
 _WORD = re.compile(r"[^\W_]+")
@@ -491,7 +491,8 @@ class ToolInfo:
     @property
     def tool_name(self) -> str:
         """What a finding's ``tool`` says: the name, or ``#<index>`` when it has no usable one (the same label
-        ``scanner.check.tool_label`` gives). A name over 200 characters (already MCP101) is cut there with ``…``,
+        ``scanner.measure.toollist.tool_label`` gives). A name over 200 characters (already MCP101) is cut there with
+        ``…``,
         so a hostile name is not copied into every finding stored."""
         if not (isinstance(self.name, str) and self.name):
             return f"#{self.index}"

@@ -1,4 +1,4 @@
-"""Reads for the registry census and each server's health over time (``scanner.health`` shapes them).
+"""Reads for the registry census and each server's health over time (``scanner.report.health`` shapes them).
 
 Two reads, each one query (plus one for the run's registry-data findings):
 

@@ -195,9 +195,9 @@ def _scan_findings(
     A scan in lanes whose anonymous lane kept no auth signals (they came from the outcome itself, which the
     store does not keep whole) keeps its stored MCP6xx findings: they cannot be recomputed faithfully.
     """
-    from scanner import history
-    from scanner.instructions import instruction_findings
-    from scanner.lanes import scan_findings as lane_scan_findings
+    from scanner.measure import history
+    from scanner.measure.instructions import instruction_findings
+    from scanner.scan.lanes import scan_findings as lane_scan_findings
 
     def tools(toolset_id: int | None) -> list[Any]:
         if toolset_id is None:

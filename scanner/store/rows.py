@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from scanner.history import ChangeEvent
+from scanner.measure.history import ChangeEvent
 from scanner.models import Finding, Severity
 
 
@@ -145,7 +145,7 @@ class ScanRow:
     not_run: bool = False  # skipped before any process started (``extra["not_run"]``); ``ran`` is then declared
     lane: str | None = None  # a scan in lanes: the lane whose result this row is (the richest)
     lanes: tuple[LaneRow, ...] = ()  # a scan in lanes: every lane, anonymous first
-    metrics: Mapping[str, int | float] = field(default_factory=dict)  # scanner.metrics: {name: number}
+    metrics: Mapping[str, int | float] = field(default_factory=dict)  # scanner.measure.metrics: {name: number}
 
     @property
     def max_tokens(self) -> int:
@@ -176,7 +176,8 @@ class HistoryColumns:
     notes: tuple[int, ...]
     latest: ScanRow | None
     details: tuple[str, ...] = ()  # each scan's one-line detail ("" for most ok scans)
-    # The registered metrics (scanner.metrics) of the newest scans only (at most ``read.RECENT_METRICS``), aligned
+    # The registered metrics (scanner.measure.metrics) of the newest scans only (at most ``read.RECENT_METRICS``),
+    # aligned
     # with the end of the columns: ``metrics[-1]`` is the newest scan's, ``{}`` for a scan that measured none.
     metrics: tuple[Mapping[str, int | float], ...] = ()
 
@@ -269,7 +270,7 @@ class Diff:
     lanes_from: tuple[LaneRow, ...] = ()  # the lanes of each side, when it was scanned in lanes
     lanes_to: tuple[LaneRow, ...] = ()
     # (old, new): one tool renamed (the same description and inputSchema, or names that fold to the same words:
-    # scanner.history.pair_renames); not in tools_added/tools_removed.
+    # scanner.measure.history.pair_renames); not in tools_added/tools_removed.
     tools_renamed: tuple[tuple[str, str], ...] = ()
     # new name -> what changed besides the name (empty when only the name did).
     renamed_fields: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

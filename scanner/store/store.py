@@ -50,7 +50,7 @@ __all__ = ["Measure", "Store"]
 class Store:
     """A Fathom database: open it with :func:`scanner.store.open_store`, then write runs and query them.
 
-    Not thread-safe: a crawl has one writer (``scanner.crawl``); readers in other processes are fine (WAL).
+    Not thread-safe: a crawl has one writer (``scanner.scan.crawl``); readers in other processes are fine (WAL).
     """
 
     def __init__(self, engine: Engine) -> None:

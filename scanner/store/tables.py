@@ -70,7 +70,7 @@ JSON_KEYS = (
     "shutdown",
     "total",
     "initialize",
-    # scans.metrics (scanner.metrics)
+    # scans.metrics (scanner.measure.metrics)
     "handshake_ms",
     "list_ms",
     "list_pages",
@@ -297,7 +297,8 @@ class Scan(Base):
     # Scans in lanes (docs/lanes.md): which lane this row's result is (the richest), NULL for a one-lane scan.
     lane: Mapped[str | None] = mapped_column(String(16))
     instructions_id: Mapped[int | None] = mapped_column(ForeignKey("instructions.id"))
-    # Every registered per-scan metric (scanner.metrics) as {name: number}; NULL for scans before migration 0006.
+    # Every registered per-scan metric (scanner.measure.metrics) as {name: number}; NULL for scans before migration
+    # 0006.
     metrics: Mapped[dict[str, Any] | None] = mapped_column(KeyedJSON)
 
 

@@ -34,9 +34,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from scanner import history
-from scanner import metrics as scan_metrics
 from scanner.errors import FathomError, InputError
+from scanner.measure import history
+from scanner.measure import metrics as scan_metrics
 from scanner.models import CheckReport, Finding, InstructionsCost, ScanOutcome, ServerEntry, Toolset
 from scanner.store import codec, common
 from scanner.store.rows import ScanRecord
@@ -349,8 +349,8 @@ def _is_unchanged(entry: ServerEntry, outcome: ScanOutcome, state: Row[Any], too
     scanned in this run, with its last outcome, no lanes, instructions or findings of its own, and (when it
     listed) its last successful scan's toolset, measured under the run's catalogue, without findings, at the
     same server version. :func:`_record` would write exactly that row and that update for it."""
-    from scanner.instructions import instructions_text
-    from scanner.lanes import scan_findings
+    from scanner.measure.instructions import instructions_text
+    from scanner.scan.lanes import scan_findings
 
     if state.server_id is None or state.duplicate_id is not None or outcome.lanes or entry.findings:
         return False
@@ -460,7 +460,7 @@ class _Pending:
 
     def holds_instructions(self, outcome: ScanOutcome) -> bool:
         """Whether a gathered scan will insert the instructions ``outcome`` has."""
-        from scanner.instructions import instructions_text, text_sha256
+        from scanner.measure.instructions import instructions_text, text_sha256
 
         text = instructions_text(outcome.extra) if self.instructions and outcome.ok else None
         return text is not None and text_sha256(text) in self.instructions
@@ -622,8 +622,8 @@ class _Extras:
 def _prepare_extras(
     connection: Connection, outcome: ScanOutcome, toolset: Toolset | None, rule_version: str, measure: Measure
 ) -> _Extras:
-    from scanner.instructions import instruction_findings, instructions_text, measure_instructions, text_sha256
-    from scanner.lanes import scan_findings
+    from scanner.measure.instructions import instruction_findings, instructions_text, measure_instructions, text_sha256
+    from scanner.scan.lanes import scan_findings
 
     extras = _Extras()
     for lane in outcome.lanes:

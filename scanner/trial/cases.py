@@ -51,7 +51,7 @@ def read_cases(path: str) -> bytes:
     import os
     import stat
 
-    from scanner.toolsets import read_source
+    from scanner.check.toolsets import read_source
 
     if path != "-":
         try:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from scanner.report.tabular import TableFormat, render_rows
 from scanner.report.text import markdown_escape
-from scanner.tabular import TableFormat, render_rows
 from scanner.textsafe import clean
 from scanner.trial.validate import ArgError
 

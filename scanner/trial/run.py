@@ -23,7 +23,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from scanner.check import CheckRequest
+from scanner.check.result import CheckRequest
 from scanner.errors import FathomError, InputError
 from scanner.models import TokenCount, Toolset
 from scanner.providers.api import Call, Exchange, Limits, ModelAnswer, ModelApiError, Stop, ToolCall, redact_url, send
@@ -227,7 +227,7 @@ def load_tools(request: TrialRequest) -> tuple[tuple[Any, ...], str]:
         return tuple(tools), f"{request.server} (run {newest.run_id}, stored)"
     if request.check is None:
         raise InputError("give a tool list: --tools-file, --url, --stdio, '-- command ...', or --db with --server")
-    from scanner.check import run_check
+    from scanner.check.run import run_check
 
     result = run_check(replace(request.check, measure=False))
     if result.tools is None:

@@ -10,10 +10,10 @@ import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from scanner.check import measure
-from scanner.health import Census, census, nearest_rank, platform, server_health
+from scanner.measure.toollist import measure
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.report.build import build_report
+from scanner.report.health import Census, census, nearest_rank, platform, server_health
 from scanner.report.registry_health import LISTED_NAMES
 from scanner.rules.registry import RULES_VERSION
 from scanner.rules.registrydata import registry_findings

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from scanner.check.gates import rules_left
 from scanner.cli import app
-from scanner.gates import rules_left
 
 runner = CliRunner()
 ROOT = Path(__file__).parents[2]

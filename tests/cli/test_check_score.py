@@ -1,4 +1,4 @@
-"""``fathom check`` gives a server the leaderboard's score: both come from ``scanner.score.score_breakdown``.
+"""``fathom check`` gives a server the leaderboard's score: both come from ``scanner.measure.score.score_breakdown``.
 
 The demo servers (real HTTP servers on loopback, both protocol eras, one sending instructions) are scanned into
 a real SQLite database and ranked as the report ranks them; then each is checked with ``check --url`` and the
@@ -13,12 +13,12 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from scanner.cli import app
-from scanner.crawl import CrawlSettings
 from scanner.demo.server import DemoHost
 from scanner.demo.sites import sites
 from scanner.mcp import ClientLimits
 from scanner.report.build import build_leaderboard
-from scanner.scan import ScanConfig, run_scan
+from scanner.scan.crawl import CrawlSettings
+from scanner.scan.night import ScanConfig, run_scan
 from scanner.store import open_store
 
 runner = CliRunner()

@@ -19,11 +19,11 @@ import pytest
 from typer.testing import CliRunner
 
 from scanner.cli import app
-from scanner.crawl import CrawlSettings
 from scanner.demo import run_demo
 from scanner.demo.server import DemoHost, Site
 from scanner.mcp import ClientLimits
-from scanner.scan import ScanConfig, run_scan
+from scanner.scan.crawl import CrawlSettings
+from scanner.scan.night import ScanConfig, run_scan
 from scanner.store import open_store
 
 runner = CliRunner()

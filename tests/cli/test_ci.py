@@ -1,4 +1,4 @@
-"""The drop-in CI: ``action.yml`` and ``.pre-commit-hooks.yaml`` run ``python -m scanner.ci``; tested here as
+"""The drop-in CI: ``action.yml`` and ``.pre-commit-hooks.yaml`` run ``python -m scanner.check.ci``; tested here as
 GitHub and pre-commit run them (a subprocess with the inputs in ``INPUT_*``, the hook's entry plus file names),
 against a real SDK server and real files. The docs' copy-paste examples are checked against both files."""
 
@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 import yaml
 
-from scanner.ci import _LIST_FLAGS, _VALUE_FLAGS, split_hook_args
+from scanner.check.ci import _LIST_FLAGS, _VALUE_FLAGS, split_hook_args
 from tests.servers.launch import RunningServer, free_port
 
 ROOT = Path(__file__).parents[2]
@@ -57,7 +57,7 @@ def run_action(
     env |= {f"INPUT_{name.upper().replace('-', '_')}": value for name, value in inputs.items()}
     env |= {"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(outputs)}
     done = subprocess.run(
-        [sys.executable, "-m", "scanner.ci", "action"],
+        [sys.executable, "-m", "scanner.check.ci", "action"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -70,7 +70,7 @@ def run_action(
 
 def test_every_action_input_reaches_the_script() -> None:
     (step,) = [step for step in ACTION["runs"]["steps"] if step.get("id") == "check"]
-    assert step["run"] == "python -m scanner.ci action"
+    assert step["run"] == "python -m scanner.check.ci action"
     handled = set(_VALUE_FLAGS) | set(_LIST_FLAGS) | {"STRICT", "ARGS", "SARIF", "MARKDOWN"}
     passed = {name.removeprefix("INPUT_") for name in step["env"]}
     steps_only = ("upload-sarif", "python-version", "pr-comment", "github-token")
@@ -218,7 +218,7 @@ def _event_file(tmp_path: Path, head: str | None, base: str = "acme/server") -> 
 def test_the_token_is_known_read_only_for_forks_and_dependabot(
     tmp_path: Path, event: str, head: str | None, actor: str, can_write: bool, why: str
 ) -> None:
-    from scanner.ci import write_access
+    from scanner.check.ci import write_access
 
     env = {
         "GITHUB_EVENT_NAME": event,
@@ -316,7 +316,7 @@ def _comment(tmp_path: Path, github: _FakeGitHub) -> subprocess.CompletedProcess
         "BODY_FILE": str(body),
     }
     return subprocess.run(
-        [sys.executable, "-m", "scanner.ci", "comment"], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "scanner.check.ci", "comment"], env=env, capture_output=True, text=True, timeout=60
     )
 
 

@@ -1,4 +1,5 @@
-"""The CI entry point (``python -m scanner.ci``, what the Action and the pre-commit hook run) against a hostile pull
+"""The CI entry point (``python -m scanner.check.ci``, what the Action and the pre-commit hook run) against a hostile
+pull
 request (issue 33 item 4): it runs under envguard as ``fathom`` does, a config typo is one line, and an output a
 pull request planted as a symlink never reaches the job summary or the step outputs."""
 
@@ -28,7 +29,7 @@ def test_a_server_started_by_the_action_cannot_read_the_actions_environment(
     stdio = shlex.join(hostile_stdio_command("read-ancestors", "--pid-file", str(seen)))
     done, outputs, summary = run_action(tmp_path, stdio=stdio, args="--timeout 60")
     read = seen.read_text(encoding="utf-8")
-    parent = read.splitlines()[0].split(":", 1)[0]  # the first ancestor: the scanner.ci process itself
+    parent = read.splitlines()[0].split(":", 1)[0]  # the first ancestor: the scanner.check.ci process itself
     line = next(line for line in read.splitlines() if line.startswith(f"{parent}: "))
     assert line.endswith("PermissionError"), read[:500]
     assert SECRET not in read and SECRET not in done.stdout + done.stderr + summary

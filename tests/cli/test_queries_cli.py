@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from scanner.cli import app
+from scanner.measure.score import score_breakdown
 from scanner.rules import RULES
-from scanner.score import score_breakdown
 from scanner.store import open_store
 from tests.store.conftest import entry, failed, local_measure, ok, tool
 

@@ -69,7 +69,7 @@ def test_readme_top_help_and_the_code_agree_on_exit_codes() -> None:
     }
     assert literal >= {1, 2, 3, 130}  # the scan found the CLI's own exits
     assert raised | literal <= set(top)
-    from scanner.doctor import Diagnosis
+    from scanner.scan.doctor import Diagnosis
 
     verdicts = {"healthy", "silent-lane", "auth-undiscoverable", "unreachable", "not-http"}
     doctor_codes = {Diagnosis.exit_code.fget(type("D", (), {"verdict": v})()) for v in verdicts}  # type: ignore[attr-defined]

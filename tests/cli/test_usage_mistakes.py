@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from scanner.check import measure
 from scanner.cli import app
+from scanner.measure.toollist import measure
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.rules import RULES_VERSION
 from scanner.store import open_store

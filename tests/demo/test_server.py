@@ -17,10 +17,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from scanner.crawl import CrawlSettings
 from scanner.demo.server import DemoHost, Site, synthetic_sites
 from scanner.mcp import ClientLimits
-from scanner.scan import ScanConfig, run_scan
+from scanner.scan.crawl import CrawlSettings
+from scanner.scan.night import ScanConfig, run_scan
 from scanner.store import open_store
 
 TOOLS = synthetic_sites(1, tools_per_server=3)[0].tools

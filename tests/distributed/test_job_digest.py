@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from scanner.crawl import CrawlSettings
 from scanner.distributed.queue import QUEUE_KEY_ENV, entry_digest, entry_payload, job_problem
 from scanner.distributed.worker import WorkerConfig, _Job
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages import PackageSettings
 from scanner.rules import RULES_VERSION
+from scanner.scan.crawl import CrawlSettings
 from scanner.store import open_store
 
 SECRET = "acme-token-Zk29x7qL"
@@ -142,7 +142,7 @@ def test_a_job_row_rewritten_in_postgresql_is_refused_by_a_real_worker(
     from sqlalchemy import text
 
     from scanner.distributed import enqueue_scan
-    from scanner.scan import ScanConfig
+    from scanner.scan.night import ScanConfig
     from scanner.store.engine import create_store_engine
 
     pytest.importorskip("procrastinate")

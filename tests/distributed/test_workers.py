@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from scanner.crawl import CrawlSettings
 from scanner.demo.server import DemoHost, synthetic_sites
 from scanner.distributed.queue import entry_from_payload, entry_payload
 from scanner.errors import WriterBusy
 from scanner.mcp import ClientLimits
 from scanner.models import ServerEntry, Transport
-from scanner.scan import ScanConfig, run_scan
+from scanner.scan.crawl import CrawlSettings
+from scanner.scan.night import ScanConfig, run_scan
 from scanner.store import open_store
 from scanner.store.engine import create_store_engine
 from tests.servers.launch import RunningServer

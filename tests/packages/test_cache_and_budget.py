@@ -18,10 +18,9 @@ from typing import Any
 import anyio
 import pytest
 
-from scanner import isolation
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import PackageSettings, run_package
+from scanner.packages import PackageSettings, isolation, run_package
 from scanner.packages.cache import PackageCache, tree_bytes
 from scanner.packages.confine import landlock_abi
 from scanner.store.tables import unkeyed
@@ -309,10 +308,10 @@ def test_housekeeping_is_a_step_of_the_run_and_finished_at_comes_after_it(regist
     a real night); the step is said on its own (``on_phase``) and the run finishes after it."""
     from datetime import UTC, datetime
 
-    from scanner import queries
-    from scanner.crawl import CrawlSettings
     from scanner.packages import housekeeping
-    from scanner.scan import HOUSEKEEPING, ScanConfig, run_scan
+    from scanner.report import queries
+    from scanner.scan.crawl import CrawlSettings
+    from scanner.scan.night import HOUSEKEEPING, ScanConfig, run_scan
 
     for name, value in environ(registry).items():
         monkeypatch.setenv(name, value)

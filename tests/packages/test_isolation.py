@@ -4,7 +4,7 @@ taken first, an install rewritten after its own run, and what a package leaves i
 Each attack is a real child started the way Fathom starts it (a stdio command under ``run_command``, a package
 from the loopback npm registry under ``run_package``), with Landlock present and with it switched off (the
 ``landlock`` parameter; :func:`scanner.packages.confine.landlock_abi` is what Fathom asks). Run as root, each
-child runs as a user of its own (:mod:`scanner.isolation`); the tests that need that skip elsewhere and say so.
+child runs as a user of its own (:mod:`scanner.packages.isolation`); the tests that need that skip elsewhere and say so.
 """
 
 from __future__ import annotations
@@ -21,10 +21,9 @@ from typing import Any
 import anyio
 import pytest
 
-from scanner import isolation
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import PackageSettings, run_package
+from scanner.packages import PackageSettings, isolation, run_package
 from scanner.packages.cache import PackageCache
 from scanner.packages.commands import run_command
 from scanner.packages.confine import landlock_abi

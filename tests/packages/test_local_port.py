@@ -230,8 +230,8 @@ def test_a_package_that_exits_before_listening_is_classified(registry, tmp_path)
 def test_fathom_scan_runs_it_and_dry_run_says_it_would(registry, tmp_path):  # noqa: F811
     from typer.testing import CliRunner
 
-    from scanner import queries
     from scanner.cli import app
+    from scanner.report import queries
 
     source = tmp_path / "registry.json"
     doc = {"server": {"name": NAME, "description": "d", "version": "1.0.0", "packages": [local_package()]}}

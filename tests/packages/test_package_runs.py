@@ -176,8 +176,8 @@ def test_fathom_scan_end_to_end_with_cache_dir_and_runner_check(registry, tmp_pa
     and a missing runner are recorded by cause, and the missing runner is said once before the scan."""
     from typer.testing import CliRunner
 
-    from scanner import queries
     from scanner.cli import app
+    from scanner.report import queries
 
     def server(name: str, package: dict[str, Any]) -> dict[str, Any]:
         return {"server": {"name": name, "description": "d", "version": "1.0.0", "packages": [package]}}

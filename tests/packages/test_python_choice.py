@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from scanner import isolation
 from scanner.models import Outcome
-from scanner.packages import PackageSettings
+from scanner.packages import PackageSettings, isolation
 from scanner.packages.cache import PackageCache
 from tests.packages.local_registry import LocalRegistry, wheel
 from tests.packages.test_package_runs import environ, needs_uvx, resolve, run, tool_names

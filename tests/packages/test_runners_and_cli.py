@@ -12,13 +12,13 @@ import anyio
 from typer.testing import CliRunner
 
 from scanner.cli import app
-from scanner.crawl import CrawlSettings, crawl
 from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages import PackageSettings, default_cache_dir
 from scanner.packages.runners import missing_runners, warning_lines
 from scanner.packages.settings import ROOT_CACHE_DIR
 from scanner.registry import load_entries
-from scanner.scan import ScanConfig
+from scanner.scan.crawl import CrawlSettings, crawl
+from scanner.scan.night import ScanConfig
 
 SAMPLE = Path(__file__).parents[1] / "fixtures" / "registry" / "registry-sample.json"
 
@@ -92,7 +92,7 @@ def test_a_pass_env_name_that_is_not_set_is_said(tmp_path):
 def test_a_skip_keeps_what_was_declared(tmp_path):
     """A package that cannot run keeps its registry type, identifier and version: in the dry run, in the store
     (``servers --format json``), so skips can be counted by registry type."""
-    from scanner import queries
+    from scanner.report import queries
 
     declared = {"registryType": "nuget", "identifier": "Acme.Mcp", "version": "1.2.3", "transport": {"type": "stdio"}}
     document = {"servers": [{"server": {"name": "io.github.t/nuget", "version": "1.0.0", "packages": [declared]}}]}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scanner import tokenizer
+from scanner.measure import tokenizer
 from scanner.providers import PROVIDERS_BY_NAME, list_tokens
 from scanner.providers.openai import OVERHEAD, OVERHEAD_PIECES, OpenAI
 

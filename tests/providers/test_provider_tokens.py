@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from scanner import tokenizer
+from scanner.measure import tokenizer
 from scanner.models import MEASURED_PROVIDERS, PROVIDERS, VIEW_NAMES, TokenCount
 from scanner.providers import (
     PROVIDER_NAMES,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from scanner import tokenizer
+from scanner.measure import tokenizer
 from scanner.providers.base import read_tool
 from scanner.providers.gemini import Gemini, _json, array_tokens
 from scanner.providers.openai import render_function, render_section, section_tokens

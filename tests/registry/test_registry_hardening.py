@@ -21,7 +21,6 @@ from registry_support import row
 from typer.testing import CliRunner
 
 from scanner.cli import app
-from scanner.crawl import CrawlSettings, crawl, host_key
 from scanner.errors import InputError
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
@@ -29,7 +28,8 @@ from scanner.registry import address, load_entries
 from scanner.registry.interface import Options
 from scanner.registry.loader import _strip_jsonc
 from scanner.registry.official import fetch_rows
-from scanner.scan import ScanConfig, run_scan
+from scanner.scan.crawl import CrawlSettings, crawl, host_key
+from scanner.scan.night import ScanConfig, run_scan
 
 runner = CliRunner()
 QUICK = CrawlSettings(concurrency=4, limits=ClientLimits(timeout=5.0, connect_timeout=5.0), retries=0)
@@ -102,7 +102,7 @@ def test_an_opted_in_command_gets_only_its_declared_env(tmp_path: Path, monkeypa
     monkeypatch.setenv("BASH_FUNC_x%%", "() { echo pwned; }")
     shared = tmp_path / "shared"
     shared.mkdir()
-    shared.chmod(0o777)  # run as root, the command runs as a user of its own (scanner/isolation.py)
+    shared.chmod(0o777)  # run as root, the command runs as a user of its own (scanner/packages/isolation.py)
     out = shared / "env.txt"
     config = {
         "mcpServers": {

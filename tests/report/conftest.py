@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from scanner.check import measure
+from scanner.measure.toollist import measure
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.rules.registry import RULES_VERSION
 from scanner.store import Store, open_store

@@ -1,5 +1,5 @@
 """Cost per client in the report: the leaderboard's JSON ``clients`` and CSV ``client_<key>`` columns, and the
-server page's "Per client" line, all equal to scanner.clients over the stored per-tool costs."""
+server page's "Per client" line, all equal to scanner.measure.clients over the stored per-tool costs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import io
 import json
 from pathlib import Path
 
-from scanner.clients import CLIENTS, measure_clients
+from scanner.measure.clients import CLIENTS, measure_clients
 from scanner.store import Store
 
 from .test_report_site import read, site  # noqa: F401  (the site fixture)

@@ -11,7 +11,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scanner.check import measure
+from scanner.measure.toollist import measure
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.report import build_report
 from scanner.rules.registry import RULES_VERSION

@@ -205,8 +205,8 @@ def test_unknown_run_and_empty_database(story_store: Store, tmp_path: Path, make
 
 
 def test_leaderboard_scores_are_the_score_of_the_stored_findings(site: Path, story_store: Store) -> None:
+    from scanner.measure.score import score
     from scanner.rules.registry import is_preview
-    from scanner.score import score
 
     document = json.loads(read(site / "leaderboard.json"))
     stored = {row.server: row for row in story_store.leaderboard(3)}

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from scanner.check import measure
 from scanner.errors import InputError
+from scanner.measure.toollist import measure
 from scanner.report import build_report
 from scanner.report.text import RESERVED_NAMES, is_reserved_name, slugify, unique_slugs
 from scanner.rules.registry import RULES_VERSION

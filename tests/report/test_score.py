@@ -9,15 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from scanner.measure.score import COST_BUDGET, SCORE_VERSION, cost_penalty, score, score_breakdown, score_counts
 from scanner.models import Finding, Severity
-from scanner.score import (
-    COST_BUDGET,
-    SCORE_VERSION,
-    cost_penalty,
-    score,
-    score_breakdown,
-    score_counts,
-)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "score.md"
 
@@ -251,7 +244,7 @@ def test_preview_findings_never_move_it(code: str) -> None:
 
 def test_a_refused_list_is_capped_below_every_list_that_loads_and_says_why() -> None:
     """Issue 35: a refused list is the worst finding a server can have, and the score says so."""
-    from scanner.score import REFUSED_CAP
+    from scanner.measure.score import REFUSED_CAP
 
     refused = score_breakdown(10, [hit("MCP801", P, 3)], tokens=900)
     merely_bad = score_breakdown(10, [hit("MCP102", P, i) for i in range(3)], tokens=900)

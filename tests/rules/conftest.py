@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from scanner import providers, tokenizer
+from scanner import providers
+from scanner.measure import tokenizer
 from scanner.models import PROVIDERS
 from scanner.rules import RuleContext
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from scanner.measure.tokenizer import count
 from scanner.models import Finding
 from scanner.rules import RULES, RuleContext, run_rules
 from scanner.rules.clients_reject import gemini_cli_untyped
-from scanner.tokenizer import count
 
 REAL = Path(__file__).parent.parent / "fixtures" / "real"
 CTX = RuleContext(count_tokens=count)

@@ -125,7 +125,7 @@ def test_mcp306_counts_with_the_dearest_provider(context_for: Callable[[Sequence
 def test_mcp210_reports_the_o200k_count(context_for: Callable[[Sequence[Any]], RuleContext]) -> None:
     tools = _load("MCP210", "positive")
     (finding,) = _of(run_rules(tools, context_for(tools)), "MCP210")
-    from scanner import tokenizer
+    from scanner.measure import tokenizer
 
     compact = json.dumps(tools[0]["inputSchema"], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert finding.details["tokens"] == tokenizer.count(compact) > 1000

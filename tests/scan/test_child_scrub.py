@@ -20,16 +20,16 @@ from typing import Any
 import anyio
 import pytest
 
-from scanner import isolation, scrub
-from scanner.crawl import CrawlSettings, crawl
+from scanner import scrub
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import PackageSettings
+from scanner.packages import PackageSettings, isolation
 from scanner.registry.localport import PORT_SENTINEL
+from scanner.scan.crawl import CrawlSettings, crawl
 from scanner.store.engine import create_store_engine
 
 SCRIPT = str(Path(__file__).parent.parent / "servers" / "snoop_child.py")
-# As root each child runs as a user of its own (scanner.isolation), who cannot reach an interpreter under /root
+# As root each child runs as a user of its own (scanner.packages.isolation), who cannot reach an interpreter under /root
 # (a pyenv, a venv there): the children run on the system's Python then, as a registry's packages would.
 PYTHON = (
     sys.executable

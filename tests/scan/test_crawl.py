@@ -1,4 +1,4 @@
-"""The crawl stage (:mod:`scanner.crawl`) with a fake ``scan`` function: limits, retries, the single writer.
+"""The crawl stage (:mod:`scanner.scan.crawl`) with a fake ``scan`` function: limits, retries, the single writer.
 
 A fake scan is where faults that real servers cannot be made to produce on demand (a 429 with a given
 Retry-After, a reset connection) are simulated; everything else here is the real crawl, with tiny delays.
@@ -18,7 +18,9 @@ from typing import Any
 import anyio
 import pytest
 
-from scanner.crawl import (
+from scanner.errors import StoreError
+from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
+from scanner.scan.crawl import (
     CRAWL_GC_THRESHOLD,
     CrawlSettings,
     crawl,
@@ -27,8 +29,6 @@ from scanner.crawl import (
     interleave_by_host,
     retry_delay,
 )
-from scanner.errors import StoreError
-from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 
 pytestmark = pytest.mark.timeout(30)
 

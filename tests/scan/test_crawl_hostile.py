@@ -17,9 +17,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from scanner.crawl import CrawlSettings, crawl
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
+from scanner.scan.crawl import CrawlSettings, crawl
 from tests.mcp.helpers import alive
 from tests.servers.launch import RunningServer, free_port, hostile_stdio_command, running, start
 

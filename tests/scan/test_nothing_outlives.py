@@ -5,7 +5,7 @@ The servers are :mod:`tests.servers.hostile_stdio` commands that ignore SIGTERM 
 process group, one a grandchild that left it with ``setsid`` after a double fork), started by a real
 ``fathom scan --run-commands``. Started with Fathom's own interpreter they run as Fathom's user (the reaper finds
 them by their mark); with the system's, run as root, each runs as a user of its own (the reaper kills its
-user's processes). See :mod:`scanner.isolation`.
+user's processes). See :mod:`scanner.packages.isolation`.
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import anyio
 import pytest
 
-from scanner.crawl import CrawlSettings, crawl
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
+from scanner.scan.crawl import CrawlSettings, crawl
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -153,7 +153,7 @@ def test_only_and_limit_pick_what_a_real_scan_scans(tmp_path: Path) -> None:
 
 
 def test_the_skipped_line_reads_large_counts_with_separators() -> None:
-    from scanner.scan import skipped_line
+    from scanner.scan.night import skipped_line
 
     assert skipped_line({"--run-packages": 1_234, "--allow-private": 2}) == (
         "1,236 servers were not scanned: 1,234 need --run-packages, 2 need --allow-private "

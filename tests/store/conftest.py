@@ -1,6 +1,7 @@
 """Shared pieces for the store tests: a real SQLite file per test, and a small deterministic ``measure``.
 
-``local_measure`` stands in for ``scanner.check.measure`` so the expected findings are known exactly: it flags a
+``local_measure`` stands in for ``scanner.measure.toollist.measure`` so the expected findings are known exactly: it
+flags a
 missing or one-word description (MCP102, problem) and a parameter without a type (MCP205, problem), notes more
 than two tools (MCP305 stand-in, a list finding), and counts tokens as characters / 4 with a per-provider factor.
 ``test_with_real_measure`` runs the write path with the real one when the rule catalogue is importable.

@@ -4,7 +4,8 @@
 clock (one instant per night): stable lists with nightly timings, a list that changes, failures and recoveries,
 scans in two lanes with auth signals, instructions that change, registry findings (MCP7xx), secrets in URLs,
 commands and details, hostile text (NUL, lone surrogates), a package install time, a rescore. :func:`dump` reads it
-back through every query (``Store``'s, ``scanner.queries``', the health reads) into JSON-ready values, so a change
+back through every query (``Store``'s, ``scanner.report.queries``', the health reads) into JSON-ready values, so a
+change
 to how rows are stored can be checked against the reads it must not change (``test_golden_reads.py``).
 """
 
@@ -18,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from scanner import queries
 from scanner.errors import InputError
-from scanner.lanes import combine
 from scanner.models import Finding, Outcome, ScanOutcome, ServerEntry, Severity, Transport
+from scanner.report import queries
+from scanner.scan.lanes import combine
 from scanner.store import Store, common, health
 from tests.store.conftest import local_measure, tool
 

@@ -5,7 +5,7 @@ The same code runs on PostgreSQL under real workers (tests/distributed); here th
 
 from __future__ import annotations
 
-from scanner import queries
+from scanner.report import queries
 from scanner.store import Store
 from tests.store.conftest import entry, failed, local_measure, ok, tool
 

@@ -22,7 +22,7 @@ from scanner import wire
 from scanner.cli import app
 from scanner.models import ServerEntry, Transport
 from scanner.rules import RULES_VERSION
-from scanner.scan import source_key
+from scanner.scan.night import source_key
 from scanner.store import open_store
 from scanner.store.engine import _clean_parameters, create_store_engine
 from tests.servers.launch import running, start_sdk_http

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from scanner.lanes import combine
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
+from scanner.scan.lanes import combine
 from scanner.store import open_store
 from scanner.store.engine import create_store_engine
 from tests.store.conftest import local_measure, ok, tool

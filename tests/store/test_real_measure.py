@@ -1,4 +1,5 @@
-"""The write path with the real ``scanner.check.measure``: real token counts and real rule findings, stored and
+"""The write path with the real ``scanner.measure.toollist.measure``: real token counts and real rule findings, stored
+and
 read back without a recount."""
 
 from __future__ import annotations

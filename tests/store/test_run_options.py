@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from scanner.crawl import CrawlSettings
 from scanner.mcp.limits import ClientLimits
 from scanner.packages.settings import PackageSettings
-from scanner.scan import OPTIONS_EXCLUDED, ScanConfig, _flat_fields
+from scanner.scan.crawl import CrawlSettings
+from scanner.scan.night import OPTIONS_EXCLUDED, ScanConfig, _flat_fields
 from scanner.store import Store
 
 # The keys runs stored when the list was written by hand: each must still be stored, with the same meaning.
@@ -76,7 +76,7 @@ def test_two_settings_with_one_name_are_refused() -> None:
 def test_resume_rebuilds_the_config_a_run_stored() -> None:
     from pathlib import Path
 
-    from scanner.scan import config_from_options
+    from scanner.scan.night import config_from_options
 
     config = ScanConfig(
         source="servers.json",
@@ -110,7 +110,7 @@ def test_resume_rebuilds_the_config_a_run_stored() -> None:
 def test_a_resume_never_exceeds_the_opt_ins_of_its_command_line() -> None:
     from pathlib import Path
 
-    from scanner.scan import within_opt_ins
+    from scanner.scan.night import within_opt_ins
 
     planted = ScanConfig(
         source="x.json",
@@ -139,7 +139,7 @@ def test_a_planted_run_row_cannot_run_a_command_on_resume(tmp_path: Path) -> Non
     import json
     import sys
 
-    from scanner.scan import run_scan
+    from scanner.scan.night import run_scan
     from scanner.store import open_store
 
     marker = tmp_path / "pwned"

@@ -13,8 +13,8 @@ from sqlalchemy import event, func, select
 from sqlalchemy.dialects import sqlite
 
 from scanner.errors import InputError, StoreError, TokenizerUnavailable
-from scanner.lanes import combine
 from scanner.models import CheckReport, Outcome, ScanOutcome, ServerEntry, Toolset, Transport
+from scanner.scan.lanes import combine
 from scanner.store import Store, open_store, write
 from scanner.store.common import SCANS, TOOLSETS
 from scanner.store.tables import KeyedJSON

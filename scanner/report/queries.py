@@ -1,0 +1,392 @@
+"""The questions ``fathom runs|servers|history|findings|diff`` answer, as flat rows ready for a table, JSON or CSV.
+
+Each function opens the store, asks it one query (the store writes the SQL), and flattens the frozen rows it gets
+into plain dicts with stable column names. The CLI only picks the format.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from scanner.errors import InputError
+from scanner.measure import metrics as scan_metrics
+from scanner.models import PROVIDERS, Severity
+from scanner.scan.lanes import lanes_text
+from scanner.store import FindingRow, RunSpec, ScanScore, Store, open_store, owner
+from scanner.textsafe import clean
+
+RUN_COLUMNS = ["run", "started_at", "finished_at", "status", "servers_scanned", "servers_ok", "source"]
+# A distributed run also shows its progress (scanned of planned) and the workers that wrote it.
+DISTRIBUTED_RUN_COLUMNS = [*RUN_COLUMNS[:5], "planned", "servers_ok", "workers", "source"]
+SERVER_COLUMNS = [
+    "server",
+    "last_outcome",
+    "last_scanned_at",
+    "version",
+    "tools",
+    "score",
+    "problems",
+    "warnings",
+    "notes",
+    *PROVIDERS,
+    "will_it_load",
+    "detail",
+]
+HISTORY_COLUMNS = [
+    "run",
+    "scanned_at",
+    "outcome",
+    "registry_version",
+    "version",
+    "tools",
+    *PROVIDERS,
+    "score",
+    "problems",
+    "warnings",
+    "notes",
+    "detail",
+    "will_it_load",
+    "lanes",
+]
+
+
+def history_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The table's columns for :func:`history`: :data:`HISTORY_COLUMNS` with one per registered metric (by name)
+    after the finding counts."""
+    at = HISTORY_COLUMNS.index("detail")
+    return [*HISTORY_COLUMNS[:at], *scan_metrics.METRICS, *HISTORY_COLUMNS[at:]]
+
+
+FINDING_COLUMNS = ["server", "code", "severity", "tool", "first_seen_run", "gone_run", "message"]
+DIFF_COLUMNS = ["change", "tool", "detail"]
+RULE_COLUMNS = ["code", "severity", "status", "slug", "hint"]
+
+# Columns a table may leave out, last first, when wrapping text is not enough to fit the terminal (``--wide``
+# keeps them all; JSON and CSV always have every column).
+OPTIONAL_COLUMNS: dict[str, list[str]] = {
+    "runs": ["finished_at", "servers_scanned"],
+    "servers": ["warnings", "will_it_load", "detail", "last_scanned_at", "version", "notes", *PROVIDERS[1:]],
+    "history": [
+        "lanes",
+        "registry_version",
+        "version",
+        "will_it_load",
+        *scan_metrics.METRICS,
+        "notes",
+        *PROVIDERS[1:],
+    ],
+    "findings": ["first_seen_run", "gone_run"],
+    "diff": [],
+    "rules": ["status"],
+}
+# The free-text columns a table wraps first to fit the terminal (names and codes stay whole while they can).
+WRAP_COLUMNS = ("detail", "message", "source", "hint", "lanes", "workers", "will_it_load")
+
+
+def _client_findings(store: Store, server: str | None = None, still_open: bool = False) -> list[FindingRow]:
+    """The stored findings of the MCP8xx rules (what clients reject), of one server or all, with when each
+    appeared and went away."""
+    from scanner.measure.verdicts import FAMILY
+    from scanner.rules import RULES
+
+    found: list[FindingRow] = []
+    for code in RULES:
+        if code.startswith(FAMILY) and RULES[code].scope in ("tool", "list"):
+            found += store.findings(rule=code, server=server, still_open=still_open)
+    return found
+
+
+def _open_at(row: FindingRow, run: int) -> bool:
+    first, gone = row.first_seen_run, row.gone_run
+    return first is not None and first <= run and (gone is None or gone > run)
+
+
+def _loads(rows: list[FindingRow]) -> tuple[str, dict[str, Any]]:
+    """The ``will_it_load`` cell and the ``verdicts`` object of JSON output (only the clients that do not load the
+    list whole, or that a preview rule says may not; empty when every client loads it), from stored findings."""
+    from scanner.measure.verdicts import compact, to_json, verdicts
+
+    found = verdicts(rows)
+    shown = [verdict for verdict in found if verdict.state != "loads" or verdict.preview_state is not None]
+    return compact(found), to_json(shown)
+
+
+def runs(db_url: str) -> list[dict[str, Any]]:
+    with open_store(db_url) as store:
+        found = store.runs()
+    return [
+        {
+            "run": run.id,
+            "started_at": run.started_at,
+            "finished_at": run.finished_at,
+            # A run left ``running`` by a process that is gone (killed) reads as what it is; resumable.
+            "status": "interrupted"
+            if run.status == "running" and owner.gone(run.options.get(owner.KEY))
+            else run.status,
+            "servers_scanned": run.servers_scanned,
+            "servers_ok": run.servers_ok,
+            "source": run.source,
+            "rule_version": run.rule_version,
+            "planned": run.planned,
+            "workers": list(run.workers),
+        }
+        for run in found
+    ]
+
+
+def run_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The table's columns for :func:`runs`: with ``planned`` and ``workers`` when a run is distributed."""
+    return DISTRIBUTED_RUN_COLUMNS if any(row["planned"] is not None for row in rows) else RUN_COLUMNS
+
+
+def servers(db_url: str) -> list[dict[str, Any]]:
+    """Every server; the tools, tokens, score and finding counts are those of its last successful scan."""
+    with open_store(db_url) as store:
+        found = store.servers()
+        scores = store.scan_scores(row.last_ok_scan_id for row in found if row.last_ok_scan_id is not None)
+        rejected: dict[str, list[FindingRow]] = {}
+        for finding in _client_findings(store, still_open=True):
+            rejected.setdefault(finding.server, []).append(finding)
+    loads = {row.name: _loads(rejected.get(row.name, [])) for row in found if row.last_ok_scan_id is not None}
+    return [
+        {
+            "server": row.name,
+            "last_outcome": row.last_outcome,
+            "last_scanned_at": row.last_scanned_at,
+            "last_run": row.last_run_id,
+            "version": row.server_version,
+            "tools": row.tools_count,
+            **_scored(scores.get(row.last_ok_scan_id) if row.last_ok_scan_id is not None else None),
+            **{provider: row.tokens.get(provider) for provider in PROVIDERS},
+            "will_it_load": loads[row.name][0] if row.name in loads else None,
+            "verdicts": loads[row.name][1] if row.name in loads else None,
+            "detail": row.last_detail,
+            "toolset_sha256": row.toolset_sha256,
+            **_ran(row.last_run or RunSpec()),
+            "stderr_tail": list(row.last_stderr_tail),
+        }
+        for row in found
+    ]
+
+
+def _ran(ran: RunSpec) -> dict[str, Any]:
+    """What a scan ran, as columns: the registry version, the package, the URL, the command (redacted)."""
+    return {
+        "registry_version": ran.registry_version,
+        "package": dict(ran.package) if ran.package is not None else None,
+        "url": ran.url,
+        "command": ran.command,
+    }
+
+
+def _scored(found: ScanScore | None) -> dict[str, Any]:
+    """The score and finding counts as columns; all None for a server that never listed tools."""
+    if found is None:
+        return {"score": None, "problems": None, "warnings": None, "notes": None}
+    return {"score": found.score, "problems": found.problems, "warnings": found.warnings, "notes": found.notes}
+
+
+def history(db_url: str, server: str) -> list[dict[str, Any]]:
+    """One server's scans, oldest first, each with its score (None for a scan that listed no tools)."""
+    with open_store(db_url) as store:
+        found = store.history(server)
+        scores = store.scan_scores(row.scan_id for row in found if row.ok)
+        rejected = _client_findings(store, server=server) if found else []
+    loads = {row.run_id: _loads([f for f in rejected if _open_at(f, row.run_id)]) for row in found if row.ok}
+    return [
+        {
+            "run": row.run_id,
+            "scanned_at": row.scanned_at,
+            "outcome": row.outcome,
+            "detail": row.detail,
+            "transport": row.transport,
+            "era": row.era,
+            "protocol_version": row.protocol_version,
+            "version": row.server_version,
+            "tools": row.tools_count,
+            **{provider: row.tokens.get(provider) for provider in PROVIDERS},
+            "score": scores[row.scan_id].score if row.scan_id in scores else None,
+            # A scan that did not answer has no findings to count: nothing, not 0/0/0.
+            "problems": row.problems if row.ok else None,
+            "warnings": row.warnings if row.ok else None,
+            "notes": row.notes if row.ok else None,
+            "will_it_load": loads[row.run_id][0] if row.run_id in loads else None,
+            "verdicts": loads[row.run_id][1] if row.run_id in loads else None,
+            # Every registered per-scan metric by name; None where the scan did not measure it.
+            **{name: row.metrics.get(name) for name in scan_metrics.METRICS},
+            "toolset_sha256": row.toolset_sha256,
+            "lane": row.lane,
+            "lanes": lanes_text(row.lanes),
+            **_ran(row.ran),
+            "stderr_tail": list(row.stderr_tail),
+        }
+        for row in found
+    ]
+
+
+def stderr_note(rows: list[dict[str, Any]]) -> str:
+    """The newest scan's stderr tail under a history table, when it has one: escaped, one line each (the stored
+    tail is already normalised and scrubbed of secrets)."""
+    if not rows or not rows[-1].get("stderr_tail"):
+        return ""
+    last = rows[-1]
+    lines = [f"stderr of run {last['run']} ({last['outcome']}), last lines:"]
+    lines += [f"  | {clean(line)}" for line in last["stderr_tail"]]
+    return "\n".join(lines) + "\n"
+
+
+def rules() -> list[dict[str, Any]]:
+    """The rule catalogue in code order, one row per rule (``fathom rules``)."""
+    from scanner.rules import RULES
+
+    return [
+        {
+            "code": rule.code,
+            "severity": rule.severity.label,
+            "status": rule.status,
+            "slug": rule.slug,
+            "scope": str(rule.scope),
+            "hint": rule.hint,
+            "doc": rule.doc,
+        }
+        for rule in RULES.values()
+    ]
+
+
+def rule_code(text: str) -> str:
+    """The catalogue code of ``text``, a rule code (``mcp205``) or slug (``param-untyped``); an unknown one is an
+    :class:`InputError` (exit 2) naming the nearest code or slug, so a typo never answers "(none)"."""
+    import difflib
+
+    from scanner.rules import RULES
+
+    wanted = text.strip()
+    for rule in RULES.values():
+        if wanted.upper() == rule.code or wanted.lower() == rule.slug:
+            return rule.code
+    names = [*RULES, *(rule.slug for rule in RULES.values())]
+    if wanted[:3].upper() == "MCP":  # a code: a letter O typed for a zero is the usual slip
+        key = "MCP" + wanted[3:].upper().replace("O", "0")
+        near = [key] if key in RULES else difflib.get_close_matches(key, names, n=1)
+    else:
+        near = difflib.get_close_matches(wanted.lower(), names, n=1)
+    hint = f"did you mean {near[0]}? " if near else ""
+    raise InputError(f"no rule {clean(wanted)!r}; {hint}`fathom rules` lists them")
+
+
+def findings(
+    db_url: str,
+    *,
+    rule: str | None,
+    server: str | None,
+    since: datetime | None,
+    run: int | None,
+    severity: Severity | None = None,
+    still_open: bool = False,
+) -> list[dict[str, Any]]:
+    """Findings over time; ``rule`` is checked against the catalogue first (:func:`rule_code`)."""
+    code = rule_code(rule) if rule is not None else None
+    with open_store(db_url) as store:
+        found = store.findings(rule=code, server=server, since=since, run=run, severity=severity, still_open=still_open)
+    return [
+        {
+            "server": row.server,
+            "code": row.code,
+            "rule": row.rule,
+            "severity": row.severity.label,
+            "tool": row.tool,
+            "message": row.message,
+            "hint": row.hint,
+            "pointer": row.pointer,
+            "details": dict(row.details),
+            "run": row.run_id,
+            "first_seen_run": row.first_seen_run,
+            "first_seen_at": row.first_seen_at,
+            "gone_run": row.gone_run,
+            "gone_at": row.gone_at,
+        }
+        for row in found
+    ]
+
+
+FINDING_NEW, FINDING_FIXED, FINDING_GONE = "finding new", "finding fixed", "finding gone with the tool"
+_FINDING_ORDER = {FINDING_NEW: 0, FINDING_FIXED: 1, FINDING_GONE: 2}
+
+
+def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> list[dict[str, Any]]:
+    """One row per change: the two scans, registry and server versions, outcome changes on the way, tools
+    renamed/added/removed/changed (a rename is one row), token deltas, findings new/fixed/gone with the tool
+    (grouped by rule)."""
+    with open_store(db_url) as store:
+        change = store.diff(server, from_run, to_run)
+    rows: list[dict[str, Any]] = []
+    if change.from_run is not None:
+        for label, before, after in (
+            ("registry version", change.from_registry_version, change.to_registry_version),
+            ("server version", change.from_version, change.to_version),
+        ):
+            if before != after:
+                rows.append({"change": label, "tool": None, "detail": f"{before or '-'} → {after or '-'}"})
+    rows += [
+        {"change": "outcome", "tool": None, "detail": f"run {run}: {before} → {after}"}
+        for run, before, after in change.outcome_changes
+    ]
+    if not change.tools_compared:
+        failed = [
+            f"run {run} ended {outcome}"
+            for run, outcome in ((change.from_run, change.from_outcome), (change.to_run, change.to_outcome))
+            if run is not None and outcome != "ok"
+        ]
+        rows.append({"change": "tools not compared", "tool": None, "detail": "; ".join(failed)})
+    rows += [
+        {
+            "change": "tool renamed",
+            "tool": new,
+            "detail": f"from {old}: {_rename_detail(change.renamed_fields.get(new))}",
+        }
+        for old, new in change.tools_renamed
+    ]
+    rows += [{"change": "tool added", "tool": name, "detail": ""} for name in change.tools_added]
+    rows += [{"change": "tool removed", "tool": name, "detail": ""} for name in change.tools_removed]
+    rows += [
+        {"change": "tool changed", "tool": name, "detail": ", ".join(fields)} for name, fields in change.tools_changed
+    ]
+    for provider, delta in change.token_deltas.items():
+        if delta:
+            spent, spends = change.tokens_from.get(provider, 0), change.tokens_to.get(provider, 0)
+            rows.append({"change": "tokens", "tool": None, "detail": f"{provider} {spent:,} → {spends:,} ({delta:+,})"})
+    # Findings grouped by rule: a rule's new, fixed and gone-with-the-tool findings together, code by code, tools in
+    # order. A finding of a removed tool is not "fixed": it went with the tool.
+    found = [
+        *((FINDING_NEW, f) for f in change.findings_new),
+        *((FINDING_FIXED, f) for f in change.findings_fixed),
+        *((FINDING_GONE, f) for f in change.findings_gone_with_tool),
+    ]
+    found.sort(key=lambda item: (item[1].code, _FINDING_ORDER[item[0]], item[1].tool or ""))
+    rows += [{"change": label, "tool": f.tool, "detail": f"{f.code} {f.rule}: {f.message}"} for label, f in found]
+    for side, lanes in (("from", change.lanes_from), ("to", change.lanes_to)):
+        if lanes:
+            rows.append({"change": f"lanes ({side})", "tool": None, "detail": lanes_text(lanes)})
+    sides = [
+        _side(change.from_run, change.from_outcome, change.from_version, change.from_registry_version),
+        _side(change.to_run, change.to_outcome, change.to_version, change.to_registry_version),
+    ]
+    header = {"change": "runs", "tool": None, "detail": " → ".join(sides)}
+    return [header, *rows]
+
+
+def _rename_detail(fields: tuple[str, ...] | None) -> str:
+    """What changed with a rename: nothing else (``same description and inputSchema``), or the fields that did
+    (``description, inputSchema changed too``)."""
+    if not fields:
+        return "same description and inputSchema"
+    return f"{', '.join(fields)} changed too"
+
+
+def _side(run: int | None, outcome: str | None, version: str | None, registry_version: str | None) -> str:
+    """``run 3 (ok, version 1.0.13, registry 1.0.31)``; ``run None`` when there is no earlier scan."""
+    facts = [part for part in (outcome, f"version {version or '-'}") if part]
+    if registry_version:
+        facts.append(f"registry {registry_version}")
+    return f"run {run} ({', '.join(facts)})"

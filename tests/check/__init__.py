@@ -1,0 +1,1 @@
+"""Tests of scanner/check/: one tool list in CI."""

@@ -1,0 +1,172 @@
+"""``fathom check --format sarif`` is valid SARIF 2.1.0 that code scanning can place.
+
+Validated against the OASIS SARIF 2.1.0 JSON schema (``tests/fixtures/sarif/sarif-schema-2.1.0.json``, from
+oasis-tcs/sarif-spec ``sarif-2.1/schema``): a tools file in a repository, a server that answers, one that cannot
+be reached, and ignored findings.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from scanner.check.locate import locate_tools
+from scanner.cli import app
+from tests.servers.launch import RunningServer, free_port
+
+runner = CliRunner()
+SCHEMA = json.loads(
+    (Path(__file__).parents[1] / "fixtures" / "sarif" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8")
+)
+TOOLS = [
+    {
+        "name": "get_forecast",
+        "description": "Hourly weather forecast for the next two days at a latitude and longitude, in metric units.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "latitude": {"type": "number", "description": "Latitude in degrees, e.g. 47.37."},
+                "longitude": {"type": "number", "description": "Longitude in degrees, e.g. 8.54."},
+            },
+            "required": ["latitude", "longitude"],
+        },
+        "annotations": {"readOnlyHint": True},
+    },
+    {
+        "name": "lookup",
+        "description": "Look up",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"key": {"description": "The key to look up, e.g. user:42."}, "when": {"type": "string"}},
+            "required": ["key", "missing"],
+        },
+    },
+]
+
+
+def valid(text: str) -> dict[str, Any]:
+    log = json.loads(text)
+    jsonschema.Draft4Validator(SCHEMA).validate(log)
+    return log
+
+
+def sarif(*args: str) -> Any:
+    return runner.invoke(app, ["check", *args, "--format", "sarif", "--timeout", "10"])
+
+
+def test_the_schema_fixture_is_the_sarif_2_1_0_schema() -> None:
+    jsonschema.Draft4Validator.check_schema(SCHEMA)
+    assert SCHEMA["title"] == "Static Analysis Results Format (SARIF) Version 2.1.0 JSON Schema"
+    with pytest.raises(jsonschema.ValidationError):  # the validator does reject a broken log
+        valid(json.dumps({"version": "2.1.0", "runs": [{"results": []}]}))
+
+
+def test_a_tools_file_is_placed_by_repo_relative_uri_line_and_pointer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "server").mkdir()
+    path = repo / "server" / "tools.json"
+    text = json.dumps({"tools": TOOLS}, indent=2)
+    path.write_text(text, encoding="utf-8")
+    lines = text.splitlines()
+    monkeypatch.chdir(tmp_path)  # outside the repository: the URI is still relative to its root
+    result = sarif("--tools-file", str(path), "--preview")  # MCP103 (placed below) is a preview rule
+    assert result.exit_code == 0, result.output
+    run = valid(result.stdout)["runs"][0]
+    assert run["invocations"] == [{"executionSuccessful": True}]
+    assert run["properties"]["score"]["score"] < 100
+    placed = {}
+    for item in run["results"]:
+        (location,) = item["locations"]
+        physical, (logical,) = location["physicalLocation"], location["logicalLocations"]
+        assert physical["artifactLocation"]["uri"] == "server/tools.json"
+        placed[(item["ruleId"], logical["fullyQualifiedName"])] = physical["region"]["startLine"]
+        assert logical["name"] == "lookup"
+    assert placed[("MCP204", "/tools/1/inputSchema/required")] == next(
+        number for number, line in enumerate(lines, 1) if '"required": [' in line and number > 20
+    )
+    assert placed[("MCP205", "/tools/1/inputSchema/properties/key")] == next(
+        number for number, line in enumerate(lines, 1) if '"key": {' in line
+    )
+    assert placed[("MCP103", "/tools/1/description")] == next(
+        number for number, line in enumerate(lines, 1) if '"Look up"' in line
+    )
+    statuses = {item["ruleId"]: item["properties"]["status"] for item in run["results"]}
+    assert statuses["MCP103"] == "preview" and statuses["MCP204"] == "stable"
+    rules = {rule["id"]: rule["properties"] for rule in run["tool"]["driver"]["rules"]}
+    assert rules["MCP103"]["status"] == "preview" and 0 <= rules["MCP103"]["precision"] < 0.8
+    assert rules["MCP204"]["status"] == "stable" and rules["MCP404"]["precision"] is None  # never measured
+    default = valid(sarif("--tools-file", str(path)).stdout)["runs"][0]["results"]
+    assert "MCP103" not in {item["ruleId"] for item in default}  # preview: only with --preview
+
+
+def test_ignored_findings_are_suppressed_results(tmp_path: Path) -> None:
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(TOOLS), encoding="utf-8")
+    result = sarif("--tools-file", str(path), "--ignore", "MCP205")
+    run = valid(result.stdout)["runs"][0]
+    suppressed = [item for item in run["results"] if "suppressions" in item]
+    assert [item["ruleId"] for item in suppressed] == ["MCP205"]
+    assert suppressed[0]["suppressions"] == [{"kind": "external", "justification": "rule ignored"}]
+    assert len(run["results"]) == len(valid(sarif("--tools-file", str(path)).stdout)["runs"][0]["results"])
+
+
+def test_a_server_that_answers_is_valid_sarif(sdk_http: RunningServer) -> None:
+    result = sarif("--url", sdk_http.url("/mcp"))
+    assert result.exit_code == 0, result.output
+    run = valid(result.stdout)["runs"][0]
+    assert run["properties"]["source"] == sdk_http.url("/mcp")
+    for item in run["results"]:  # no file to stand in: never the server URL as an artifact
+        assert "physicalLocation" not in item["locations"][0]
+        assert item["locations"][0]["logicalLocations"][0]["fullyQualifiedName"].startswith("/tools/")
+
+
+@pytest.mark.parametrize("where", ["closed", "/error500"])
+def test_a_server_that_cannot_be_reached_still_gives_valid_sarif(hostile_http: RunningServer, where: str) -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp" if where == "closed" else hostile_http.url(where)
+    result = sarif("--url", url)
+    assert result.exit_code == 3
+    run = valid(result.stdout)["runs"][0]
+    assert run["results"] == []
+    (invocation,) = run["invocations"]
+    assert invocation["executionSuccessful"] is False
+    (note,) = invocation["toolExecutionNotifications"]
+    assert note["level"] == "error" and url in note["message"]["text"]
+    assert note["descriptor"]["id"] == ("connect_error" if where == "closed" else "http_error")
+
+
+@pytest.mark.parametrize(
+    ("text", "pointer", "lines"),
+    [
+        ('[\n {"name": "a"},\n {"name": "b"}\n]', "", (2, 3)),
+        ('{"tools": "x", "tools": [\n\n {}]}', "/tools", (3,)),  # a repeated key: the last one, as parsed
+        ('{"jsonrpc": "2.0", "id": 1,\n "result": {"tools": [{},\n{}]}}', "/result/tools", (2, 3)),
+        ("\ufeff[{}]", "", (1,)),
+    ],
+)
+def test_locate_tools_shapes(text: str, pointer: str, lines: tuple[int, ...]) -> None:
+    found = locate_tools(text)
+    assert found is not None and found.pointer == pointer
+    assert tuple(found.line(index) for index in range(len(lines))) == lines
+
+
+@pytest.mark.parametrize("text", ['{"result": 3}', "[1, 2", '{"other": []}', "not json", "3"])
+def test_locate_tools_gives_up_quietly(text: str) -> None:
+    assert locate_tools(text) is None
+
+
+def test_a_pointer_that_is_not_there_falls_back_to_the_deepest_part_found() -> None:
+    text = '[\n{"name": "a",\n "inputSchema": {\n  "properties": {"a/b": {},\n "x~y": 1}}}]'
+    found = locate_tools(text)
+    assert found is not None
+    assert found.line(0, "/inputSchema/properties/a~1b") == 4
+    assert found.line(0, "/inputSchema/properties/x~0y") == 5
+    assert found.line(0, "/inputSchema/nothing/here") == 3
+    assert found.line(7, "/inputSchema") == 1

@@ -1,0 +1,291 @@
+"""Will it load? Each client's verdict on a list (scanner.measure.verdicts) in every check format, on the saved real
+lists,
+and as a gate: `check --fail-on-reject CLIENT[,CLIENT]` (flag, config file, Action input) against a real server."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from scanner.cli import app
+from scanner.measure.clients import CLIENTS_BY_KEY
+from scanner.measure.toollist import measure
+from scanner.measure.verdicts import REJECT_CLIENTS, compact, verdicts
+from scanner.models import Finding, Severity, Toolset
+from tests.servers.launch import sdk_http_server
+
+runner = CliRunner()
+REAL = Path(__file__).parents[1] / "fixtures" / "real"
+
+# Grafana's update_dashboard shape (an array-typed value without items, inside operations[]) and a root key
+# with brackets: OpenAI refuses the list, VS Code drops one tool, Anthropic refuses, Claude Code drops the other.
+GRAFANA_LIKE: dict[str, Any] = {
+    "name": "update_dashboard",
+    "description": "Apply a list of JSON-patch operations to one dashboard and return its new version number.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "uid": {"type": "string", "description": "The dashboard's uid, e.g. abc123."},
+            "operations": {
+                "type": "array",
+                "description": "The operations, applied in order.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "op": {"type": "string", "description": "add, replace or remove."},
+                        "path": {"type": "string", "description": "A JSON pointer, e.g. /title."},
+                        "value": {"type": ["string", "number", "boolean", "array", "null"], "description": "New."},
+                    },
+                },
+            },
+        },
+        "required": ["uid", "operations"],
+    },
+    "annotations": {"readOnlyHint": False, "destructiveHint": False},
+}
+BRACKETS: dict[str, Any] = {
+    "name": "list_contacts",
+    "description": "List the contacts whose ids are given, with their names and e-mail addresses.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"ids[]": {"type": "array", "items": {"type": "string"}, "description": "Ids, e.g. c_1."}},
+    },
+    "annotations": {"readOnlyHint": True},
+}
+CLEAN: dict[str, Any] = {
+    "name": "get_contact",
+    "description": "One contact by its id: name, e-mail address and the company it belongs to.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"id": {"type": "string", "description": "The contact's id, e.g. c_1."}},
+        "required": ["id"],
+    },
+    "annotations": {"readOnlyHint": True},
+}
+
+
+def _states(tools: list[Any]) -> dict[str, str]:
+    report = measure(Toolset.from_tools(tuple(tools)))
+    return {verdict.client: verdict.phrase() for verdict in verdicts(report.findings)}
+
+
+def test_every_client_row_fathom_knows_has_a_verdict() -> None:
+    keys = [client.key for client in REJECT_CLIENTS]
+    for key in ("claude-code", "anthropic-api", "cursor", "gemini-cli", "openai-api", "vscode"):
+        assert key in keys
+    for key in ("claude-code", "cursor", "gemini-cli"):
+        assert key in CLIENTS_BY_KEY  # the same client as the cost row of that key
+    assert _states([CLEAN]) == dict.fromkeys(keys, "loads")
+
+
+def test_verdicts_say_who_refuses_and_who_drops() -> None:
+    states = _states([CLEAN, GRAFANA_LIKE, BRACKETS])
+    assert states["openai-api"] == "refuses the whole list"
+    assert states["vscode"] == "drops 1 tool"
+    assert states["anthropic-api"] == "refuses the whole list"
+    assert states["claude-code"] == "drops 1 tool"
+    assert states["cursor"] == "loads" and states["gemini-cli"] == "loads"
+    report = measure(Toolset.from_tools((CLEAN, GRAFANA_LIKE, BRACKETS)))
+    found = {verdict.client: verdict for verdict in verdicts(report.findings)}
+    assert found["vscode"].dropped == ("update_dashboard",) and found["claude-code"].dropped == ("list_contacts",)
+    assert any("array schema missing items" in reason for reason in found["openai-api"].reasons)
+    # the type list is also a preview refusal by Gemini's `parameters`: kept apart from the verdict itself
+    assert found["gemini-api"].state == "loads" and found["gemini-api"].preview_state == "refuses"
+    assert compact(tuple(found.values())) == (
+        "refused by Anthropic API, OpenAI API; tools dropped by Claude Code (1), VS Code (Copilot) (1)"
+    )
+
+
+def test_stored_details_of_any_shape_are_read_as_data() -> None:
+    odd = [
+        Finding("MCP803", "array-items-missing", Severity.PROBLEM, "t", "m.", "h", details={"clients": "x"}),
+        Finding("MCP803", "array-items-missing", Severity.PROBLEM, "t", "m.", "h", details={"clients": [1, {}]}),
+        Finding(
+            "MCP803",
+            "array-items-missing",
+            Severity.PROBLEM,
+            "t",
+            "m.",
+            "h",
+            details={"clients": [{"client": "openai-api", "effect": "explodes"}]},
+        ),
+        Finding("MCP205", "param-untyped", Severity.PROBLEM, "t", "m.", "h", details={"clients": [{"client": "x"}]}),
+    ]
+    assert {verdict.state for verdict in verdicts(odd)} == {"loads"}
+
+
+def test_the_real_lists() -> None:
+    """The saved real lists: none has a stable MCP801-MCP803 shape (Grafana and HubSpot, named in the issue, are
+    not among them); Notion's list loses six tools in Gemini CLI (preview), and three lists carry `type` lists
+    that Gemini's `parameters` refuses (preview)."""
+    preview: dict[str, dict[str, str]] = {}
+    for path in sorted(REAL.glob("*.json")):
+        if path.name in ("labels.json", "manifest.json"):
+            continue
+        tools = json.loads(path.read_text(encoding="utf-8")).get("tools") or []
+        found = verdicts(measure(Toolset.from_tools(tuple(tools))).findings)
+        assert {verdict.state for verdict in found} == {"loads"}, path.stem
+        worse = {
+            verdict.client: verdict.to_json()["preview"]["verdict"]
+            for verdict in found
+            if verdict.preview_state not in (None, "loads")
+        }
+        if worse:
+            preview[path.stem] = worse
+    assert preview == {
+        "notion-mcp-server": {"gemini-cli": "drops 6 tools", "gemini-api": "refuses the whole list"},
+        "sentry-mcp": {"gemini-api": "refuses the whole list"},
+        "server-sequential-thinking": {"gemini-api": "refuses the whole list"},
+    }
+
+
+# --- check's formats and the gate -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def refused_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps({"tools": [CLEAN, GRAFANA_LIKE]}), encoding="utf-8")
+    return path
+
+
+def check(*args: str) -> Any:
+    return runner.invoke(app, ["check", *args, "--timeout", "20"])
+
+
+def test_every_format_shows_the_verdicts(refused_file: Path) -> None:
+    text = check("--tools-file", str(refused_file))
+    assert text.exit_code == 0
+    block = text.stdout.split("Will it load?", 1)[1].split("\n\n", 1)[0]
+    assert "OpenAI API" in block and "refuses the whole list" in block
+    assert "VS Code (Copilot)" in block and "drops 1 tool (update_dashboard)" in block
+    assert "Invalid schema for function 'update_dashboard'" in block
+    data = json.loads(check("--tools-file", str(refused_file), "--format", "json").stdout)
+    assert data["verdicts"]["openai-api"]["state"] == "refuses"
+    assert data["verdicts"]["vscode"]["dropped"] == ["update_dashboard"]
+    assert data["verdicts"]["claude-code"]["verdict"] == "loads"
+    markdown = check("--tools-file", str(refused_file), "--format", "markdown").stdout
+    assert "### Will it load?" in markdown and "| OpenAI API | refuses the whole list |" in markdown
+    sarif = json.loads(check("--tools-file", str(refused_file), "--format", "sarif").stdout)
+    assert sarif["runs"][0]["properties"]["verdicts"]["vscode"]["state"] == "drops"
+
+
+def test_fail_on_reject_against_a_real_server(tmp_path: Path) -> None:
+    served = tmp_path / "served.json"
+    served.write_text(json.dumps([CLEAN, GRAFANA_LIKE]), encoding="utf-8")
+    with sdk_http_server(tools_file=served) as server:
+        failed = check("--url", server.url(), "--fail-on-reject", "claude-code,vscode")
+        assert failed.exit_code == 1
+        lines = [line for line in failed.stderr.splitlines() if line.startswith("fathom:")]
+        assert lines == [
+            "fathom: gate --fail-on-reject claude-code,vscode failed: VS Code (Copilot) drops 1 tool (MCP803)"
+        ]
+        passed = check("--url", server.url(), "--fail-on-reject", "claude-code,cursor,anthropic-api")
+        assert passed.exit_code == 0 and "fail-on-reject claude-code,cursor,anthropic-api: every named" in (
+            passed.stdout
+        )
+        # a preview refusal (Gemini's `parameters` and the type list) never fails a gate
+        assert check("--url", server.url(), "--fail-on-reject", "gemini-api").exit_code == 0
+
+
+def test_unknown_client_names_the_nearest(refused_file: Path, tmp_path: Path, monkeypatch: Any) -> None:
+    typo = check("--tools-file", str(refused_file), "--fail-on-reject", "vs-code")
+    assert typo.exit_code == 2
+    assert typo.stderr.startswith("fathom: --fail-on-reject: no client 'vs-code'; did you mean 'vscode'?")
+    assert len(typo.stderr.strip().splitlines()) == 1
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fathom.toml").write_text('fail-on-reject = ["openai-api"]\n', encoding="utf-8")
+    configured = check("--tools-file", str(refused_file))
+    assert configured.exit_code == 1 and "gate --fail-on-reject openai-api failed: OpenAI API refuses" in (
+        configured.stderr
+    )
+    assert check("--tools-file", str(refused_file), "--fail-on-reject", "cursor").exit_code == 0  # the flag wins
+    (tmp_path / "fathom.toml").write_text('fail-on-reject = ["open-ai"]\n', encoding="utf-8")
+    bad = check("--tools-file", str(refused_file))
+    assert bad.exit_code == 2 and "fail-on-reject: no client 'open-ai'; did you mean 'openai-api'?" in bad.stderr
+    (tmp_path / "fathom.toml").write_text("fail-on-reject = 3\n", encoding="utf-8")
+    assert check("--tools-file", str(refused_file)).exit_code == 2
+
+
+def test_action_input_becomes_the_flag() -> None:
+    from scanner.check.ci import action_argv
+
+    argv = action_argv({"INPUT_TOOLS_FILE": "t.json", "INPUT_FAIL_ON_REJECT": "openai-api,vscode"}, "s", "m", "d")
+    assert argv[argv.index("--fail-on-reject") + 1] == "openai-api,vscode"
+    action = (Path(__file__).parents[2] / "action.yml").read_text(encoding="utf-8")
+    assert "  fail-on-reject:" in action and "INPUT_FAIL_ON_REJECT: ${{ inputs.fail-on-reject }}" in action
+
+
+# --- over history: a real server scanned three times into SQLite -------------------------------------------------
+
+
+def test_findings_and_history_show_when_a_client_started_and_stopped_refusing(tmp_path: Path) -> None:
+    """Run 1 serves a clean list, run 2 adds Grafana's array without items (OpenAI refuses, VS Code drops it),
+    run 3 gives the array its items: `findings --rule MCP803` says it appeared in run 2 and went in run 3, and
+    `history`/`servers` carry each run's verdicts."""
+    served = tmp_path / "served.json"
+    served.write_text(json.dumps([CLEAN]), encoding="utf-8")
+    registry = tmp_path / "servers.json"
+    db = f"sqlite:///{tmp_path}/f.db"
+    fixed = json.loads(json.dumps(GRAFANA_LIKE))
+    fixed["inputSchema"]["properties"]["operations"]["items"]["properties"]["value"]["items"] = {"type": "string"}
+    with sdk_http_server(tools_file=served) as server:
+        entry = {"name": "io.example/grafana", "version": "1.0.0"}
+        entry["remotes"] = [{"type": "streamable-http", "url": server.url()}]  # type: ignore[assignment]
+        registry.write_text(json.dumps([entry]), encoding="utf-8")
+        for tools in ([CLEAN], [CLEAN, GRAFANA_LIKE], [CLEAN, fixed]):
+            served.write_text(json.dumps(tools), encoding="utf-8")
+            scanned = runner.invoke(app, ["scan", str(registry), "--db", db, "--allow-private", "--timeout", "20"])
+            assert scanned.exit_code == 0, (scanned.stdout, scanned.stderr)
+    found = runner.invoke(app, ["findings", "--rule", "MCP803", "--db", db, "--format", "json"])
+    assert found.exit_code == 0, found.stderr
+    (row,) = json.loads(found.stdout)
+    assert (row["server"], row["tool"], row["first_seen_run"], row["gone_run"]) == (
+        "io.example/grafana",
+        "update_dashboard",
+        2,
+        3,
+    )
+    in_run = runner.invoke(app, ["findings", "--rule", "MCP803", "--run", "2", "--db", db, "--format", "json"])
+    (row,) = json.loads(in_run.stdout)
+    assert {entry["client"] for entry in row["details"]["clients"]} == {"openai-api", "vscode"}
+    assert "array schema missing items" in row["message"]
+    history = json.loads(runner.invoke(app, ["history", "io.example/grafana", "--db", db, "--format", "json"]).stdout)
+    assert [item["will_it_load"] for item in history] == [
+        "loads everywhere",
+        "refused by OpenAI API; tools dropped by VS Code (Copilot) (1)",
+        "loads everywhere",
+    ]
+    assert history[1]["verdicts"]["openai-api"]["state"] == "refuses"
+    table = runner.invoke(app, ["history", "io.example/grafana", "--db", db, "--wide"], env={"COLUMNS": "400"})
+    assert "refused by OpenAI API" in table.stdout
+    (now,) = json.loads(runner.invoke(app, ["servers", "--db", db, "--format", "json"]).stdout)
+    assert now["will_it_load"] == "loads everywhere"
+    site = tmp_path / "site"
+    assert runner.invoke(app, ["report", "--db", db, "--out", str(site)]).exit_code == 0
+    trends = (site / "trends.html").read_text(encoding="utf-8")
+    rows = re.findall(
+        r'<tr><td class="num"[^>]*>(\d+)</td>.*?<td class="num" data-label="Client refusals">([\d,–-]+)</td></tr>',
+        trends,
+        re.S,
+    )
+    assert [(run, refusals) for run, refusals in rows] == [("3", "0"), ("2", "1"), ("1", "0")]
+    [page] = (site / "servers").glob("io-example-grafana*.html")
+    assert "OpenAI API: loads" in page.read_text(encoding="utf-8")  # the newest run: fixed
+
+
+def test_a_hostile_tool_name_is_escaped_in_every_verdict_block(tmp_path: Path) -> None:
+    hostile = json.loads(json.dumps(GRAFANA_LIKE))
+    hostile["name"] = "evil<img src=x>|\u202etool"
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps({"tools": [hostile]}), encoding="utf-8")
+    markdown = check("--tools-file", str(path), "--format", "markdown").stdout
+    block = markdown.split("### Will it load?", 1)[1].split("\n\n###", 1)[0]
+    assert "<img" not in block and "\u202e" not in block and "| OpenAI API | refuses the whole list |" in block
+    text = check("--tools-file", str(path)).stdout
+    assert "\u202e" not in text.split("Will it load?", 1)[1]
