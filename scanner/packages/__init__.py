@@ -46,7 +46,15 @@ _HOMES = {
     "run_package": "sandbox",
     "skip_outcome": "runners",
 }
-__all__ = sorted(_HOMES)
+__all__ = [
+    "PackageSettings",
+    "classify",
+    "default_cache_dir",
+    "missing_runners",
+    "normalise",
+    "run_package",
+    "skip_outcome",
+]
 
 
 def __getattr__(name: str) -> Any:
