@@ -356,6 +356,16 @@ def summary(found: Sequence[StrictVerdict]) -> str:
 
 # --- rendering (check's text, JSON and Markdown call these) -----------------------------------------------------
 
+
+def result_view(result: Any) -> tuple[StrictVerdict, ...] | None:
+    """The view of a ``fathom check`` result, or None when it was not asked for (``--openai-strict``) or no list
+    was measured."""
+    if not getattr(result, "openai_strict", False) or getattr(result, "report", None) is None:
+        return None
+    tools = getattr(result, "tools", None)
+    return strict_verdicts(tools) if tools is not None else None
+
+
 HEADING = "OpenAI strict mode (a view: not a finding, never scored)"
 
 
