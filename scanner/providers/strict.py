@@ -409,3 +409,91 @@ def render_markdown(found: Sequence[StrictVerdict], cell: Any) -> list[str]:
         lines.append(f"| {cell(verdict.tool)} | {sent} | {converted} | {cell(why)} |")
     lines.append("")
     return lines
+
+
+# --- docs/rules.md ------------------------------------------------------------------------------------------------
+
+_FIXES = {
+    "root-not-object": "only a root that lacks `type` beside `properties`, or `{}`; not a root `anyOf`/`oneOf` or "
+    'a nullable root (the SDK: "The root of a strict JSON schema must not use `anyOf`")',
+    "additional-properties": "yes when absent on an object that declares properties; not when `true` or a schema "
+    '(the SDK: "additionalProperties should not be set for object types")',
+    "open-object": "no: an object that declares no properties (a free-form map, or a tool without arguments, "
+    '`{"type": "object"}`) cannot be closed without changing what it accepts; the SDK refuses ("JSON schema '
+    'contains an object that permits undeclared properties"). Setting `"additionalProperties": false` yourself '
+    "makes a tool without arguments acceptable",
+    "not-required": "yes: the SDK lists every property in `required`, so the model must then send each one (OpenAI's "
+    'advice for an optional value is a type union with `"null"`, which the SDK does not add)',
+    "one-of": "yes (the SDK turns `oneOf` into `anyOf`), except at the root",
+    "all-of": "a single entry is merged; several are sent as they are, and refused",
+    "unsupported": "no: the SDK sends them, and the API refuses",
+    "untyped": "only a schema with `properties` (typed as an object)",
+    "items-missing": "no (MCP803: refused with or without strict)",
+    "ref-siblings": "yes when the siblings only annotate (`description`, `title`, `default`, `examples`, ...): the "
+    'definition is inlined; not otherwise (the SDK: "incompatible sibling keyword(s)")',
+    "ref-unconverted": 'no: OpenAI takes a bare `$ref` ("Definitions are supported"), the SDK\'s MCP path gives up '
+    "on it; the tool is accepted as sent",
+    "depth": "no",
+    "properties": "no",
+    "string-length": "no",
+    "enum-values": "no",
+    "enum-length": "no",
+}
+_SOURCES = {
+    "one-of": "the API's error, quoted in the OpenAI community thread \"Official documentation for supported schemas "
+    'for response_format" (2024): "In context=(), \'oneOf\' is not permitted."',
+    "untyped": "the API's error, quoted in can1357/oh-my-pi#210 (2026-02): \"Invalid schema for function 'NAME': In "
+    "context=('properties', 'slide_instructions', 'items'), schema must have a 'type' key.\"",
+    "items-missing": "the API's error; MCP803 cites the reports",
+    "ref-siblings": "openai-python's `_ensure_strict_json_schema` and the Agents SDK inline such a `$ref` before "
+    'sending: "we can\'t use `$ref`s if there are also other properties defined"',
+    "ref-unconverted": "the Agents SDK (`agents/strict_schema.py`)",
+}
+
+
+def catalogue_section() -> list[str]:
+    """The section of ``docs/rules.md`` that documents this view (generated with the catalogue)."""
+    out = [
+        "## Beyond the rules: OpenAI's strict mode (a view)",
+        "",
+        "`fathom check --openai-strict` adds a block to the text, JSON (`openai_strict`) and Markdown outputs: for "
+        'each tool, whether OpenAI\'s strict mode (`"strict": true` on a function tool, Structured Outputs) takes its '
+        "parameters as sent, and after the conversion the OpenAI Agents SDK applies to an MCP server's tools when an "
+        "agent sets `convert_schemas_to_strict` (`agents.strict_schema.ensure_strict_json_schema`, openai-agents "
+        "0.24.0; when it fails, the SDK sends the tool without strict), with the first reasons (JSON Pointers), and "
+        'one line: "N of M tools can be sent with strict: true". It is a view, not a rule: strict mode is the '
+        "client's choice (no MCP client Fathom knows turns it on for server tools by default), so it is shown only "
+        "when asked for and is never a finding, in the score or in a gate. A public census ran OpenAI's strict "
+        "converter over 617 servers and found 27.6 % rejected.",
+        "",
+        f'Source: OpenAI, *Structured model outputs*, "Supported schemas" (<{SOURCE}>), which function calling\'s '
+        "strict mode refers to (<https://platform.openai.com/docs/guides/function-calling#strict-mode>), quoted "
+        "below; where the guide is silent, the API's own error or the SDKs, as named.",
+        "",
+        "| reason | OpenAI's words | fixed by the SDK's conversion? |",
+        "|---|---|---|",
+    ]
+    composition = "Some type-specific keywords are not yet supported ... Composition: " + ", ".join(
+        ("allOf", *UNSUPPORTED)
+    )
+    for code, text in TEXTS.items():
+        said = composition if code in ("all-of", "unsupported") else text.replace("|", "\\|")
+        source = _SOURCES.get(code)
+        if source is not None:
+            said += f"; {source}"
+        out.append(f"| `{code}` | {said} | {_FIXES[code]} |")
+    out += [
+        "",
+        "How the limits are counted is not published (an OpenAI community thread asks); Fathom counts leniently, over "
+        "the schema as written: nesting counts objects below the root, definitions are counted once and `$ref` is "
+        "not followed. Not checked: string `format` values outside OpenAI's list, and the keywords the guide refuses "
+        "for fine-tuned models only.",
+        "",
+        "Measured on the 22 real lists kept here (228 tools): 22 tools are accepted as sent (in 5 lists; no list "
+        "whole), 183 after the SDK's conversion (14 lists whole). The SDK agrees with Fathom's \"after the "
+        'conversion" on every real tool and every fixture; the fixtures where the SDK converts a schema OpenAI '
+        "still refuses are listed with why (`tests/providers/strict_cases.py`, "
+        "`tests/providers/test_openai_strict_oracle.py`).",
+        "",
+    ]
+    return out
