@@ -188,7 +188,8 @@ def check(
         typer.Option(
             "--openai-strict",
             help='Also show whether OpenAI\'s strict mode ("strict": true) takes each tool, as sent and after the '
-            "OpenAI Agents SDK's conversion (text, JSON, Markdown): a view, never a finding, in the score or a gate.",
+            "OpenAI Agents SDK's conversion (text, JSON, Markdown): a view, never a finding, in the score or a gate. "
+            "Or openai-strict = true in the config file.",
         ),
     ] = False,
     select: Annotated[list[str] | None, typer.Option(help="Only these rule code prefixes (MCP2,MCP401).")] = None,
@@ -301,6 +302,7 @@ def check(
         fail_on_new=fail_on_new,
         preview=preview,
         fail_on_reject=fail_on_reject,
+        openai_strict=openai_strict,
     )
     request = CheckRequest(
         tools_file=tools_file,
@@ -348,7 +350,7 @@ def check(
     waiting = None if entry is None else f"waiting for {entry.url or ' '.join(entry.command)} to list its tools"
     with spinner(waiting) if waiting is not None and not _SETTINGS["quiet"] else _nothing():
         result = run_gate(gate)
-    if openai_strict:  # a view over the tools already read: nothing scored or gated changes
+    if chosen.openai_strict and as_provider is None:  # a view over the tools read: nothing scored or gated changes
         result = replace(result, openai_strict=True)
     out_format = CheckFormat(chosen.format)
     if save_baseline is not None and result.report is not None and not _SETTINGS["quiet"]:

@@ -105,3 +105,15 @@ def test_refused_with_as(tmp_path: Path) -> None:
     result = runner.invoke(app, ["check", "--tools-file", str(path), "--as", "openai", "--openai-strict"])
     assert result.exit_code == 2
     assert "fathom: --as prints only the provider's JSON: it takes no --openai-strict" in result.stderr
+
+
+def test_the_config_file_turns_it_on(tmp_path: Path) -> None:
+    (tmp_path / "fathom.toml").write_text("openai-strict = true\n", encoding="utf-8")
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps({"tools": TOOLS}))
+    result = runner.invoke(app, ["check", "--tools-file", str(path), "--config", str(tmp_path / "fathom.toml")])
+    assert result.exit_code == 0 and "OpenAI strict mode" in result.stdout
+    plain = runner.invoke(
+        app, ["check", "--tools-file", str(path), "--as", "openai", "--config", str(tmp_path / "fathom.toml")]
+    )
+    assert plain.exit_code == 0 and "strict mode" not in plain.stdout  # --as prints the provider's JSON only
