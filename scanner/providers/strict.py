@@ -24,7 +24,7 @@ objects below the root. Pure and bounded: an explicit stack, at most :data:`MAX_
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -394,7 +394,7 @@ def render_text(found: Sequence[StrictVerdict], *, reasons: int = 2) -> list[str
     return lines
 
 
-def render_markdown(found: Sequence[StrictVerdict], cell: Any) -> list[str]:
+def render_markdown(found: Sequence[StrictVerdict], cell: Callable[[str], str]) -> list[str]:
     """The Markdown block: the summary and one row per tool; ``cell`` escapes a table cell's text."""
     lines = [f"### {HEADING}", "", f"{cell(summary(found))} ([supported schemas]({SOURCE})).", ""]
     if not found:
