@@ -63,6 +63,7 @@ _KEYS = {
     "baseline",
     "per-tool-ignores",
     "preview",
+    "openai-strict",
 }
 
 
@@ -83,6 +84,7 @@ class CheckConfig:
     fail_on_new: Severity | None = None
     preview: bool | None = None
     fail_on_reject: tuple[str, ...] | None = None
+    openai_strict: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class CheckSettings:
     baseline: Path | None
     config: Path | None
     preview: bool = False
+    openai_strict: bool = False  # show OpenAI's strict-mode view (a view: never scored or gated)
 
 
 def _has_table(path: Path) -> bool:
@@ -189,6 +192,9 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
     preview = table.get("preview")
     if preview is not None and not isinstance(preview, bool):
         raise InputError(f"{where}: preview must be true or false")
+    openai_strict = table.get("openai-strict")
+    if openai_strict is not None and not isinstance(openai_strict, bool):
+        raise InputError(f"{where}: openai-strict must be true or false")
     reject = table.get("fail-on-reject")
     if reject is not None and not (
         isinstance(reject, str) or (isinstance(reject, list) and all(isinstance(item, str) for item in reject))
@@ -208,6 +214,7 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
         fail_on_new=parse_severity(str(fail_on_new), f"{where} fail-on-new") if fail_on_new is not None else None,
         preview=preview,
         fail_on_reject=parse_clients(reject, f"{where} fail-on-reject") if reject is not None else None,
+        openai_strict=openai_strict,
     )
 
 
@@ -256,6 +263,7 @@ def settings(
     fail_on_new: str | None = None,
     preview: bool = False,
     fail_on_reject: str | None = None,
+    openai_strict: bool = False,
 ) -> CheckSettings:
     """Flags (None or empty when not given) over ``config`` over the defaults. ``--strict`` is
     ``--fail-on problem``; with both flags, ``--fail-on`` wins."""
@@ -285,4 +293,5 @@ def settings(
         baseline=baseline if baseline is not None else config.baseline,
         config=config.path,
         preview=preview or bool(config.preview),
+        openai_strict=openai_strict or bool(config.openai_strict),
     )

@@ -126,6 +126,11 @@ def result_dict(result: CheckResult) -> dict[str, Any]:
     if result.report is not None:
         data.update(report_dict(result.report))
         data.update(gate_dict(result))
+    from scanner.providers import strict
+
+    view = strict.result_view(result)
+    if view is not None:  # check --openai-strict only
+        data["openai_strict"] = strict.to_json(view)
     return data
 
 

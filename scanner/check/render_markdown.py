@@ -65,6 +65,10 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
     from scanner.measure.verdicts import render_markdown, result_verdicts
 
     out += render_markdown(result_verdicts(result), md)
+    from scanner.providers import strict
+
+    view = strict.result_view(result)
+    out += strict.render_markdown(view, md) if view is not None else []
     if report.instructions is not None:
         out += ["**Instructions** (the server's, read as a system text every turn):", ""]
         out += ["| Provider | Tools | + Instructions | Method |", "|---|---:|---:|---|"]

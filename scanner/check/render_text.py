@@ -207,6 +207,7 @@ def render(
     lines.append("")
     lines += finding_lines(result.report, paint, verbose=verbose, ignored=len(result.ignored))
     lines += verdict_lines(result, paint)
+    lines += openai_strict_lines(result, paint)
     lines += score_lines(result, paint)
     lines += ["", *cost_lines(result.report, paint, verbose=verbose, all_tools=all_tools)]
     lines += ignored_lines(result, paint)
@@ -304,6 +305,17 @@ def verdict_lines(result: CheckResult, paint: _Painter) -> list[str]:
 
     block = [clean(line) for line in render_text(result_verdicts(result))]
     return ["", paint(block[0], "1"), *block[1:]] if block else []
+
+
+def openai_strict_lines(result: CheckResult, paint: _Painter) -> list[str]:
+    """``check --openai-strict``: whether OpenAI's strict mode takes each tool (scanner.providers.strict)."""
+    from scanner.providers.strict import render_text, result_view
+
+    view = result_view(result)
+    if view is None:
+        return []
+    block = [clean(line) for line in render_text(view)]
+    return ["", paint(block[0], "1"), *block[1:]]
 
 
 def score_lines(result: CheckResult, paint: _Painter) -> list[str]:

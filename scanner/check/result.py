@@ -95,6 +95,7 @@ class CheckResult:
     ignored: tuple[IgnoredFinding, ...] = ()  # findings --select/--ignore or a per-tool ignore kept out, with why
     comparison: Comparison | None = None  # against --baseline, when one was given
     gates: tuple[GateResult, ...] = field(default=())  # every gate asked for, passed or failed
+    openai_strict: bool = False  # show OpenAI's strict-mode view (check --openai-strict): never scored or gated
 
     @property
     def scored_findings(self) -> tuple[Finding, ...]:

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -182,6 +183,15 @@ def check(
             "or new). They never count in the score or a gate. Or preview = true in the config file.",
         ),
     ] = False,
+    openai_strict: Annotated[
+        bool,
+        typer.Option(
+            "--openai-strict",
+            help='Also show whether OpenAI\'s strict mode ("strict": true) takes each tool, as sent and after the '
+            "OpenAI Agents SDK's conversion (text, JSON, Markdown): a view, never a finding, in the score or a gate. "
+            "Or openai-strict = true in the config file.",
+        ),
+    ] = False,
     select: Annotated[list[str] | None, typer.Option(help="Only these rule code prefixes (MCP2,MCP401).")] = None,
     ignore: Annotated[list[str] | None, typer.Option(help="Skip these rule code prefixes; wins over --select.")] = None,
     max_bytes: Annotated[
@@ -292,6 +302,7 @@ def check(
         fail_on_new=fail_on_new,
         preview=preview,
         fail_on_reject=fail_on_reject,
+        openai_strict=openai_strict,
     )
     request = CheckRequest(
         tools_file=tools_file,
@@ -315,6 +326,8 @@ def check(
         _writable_file(f"--write {fmt_name}", path)
     _no_clash(tools_file if not example else None, chosen, save, save_baseline, badge, files)
     gate = GateRequest(request, chosen.gates, chosen.baseline, save_baseline, badge)
+    if as_provider is not None and openai_strict:
+        _fail("--as prints only the provider's JSON: it takes no --openai-strict", 2)
     if as_provider is not None:  # the config file's gates are not for --as; flags given with it are refused
         flags = (
             fail_on,
@@ -337,6 +350,8 @@ def check(
     waiting = None if entry is None else f"waiting for {entry.url or ' '.join(entry.command)} to list its tools"
     with spinner(waiting) if waiting is not None and not _SETTINGS["quiet"] else _nothing():
         result = run_gate(gate)
+    if chosen.openai_strict and as_provider is None:  # a view over the tools read: nothing scored or gated changes
+        result = replace(result, openai_strict=True)
     out_format = CheckFormat(chosen.format)
     if save_baseline is not None and result.report is not None and not _SETTINGS["quiet"]:
         typer.echo(f"fathom: wrote the baseline {save_baseline} ({_baseline_words(result)})", err=True)

@@ -3,7 +3,8 @@
 The request carries ``{"type": "function", "function": {"name", "description", "parameters"}}`` per tool.
 ``strict`` is left out (the API's default, false): strict mode needs ``additionalProperties: false`` and every
 property required at every level, which almost no MCP schema satisfies, and the MCP clients we know do not
-turn it on for server tools. The rules (MCP205, MCP208) say where a schema would not survive strict mode.
+turn it on for server tools. The rules (MCP205, MCP208) say where a schema would not survive strict mode;
+``check --openai-strict`` shows, per tool, whether it would (:mod:`scanner.providers.strict`).
 
 The model does not read the JSON. Functions are rendered into the developer message as a TypeScript-like
 ``namespace functions { ... }`` block, the format openai/harmony ``docs/format.md`` documents, written here as

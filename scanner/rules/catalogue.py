@@ -178,6 +178,9 @@ def markdown() -> str:
             f"Fix: {rule.hint}",
             "",
         ]
+    from scanner.providers.strict import catalogue_section  # a view beside the rules, documented with them
+
+    out += catalogue_section()
     return "\n".join(out)
 
 

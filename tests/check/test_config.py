@@ -107,6 +107,7 @@ def test_flags_win_over_the_file() -> None:
         ('[[per-tool-ignores]]\ntool = "x"\nreason = "r"\nrule = ["MCP1"]\n', "unknown key 'rule'"),
         ("fail-on = \n", "is not valid TOML"),
         ('preview = "yes"\n', "preview must be true or false"),
+        ("openai-strict = 1\n", "openai-strict must be true or false"),
     ],
 )
 def test_a_bad_config_is_an_input_error(tmp_path: Path, text: str, fragment: str) -> None:
