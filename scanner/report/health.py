@@ -2,7 +2,7 @@
 
 - :func:`census`: one run counted the way registry censuses count (docs/outcomes.md): entries by census class and
   by registry type, failures by whose they are (the server's or package's own, this host's, Fathom's own
-  budgets', a mirror's: :func:`scanner.census.fault`; only the server's count as broken), the hosting platforms
+  budgets', a mirror's: :func:`scanner.report.census.fault`; only the server's count as broken), the hosting platforms
   with the most entries and their broken share, data faults by rule (MCP7xx), what changed since the run
   compared with (newly published, delisted, newly broken, recovered), and the tools listed in all. Every number
   is a list of server names, so a page can link each number to its rows.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-from scanner.census import CENSUS_CLASSES, FAULTS, UNMEASURED, census_class, fault, is_broken
+from scanner.report.census import CENSUS_CLASSES, FAULTS, UNMEASURED, census_class, fault, is_broken
 from scanner.store.health import CensusRow, ScanSample
 
 WINDOWS_DAYS = (7, 30)
@@ -108,7 +108,7 @@ class Census:
     tools: int
     tools_servers: tuple[str, ...]
     rows: Mapping[str, CensusRow] = field(default_factory=dict)
-    # Failures by whose they are (scanner.census.FAULTS order): host, policy and mirror are not the server's.
+    # Failures by whose they are (scanner.report.census.FAULTS order): host, policy and mirror are not the server's.
     by_fault: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 

@@ -5,7 +5,8 @@ The leaderboard groups unranked servers by cause (:data:`scanner.report.data.FAI
 other causes by their one-line detail with the parts that differ per server (package names and specs, versions,
 paths, a URL's path, quoted values, long numbers) blanked, so 200 servers whose host "did not resolve" are one line
 with a count. Each server's page says the next step from the cause its detail names (the package's own output,
-this host, Fathom's own budgets: :func:`scanner.census.fault`): the flag to add, the ``FATHOM_SECRET_...`` variable
+this host, Fathom's own budgets: :func:`scanner.report.census.fault`): the flag to add, the ``FATHOM_SECRET_...``
+variable
 Fathom really passes, or "the package's fault: tell its author" with the line that shows it.
 """
 
@@ -13,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from scanner.census import fault
 from scanner.registry.secrets import secret_env_name
+from scanner.report.census import fault
 
 # (key, heading, pattern over the skip reason), first match wins.
 SKIP_REASONS: tuple[tuple[str, str, re.Pattern[str]], ...] = (

@@ -17,7 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from scanner.census import census_class, fault
+from scanner.report.census import census_class, fault
 from scanner.report.csv_out import csv_text
 from scanner.report.data import Leaderboard
 from scanner.report.health import WINDOWS_DAYS, Census, Health, census, server_health

@@ -12,8 +12,8 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from scanner.census import census_class, is_broken
 from scanner.cli import app
+from scanner.report.census import census_class, is_broken
 from scanner.report.data import failure_cause
 from scanner.store import open_store
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from scanner.census import fault, is_broken
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.packages import PackageSettings, classify
 from scanner.packages.cache import PackageCache
 from scanner.packages.sandbox import remembered_too_large
+from scanner.report.census import fault, is_broken
 from scanner.report.nextstep import next_step
 from tests.report.test_report_nextstep import _row
 
@@ -158,7 +158,7 @@ def test_a_mirror_that_refuses_is_the_mirror_with_npm_own_line():
 
 
 def test_every_outcome_has_a_census_class():
-    from scanner.census import census_class
+    from scanner.report.census import census_class
 
     assert all(census_class(outcome.value) != "other" for outcome in Outcome)
 
