@@ -4,13 +4,10 @@ read back without a recount."""
 
 from __future__ import annotations
 
-import pytest
-
+from scanner.measure import toollist
 from scanner.models import Toolset
 from scanner.store import Store
 from tests.store.conftest import entry, ok
-
-check = pytest.importorskip("scanner.check")
 
 TOOLS = [
     {
@@ -27,9 +24,9 @@ TOOLS = [
 
 
 def test_stored_numbers_are_what_measure_said(store: Store) -> None:
-    report = check.measure(Toolset.from_tools(TOOLS))
+    report = toollist.measure(Toolset.from_tools(TOOLS))
     run = store.start_run("list.txt", "1", {})
-    record = store.record_scan(run, entry("docs"), ok(TOOLS), check.measure)
+    record = store.record_scan(run, entry("docs"), ok(TOOLS), toollist.measure)
     store.finish_run(run)
 
     (row,) = store.leaderboard(run)
@@ -63,12 +60,12 @@ def test_rescore_under_the_same_rules_reproduces_every_count(store: Store) -> No
         }
     ]
     run = store.start_run("list.txt", "1", {})
-    record = store.record_scan(run, entry("clock"), ok(tools), check.measure)
+    record = store.record_scan(run, entry("clock"), ok(tools), toollist.measure)
     store.finish_run(run)
     sha = record.toolset_sha256 or ""
     assert list(store.toolset_tools(sha)[0]) == ["name", "inputSchema", "description"]
     before = (store.leaderboard(run), store.toolset_costs(sha), store.toolset_findings(sha, "1"))
-    assert store.rescore("1", check.measure) == 1
+    assert store.rescore("1", toollist.measure) == 1
     assert (store.leaderboard(run), store.toolset_costs(sha), store.toolset_findings(sha, "1")) == before
 
 
@@ -90,7 +87,7 @@ def test_rescore_brings_history_onto_catalogue_2(store: Store) -> None:
     }
 
     def catalogue_1(toolset: Toolset) -> CheckReport:
-        report = check.measure(toolset)
+        report = toollist.measure(toolset)
         return dataclasses.replace(
             report,
             tokens={key: count for key, count in report.tokens.items() if key != "anthropic-v3"},
@@ -109,7 +106,7 @@ def test_rescore_brings_history_onto_catalogue_2(store: Store) -> None:
     assert not [f for f in store.toolset_findings(sha, "1") if f.code == "MCP215"]
 
     assert int(RULES_VERSION) >= 2  # MCP215 and anthropic-v3 arrived with catalogue 2
-    assert store.rescore(RULES_VERSION, check.measure) == 1
+    assert store.rescore(RULES_VERSION, toollist.measure) == 1
     (unused,) = [f for f in store.toolset_findings(sha, RULES_VERSION) if f.code == "MCP215"]
     assert unused.details["definitions"] == ["PageFilter"] and unused.details["tokens"] > 0
     tokens = store.toolset_tokens(sha)

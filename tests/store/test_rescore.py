@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from scanner.cli import app
-from scanner.models import Toolset
+from scanner.measure import toollist
+from scanner.models import CheckReport, Toolset
 from scanner.store import Store
 from tests.store.conftest import entry, ok
-
-check = pytest.importorskip("scanner.check")
 
 ECHO = [
     {
@@ -33,9 +31,9 @@ ECHO = [
 def without(code: str):  # type: ignore[no-untyped-def]
     """A measure that leaves one rule out: what an older catalogue would have said."""
 
-    def measure(toolset: Toolset) -> check.CheckReport:
-        report = check.measure(toolset)
-        return check.CheckReport(**{**report.__dict__, "findings": tuple(f for f in report.findings if f.code != code)})
+    def measure(toolset: Toolset) -> CheckReport:
+        report = toollist.measure(toolset)
+        return CheckReport(**{**report.__dict__, "findings": tuple(f for f in report.findings if f.code != code)})
 
     return measure
 
@@ -56,16 +54,16 @@ def test_rescore_reports_per_rule_and_is_a_no_op_the_second_time(store: Store) -
     store.finish_run(run)
     before = _counts(store)
 
-    dry = store.rescore_history("4", check.measure, dry_run=True)
+    dry = store.rescore_history("4", toollist.measure, dry_run=True)
     assert dry.added["MCP103"] == 1 and dry.toolsets_changed == 1 and dry.dry_run
     assert _counts(store) == before  # a dry run writes nothing
 
-    done = store.rescore_history("4", check.measure)
+    done = store.rescore_history("4", toollist.measure)
     assert done.added["MCP103"] == 1 and not done.removed and done.toolsets_changed == 1
     assert [f.code for f in store.leaderboard(run)[0].findings].count("MCP103") == 1
     after = _counts(store)
 
-    again = store.rescore_history("4", check.measure)
+    again = store.rescore_history("4", toollist.measure)
     assert not again.anything and again.measured == 1 and "nothing changed" in again.text()
     assert _counts(store) == after
 
@@ -74,7 +72,7 @@ def test_rescore_recomputes_over_time_findings_in_scan_order(store: Store) -> No
     changed = [dict(ECHO[0], description="Look up one user by id; returns name and role."), ECHO[1]]
     for tools in (ECHO, changed):
         run = store.start_run("list.txt", "4", {})
-        store.record_scan(run, entry("a"), ok(tools), check.measure)
+        store.record_scan(run, entry("a"), ok(tools), toollist.measure)
         store.finish_run(run)
     scans = store.history("a")
     # Drop the stored MCP501 to stand for a store written before the rule existed; rescore brings it back.
@@ -82,7 +80,7 @@ def test_rescore_recomputes_over_time_findings_in_scan_order(store: Store) -> No
         from sqlalchemy import text
 
         connection.execute(text("DELETE FROM findings WHERE code = 'MCP501'"))
-    result = store.rescore_history("4", check.measure)
+    result = store.rescore_history("4", toollist.measure)
     assert result.added["MCP501"] == 1 and result.scans_changed == 1
     assert [f.code for f in store.findings(rule="MCP501")] == ["MCP501"]
     assert len(scans) == 2
@@ -114,16 +112,16 @@ def test_rescore_relabels_a_count_made_by_an_older_method(store: Store) -> None:
     from scanner.providers.openai import METHOD
 
     run = store.start_run("list.txt", "4", {})
-    store.record_scan(run, entry("a"), ok(ECHO), check.measure)
+    store.record_scan(run, entry("a"), ok(ECHO), toollist.measure)
     store.finish_run(run)
     sha = Toolset.from_tools(tuple(ECHO)).sha256
     with store.engine.begin() as connection:
         old = "o200k_base(harmony namespace render)+15"
         connection.execute(text("UPDATE toolset_tokens SET method = :old WHERE provider = 'openai'"), {"old": old})
-    assert store.rescore_history("4", check.measure, dry_run=True).toolsets_changed == 1
-    store.rescore_history("4", check.measure)
+    assert store.rescore_history("4", toollist.measure, dry_run=True).toolsets_changed == 1
+    store.rescore_history("4", toollist.measure)
     assert store.toolset_tokens(sha)["openai"].method == METHOD
-    assert store.rescore_history("4", check.measure, dry_run=True).toolsets_changed == 0
+    assert store.rescore_history("4", toollist.measure, dry_run=True).toolsets_changed == 0
 
 
 def test_rescore_brings_a_store_of_catalogue_4_onto_catalogue_5(store: Store) -> None:
@@ -144,19 +142,19 @@ def test_rescore_brings_a_store_of_catalogue_4_onto_catalogue_5(store: Store) ->
         },
     ]
 
-    def catalogue_4(toolset: Toolset) -> check.CheckReport:
-        report = check.measure(toolset)
+    def catalogue_4(toolset: Toolset) -> CheckReport:
+        report = toollist.measure(toolset)
         kept = [f for f in report.findings if f.code != "MCP404"]
         kept.append(make_finding("MCP112", tool="add", message="'add' changes things (add).", tool_index=0))
-        return check.CheckReport(**{**report.__dict__, "findings": tuple(kept)})
+        return CheckReport(**{**report.__dict__, "findings": tuple(kept)})
 
     run = store.start_run("list.txt", "4", {})
     store.record_scan(run, entry("calc"), ok(tools), catalogue_4)
     store.finish_run(run)
-    done = store.rescore_history(RULES_VERSION, check.measure)
+    done = store.rescore_history(RULES_VERSION, toollist.measure)
     assert done.added["MCP404"] == 1 and done.removed["MCP112"] == 1 and done.toolsets_changed == 1
     (row,) = store.leaderboard(run)
     codes = sorted(f.code for f in row.findings)
     assert "MCP404" in codes and "MCP112" not in codes
-    again = store.rescore_history(RULES_VERSION, check.measure)
+    again = store.rescore_history(RULES_VERSION, toollist.measure)
     assert not again.anything and again.runs_recounted == 0
