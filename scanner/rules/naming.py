@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.schema import compact_json, schema_text
+from scanner.rules.schema.size import compact_json, schema_text
 from scanner.rules.tools import ToolInfo, label, type_label, words
 from scanner.rules.vocabulary import (
     READ_VERBS,
