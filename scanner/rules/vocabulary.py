@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from scanner.rules.tools import label, split_name, text_cache, words
+from scanner.rules.text import label, split_name, text_cache, words
 
 if TYPE_CHECKING:
     from scanner.rules.tools import ToolInfo

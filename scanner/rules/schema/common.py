@@ -13,7 +13,8 @@ from typing import Any
 
 from scanner.models import SCHEMA_DEPTH_LIMIT
 from scanner.rules.registry import Hit
-from scanner.rules.tools import Node, ToolInfo, label, resolve_ref
+from scanner.rules.text import label
+from scanner.rules.tools import Node, ToolInfo, resolve_ref
 
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 

@@ -11,7 +11,8 @@ from typing import Any
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
 from scanner.rules.schema.common import _is_object_type, _is_refinement, _own_keys, _parameters_hit, _where
-from scanner.rules.tools import Node, ToolInfo, resolve_ref, split_name, words
+from scanner.rules.text import split_name, words
+from scanner.rules.tools import Node, ToolInfo, resolve_ref
 
 
 def _described(description: Any) -> bool:

@@ -8,7 +8,8 @@ from typing import Any
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
 from scanner.rules.schema.common import MAX_LISTED, _listing, _paths
-from scanner.rules.tools import Node, ToolInfo, label, pointer
+from scanner.rules.text import label
+from scanner.rules.tools import Node, ToolInfo, pointer
 
 GEMINI_DROPPED = frozenset(
     (

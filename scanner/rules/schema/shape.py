@@ -23,7 +23,8 @@ from scanner.rules.schema.common import (
     _typed,
     _where,
 )
-from scanner.rules.tools import Node, ToolInfo, label, pointer, type_label
+from scanner.rules.text import label
+from scanner.rules.tools import Node, ToolInfo, pointer, type_label
 
 
 @register(

@@ -18,7 +18,8 @@ from scanner.rules.metaschema import dialect_of, meta_validator, plainly_valid
 from scanner.rules.registry import Hit, RuleContext, register
 from scanner.rules.schema.common import MAX_LISTED, _listing, _parameters_hit
 from scanner.rules.schema.size import compact_json
-from scanner.rules.tools import Node, ToolInfo, json_too_costly, label, pointer, type_label
+from scanner.rules.text import label
+from scanner.rules.tools import Node, ToolInfo, json_too_costly, pointer, type_label
 
 # Beyond this JSON nesting the meta-schema check is skipped (jsonschema recurses); MCP212 reports such schemas.
 VALIDATION_DEPTH_LIMIT = 4 * SCHEMA_DEPTH_LIMIT
