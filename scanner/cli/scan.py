@@ -15,7 +15,6 @@ from scanner.scan.lanes import LaneChoice  # --lanes (a light module: models and
 
 if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
     from scanner.models import ScanOutcome, ServerEntry
-    from scanner.packages import PackageSettings
     from scanner.scan.crawl import CrawlSettings
     from scanner.scan.night import ScanConfig, ScanSummary
 from scanner.cli.base import _SETTINGS, DB_HELP, _db_url, _fail, _known_profile, _seconds, _table_width, app
@@ -187,7 +186,6 @@ def scan(
     ] = False,
 ) -> None:
     """Scan every server of a registry concurrently into the database, keeping history between runs."""
-    from scanner.packages import PackageSettings
     from scanner.packages.runners import warning_lines
     from scanner.scan.night import ScanConfig, resolve_entries, run_scan
 
@@ -199,13 +197,11 @@ def scan(
         profile,
         retries,
         allow_private,
-        PackageSettings(
-            cache_dir=cache_dir,
-            disk_limit_mb=disk_limit_mb,
-            cache_max_mb=cache_max_mb,
-            retry_too_large=retry_too_large,
-            pass_env=tuple(pass_env or ()),
-        ),
+        cache_dir=cache_dir,
+        disk_limit_mb=disk_limit_mb,
+        cache_max_mb=cache_max_mb,
+        retry_too_large=retry_too_large,
+        pass_env=pass_env,
         lanes=lanes,
     )
     config = ScanConfig(
@@ -434,7 +430,6 @@ def worker(
     each run after its last server. Ctrl-C hands this worker's running jobs back to the queue."""
     from scanner.distributed import WorkerConfig, run_worker
     from scanner.distributed.worker import default_name
-    from scanner.packages import PackageSettings
 
     config = WorkerConfig(
         db_url=_db_url(db),
@@ -446,12 +441,10 @@ def worker(
             profile,
             retries,
             allow_private,
-            PackageSettings(
-                cache_dir=cache_dir,
-                disk_limit_mb=disk_limit_mb,
-                cache_max_mb=cache_max_mb,
-                pass_env=tuple(pass_env or ()),
-            ),
+            cache_dir=cache_dir,
+            disk_limit_mb=disk_limit_mb,
+            cache_max_mb=cache_max_mb,
+            pass_env=pass_env,
         ),
         name=name or default_name(),
         stall_timeout=stall_timeout,
@@ -477,11 +470,18 @@ def _crawl_settings(
     profile: str,
     retries: int,
     allow_private: bool,
-    packages: PackageSettings,
+    *,
+    cache_dir: Path | None,
+    disk_limit_mb: int,
+    cache_max_mb: int,
+    pass_env: list[str] | None,
+    retry_too_large: bool = False,
     lanes: LaneChoice = LaneChoice.both,
 ) -> CrawlSettings:
-    """What ``scan`` and ``worker`` share of a crawl's options, as data."""
+    """What ``scan`` and ``worker`` share of a crawl's options, as data: the one place both build their
+    ``CrawlSettings`` and its ``PackageSettings`` (``worker`` has no ``--retry-too-large`` or ``--lanes``)."""
     from scanner.mcp import ClientLimits
+    from scanner.packages import PackageSettings
     from scanner.scan.crawl import CrawlSettings
 
     return CrawlSettings(
@@ -491,6 +491,12 @@ def _crawl_settings(
         profile=_known_profile(profile),
         retries=retries,
         allow_private=allow_private,
-        packages=packages,
+        packages=PackageSettings(
+            cache_dir=cache_dir,
+            disk_limit_mb=disk_limit_mb,
+            cache_max_mb=cache_max_mb,
+            retry_too_large=retry_too_large,
+            pass_env=tuple(pass_env or ()),
+        ),
         lanes=lanes,
     )

@@ -19,7 +19,8 @@ from typing import Any
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.tools import Node, ToolInfo, label, pointer
+from scanner.rules.text import label
+from scanner.rules.tools import Node, ToolInfo, pointer
 
 MAX_LISTED = 20
 

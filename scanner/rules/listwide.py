@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 from scanner.models import Severity, canonical_json
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.tools import ToolInfo, escape_token, fresh_words, label, text_cache, words
+from scanner.rules.text import fresh_words, label, text_cache, words
+from scanner.rules.tools import ToolInfo, escape_token
 from scanner.rules.vocabulary import fold_all, name_words, quote, text_words
 
 SIMILARITY = 0.6

@@ -9,8 +9,9 @@ from collections.abc import Iterator
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.schema import compact_json, schema_text
-from scanner.rules.tools import ToolInfo, label, type_label, words
+from scanner.rules.schema.size import compact_json, schema_text
+from scanner.rules.text import label, words
+from scanner.rules.tools import ToolInfo, type_label
 from scanner.rules.vocabulary import (
     READ_VERBS,
     WRITE_VERBS,

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.tools import ToolInfo, escape_token, label, pointer, text_cache
+from scanner.rules.text import label, text_cache
+from scanner.rules.tools import ToolInfo, escape_token, pointer
 from scanner.rules.vocabulary import quote
 
 _HIDDEN_RANGES = (
@@ -383,7 +384,7 @@ def secret_parameter(name: str) -> bool:
     with, password, passwd, secret, token (not max_tokens, tokens, page_token, next_token, continuation_token,
     cursor_token), api_key/apikey, access_key, private_key, client_secret, authorization, bearer, cookie,
     session_key."""
-    from scanner.rules.tools import split_name
+    from scanner.rules.text import split_name
 
     found = [part.lower() for part in split_name(name)]
     if not found:

@@ -29,15 +29,13 @@ A schema with more than :data:`MAX_NODES` nodes is walked only that far (``Walk.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache, wraps
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 from urllib.parse import unquote
 
 from scanner.models import SCHEMA_DEPTH_LIMIT
+from scanner.rules.text import label
 
 if TYPE_CHECKING:
     from scanner.rules.vocabulary import ListFacts
@@ -47,11 +45,6 @@ MAX_NODES = 50_000
 # A finding's ``tool`` is cut to this many characters (as scanner.measure.history cuts its labels).
 MAX_TOOL_LABEL = 200
 
-_WORD = re.compile(r"[^\W_]+")
-# Texts up to this long have their words kept, in at most CACHED_TEXTS entries (a few MB at worst).
-CACHED_TEXT = 1024
-CACHED_TEXTS = 512
-T = TypeVar("T")
 V = TypeVar("V")
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 # Keywords whose value is one subschema, walked at the parent's level and not counted as parameters.
@@ -111,57 +104,6 @@ def escape_token(token: str) -> str:
 def pointer(tokens: tuple[str, ...] | list[str]) -> str:
     """A JSON Pointer from unescaped reference tokens; the empty tuple is the whole document (``""``)."""
     return "".join("/" + escape_token(token) for token in tokens)
-
-
-def text_cache(compute: Callable[[str], list[T]]) -> Callable[[str], list[T]]:
-    """``compute`` (a pure function of a text giving a list) remembered for texts up to :data:`CACHED_TEXT`
-    characters, in at most :data:`CACHED_TEXTS` entries: several rules read the same description or parameter
-    text. Each call gets its own list."""
-    remembered = lru_cache(maxsize=CACHED_TEXTS)(lambda text: tuple(compute(text)))
-
-    @wraps(compute)
-    def cached(text: str) -> list[T]:
-        return compute(text) if len(text) > CACHED_TEXT else list(remembered(text))
-
-    return cached
-
-
-@text_cache
-def words(text: str) -> list[str]:
-    """Lower-case runs of letters and digits (Unicode letters included), in order."""
-    return fresh_words(text)
-
-
-def fresh_words(text: str) -> list[str]:
-    """:func:`words` without its cache, for pieces of text read once (sentences) that would only crowd it."""
-    return _WORD.findall(text.lower())
-
-
-def split_name(name: str) -> list[str]:
-    """The words of a tool name: split on ``_``, ``-``, ``.``, other punctuation and camelCase boundaries.
-
-    ``getUserProfile`` gives get, user, profile; ``HTTPServer`` gives http, server; ``s3Bucket`` gives s3, bucket
-    (a digit run stays with the letters before it).
-    """
-    if name.islower():  # no upper-case letter (snake_case, kebab-case): no camelCase boundary to mark
-        return words(name)
-    spaced: list[str] = []
-    for position, char in enumerate(name):
-        if position and char.isupper():
-            previous = name[position - 1]
-            following = name[position + 1] if position + 1 < len(name) else ""
-            if previous.islower() or previous.isdigit() or (previous.isupper() and following.islower()):
-                spaced.append(" ")
-        spaced.append(char)
-    return words("".join(spaced))
-
-
-def label(value: Any, limit: int = 80) -> str:
-    """A short, printable rendering of an untrusted string for messages."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=True, default=str)[:limit]
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
 
 
 def type_label(value: Any) -> str:

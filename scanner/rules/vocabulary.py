@@ -22,12 +22,9 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from scanner.rules.tools import label, split_name, text_cache, words
-
-if TYPE_CHECKING:
-    from scanner.rules.tools import ToolInfo
+from scanner.rules.text import label, split_name, text_cache, words
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -180,6 +177,22 @@ def names_another_tool(text: str, own: object, names: frozenset[str]) -> bool:
 _NAME_TOKEN = re.compile(r"[A-Za-z0-9_.-]+")
 
 
+class ListedTool(Protocol):
+    """What :meth:`ListFacts.of` reads of a tool: a :class:`~scanner.rules.tools.ToolInfo`, named by what it offers so
+    that this module, a floor above :mod:`~scanner.rules.tools` (whose tools hold their list's facts), does not
+    import it."""
+
+    index: int
+    name: Any
+    cache: dict[str, Any]
+
+    @property
+    def tool_name(self) -> str: ...
+
+    @property
+    def description_text(self) -> str | None: ...
+
+
 @dataclass
 class ListFacts:
     """List-wide facts the per-tool rules read: prefix words and each tool's relatives, computed once."""
@@ -191,7 +204,7 @@ class ListFacts:
     """Every name of the list that is a string (a description naming one has a usage clause)."""
 
     @classmethod
-    def of(cls, tools: Sequence[ToolInfo], compared: Callable[[], Sequence[str | None]] | None = None) -> ListFacts:
+    def of(cls, tools: Sequence[ListedTool], compared: Callable[[], Sequence[str | None]] | None = None) -> ListFacts:
         """The facts of ``tools``. ``compared`` gives the descriptions a relative's similarity is measured on
         (the engine passes them with the list's repeated sentences left out, as MCP303 compares them); asked for
         only when two names share a word. Without it, the descriptions themselves."""
@@ -255,7 +268,7 @@ class _Similar:
     across the list left out, when the caller gives them so) share at least 60 % of the longer one's. Word sets
     are computed once per tool, when first asked for; a tool without a description is similar to none."""
 
-    def __init__(self, tools: Sequence[ToolInfo], compared: Callable[[], Sequence[str | None]] | None) -> None:
+    def __init__(self, tools: Sequence[ListedTool], compared: Callable[[], Sequence[str | None]] | None) -> None:
         self.tools = tools
         self.compared = compared
         self._texts: Sequence[str | None] | None = None

@@ -3,8 +3,8 @@
 The rooms of ``scanner.store`` (the only package that writes SQL):
 
 - ``lifecycle``: open, finish, resume and time out runs;
-- ``write``: one server's result per transaction (:meth:`Store.record_scan`), a toolset's measurement, the bulk
-  loader;
+- ``write``: a batch of results per transaction (:meth:`Store.record_scans`), a toolset's measurement, the bulk
+  loader (a package, one module per part of what is written);
 - ``aggregate``: a run's aggregate row, and rescoring under a new rule catalogue;
 - ``read``: every query, and the bulk reads the report uses;
 - ``common``: the clock, the Core tables and the lookups they share; ``rows``: the frozen rows queries return.

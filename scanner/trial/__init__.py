@@ -7,8 +7,8 @@
 
 Modules: :mod:`.model` (``--model`` and ``--base-url`` to an endpoint), :mod:`.cases` (``--cases`` files),
 :mod:`.validate` (arguments against ``inputSchema``), :mod:`.price` (``genai-prices``), :mod:`.run` (the trial),
-:mod:`.render` (text, JSON, Markdown). The wire code lives beside the provider views: ``scanner/providers/*_api.py``.
-See ``docs/try.md``.
+:mod:`.types` (what a trial is asked and finds), :mod:`.render` (text, JSON, Markdown). The wire code lives beside
+the provider views: ``scanner/providers/*_api.py``. See ``docs/try.md``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from scanner.providers.api import Limits
 from scanner.trial.cases import Case, load_cases
 from scanner.trial.model import Target, resolve
 from scanner.trial.render import render_json, render_markdown, render_text
-from scanner.trial.run import Plan, ToolsUnavailable, TrialReport, TrialRequest, prepare, run
+from scanner.trial.run import ToolsUnavailable, prepare, run
+from scanner.trial.types import Plan, TrialReport, TrialRequest
 
 __all__ = [
     "Case",

@@ -9,15 +9,13 @@ and the model is escaped (control and format characters) before it reaches a ter
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scanner.report.tabular import TableFormat, render_rows
 from scanner.report.text import markdown_escape
 from scanner.textsafe import clean
+from scanner.trial.types import CaseSummary, Trial, TrialReport
 from scanner.trial.validate import ArgError
-
-if TYPE_CHECKING:  # annotations only: run.py imports this module to save its transcript
-    from scanner.trial.run import CaseSummary, Trial, TrialReport
 
 SHOWN_ARGUMENTS = 300
 

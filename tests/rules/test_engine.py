@@ -15,8 +15,9 @@ from scanner.rules import RULES, RuleContext, make_finding, rule_selected, run_r
 from scanner.rules.listwide import similar_pairs
 from scanner.rules.metaschema import DIALECTS, dialect_of, meta_validator, official_validator
 from scanner.rules.safety import hidden_characters, model_directed_phrases
-from scanner.rules.schema import _validation_cache
-from scanner.rules.tools import pointer, split_name, words
+from scanner.rules.schema.validity import _validation_cache
+from scanner.rules.text import split_name, words
+from scanner.rules.tools import pointer
 
 _TOPICS = ["issue", "pull request", "branch", "commit", "release", "workflow", "label", "milestone", "comment"]
 

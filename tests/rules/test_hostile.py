@@ -274,7 +274,7 @@ def test_random_json_never_crashes(cheap_context: RuleContext) -> None:
 
 
 def test_deep_schema_text_matches_json_dumps() -> None:
-    from scanner.rules.schema import _compact_iterative
+    from scanner.rules.schema.size import _compact_iterative
 
     value = {"b": [1, "x\u00e9", None, {"z": True, "a": 2.5}], "a": {"c": []}, "d": "\ud800"}
     assert _compact_iterative(value) == json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

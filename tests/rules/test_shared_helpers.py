@@ -23,7 +23,8 @@ from scanner.rules.listwide import (
     _Apart,
     similar_pairs,
 )
-from scanner.rules.tools import ToolInfo, json_too_costly, split_name, walk_schema, words
+from scanner.rules.text import split_name, words
+from scanner.rules.tools import ToolInfo, json_too_costly, walk_schema
 from scanner.rules.vocabulary import MAX_RELATIVES, fold, fold_all, name_words, text_words
 from tests.check_corpus import random_json
 

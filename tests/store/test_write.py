@@ -15,9 +15,10 @@ from sqlalchemy.dialects import sqlite
 from scanner.errors import InputError, StoreError, TokenizerUnavailable
 from scanner.models import CheckReport, Outcome, ScanOutcome, ServerEntry, Toolset, Transport
 from scanner.scan.lanes import combine
-from scanner.store import Store, open_store, write
+from scanner.store import Store, open_store
 from scanner.store.common import SCANS, TOOLSETS
 from scanner.store.tables import KeyedJSON
+from scanner.store.write import state as write_state
 from tests.store.conftest import entry, failed, local_measure, ok, tool
 
 ECHO = tool("echo", "Echo the given text back, unchanged.", text="string")
@@ -446,7 +447,7 @@ def test_a_batch_commits_as_a_unit(store: Store, failing: str) -> None:
 def test_batches_of_every_size_read_their_states_through_a_few_queries(store: Store) -> None:
     """The state query is padded to a power of two: batches of 1 to 70 results (new, then unchanged) compile at
     most eight shapes of it, and every result is read right (each server stored once, its second night unchanged)."""
-    write._STATE_QUERIES.cache_clear()
+    write_state._STATE_QUERIES.cache_clear()
     results = [(entry(f"s{index}"), ok([tool(f"t{index}")])) for index in range(70)]
     for night in range(2):
         run = store.start_run("list.txt", "1", {})
@@ -458,4 +459,4 @@ def test_batches_of_every_size_read_their_states_through_a_few_queries(store: St
             start += size
         store.finish_run(run)
     assert store.database_stats()["servers"] == 66
-    assert write._STATE_QUERIES.cache_info().currsize <= 5  # sizes 1, 2, 4, 8, 16
+    assert write_state._STATE_QUERIES.cache_info().currsize <= 5  # sizes 1, 2, 4, 8, 16
