@@ -1,5 +1,5 @@
 """What :func:`~scanner.store.write.scan_writes.record_scans` reads before it writes: one query for the state of many
-results (the run, the server, its previous scans, the toolset), and the tests that say which results add nothing
+results (the run, the server, its previous scans, the toolset), and the predicates saying which results add nothing
 but a ``scans`` row and which are new servers' first scans.
 """
 
