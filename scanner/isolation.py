@@ -35,15 +35,17 @@ gets.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import random
+import shutil
 import signal
 import stat
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,6 +147,66 @@ def spawn_options() -> dict[str, Any]:
     """The user options of the child being started now (:data:`CURRENT`), none when it runs as Fathom's user."""
     kid = CURRENT.get()
     return kid.spawn_options() if kid is not None else {}
+
+
+# --- a PID namespace of its own ------------------------------------------------------------------------
+
+PIDNS = Path(__file__).with_name("pidns.py")
+_NAMESPACES: list[tuple[bool, str]] = []
+_NAMESPACES_LOCK = threading.Lock()
+
+
+def namespaces() -> tuple[bool, str]:
+    """Whether every child starts in a PID and mount namespace of its own (:mod:`scanner.pidns`), and one line
+    saying so (or why not). Tried once per process, by starting the launcher itself."""
+    with _NAMESPACES_LOCK:
+        if not _NAMESPACES:
+            _NAMESPACES.append(_probe())
+        return _NAMESPACES[0]
+
+
+def _probe() -> tuple[bool, str]:
+    if not sys.platform.startswith("linux"):
+        return False, "not Linux: children share the host's PID namespace and /proc"
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", str(PIDNS), "--probe"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+            env={"PATH": os.defpath},
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"unavailable ({exc}): children share the host's PID namespace and /proc"
+    if done.returncode == 0:
+        how = "as root" if os.geteuid() == 0 else "in a user namespace mapping only this user"
+        return True, f"each child in a PID namespace of its own with its own /proc ({how})"
+    said = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+    why = said[0].split(": ", 2)[-1] if said[0].startswith("fathom: ") else said[0]
+    return False, f"unavailable ({why[:200]}): children share the host's PID namespace and /proc"
+
+
+def launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, Any]]:
+    """The argv and :func:`anyio.open_process` options a child is started with: through the namespace launcher
+    where :func:`namespaces` holds (it drops to the :data:`CURRENT` child's user itself), else ``command`` as
+    given with :func:`spawn_options`. A program not found on ``env``'s PATH raises FileNotFoundError here, as
+    starting it directly would."""
+    if not namespaces()[0] or not command:
+        return list(command), spawn_options()
+    program = command[0]
+    search = env.get("PATH") or os.defpath
+    if "/" in program:
+        found = program if os.path.isfile(program) else None
+    else:
+        found = shutil.which(program, mode=os.F_OK, path=search)
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+    kid = CURRENT.get()
+    uid, gid = (kid.uid, kid.gid) if kid is not None else (-1, -1)
+    return [sys.executable, "-I", "-S", str(PIDNS), str(uid), str(gid), "--", *command], {}
 
 
 def chown_tree(path: Path, uid: int, gid: int) -> None:
@@ -309,8 +371,6 @@ def _size(path: Path) -> int:
 
 
 def _remove(path: Path) -> None:
-    import shutil
-
     with contextlib.suppress(OSError):
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
