@@ -188,7 +188,7 @@ def scan(
 ) -> None:
     """Scan every server of a registry concurrently into the database, keeping history between runs."""
     from scanner.packages import PackageSettings
-    from scanner.packages.runners import warning_lines
+    from scanner.packages.runners import namespace_line, warning_lines
     from scanner.scan import ScanConfig, resolve_entries, run_scan
 
     settings = _crawl_settings(
@@ -229,6 +229,8 @@ def scan(
 
         entries = with_refusals(resolve_entries(config), allow_private=settings.allow_private)
         for line in warning_lines(entries, settings.packages):
+            _note(line)
+        if (line := namespace_line(entries)) is not None:
             _note(line)
         verdicts = remembered_verdicts(entries, settings.packages) if run_packages else {}
         _print_entries(entries, fmt, verdicts)
