@@ -303,6 +303,39 @@ def test_a_package_cannot_read_a_sibling_nor_signal_fathom_or_it(registry, tmp_p
     assert not Path("/dev/shm/fathom-test-snoop").exists()
 
 
+@needs_system_python
+@needs_npx
+def test_a_sibling_cannot_learn_a_local_port_package_port_from_its_command_line(registry, tmp_path, landlock):
+    """The squat of turn 4 began with the port read from the victim's world-readable command line: a command
+    watching /proc while a local-port package starts, scans and stops does not see that command line where each
+    child has a PID namespace of its own (the port is still checked once it answers: the test above)."""
+    script = tmp_path / "server.py"
+    script.write_text(SERVER, encoding="utf-8")
+    script.chmod(0o644)
+    files = targets(tmp_path)
+    watcher = command_entry(
+        script, "attacker-role", VICTIM_NEEDLE="--port", ONLY_CMDLINE="1", STOP_FILE=files["STOP_FILE"]
+    )
+    env = environ(registry)
+    settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
+    victim = resolve_local(local_package(), env)
+    results: dict[str, ScanOutcome] = {}
+
+    async def both() -> None:
+        async def watch() -> None:
+            results["watcher"] = await run_command(watcher, ClientLimits(timeout=180), "rich")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(watch)
+            await anyio.sleep(0.5)
+            results["victim"] = await run_package(victim, ClientLimits(timeout=90), "rich", settings)
+            Path(files["STOP_FILE"]).write_text("", encoding="utf-8")
+
+    anyio.run(both)
+    assert results["victim"].ok, (results["victim"].outcome, results["victim"].detail)
+    assert tool_names(results["watcher"]) == [cmdline_seen()]
+
+
 @needs_npx
 def test_a_squatter_on_the_port_is_refused_never_scanned_as_the_package(registry, tmp_path, monkeypatch, landlock):
     """Another program bound the local-port package's port first and answers MCP there: the listener is not
