@@ -170,43 +170,92 @@ def _probe() -> tuple[bool, str]:
         return False, "not Linux: children share the host's PID namespace and /proc"
     import subprocess
 
+    user: dict[str, Any] = {}
     try:
+        python, script = sys.executable, str(PIDNS)
+        if enabled():  # tried as the children run: an unprivileged user (one never leased), no capabilities
+            python, script = runnable_by_children(PIDNS)
+            probe = UID_BASE + UID_SLOTS
+            user = {"user": probe, "group": probe, "extra_groups": []}
         done = subprocess.run(
-            [sys.executable, "-I", "-S", str(PIDNS), "--probe"],
+            [python, "-I", "-S", script, "--probe"],
             capture_output=True,
             text=True,
             timeout=30,
             check=False,
             env={"PATH": os.defpath},
+            cwd="/",
+            **user,
         )
     except (OSError, subprocess.SubprocessError) as exc:
         return False, f"unavailable ({exc}): children share the host's PID namespace and /proc"
     if done.returncode == 0:
-        how = "as root" if os.geteuid() == 0 else "in a user namespace mapping only this user"
-        return True, f"each child in a PID namespace of its own with its own /proc ({how})"
+        return True, "each child in a PID namespace of its own with its own /proc"
     said = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
     why = said[0].split(": ", 2)[-1] if said[0].startswith("fathom: ") else said[0]
     return False, f"unavailable ({why[:200]}): children share the host's PID namespace and /proc"
 
 
+def runnable_by_children(script: Path) -> tuple[str, str]:
+    """A Python interpreter and a copy of ``script`` (a stand-alone launcher: :mod:`scanner.pidns`,
+    :mod:`scanner.packages.confine`) that a child's own user can run: Fathom's interpreter and files may live
+    under root's 0700 HOME, so an interpreter it can reach is chosen and ``script`` is copied beside the uid
+    leases when out of its reach. OSError when no interpreter is reachable."""
+    if not enabled():
+        return sys.executable, str(script)
+    found = [sys.executable, "/usr/bin/python3", "/usr/local/bin/python3", shutil.which("python3") or ""]
+    python = next((path for path in found if path and reachable(Path(path))), None)
+    if python is None:
+        raise OSError(
+            "run as root, children run as an unprivileged user of their own, and no Python interpreter is "
+            "reachable by it (install python3 system-wide)"
+        )
+    if reachable(script):
+        return python, str(script)
+    copy = lease_dir() / script.name
+    text = script.read_bytes()
+    if not copy.is_file() or copy.read_bytes() != text:
+        partial = copy.with_name(f".{script.name}.{os.getpid()}")
+        partial.write_bytes(text)
+        os.chmod(partial, 0o644)
+        partial.replace(copy)
+    return python, str(copy)
+
+
 def launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, Any]]:
     """The argv and :func:`anyio.open_process` options a child is started with: through the namespace launcher
-    where :func:`namespaces` holds (it drops to the :data:`CURRENT` child's user itself), else ``command`` as
-    given with :func:`spawn_options`. A program not found on ``env``'s PATH raises FileNotFoundError here, as
-    starting it directly would."""
-    if not namespaces()[0] or not command:
+    where :func:`namespaces` holds (run as root: for a child of its own user, or while Fathom may still mount; see
+    :func:`_may_unshare_as_self`), else ``command`` as given; as the :data:`CURRENT` child's user either way
+    (:func:`spawn_options`). A program not found on ``env``'s PATH raises FileNotFoundError here, as starting
+    it directly would."""
+    kid = CURRENT.get()
+    if not command or not namespaces()[0] or (kid is None and not _may_unshare_as_self()):
         return list(command), spawn_options()
     program = command[0]
-    search = env.get("PATH") or os.defpath
     if "/" in program:
         found = program if os.path.isfile(program) else None
     else:
-        found = shutil.which(program, mode=os.F_OK, path=search)
+        found = shutil.which(program, mode=os.F_OK, path=env.get("PATH") or os.defpath)
     if found is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
-    kid = CURRENT.get()
-    uid, gid = (kid.uid, kid.gid) if kid is not None else (-1, -1)
-    return [sys.executable, "-I", "-S", str(PIDNS), str(uid), str(gid), "--", *command], {}
+    python, script = runnable_by_children(PIDNS) if kid is not None else (sys.executable, str(PIDNS))
+    return [python, "-I", "-S", script, "--", *command], spawn_options()
+
+
+def _may_unshare_as_self() -> bool:
+    """Whether a child started as Fathom's own user can make its namespaces: always when Fathom is not root (a
+    user namespace mapping its uid); run as root only while Fathom's bounding set still holds ``CAP_SYS_ADMIN``
+    (the launcher makes them directly). A ``fathom`` process run as root has emptied it
+    (:mod:`scanner.envguard`), and a root without capabilities may not map uid 0 into a user namespace (Linux
+    5.12+ asks for ``CAP_SETFCAP``): such a child starts as before, without namespaces."""
+    if os.geteuid() != 0:
+        return True
+    try:
+        import ctypes
+
+        return int(ctypes.CDLL(None, use_errno=True).prctl(23, 21, 0, 0, 0)) == 1  # PR_CAPBSET_READ, SYS_ADMIN
+    except (OSError, AttributeError):
+        return False
 
 
 def chown_tree(path: Path, uid: int, gid: int) -> None:

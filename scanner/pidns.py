@@ -1,24 +1,26 @@
 """Start a child in a PID namespace of its own, with its own ``/proc``: it cannot see, read or signal Fathom or
 any sibling (their pids do not exist in its namespace).
 
-This file is run as a script (``python -I -S pidns.py UID GID -- COMMAND...``; ``-1 -1``: keep Fathom's user)
-between Fathom and every child it starts (:func:`scanner.isolation.launch`), so it imports nothing of Fathom.
-Three processes, all visible from the host's ``/proc`` with host pids (the reaper, the mark sweep and the
-local-port listener check see them as before):
+This file is run as a script (``python -I -S pidns.py -- COMMAND...``) between Fathom and every child it starts
+(:func:`scanner.isolation.launch`), already as the child's own user (run as root, Fathom switches to the leased
+user before it starts this, as before), so it imports nothing of Fathom. Three processes, all visible from the
+host's ``/proc`` with host pids (the reaper, the mark sweep and the local-port listener check see them as
+before):
 
 * the *launcher* (this script, Fathom's child): asks for SIGKILL when Fathom dies (``PR_SET_PDEATHSIG``),
-  ``unshare``\\s a new PID and mount namespace (run as root), or a new user namespace with them (not root: only
-  Fathom's own uid and gid are mapped), forks the *init*, forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to it,
-  and exits as the command did (its exit code, or killed by the same signal);
+  ``unshare``\\s a new PID and mount namespace, inside a new user namespace that maps only its own uid and gid
+  (to themselves) unless it holds ``CAP_SYS_ADMIN`` (a library caller run as root that kept its capabilities;
+  every ``fathom`` process run as root empties its bounding set first, see :mod:`scanner.envguard`, so its
+  children hold none), forks the *init*, forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to it, and exits as the
+  command did (its exit code, or killed by the same signal);
 * the *init*, PID 1 of the new namespace: makes every mount private, mounts a fresh ``/proc`` (the host's is
-  under it, out of reach), asks for SIGKILL when the launcher dies, empties the capability bounding set, drops
-  to the child's user (run as root: ``UID``/``GID``, no supplementary groups, ``umask 077``), sets
+  under it, out of reach), asks for SIGKILL when the launcher dies, empties the capability bounding set, sets
   ``no_new_privs``, then forks the command and reaps every orphan until the command exits; then it exits, and
   the kernel kills whatever is left in the namespace;
-* the *command*, with no capability (a user's, or in the user namespace an ``exec`` as a non-zero uid with an
-  empty bounding set and ``no_new_privs``): it cannot unmount its ``/proc`` to reveal the host's.
+* the *command*: ``exec``\\d as a non-zero uid (or as root without capabilities) with an empty bounding set
+  and ``no_new_privs``, it holds no capability, so it cannot unmount its ``/proc`` to reveal the host's.
 
-``--probe`` sets up the same namespaces and exits 0 when all of it works, else 1 with the reason on stderr
+``--probe`` sets up the same namespaces and exits 0 when all of it works, else 126 with the reason on stderr
 (:func:`scanner.isolation.namespaces` runs it once per process).
 """
 
@@ -36,6 +38,7 @@ from typing import Any
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
 _PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 24, 38
+_CAP_SYS_ADMIN = 21
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 NOT_STARTED = 126  # the namespace could not be set up (the reason is on stderr)
 
@@ -54,20 +57,32 @@ def _die_with_parent(libc: Any) -> None:
     _check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
 
 
+def _can_mount() -> bool:
+    """Whether this process holds ``CAP_SYS_ADMIN`` (root, unless its bounding set was emptied before exec)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> _CAP_SYS_ADMIN & 1)
+    except (OSError, ValueError):
+        pass
+    return False
+
+
 def enter(libc: Any) -> None:
-    """Unshare a new PID and mount namespace (and a user namespace mapping only this uid when not root)."""
-    root = os.geteuid() == 0
+    """Unshare a new PID and mount namespace: directly when this process may mount, else inside a new user
+    namespace that maps only this process's uid and gid (to themselves)."""
     uid, gid = os.geteuid(), os.getegid()
-    flags = _CLONE_NEWPID | _CLONE_NEWNS | (0 if root else _CLONE_NEWUSER)
-    _check(libc.unshare(flags), "unshare")
-    if not root:
+    direct = uid == 0 and _can_mount()
+    _check(libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | (0 if direct else _CLONE_NEWUSER)), "unshare")
+    if not direct:
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
             with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
                 handle.write(text)
 
 
-def settle(libc: Any, uid: int, gid: int) -> None:
-    """In the init: a private ``/proc``, no capabilities left to anything it starts, the child's user."""
+def settle(libc: Any) -> None:
+    """In the init: a private ``/proc``, and no capability left to anything it starts."""
     _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
     _check(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None), "mounting /proc")
     try:
@@ -77,13 +92,8 @@ def settle(libc: Any, uid: int, gid: int) -> None:
         last = 40
     for cap in range(last + 1):
         _check(libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0), "prctl(PR_CAPBSET_DROP)")
-    if uid >= 0:
-        os.setgroups([])
-        os.setresgid(gid, gid, gid)
-        os.setresuid(uid, uid, uid)
-        os.umask(0o077)
     _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
-    _die_with_parent(libc)  # again: a change of user clears it
+    _die_with_parent(libc)
 
 
 def _exit_as(status: int) -> None:
@@ -100,10 +110,10 @@ def _exit_as(status: int) -> None:
     os._exit(code)
 
 
-def _init(libc: Any, uid: int, gid: int, command: list[str], status_w: int, alive_r: int) -> None:
+def _init(libc: Any, command: list[str], status_w: int, alive_r: int) -> None:
     """PID 1 of the new namespace (never returns)."""
     try:
-        settle(libc, uid, gid)
+        settle(libc)
         if select.select([alive_r], [], [], 0)[0]:  # the launcher died before PR_SET_PDEATHSIG took effect
             os._exit(137)
     except OSError as exc:
@@ -143,9 +153,8 @@ def _init(libc: Any, uid: int, gid: int, command: list[str], status_w: int, aliv
 
 
 def main(argv: list[str]) -> None:
-    """``UID GID -- COMMAND...`` or ``--probe``."""
-    probe = argv[:1] == ["--probe"]
-    uid, gid, command = (-1, -1, []) if probe else (int(argv[0]), int(argv[1]), argv[3:])
+    """``-- COMMAND...`` or ``--probe``."""
+    command = [] if argv[:1] == ["--probe"] else argv[1:]
     libc = _libc()
     parent = os.getppid()
     try:
@@ -163,7 +172,7 @@ def main(argv: list[str]) -> None:
     if init == 0:
         os.close(status_r)
         os.close(alive_w)
-        _init(libc, uid, gid, command, status_w, alive_r)
+        _init(libc, command, status_w, alive_r)
     os.close(status_w)
     os.close(alive_r)
 

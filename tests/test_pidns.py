@@ -9,6 +9,7 @@ then starts children as before, and ``fathom doctor`` says so).
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -18,6 +19,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -33,9 +35,9 @@ SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") 
 LAUNCHER = [sys.executable, "-I", "-S", str(isolation.PIDNS)]
 
 
-def launched(*command: str, uid: int = -1, gid: int = -1, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def launched(*command: str, **options: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*LAUNCHER, str(uid), str(gid), "--", *command], capture_output=True, text=True, timeout=timeout, check=False
+        [*LAUNCHER, "--", *command], capture_output=True, text=True, timeout=60, check=False, **options
     )
 
 
@@ -97,7 +99,7 @@ def test_sigterm_reaches_the_command_and_orphans_are_reaped(tmp_path: Path):
     by the init (no zombie), and dies with the namespace once the command exits."""
     script = "trap 'echo got-term; exit 5' TERM; (sleep 300 &) ; sleep 300 & wait"
     process = subprocess.Popen(
-        [*LAUNCHER, "-1", "-1", "--", "sh", "-c", script],
+        [*LAUNCHER, "--", "sh", "-c", script],
         stdout=subprocess.PIPE,
         text=True,
         start_new_session=True,
@@ -114,7 +116,7 @@ def test_a_killed_launcher_takes_the_whole_namespace_with_it(tmp_path: Path):
     with it, and the kernel kills every process left in the namespace, a setsid escapee too."""
     needle = f"fathom-escapee-{os.getpid()}-{time.monotonic_ns()}"
     escape = f"import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(300)\ntime.sleep(300)  # {needle}"
-    process = subprocess.Popen([*LAUNCHER, "-1", "-1", "--", sys.executable, "-c", escape], start_new_session=True)
+    process = subprocess.Popen([*LAUNCHER, "--", sys.executable, "-c", escape], start_new_session=True)
     deadline = time.monotonic() + 30
     while len(found := [pid for pid in isolation.pids() if needle.encode() in _cmdline(pid)]) < 3:
         assert time.monotonic() < deadline, found
@@ -135,18 +137,26 @@ def _cmdline(pid: int) -> bytes:
 
 
 @needs_namespaces
-@pytest.mark.skipif(os.geteuid() != 0, reason="dropping to a child's own user needs root")
-def test_as_root_the_child_drops_to_its_user_with_no_capability_and_keeps_its_proc():
+@pytest.mark.skipif(not isolation.enabled(), reason="a user of its own per child needs root on Linux")
+def test_as_root_the_child_runs_as_its_own_user_with_no_capability_and_keeps_its_proc():
+    """Run as root, Fathom starts the launcher as the child's leased user (as before); the namespace is made in
+    a user namespace of that user's, and the command holds no capability: it cannot unmount its /proc."""
     uid = isolation.UID_BASE + isolation.UID_SLOTS - 1
-    done = launched(
-        "sh",
-        "-c",
-        "id -u; id -g; id -G; umask; grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status; umount /proc; echo umount=$?",
-        uid=uid,
-        gid=uid,
+    python, script = isolation.runnable_by_children(isolation.PIDNS)
+    script_line = (
+        "id -u; id -g; id -G; umask; grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status; umount /proc; echo umount=$?"
+    )
+    done = subprocess.run(
+        [python, "-I", "-S", script, "--", "sh", "-c", script_line],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd="/",
+        **{**isolation.Child(uid=uid, gid=uid).spawn_options()},
     )
     lines = done.stdout.splitlines()
-    assert lines[:4] == [str(uid), str(uid), str(uid), "0077"], done.stdout
+    assert lines[:4] == [str(uid), str(uid), str(uid), "0077"], (done.stdout, done.stderr)
     assert [line.split()[1] for line in lines[4:7]] == ["0000000000000000"] * 3
     assert lines[-1] != "umount=0", "the child unmounted its /proc"
 
@@ -179,7 +189,7 @@ def test_not_root_the_child_runs_in_a_user_namespace_mapping_only_its_own_user(t
         "id -u; grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status; ls /proc | grep -c '^[0-9]'; "
         f"test -e /proc/{os.getpid()}/cmdline && echo fathom-visible; umount /proc 2>/dev/null; echo umount=$?"
     )
-    done = as_nobody("-1", "-1", "--", "sh", "-c", script)
+    done = as_nobody("--", "sh", "-c", script)
     lines = done.stdout.splitlines()
     assert lines[0] == str(int(subprocess.run(["id", "-u", "nobody"], capture_output=True, text=True).stdout)), done
     assert [line.split()[1] for line in lines[1:4]] == ["0000000000000000"] * 3
@@ -233,3 +243,58 @@ def test_a_server_that_stops_fathom_cannot_and_the_scan_ends_in_time(tmp_path: P
     assert outcome.outcome is Outcome.OK, (outcome.outcome, outcome.detail)
     assert [tool["name"] for tool in outcome.tools or ()] == ["sigstop_failed", "sigkill_failed", "cmdline_hidden"]
     assert time.monotonic() - began < 20 + 30  # generous: a loaded machine
+
+
+PARENT_SERVER = textwrap.dedent(
+    """
+    import json, os, sys
+    name = "in_own_namespace" if os.getpid() != 1 and os.getppid() == 1 else f"pid_{os.getpid()}_ppid_{os.getppid()}"
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "id" not in msg:
+            continue
+        if msg["method"] == "initialize":
+            result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "where", "version": "1"}}
+        else:
+            tool = {"name": name, "description": "Says where it runs.", "inputSchema": {"type": "object"}}
+            result = {"tools": [tool]}
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+    """
+)
+
+
+@needs_namespaces
+def test_check_stdio_starts_its_server_in_a_namespace_of_its_own(tmp_path: Path):
+    """``fathom check -- COMMAND`` (a pull request's own server) goes through the same launcher: its parent is
+    the namespace's init (PID 1 there), not Fathom. Run as root, ``fathom`` empties its bounding set
+    (scanner/envguard.py) and a root without capabilities cannot make the namespaces: the server runs as
+    before (docs/registry.md says so)."""
+    server = tmp_path / "where.py"
+    server.write_text(PARENT_SERVER, encoding="utf-8")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scanner",
+            "check",
+            "--format",
+            "json",
+            "--timeout",
+            "60",
+            "--",
+            sys.executable,
+            str(server),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+    )
+    assert done.returncode in (0, 1), done.stderr
+    names = [tool["name"] for tool in json.loads(done.stdout)["tools"]]
+    if os.geteuid() == 0:
+        assert names[0].startswith("pid_") and not names[0].endswith("_ppid_1"), names
+    else:
+        assert names == ["in_own_namespace"], done.stdout[:500]
