@@ -26,10 +26,26 @@ process carrying those marks, removes what those users left (a command's private
 then exits. Packages' launcher (:mod:`scanner.packages.confine`) also asks for
 ``SIGKILL`` when its parent dies (``PR_SET_PDEATHSIG``).
 
+**A PID namespace of its own** (Linux, where the kernel allows unprivileged user namespaces): every child is
+started through :mod:`scanner.pidns` (:func:`launch`), as its own user as above, which makes a user, PID and
+mount namespace and mounts a fresh ``/proc`` there. The child then cannot see any process outside its
+namespace: not a sibling's ``/proc/<pid>/cmdline`` (a local-port package's port was read there and squatted),
+``environ`` or HOME path, not Fathom's (its ``--db`` URL), and it cannot address Fathom, the reaper or a
+sibling with a signal (no such pid). It holds no capability (empty bounding set, ``no_new_privs``), so it
+cannot unmount that ``/proc``. The namespace's init reaps orphans and, when the command exits or the
+launcher dies (killed with Fathom: ``PR_SET_PDEATHSIG``), its end kills everything left in the namespace.
+From the host nothing changes: the reaper, the ``FATHOM_SCAN_MARK`` sweep, :func:`listener_owned` and the
+process-group kill see the child's processes with host pids. :func:`namespaces` tries it once per process;
+where it fails (macOS, user namespaces switched off, a container's seccomp profile) children start as before
+and the scan says so in one line. Run as root, a child that runs as root itself (``check --stdio``, a command
+out of the children's users' reach) gets none: ``fathom`` empties root's bounding set (:mod:`scanner.envguard`)
+and a root without capabilities may not map uid 0 into a user namespace.
+
 **Not root**: children run as Fathom's own user (no other is available without privileges); the reaper
-still kills marked processes when Fathom dies, but a child can read a sibling's environment, signal Fathom and
-its siblings, and kill the reaper. docs/registry.md, "Which platform isolates what", says what each platform
-gets.
+still kills marked processes when Fathom dies. Without namespaces a child can read a sibling's environment,
+signal Fathom and its siblings, and kill the reaper; with them it cannot see or address any of them, but it
+can still read files the user owns (a sibling's HOME, by guessing its path). docs/registry.md, "Which platform
+isolates what", says what each platform gets.
 """
 
 from __future__ import annotations
