@@ -190,8 +190,8 @@ def host_pid_of(needle: str, timeout: float = 30) -> int:
 def targets(tmp: Path) -> dict[str, str]:
     """Files the test fills for an attacker (readable by any user): the victim's host pid, and a stop file
     written once the victim is running (the attacker stops searching /proc then)."""
-    folder = Path(tempfile.mkdtemp(prefix="fathom-test-targets-"))
-    folder.chmod(0o755)
+    folder = tmp / "targets"
+    folder.mkdir(mode=0o755)
     return {
         "VICTIM_PID_FILE": str(folder / "victim"),
         "STOP_FILE": str(folder / "stop"),
