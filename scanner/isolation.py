@@ -255,7 +255,7 @@ def launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], d
     if found is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
     python, script = runnable_by_children(PIDNS) if kid is not None else (sys.executable, str(PIDNS))
-    return [python, "-I", "-S", script, "--", *command], spawn_options()
+    return [python, "-I", "-S", script, str(os.getpid()), "--", *command], spawn_options()
 
 
 def _may_unshare_as_self() -> bool:

@@ -1,14 +1,14 @@
 """Start a child in a PID namespace of its own, with its own ``/proc``: it cannot see, read or signal Fathom or
 any sibling (their pids do not exist in its namespace).
 
-This file is run as a script (``python -I -S pidns.py -- COMMAND...``) between Fathom and every child it starts
-(:func:`scanner.isolation.launch`), already as the child's own user (run as root, Fathom switches to the leased
-user before it starts this, as before), so it imports nothing of Fathom. Three processes, all visible from the
-host's ``/proc`` with host pids (the reaper, the mark sweep and the local-port listener check see them as
-before):
+This file is run as a script (``python -I -S pidns.py FATHOM_PID -- COMMAND...``) between Fathom and every
+child it starts (:func:`scanner.isolation.launch`), already as the child's own user (run as root, Fathom
+switches to the leased user before it starts this, as before), so it imports nothing of Fathom.
+Three processes, all visible from the host's ``/proc`` with host pids (the reaper, the mark sweep and the
+local-port listener check see them as before):
 
 * the *launcher* (this script, Fathom's child): asks for SIGKILL when Fathom dies (``PR_SET_PDEATHSIG``),
-  ``unshare``\\s a new PID and mount namespace, inside a new user namespace that maps only its own uid and gid
+  ``unshare``-s a new PID and mount namespace, inside a new user namespace that maps only its own uid and gid
   (to themselves) unless it holds ``CAP_SYS_ADMIN`` (a library caller run as root that kept its capabilities;
   every ``fathom`` process run as root empties its bounding set first, see :mod:`scanner.envguard`, so its
   children hold none), forks the *init*, forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to it, and exits as the
@@ -17,7 +17,7 @@ before):
   under it, out of reach), asks for SIGKILL when the launcher dies, empties the capability bounding set, sets
   ``no_new_privs``, then forks the command and reaps every orphan until the command exits; then it exits, and
   the kernel kills whatever is left in the namespace;
-* the *command*: ``exec``\\d as a non-zero uid (or as root without capabilities) with an empty bounding set
+* the *command*: ``exec``-ed as a non-zero uid (or as root without capabilities) with an empty bounding set
   and ``no_new_privs``, it holds no capability, so it cannot unmount its ``/proc`` to reveal the host's.
 
 ``--probe`` sets up the same namespaces and exits 0 when all of it works, else 126 with the reason on stderr
@@ -96,6 +96,15 @@ def settle(libc: Any) -> None:
     _die_with_parent(libc)
 
 
+def _let_go() -> None:
+    """Hand the child's stdin and stdout back to /dev/null here: only the command holds them, so Fathom reads
+    the end of its output when the command closes it, not when the launcher exits."""
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+
+
 def _exit_as(status: int) -> None:
     """Exit as a process with wait status ``status`` did: its code, or killed by its signal."""
     code = os.waitstatus_to_exitcode(status)
@@ -140,6 +149,7 @@ def _init(libc: Any, command: list[str], status_w: int, alive_r: int) -> None:
         except OSError as exc:
             print(f"fathom: cannot start {command[0]}: {exc.strerror}", file=sys.stderr, flush=True)
         os._exit(127)
+    _let_go()
     while True:
         try:
             pid, status = os.waitpid(-1, 0)
@@ -153,13 +163,14 @@ def _init(libc: Any, command: list[str], status_w: int, alive_r: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """``-- COMMAND...`` or ``--probe``."""
-    command = [] if argv[:1] == ["--probe"] else argv[1:]
+    """``FATHOM_PID -- COMMAND...`` or ``--probe``."""
+    probe = argv[:1] == ["--probe"]
+    command = [] if probe else argv[2:]
+    parent = os.getppid() if probe else int(argv[0])
     libc = _libc()
-    parent = os.getppid()
     try:
         _die_with_parent(libc)
-        if os.getppid() != parent or parent == 1:  # Fathom died before the request took effect
+        if os.getppid() != parent:  # Fathom died before the request took effect (it may be PID 1 itself)
             os._exit(137)
         enter(libc)
     except OSError as exc:
@@ -175,6 +186,7 @@ def main(argv: list[str]) -> None:
         _init(libc, command, status_w, alive_r)
     os.close(status_w)
     os.close(alive_r)
+    _let_go()
 
     def forward(signum: int, _frame: object) -> None:
         with contextlib.suppress(OSError):

@@ -37,7 +37,12 @@ LAUNCHER = [sys.executable, "-I", "-S", str(isolation.PIDNS)]
 
 def launched(*command: str, **options: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*LAUNCHER, "--", *command], capture_output=True, text=True, timeout=60, check=False, **options
+        [*LAUNCHER, str(os.getpid()), "--", *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        **options,
     )
 
 
@@ -99,7 +104,7 @@ def test_sigterm_reaches_the_command_and_orphans_are_reaped(tmp_path: Path):
     by the init (no zombie), and dies with the namespace once the command exits."""
     script = "trap 'echo got-term; exit 5' TERM; (sleep 300 &) ; sleep 300 & wait"
     process = subprocess.Popen(
-        [*LAUNCHER, "--", "sh", "-c", script],
+        [*LAUNCHER, str(os.getpid()), "--", "sh", "-c", script],
         stdout=subprocess.PIPE,
         text=True,
         start_new_session=True,
@@ -116,7 +121,9 @@ def test_a_killed_launcher_takes_the_whole_namespace_with_it(tmp_path: Path):
     with it, and the kernel kills every process left in the namespace, a setsid escapee too."""
     needle = f"fathom-escapee-{os.getpid()}-{time.monotonic_ns()}"
     escape = f"import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(300)\ntime.sleep(300)  # {needle}"
-    process = subprocess.Popen([*LAUNCHER, "--", sys.executable, "-c", escape], start_new_session=True)
+    process = subprocess.Popen(
+        [*LAUNCHER, str(os.getpid()), "--", sys.executable, "-c", escape], start_new_session=True
+    )
     deadline = time.monotonic() + 30
     while len(found := [pid for pid in isolation.pids() if needle.encode() in _cmdline(pid)]) < 3:
         assert time.monotonic() < deadline, found
@@ -147,7 +154,7 @@ def test_as_root_the_child_runs_as_its_own_user_with_no_capability_and_keeps_its
         "id -u; id -g; id -G; umask; grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status; umount /proc; echo umount=$?"
     )
     done = subprocess.run(
-        [python, "-I", "-S", script, "--", "sh", "-c", script_line],
+        [python, "-I", "-S", script, str(os.getpid()), "--", "sh", "-c", script_line],
         capture_output=True,
         text=True,
         timeout=60,
@@ -173,9 +180,12 @@ def test_not_root_the_child_runs_in_a_user_namespace_mapping_only_its_own_user(t
     launcher.chmod(0o644)
 
     def as_nobody(*words: str) -> subprocess.CompletedProcess[str]:
-        line = shlex.join((str(SYSTEM_PYTHON), "-I", "-S", str(launcher), *words))
+        """The launcher as nobody, exec'd by the shell: its parent (the launcher's Fathom) is the shell's."""
+        line = shlex.join((str(SYSTEM_PYTHON), "-I", "-S", str(launcher)))
+        rest = shlex.join(words[1:]) if words[0] == "PARENT" else shlex.join(words)
+        parent = '"$PPID" ' if words[0] == "PARENT" else ""
         return subprocess.run(
-            ["su", "nobody", "-s", "/bin/sh", "-c", f"cd / && {line}"],
+            ["su", "nobody", "-s", "/bin/sh", "-c", f"cd / && exec {line} {parent}{rest}"],
             capture_output=True,
             text=True,
             timeout=60,
@@ -189,7 +199,7 @@ def test_not_root_the_child_runs_in_a_user_namespace_mapping_only_its_own_user(t
         "id -u; grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status; ls /proc | grep -c '^[0-9]'; "
         f"test -e /proc/{os.getpid()}/cmdline && echo fathom-visible; umount /proc 2>/dev/null; echo umount=$?"
     )
-    done = as_nobody("--", "sh", "-c", script)
+    done = as_nobody("PARENT", "--", "sh", "-c", script)
     lines = done.stdout.splitlines()
     assert lines[0] == str(int(subprocess.run(["id", "-u", "nobody"], capture_output=True, text=True).stdout)), done
     assert [line.split()[1] for line in lines[1:4]] == ["0000000000000000"] * 3
