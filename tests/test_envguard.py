@@ -69,10 +69,13 @@ def _fathom_pid(read: str) -> str:
 
 def test_what_a_child_read_of_other_secrets_is_scrubbed_from_its_tool_list(tmp_path: Path) -> None:
     """Without the guard (a library caller that never called it), the scrubber still knows every secret the
-    process holds, not only the ones meant for this server."""
+    process holds, not only the ones meant for this server. The child's PID namespace is switched off here
+    (as on a host without namespaces): in one, it cannot see its parent at all."""
     seen = tmp_path / "seen.txt"
     program = (
         "import anyio, json, sys\n"
+        "import scanner.packages.isolation\n"
+        "scanner.packages.isolation.namespaces = lambda: (False, 'switched off by the test')\n"
         "from scanner.mcp import ClientLimits, scan_server\n"
         "from scanner.models import ServerEntry, Transport\n"
         "entry = ServerEntry(name='io.example/this', transport=Transport.STDIO, command=tuple(sys.argv[1:]))\n"

@@ -4,7 +4,9 @@ Run as root, each command runs as a user of its own with a private HOME and TMPD
 it cannot read another command's environment, HOME or files, nor signal Fathom or the other commands. That
 user must be able to reach the program: where the command's executable lies out of its reach (under root's
 own 0700 HOME, for one), the command runs as Fathom's user, as before, and its outcome says so in
-``extra["isolation"]`` (docs/registry.md, "Which platform isolates what").
+``extra["isolation"]`` (docs/registry.md, "Which platform isolates what"). Each command also starts in a PID
+namespace of its own where the kernel allows (:func:`scanner.packages.isolation.launch`): it cannot see another's
+command line nor address Fathom or a sibling at all.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ def out_of_reach(entry: ServerEntry) -> str | None:
     if found is None:
         return None  # not found at all: the start fails the same way as any user, and says so
     if not isolation.reachable(Path(found)):
-        return f"none: {found} is out of reach of an unprivileged user, so it ran as Fathom's user"
+        return (
+            f"none: {found} is out of reach of an unprivileged user, so it ran as Fathom's user, without a PID "
+            "namespace of its own"
+        )
     return None
 
 

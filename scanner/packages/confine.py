@@ -13,9 +13,10 @@ runner, so it imports nothing of Fathom: the package's environment is scrubbed a
   cannot rewrite another package's cached install, nor fill a disk outside its budget: such a write fails with
   ``EACCES``, and the scan records the entry ``refused``.
 
-* ``PR_SET_PDEATHSIG``: the runner is sent SIGKILL when Fathom dies, however it dies (its descendants are
-  the reaper's, see :mod:`scanner.packages.isolation`). Set here, after Fathom switched to the child's own user
-  (a change of user clears it).
+* ``PR_SET_PDEATHSIG``: the runner is sent SIGKILL when its parent dies, however it dies (its descendants are
+  the reaper's, see :mod:`scanner.packages.isolation`). Set here, after the switch to the child's own user (a change of
+  user clears it). Where children get a PID namespace of their own, that parent is the namespace's init
+  (:mod:`scanner.packages.pidns`, PID 1 there), itself killed when Fathom dies.
 
 Without Landlock (another OS, an older kernel) only the memory cap applies; :func:`landlock_abi` lets Fathom
 say so once before a scan. Given no folders, no Landlock rule is applied (how Fathom runs a package where the
@@ -115,6 +116,16 @@ def restrict_writes(folders: list[str]) -> bool:
     return True
 
 
+def _under_own_init() -> bool:
+    """Whether PID 1 is the init of a PID namespace of the child's own (:mod:`scanner.packages.pidns`), a legitimate
+    parent, not the host's init that adopted an orphan."""
+    try:
+        with open("/proc/1/cmdline", "rb") as cmdline:
+            return b"pidns.py\0" in cmdline.read()
+    except OSError:
+        return False
+
+
 def main(argv: list[str]) -> None:
     """``LIMIT_BYTES N DIR1 .. DIRN -- COMMAND ...``: cap memory, confine writes, exec the command."""
     limit = int(argv[0])
@@ -124,7 +135,8 @@ def main(argv: list[str]) -> None:
     parent = os.getppid()
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, _SIGKILL, 0, 0, 0)
-        if os.getppid() != parent or parent == 1:  # Fathom died before the request took effect
+        orphan = parent == 1 and not _under_own_init()
+        if os.getppid() != parent or orphan:  # Fathom died before the request took effect
             sys.exit(137)
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     if folders:

@@ -58,14 +58,15 @@ async def run_install(
     transport = entry.transport.value
     stderr = bytearray()
     try:
+        argv, options = isolation.launch(command, env)
         process = await anyio.open_process(
-            list(command),
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env=dict(env),
             start_new_session=True,
-            **isolation.spawn_options(),
+            **options,
         )
     except OSError as exc:
         return ScanOutcome(outcome=Outcome.SPAWN_ERROR, transport=transport, detail=f"could not start: {exc.strerror}")

@@ -26,24 +26,42 @@ process carrying those marks, removes what those users left (a command's private
 then exits. Packages' launcher (:mod:`scanner.packages.confine`) also asks for
 ``SIGKILL`` when its parent dies (``PR_SET_PDEATHSIG``).
 
+**A PID namespace of its own** (Linux, where the kernel allows unprivileged user namespaces): every child is
+started through :mod:`scanner.packages.pidns` (:func:`launch`), as its own user as above, which makes a user, PID and
+mount namespace and mounts a fresh ``/proc`` there. The child then cannot see any process outside its
+namespace: not a sibling's ``/proc/<pid>/cmdline`` (a local-port package's port was read there and squatted),
+``environ`` or HOME path, not Fathom's (its ``--db`` URL), and it cannot address Fathom, the reaper or a
+sibling with a signal (no such pid). It holds no capability (empty bounding set, ``no_new_privs``), so it
+cannot unmount that ``/proc``. The namespace's init reaps orphans and, when the command exits or the
+launcher dies (killed with Fathom: ``PR_SET_PDEATHSIG``), its end kills everything left in the namespace.
+From the host nothing changes: the reaper, the ``FATHOM_SCAN_MARK`` sweep, :func:`listener_owned` and the
+process-group kill see the child's processes with host pids. :func:`namespaces` tries it once per process;
+where it fails (macOS, user namespaces switched off, a container's seccomp profile) children start as before
+and the scan says so in one line. Run as root, a child that runs as root itself (``check --stdio``, a command
+out of the children's users' reach) gets none: ``fathom`` empties root's bounding set (:mod:`scanner.envguard`)
+and a root without capabilities may not map uid 0 into a user namespace.
+
 **Not root**: children run as Fathom's own user (no other is available without privileges); the reaper
-still kills marked processes when Fathom dies, but a child can read a sibling's environment, signal Fathom and
-its siblings, and kill the reaper. docs/registry.md, "Which platform isolates what", says what each platform
-gets.
+still kills marked processes when Fathom dies. Without namespaces a child can read a sibling's environment,
+signal Fathom and its siblings, and kill the reaper; with them it cannot see or address any of them, but it
+can still read files the user owns (a sibling's HOME, by guessing its path). docs/registry.md, "Which platform
+isolates what", says what each platform gets.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import random
+import shutil
 import signal
 import stat
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,6 +163,115 @@ def spawn_options() -> dict[str, Any]:
     """The user options of the child being started now (:data:`CURRENT`), none when it runs as Fathom's user."""
     kid = CURRENT.get()
     return kid.spawn_options() if kid is not None else {}
+
+
+# --- a PID namespace of its own ------------------------------------------------------------------------
+
+PIDNS = Path(__file__).with_name("pidns.py")
+_NAMESPACES: list[tuple[bool, str]] = []
+_NAMESPACES_LOCK = threading.Lock()
+
+
+def namespaces() -> tuple[bool, str]:
+    """Whether every child starts in a PID and mount namespace of its own (:mod:`scanner.packages.pidns`), and one line
+    saying so (or why not). Tried once per process, by starting the launcher itself."""
+    with _NAMESPACES_LOCK:
+        if not _NAMESPACES:
+            _NAMESPACES.append(_probe())
+        return _NAMESPACES[0]
+
+
+def _probe() -> tuple[bool, str]:
+    if not sys.platform.startswith("linux"):
+        return False, "not Linux: children share the host's PID namespace and /proc"
+    import subprocess
+
+    user: dict[str, Any] = {}
+    try:
+        python, script = sys.executable, str(PIDNS)
+        if enabled():  # tried as the children run: an unprivileged user (one never leased), no capabilities
+            python, script = runnable_by_children(PIDNS)
+            probe = UID_BASE + UID_SLOTS
+            user = {"user": probe, "group": probe, "extra_groups": []}
+        done = subprocess.run(
+            [python, "-I", "-S", script, "--probe"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+            env={"PATH": os.defpath},
+            cwd="/",
+            **user,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"unavailable ({exc}): children share the host's PID namespace and /proc"
+    if done.returncode == 0:
+        return True, "each child in a PID namespace of its own with its own /proc"
+    said = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+    why = said[0].split(": ", 2)[-1] if said[0].startswith("fathom: ") else said[0]
+    return False, f"unavailable ({why[:200]}): children share the host's PID namespace and /proc"
+
+
+def runnable_by_children(script: Path) -> tuple[str, str]:
+    """A Python interpreter and a copy of ``script`` (a stand-alone launcher: :mod:`scanner.packages.pidns`,
+    :mod:`scanner.packages.confine`) that a child's own user can run: Fathom's interpreter and files may live
+    under root's 0700 HOME, so an interpreter it can reach is chosen and ``script`` is copied beside the uid
+    leases when out of its reach. OSError when no interpreter is reachable."""
+    if not enabled():
+        return sys.executable, str(script)
+    found = [sys.executable, "/usr/bin/python3", "/usr/local/bin/python3", shutil.which("python3") or ""]
+    python = next((path for path in found if path and reachable(Path(path))), None)
+    if python is None:
+        raise OSError(
+            "run as root, children run as an unprivileged user of their own, and no Python interpreter is "
+            "reachable by it (install python3 system-wide)"
+        )
+    if reachable(script):
+        return python, str(script)
+    copy = lease_dir() / script.name
+    text = script.read_bytes()
+    if not copy.is_file() or copy.read_bytes() != text:
+        partial = copy.with_name(f".{script.name}.{os.getpid()}")
+        partial.write_bytes(text)
+        os.chmod(partial, 0o644)
+        partial.replace(copy)
+    return python, str(copy)
+
+
+def launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, Any]]:
+    """The argv and :func:`anyio.open_process` options a child is started with: through the namespace launcher
+    where :func:`namespaces` holds (run as root: for a child of its own user, or while Fathom may still mount; see
+    :func:`_may_unshare_as_self`), else ``command`` as given; as the :data:`CURRENT` child's user either way
+    (:func:`spawn_options`). A program not found on ``env``'s PATH raises FileNotFoundError here, as starting
+    it directly would."""
+    kid = CURRENT.get()
+    if not command or not namespaces()[0] or (kid is None and not _may_unshare_as_self()):
+        return list(command), spawn_options()
+    program = command[0]
+    if "/" in program:
+        found = program if os.path.isfile(program) else None
+    else:
+        found = shutil.which(program, mode=os.F_OK, path=env.get("PATH") or os.defpath)
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+    python, script = runnable_by_children(PIDNS) if kid is not None else (sys.executable, str(PIDNS))
+    return [python, "-I", "-S", script, str(os.getpid()), "--", *command], spawn_options()
+
+
+def _may_unshare_as_self() -> bool:
+    """Whether a child started as Fathom's own user can make its namespaces: always when Fathom is not root (a
+    user namespace mapping its uid); run as root only while Fathom's bounding set still holds ``CAP_SYS_ADMIN``
+    (the launcher makes them directly). A ``fathom`` process run as root has emptied it
+    (:mod:`scanner.envguard`), and a root without capabilities may not map uid 0 into a user namespace (Linux
+    5.12+ asks for ``CAP_SETFCAP``): such a child starts as before, without namespaces."""
+    if os.geteuid() != 0:
+        return True
+    try:
+        import ctypes
+
+        return int(ctypes.CDLL(None, use_errno=True).prctl(23, 21, 0, 0, 0)) == 1  # PR_CAPBSET_READ, SYS_ADMIN
+    except (OSError, AttributeError):
+        return False
 
 
 def chown_tree(path: Path, uid: int, gid: int) -> None:
@@ -309,8 +436,6 @@ def _size(path: Path) -> int:
 
 
 def _remove(path: Path) -> None:
-    import shutil
-
     with contextlib.suppress(OSError):
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)

@@ -156,14 +156,15 @@ async def scan_local_port(
         )
 
     try:
+        argv, options = isolation.launch(command, child_env)  # its own PID namespace: no sibling reads its port
         process = await anyio.open_process(
-            command,
+            argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=child_env,
             start_new_session=True,
-            **isolation.spawn_options(),
+            **options,
         )
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__

@@ -78,6 +78,20 @@ def warning_lines(entries: Iterable[ServerEntry], settings: PackageSettings | No
     return lines
 
 
+def namespace_line(entries: Iterable[ServerEntry]) -> str | None:
+    """One line for the start of a scan or a dry run when a child would start and cannot get a PID namespace of
+    its own (:func:`scanner.packages.isolation.namespaces`): what it can then see; None when it can or none starts."""
+    if not any(entry.command and not entry.skip for entry in entries):
+        return None
+    holds, why = isolation.namespaces()
+    if holds:
+        return None
+    return (
+        f"PID namespaces {why}: a child can read its siblings' and Fathom's command lines, and signal them unless "
+        'each runs as a user of its own (docs/registry.md, "Which platform isolates what")'
+    )
+
+
 def check_daemons(
     entries: list[ServerEntry],
     environ: Mapping[str, str],

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -76,28 +75,10 @@ async def _one_at_a_time(folder: Path) -> AsyncIterator[None]:
 
 def launcher() -> tuple[str, str]:
     """The Python interpreter and ``confine.py`` a package is started through. Run as root, the package runs as
-    a user of its own (:mod:`scanner.packages.isolation`), which must reach both: an interpreter it can reach is chosen
-    (Fathom's own may live under root's 0700 HOME) and ``confine.py`` is copied beside the uid leases when
-    Fathom's copy is out of its reach. OSError when no interpreter is reachable."""
-    if not isolation.enabled():
-        return sys.executable, str(_CONFINE)
-    found = [sys.executable, "/usr/bin/python3", "/usr/local/bin/python3", shutil.which("python3") or ""]
-    python = next((path for path in found if path and isolation.reachable(Path(path))), None)
-    if python is None:
-        raise OSError(
-            "run as root, packages run as an unprivileged user of their own, and no Python interpreter is "
-            "reachable by it (install python3 system-wide)"
-        )
-    if isolation.reachable(_CONFINE):
-        return python, str(_CONFINE)
-    copy = isolation.lease_dir() / "confine.py"
-    text = _CONFINE.read_bytes()
-    if not copy.is_file() or copy.read_bytes() != text:
-        partial = copy.with_name(f".confine.{os.getpid()}")
-        partial.write_bytes(text)
-        os.chmod(partial, 0o644)
-        partial.replace(copy)
-    return python, str(copy)
+    a user of its own (:mod:`scanner.packages.isolation`), which must reach both
+    (:func:`isolation.runnable_by_children`).
+    OSError when no interpreter is reachable."""
+    return isolation.runnable_by_children(_CONFINE)
 
 
 def confined_command(

@@ -404,11 +404,13 @@ def _package_cache_kept(
 
 def _entries(config: ScanConfig, on_warning: Callable[[str], None] | None) -> list[ServerEntry]:
     """The entries to scan, and the missing runners said once, before connecting to anything."""
-    from scanner.packages.runners import warning_lines
+    from scanner.packages.runners import namespace_line, warning_lines
 
     entries = resolve_entries(config)
     if on_warning is not None:
         for line in warning_lines(entries, config.crawl.packages):
+            on_warning(line)
+        if (line := namespace_line(entries)) is not None:
             on_warning(line)
     return entries
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -35,6 +36,31 @@ def stdio_entry(command: tuple[str, ...], **fields: Any) -> ServerEntry:
 
 def names(outcome: ScanOutcome) -> list[str]:
     return [tool["name"] for tool in outcome.tools or ()]
+
+
+GONE_PID = 2**31 - 1  # above any kernel's pid_max (at most 2**22): never a live process
+
+
+def recorded_pids(pid_file: Path) -> list[int]:
+    """The host pids of the processes that wrote their pids into ``pid_file``. Fathom starts each child in a PID
+    namespace of its own where the kernel allows (scanner/packages/pidns.py), so a child writes its pid in that
+    namespace: it is matched to the live host process whose innermost pid it is and whose command line names
+    ``pid_file`` (a fork keeps its parent's); one gone already reads :data:`GONE_PID`."""
+    inner = [int(word) for word in pid_file.read_text(encoding="utf-8").split()]
+    found: dict[int, int] = {}
+    needle = str(pid_file).encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status", encoding="utf-8") as status:
+                nspid = next((line.split()[1:] for line in status if line.startswith("NSpid:")), [name])
+            with open(f"/proc/{name}/cmdline", "rb") as cmdline:
+                if needle in cmdline.read() and int(nspid[-1]) in inner:
+                    found[int(nspid[-1])] = int(name)
+        except (OSError, ValueError):
+            continue
+    return [found.get(pid, GONE_PID) for pid in inner]
 
 
 def alive(pid: int) -> bool:

@@ -12,7 +12,7 @@ import pytest
 from scanner.mcp import ClientLimits
 from scanner.mcp.transports import stdio_env
 from scanner.models import Outcome
-from tests.mcp.helpers import FAST, alive, names, stdio_entry, timed_scan
+from tests.mcp.helpers import FAST, alive, names, recorded_pids, stdio_entry, timed_scan
 from tests.servers.launch import hostile_stdio_command
 
 pytestmark = pytest.mark.timeout(30)
@@ -50,7 +50,7 @@ def test_forking_server_that_ignores_sigterm_leaves_nothing_behind(tmp_path: Pat
     result, elapsed = timed_scan(stdio_entry(hostile_stdio_command("fork-ignore-term", "--pid-file", str(pid_file))))
     assert result.outcome is Outcome.TIMEOUT
     assert elapsed < BUDGET
-    parent, child = (int(pid) for pid in pid_file.read_text(encoding="utf-8").split())
+    parent, child = recorded_pids(pid_file)
     deadline = time.monotonic() + 30  # generous: a loaded machine is slow to reap
     while (alive(parent) or alive(child)) and time.monotonic() < deadline:
         time.sleep(0.05)

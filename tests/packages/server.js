@@ -4,7 +4,8 @@
 // needs-key, fill MB (into its TMPDIR), fill-cache MB (into its npm cache, as a big install does), spill PATH MB
 // (write outside its HOME), poison (rewrite every other cached copy of this package under Fathom's cache, as a
 // hostile package would), http (on a local port, --port N or $FATHOM_TEST_PORT), http-never (never listens),
-// snoop (tries a sibling's environment and HOME, SIGSTOP to it and to Fathom, /dev/shm; lists what it got as tools).
+// snoop FILE (looks for a sibling's command line, then, given its and Fathom's pids in FILE, tries its environment
+// and HOME, SIGSTOP to it and to Fathom, /dev/shm; lists what it got as tools).
 "use strict";
 const fs = require("fs");
 const os = require("os");
@@ -157,17 +158,25 @@ function answer(request, reply = send) {
 // "snoop": what a hostile package tries against a sibling (a process whose command line says "victim-role") and
 // against Fathom (the ancestor whose command line says "pytest"); each attempt is one finding.
 function snoop() {
+  // argv[3]: a file the test fills with "<victim host pid> <fathom host pid>" (looked up on the host's /proc).
   const pause = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
   const cmdline = (pid) => { try { return fs.readFileSync("/proc/" + pid + "/cmdline", "latin1"); } catch (e) { return ""; } };
   let victim = null;
-  for (let i = 0; i < 150 && victim === null; i++) {
+  for (let i = 0; i < 20 && victim === null; i++) {
     for (const name of fs.readdirSync("/proc")) {
-      if (/^\d+$/.test(name) && Number(name) !== process.pid && cmdline(name).includes("victim-role")) victim = Number(name);
+      const line = /^\d+$/.test(name) && Number(name) !== process.pid ? cmdline(name) : "";
+      if (line.includes("victim-role") && !line.includes("pidns.py")) victim = Number(name);
     }
     if (victim === null) pause(100);
   }
-  if (victim === null) return ["victim_not_found"];
-  const found = [];
+  const found = [victim === null ? "victim_cmdline_hidden" : "victim_cmdline_read"];
+  let given = [null, null];
+  for (let i = 0; i < 100 && given[0] === null; i++) {
+    try { const words = fs.readFileSync(process.argv[3], "utf8").split(/\s+/).map(Number); if (words.length >= 2 && words[1]) given = words; }
+    catch (e) {}
+    if (given[0] === null) pause(50);
+  }
+  if (victim === null) victim = given[0];
   try {
     const env = fs.readFileSync("/proc/" + victim + "/environ", "latin1");
     found.push(env.includes("victim-secret-4f1c") ? "environ_read" : "environ_without_secret");
@@ -178,15 +187,10 @@ function snoop() {
     try { stolen = stolen || fs.readFileSync(path.join("/tmp", name, "token"), "utf8").includes("victim-secret-4f1c"); } catch (e) {}
   }
   found.push(stolen ? "home_read" : "home_denied");
-  let fathom = null;
-  for (let pid = process.ppid, hops = 0; pid > 1 && hops < 20; hops++) {
-    if (cmdline(pid).includes("pytest")) { fathom = pid; break; }
-    try { pid = Number(fs.readFileSync("/proc/" + pid + "/stat", "latin1").split(") ")[1].split(" ")[1]); } catch (e) { break; }
-  }
-  for (const [target, label] of [[victim, "sibling"], [fathom, "fathom"]]) {
+  for (const [target, label] of [[victim, "sibling"], [given[1], "fathom"]]) {
     if (target === null) { found.push(label + "_not_found"); continue; }
     try { process.kill(target, "SIGSTOP"); process.kill(target, "SIGCONT"); found.push(label + "_stopped"); }
-    catch (e) { found.push(label + "_signal_denied"); }
+    catch (e) { found.push(label + "_signal_denied"); }  // EPERM (another user) or ESRCH (another PID namespace)
   }
   try { fs.writeFileSync("/dev/shm/fathom-test-snoop", Buffer.alloc(1 << 20, 1)); found.push("shm_written"); }
   catch (e) { found.push("shm_denied"); }

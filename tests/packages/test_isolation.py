@@ -57,24 +57,43 @@ SERVER = textwrap.dedent(
     SECRET = "victim-secret-4f1c"
 
 
-    def find_victim():
-        for _ in range(100):
+    def find_victim(needle):
+        # A sibling whose command line holds the needle, found the way a snooping package would.
+        stop = os.environ.get("STOP_FILE")
+        for _ in range(1200):
             for name in os.listdir("/proc"):
                 try:
                     with open(f"/proc/{name}/cmdline", "rb") as f:
-                        if b"victim-role" in f.read() and int(name) != os.getpid():
-                            return int(name)
+                        data = f.read()
+                    if needle in data and b"pidns.py" not in data and int(name) != os.getpid():
+                        return int(name)
                 except (OSError, ValueError):
                     pass
-            time.sleep(0.1)
+            if stop and os.path.exists(stop):
+                return None
+            time.sleep(0.05)
+        return None
+
+
+    def given(variable):
+        # A host pid the test wrote into the file named by the variable (the attacker cannot look it up).
+        path = os.environ.get(variable)
+        for _ in range(200):
+            try:
+                with open(path) as f:
+                    return int(f.read().split()[0])
+            except (OSError, TypeError, ValueError, IndexError):
+                time.sleep(0.05)
         return None
 
 
     def attack():
         found = []
-        victim = find_victim()
-        if victim is None:
-            return ["victim_not_found"]
+        victim = find_victim(os.environ.get("VICTIM_NEEDLE", "victim-role").encode())
+        found.append("victim_cmdline_read" if victim is not None else "victim_cmdline_hidden")
+        if os.environ.get("ONLY_CMDLINE"):
+            return found
+        victim = victim if victim is not None else given("VICTIM_PID_FILE")
         try:
             with open(f"/proc/{victim}/environ", "rb") as f:
                 found.append("environ_read" if SECRET.encode() in f.read() else "environ_without_secret")
@@ -89,10 +108,10 @@ SERVER = textwrap.dedent(
             except OSError:
                 pass
         found.append("home_read" if stolen else "home_denied")
-        for target, label in ((victim, "sibling"), (os.getppid(), "fathom")):
+        for target, label in ((victim, "sibling"), (int(os.environ["FATHOM_PID"]), "fathom")):
             try:
                 os.kill(target, signal.SIGSTOP)
-            except OSError:
+            except OSError:  # EPERM (another user) or ESRCH (not in its PID namespace)
                 found.append(f"{label}_signal_denied")
             else:
                 os.kill(target, signal.SIGCONT)
@@ -151,17 +170,60 @@ def command_entry(script: Path, role: str, **env: str) -> ServerEntry:
     )
 
 
+def host_pid_of(needle: str, timeout: float = 30) -> int:
+    """The host pid of the child whose command line holds ``needle`` (the server itself, not the namespace
+    launcher around it): what the test hands an attacker that could not look it up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pid in isolation.pids():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if needle.encode() in cmdline and b"pidns.py" not in cmdline and pid != os.getpid():
+                return pid
+        time.sleep(0.05)
+    raise AssertionError(f"no process with {needle!r} in its command line")
+
+
+def targets(tmp: Path) -> dict[str, str]:
+    """Files the test fills for an attacker (readable by any user): the victim's host pid, and a stop file
+    written once the victim is running (the attacker stops searching /proc then)."""
+    folder = tmp / "targets"
+    folder.mkdir(mode=0o755)
+    return {
+        "VICTIM_PID_FILE": str(folder / "victim"),
+        "STOP_FILE": str(folder / "stop"),
+        "FATHOM_PID": str(os.getpid()),
+    }
+
+
+def hand_over(files: dict[str, str], needle: str) -> None:
+    victim = Path(files["VICTIM_PID_FILE"])
+    victim.write_text(str(host_pid_of(needle)), encoding="utf-8")
+    victim.chmod(0o644)
+    Path(files["STOP_FILE"]).write_text("", encoding="utf-8")
+
+
+def cmdline_seen() -> str:
+    """What an attacker learns of a sibling's command line: nothing where each child has a PID namespace."""
+    return "victim_cmdline_hidden" if isolation.namespaces()[0] else "victim_cmdline_read"
+
+
 @needs_root
 @needs_system_python
 def test_a_command_cannot_read_its_sibling_nor_signal_fathom_or_it(tmp_path):
-    """Two ``--run-commands`` commands at once: the attacker finds the victim by its command line, then tries its
-    environment, its HOME, SIGSTOP to it and to Fathom, and /dev/shm. Each is refused by the kernel."""
+    """Two ``--run-commands`` commands at once: the attacker looks for the victim by its command line (hidden
+    where each child has a PID namespace of its own), then, given the victim's and Fathom's host pids by the
+    test, tries the victim's environment, its HOME, SIGSTOP to it and to Fathom, and /dev/shm. Each is refused
+    by the kernel."""
     script = tmp_path / "server.py"
     script.write_text(SERVER, encoding="utf-8")
     script.chmod(0o644)
     victim = command_entry(script, "victim-role", FATHOM_TEST_TOKEN="victim-secret-4f1c")
     shm = f"fathom-test-shm-{uuid.uuid4().hex}"
-    attacker = command_entry(script, "attacker-role", SHM_NAME=shm)
+    files = targets(tmp_path)
+    attacker = command_entry(script, "attacker-role", SHM_NAME=shm, **files)
     results: dict[str, ScanOutcome] = {}
     homes_before = set(Path(tempfile.gettempdir()).glob("fathom-home-*"))
 
@@ -171,18 +233,21 @@ def test_a_command_cannot_read_its_sibling_nor_signal_fathom_or_it(tmp_path):
 
         async with anyio.create_task_group() as group:
             group.start_soon(one, victim)
-            await anyio.sleep(0.3)
+            await anyio.to_thread.run_sync(hand_over, files, "victim-role")
             group.start_soon(one, attacker)
 
     anyio.run(both)
     assert tool_names(results["victim-role"]) == ["victim"]
-    assert tool_names(results["attacker-role"]) == [
-        "environ_denied",
-        "fathom_signal_denied",
-        "home_denied",
-        "shm_written",  # its own user may write there, and what it wrote is gone after its run:
-        "sibling_signal_denied",
-    ]
+    assert tool_names(results["attacker-role"]) == sorted(
+        [
+            "environ_denied",
+            "fathom_signal_denied",
+            "home_denied",
+            "shm_written",  # its own user may write there, and what it wrote is gone after its run:
+            "sibling_signal_denied",
+            cmdline_seen(),
+        ]
+    )
     assert not (Path("/dev/shm") / shm).exists()
     assert set(Path(tempfile.gettempdir()).glob("fathom-home-*")) <= homes_before, "the private HOMEs are removed"
 
@@ -191,15 +256,18 @@ def test_a_command_cannot_read_its_sibling_nor_signal_fathom_or_it(tmp_path):
 @needs_system_python
 @needs_npx
 def test_a_package_cannot_read_a_sibling_nor_signal_fathom_or_it(registry, tmp_path, landlock):
-    """The same attacks from a registry package (the test server's ``snoop`` mode) while a command runs beside it:
-    refused by the kernel with Landlock and without it (each runs as a user of its own)."""
+    """The same attacks from a registry package (the test server's ``snoop`` mode, given the host pids in a
+    file) while a command runs beside it: refused by the kernel with Landlock and without it (each runs as a
+    user of its own, and in a PID namespace of its own where the kernel allows)."""
     script = tmp_path / "server.py"
     script.write_text(SERVER, encoding="utf-8")
     script.chmod(0o644)
     victim = command_entry(script, "victim-role", FATHOM_TEST_TOKEN="victim-secret-4f1c", VICTIM_SLEEP="12")
     env = environ(registry)
     settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
-    attacker = resolve(npm_package("1.0.0", "snoop"), env)
+    files = targets(tmp_path)
+    pids = Path(files["VICTIM_PID_FILE"]).with_name("pids")
+    attacker = resolve(npm_package("1.0.0", "snoop", str(pids)), env)
     results: dict[str, ScanOutcome] = {}
 
     async def both() -> None:
@@ -211,20 +279,60 @@ def test_a_package_cannot_read_a_sibling_nor_signal_fathom_or_it(registry, tmp_p
 
         async with anyio.create_task_group() as group:
             group.start_soon(command)
-            await anyio.sleep(0.3)
+            victim_pid = await anyio.to_thread.run_sync(host_pid_of, "victim-role")
+            pids.write_text(f"{victim_pid} {os.getpid()}", encoding="utf-8")
+            pids.chmod(0o644)
             group.start_soon(package)
 
     anyio.run(both)
     assert tool_names(results["victim"]) == ["victim"]
     assert tool_names(results["attacker"]) == [
         "version_1_0_0",
-        "environ_denied",
-        "fathom_signal_denied",
-        "home_denied",
-        "shm_written",  # within its budget, and removed after its run:
-        "sibling_signal_denied",
+        *sorted(
+            [
+                "environ_denied",
+                "fathom_signal_denied",
+                "home_denied",
+                "shm_written",  # within its budget, and removed after its run:
+                "sibling_signal_denied",
+                cmdline_seen(),
+            ]
+        ),
     ]
     assert not Path("/dev/shm/fathom-test-snoop").exists()
+
+
+@needs_system_python
+@needs_npx
+def test_a_sibling_cannot_learn_a_local_port_package_port_from_its_command_line(registry, tmp_path, landlock):
+    """The squat of turn 4 began with the port read from the victim's world-readable command line: a command
+    watching /proc while a local-port package starts, scans and stops does not see that command line where each
+    child has a PID namespace of its own (the port is still checked once it answers: the test above)."""
+    script = tmp_path / "server.py"
+    script.write_text(SERVER, encoding="utf-8")
+    script.chmod(0o644)
+    files = targets(tmp_path)
+    watcher = command_entry(
+        script, "attacker-role", VICTIM_NEEDLE="--port", ONLY_CMDLINE="1", STOP_FILE=files["STOP_FILE"]
+    )
+    env = environ(registry)
+    settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
+    victim = resolve_local(local_package(), env)
+    results: dict[str, ScanOutcome] = {}
+
+    async def both() -> None:
+        async def watch() -> None:
+            results["watcher"] = await run_command(watcher, ClientLimits(timeout=180), "rich")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(watch)
+            await anyio.sleep(0.5)
+            results["victim"] = await run_package(victim, ClientLimits(timeout=90), "rich", settings)
+            Path(files["STOP_FILE"]).write_text("", encoding="utf-8")
+
+    anyio.run(both)
+    assert results["victim"].ok, (results["victim"].outcome, results["victim"].detail)
+    assert tool_names(results["watcher"]) == [cmdline_seen()]
 
 
 @needs_npx

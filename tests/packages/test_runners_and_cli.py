@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from scanner.cli import app
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import PackageSettings, default_cache_dir
-from scanner.packages.runners import missing_runners, warning_lines
+from scanner.packages import PackageSettings, default_cache_dir, isolation
+from scanner.packages.runners import missing_runners, namespace_line, warning_lines
 from scanner.packages.settings import ROOT_CACHE_DIR
 from scanner.registry import load_entries
 from scanner.scan.crawl import CrawlSettings, crawl
@@ -50,7 +50,8 @@ def test_missing_runners_are_recorded_runner_missing_without_connecting(tmp_path
     assert warning_lines(load_entries(str(SAMPLE), environ={"PATH": str(tmp_path)})) == []
 
 
-def test_dry_run_says_each_missing_runner_once(tmp_path):
+def test_dry_run_says_each_missing_runner_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(isolation, "namespaces", lambda: (True, "held"))  # its own line: the test below
     runner = CliRunner()
     result = runner.invoke(
         app,
@@ -67,6 +68,26 @@ def test_dry_run_says_each_missing_runner_once(tmp_path):
     assert (
         sum(row["package"] is not None and row["package"].get("skip_outcome") == "runner_missing" for row in rows) == 17
     )
+
+
+def test_a_host_without_pid_namespaces_is_said_once_before_a_child_would_start(tmp_path, monkeypatch):
+    """Where the kernel refuses the namespaces (macOS, user namespaces switched off), the dry run says so in one
+    line, with the reason; nothing is said when they hold, or when no child would start."""
+    why = "unavailable (unshare: Operation not permitted): children share the host's PID namespace and /proc"
+    monkeypatch.setattr(isolation, "namespaces", lambda: (False, why))
+    entries = load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True)
+    line = namespace_line(entries)
+    assert line is not None and line.startswith(f"PID namespaces {why}: a child can read its siblings'")
+    result = CliRunner().invoke(
+        app,
+        ["scan", str(SAMPLE), "--dry-run", "--run-packages", "--format", "json", "--cache-dir", str(tmp_path / "c")],
+        env={"PATH": only_npx(tmp_path)},
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines().count(f"fathom: {line}") == 1
+    assert namespace_line(load_entries(str(SAMPLE), environ={"PATH": str(tmp_path)})) is None  # nothing runs
+    monkeypatch.setattr(isolation, "namespaces", lambda: (True, "held"))
+    assert namespace_line(entries) is None
 
 
 def test_package_settings_defaults_and_stored_options(tmp_path):

@@ -20,7 +20,7 @@ import pytest
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.scan.crawl import CrawlSettings, crawl
-from tests.mcp.helpers import alive
+from tests.mcp.helpers import alive, recorded_pids
 from tests.servers.launch import RunningServer, free_port, hostile_stdio_command, running, start
 
 pytestmark = pytest.mark.timeout(300)
@@ -98,7 +98,7 @@ def test_hostile_servers_neither_overrun_their_deadline_nor_starve_healthy_ones(
     assert elapsed < TIMEOUT + 3 * LIMITS.shutdown_grace + 30.0, elapsed  # generous: a loaded machine
     # Nothing the stdio servers started is left running.
     deadline = time.monotonic() + 30  # generous: a loaded machine is slow to reap
-    pids = [int(pid) for path in pid_files if path.exists() for pid in path.read_text(encoding="utf-8").split()]
+    pids = [pid for path in pid_files if path.exists() for pid in recorded_pids(path)]
     while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert pids and not any(alive(pid) for pid in pids)

@@ -27,6 +27,7 @@ import pytest
 
 from scanner.demo.server import DemoHost, Site, synthetic_sites
 from scanner.store import open_store
+from tests.mcp.helpers import recorded_pids
 from tests.servers.launch import hostile_stdio_command
 
 pytestmark = pytest.mark.timeout(600)  # generous: a loaded machine is slow, not wrong
@@ -336,7 +337,7 @@ def test_ctrl_c_leaves_no_stdio_server_running(tmp_path: Path) -> None:
     while not all(path.exists() and path.read_text(encoding="utf-8").strip() for path in pid_files):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.05)
-    pids = [int(pid) for path in pid_files for pid in path.read_text(encoding="utf-8").split()]
+    pids = [pid for path in pid_files for pid in recorded_pids(path)]
     assert all(alive(pid) for pid in pids)
     process.send_signal(signal.SIGINT)
     _out, err = process.communicate(timeout=120)

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from scanner.cli import app
 from scanner.store import open_store
+from tests.mcp.helpers import recorded_pids
 from tests.scan.test_interrupted_scan import ROOT, alive, start_scan
 
 HOSTILE = ROOT / "tests" / "servers" / "hostile_stdio.py"
@@ -70,7 +71,7 @@ def test_a_scan_killed_with_sigkill_leaves_no_child_and_its_run_reads_interrupte
     ):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.05)
-    recorded = {int(pid) for mode in ("fork-ignore-term", "double-fork") for pid in (pids / mode).read_text().split()}
+    recorded = {pid for mode in ("fork-ignore-term", "double-fork") for pid in recorded_pids(pids / mode)}
     children = set(started_by(str(pids))) | recorded
     assert len(children) >= 4 and all(alive(pid) for pid in recorded)
     process.kill()

@@ -70,14 +70,15 @@ class StdioTransport(ClientTransport):
             env["HOME"], env["TMPDIR"] = str(kid.home), str(kid.home / "tmp")
         isolation.announce_mark(self._mark)
         try:
+            argv, options = isolation.launch(self._command, env)  # its own PID namespace where there are some
             self._process = await anyio.open_process(
-                self._command,
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=env,
                 start_new_session=True,
-                **isolation.spawn_options(),
+                **options,
             )
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__

@@ -1,0 +1,203 @@
+"""Start a child in a PID namespace of its own, with its own ``/proc``: it cannot see, read or signal Fathom or
+any sibling (their pids do not exist in its namespace).
+
+This file is run as a script (``python -I -S pidns.py FATHOM_PID -- COMMAND...``) between Fathom and every
+child it starts (:func:`scanner.packages.isolation.launch`), already as the child's own user (run as root, Fathom
+switches to the leased user before it starts this, as before), so it imports nothing of Fathom.
+Three processes, all visible from the host's ``/proc`` with host pids (the reaper, the mark sweep and the
+local-port listener check see them as before):
+
+* the *launcher* (this script, Fathom's child): asks for SIGKILL when Fathom dies (``PR_SET_PDEATHSIG``),
+  ``unshare``-s a new PID and mount namespace, inside a new user namespace that maps only its own uid and gid
+  (to themselves) unless it holds ``CAP_SYS_ADMIN`` (a library caller run as root that kept its capabilities;
+  every ``fathom`` process run as root empties its bounding set first, see :mod:`scanner.envguard`, so its
+  children hold none), forks the *init*, forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to it, and exits as the
+  command did (its exit code, or killed by the same signal);
+* the *init*, PID 1 of the new namespace: makes every mount private, mounts a fresh ``/proc`` (the host's is
+  under it, out of reach), asks for SIGKILL when the launcher dies, empties the capability bounding set, sets
+  ``no_new_privs``, then forks the command and reaps every orphan until the command exits; then it exits, and
+  the kernel kills whatever is left in the namespace;
+* the *command*: ``exec``-ed as a non-zero uid (or as root without capabilities) with an empty bounding set
+  and ``no_new_privs``, it holds no capability, so it cannot unmount its ``/proc`` to reveal the host's.
+
+``--probe`` sets up the same namespaces and exits 0 when all of it works, else 126 with the reason on stderr
+(:func:`scanner.packages.isolation.namespaces` runs it once per process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import select
+import signal
+import struct
+import sys
+from typing import Any
+
+_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
+_PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 24, 38
+_CAP_SYS_ADMIN = 21
+_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+NOT_STARTED = 126  # the namespace could not be set up (the reason is on stderr)
+
+
+def _libc() -> Any:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what}: {os.strerror(error)}")
+
+
+def _die_with_parent(libc: Any) -> None:
+    _check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+
+
+def _can_mount() -> bool:
+    """Whether this process holds ``CAP_SYS_ADMIN`` (root, unless its bounding set was emptied before exec)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> _CAP_SYS_ADMIN & 1)
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def enter(libc: Any) -> None:
+    """Unshare a new PID and mount namespace: directly when this process may mount, else inside a new user
+    namespace that maps only this process's uid and gid (to themselves)."""
+    uid, gid = os.geteuid(), os.getegid()
+    direct = uid == 0 and _can_mount()
+    _check(libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | (0 if direct else _CLONE_NEWUSER)), "unshare")
+    if not direct:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
+                handle.write(text)
+
+
+def settle(libc: Any) -> None:
+    """In the init: a private ``/proc``, and no capability left to anything it starts."""
+    _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
+    _check(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None), "mounting /proc")
+    try:
+        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as handle:
+            last = int(handle.read())
+    except (OSError, ValueError):
+        last = 40
+    for cap in range(last + 1):
+        _check(libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0), "prctl(PR_CAPBSET_DROP)")
+    _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    _die_with_parent(libc)
+
+
+def _let_go() -> None:
+    """Hand the child's stdin and stdout back to /dev/null here: only the command holds them, so Fathom reads
+    the end of its output when the command closes it, not when the launcher exits."""
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+
+
+def _exit_as(status: int) -> None:
+    """Exit as a process with wait status ``status`` did: its code, or killed by its signal."""
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+        os._exit(128 - code)
+    os._exit(code)
+
+
+def _init(libc: Any, command: list[str], status_w: int, alive_r: int) -> None:
+    """PID 1 of the new namespace (never returns)."""
+    try:
+        settle(libc)
+        if select.select([alive_r], [], [], 0)[0]:  # the launcher died before PR_SET_PDEATHSIG took effect
+            os._exit(137)
+    except OSError as exc:
+        print(f"fathom: cannot start {command[0] if command else 'a child'} in a namespace of its own: {exc}",
+              file=sys.stderr, flush=True)  # fmt: skip
+        os._exit(NOT_STARTED)
+    if not command:  # the probe
+        os._exit(0 if os.getpid() == 1 and os.readlink("/proc/self") == "1" else 1)
+    child = -1
+
+    def forward(signum: int, _frame: object) -> None:
+        if child > 0:
+            with contextlib.suppress(OSError):
+                os.kill(child, signum)
+
+    for signum in _FORWARDED:
+        signal.signal(signum, forward)
+    child = os.fork()
+    if child == 0:
+        try:
+            for signum in (*_FORWARDED, signal.SIGPIPE, signal.SIGXFSZ):
+                signal.signal(signum, signal.SIG_DFL)
+            os.execvp(command[0], command)
+        except OSError as exc:
+            print(f"fathom: cannot start {command[0]}: {exc.strerror}", file=sys.stderr, flush=True)
+        os._exit(127)
+    _let_go()
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(1)
+        if pid == child:
+            with contextlib.suppress(OSError):
+                os.write(status_w, struct.pack("i", status))
+            code = os.waitstatus_to_exitcode(status)
+            os._exit(code if code >= 0 else 128 - code)
+
+
+def main(argv: list[str]) -> None:
+    """``FATHOM_PID -- COMMAND...`` or ``--probe``."""
+    probe = argv[:1] == ["--probe"]
+    command = [] if probe else argv[2:]
+    parent = os.getppid() if probe else int(argv[0])
+    libc = _libc()
+    try:
+        _die_with_parent(libc)
+        if os.getppid() != parent:  # Fathom died before the request took effect (it may be PID 1 itself)
+            os._exit(137)
+        enter(libc)
+    except OSError as exc:
+        what = command[0] if command else "a child"
+        print(f"fathom: cannot start {what} in a namespace of its own: {exc}", file=sys.stderr, flush=True)
+        os._exit(NOT_STARTED)
+    status_r, status_w = os.pipe()
+    alive_r, alive_w = os.pipe()
+    init = os.fork()
+    if init == 0:
+        os.close(status_r)
+        os.close(alive_w)
+        _init(libc, command, status_w, alive_r)
+    os.close(status_w)
+    os.close(alive_r)
+    _let_go()
+
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(OSError):
+            os.kill(init, signum)
+
+    for signum in _FORWARDED:
+        signal.signal(signum, forward)
+    _, status = os.waitpid(init, 0)
+    data = os.read(status_r, 4)
+    _exit_as(struct.unpack("i", data)[0] if len(data) == 4 else status)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
