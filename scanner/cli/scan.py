@@ -226,8 +226,8 @@ def scan(
         entries = with_refusals(resolve_entries(config), allow_private=settings.allow_private)
         for line in warning_lines(entries, settings.packages):
             _note(line)
-        if (line := namespace_line(entries)) is not None:
-            _note(line)
+        if (notice := namespace_line(entries)) is not None:
+            _note(notice)
         verdicts = remembered_verdicts(entries, settings.packages) if run_packages else {}
         _print_entries(entries, fmt, verdicts)
         if fmt is ScanFormat.text:

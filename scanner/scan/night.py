@@ -410,8 +410,8 @@ def _entries(config: ScanConfig, on_warning: Callable[[str], None] | None) -> li
     if on_warning is not None:
         for line in warning_lines(entries, config.crawl.packages):
             on_warning(line)
-        if (line := namespace_line(entries)) is not None:
-            on_warning(line)
+        if (notice := namespace_line(entries)) is not None:
+            on_warning(notice)
     return entries
 
 
