@@ -15,15 +15,16 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from operator import methodcaller
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scanner.errors import InputError, OutputError
 from scanner.history import number_text, readable_log
 from scanner.lanes import lanes_text
-from scanner.models import PROVIDER_SHORT, SCHEMA_DEPTH_LIMIT, Finding, Severity
+from scanner.models import PROVIDER_SHORT, SCHEMA_DEPTH_LIMIT, Finding, Severity, ToolCost
 from scanner.report.changes import run_changes
 from scanner.report.check_groups import FindingGroup, group_findings
 from scanner.report.csv_out import render_csv
@@ -55,6 +56,9 @@ from scanner.score import SCORE_FORMULA, SCORE_VERSION, ScoreBreakdown, score_br
 from scanner.store import Store
 from scanner.store.rows import EventRow, HistoryColumns, LeaderRow, RunRow
 from scanner.verdicts import verdicts
+
+if TYPE_CHECKING:
+    from scanner.providers.base import ToolParts
 
 PROVIDER_VIEW_LIMIT = 400_000  # characters of pretty JSON shown per provider; a huge list is cut, not rendered
 # Servers whose histories are read in one bulk query: a year of nightly scans is 365 rows each, so 250 servers
@@ -153,19 +157,6 @@ def breakdown_of(row: LeaderRow) -> ScoreBreakdown | None:
     return score_breakdown(int(row.tools_count or 0), row.findings, tokens=row.max_tokens)
 
 
-def _ranking(rows: Iterable[LeaderRow]) -> list[tuple[LeaderRow, ScoreBreakdown]]:
-    """Ok rows with a score, best first: score, then fewer tokens with the dearest provider, then name. A list
-    with no tools has no score and is never ranked."""
-    scored = []
-    for row in rows:
-        if is_ranked_outcome(row.outcome):
-            parts = breakdown_of(row)
-            if parts is not None:
-                scored.append((row, parts))
-    scored.sort(key=lambda pair: (-pair[1].score, pair[0].max_tokens, str(pair[0].server)))
-    return scored
-
-
 def _movement(rank: int, previous: int | None) -> tuple[str, int]:
     if previous is None:
         return "new", 0
@@ -188,41 +179,93 @@ def relative_places(current: Sequence[str], previous: Sequence[str]) -> tuple[di
     return now, before
 
 
+class _NoSlug(dict[str, str]):
+    """Slugs before every name is known: a draft row's slug is filled in once the whole board is read."""
+
+    def __missing__(self, name: str) -> str:
+        return ""
+
+
+@dataclass(frozen=True)
+class _Earlier:
+    """What the board needs of a server in the previous run: its outcome, and its score if it was ranked."""
+
+    server: str
+    outcome: str
+
+
+def _previous_board(store: Store, previous: RunRow | None) -> tuple[list[_Earlier], list[tuple[str, float, int]]]:
+    """The previous run's servers (name and outcome) and its ranking as (name, score, tokens), best first, read
+    a chunk of rows at a time: only these narrow facts are kept, never the rows' findings."""
+    if previous is None:
+        return [], []
+    earlier: list[_Earlier] = []
+    scored: list[tuple[str, float, int]] = []
+    for part in store.leaderboard_chunks(previous.id):
+        for row in part:
+            earlier.append(_Earlier(str(row.server), row.outcome))
+            if is_ranked_outcome(row.outcome):
+                parts = breakdown_of(row)
+                if parts is not None:
+                    scored.append((str(row.server), parts.score, row.max_tokens))
+    scored.sort(key=lambda item: (-item[1], item[2], item[0]))
+    return earlier, scored
+
+
 def build_leaderboard(
     store: Store,
     run: RunRow,
     previous: RunRow | None,
-    rows: Sequence[LeaderRow],
+    rows: Iterable[LeaderRow] | None = None,
     events: Mapping[str, Sequence[EventRow]] | None = None,
 ) -> Leaderboard:
-    """Rank ``rows`` (the store's leaderboard of ``run``) and compare with ``previous``, the finished run before it
-    (read from the store): movement and the change block (``events``: each server's stored events of ``run``;
-    others are ignored)."""
-    previous_rows = list(store.leaderboard(previous.id)) if previous is not None else []
-    previous_ranking = _ranking(previous_rows)
-    ranking = _ranking(rows)
-    now, before = relative_places(
-        [str(row.server) for row, _ in ranking], [str(row.server) for row, _ in previous_ranking]
-    )
-    providers = provider_order({provider for row in rows for provider in row.tokens})
-    slugs = unique_slugs(row.server for row in rows)  # one page per name, whatever the names
-    clients = _client_tokens(store, rows)
+    """Rank ``rows`` (the store's leaderboard of ``run``; by default read from the store a chunk at a time) and
+    compare with ``previous``, the finished run before it (read from the store): movement and the change block
+    (``events``: each server's stored events of ``run``; others are ignored).
+
+    Each row is made a :class:`ServerRow` as it is read and its findings dropped, so the whole board never holds
+    every finding of two runs at once."""
+    previous_rows, previous_ranking = _previous_board(store, previous)
+    chunks: Iterable[Sequence[LeaderRow]] = store.leaderboard_chunks(run.id) if rows is None else (list(rows),)
+    drafts: list[tuple[ServerRow, ScoreBreakdown | None, int]] = []
+    seen: set[str] = set()
+    no_slug = _NoSlug()
+    for part in chunks:
+        clients = _client_tokens(store, part)
+        for row in part:
+            parts = breakdown_of(row) if is_ranked_outcome(row.outcome) else None
+            draft = _server_row(row, None, "unranked", 0, parts, no_slug, clients if parts is not None else None)
+            drafts.append((draft, parts, row.max_tokens))
+            seen.update(row.tokens)
+        del part
+    providers = provider_order(seen)
+    slugs = unique_slugs(draft.name for draft, _, _ in drafts)  # one page per name, whatever the names
+    # Best first: score, then fewer tokens with the dearest provider, then name. A list with no tools has no
+    # score and is never ranked.
+    ranking = [
+        (draft, parts)
+        for draft, parts, _ in sorted(
+            ((draft, parts, tokens) for draft, parts, tokens in drafts if parts is not None),
+            key=lambda item: (-item[1].score, item[2], str(item[0].name)),
+        )
+    ]
+    now, before = relative_places([str(row.name) for row, _ in ranking], [name for name, _, _ in previous_ranking])
     ranked = []
-    for place, (row, parts) in enumerate(ranking, 1):
-        movement, moved_by = _movement(now.get(row.server, 0), before.get(row.server))
-        ranked.append(_server_row(row, place, movement, moved_by, parts, slugs, clients))
-    placed = {str(row.server) for row, _ in ranking}
+    for place, (draft, _) in enumerate(ranking, 1):
+        movement, moved_by = _movement(now.get(draft.name, 0), before.get(draft.name))
+        ranked.append(replace(draft, slug=slugs[draft.name], rank=place, movement=movement, moved_by=moved_by))
     unranked = sorted(
-        (_server_row(row, None, "unranked", 0, None, slugs) for row in rows if str(row.server) not in placed),
+        (replace(draft, slug=slugs[draft.name]) for draft, parts, _ in drafts if parts is None),
         key=lambda item: (item.outcome, item.name),
     )
+    del drafts
     changes: tuple[ChangeRow, ...] = ()
     if previous is not None:
         changes = run_changes(
             run.id,
             (*ranked, *unranked),
             previous_rows,
-            {str(row.server): parts.score for row, parts in previous_ranking},
+            {name: score for name, score, _ in previous_ranking},
             events or {},
         )
     return Leaderboard(
@@ -402,39 +445,156 @@ def pretty_json(value: object, depth: int = 0) -> str:
 
 
 def _provider_views(
-    tools: Sequence[object], providers: Sequence[str]
+    tools: Sequence[object], providers: Sequence[str], stored: Sequence[ToolCost] | None = None
 ) -> tuple[dict[str, str], tuple[ToolCostRow, ...]]:
     """Each provider's view of ``tools`` (``scanner.providers.provider_view``) as pretty JSON, cut at the limit,
-    and every tool's tokens per provider, dearest first (the numbers of ``fathom check --tools``).
-
-    Each tool is read (copied with its depth and size caps) once for all providers rather than once per
-    provider: the copy is most of a view's cost, and a site holds thousands of lists.
-    """
-    from scanner.check import tool_label
-    from scanner.providers import get, measure_all
+    and every tool's tokens per provider, dearest first (the numbers of ``fathom check --tools``; ``stored``: the
+    scan's own per-tool costs of this list, used when they hold every figure shown)."""
     from scanner.providers.base import read_tool
 
     read = [read_tool(tool) for tool in tools]
     parts = [part for part in read if part is not None]
-    views = {}
-    for provider in providers:
-        implementation = get(provider)
-        # What Provider.view does, over parts read once.
-        declarations = [implementation.declaration(part) for part in parts]
-        text = pretty_json(implementation.wrap(declarations) if declarations else [])
-        views[provider] = text if len(text) <= PROVIDER_VIEW_LIMIT else text[:PROVIDER_VIEW_LIMIT] + "\n… (cut)"
-    measured = {name: value for name, value in measure_all(read).items() if name in providers}
+    return {provider: _view_text(provider, parts) for provider in providers}, _tool_costs(
+        tools, read, providers, stored
+    )
+
+
+def _view_text(provider: str, parts: Sequence[ToolParts]) -> str:
+    """What ``Provider.view`` gives over tools read once, as pretty JSON cut at the limit."""
+    from scanner.providers import get
+
+    implementation = get(provider)
+    declarations = [implementation.declaration(part) for part in parts]
+    text = pretty_json(implementation.wrap(declarations) if declarations else [])
+    return text if len(text) <= PROVIDER_VIEW_LIMIT else text[:PROVIDER_VIEW_LIMIT] + "\n… (cut)"
+
+
+def _tool_costs(
+    tools: Sequence[object],
+    read: Sequence[ToolParts | None],
+    providers: Sequence[str],
+    stored: Sequence[ToolCost] | None,
+) -> tuple[ToolCostRow, ...]:
+    """Every tool's tokens per provider, dearest first. The scan stored each tool's cost per provider
+    (``tool_tokens``) from the same measurement (``scanner.check.measure``): those are used when there is one
+    per tool, in order, with every provider shown; otherwise the list is measured again."""
+    from scanner.check import tool_label
+    from scanner.models import MEASURED_PROVIDERS
+
+    shown = [name for name in MEASURED_PROVIDERS if name in providers]
+    per_tool: list[dict[str, int]] | None = None
+    if stored is not None and len(stored) == len(tools):
+        kept = [
+            {name: cost.tokens[name] for name in shown}
+            for index, cost in enumerate(stored)
+            if cost.index == index and all(isinstance(cost.tokens.get(name), int) for name in shown)
+        ]
+        per_tool = kept if len(kept) == len(tools) else None
+    if per_tool is None:
+        from scanner.providers import measure_all
+
+        measured = {name: value for name, value in measure_all(read).items() if name in providers}
+        per_tool = [
+            {name: value.per_tool[index] for name, value in measured.items() if index < len(value.per_tool)}
+            for index in range(len(tools))
+        ]
     costs = [
-        ToolCostRow(
-            name=tool_label(tool, index),
-            index=index,
-            tokens={name: value.per_tool[index] for name, value in measured.items() if index < len(value.per_tool)},
-        )
-        for index, tool in enumerate(tools)
+        ToolCostRow(name=tool_label(tool, index), index=index, tokens=tokens)
+        for index, (tool, tokens) in enumerate(zip(tools, per_tool, strict=True))
     ]
     key = providers[0] if providers else ""
     costs.sort(key=lambda row: (-row.tokens.get(key, 0), row.index))
-    return views, tuple(costs)
+    return tuple(costs)
+
+
+_HOLES = ("NAME", "DESCRIPTION", "SCHEMA")
+_HOLE_MARK = "\x00fathom-hole-"
+
+
+def _hollow(value: object, part: ToolParts, depth: int = 0) -> object:
+    """One provider's declaration of a tool with the tool's own name, description and schema (the very objects
+    read from the tool) replaced by marks: what is left is the provider's wrapping."""
+    from scanner.providers.base import EMPTY_OBJECT_SCHEMA
+
+    if value is part.name:
+        return _HOLE_MARK + "NAME"
+    if part.description is not None and value is part.description:
+        return _HOLE_MARK + "DESCRIPTION"
+    if part.schema is not None and value is part.schema:
+        return _HOLE_MARK + "SCHEMA"
+    if part.schema is None and value == EMPTY_OBJECT_SCHEMA:
+        return _HOLE_MARK + "SCHEMA"
+    if depth < 4 and isinstance(value, dict):
+        return {key: _hollow(item, part, depth + 1) for key, item in value.items()}
+    if depth < 4 and isinstance(value, list):
+        return [_hollow(item, part, depth + 1) for item in value]
+    return value
+
+
+def _fill(value: object, part: ToolParts, depth: int = 0) -> object:
+    """:func:`_hollow` undone: the marks replaced by the tool's own parts."""
+    from scanner.providers.base import EMPTY_OBJECT_SCHEMA
+
+    if isinstance(value, str) and value.startswith(_HOLE_MARK):
+        hole = value[len(_HOLE_MARK) :]
+        if hole == "NAME":
+            return part.name
+        if hole == "DESCRIPTION":
+            return part.description
+        return part.schema if part.schema is not None else EMPTY_OBJECT_SCHEMA
+    if depth < 4 and isinstance(value, dict):
+        return {key: _fill(item, part, depth + 1) for key, item in value.items()}
+    if depth < 4 and isinstance(value, list):
+        return [_fill(item, part, depth + 1) for item in value]
+    return value
+
+
+def _shape(provider: str, parts: Sequence[ToolParts]) -> str | None:
+    """How ``provider`` wraps each tool, when it wraps every tool the same way around the tool's own name,
+    description and schema (so its view is the first provider's values in this shape): its ``tools`` value with
+    one declaration, the tool's parts written NAME, DESCRIPTION and SCHEMA. None when a tool is sent otherwise
+    (its parts changed, or one tool lacks a part the others have): that provider's view is shown in full."""
+    from scanner.providers import get
+
+    implementation = get(provider)
+    shape = ""
+    for part in parts:
+        declaration = implementation.declaration(part)
+        hollow = _hollow(declaration, part)
+        text = json.dumps(hollow)
+        if shape and text != shape:
+            return None
+        shape = text
+        # Checked both ways: the marks put back give exactly the declaration the provider sends.
+        if json.dumps(_fill(hollow, part)) != json.dumps(declaration):
+            return None
+    if any(json.dumps(_HOLE_MARK + hole) not in shape for hole in ("NAME", "SCHEMA")):
+        return None
+    text = pretty_json(implementation.wrap([json.loads(shape)]))
+    for hole in _HOLES:
+        text = text.replace(json.dumps(_HOLE_MARK + hole), hole)
+    return text
+
+
+def _page_views(
+    tools: Sequence[object], providers: Sequence[str], stored: Sequence[ToolCost] | None = None
+) -> tuple[dict[str, str], dict[str, str], tuple[ToolCostRow, ...]]:
+    """A server page's provider views: the first provider's in full, each other provider's as its shape
+    (:func:`_shape`) when its view is the same values wrapped otherwise, else in full too; and every tool's
+    costs (:func:`_tool_costs`). Every provider is in full when the first one's own view is not a shape over
+    the tools' parts (then no view can point to it)."""
+    from scanner.providers.base import read_tool
+
+    read = [read_tool(tool) for tool in tools]
+    parts = [part for part in read if part is not None]
+    shapes: dict[str, str] = {}
+    if parts and providers and _shape(providers[0], parts) is not None:
+        for provider in providers[1:]:
+            shape = _shape(provider, parts)
+            if shape is not None:
+                shapes[provider] = shape
+    views = {provider: _view_text(provider, parts) for provider in providers if provider not in shapes}
+    return views, shapes, _tool_costs(tools, read, providers, stored)
 
 
 def score_shares(tools_count: int, findings: Sequence[Finding], tokens: int) -> tuple[RuleShare, ...]:
@@ -517,11 +677,13 @@ def build_server_page(
     scans: HistoryColumns,
     tools: Sequence[object] | None,
     labels: _Labels | None = None,
+    stored_costs: Sequence[ToolCost] | None = None,
 ) -> ServerPage:
     """One server's page from what the store returned for it: ``scans`` (its history as columns,
     :meth:`Store.history_columns`), ``server_events`` (its change log), ``leader`` (its leaderboard row, whose
     findings are shown worst first) and ``tools`` (its stored tool list, for the provider views; None when the
-    list was not read). ``labels`` caches chart labels by scan time across pages."""
+    list was not read). ``labels`` caches chart labels by scan time across pages; ``stored_costs`` are the
+    scan's per-tool costs of the list (:meth:`Store.toolsets_costs`), measured again when absent."""
     points = _history_columns(scans, providers, labels if labels is not None else _Labels())
     events = tuple(
         EventView(
@@ -543,6 +705,7 @@ def build_server_page(
     findings: tuple[FindingView, ...] = ()
     previews: tuple[FindingView, ...] = ()
     views: dict[str, str] = {}
+    shapes: dict[str, str] = {}
     costs: tuple[ToolCostRow, ...] = ()
     shares: tuple[RuleShare, ...] = ()
     if row.toolset_sha256 and is_ranked_outcome(row.outcome) and tools is not None:
@@ -554,7 +717,7 @@ def build_server_page(
         # Preview rules' findings stand apart, after the scored ones (rules.md, status): never in the score.
         findings = tuple(view for view in every if view.status != "preview")
         previews = tuple(view for view in every if view.status == "preview")
-        views, costs = _provider_views(tools, providers)
+        views, shapes, costs = _page_views(tools, providers, stored_costs)
         shares = score_shares(int(leader.tools_count or 0), list(raw), leader.max_tokens)
     info: dict[str, str] = {}
     latest = scans.latest
@@ -588,6 +751,7 @@ def build_server_page(
         events=events,
         findings=findings,
         provider_views=views,
+        provider_shapes=shapes,
         server_info=info,
         ran=shown.ran if shown is not None else None,
         stderr_tail=shown.stderr_tail if shown is not None else (),
@@ -602,21 +766,25 @@ def build_server_page(
 
 def server_pages(
     store: Store,
+    run_id: int,
     rows: Sequence[ServerRow],
-    leaders: Mapping[str, LeaderRow],
     providers: Sequence[str],
     chunk: int = PAGE_CHUNK,
 ) -> Iterator[ServerPage]:
-    """The pages of ``rows`` in order, reading the store ``chunk`` servers at a time: bulk history, change-log
-    and tool-list queries per chunk, never one per server, and only a chunk's histories and events in memory
-    (a year of nightly runs at 20 000 servers is over half a million events)."""
+    """The pages of ``rows`` (servers of run ``run_id``) in order, reading the store ``chunk`` servers at a time:
+    bulk leaderboard-row, history, change-log, tool-list and per-tool-cost queries per chunk, never one per
+    server, and only a chunk's findings, histories and events in memory (a year of nightly runs at 20 000
+    servers is over half a million events; 25 000 real lists are hundreds of thousands of findings)."""
     labels = _Labels()
     for start in range(0, len(rows), chunk):
         part = rows[start : start + chunk]
-        histories = store.history_columns([row.name for row in part])
-        events = store.events_of([row.name for row in part])
+        names = [row.name for row in part]
+        leaders = store.leaderboard_of(run_id, names)
+        histories = store.history_columns(names)
+        events = store.events_of(names)
         wanted = {row.toolset_sha256 for row in part if row.toolset_sha256 and is_ranked_outcome(row.outcome)}
         tools = store.toolsets_tools(wanted) if wanted else {}
+        costs = store.toolsets_costs(sorted(wanted)) if wanted else {}
         for row in part:
             yield build_server_page(
                 row,
@@ -626,8 +794,9 @@ def server_pages(
                 histories.get(row.name, _NO_HISTORY),
                 tools.get(row.toolset_sha256) if row.toolset_sha256 else None,
                 labels,
+                costs.get(row.toolset_sha256) if row.toolset_sha256 else None,
             )
-        del histories, events, tools
+        del leaders, histories, events, tools, costs
 
 
 def build_rules(store: Store, run_id: int) -> tuple[RuleView, ...]:
@@ -660,15 +829,14 @@ def site_data(
     With ``stream``, ``servers`` is a one-shot iterator that reads each server's history only when asked.
     """
     run, previous = _choose_run(store, run_id)
-    rows = list(store.leaderboard(run.id))
-    leaders = {row.server: row for row in rows}
     # The change block reads this run's events only (one query); each page reads its server's with its chunk.
+    # The board reads the run's rows a chunk at a time and keeps only what it shows; the pages read their own
+    # rows (with every finding) again with their chunk.
     events: dict[str, list[EventRow]] = defaultdict(list)
     for event in store.events(run=run.id):
-        if event.server in leaders:
-            events[event.server].append(event)
-    board = build_leaderboard(store, run, previous, rows, events)
-    pages = server_pages(store, (*board.ranked, *board.unranked), leaders, board.providers)
+        events[event.server].append(event)
+    board = build_leaderboard(store, run, previous, None, events)
+    pages = server_pages(store, run.id, (*board.ranked, *board.unranked), board.providers)
     return SiteData(
         leaderboard=board,
         trends=build_trends(store),
