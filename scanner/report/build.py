@@ -511,41 +511,26 @@ _HOLES = ("NAME", "DESCRIPTION", "SCHEMA")
 _HOLE_MARK = "\x00fathom-hole-"
 
 
-def _hollow(value: object, part: ToolParts, depth: int = 0) -> object:
+def _hollow(value: object, part: ToolParts, holes: list[str], depth: int = 0) -> object:
     """One provider's declaration of a tool with the tool's own name, description and schema (the very objects
-    read from the tool) replaced by marks: what is left is the provider's wrapping."""
+    read from the tool; an empty schema put in for a missing one) replaced by marks, each mark noted in
+    ``holes``: what is left is the provider's wrapping."""
     from scanner.providers.base import EMPTY_OBJECT_SCHEMA
 
+    hole = ""
     if value is part.name:
-        return _HOLE_MARK + "NAME"
-    if part.description is not None and value is part.description:
-        return _HOLE_MARK + "DESCRIPTION"
-    if part.schema is not None and value is part.schema:
-        return _HOLE_MARK + "SCHEMA"
-    if part.schema is None and value == EMPTY_OBJECT_SCHEMA:
-        return _HOLE_MARK + "SCHEMA"
+        hole = "NAME"
+    elif part.description is not None and value is part.description:
+        hole = "DESCRIPTION"
+    elif (part.schema is not None and value is part.schema) or (part.schema is None and value == EMPTY_OBJECT_SCHEMA):
+        hole = "SCHEMA"
+    if hole:
+        holes.append(hole)
+        return _HOLE_MARK + hole
     if depth < 4 and isinstance(value, dict):
-        return {key: _hollow(item, part, depth + 1) for key, item in value.items()}
+        return {key: _hollow(item, part, holes, depth + 1) for key, item in value.items()}
     if depth < 4 and isinstance(value, list):
-        return [_hollow(item, part, depth + 1) for item in value]
-    return value
-
-
-def _fill(value: object, part: ToolParts, depth: int = 0) -> object:
-    """:func:`_hollow` undone: the marks replaced by the tool's own parts."""
-    from scanner.providers.base import EMPTY_OBJECT_SCHEMA
-
-    if isinstance(value, str) and value.startswith(_HOLE_MARK):
-        hole = value[len(_HOLE_MARK) :]
-        if hole == "NAME":
-            return part.name
-        if hole == "DESCRIPTION":
-            return part.description
-        return part.schema if part.schema is not None else EMPTY_OBJECT_SCHEMA
-    if depth < 4 and isinstance(value, dict):
-        return {key: _fill(item, part, depth + 1) for key, item in value.items()}
-    if depth < 4 and isinstance(value, list):
-        return [_fill(item, part, depth + 1) for item in value]
+        return [_hollow(item, part, holes, depth + 1) for item in value]
     return value
 
 
@@ -553,23 +538,22 @@ def _shape(provider: str, parts: Sequence[ToolParts]) -> str | None:
     """How ``provider`` wraps each tool, when it wraps every tool the same way around the tool's own name,
     description and schema (so its view is the first provider's values in this shape): its ``tools`` value with
     one declaration, the tool's parts written NAME, DESCRIPTION and SCHEMA. None when a tool is sent otherwise
-    (its parts changed, or one tool lacks a part the others have): that provider's view is shown in full."""
+    (its parts changed, one tool lacks a part the others have, or a part is not told apart from the wrapping):
+    that provider's view is shown in full."""
     from scanner.providers import get
 
     implementation = get(provider)
     shape = ""
     for part in parts:
-        declaration = implementation.declaration(part)
-        hollow = _hollow(declaration, part)
-        text = json.dumps(hollow)
+        holes: list[str] = []
+        text = json.dumps(_hollow(implementation.declaration(part), part, holes))
+        # Each part once: a name that is the very string the wrapping uses too (a one-letter name, say) would
+        # make a mark where the provider's own text is.
+        if sorted(holes) not in (["NAME", "SCHEMA"], ["DESCRIPTION", "NAME", "SCHEMA"]):
+            return None
         if shape and text != shape:
             return None
         shape = text
-        # Checked both ways: the marks put back give exactly the declaration the provider sends.
-        if json.dumps(_fill(hollow, part)) != json.dumps(declaration):
-            return None
-    if any(json.dumps(_HOLE_MARK + hole) not in shape for hole in ("NAME", "SCHEMA")):
-        return None
     text = pretty_json(implementation.wrap([json.loads(shape)]))
     for hole in _HOLES:
         text = text.replace(json.dumps(_HOLE_MARK + hole), hole)
