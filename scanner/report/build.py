@@ -817,8 +817,9 @@ def site_data(
     # The board reads the run's rows a chunk at a time and keeps only what it shows; the pages read their own
     # rows (with every finding) again with their chunk.
     events: dict[str, list[EventRow]] = defaultdict(list)
-    for event in store.events(run=run.id):
-        events[event.server].append(event)
+    if previous is not None:  # with no run before it there is no change block (a first night's events are many)
+        for event in store.events(run=run.id):
+            events[event.server].append(event)
     board = build_leaderboard(store, run, previous, None, events)
     pages = server_pages(store, run.id, (*board.ranked, *board.unranked), board.providers)
     return SiteData(
