@@ -152,3 +152,18 @@ def test_same_shaped_lists_are_shown_once() -> None:
     assert (list(views), list(shapes)) == (["anthropic", "gemini-openapi"], ["anthropic-v3", "openai", "gemini"])
     views, shapes, _ = _page_views(SAME_SHAPE, PROVIDER_NAMES)
     assert (list(views), shapes) == (list(PROVIDER_NAMES), {})
+
+
+def test_streamed_json_is_the_rendered_text(story_store: Any) -> None:
+    """``leaderboard.json`` written piece by piece (small batches, so escapes fall on every boundary) is the text
+    :func:`render_json` gives whole."""
+    import io
+
+    from scanner.report.build import site_data
+    from scanner.report.jsonout import render_json, write_json
+
+    board = site_data(story_store).leaderboard
+    for batch in (1, 3, 8192):
+        stream = io.StringIO()
+        write_json(board, stream, batch=batch)
+        assert stream.getvalue() == render_json(board)
