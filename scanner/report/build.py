@@ -15,7 +15,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from operator import methodcaller
 from pathlib import Path
@@ -25,7 +25,7 @@ from scanner.errors import InputError, OutputError
 from scanner.measure.history import number_text, readable_log
 from scanner.measure.score import SCORE_FORMULA, SCORE_VERSION, ScoreBreakdown, score_breakdown
 from scanner.measure.verdicts import verdicts
-from scanner.models import PROVIDER_SHORT, SCHEMA_DEPTH_LIMIT, Finding, Severity
+from scanner.models import PROVIDER_SHORT, Finding, Severity, ToolCost
 from scanner.report.changes import run_changes
 from scanner.report.csv_out import render_csv
 from scanner.report.data import (
@@ -47,16 +47,16 @@ from scanner.report.data import (
     provider_order,
 )
 from scanner.report.html import write_site
-from scanner.report.jsonout import render_json
+from scanner.report.jsonout import write_json
 from scanner.report.markdown import render_markdown
 from scanner.report.nextstep import next_step
 from scanner.report.registry_health import run_health, write_health
 from scanner.report.text import ERA_WORDS, clean_text, unique_slugs
+from scanner.report.views import page_views
 from scanner.scan.lanes import lanes_text
 from scanner.store import Store
 from scanner.store.rows import EventRow, HistoryColumns, LeaderRow, RunRow
 
-PROVIDER_VIEW_LIMIT = 400_000  # characters of pretty JSON shown per provider; a huge list is cut, not rendered
 # Servers whose histories are read in one bulk query: a year of nightly scans is 365 rows each, so 250 servers
 # hold about 90 000 scan rows in memory at a time.
 PAGE_CHUNK = 250
@@ -153,19 +153,6 @@ def breakdown_of(row: LeaderRow) -> ScoreBreakdown | None:
     return score_breakdown(int(row.tools_count or 0), row.findings, tokens=row.max_tokens)
 
 
-def _ranking(rows: Iterable[LeaderRow]) -> list[tuple[LeaderRow, ScoreBreakdown]]:
-    """Ok rows with a score, best first: score, then fewer tokens with the dearest provider, then name. A list
-    with no tools has no score and is never ranked."""
-    scored = []
-    for row in rows:
-        if is_ranked_outcome(row.outcome):
-            parts = breakdown_of(row)
-            if parts is not None:
-                scored.append((row, parts))
-    scored.sort(key=lambda pair: (-pair[1].score, pair[0].max_tokens, str(pair[0].server)))
-    return scored
-
-
 def _movement(rank: int, previous: int | None) -> tuple[str, int]:
     if previous is None:
         return "new", 0
@@ -188,41 +175,93 @@ def relative_places(current: Sequence[str], previous: Sequence[str]) -> tuple[di
     return now, before
 
 
+class _NoSlug(dict[str, str]):
+    """Slugs before every name is known: a draft row's slug is filled in once the whole board is read."""
+
+    def __missing__(self, name: str) -> str:
+        return ""
+
+
+@dataclass(frozen=True)
+class _Earlier:
+    """What the board needs of a server in the previous run: its outcome, and its score if it was ranked."""
+
+    server: str
+    outcome: str
+
+
+def _previous_board(store: Store, previous: RunRow | None) -> tuple[list[_Earlier], list[tuple[str, float, int]]]:
+    """The previous run's servers (name and outcome) and its ranking as (name, score, tokens), best first, read
+    a chunk of rows at a time: only these narrow facts are kept, never the rows' findings."""
+    if previous is None:
+        return [], []
+    earlier: list[_Earlier] = []
+    scored: list[tuple[str, float, int]] = []
+    for part in store.leaderboard_chunks(previous.id):
+        for row in part:
+            earlier.append(_Earlier(str(row.server), row.outcome))
+            if is_ranked_outcome(row.outcome):
+                parts = breakdown_of(row)
+                if parts is not None:
+                    scored.append((str(row.server), parts.score, row.max_tokens))
+    scored.sort(key=lambda item: (-item[1], item[2], item[0]))
+    return earlier, scored
+
+
 def build_leaderboard(
     store: Store,
     run: RunRow,
     previous: RunRow | None,
-    rows: Sequence[LeaderRow],
+    rows: Iterable[LeaderRow] | None = None,
     events: Mapping[str, Sequence[EventRow]] | None = None,
 ) -> Leaderboard:
-    """Rank ``rows`` (the store's leaderboard of ``run``) and compare with ``previous``, the finished run before it
-    (read from the store): movement and the change block (``events``: each server's stored events of ``run``;
-    others are ignored)."""
-    previous_rows = list(store.leaderboard(previous.id)) if previous is not None else []
-    previous_ranking = _ranking(previous_rows)
-    ranking = _ranking(rows)
-    now, before = relative_places(
-        [str(row.server) for row, _ in ranking], [str(row.server) for row, _ in previous_ranking]
-    )
-    providers = provider_order({provider for row in rows for provider in row.tokens})
-    slugs = unique_slugs(row.server for row in rows)  # one page per name, whatever the names
-    clients = _client_tokens(store, rows)
+    """Rank ``rows`` (the store's leaderboard of ``run``; by default read from the store a chunk at a time) and
+    compare with ``previous``, the finished run before it (read from the store): movement and the change block
+    (``events``: each server's stored events of ``run``; others are ignored).
+
+    Each row is made a :class:`ServerRow` as it is read and its findings dropped, so the whole board never holds
+    every finding of two runs at once."""
+    previous_rows, previous_ranking = _previous_board(store, previous)
+    chunks: Iterable[Sequence[LeaderRow]] = store.leaderboard_chunks(run.id) if rows is None else (list(rows),)
+    drafts: list[tuple[ServerRow, ScoreBreakdown | None, int]] = []
+    seen: set[str] = set()
+    no_slug = _NoSlug()
+    for part in chunks:
+        clients = _client_tokens(store, part)
+        for row in part:
+            parts = breakdown_of(row) if is_ranked_outcome(row.outcome) else None
+            draft = _server_row(row, None, "unranked", 0, parts, no_slug, clients if parts is not None else None)
+            drafts.append((draft, parts, row.max_tokens))
+            seen.update(row.tokens)
+        del part
+    providers = provider_order(seen)
+    slugs = unique_slugs(draft.name for draft, _, _ in drafts)  # one page per name, whatever the names
+    # Best first: score, then fewer tokens with the dearest provider, then name. A list with no tools has no
+    # score and is never ranked.
+    ranking = [
+        (draft, parts)
+        for draft, parts, _ in sorted(
+            ((draft, parts, tokens) for draft, parts, tokens in drafts if parts is not None),
+            key=lambda item: (-item[1].score, item[2], str(item[0].name)),
+        )
+    ]
+    now, before = relative_places([str(row.name) for row, _ in ranking], [name for name, _, _ in previous_ranking])
     ranked = []
-    for place, (row, parts) in enumerate(ranking, 1):
-        movement, moved_by = _movement(now.get(row.server, 0), before.get(row.server))
-        ranked.append(_server_row(row, place, movement, moved_by, parts, slugs, clients))
-    placed = {str(row.server) for row, _ in ranking}
+    for place, (draft, _) in enumerate(ranking, 1):
+        movement, moved_by = _movement(now.get(draft.name, 0), before.get(draft.name))
+        ranked.append(replace(draft, slug=slugs[draft.name], rank=place, movement=movement, moved_by=moved_by))
     unranked = sorted(
-        (_server_row(row, None, "unranked", 0, None, slugs) for row in rows if str(row.server) not in placed),
+        (replace(draft, slug=slugs[draft.name]) for draft, parts, _ in drafts if parts is None),
         key=lambda item: (item.outcome, item.name),
     )
+    del drafts
     changes: tuple[ChangeRow, ...] = ()
     if previous is not None:
         changes = run_changes(
             run.id,
             (*ranked, *unranked),
             previous_rows,
-            {str(row.server): parts.score for row, parts in previous_ranking},
+            {name: score for name, score, _ in previous_ranking},
             events or {},
         )
     return Leaderboard(
@@ -383,60 +422,6 @@ def _finding_view(item: Finding | FindingGroup) -> FindingView:
     )
 
 
-def pretty_json(value: object, depth: int = 0) -> str:
-    """JSON with one tool per line: lists are broken over lines (and a one-key object holding a list, like
-    Gemini's ``{"functionDeclarations": [...]}``); everything else, a tool with its schema, stays on one line.
-
-    ``json.dumps(indent=2)`` falls back to the pure-Python encoder and spreads a schema over hundreds of lines;
-    this keeps the C encoder for the bulk, several times faster on a site of thousands of lists, and the page
-    reads as one tool per block (``<pre>`` wraps long lines).
-    """
-    pad, inner = "  " * depth, "  " * (depth + 1)
-    if depth < SCHEMA_DEPTH_LIMIT and isinstance(value, list) and value:
-        return "[\n" + ",\n".join(inner + pretty_json(item, depth + 1) for item in value) + "\n" + pad + "]"
-    if depth < SCHEMA_DEPTH_LIMIT and isinstance(value, dict) and len(value) == 1:
-        ((key, item),) = value.items()
-        if isinstance(item, list):
-            return "{" + json.dumps(str(key), ensure_ascii=False) + ": " + pretty_json(item, depth) + "}"
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
-
-
-def _provider_views(
-    tools: Sequence[object], providers: Sequence[str]
-) -> tuple[dict[str, str], tuple[ToolCostRow, ...]]:
-    """Each provider's view of ``tools`` (``scanner.providers.provider_view``) as pretty JSON, cut at the limit,
-    and every tool's tokens per provider, dearest first (the numbers of ``fathom check --tools``).
-
-    Each tool is read (copied with its depth and size caps) once for all providers rather than once per
-    provider: the copy is most of a view's cost, and a site holds thousands of lists.
-    """
-    from scanner.measure.toollist import tool_label
-    from scanner.providers import get, measure_all
-    from scanner.providers.base import read_tool
-
-    read = [read_tool(tool) for tool in tools]
-    parts = [part for part in read if part is not None]
-    views = {}
-    for provider in providers:
-        implementation = get(provider)
-        # What Provider.view does, over parts read once.
-        declarations = [implementation.declaration(part) for part in parts]
-        text = pretty_json(implementation.wrap(declarations) if declarations else [])
-        views[provider] = text if len(text) <= PROVIDER_VIEW_LIMIT else text[:PROVIDER_VIEW_LIMIT] + "\n… (cut)"
-    measured = {name: value for name, value in measure_all(read).items() if name in providers}
-    costs = [
-        ToolCostRow(
-            name=tool_label(tool, index),
-            index=index,
-            tokens={name: value.per_tool[index] for name, value in measured.items() if index < len(value.per_tool)},
-        )
-        for index, tool in enumerate(tools)
-    ]
-    key = providers[0] if providers else ""
-    costs.sort(key=lambda row: (-row.tokens.get(key, 0), row.index))
-    return views, tuple(costs)
-
-
 def score_shares(tools_count: int, findings: Sequence[Finding], tokens: int) -> tuple[RuleShare, ...]:
     """What each rule costs a server's score: the points it would gain were that rule's findings gone, dearest
     first (the shares need not add up to the whole loss: the worst tool and the caps interact). Rules that cost
@@ -517,11 +502,13 @@ def build_server_page(
     scans: HistoryColumns,
     tools: Sequence[object] | None,
     labels: _Labels | None = None,
+    stored_costs: Sequence[ToolCost] | None = None,
 ) -> ServerPage:
     """One server's page from what the store returned for it: ``scans`` (its history as columns,
     :meth:`Store.history_columns`), ``server_events`` (its change log), ``leader`` (its leaderboard row, whose
     findings are shown worst first) and ``tools`` (its stored tool list, for the provider views; None when the
-    list was not read). ``labels`` caches chart labels by scan time across pages."""
+    list was not read). ``labels`` caches chart labels by scan time across pages; ``stored_costs`` are the
+    scan's per-tool costs of the list (:meth:`Store.toolsets_costs`), measured again when absent."""
     points = _history_columns(scans, providers, labels if labels is not None else _Labels())
     events = tuple(
         EventView(
@@ -543,6 +530,7 @@ def build_server_page(
     findings: tuple[FindingView, ...] = ()
     previews: tuple[FindingView, ...] = ()
     views: dict[str, str] = {}
+    shapes: dict[str, str] = {}
     costs: tuple[ToolCostRow, ...] = ()
     shares: tuple[RuleShare, ...] = ()
     if row.toolset_sha256 and is_ranked_outcome(row.outcome) and tools is not None:
@@ -554,7 +542,7 @@ def build_server_page(
         # Preview rules' findings stand apart, after the scored ones (rules.md, status): never in the score.
         findings = tuple(view for view in every if view.status != "preview")
         previews = tuple(view for view in every if view.status == "preview")
-        views, costs = _provider_views(tools, providers)
+        views, shapes, costs = page_views(tools, providers, stored_costs)
         shares = score_shares(int(leader.tools_count or 0), list(raw), leader.max_tokens)
     info: dict[str, str] = {}
     latest = scans.latest
@@ -588,6 +576,7 @@ def build_server_page(
         events=events,
         findings=findings,
         provider_views=views,
+        provider_shapes=shapes,
         server_info=info,
         ran=shown.ran if shown is not None else None,
         stderr_tail=shown.stderr_tail if shown is not None else (),
@@ -602,21 +591,25 @@ def build_server_page(
 
 def server_pages(
     store: Store,
+    run_id: int,
     rows: Sequence[ServerRow],
-    leaders: Mapping[str, LeaderRow],
     providers: Sequence[str],
     chunk: int = PAGE_CHUNK,
 ) -> Iterator[ServerPage]:
-    """The pages of ``rows`` in order, reading the store ``chunk`` servers at a time: bulk history, change-log
-    and tool-list queries per chunk, never one per server, and only a chunk's histories and events in memory
-    (a year of nightly runs at 20 000 servers is over half a million events)."""
+    """The pages of ``rows`` (servers of run ``run_id``) in order, reading the store ``chunk`` servers at a time:
+    bulk leaderboard-row, history, change-log, tool-list and per-tool-cost queries per chunk, never one per
+    server, and only a chunk's findings, histories and events in memory (a year of nightly runs at 20 000
+    servers is over half a million events; 25 000 real lists are hundreds of thousands of findings)."""
     labels = _Labels()
     for start in range(0, len(rows), chunk):
         part = rows[start : start + chunk]
-        histories = store.history_columns([row.name for row in part])
-        events = store.events_of([row.name for row in part])
+        names = [row.name for row in part]
+        leaders = store.leaderboard_of(run_id, names)
+        histories = store.history_columns(names)
+        events = store.events_of(names)
         wanted = {row.toolset_sha256 for row in part if row.toolset_sha256 and is_ranked_outcome(row.outcome)}
         tools = store.toolsets_tools(wanted) if wanted else {}
+        costs = store.toolsets_costs(sorted(wanted)) if wanted else {}
         for row in part:
             yield build_server_page(
                 row,
@@ -626,8 +619,9 @@ def server_pages(
                 histories.get(row.name, _NO_HISTORY),
                 tools.get(row.toolset_sha256) if row.toolset_sha256 else None,
                 labels,
+                costs.get(row.toolset_sha256) if row.toolset_sha256 else None,
             )
-        del histories, events, tools
+        del leaders, histories, events, tools, costs
 
 
 def build_rules(store: Store, run_id: int) -> tuple[RuleView, ...]:
@@ -660,15 +654,15 @@ def site_data(
     With ``stream``, ``servers`` is a one-shot iterator that reads each server's history only when asked.
     """
     run, previous = _choose_run(store, run_id)
-    rows = list(store.leaderboard(run.id))
-    leaders = {row.server: row for row in rows}
     # The change block reads this run's events only (one query); each page reads its server's with its chunk.
+    # The board reads the run's rows a chunk at a time and keeps only what it shows; the pages read their own
+    # rows (with every finding) again with their chunk.
     events: dict[str, list[EventRow]] = defaultdict(list)
-    for event in store.events(run=run.id):
-        if event.server in leaders:
+    if previous is not None:  # with no run before it there is no change block (a first night's events are many)
+        for event in store.events(run=run.id):
             events[event.server].append(event)
-    board = build_leaderboard(store, run, previous, rows, events)
-    pages = server_pages(store, (*board.ranked, *board.unranked), leaders, board.providers)
+    board = build_leaderboard(store, run, previous, None, events)
+    pages = server_pages(store, run.id, (*board.ranked, *board.unranked), board.providers)
     return SiteData(
         leaderboard=board,
         trends=build_trends(store),
@@ -683,15 +677,18 @@ def write_exports(board: Leaderboard, out_dir: Path) -> list[Path]:
     """Write ``leaderboard.md``, ``leaderboard.json`` and ``leaderboard.csv``; return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in (
-        ("leaderboard.md", render_markdown(board)),
-        ("leaderboard.json", render_json(board)),
-        ("leaderboard.csv", render_csv(board)),
+    for name, render in (
+        ("leaderboard.md", render_markdown),
+        ("leaderboard.json", None),  # streamed: the largest export (78 MB at 25 000 servers)
+        ("leaderboard.csv", render_csv),
     ):
         path = out_dir / name
         # newline="" keeps the CSV's \r\n as written; the other formats use \n only.
         with path.open("w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
+            if render is None:
+                write_json(board, stream)
+            else:
+                stream.write(render(board))
         written.append(path)
     return written
 

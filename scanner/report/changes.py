@@ -8,12 +8,23 @@ change, in the order of :data:`scanner.report.data.CHANGE_KINDS` and then by nam
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from scanner.measure import history
 from scanner.report.data import CHANGE_KINDS, SCORE_MOVE_THRESHOLD, ChangeRow, ServerRow, is_ranked_outcome
-from scanner.store.rows import EventRow, LeaderRow
+from scanner.store.rows import EventRow
 
 SILENT_CODES = ("MCP501", "MCP503")  # a tool or the instructions changed while the version stayed the same
+
+
+class EarlierRow(Protocol):
+    """What the change block reads of a server in the previous run (a ``LeaderRow`` has it)."""
+
+    @property
+    def server(self) -> str: ...
+
+    @property
+    def outcome(self) -> str: ...
 
 
 def _names(items: Sequence[str], shown: int = 3) -> str:
@@ -24,7 +35,7 @@ def _names(items: Sequence[str], shown: int = 3) -> str:
 def run_changes(
     run_id: int,
     rows: Sequence[ServerRow],
-    previous_rows: Sequence[LeaderRow],
+    previous_rows: Sequence[EarlierRow],
     previous_scores: Mapping[str, float],
     events: Mapping[str, Sequence[EventRow]],
     threshold: float = SCORE_MOVE_THRESHOLD,

@@ -388,6 +388,9 @@ class ServerPage:
     # For a scan that started nothing (skipped, or stopped before running): what the entry declared, e.g.
     # "npm foo@1.2.3", shown with its reason instead of "What was run". Empty when something ran.
     declared: str = ""
+    # provider -> how it wraps each tool (pretty JSON, the tool's parts written NAME, DESCRIPTION, SCHEMA), for a
+    # provider whose view is the first view's values in another wrapping: shown instead of the same list again.
+    provider_shapes: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def scan_table(self) -> tuple[tuple[int, str, str, str], ...]:

@@ -66,6 +66,14 @@ def ticks(value: object) -> Markup:
     return Markup(_TICKS.sub(r'<code class="inline">\1</code>', text))
 
 
+def pre_text(value: object) -> Markup:
+    """Untrusted text for a ``<pre>`` block's content: hidden characters shown (``block``), ``&``, ``<`` and ``>``
+    escaped. Quotes are left as they are: text content needs no escape for them (attribute values do), and a
+    tool list's JSON is mostly quotes (written as ``&#34;`` they were a quarter of a server page's bytes)."""
+    text = clean_text(value, limit=PRE_LIMIT, keep_newlines=True)
+    return Markup(text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
 def movement_text(row: ServerRow) -> str:
     """``▲ 2``, ``▼ 1``, ``new`` or ``=``: the leaderboard's movement column."""
     if row.movement == "up":
@@ -91,6 +99,7 @@ def make_environment() -> Environment:
     env.filters["band"] = score_colour
     env.filters["ticks"] = ticks
     env.filters["block"] = lambda value: clean_text(value, limit=PRE_LIMIT, keep_newlines=True)
+    env.filters["pre"] = pre_text
     env.filters["when"] = _when
     env.filters["num"] = _num
     env.filters["score"] = _score

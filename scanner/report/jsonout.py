@@ -9,7 +9,7 @@ Strings keep their full value otherwise (capped in length): JSON is data, and es
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TextIO
 
 from scanner.measure.verdicts import to_json as verdict_json
 from scanner.report.data import Leaderboard, ServerRow, failure_cause
@@ -109,3 +109,20 @@ def render_json(board: Leaderboard) -> str:
     """The whole ``leaderboard.json`` text: indented, ASCII only, HTML-significant characters escaped."""
     text = json.dumps(leaderboard_document(board), indent=2, ensure_ascii=True)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
+
+
+def _safe(text: str) -> str:
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def write_json(board: Leaderboard, stream: TextIO, batch: int = 8192) -> None:
+    """:func:`render_json`'s text written to ``stream`` as it is encoded, ``batch`` pieces a write: the whole
+    text (78 MB at 25 000 servers) and the encoder's pieces of it are never held at once. Byte for byte the
+    same: the escapes replace single characters, so they apply piece by piece as to the whole."""
+    pieces: list[str] = []
+    for piece in json.JSONEncoder(indent=2, ensure_ascii=True).iterencode(leaderboard_document(board)):
+        pieces.append(piece)
+        if len(pieces) >= batch:
+            stream.write(_safe("".join(pieces)))
+            pieces.clear()
+    stream.write(_safe("".join(pieces)) + "\n")

@@ -17,7 +17,7 @@ pick such a run up again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -211,6 +211,14 @@ class Store:
     def leaderboard(self, run_id: int) -> list[LeaderRow]:
         """Every server scanned in ``run_id`` with outcome, tokens, findings and per-tool severity counts."""
         return read.leaderboard(self._sessions, run_id)
+
+    def leaderboard_chunks(self, run_id: int, chunk: int = read.LEADER_CHUNK) -> Iterator[list[LeaderRow]]:
+        """The rows of :meth:`leaderboard` in order, ``chunk`` servers at a time (one chunk's findings in memory)."""
+        return read.leaderboard_chunks(self._sessions, run_id, chunk)
+
+    def leaderboard_of(self, run_id: int, names: Sequence[str]) -> dict[str, LeaderRow]:
+        """The :meth:`leaderboard` rows of the servers ``names`` in ``run_id``, by name."""
+        return read.leaderboard_of(self._sessions, run_id, names)
 
     def trends(self, include_interrupted: bool = False) -> list[RunTrend]:
         """One point per finished run (and interrupted ones if asked), oldest first, from the aggregates."""

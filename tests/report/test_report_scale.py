@@ -60,7 +60,9 @@ def test_statements_do_not_grow_with_servers(
     small = statements_of_build(make_store(crowd(0)), tmp_path / "small")
     large = statements_of_build(make_store(crowd(40)), tmp_path / "large")
     assert small == large, f"{small} statements for 6 servers, {large} for 46: a per-server query is back"
-    assert small < 40
+    # A fixed number per chunk: the board reads each run's rows a chunk at a time, each chunk of pages its own
+    # rows again (so no whole run's findings are held), besides the histories, events, lists and costs.
+    assert small < 60
 
 
 @pytest.mark.parametrize("page", ["beta.html", "delta.html", "epsilon.html", "gamma-tools-search-14ea7698.html"])

@@ -135,8 +135,12 @@ def test_server_pages(site: Path, story_store: Store) -> None:
     # Catalogue 4: its two tools carry no annotations (MCP110 notes), and nothing else.
     assert "2 notes" in visible and "MCP110" in visible
     assert beta.count("<details>") == 3
-    for provider in ("Anthropic (Claude Opus 4.7+ tokenizer)", "OpenAI", "Google Gemini"):
-        assert f"<summary>{provider}</summary>" in beta
+    # The first provider's view in full, the others as the wrapping of each tool around the same parts.
+    assert "<summary>Anthropic (Claude Opus 4.7+ tokenizer)</summary>" in beta
+    for provider in ("OpenAI", "Google Gemini"):
+        assert f"<summary>{provider}: each tool as</summary>" in beta
+    assert '"name": "fetch_page"' in beta  # quotes in a <pre> left as they are
+    assert '{"type": "function", "function": {"name": NAME, "description": DESCRIPTION, "parameters": SCHEMA}}' in beta
     assert "Claude 3 to Opus 4.6" not in beta  # the earlier generation is stored, not a column or a view
     assert "input_schema" in beta  # Anthropic's view of the list
     assert "functionDeclarations" in beta and "parametersJsonSchema" in beta  # Gemini's view, as clients send it

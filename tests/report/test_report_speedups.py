@@ -1,15 +1,18 @@
 """The report's fast paths give exactly what the plain code gives: hidden-character escaping, provider views and
 the flat-stretch thinning of chart lines.
 
-``clean_text`` checks ASCII text with a small character class and skips printable text; ``_provider_views``
+``clean_text`` checks ASCII text with a small character class and skips printable text; ``view_text``
+(:mod:`scanner.report.views`)
 reads each tool once for all providers instead of calling ``provider_view`` per provider. Both are compared
 here with the reference (the whole-Unicode pattern; ``provider_view``) on hostile input.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import random
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -18,9 +21,10 @@ import pytest
 
 from scanner.models import SCHEMA_DEPTH_LIMIT
 from scanner.providers import PROVIDER_NAMES, provider_view
-from scanner.report.build import _provider_views, pretty_json
+from scanner.providers.base import read_tool
 from scanner.report.svg import _segments
 from scanner.report.text import clean_text
+from scanner.report.views import page_views, pretty_json, view_text
 from scanner.textsafe import _escape_match, _hidden_pattern
 
 SPECIAL = [0x00, 0x07, 0x09, 0x0A, 0x0D, 0x1B, 0x7F, 0x85, 0xA0, 0xAD, 0x200B, 0x200E, 0x2028, 0x2029, 0x202E]
@@ -65,7 +69,8 @@ HOSTILE: list[Any] = [
 
 @pytest.mark.parametrize("tools", [HOSTILE, [], [1, "x"], HOSTILE[:1]])
 def test_provider_views_equal_provider_view(tools: list[Any]) -> None:
-    views, _ = _provider_views(tools, PROVIDER_NAMES)
+    parts = [part for part in (read_tool(tool) for tool in tools) if part is not None]
+    views = {provider: view_text(provider, parts) for provider in PROVIDER_NAMES}
     assert views == {provider: pretty_json(provider_view(provider, tools)) for provider in PROVIDER_NAMES}
 
 
@@ -97,3 +102,71 @@ def test_chart_segments_equal_the_point_by_point_definition() -> None:
         assert repr(_segments(values)) == repr(reference_segments(values)), values
     flat = (7.0,) * 365
     assert _segments(flat) == [[(0, 7.0), (364, 7.0)]]
+
+
+SAME_SHAPE: list[Any] = [
+    {"name": "a", "description": "First.", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}},
+    {"name": "b", "description": "", "inputSchema": {"type": "object", "properties": {}}},
+    # The name's own string object as its description too: not told apart, so every view is shown in full.
+    {"name": "function", "description": "function", "inputSchema": {"type": "object"}},
+]
+
+
+@pytest.mark.parametrize("tools", [HOSTILE, [], [1, "x"], HOSTILE[:1], SAME_SHAPE, SAME_SHAPE[:1]])
+def test_page_views_are_each_view_in_full_or_its_exact_shape(tools: list[Any]) -> None:
+    """A provider shown as a shape sends exactly the first view's tools in that shape; any other in full."""
+    views, shapes, _ = page_views(tools, PROVIDER_NAMES)
+    first = PROVIDER_NAMES[0]
+    assert first in views and first not in shapes
+    assert set(views) | set(shapes) == set(PROVIDER_NAMES) and not set(views) & set(shapes)
+    for provider, text in views.items():
+        assert text == pretty_json(provider_view(provider, tools))
+    first_view = provider_view(first, tools)
+    for provider, shape in shapes.items():
+        # Rebuilt from the shape, its holes filled with each tool's parts as the first view shows them: the
+        # provider's own view, value for value.
+        rebuilt = []
+        for declaration in first_view:
+            values = {
+                "NAME": declaration["name"],
+                "DESCRIPTION": declaration.get("description"),
+                "SCHEMA": declaration["input_schema"],
+            }
+            filled = re.sub(
+                r"\b(NAME|DESCRIPTION|SCHEMA)\b", lambda hole, values=values: json.dumps(values[hole[1]]), shape
+            )
+            rebuilt.append(json.loads(filled))
+        assert _merge(rebuilt) == provider_view(provider, tools)
+
+
+def _merge(wrapped: list[Any]) -> Any:
+    """Single-tool ``tools`` values merged back into one (Gemini's one ``functionDeclarations`` object)."""
+    if wrapped and isinstance(wrapped[0], list) and wrapped[0] and isinstance(wrapped[0][0], dict):
+        first = wrapped[0][0]
+        if set(first) == {"functionDeclarations"}:
+            return [{"functionDeclarations": [item[0]["functionDeclarations"][0] for item in wrapped]}]
+    return [item[0] for item in wrapped]
+
+
+def test_same_shaped_lists_are_shown_once() -> None:
+    """The providers that only wrap each tool otherwise are shapes; one that changes a schema (Gemini's OpenAPI
+    subset) is in full; a list whose parts cannot be told apart is in full everywhere."""
+    views, shapes, _ = page_views(SAME_SHAPE[:2], PROVIDER_NAMES)
+    assert (list(views), list(shapes)) == (["anthropic", "gemini-openapi"], ["anthropic-v3", "openai", "gemini"])
+    views, shapes, _ = page_views(SAME_SHAPE, PROVIDER_NAMES)
+    assert (list(views), shapes) == (list(PROVIDER_NAMES), {})
+
+
+def test_streamed_json_is_the_rendered_text(story_store: Any) -> None:
+    """``leaderboard.json`` written piece by piece (small batches, so escapes fall on every boundary) is the text
+    :func:`render_json` gives whole."""
+    import io
+
+    from scanner.report.build import site_data
+    from scanner.report.jsonout import render_json, write_json
+
+    board = site_data(story_store).leaderboard
+    for batch in (1, 3, 8192):
+        stream = io.StringIO()
+        write_json(board, stream, batch=batch)
+        assert stream.getvalue() == render_json(board)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from scanner.store.read.check_reads import StoredList, stored_list
 from scanner.store.read.diff_reads import diff
 from scanner.store.read.finding_reads import findings
-from scanner.store.read.leaderboard_reads import leaderboard
+from scanner.store.read.leaderboard_reads import LEADER_CHUNK, leaderboard, leaderboard_chunks, leaderboard_of
 from scanner.store.read.run_reads import database_stats, rule_hits, runs, trends
 from scanner.store.read.server_reads import (
     RECENT_METRICS,
@@ -40,6 +40,7 @@ from scanner.store.read.toolset_reads import (
 )
 
 __all__ = [
+    "LEADER_CHUNK",
     "RECENT_METRICS",
     "StoredList",
     "database_stats",
@@ -52,6 +53,8 @@ __all__ = [
     "history_columns",
     "lanes_of",
     "leaderboard",
+    "leaderboard_chunks",
+    "leaderboard_of",
     "rule_hits",
     "run_spec",
     "runs",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -32,7 +33,49 @@ def leaderboard(sessions: sessionmaker[Session], run_id: int) -> list[LeaderRow]
         return _leaderboard(session, run_id, None)
 
 
-def _leaderboard(session: Session, run_id: int, server_id: int | None) -> list[LeaderRow]:
+LEADER_CHUNK = 500  # servers whose leaderboard rows (with every finding) are read and held at once
+
+
+def leaderboard_chunks(
+    sessions: sessionmaker[Session], run_id: int, chunk: int = LEADER_CHUNK
+) -> Iterator[list[LeaderRow]]:
+    """The rows of :func:`leaderboard`, in the same order, ``chunk`` servers at a time: a caller that keeps only
+    what it needs of each row holds one chunk's findings, not the whole run's (25 000 servers of real lists are
+    hundreds of thousands of findings)."""
+    with sessions() as session:
+        common.get_run(session, run_id)
+        ids = list(
+            session.scalars(
+                select(Scan.server_id)
+                .join(Server, Server.id == Scan.server_id)
+                .where(Scan.run_id == run_id)
+                .order_by(Server.name)
+            )
+        )
+    for part in common.chunks(ids, chunk):
+        with sessions() as session:
+            yield _leaderboard(session, run_id, None, part)
+
+
+def leaderboard_of(sessions: sessionmaker[Session], run_id: int, names: Sequence[str]) -> dict[str, LeaderRow]:
+    """The :func:`leaderboard` rows of the servers named ``names`` in ``run_id``, by name (a report's chunk of
+    pages); a name not scanned in the run is left out."""
+    if not names:
+        return {}
+    with sessions() as session:
+        ids = [
+            server_id
+            for part in common.chunks(sorted(set(names)))
+            for server_id in session.scalars(select(Server.id).where(Server.name.in_(part)))
+        ]
+        return {row.server: row for part in common.chunks(ids) for row in _leaderboard(session, run_id, None, part)}
+
+
+def _leaderboard(
+    session: Session, run_id: int, server_id: int | None, server_ids: Sequence[int] | None = None
+) -> list[LeaderRow]:
+    """The rows of ``run_id``: every server's, ``server_id``'s only, or those of ``server_ids`` (at most
+    :data:`scanner.store.common.IN_CHUNK` of them)."""
     common.get_run(session, run_id)
     version = common.scoring_versions(session)[run_id]
     scans_query = (
@@ -46,6 +89,9 @@ def _leaderboard(session: Session, run_id: int, server_id: int | None) -> list[L
     if server_id is not None:
         scans_query = scans_query.where(Scan.server_id == server_id)
         in_run = in_run.where(Scan.server_id == server_id)
+    if server_ids is not None:
+        scans_query = scans_query.where(Scan.server_id.in_(server_ids))
+        in_run = in_run.where(Scan.server_id.in_(server_ids))
     scans = session.execute(scans_query).all()
     tokens: dict[int, dict[str, int]] = defaultdict(dict)
     methods: dict[int, dict[str, str]] = defaultdict(dict)
@@ -68,11 +114,17 @@ def _leaderboard(session: Session, run_id: int, server_id: int | None) -> list[L
     own = select(StoredFinding).join(Scan, Scan.id == StoredFinding.scan_id).where(Scan.run_id == run_id)
     if server_id is not None:
         own = own.where(Scan.server_id == server_id)
+    if server_ids is not None:
+        own = own.where(Scan.server_id.in_(server_ids))
     for row in session.scalars(own.order_by(StoredFinding.id)):
         if row.scan_id is not None:
             by_scan[row.scan_id].append(common.finding_from_row(row))
     in_scans = select(Scan.id).where(Scan.run_id == run_id)
-    lanes = lanes_of(session, in_scans if server_id is None else in_scans.where(Scan.server_id == server_id))
+    if server_id is not None:
+        in_scans = in_scans.where(Scan.server_id == server_id)
+    if server_ids is not None:
+        in_scans = in_scans.where(Scan.server_id.in_(server_ids))
+    lanes = lanes_of(session, in_scans)
     told = sorted({scan.instructions_id for scan, *_ in scans if scan.instructions_id is not None})
     instructions: dict[int, dict[str, int]] = defaultdict(dict)
     for chunk in common.chunks(told):
