@@ -17,8 +17,28 @@ command does), :func:`~scanner.check.run.run_check` (get and measure one list) a
 
 from __future__ import annotations
 
-from scanner.check.gates import GateRequest, Gates, run_gate
-from scanner.check.result import CheckRequest, CheckResult
-from scanner.check.run import run_check
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from scanner.check.gates import GateRequest, Gates, run_gate
+    from scanner.check.result import CheckRequest, CheckResult
+    from scanner.check.run import run_check
+
+# Loaded on first use: the site imports ``groups`` and ``badge`` alone, without the gates and the MCP client.
+_HOMES = {
+    "CheckRequest": "result",
+    "CheckResult": "result",
+    "GateRequest": "gates",
+    "Gates": "gates",
+    "run_check": "run",
+    "run_gate": "gates",
+}
 __all__ = ["CheckRequest", "CheckResult", "GateRequest", "Gates", "run_check", "run_gate"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        import importlib
+
+        return getattr(importlib.import_module(f"scanner.check.{_HOMES[name]}"), name)
+    raise AttributeError(name)
