@@ -1,7 +1,9 @@
-"""Reports: the published site (``fathom report``) and the ``fathom check`` renderers.
+"""Reports: the published site (``fathom report``: ``build``, ``data``, ``html``, ``views``, the exports) and the
+query answers (``queries``, ``tabular``: ``fathom runs|servers|history|findings|diff``). ``fathom check``'s own
+renderers live with it, in :mod:`scanner.check`.
 
-``build_report`` is imported lazily, so ``fathom check`` (which uses only the ``check_*`` modules) never loads
-Jinja or the store.
+``build_report`` is imported lazily, so importing a module of this package (``fathom check`` reads
+``report.text``) never loads Jinja or the store.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The rule catalogue (MCP101-MCP602): what a model would stumble over in a server's tool list.
+"""The rule catalogue (MCP101-MCP807): what a model would stumble over in a server's tool list.
 
 ``docs/rules.md`` is generated from it (:mod:`scanner.rules.catalogue`); each rule has a status (stable, preview,
 deprecated, removed), and ``catalogue_digest()`` pins the catalogue a ``RULES_VERSION`` names.
