@@ -158,6 +158,28 @@ class Child:
 
 CURRENT: ContextVar[Child | None] = ContextVar("fathom_child", default=None)
 
+HIDDEN: ContextVar[tuple[tuple[str, ...], tuple[str, ...]]] = ContextVar("fathom_hidden", default=((), ()))
+"""The folders hidden from the child being started now, and the paths beneath them it keeps (:func:`hiding`)."""
+
+
+@contextlib.contextmanager
+def hiding(folders: Sequence[Path], keep: Sequence[Path]) -> Iterator[None]:
+    """Start every child in this context with ``folders`` covered by an empty tmpfs in its namespace, and only
+    the ``keep`` paths beneath them bound back at their own paths (:func:`scanner.packages.pidns.hide`): a
+    package's siblings' HOMEs and package folders are not there. Only where the child gets a namespace
+    (:func:`launch`); folders that do not exist, and kept paths outside the hidden folders, are left out."""
+    hidden = tuple(os.path.realpath(folder) for folder in folders if os.path.isdir(folder))
+    kept = tuple(
+        real
+        for real in (os.path.realpath(path) for path in keep)
+        if any(real.startswith(folder + os.sep) for folder in hidden) and os.path.isdir(real)
+    )
+    token = HIDDEN.set((hidden, kept))
+    try:
+        yield
+    finally:
+        HIDDEN.reset(token)
+
 
 def spawn_options() -> dict[str, Any]:
     """The user options of the child being started now (:data:`CURRENT`), none when it runs as Fathom's user."""
@@ -194,7 +216,7 @@ def _probe() -> tuple[bool, str]:
             probe = UID_BASE + UID_SLOTS
             user = {"user": probe, "group": probe, "extra_groups": []}
         done = subprocess.run(
-            [python, "-I", "-S", script, "--probe"],
+            [python, "-I", "-S", script, "--probe", *(["--hide", "/tmp"] if os.path.isdir("/tmp") else [])],
             capture_output=True,
             text=True,
             timeout=30,
@@ -255,7 +277,10 @@ def launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], d
     if found is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
     python, script = runnable_by_children(PIDNS) if kid is not None else (sys.executable, str(PIDNS))
-    return [python, "-I", "-S", script, str(os.getpid()), "--", *command], spawn_options()
+    hidden, kept = HIDDEN.get()
+    options = [*(word for folder in hidden for word in ("--hide", folder))]
+    options += [word for path in kept for word in ("--keep", path)]
+    return [python, "-I", "-S", script, str(os.getpid()), *options, "--", *command], spawn_options()
 
 
 def _may_unshare_as_self() -> bool:
