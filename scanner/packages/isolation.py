@@ -32,7 +32,10 @@ mount namespace and mounts a fresh ``/proc`` there. The child then cannot see an
 namespace: not a sibling's ``/proc/<pid>/cmdline`` (a local-port package's port was read there and squatted),
 ``environ`` or HOME path, not Fathom's (its ``--db`` URL), and it cannot address Fathom, the reaper or a
 sibling with a signal (no such pid). It holds no capability (empty bounding set, ``no_new_privs``), so it
-cannot unmount that ``/proc``. The namespace's init reaps orphans and, when the command exits or the
+cannot unmount that ``/proc``. A package's namespace also covers the cache's ``homes/`` and ``pkg/`` with an
+empty tmpfs and binds back only its own HOME and package folder at their own paths (:func:`hiding`): the other
+packages' HOMEs (a token in a config file there) and installs are not there, whatever its uid. The namespace's
+init reaps orphans and, when the command exits or the
 launcher dies (killed with Fathom: ``PR_SET_PDEATHSIG``), its end kills everything left in the namespace.
 From the host nothing changes: the reaper, the ``FATHOM_SCAN_MARK`` sweep, :func:`listener_owned` and the
 process-group kill see the child's processes with host pids. :func:`namespaces` tries it once per process;
@@ -43,9 +46,10 @@ and a root without capabilities may not map uid 0 into a user namespace.
 
 **Not root**: children run as Fathom's own user (no other is available without privileges); the reaper
 still kills marked processes when Fathom dies. Without namespaces a child can read a sibling's environment,
-signal Fathom and its siblings, and kill the reaper; with them it cannot see or address any of them, but it
-can still read files the user owns (a sibling's HOME, by guessing its path). docs/registry.md, "Which platform
-isolates what", says what each platform gets.
+signal Fathom and its siblings, and kill the reaper; with them it cannot see or address any of them, and a
+package finds no other package's HOME or install folder (hidden in its namespace), but it can still read
+other files the user owns (Fathom's own HOME; a ``--run-commands`` command runs with it). docs/registry.md,
+"Which platform isolates what", says what each platform gets.
 """
 
 from __future__ import annotations

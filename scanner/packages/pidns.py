@@ -1,7 +1,8 @@
 """Start a child in a PID namespace of its own, with its own ``/proc``: it cannot see, read or signal Fathom or
 any sibling (their pids do not exist in its namespace).
 
-This file is run as a script (``python -I -S pidns.py FATHOM_PID -- COMMAND...``) between Fathom and every
+This file is run as a script (``python -I -S pidns.py FATHOM_PID [--hide DIR]... [--keep PATH]... --
+COMMAND...``) between Fathom and every
 child it starts (:func:`scanner.packages.isolation.launch`), already as the child's own user (run as root, Fathom
 switches to the leased user before it starts this, as before), so it imports nothing of Fathom.
 Three processes, all visible from the host's ``/proc`` with host pids (the reaper, the mark sweep and the
@@ -14,14 +15,17 @@ local-port listener check see them as before):
   children hold none), forks the *init*, forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to it, and exits as the
   command did (its exit code, or killed by the same signal);
 * the *init*, PID 1 of the new namespace: makes every mount private, mounts a fresh ``/proc`` (the host's is
-  under it, out of reach), asks for SIGKILL when the launcher dies, empties the capability bounding set, sets
+  under it, out of reach), covers each ``--hide DIR`` with an empty tmpfs (mode 0700, 64 KiB) and binds back
+  each ``--keep PATH`` beneath it at its own path (a package's own HOME and package folder; its siblings' are
+  gone from its view, its own paths unchanged, Landlock's rules in :mod:`scanner.packages.confine` opened on
+  them as before), asks for SIGKILL when the launcher dies, empties the capability bounding set, sets
   ``no_new_privs``, then forks the command and reaps every orphan until the command exits; then it exits, and
   the kernel kills whatever is left in the namespace;
 * the *command*: ``exec``-ed as a non-zero uid (or as root without capabilities) with an empty bounding set
   and ``no_new_privs``, it holds no capability, so it cannot unmount its ``/proc`` to reveal the host's.
 
-``--probe`` sets up the same namespaces and exits 0 when all of it works, else 126 with the reason on stderr
-(:func:`scanner.packages.isolation.namespaces` runs it once per process).
+``--probe [--hide DIR]`` sets up the same namespaces (and hides ``DIR``) and exits 0 when all of it works, else
+126 with the reason on stderr (:func:`scanner.packages.isolation.namespaces` runs it once per process).
 """
 
 from __future__ import annotations
