@@ -32,7 +32,10 @@ mount namespace and mounts a fresh ``/proc`` there. The child then cannot see an
 namespace: not a sibling's ``/proc/<pid>/cmdline`` (a local-port package's port was read there and squatted),
 ``environ`` or HOME path, not Fathom's (its ``--db`` URL), and it cannot address Fathom, the reaper or a
 sibling with a signal (no such pid). It holds no capability (empty bounding set, ``no_new_privs``), so it
-cannot unmount that ``/proc``. The namespace's init reaps orphans and, when the command exits or the
+cannot unmount that ``/proc``. A package's namespace also covers the cache's ``homes/`` and ``pkg/`` with an
+empty tmpfs and binds back only its own HOME and package folder at their own paths (:func:`hiding`): the other
+packages' HOMEs (a token in a config file there) and installs are not there, whatever its uid. The namespace's
+init reaps orphans and, when the command exits or the
 launcher dies (killed with Fathom: ``PR_SET_PDEATHSIG``), its end kills everything left in the namespace.
 From the host nothing changes: the reaper, the ``FATHOM_SCAN_MARK`` sweep, :func:`listener_owned` and the
 process-group kill see the child's processes with host pids. :func:`namespaces` tries it once per process;
@@ -43,9 +46,10 @@ and a root without capabilities may not map uid 0 into a user namespace.
 
 **Not root**: children run as Fathom's own user (no other is available without privileges); the reaper
 still kills marked processes when Fathom dies. Without namespaces a child can read a sibling's environment,
-signal Fathom and its siblings, and kill the reaper; with them it cannot see or address any of them, but it
-can still read files the user owns (a sibling's HOME, by guessing its path). docs/registry.md, "Which platform
-isolates what", says what each platform gets.
+signal Fathom and its siblings, and kill the reaper; with them it cannot see or address any of them, and a
+package finds no other package's HOME or install folder (hidden in its namespace), but it can still read
+other files the user owns (Fathom's own HOME; a ``--run-commands`` command runs with it). docs/registry.md,
+"Which platform isolates what", says what each platform gets.
 """
 
 from __future__ import annotations
@@ -158,6 +162,28 @@ class Child:
 
 CURRENT: ContextVar[Child | None] = ContextVar("fathom_child", default=None)
 
+HIDDEN: ContextVar[tuple[tuple[str, ...], tuple[str, ...]]] = ContextVar("fathom_hidden", default=((), ()))
+"""The folders hidden from the child being started now, and the paths beneath them it keeps (:func:`hiding`)."""
+
+
+@contextlib.contextmanager
+def hiding(folders: Sequence[Path], keep: Sequence[Path]) -> Iterator[None]:
+    """Start every child in this context with ``folders`` covered by an empty tmpfs in its namespace, and only
+    the ``keep`` paths beneath them bound back at their own paths (:func:`scanner.packages.pidns.hide`): a
+    package's siblings' HOMEs and package folders are not there. Only where the child gets a namespace
+    (:func:`launch`); folders that do not exist, and kept paths outside the hidden folders, are left out."""
+    hidden = tuple(os.path.realpath(folder) for folder in folders if os.path.isdir(folder))
+    kept = tuple(
+        real
+        for real in (os.path.realpath(path) for path in keep)
+        if any(real.startswith(folder + os.sep) for folder in hidden) and os.path.isdir(real)
+    )
+    token = HIDDEN.set((hidden, kept))
+    try:
+        yield
+    finally:
+        HIDDEN.reset(token)
+
 
 def spawn_options() -> dict[str, Any]:
     """The user options of the child being started now (:data:`CURRENT`), none when it runs as Fathom's user."""
@@ -194,7 +220,7 @@ def _probe() -> tuple[bool, str]:
             probe = UID_BASE + UID_SLOTS
             user = {"user": probe, "group": probe, "extra_groups": []}
         done = subprocess.run(
-            [python, "-I", "-S", script, "--probe"],
+            [python, "-I", "-S", script, "--probe", *(["--hide", "/tmp"] if os.path.isdir("/tmp") else [])],
             capture_output=True,
             text=True,
             timeout=30,
@@ -255,7 +281,10 @@ def launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], d
     if found is None:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
     python, script = runnable_by_children(PIDNS) if kid is not None else (sys.executable, str(PIDNS))
-    return [python, "-I", "-S", script, str(os.getpid()), "--", *command], spawn_options()
+    hidden, kept = HIDDEN.get()
+    options = [*(word for folder in hidden for word in ("--hide", folder))]
+    options += [word for path in kept for word in ("--keep", path)]
+    return [python, "-I", "-S", script, str(os.getpid()), *options, "--", *command], spawn_options()
 
 
 def _may_unshare_as_self() -> bool:

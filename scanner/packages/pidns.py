@@ -1,7 +1,8 @@
 """Start a child in a PID namespace of its own, with its own ``/proc``: it cannot see, read or signal Fathom or
 any sibling (their pids do not exist in its namespace).
 
-This file is run as a script (``python -I -S pidns.py FATHOM_PID -- COMMAND...``) between Fathom and every
+This file is run as a script (``python -I -S pidns.py FATHOM_PID [--hide DIR]... [--keep PATH]... --
+COMMAND...``) between Fathom and every
 child it starts (:func:`scanner.packages.isolation.launch`), already as the child's own user (run as root, Fathom
 switches to the leased user before it starts this, as before), so it imports nothing of Fathom.
 Three processes, all visible from the host's ``/proc`` with host pids (the reaper, the mark sweep and the
@@ -14,14 +15,17 @@ local-port listener check see them as before):
   children hold none), forks the *init*, forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to it, and exits as the
   command did (its exit code, or killed by the same signal);
 * the *init*, PID 1 of the new namespace: makes every mount private, mounts a fresh ``/proc`` (the host's is
-  under it, out of reach), asks for SIGKILL when the launcher dies, empties the capability bounding set, sets
+  under it, out of reach), covers each ``--hide DIR`` with an empty tmpfs (mode 0700, 64 KiB) and binds back
+  each ``--keep PATH`` beneath it at its own path (a package's own HOME and package folder; its siblings' are
+  gone from its view, its own paths unchanged, Landlock's rules in :mod:`scanner.packages.confine` opened on
+  them as before), asks for SIGKILL when the launcher dies, empties the capability bounding set, sets
   ``no_new_privs``, then forks the command and reaps every orphan until the command exits; then it exits, and
   the kernel kills whatever is left in the namespace;
 * the *command*: ``exec``-ed as a non-zero uid (or as root without capabilities) with an empty bounding set
   and ``no_new_privs``, it holds no capability, so it cannot unmount its ``/proc`` to reveal the host's.
 
-``--probe`` sets up the same namespaces and exits 0 when all of it works, else 126 with the reason on stderr
-(:func:`scanner.packages.isolation.namespaces` runs it once per process).
+``--probe [--hide DIR]`` sets up the same namespaces (and hides ``DIR``) and exits 0 when all of it works, else
+126 with the reason on stderr (:func:`scanner.packages.isolation.namespaces` runs it once per process).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import sys
 from typing import Any
 
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 4096, 0x4000, 1 << 18
 _PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 24, 38
 _CAP_SYS_ADMIN = 21
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
@@ -81,10 +85,35 @@ def enter(libc: Any) -> None:
                 handle.write(text)
 
 
-def settle(libc: Any) -> None:
-    """In the init: a private ``/proc``, and no capability left to anything it starts."""
+def hide(libc: Any, hidden: list[str], kept: list[str]) -> None:
+    """Cover each folder of ``hidden`` with an empty tmpfs (mode 0700), then bind back at their own paths the
+    entries of ``kept`` beneath it (the child's own HOME and package folder): a sibling's are gone from this
+    namespace, the child's own paths do not change. A ``kept`` path is opened before its folder is covered and
+    bound from that descriptor (``/proc/self/fd/N``, the fresh ``/proc``)."""
+    held: list[tuple[str, int]] = []
+    try:
+        for path in kept:
+            held.append((path, os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)))
+        for folder in hidden:
+            options = b"mode=0700,size=64k,nr_inodes=256"
+            _check(libc.mount(b"fathom-hidden", folder.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options),
+                   f"hiding {folder}")  # fmt: skip
+        for path, fd in held:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            source = f"/proc/self/fd/{fd}".encode()
+            _check(libc.mount(source, path.encode(), None, _MS_BIND | _MS_REC, None), f"keeping {path}")
+    finally:
+        for _, fd in held:
+            os.close(fd)
+
+
+def settle(libc: Any, hidden: list[str] | None = None, kept: list[str] | None = None) -> None:
+    """In the init: a private ``/proc``, siblings' folders hidden (:func:`hide`), and no capability left to
+    anything it starts."""
     _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
     _check(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None), "mounting /proc")
+    if hidden:
+        hide(libc, hidden, kept or [])
     try:
         with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as handle:
             last = int(handle.read())
@@ -119,10 +148,10 @@ def _exit_as(status: int) -> None:
     os._exit(code)
 
 
-def _init(libc: Any, command: list[str], status_w: int, alive_r: int) -> None:
+def _init(libc: Any, command: list[str], status_w: int, alive_r: int, hidden: list[str], kept: list[str]) -> None:
     """PID 1 of the new namespace (never returns)."""
     try:
-        settle(libc)
+        settle(libc, hidden, kept)
         if select.select([alive_r], [], [], 0)[0]:  # the launcher died before PR_SET_PDEATHSIG took effect
             os._exit(137)
     except OSError as exc:
@@ -162,10 +191,25 @@ def _init(libc: Any, command: list[str], status_w: int, alive_r: int) -> None:
             os._exit(code if code >= 0 else 128 - code)
 
 
+def _options(words: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """``[--hide DIR | --keep PATH]... -- COMMAND...``: the folders to hide, the paths to keep, the command."""
+    hidden: list[str] = []
+    kept: list[str] = []
+    at = 0
+    while at < len(words) and words[at] != "--":
+        if words[at] not in ("--hide", "--keep") or at + 1 >= len(words):
+            raise SystemExit(f"fathom: namespace launcher: unexpected argument {words[at]!r}")
+        (hidden if words[at] == "--hide" else kept).append(words[at + 1])
+        at += 2
+    return hidden, kept, words[at + 1 :]
+
+
 def main(argv: list[str]) -> None:
-    """``FATHOM_PID -- COMMAND...`` or ``--probe``."""
+    """``FATHOM_PID [--hide DIR]... [--keep PATH]... -- COMMAND...`` or ``--probe [--hide DIR]...``."""
     probe = argv[:1] == ["--probe"]
-    command = [] if probe else argv[2:]
+    hidden, kept, command = _options(argv[1:] + ([] if not probe else ["--"]))
+    if probe:
+        command = []
     parent = os.getppid() if probe else int(argv[0])
     libc = _libc()
     try:
@@ -183,7 +227,7 @@ def main(argv: list[str]) -> None:
     if init == 0:
         os.close(status_r)
         os.close(alive_w)
-        _init(libc, command, status_w, alive_r)
+        _init(libc, command, status_w, alive_r, hidden, kept)
     os.close(status_w)
     os.close(alive_r)
     _let_go()

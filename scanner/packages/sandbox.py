@@ -147,8 +147,9 @@ async def run_package(
                         outcome = ScanOutcome(
                             outcome=Outcome.SPAWN_ERROR, transport=entry.transport.value, detail=refused
                         )
-                    else:
-                        outcome = await _with_python(entry, limits, profile, settings, cache, folder, home)
+                    else:  # in its namespace, the other packages' HOMEs and folders are not there
+                        with isolation.hiding([cache.homes(), cache.root / "pkg"], [home, folder]):
+                            outcome = await _with_python(entry, limits, profile, settings, cache, folder, home)
                 if kid is not None:  # every process of its user is gone: the folder is Fathom's again
                     await anyio.to_thread.run_sync(_take_back, folder)
             except OSError as exc:  # a user of its own could not be set up (run as root): not run at all

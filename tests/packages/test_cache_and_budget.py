@@ -124,13 +124,14 @@ def test_too_large_is_remembered_per_version_until_a_retry_is_asked(registry, tm
 @needs_npx
 @pytest.mark.parametrize("landlock", [True, False], ids=["landlock", "no-landlock"])
 def test_a_package_cannot_rewrite_another_package_install(registry, tmp_path, monkeypatch, landlock):
-    """Held by Landlock (the write fails: ``refused``) and, run as root, by each package's own user (the other
-    install's folder is not even listable to it); without either (not root, no Landlock) it is not."""
+    """Held by Landlock (the write fails: ``refused``), by each package's namespace (the other installs' folders
+    are not there) and, run as root, by each package's own user (the other install's folder is not even listable
+    to it); without any (not root, no Landlock, no namespaces) it is not."""
     if landlock and landlock_abi() == 0:
         pytest.skip("the kernel has no Landlock")
     if not landlock:
-        if not isolation.enabled():
-            pytest.skip("without Landlock only a user of its own (run as root) holds this")
+        if not isolation.enabled() and not isolation.namespaces()[0]:
+            pytest.skip("without Landlock only a user of its own (run as root) or a namespace holds this")
         monkeypatch.setattr("scanner.packages.sandbox.landlock_abi", lambda: 0)
     env = environ(registry)
     settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
@@ -140,7 +141,7 @@ def test_a_package_cannot_rewrite_another_package_install(registry, tmp_path, mo
     assert installed, "the victim's install is in its own folder"
     before = [path.read_bytes() for path in installed]
     attacker = run(resolve(npm_package("2.0.0", "poison"), env), settings)
-    if isolation.enabled():  # its own user cannot list the other install's folder: nothing to write to
+    if isolation.enabled() or isolation.namespaces()[0]:  # the other install's folder is out of its sight
         assert attacker.outcome in (Outcome.OK, Outcome.REFUSED), (attacker.outcome, attacker.detail)
     else:
         assert attacker.outcome is Outcome.REFUSED, (attacker.outcome, attacker.detail)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import textwrap
 import time
@@ -28,6 +29,7 @@ from scanner.packages.cache import PackageCache
 from scanner.packages.commands import run_command
 from scanner.packages.confine import landlock_abi
 from scanner.packages.housekeeping import after_scan
+from scanner.scan.crawl import CrawlSettings, crawl
 from tests.packages.test_local_port import local_package
 from tests.packages.test_local_port import resolve as resolve_local
 from tests.packages.test_package_runs import environ, needs_npx, npm_package, registry, resolve, tool_names
@@ -463,3 +465,87 @@ def test_a_cache_out_of_reach_of_the_children_users_is_said_once_before_the_scan
     outcome = anyio.run(run_package, entries[0], ClientLimits(timeout=30), "rich", hidden)
     assert outcome.outcome is Outcome.SPAWN_ERROR
     assert outcome.detail.startswith("run as root, packages run as an unprivileged user of their own, which cannot")
+
+
+@pytest.fixture(params=["own-user", "leased-user"])
+def child_user(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Children as Fathom's own user (Fathom not root: every child shares its uid, only the namespace keeps
+    them apart) or, run as root, as users of their own."""
+    if request.param == "own-user":
+        monkeypatch.setattr(isolation, "enabled", lambda: False)
+    elif not isolation.enabled():
+        pytest.skip("a user of its own per child needs root on Linux")
+    return str(request.param)
+
+
+@pytest.mark.skipif(not isolation.namespaces()[0], reason="needs a namespace of its own per child")
+@needs_npx
+def test_a_package_finds_no_sibling_home_nor_package_folder_by_its_path(registry, tmp_path, landlock, child_user):
+    """A sibling's HOME (with a token in its npm config) and another package's folder, readable by the child's
+    uid, sit beside the package's own in Fathom's cache: the package lists the folders beside its HOME and its
+    package folder and reads every file there. In its namespace both are empty, while its own HOME, TMPDIR and
+    npm cache work as before; the sibling's files are untouched on the host."""
+    env = environ(registry)
+    cache = PackageCache(tmp_path / "cache")
+    cache.prepare()
+    sibling_home = cache.homes() / f"home-{os.getpid()}-sibling"
+    sibling_pkg = cache.root / "pkg" / "npm" / "another-package-0123456789"
+    for folder, name in ((sibling_home, ".npmrc"), (sibling_pkg / "npm", "token")):
+        folder.mkdir(parents=True)
+        (folder / name).write_text("//registry.example/:_authToken=sibling-token-9d2e\n", encoding="utf-8")
+        for path in (folder, folder.parent, folder / name):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    settings = PackageSettings(cache_dir=cache.root, environ=env)
+    entry = resolve(npm_package("1.0.0", "peek"), env)
+    outcome = anyio.run(run_package, entry, ClientLimits(timeout=90), "rich", settings)
+    assert tool_names(outcome) == [
+        "version_1_0_0",
+        "home_token_not_found",
+        "homes_beside_0",
+        "own_places_work",
+        "pkg_token_not_found",
+        "pkgs_beside_0",
+    ], child_user
+    assert "sibling-token-9d2e" in (sibling_home / ".npmrc").read_text(encoding="utf-8")
+    assert (sibling_pkg / "npm" / "token").is_file()
+
+
+@pytest.mark.skipif(not isolation.namespaces()[0], reason="needs a namespace of its own per child")
+@pytest.mark.skipif(shutil.which("node") is None, reason="node not installed")
+def test_a_command_finds_no_package_home_nor_install(tmp_path, monkeypatch):
+    """Not root, a ``--run-commands`` command runs as Fathom's own user beside the packages: a package's HOME
+    (a token in its npm config) and another install under the cache, readable by that uid, are not there in the
+    command's namespace (the test server's ``peek``, pointed at the cache as if its HOME were there)."""
+    monkeypatch.setattr(isolation, "enabled", lambda: False)
+    cache = PackageCache(tmp_path / "cache")
+    cache.prepare()
+    home = cache.homes() / f"home-{os.getpid()}-package"
+    install = cache.root / "pkg" / "npm" / "another-package-0123456789" / "npm"
+    for folder in (home, install):
+        folder.mkdir(parents=True)
+        (folder / "token").write_text("//registry.example/:_authToken=sibling-token-9d2e\n", encoding="utf-8")
+    server = tmp_path / "server" / "server.js"
+    server.parent.mkdir()
+    shutil.copy(Path(__file__).with_name("server.js"), server)
+    (server.parent / "package.json").write_text('{"version": "1.0.0"}', encoding="utf-8")
+    entry = ServerEntry(
+        name="peeking-command",
+        transport=Transport.STDIO,
+        command=(str(shutil.which("node")), str(server), "peek"),
+        env={
+            "PATH": os.environ.get("PATH", os.defpath),
+            "HOME": str(cache.homes() / "mine"),
+            "npm_config_cache": str(cache.root / "pkg" / "npm" / "mine" / "npm"),
+        },
+    )
+    found: list[ScanOutcome] = []
+    settings = CrawlSettings(concurrency=1, retries=0, packages=PackageSettings(cache_dir=cache.root))
+    anyio.run(lambda: crawl([entry], settings, lambda _entry, outcome: found.append(outcome)))
+    assert [tool["name"] for tool in found[0].tools or ()] == [
+        "version_1_0_0",
+        "home_token_not_found",
+        "homes_beside_0",
+        "own_places_fail_ENOENT",  # pointed into the cache, which is not its own
+        "pkgs_unlistable",
+    ], (found[0].outcome, found[0].detail)
+    assert (home / "token").is_file() and (install / "token").is_file()

@@ -206,6 +206,27 @@ def test_not_root_the_child_runs_in_a_user_namespace_mapping_only_its_own_user(t
     assert [line.split()[1] for line in lines[1:4]] == ["0000000000000000"] * 3
     assert int(lines[4]) <= 5 and "fathom-visible" not in lines and lines[-1] != "umount=0", done.stdout
 
+    # Siblings' HOMEs and package folders, nobody's own and world-readable on the host, are hidden; its own kept.
+    cache = tmp_path / "cache"
+    for folder in ("homes/mine/tmp", "homes/sibling", "pkg/npm/mine", "pkg/npm/other"):
+        (cache / folder).mkdir(parents=True)
+    (cache / "homes/sibling/.npmrc").write_text("token=sibling-token-9d2e\n", encoding="utf-8")
+    (cache / "pkg/npm/other/token").write_text("sibling-token-9d2e\n", encoding="utf-8")
+    subprocess.run(["chown", "-R", "nobody", str(cache)], check=True)
+    cache.chmod(0o755)
+    hiding = ["--hide", str(cache / "homes"), "--hide", str(cache / "pkg")]
+    keeping = ["--keep", str(cache / "homes/mine"), "--keep", str(cache / "pkg/npm/mine")]
+    script = (
+        f"cd {cache}; ls -A homes pkg/npm/; cat homes/sibling/.npmrc pkg/npm/other/token; "
+        "echo own > homes/mine/tmp/f && cat homes/mine/tmp/f && touch pkg/npm/mine/g && echo kept"
+    )
+    done = as_nobody("PARENT", *hiding, *keeping, "--", "sh", "-c", script)
+    seen = done.stdout.splitlines()
+    assert seen == ["homes:", "mine", "", "pkg/npm/:", "mine", "own", "kept"], (done.stdout, done.stderr)
+    assert "sibling-token-9d2e" not in done.stdout
+    assert (cache / "homes/mine/tmp/f").read_text(encoding="utf-8") == "own\n"  # the same folder as the host's
+    assert (cache / "homes/sibling/.npmrc").is_file() and (cache / "pkg/npm/other/token").is_file()
+
 
 @needs_namespaces
 def test_a_server_that_stops_fathom_cannot_and_the_scan_ends_in_time(tmp_path: Path):
