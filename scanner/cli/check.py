@@ -17,7 +17,7 @@ from scanner import exitcodes  # the one table of exit codes (a light module)
 from scanner.models import ProviderView  # the one table of provider names (a light module, no heavy imports)
 
 if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
-    from scanner.check.result import CheckResult
+    from scanner.check import CheckResult
 from scanner.cli.base import (
     _SETTINGS,
     ColorChoice,
@@ -248,9 +248,8 @@ def check(
     --min-score, --max-tokens, --fail-on-reject), a baseline (--save-baseline, --baseline, --max-increase),
     settings from [tool.fathom] in pyproject.toml or a fathom.toml, and a badge (--badge); see docs/ci.md.
     """
+    from scanner.check import CheckRequest, GateRequest, run_gate
     from scanner.check.config import load_config, settings
-    from scanner.check.gates import GateRequest, run_gate
-    from scanner.check.result import CheckRequest
 
     if all_tools and command and len(command) == 1 and _looks_like_tool_list(command[0]):
         _fail(f"--tools lists every tool's cost; did you mean --tools-file {command[0]}?", 2)

@@ -82,7 +82,7 @@ def try_model(
     ANTHROPIC_BASE_URL, OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL. See docs/try.md.
     """
     from scanner import trial
-    from scanner.check.result import CheckRequest
+    from scanner.check import CheckRequest
 
     sources = [tools_file is not None, url is not None, stdio is not None, bool(command), example, db is not None]
     if sum(sources) != 1:

@@ -62,7 +62,7 @@ def load_tools(request: TrialRequest) -> tuple[tuple[Any, ...], str]:
         return tuple(tools), f"{request.server} (run {newest.run_id}, stored)"
     if request.check is None:
         raise InputError("give a tool list: --tools-file, --url, --stdio, '-- command ...', or --db with --server")
-    from scanner.check.run import run_check
+    from scanner.check import run_check
 
     result = run_check(replace(request.check, measure=False))
     if result.tools is None:

@@ -12,7 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from scanner.check.result import CheckRequest
+from scanner.check import CheckRequest
 from scanner.models import TokenCount
 from scanner.providers.api import Exchange, Limits, ModelAnswer, Stop
 from scanner.textsafe import clean
