@@ -141,10 +141,12 @@ def run_columns(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def servers(db_url: str) -> list[dict[str, Any]]:
-    """Every server; the tools, tokens, score and finding counts are those of its last successful scan."""
+    """Every server; the tools, tokens, score and finding counts are those of its last successful scan (JSON and
+    CSV add ``clients``: what each client sends per turn at rest, scanner.measure.clients)."""
     with open_store(db_url) as store:
         found = store.servers()
         scores = store.scan_scores(row.last_ok_scan_id for row in found if row.last_ok_scan_id is not None)
+        clients = _clients(store, [(row.toolset_sha256, row.tokens) for row in found])
         rejected: dict[str, list[FindingRow]] = {}
         for finding in _client_findings(store, still_open=True):
             rejected.setdefault(finding.server, []).append(finding)
@@ -161,6 +163,7 @@ def servers(db_url: str) -> list[dict[str, Any]]:
             **{provider: row.tokens.get(provider) for provider in PROVIDERS},
             "will_it_load": loads[row.name][0] if row.name in loads else None,
             "verdicts": loads[row.name][1] if row.name in loads else None,
+            "clients": clients.get(row.toolset_sha256 or "") if row.last_ok_scan_id is not None else None,
             "detail": row.last_detail,
             "toolset_sha256": row.toolset_sha256,
             **_ran(row.last_run or RunSpec()),
@@ -168,6 +171,16 @@ def servers(db_url: str) -> list[dict[str, Any]]:
         }
         for row in found
     ]
+
+
+def _clients(store: Store, lists: list[tuple[str | None, Any]]) -> dict[str, dict[str, int]]:
+    """Each listed toolset's cost per client at rest, by sha256 (the server's instructions are not read here, so
+    Codex's and OpenAI's namespace rows count the server's name alone; ``check`` and the site count them)."""
+    from scanner.report.client_costs import StoredList, client_costs
+
+    stored = [StoredList(sha, dict(tokens)) for sha, tokens in lists if sha and tokens]
+    found = client_costs(store, stored)
+    return {item.sha256: found[item.key] for item in stored if item.key in found}
 
 
 def _ran(ran: RunSpec) -> dict[str, Any]:
@@ -193,6 +206,7 @@ def history(db_url: str, server: str) -> list[dict[str, Any]]:
         found = store.history(server)
         scores = store.scan_scores(row.scan_id for row in found if row.ok)
         rejected = _client_findings(store, server=server) if found else []
+        clients = _clients(store, [(row.toolset_sha256, row.tokens) for row in found if row.ok])
     loads = {row.run_id: _loads([f for f in rejected if _open_at(f, row.run_id)]) for row in found if row.ok}
     return [
         {
@@ -213,6 +227,7 @@ def history(db_url: str, server: str) -> list[dict[str, Any]]:
             "notes": row.notes if row.ok else None,
             "will_it_load": loads[row.run_id][0] if row.run_id in loads else None,
             "verdicts": loads[row.run_id][1] if row.run_id in loads else None,
+            "clients": clients.get(row.toolset_sha256 or "") if row.ok else None,
             # Every registered per-scan metric by name; None where the scan did not measure it.
             **{name: row.metrics.get(name) for name in scan_metrics.METRICS},
             "toolset_sha256": row.toolset_sha256,
