@@ -55,15 +55,17 @@ class SearchTool:
 
 UNPUBLISHED_CLAUDE_CODE = SearchTool(
     "unpublished",
-    "Claude Code's own ToolSearch tool is not published (closed source; Anthropic's ~500-token figure is for the "
-    "API's tool search tool, a different tool): not counted",
+    "not published: Claude Code's own ToolSearch tool (Claude Code is closed source, and Anthropic's ~500-token "
+    "figure is for the API's tool search tool, a different tool), so it is not counted",
 )
 UNPUBLISHED_CURSOR = SearchTool(
-    "unpublished", "Cursor publishes neither its lookup mechanism's prompt nor its size: not counted"
+    "unpublished",
+    "not published: Cursor gives neither its lookup mechanism's prompt nor its size, so it is not counted",
 )
 UNPUBLISHED_OPENAI = SearchTool(
     "unpublished",
-    "OpenAI does not publish how the hosted tool_search tool is shown to the model, nor its size: not counted",
+    "not published: OpenAI does not say how the hosted tool_search tool is shown to the model, nor its size, so it "
+    "is not counted",
 )
 
 
@@ -405,7 +407,7 @@ def measure_clients(
     (each tool's, in list order) are needed for the row that keeps them at rest (when None, that row is left
     out and :func:`missing_rows` says so); ``instructions`` are the server's, which Codex and the OpenAI
     namespace show (a stored list read by counts gives ``instructions_tokens`` instead, their o200k count: the
-    namespace is then that count plus its separator, within a token or two of the text's own render). Clients
+    namespace is then that count plus its separator, within a few tokens of the text's own render). Clients
     whose provider was not measured are left out.
     """
     anthropic_count, openai_count = Counters(count_text, count_openai).resolved()
