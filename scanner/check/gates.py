@@ -118,8 +118,8 @@ def parse_max_tokens(value: object, where: str = "--max-tokens") -> TokenLimit:
             client = name
         else:
             raise InputError(
-                f"{where} {value!r}: no provider or client {name!r} (providers: {', '.join(PROVIDER_SHORT)}; "
-                f"clients: {', '.join(CLIENTS_BY_KEY)})"
+                f"{where} {value!r}: no provider {name!r} (one of {', '.join(PROVIDER_SHORT)}), nor a client of "
+                f"that name (one of {', '.join(CLIENTS_BY_KEY)})"
             )
     try:
         limit = int(text.strip().replace("_", "").replace(",", ""))

@@ -212,4 +212,9 @@ def test_max_tokens_names_a_client() -> None:
     assert failed.exit_code == 1
     assert "FAILED --max-tokens vscode:100" in failed.output and "over the limit of 100" in failed.output
     wrong = _check("--max-tokens", "kodex:5")
-    assert wrong.exit_code == 2 and "no provider or client 'kodex'" in wrong.output and "codex" in wrong.output
+    assert (
+        wrong.exit_code == 2
+        and "no provider 'kodex'" in wrong.output
+        and "nor a client" in wrong.output
+        and "codex" in wrong.output
+    )
