@@ -27,7 +27,7 @@ from scanner.measure.score import SCORE_FORMULA, SCORE_VERSION, ScoreBreakdown, 
 from scanner.measure.verdicts import verdicts
 from scanner.models import PROVIDER_SHORT, Finding, Severity, ToolCost
 from scanner.report.changes import run_changes
-from scanner.report.client_costs import StoredList, client_costs
+from scanner.report.client_costs import StoredToolset, client_costs
 from scanner.report.csv_out import render_csv
 from scanner.report.data import (
     NOT_RUN_OUTCOMES,
@@ -286,8 +286,8 @@ def _client_tokens(store: Store, rows: Sequence[LeaderRow]) -> dict[str, dict[st
     return client_costs(store, [_stored(row) for row in ranked])
 
 
-def _stored(row: LeaderRow) -> StoredList:
-    return StoredList(str(row.toolset_sha256 or ""), dict(row.tokens), row.instructions_tokens.get("openai"))
+def _stored(row: LeaderRow) -> StoredToolset:
+    return StoredToolset(str(row.toolset_sha256 or ""), dict(row.tokens), row.instructions_tokens.get("openai"))
 
 
 def _client_key(row: LeaderRow) -> str:

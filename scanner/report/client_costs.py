@@ -18,7 +18,7 @@ CHUNK = 200
 
 
 @dataclass(frozen=True)
-class StoredList:
+class StoredToolset:
     """One stored list as the client rows need it: its toolset, its tokens per provider, and the OpenAI count of
     the server's instructions (None: it sent none)."""
 
@@ -32,8 +32,8 @@ class StoredList:
         return f"{self.sha256}:{self.instructions_openai or 0}"
 
 
-def client_costs(store: Store, lists: Iterable[StoredList]) -> dict[str, dict[str, int]]:
-    """Each list's cost per client at rest, by :attr:`StoredList.key`: client key -> tokens."""
+def client_costs(store: Store, lists: Iterable[StoredToolset]) -> dict[str, dict[str, int]]:
+    """Each list's cost per client at rest, by :attr:`StoredToolset.key`: client key -> tokens."""
     from scanner.measure.client_render import tool_descriptions
     from scanner.measure.clients import measure_clients
 
