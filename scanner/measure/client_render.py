@@ -45,6 +45,11 @@ def namespace_frame(name: str, description: str | None) -> str:
     return "\n".join(lines)
 
 
+def codex_search_texts() -> tuple[str]:
+    """Codex's tool_search with one server and no instructions (the server's own line is counted apart)."""
+    return (codex_search_tool(None),)
+
+
 def vscode_search_texts() -> tuple[str, str]:
     """VS Code's tool_search declaration as Claude reads it, and the prompt text around the deferred names."""
     tool, prompt = search.vscode_fixed_text()

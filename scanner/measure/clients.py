@@ -17,7 +17,7 @@ its public source.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scanner.measure import client_search as search
@@ -45,12 +45,14 @@ with tool search (with and without a namespace), Windsurf; search tools counted 
 @dataclass(frozen=True)
 class SearchTool:
     """A client's search tool: how its size is known. ``kind``: ``measured`` (counted here from its public
-    definition), ``vendor`` (the vendor's own figure, ``figure`` tokens), ``unpublished`` (neither exists:
-    ``source`` says so in words a reader understands)."""
+    definition: ``texts`` names the function of :mod:`scanner.measure.client_render` that renders it),
+    ``vendor`` (the vendor's own figure, ``figure`` tokens), ``unpublished`` (neither exists: ``source`` says so
+    in words a reader understands)."""
 
     kind: str
     source: str
     figure: int | None = None
+    texts: str = ""
 
 
 UNPUBLISHED_CLAUDE_CODE = SearchTool(
@@ -117,6 +119,7 @@ CLIENTS: tuple[Client, ...] = (
         defers=True,
         name_prefix=CLAUDE_CODE_NAME_PREFIX,
         search=UNPUBLISHED_CLAUDE_CODE,
+        search_limit=TYPICAL_LOADED[1],
         source="code.claude.com MCP and Agent SDK tool search docs; anthropics/claude-code CHANGELOG",
         note="ENABLE_TOOL_SEARCH unset or true: MCP tools always deferred (not on Haiku, nor through a proxy "
         "ANTHROPIC_BASE_URL)",
@@ -129,6 +132,7 @@ CLIENTS: tuple[Client, ...] = (
         threshold=0.10,
         name_prefix=CLAUDE_CODE_NAME_PREFIX,
         search=UNPUBLISHED_CLAUDE_CODE,
+        search_limit=TYPICAL_LOADED[1],
         source="code.claude.com Agent SDK tool search docs; anthropics/claude-code CHANGELOG 2.1.7, 2.1.9",
         note="defers only when the MCP tools exceed 10 % of a 200k context window (auto:N sets N %)",
     ),
@@ -139,6 +143,7 @@ CLIENTS: tuple[Client, ...] = (
         defers=True,
         rest="nothing",
         search=SearchTool("vendor", search.ANTHROPIC_SEARCH_SOURCE, search.ANTHROPIC_SEARCH_FIGURE),
+        search_limit=TYPICAL_LOADED[1],
         source="platform.claude.com tool search tool docs",
         note="deferred tools are not in context until a search returns them",
     ),
@@ -148,7 +153,11 @@ CLIENTS: tuple[Client, ...] = (
         "openai",
         defers=True,
         rest="sources",
-        search=SearchTool("measured", "Codex's tool_search definition (create_tool_search_tool), harmony render"),
+        search=SearchTool(
+            "measured",
+            "Codex's tool_search definition (create_tool_search_tool), harmony render",
+            texts="codex_search_texts",
+        ),
         search_limit=search.CODEX_SEARCH_LIMIT,
         source=search.CODEX_SOURCE,
         note="when the model and provider support tool_search and namespaces (otherwise every tool is sent)",
@@ -180,7 +189,11 @@ CLIENTS: tuple[Client, ...] = (
         defers=True,
         name_prefix=search.VSCODE_NAME_PREFIX,
         rest="names",
-        search=SearchTool("measured", "VS Code's tool_search tool and its prompt text (vscode-copilot-chat)"),
+        search=SearchTool(
+            "measured",
+            "VS Code's tool_search tool and its prompt text (vscode-copilot-chat)",
+            texts="vscode_search_texts",
+        ),
         search_limit=search.VSCODE_SEARCH_LIMIT,
         max_tools=128,
         source=search.VSCODE_SOURCE,
@@ -244,7 +257,6 @@ class ClientCost:
     namespace_tokens: int | None = None
     search_limit: int | None = None
     search_returns: int | None = None
-    extras: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -448,7 +460,7 @@ def _rest_costs(
 
     kind = client.rest_kind
     count = anthropic_count if client.provider != "openai" else openai_count
-    search_tool = _search_tokens(client, count, openai_count, anthropic_count)
+    search_tool = _search_tokens(client, count)
     if kind == "names":
         prefix = client.name_prefix or ""
         if prefix not in lines:
@@ -483,13 +495,9 @@ def _rest_costs(
     return RestCosts(search=search_tool)
 
 
-def _search_tokens(
-    client: Client,
-    count: Callable[[str], int],
-    openai_count: Callable[[str], int],
-    anthropic_count: Callable[[str], int],
-) -> int | None:
-    """The search tool's own tokens: measured from its public definition, the vendor's figure, or None."""
+def _search_tokens(client: Client, count: Callable[[str], int]) -> int | None:
+    """The search tool's own tokens in the row's provider: counted from its public definition, the vendor's
+    figure, or None (not published)."""
     from scanner.measure import client_render as render
 
     tool = client.search
@@ -497,11 +505,8 @@ def _search_tokens(
         return None
     if tool.kind == "vendor":
         return tool.figure
-    if client.key == "codex":
-        return openai_count(render.codex_search_tool(None))
-    if client.key == "vscode":
-        return sum(anthropic_count(text) for text in render.vscode_search_texts())
-    return None
+    texts: Callable[[], tuple[str, ...]] = getattr(render, tool.texts)
+    return sum(count(text) for text in texts())
 
 
 def report_clients(
