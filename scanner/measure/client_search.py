@@ -16,7 +16,7 @@ from typing import Any
 
 CODEX_SOURCE = (
     "openai/codex PR #29486 (2026-06-22: every MCP tool deferred behind tool_search when the model supports it); "
-    "create_tool_search_tool (core tools handlers, tool_search_spec.rs); codex-mcp rmcp_client.rs (the "
+    "create_tool_search_tool (codex-rs/core/src/tools/handlers/tool_search_spec.rs); codex-mcp rmcp_client.rs (the "
     "namespace is the server's name, its description the server's instructions); PR #27942 (4 KiB cut)"
 )
 CODEX_SEARCH_LIMIT = 8

@@ -372,10 +372,11 @@ def _rest_words(client: Client, count: int, rest: RestCosts, namespace: int) -> 
     if kind == "descriptions":
         return f"{count} functions with name and description only (parameters deferred)"
     if kind == "sources":
-        told = "its instructions" if rest.namespace_text and ":" in rest.namespace_text else "no instructions"
-        return f"deferred tools not in context; the server is one source line of tool_search ({told}: {namespace})"
+        told = rest.namespace_text is not None and ":" in rest.namespace_text
+        what = f"its instructions, {namespace:,} tokens" if told else "no instructions: its name alone"
+        return f"deferred tools not in context; the server is one source line of tool_search ({what})"
     if kind == "namespace":
-        return f"deferred tools not in context; the namespace name and description shown ({namespace})"
+        return f"deferred tools not in context; the namespace name and description shown ({namespace:,} tokens)"
     return "deferred tools not in context"
 
 
