@@ -11,7 +11,7 @@ A ``fathom.toml`` holds the same keys at its top level. Keys (docs/check.md has 
     fail-on-new = "problem"            # with a baseline: a new finding at this severity or worse fails
     fail-on-reject = ["claude-code", "openai-api"]   # clients that must load the whole list (scanner.measure.verdicts)
     min-score = 85
-    max-tokens = 8000                  # the most expensive provider; or a table {openai = 5000, ...}
+    max-tokens = 8000                  # the most expensive provider; or a table {openai = 5000, codex = 300}
     max-increase = "10%"               # or a number of tokens; needs a baseline
     baseline = "fathom-baseline.json"  # relative to the config file
     preview = true                     # also show preview rules' findings, marked (never scored or gated)
@@ -142,12 +142,12 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
 
 def _max_tokens(value: Any, where: str) -> tuple[TokenLimit, ...]:
     if isinstance(value, bool):
-        raise InputError(f"{where} must be a number of tokens or a table of provider = tokens")
+        raise InputError(f"{where} must be a number of tokens or a table of provider (or client) = tokens")
     if isinstance(value, int):
         return (parse_max_tokens(value, where),)
     if isinstance(value, dict):
         return tuple(parse_max_tokens(f"{provider}={limit}", where) for provider, limit in value.items())
-    raise InputError(f"{where} must be a number of tokens or a table of provider = tokens")
+    raise InputError(f"{where} must be a number of tokens or a table of provider (or client) = tokens")
 
 
 def _tool_ignores(value: Any, where: str) -> tuple[ToolIgnore, ...]:

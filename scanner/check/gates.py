@@ -2,7 +2,8 @@
 
 A gate is a limit the author sets: ``--fail-on problem|warning|note`` (findings at or above a severity;
 ``--strict`` is ``--fail-on problem``), ``--min-score N`` (the leaderboard's score), ``--max-tokens N`` (the
-most expensive provider, or ``PROVIDER=N`` for one), ``--fail-on-reject CLIENT[,CLIENT]`` (a named client would
+most expensive provider, ``PROVIDER=N`` for one, or ``CLIENT:N`` for what a client sends per turn at rest,
+:mod:`scanner.measure.clients`), ``--fail-on-reject CLIENT[,CLIENT]`` (a named client would
 refuse the list or drop a tool: :mod:`scanner.measure.verdicts`, stable rules only) and, against a ``--baseline``,
 ``--max-increase 10%`` (or a number of tokens) on every provider. With a baseline, ``--fail-on`` counts only
 findings that are new since it: the gate fails on what got worse, not on what the last release already had. Every
@@ -28,12 +29,16 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TokenLimit:
-    """``--max-tokens``: at most ``limit`` tokens per turn with ``provider`` (None: the most expensive one)."""
+    """``--max-tokens``: at most ``limit`` tokens per turn with ``provider`` (None: the most expensive one), or
+    sent per turn at rest by ``client`` (a key of :data:`scanner.measure.clients.CLIENTS`)."""
 
     limit: int
     provider: str | None = None
+    client: str | None = None
 
     def text(self) -> str:
+        if self.client:
+            return f"{self.client}:{self.limit}"
         return f"{self.provider}={self.limit}" if self.provider else str(self.limit)
 
 
@@ -96,21 +101,33 @@ def parse_severity(text: str, where: str = "--fail-on") -> Severity:
 
 
 def parse_max_tokens(value: object, where: str = "--max-tokens") -> TokenLimit:
-    """``5000`` (the most expensive provider) or ``openai=3000`` (one provider)."""
+    """``5000`` (the most expensive provider), ``openai=3000`` (one provider) or ``codex:2000`` (what one client
+    sends per turn at rest); ``=`` and ``:`` are the same, the name says whether it is a provider or a client."""
+    from scanner.measure.clients import CLIENTS_BY_KEY
+
     text = str(value).strip()
     provider: str | None = None
-    if "=" in text:
-        name, _, text = text.partition("=")
-        provider = name.strip().lower()
-        if provider not in PROVIDER_SHORT:
-            raise InputError(f"{where} {value!r}: no provider {provider!r} (one of {', '.join(PROVIDER_SHORT)})")
+    client: str | None = None
+    separator = "=" if "=" in text else ":" if ":" in text else ""
+    if separator:
+        name, _, text = text.partition(separator)
+        name = name.strip().lower()
+        if name in PROVIDER_SHORT:
+            provider = name
+        elif name in CLIENTS_BY_KEY:
+            client = name
+        else:
+            raise InputError(
+                f"{where} {value!r}: no provider {name!r} (one of {', '.join(PROVIDER_SHORT)}), nor a client of "
+                f"that name (one of {', '.join(CLIENTS_BY_KEY)})"
+            )
     try:
         limit = int(text.strip().replace("_", "").replace(",", ""))
     except ValueError:
-        raise InputError(f"{where} {value!r} is not a whole number of tokens (or PROVIDER=N)") from None
+        raise InputError(f"{where} {value!r} is not a whole number of tokens (or PROVIDER=N, CLIENT:N)") from None
     if limit < 0:
         raise InputError(f"{where} {value!r} is negative")
-    return TokenLimit(limit=limit, provider=provider)
+    return TokenLimit(limit=limit, provider=provider, client=client)
 
 
 def parse_increase(value: object, where: str = "--max-increase") -> Increase:
@@ -196,6 +213,8 @@ def _max_tokens(result: CheckResult, limit: TokenLimit) -> GateResult:
     report = result.report
     assert report is not None
     gate = f"--max-tokens {limit.text()}"
+    if limit.client is not None:
+        return _max_client_tokens(result, limit, gate)
     if limit.provider is None:
         count = max(report.tokens.values(), key=lambda count: count.tokens)
     elif limit.provider in report.tokens:
@@ -204,6 +223,24 @@ def _max_tokens(result: CheckResult, limit: TokenLimit) -> GateResult:
         return GateResult(gate, False, f"{_label(limit.provider)} was not measured")
     over = count.tokens - limit.limit
     said = f"{count.tokens:,} tokens per turn with {_label(count.provider)}"
+    if over > 0:
+        share = f", +{100.0 * over / limit.limit:.1f} %" if limit.limit else ""
+        return GateResult(gate, False, f"{said}: {over:,} over the limit of {limit.limit:,}{share}")
+    return GateResult(gate, True, said)
+
+
+def _max_client_tokens(result: CheckResult, limit: TokenLimit, gate: str) -> GateResult:
+    """What one client sends per turn at rest (deferred or not), against the limit."""
+    from scanner.measure.clients import report_clients
+
+    assert result.report is not None
+    costs = {cost.client: cost for cost in report_clients(result.report, result.tools)}
+    cost = costs.get(str(limit.client))
+    if cost is None:
+        return GateResult(gate, False, f"{limit.client} was not measured")
+    how = "deferred, at rest" if cost.deferred else "every tool"
+    said = f"{cost.tokens:,} tokens per turn with {cost.label} ({how})"
+    over = cost.tokens - limit.limit
     if over > 0:
         share = f", +{100.0 * over / limit.limit:.1f} %" if limit.limit else ""
         return GateResult(gate, False, f"{said}: {over:,} over the limit of {limit.limit:,}{share}")

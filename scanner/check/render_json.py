@@ -28,10 +28,11 @@ their tool, compared with it).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from scanner.check.result import CheckResult, Comparison
-from scanner.measure.clients import report_clients
+from scanner.measure.clients import CLIENTS_VERSION, report_clients
 from scanner.measure.verdicts import result_verdicts
 from scanner.measure.verdicts import to_json as verdict_json
 from scanner.models import CheckReport, Finding, ScanOutcome, Summary
@@ -50,7 +51,7 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
     return data
 
 
-def report_dict(report: CheckReport) -> dict[str, Any]:
+def report_dict(report: CheckReport, tools: Sequence[Any] | None = None) -> dict[str, Any]:
     scored = tuple(finding for finding in report.findings if not is_preview(finding.code))
     summary = Summary.of(scored)
     return {
@@ -71,7 +72,8 @@ def report_dict(report: CheckReport) -> dict[str, Any]:
             "preview": len(report.findings) - len(scored),
         },
         "findings": [finding_dict(finding) for finding in report.findings],
-        "clients": {cost.client: cost.to_json() for cost in report_clients(report)},
+        "clients": {cost.client: cost.to_json() for cost in report_clients(report, tools)},
+        "clients_version": CLIENTS_VERSION,
     } | instructions_dict(report)
 
 
@@ -124,7 +126,7 @@ def result_dict(result: CheckResult) -> dict[str, Any]:
     if result.outcome_findings:
         data["findings"] = [finding_dict(finding) for finding in result.outcome_findings]
     if result.report is not None:
-        data.update(report_dict(result.report))
+        data.update(report_dict(result.report, result.tools))
         data.update(gate_dict(result))
     from scanner.providers import strict
 

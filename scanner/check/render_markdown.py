@@ -13,6 +13,8 @@ their reasons, are always there.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from scanner.check.groups import FindingGroup, group_findings
 from scanner.check.render_text import PREVIEW_MEANING, headline
@@ -61,7 +63,7 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
     for provider, count in report.tokens.items():
         out.append(f"| {PROVIDER_LABELS.get(provider, provider)} | {count.tokens:,} | {md(count.method)} |")
     out += ["", f"{report.tools_count:,} tools · {report.context_share * 100:.1f} % of a 200k context", ""]
-    out += client_lines(report)
+    out += client_lines(report, result.tools)
     from scanner.measure.verdicts import render_markdown, result_verdicts
 
     out += render_markdown(result_verdicts(result), md)
@@ -114,11 +116,12 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
     return "\n".join(out)
 
 
-def client_lines(report: CheckReport) -> list[str]:
-    """What each client sends per turn (scanner.measure.clients): at rest, and with a typical 3 to 5 tools loaded."""
-    from scanner.measure.clients import report_clients
+def client_lines(report: CheckReport, tools: Sequence[Any] | None = None) -> list[str]:
+    """What each client sends per turn (scanner.measure.clients): at rest, and with a typical 3 to 5 tools loaded;
+    then what the server controls under deferral."""
+    from scanner.measure.clients import deferral_summary, report_clients
 
-    costs = report_clients(report)
+    costs = report_clients(report, tools)
     if not costs:
         return []
     out = ["**Per client** (what each client sends per turn):", ""]
@@ -127,7 +130,8 @@ def client_lines(report: CheckReport) -> list[str]:
         loaded = f"{cost.loaded_low:,}-{cost.loaded_high:,}" if cost.deferred else f"{cost.tokens:,}"
         defers = "yes" if cost.deferred else "no"
         out.append(f"| {md(cost.label)} | {defers} | {cost.tokens:,} | {loaded} | {md(cost.method)} |")
-    return [*out, ""]
+    summary = deferral_summary(costs)
+    return [*out, "", *([f"- {md(line)}" for line in summary] + [""] if summary else [])]
 
 
 def gate_lines(result: CheckResult) -> list[str]:

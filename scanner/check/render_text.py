@@ -18,6 +18,8 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 from scanner.check.groups import FindingGroup, group_findings
 from scanner.check.result import CheckResult, Comparison, IgnoredFinding
@@ -64,7 +66,14 @@ def server_lines(outcome: ScanOutcome, paint: _Painter) -> list[str]:
     return [paint(f"Server: {name}{version}", "1"), "  " + " · ".join(parts)]
 
 
-def cost_lines(report: CheckReport, paint: _Painter, *, verbose: bool = False, all_tools: bool = False) -> list[str]:
+def cost_lines(
+    report: CheckReport,
+    paint: _Painter,
+    *,
+    verbose: bool = False,
+    all_tools: bool = False,
+    raw_tools: Sequence[Any] | None = None,
+) -> list[str]:
     """Tokens per turn per provider (how each was counted with ``--verbose``), what each client sends, the
     server's instructions and the largest tools."""
     lines = [paint("Tokens per turn", "1")]
@@ -80,7 +89,7 @@ def cost_lines(report: CheckReport, paint: _Painter, *, verbose: bool = False, a
     lines.append(f"  {tools} · {share} ({labels[dearest.provider]})")
     if not verbose:
         lines.append(paint("  (how each count is made, and each client's: --verbose; docs/tokens.md)", "2"))
-    lines += client_lines(report, paint, verbose=verbose)
+    lines += client_lines(report, paint, verbose=verbose, tools=raw_tools)
     if report.instructions is not None:
         lines += ["", paint("Instructions (the server's, read as a system text every turn)", "1")]
         for provider, count in report.instructions.tokens.items():
@@ -140,12 +149,14 @@ def headline(findings: tuple[Finding, ...]) -> str:
     return line + (f" (+ {extra} preview)" if extra else "")
 
 
-def client_lines(report: CheckReport, paint: _Painter, *, verbose: bool = False) -> list[str]:
+def client_lines(
+    report: CheckReport, paint: _Painter, *, verbose: bool = False, tools: Sequence[Any] | None = None
+) -> list[str]:
     """What each client sends per turn (scanner.measure.clients): at rest and, when it defers, with 3 to 5 tools loaded;
-    how each figure is made with ``verbose``."""
-    from scanner.measure.clients import report_clients
+    what the server controls under deferral; how each figure is made with ``verbose``."""
+    from scanner.measure.clients import deferral_summary, report_clients
 
-    costs = report_clients(report)
+    costs = report_clients(report, tools)
     if not costs:
         return []
     lines = ["", paint("Per client (what each sends per turn)", "1")]
@@ -154,6 +165,7 @@ def client_lines(report: CheckReport, paint: _Painter, *, verbose: bool = False)
         lines.append(f"  {cost.label}: {cost.tokens:,} ({how})")
         if verbose:
             lines.append(f"    {paint(cost.method, '2')}")
+    lines += [f"  {clean(line)}" for line in deferral_summary(costs)]
     return lines
 
 
@@ -209,7 +221,7 @@ def render(
     lines += verdict_lines(result, paint)
     lines += openai_strict_lines(result, paint)
     lines += score_lines(result, paint)
-    lines += ["", *cost_lines(result.report, paint, verbose=verbose, all_tools=all_tools)]
+    lines += ["", *cost_lines(result.report, paint, verbose=verbose, all_tools=all_tools, raw_tools=result.tools)]
     lines += ignored_lines(result, paint)
     if result.comparison is not None:
         lines += comparison_lines(result.comparison, paint)

@@ -131,8 +131,10 @@ def check(
     max_tokens: Annotated[
         list[str] | None,
         typer.Option(
-            metavar="N|PROVIDER=N",
-            help="Exit 1 above N tokens per turn with the most expensive provider, or with PROVIDER (repeatable).",
+            metavar="N|PROVIDER=N|CLIENT:N",
+            help="Exit 1 above N tokens per turn with the most expensive provider, with PROVIDER (anthropic, "
+            "openai, ...), or sent at rest by CLIENT (codex, vscode, claude-code, ...: the 'Per client' rows) "
+            "(repeatable).",
         ),
     ] = None,
     baseline: Annotated[

@@ -34,7 +34,7 @@ def runs(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, wide
 def servers(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> None:
     """Every server with its last outcome, and the tools, leaderboard score, problem/warning/note counts and tokens
     per turn of its last successful scan; JSON and CSV add what its last scan ran (registry version, package, URL,
-    command) and that scan's stderr tail."""
+    command), that scan's stderr tail and "clients" (what each client sends per turn at rest)."""
     from scanner.report import queries
 
     fetch = lambda: queries.servers(_db_url(db, existing=True))  # noqa: E731
@@ -49,8 +49,8 @@ def history(
     wide: WideOption = False,
 ) -> None:
     """One server's scans over time: outcome, registry and server version, tools, tokens per provider, score, findings,
-    a column per per-scan metric (handshake and list times, tools/list pages), what was run (JSON/CSV) and, under
-    the table, the newest scan's stderr tail."""
+    a column per per-scan metric (handshake and list times, tools/list pages), what was run and what each client
+    sends per turn at rest (JSON/CSV: "clients") and, under the table, the newest scan's stderr tail."""
     from scanner.report import queries
 
     found: list[dict[str, Any]] = []

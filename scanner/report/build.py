@@ -27,6 +27,7 @@ from scanner.measure.score import SCORE_FORMULA, SCORE_VERSION, ScoreBreakdown, 
 from scanner.measure.verdicts import verdicts
 from scanner.models import PROVIDER_SHORT, Finding, Severity, ToolCost
 from scanner.report.changes import run_changes
+from scanner.report.client_costs import StoredToolset, client_costs
 from scanner.report.csv_out import render_csv
 from scanner.report.data import (
     NOT_RUN_OUTCOMES,
@@ -280,21 +281,17 @@ def build_leaderboard(
 
 
 def _client_tokens(store: Store, rows: Sequence[LeaderRow]) -> dict[str, dict[str, int]]:
-    """What each client sends per turn (scanner.measure.clients) for every ranked toolset, by its sha256: the per-tool
-    costs of all of them read at once."""
-    from scanner.measure.clients import measure_clients
-
+    """What each client sends per turn (scanner.measure.clients) for every ranked row, by :func:`_client_key`."""
     ranked = [row for row in rows if row.toolset_sha256 and row.tokens and is_ranked_outcome(row.outcome)]
-    every = store.toolsets_costs([str(row.toolset_sha256) for row in ranked])
-    out: dict[str, dict[str, int]] = {}
-    for row in ranked:
-        sha = str(row.toolset_sha256)
-        if sha in out:
-            continue
-        costs = every.get(sha, [])
-        measured = measure_clients(dict(row.tokens), [cost.tokens for cost in costs], [cost.name for cost in costs])
-        out[sha] = {cost.client: cost.tokens for cost in measured}
-    return out
+    return client_costs(store, [_stored(row) for row in ranked])
+
+
+def _stored(row: LeaderRow) -> StoredToolset:
+    return StoredToolset(str(row.toolset_sha256 or ""), dict(row.tokens), row.instructions_tokens.get("openai"))
+
+
+def _client_key(row: LeaderRow) -> str:
+    return _stored(row).key
 
 
 def _server_row(
@@ -328,7 +325,7 @@ def _server_row(
         server_version=row.server_version,
         lane=row.lane,
         lanes=lanes_text(row.lanes),
-        clients=dict((clients or {}).get(row.toolset_sha256 or "", {})),
+        clients=dict((clients or {}).get(_client_key(row), {})),
         codes=tuple(sorted({str(finding.code) for finding in row.findings})) if parts is not None else (),
         breakdown=parts,
         preview=len(previews),

@@ -141,10 +141,15 @@ def run_columns(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def servers(db_url: str) -> list[dict[str, Any]]:
-    """Every server; the tools, tokens, score and finding counts are those of its last successful scan."""
+    """Every server; the tools, tokens, score and finding counts are those of its last successful scan (JSON and
+    CSV add ``clients``: what each client sends per turn at rest, scanner.measure.clients)."""
     with open_store(db_url) as store:
         found = store.servers()
         scores = store.scan_scores(row.last_ok_scan_id for row in found if row.last_ok_scan_id is not None)
+        told = store.scans_instructions_tokens([row.last_ok_scan_id for row in found if row.last_ok_scan_id])
+        clients = _clients(
+            store, [(row.toolset_sha256, row.tokens, told.get(row.last_ok_scan_id or -1)) for row in found]
+        )
         rejected: dict[str, list[FindingRow]] = {}
         for finding in _client_findings(store, still_open=True):
             rejected.setdefault(finding.server, []).append(finding)
@@ -161,6 +166,9 @@ def servers(db_url: str) -> list[dict[str, Any]]:
             **{provider: row.tokens.get(provider) for provider in PROVIDERS},
             "will_it_load": loads[row.name][0] if row.name in loads else None,
             "verdicts": loads[row.name][1] if row.name in loads else None,
+            "clients": clients.get(_key(row.toolset_sha256, told.get(row.last_ok_scan_id or -1)))
+            if row.last_ok_scan_id is not None
+            else None,
             "detail": row.last_detail,
             "toolset_sha256": row.toolset_sha256,
             **_ran(row.last_run or RunSpec()),
@@ -168,6 +176,21 @@ def servers(db_url: str) -> list[dict[str, Any]]:
         }
         for row in found
     ]
+
+
+def _clients(store: Store, lists: list[tuple[str | None, Any, int | None]]) -> dict[str, dict[str, int]]:
+    """Each listed toolset's cost per client at rest (with the OpenAI count of its scan's instructions, which Codex
+    and the OpenAI namespace show), by :func:`_key`."""
+    from scanner.report.client_costs import StoredToolset, client_costs
+
+    stored = [StoredToolset(sha, dict(tokens), told) for sha, tokens, told in lists if sha and tokens]
+    return client_costs(store, stored)
+
+
+def _key(sha: str | None, told: int | None) -> str:
+    from scanner.report.client_costs import StoredToolset
+
+    return StoredToolset(sha or "", {}, told).key
 
 
 def _ran(ran: RunSpec) -> dict[str, Any]:
@@ -193,6 +216,8 @@ def history(db_url: str, server: str) -> list[dict[str, Any]]:
         found = store.history(server)
         scores = store.scan_scores(row.scan_id for row in found if row.ok)
         rejected = _client_findings(store, server=server) if found else []
+        told = store.scans_instructions_tokens([row.scan_id for row in found if row.ok])
+        clients = _clients(store, [(row.toolset_sha256, row.tokens, told.get(row.scan_id)) for row in found if row.ok])
     loads = {row.run_id: _loads([f for f in rejected if _open_at(f, row.run_id)]) for row in found if row.ok}
     return [
         {
@@ -213,6 +238,7 @@ def history(db_url: str, server: str) -> list[dict[str, Any]]:
             "notes": row.notes if row.ok else None,
             "will_it_load": loads[row.run_id][0] if row.run_id in loads else None,
             "verdicts": loads[row.run_id][1] if row.run_id in loads else None,
+            "clients": clients.get(_key(row.toolset_sha256, told.get(row.scan_id))) if row.ok else None,
             # Every registered per-scan metric by name; None where the scan did not measure it.
             **{name: row.metrics.get(name) for name in scan_metrics.METRICS},
             "toolset_sha256": row.toolset_sha256,

@@ -257,6 +257,10 @@ class Store:
         """:meth:`toolset_costs` of many toolsets at once, by sha256 (a few queries, not one per toolset)."""
         return read.toolsets_costs(self._sessions, shas)
 
+    def scans_instructions_tokens(self, scan_ids: Sequence[int], provider: str = "openai") -> dict[int, int]:
+        """What each scan's instructions cost ``provider`` (scans without instructions left out)."""
+        return read.scans_instructions_tokens(self._sessions, scan_ids, provider)
+
     def database_stats(self) -> dict[str, int]:
         """Row counts per table (for ``fathom db info`` and the growth benchmark)."""
         return read.database_stats(self._sessions)

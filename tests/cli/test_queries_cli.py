@@ -225,3 +225,31 @@ def test_diff_shows_a_rename_as_one_row_and_findings_gone_with_the_tool_in_every
     assert not any("fixed" in line and "MCP102" in line for line in lines)
     assert any(re.match(r"\s*finding gone with the tool\s+x\s+MCP102", line) for line in lines), out
     assert "MCP205" not in out and "tool added" not in out
+
+
+def test_servers_and_history_say_what_each_client_sends(database: Path) -> None:
+    from scanner.measure.clients import CLIENTS, measure_clients
+
+    code, out, _ = invoke("servers", "--db", str(database), "--format", "json")
+    assert code == 0
+    rows = {row["server"]: row for row in json.loads(out)}
+    with open_store(f"sqlite:///{database}") as store:
+        for name, row in rows.items():
+            costs = store.toolset_costs(row["toolset_sha256"])
+            tools = store.toolset_tools(row["toolset_sha256"])
+            expected = measure_clients(
+                {p: row[p] for p in ("anthropic", "anthropic-v3", "openai", "gemini") if row.get(p) is not None},
+                [cost.tokens for cost in costs],
+                [cost.name for cost in costs],
+                descriptions=[tools[cost.index].get("description") for cost in costs],
+            )
+            assert row["clients"] == {cost.client: cost.tokens for cost in expected}, name
+            assert list(row["clients"]) == [client.key for client in CLIENTS]
+            assert row["clients"]["windsurf"] == row["anthropic"]
+    # c's last scan failed: its clients are those of its last successful list, like its tokens.
+    code, out, _ = invoke("history", "c", "--db", str(database), "--format", "json")
+    history = json.loads(out)
+    assert [row["clients"] is None for row in history] == [True, False, True]
+    assert history[1]["clients"] == rows["c"]["clients"]
+    code, out, _ = invoke("servers", "--db", str(database), "--format", "csv")
+    assert "clients" in next(csv.reader(io.StringIO(out)))

@@ -39,6 +39,8 @@ def test_deferring_client_costs_names_plus_search_and_loads_at_the_mean() -> Non
     assert cost.tokens == 6 * 5 + 40
     assert cost.loaded_low == 70 + 3 * 350 and cost.loaded_high == 70 + 5 * 350
     assert cost.search_tokens == 40 and "6 name lines" in cost.method and "search tool 40" in cost.method
+    # One search returns the typical five, the largest ones: what it pulls in at most.
+    assert cost.search_returns == 600 + 500 + 400 + 300 + 200
 
 
 def test_fewer_tools_than_typical_loads_them_all() -> None:
@@ -72,7 +74,7 @@ def test_threshold_switch_below_loads_everything_above_defers() -> None:
 def test_claude_code_presets_on_a_real_list() -> None:
     tools = json.loads(REALISTIC.read_text(encoding="utf-8"))
     report = measure(Toolset.from_tools(tools))
-    costs = {cost.client: cost for cost in report_clients(report)}
+    costs = {cost.client: cost for cost in report_clients(report, tools)}
     assert set(costs) == {client.key for client in CLIENTS}
     names = [tool["name"] for tool in tools]
     lines = sum(text_cost(f"{CLAUDE_CODE_NAME_PREFIX}{name}\n") for name in names)
@@ -99,7 +101,7 @@ def test_auto_defers_a_list_past_ten_percent() -> None:
 
 
 def test_measure_clients_skips_unmeasured_providers() -> None:
-    costs = measure_clients({"gemini": 10}, [{"gemini": 10}], ["a"], count_text=len, scale=lambda n: n)
+    costs = measure_clients({"gemini": 10}, [{"gemini": 10}], ["a"], count_text=len)
     assert [cost.client for cost in costs] == ["gemini-cli"]
 
 

@@ -16,7 +16,11 @@ from .test_report_site import read, site  # noqa: F401  (the site fixture)
 
 def _expected(store: Store, sha: str, tokens: dict[str, int]) -> dict[str, int]:
     costs = store.toolset_costs(sha)
-    measured = measure_clients(tokens, [cost.tokens for cost in costs], [cost.name for cost in costs])
+    tools = store.toolset_tools(sha)  # the raw list: the OpenAI row that keeps descriptions reads them
+    described = [tools[cost.index].get("description") for cost in costs]
+    measured = measure_clients(
+        tokens, [cost.tokens for cost in costs], [cost.name for cost in costs], descriptions=described
+    )
     return {cost.client: cost.tokens for cost in measured}
 
 

@@ -32,6 +32,7 @@ from scanner.store.read.server_reads import (
     toolsets_tools,
 )
 from scanner.store.read.toolset_reads import (
+    scans_instructions_tokens,
     toolset_costs,
     toolset_findings,
     toolset_tokens,
@@ -59,6 +60,7 @@ __all__ = [
     "run_spec",
     "runs",
     "scan_scores",
+    "scans_instructions_tokens",
     "server_ids",
     "servers",
     "stderr_tail",

@@ -14,6 +14,8 @@ from scanner.models import Finding, TokenCount, ToolCost
 from scanner.store import codec, common
 from scanner.store.read.shared import _TOKENS, _TOOLSETS
 from scanner.store.tables import (
+    InstructionsToken,
+    Scan,
     ToolsetRow,
     ToolsetToken,
     ToolToken,
@@ -100,3 +102,21 @@ def toolsets_costs(sessions: sessionmaker[Session], shas: Sequence[str]) -> dict
             for sha, tool in session.execute(query):
                 found[sha].append(ToolCost(name=tool.name, index=tool.tool_index, tokens=dict(tool.tokens or {})))
     return dict(found)
+
+
+def scans_instructions_tokens(
+    sessions: sessionmaker[Session], scan_ids: Sequence[int], provider: str = "openai"
+) -> dict[int, int]:
+    """What each scan's instructions cost ``provider`` (scan id -> tokens; scans without instructions left out), a
+    query per chunk of scans: the client rows of ``servers``/``history`` show Codex's namespace text with them."""
+    found: dict[int, int] = {}
+    with sessions() as session:
+        for chunk in common.chunks(sorted(set(scan_ids))):
+            query = (
+                select(Scan.id, InstructionsToken.tokens)
+                .join(InstructionsToken, InstructionsToken.instructions_id == Scan.instructions_id)
+                .where(Scan.id.in_(chunk), InstructionsToken.provider == provider)
+            )
+            for scan_id, tokens in session.execute(query):
+                found[scan_id] = tokens
+    return found

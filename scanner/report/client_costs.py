@@ -1,0 +1,60 @@
+"""What each client sends per turn for stored lists (:mod:`scanner.measure.clients`), for the site, the exports
+and the ``servers``/``history`` answers.
+
+Client costs are never stored: they are computed from what is (each tool's own cost per provider, the raw tools
+for their descriptions, the server's instructions by their OpenAI count), so a new client row shows on every
+stored list at once with no migration or rescore. :func:`client_costs` reads many lists in a few queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from scanner.store import Store
+
+CHUNK = 200
+"""Raw tool lists read at a time (their descriptions are kept, the lists dropped): memory stays bounded."""
+
+
+@dataclass(frozen=True)
+class StoredToolset:
+    """One stored list as the client rows need it: its toolset, its tokens per provider, and the OpenAI count of
+    the server's instructions (None: it sent none)."""
+
+    sha256: str
+    tokens: Mapping[str, int]
+    instructions_openai: int | None = None
+
+    @property
+    def key(self) -> str:
+        """Two servers with the same list and other instructions show Codex another namespace text."""
+        return f"{self.sha256}:{self.instructions_openai or 0}"
+
+
+def client_costs(store: Store, lists: Iterable[StoredToolset]) -> dict[str, dict[str, int]]:
+    """Each list's cost per client at rest, by :attr:`StoredToolset.key`: client key -> tokens."""
+    from scanner.measure.client_render import tool_descriptions
+    from scanner.measure.clients import measure_clients
+
+    wanted = [item for item in lists if item.sha256 and item.tokens]
+    shas = sorted({item.sha256 for item in wanted})
+    every = store.toolsets_costs(shas)
+    described: dict[str, list[str | None]] = {}
+    for start in range(0, len(shas), CHUNK):
+        for sha, tools in store.toolsets_tools(shas[start : start + CHUNK]).items():
+            described[sha] = tool_descriptions(tools, [cost.index for cost in every.get(sha, [])])
+    out: dict[str, dict[str, int]] = {}
+    for item in wanted:
+        if item.key in out:
+            continue
+        costs = every.get(item.sha256, [])
+        measured = measure_clients(
+            dict(item.tokens),
+            [cost.tokens for cost in costs],
+            [cost.name for cost in costs],
+            descriptions=described.get(item.sha256),
+            instructions_tokens=item.instructions_openai,
+        )
+        out[item.key] = {cost.client: cost.tokens for cost in measured}
+    return out
