@@ -28,6 +28,7 @@ __all__ = ["DEFAULT_LIMIT", "clean_text", "markdown_escape", "slugify", "unique_
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9_-]+")
 SLUG_MAX = 60
 DEFAULT_LIMIT = 4000  # characters of one server-written string a report shows, unless the caller says otherwise
+MAX_SERVER_NAME = 1000  # a longer stored name (server.json's are cut at 200) is a crafted row: skipped, said once
 
 
 def xml_escape(text: str) -> str:
