@@ -55,6 +55,8 @@ CRAFTED: dict[str, tuple[str, str | None, str | None]] = {
     "tool-tokens-name-a-number": ("UPDATE tool_tokens SET name=42", None, None),
     "run-options-not-json": ("UPDATE runs SET options='{bad'", None, "runs.options"),
     "run-date-garbage": ("UPDATE runs SET started_at='yesterday' WHERE id=3", None, "runs.started_at"),
+    "scan-of-no-run": (f"UPDATE scans SET run_id=999 WHERE id={LATEST_SCAN}", None, None),
+    "scan-of-no-tool-list": ("UPDATE scans SET toolset_id=9999 WHERE toolset_id IS NOT NULL", None, None),
     "event-kind-unknown": ("UPDATE events SET kind='teleported'", None, None),
     "event-details-a-list": ("UPDATE events SET details='[1]'", None, "events.details"),
 }
@@ -123,9 +125,11 @@ def test_one_crafted_row_never_breaks_a_reader(crafted: Path, tmp_path: Path, co
     elif command == "check":
         # The server's stored list is checked (0, or 1 if its findings fail no gate here) unless the row that
         # was changed is the list itself: then one line says so (exit 4), never a traceback.
-        assert code in (0, 1, 4), stderr
+        assert code in (0, 1, 2, 4), stderr
         if code == 4:
             assert name == "toolset-data-corrupt" and "tool list cannot be read" in stderr
+        if code == 2:  # its scans now name no tool list the store holds: said in one line
+            assert name == "scan-of-no-tool-list" and "stored tool list of scan" in stderr, stderr
     else:
         assert code in (0, 2, 4), stderr  # 2: the server the query names no longer exists under that name
         if code:

@@ -126,6 +126,11 @@ def scan_scores(engine: Engine, scan_ids: Iterable[int]) -> dict[int, ScanScore]
                 .join(_TOOLSETS, _TOOLSETS.c.id == _SCANS.c.toolset_id)
                 .where(_SCANS.c.id.in_(chunk))
             ).all()
+            for scan in [scan for scan in scans if scan[1] not in versions]:  # a crafted row: skipped, said once
+                unreadable(
+                    "scans.run_id", f"a run that is not there (scan {scan[0]}, run {str(scan[1])[:20]})", "skipped"
+                )
+            scans = [scan for scan in scans if scan[1] in versions]
             pairs = {(toolset_id, versions[run_id]) for _, run_id, toolset_id, _ in scans}
             _sizes, stored_tokens = _toolsets(connection, sorted({toolset_id for _, _, toolset_id, _ in scans}))
             found: dict[Any, list[_Scored]] = defaultdict(list)
