@@ -78,3 +78,48 @@ def clean_text(value: Any, *, limit: int | None = None, keep_newlines: bool = Fa
 def clean(text: object, *, keep_newlines: bool = False) -> str:
     """``text`` with every hidden character escaped (newlines and tabs kept only if asked), never cut."""
     return clean_text(text, limit=None, keep_newlines=keep_newlines)
+
+
+# --- Markdown ----------------------------------------------------------------------------------------------------
+
+# Backslash, code, emphasis, link and image brackets, table pipes, strikethrough, math: the syntax that can act
+# mid-line (what acts only at a line's start never gets there: a cell or a value is never a line of its own).
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~$])")
+# A zero-width space (as an entity) after "@", after every ":" before a "/" (a URL scheme's) and inside "www.":
+# GitHub then neither notifies a user or team (@someone) nor turns a bare link or an e-mail address into a live
+# one; the text reads the same once rendered. No word boundary is asked for: cmark-gfm links "ñhttps://x" too.
+_ZWSP = "&#8203;"
+_SCHEME = re.compile(r":(?=/)")
+_WWW = re.compile(r"(?i)(www)\.")
+_CODE_SPAN = re.compile(r"`[^`\n]+`")
+
+
+def _markdown_plain(text: str) -> str:
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    text = _MD_SPECIAL.sub(r"\\\1", text).replace("@", "@" + _ZWSP)
+    return _WWW.sub(r"\1" + _ZWSP + ".", _SCHEME.sub(":" + _ZWSP, text))
+
+
+def markdown_text(value: Any, *, limit: int | None = None, code_spans: bool = False) -> str:
+    """``value`` safe inside any Markdown line or table cell: the one escaping of every Markdown output (``check
+    --format markdown``, the Action's PR comment and step summary, ``leaderboard.md``, ``try``'s Markdown).
+
+    Hidden characters and line breaks become visible escapes (:func:`clean_text`, so a cell never breaks its row),
+    HTML-significant characters become entities (renderers pass raw HTML through), Markdown syntax gets a
+    backslash (no link, image, emphasis, code or extra table column: ``|`` is ``\\|``), and ``@``, ``scheme:/``
+    and ``www.`` get a zero-width space so GitHub pings no one and makes no bare link live. Capped at ``limit``.
+
+    ``code_spans`` keeps backtick code spans of text Fathom wrote itself (a catalogue hint's `` `items` ``): their
+    content is literal to a renderer, and only a ``|``, which GFM tables split on even there, is escaped. Never
+    for a stranger's text.
+    """
+    text = clean_text(value, limit=limit)
+    if not code_spans:
+        return _markdown_plain(text)
+    out: list[str] = []
+    last = 0
+    for span in _CODE_SPAN.finditer(text):
+        out += [_markdown_plain(text[last : span.start()]), span.group().replace("|", "\\|")]
+        last = span.end()
+    out.append(_markdown_plain(text[last:]))
+    return "".join(out)

@@ -21,7 +21,9 @@ A ``fathom.toml`` holds the same keys at its top level. Keys (docs/check.md has 
     reason = "the name is the whole story for this one"
 
 Command-line flags win over the file (a flag given replaces the file's value). An unknown key, a wrong type or
-a per-tool ignore without a reason is an input error (exit 2): a typo must never silently switch a gate off.
+a per-tool ignore without a reason is an input error (exit 2): a typo must never silently switch a gate off. So is
+a ``pyproject.toml`` on the way up that cannot be read or is not valid TOML, wherever its fault is (the message
+names the file and the line): its ``[tool.fathom]`` could be there, unread.
 Ignored findings are never dropped: ``check`` lists them as ignored, with the reason (:mod:`scanner.check`).
 """
 
@@ -103,15 +105,18 @@ class CheckSettings:
 
 
 def _has_table(path: Path) -> bool:
-    """Whether ``path`` (a pyproject.toml) has ``[tool.fathom]``. Someone else's broken TOML is not ours to report
-    unless it holds our table, but a file that is not one (a FIFO, /dev/zero), too large or nested too deeply to
-    read safely is refused: one line, exit 2 (scanner/safefile.py)."""
+    """Whether ``path`` (a pyproject.toml) has ``[tool.fathom]``. A file that cannot be read or is not valid TOML
+    is an input error naming the file and the line (exit 2), wherever the fault is: its ``[tool.fathom]`` may be
+    there unread, and a check that ran without its gates would pass silently (issue 42). A file that is not one
+    (a FIFO, /dev/zero), too large or nested too deeply is refused the same way (scanner/safefile.py)."""
     try:
         raw = safefile.read_regular(path, label=str(path), max_bytes=safefile.MAX_CONFIG_BYTES)
         data = safefile.parse_toml(raw, str(path))
     except InputError as exc:
         if isinstance(exc.__cause__, OSError | UnicodeDecodeError | tomllib.TOMLDecodeError):
-            return False  # unreadable (permissions, a dangling link) or broken: not ours, as before
+            raise InputError(
+                f"{exc}; its [tool.fathom] gates cannot be read, so the check stops rather than run without them"
+            ) from exc.__cause__
         raise
     tool = data.get("tool")
     return isinstance(tool, dict) and isinstance(tool.get("fathom"), dict)

@@ -280,13 +280,43 @@ def rules_left(select: Sequence[str], ignore: Sequence[str]) -> int:
     return sum(1 for code in RULES if rule_selected(code, select, ignore))
 
 
-def _nothing_shown(level: Severity) -> GateResult:
-    """``--fail-on`` when select/ignore leave no rule: it could never fail, so it fails (docs/ci.md)."""
-    return GateResult(
-        f"--fail-on {level.label}",
-        False,
-        "every rule is ignored (select/ignore leave none), so no finding was compared: ignore fewer rules",
+CHECK_SCOPES = ("tool", "list")
+"""The rule scopes ``check`` runs on one list; registry-data (MCP7), lanes and history rules never fire there."""
+
+
+def rules_that_fire(select: Sequence[str], ignore: Sequence[str]) -> int:
+    """How many rules ``select``/``ignore`` leave that can fire in ``check`` and be gated: a stable rule with a
+    check on a tool or on the list (preview findings are shown with ``--preview``, never gated)."""
+    from scanner.rules import RULES
+    from scanner.rules.registry import is_preview, rule_selected
+
+    return sum(
+        1
+        for rule in RULES.values()
+        if rule.check is not None
+        and rule.scope in CHECK_SCOPES
+        and not is_preview(rule.code)
+        and rule_selected(rule.code, select, ignore)
     )
+
+
+def nothing_can_fire(select: Sequence[str], ignore: Sequence[str]) -> str | None:
+    """Why ``select``/``ignore`` leave ``--fail-on`` nothing to compare (the gate's failure message), or None
+    when some rule can fire."""
+    if not rules_left(select, ignore):
+        return "every rule is ignored (select/ignore leave none), so no finding was compared: ignore fewer rules"
+    if not rules_that_fire(select, ignore):
+        return (
+            "select/ignore leave only rules that never fire in check (registry-data, lanes, history or preview "
+            "rules), so no finding was compared: select rules that check runs"
+        )
+    return None
+
+
+def _nothing_shown(level: Severity, why: str) -> GateResult:
+    """``--fail-on`` when select/ignore leave no rule that can fire: it could never fail, so it fails
+    (docs/ci.md)."""
+    return GateResult(f"--fail-on {level.label}", False, why)
 
 
 def _fail_on_reject(result: CheckResult, clients: tuple[str, ...]) -> GateResult:
@@ -300,14 +330,15 @@ def _fail_on_reject(result: CheckResult, clients: tuple[str, ...]) -> GateResult
     return GateResult(gate, True, "every named client loads the whole list")
 
 
-def evaluate(result: CheckResult, gates: Gates, *, rules_shown: int = 1) -> tuple[GateResult, ...]:
-    """Every gate asked for, in a fixed order; nothing for a list that was not measured. ``rules_shown`` 0 (every
-    rule ignored) fails ``--fail-on``: a gate that compares nothing never passes."""
+def evaluate(result: CheckResult, gates: Gates, *, silenced: str | None = None) -> tuple[GateResult, ...]:
+    """Every gate asked for, in a fixed order; nothing for a list that was not measured. ``silenced`` (why
+    select/ignore leave no rule that can fire, :func:`nothing_can_fire`) fails ``--fail-on``: a gate that
+    compares nothing never passes."""
     if result.report is None:
         return ()
     out: list[GateResult] = []
     if gates.fail_on is not None:
-        out.append(_fail_on(result, gates.fail_on) if rules_shown else _nothing_shown(gates.fail_on))
+        out.append(_fail_on(result, gates.fail_on) if silenced is None else _nothing_shown(gates.fail_on, silenced))
     if gates.min_score is not None:
         out.append(_min_score(result, gates.min_score))
     out += [_max_tokens(result, limit) for limit in gates.max_tokens]
@@ -343,8 +374,8 @@ def run_gate(request: GateRequest) -> CheckResult:
     if before is not None:
         assert request.baseline is not None
         result = replace(result, comparison=baseline.compare(before, result, path=str(request.baseline)))
-    shown = rules_left(request.check.select, request.check.ignore)
-    result = replace(result, gates=evaluate(result, request.gates, rules_shown=shown))
+    silenced = nothing_can_fire(request.check.select, request.check.ignore)
+    result = replace(result, gates=evaluate(result, request.gates, silenced=silenced))
     if request.save_baseline is not None:
         baseline.save(result, request.save_baseline)
     return result

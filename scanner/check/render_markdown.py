@@ -12,30 +12,40 @@ their reasons, are always there.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from scanner.check.groups import FindingGroup, group_findings
 from scanner.check.render_text import PREVIEW_MEANING, headline
-from scanner.check.result import CheckResult, Comparison
-from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT, CheckReport
-from scanner.report.text import markdown_escape
+from scanner.check.result import BaselineFinding, CheckResult, Comparison
+from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT, CheckReport, Finding
+from scanner.rules import RULES
 from scanner.rules.catalogue import precision_label
 from scanner.rules.registry import is_preview
-
-# A zero-width space (as an entity) after "@", after a URL scheme's ":" and inside "www.": GitHub then neither
-# notifies a user or team (@someone) nor turns a bare link into a live one; the text reads the same.
-_ZWSP = "&#8203;"
-_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*):(?=/)")
-_WWW = re.compile(r"(?i)\b(www)\.")
+from scanner.textsafe import markdown_text
 
 
 def md(text: object) -> str:
-    """Text safe inside Markdown prose or a table cell (the report's own escaping, never cut): no HTML, no links,
-    no emphasis, no @mention and no bare link a PR comment would make live (the text of a tool is a stranger's)."""
-    escaped = markdown_escape(text, limit=None).replace("@", "@" + _ZWSP)
-    return _WWW.sub(r"\1" + _ZWSP + ".", _SCHEME.sub(r"\1:" + _ZWSP, escaped))
+    """Text safe inside Markdown prose or a table cell, never cut: the ground floor's one Markdown escaping
+    (:func:`scanner.textsafe.markdown_text`): no HTML, no links, no emphasis, no extra column, no @mention and no
+    bare link a PR comment would make live (the text of a tool is a stranger's)."""
+    return markdown_text(text)
+
+
+def hint_cell(finding: Finding) -> str:
+    """The "Fix" cell: the catalogue's own hint keeps its code spans; what comes before it (a finding's own fix,
+    which quotes property names from the tool list) and any hint that is not the catalogue's (a stored or
+    baseline finding) is a stranger's text, escaped whole."""
+    rule = RULES.get(finding.code)
+    hint = finding.hint
+    if rule is not None and rule.hint and hint.endswith(rule.hint):
+        return md(hint[: len(hint) - len(rule.hint)]) + markdown_text(rule.hint, code_spans=True)
+    return md(hint)
+
+
+def _code(finding: Finding | BaselineFinding) -> str:
+    """``MCP104 slug``: from the catalogue in a fresh check, but a baseline's or the store's text otherwise."""
+    return md(f"{finding.code} {finding.rule}")
 
 
 def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = False) -> str:
@@ -76,14 +86,14 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
         out += ["| Provider | Tools | + Instructions | Method |", "|---|---:|---:|---|"]
         for provider, count in report.instructions.tokens.items():
             tools = report.tokens[provider].tokens if provider in report.tokens else 0
-            label = PROVIDER_LABELS.get(provider, provider)
+            label = md(PROVIDER_LABELS.get(provider, provider))
             out.append(f"| {label} | {tools:,} | {count.tokens:,} | {md(count.method)} |")
         out.append("")
     shown = report.tools_by_cost if all_tools else report.largest_tools
     if shown:
         providers = list(report.tokens)
         out += ["### Tools, most expensive first" if all_tools else "### Largest tools", ""]
-        out.append("| Tool | " + " | ".join(PROVIDER_LABELS.get(p, p) for p in providers) + " |")
+        out.append("| Tool | " + " | ".join(md(PROVIDER_LABELS.get(p, p)) for p in providers) + " |")
         out.append("|---|" + "---:|" * len(providers))
         for cost in shown:
             counts = " | ".join(f"{cost.tokens.get(p, 0):,}" for p in providers)
@@ -103,14 +113,14 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
                     tool = "(instructions)"
             tag = " (preview)" if is_preview(finding.code) else ""
             out.append(
-                f"| {finding.severity.label} | {finding.code} {finding.rule}{tag} | {tool} | "
-                f"{md(finding.message)} | {finding.hint} |"
+                f"| {finding.severity.label} | {_code(finding)}{tag} | {tool} | "
+                f"{md(finding.message)} | {hint_cell(finding)} |"
             )
         out.append("")
         previews = list(dict.fromkeys(finding.code for finding in report.findings if is_preview(finding.code)))
         if previews:
             out += [f"_{md(PREVIEW_MEANING.replace('[preview]', '(preview)'))}_", ""]
-            out += [f"- {code}: {precision_label(code)}" for code in previews]
+            out += [f"- {md(code)}: {md(precision_label(code))}" for code in previews]
             out.append("")
     out += score_lines(result) + ignored_lines(result)
     return "\n".join(out)
@@ -139,7 +149,8 @@ def gate_lines(result: CheckResult) -> list[str]:
         return []
     out = ["| Gate | Result | |", "|---|---|---|"]
     for gate in result.gates:
-        out.append(f"| `{gate.gate}` | {'passed' if gate.passed else '**failed**'} | {md(gate.message)} |")
+        name = markdown_text(f"`{gate.gate}`", code_spans=True)
+        out.append(f"| {name} | {'passed' if gate.passed else '**failed**'} | {md(gate.message)} |")
     return [*out, ""]
 
 
@@ -156,7 +167,9 @@ def score_lines(result: CheckResult) -> list[str]:
     ]
     if result.rule_costs:
         out += ["| Rule | Findings | Points it costs |", "|---|---:|---:|"]
-        out += [f"| {cost.code} {cost.rule} | {cost.findings} | {-cost.points:.1f} |" for cost in result.rule_costs]
+        out += [
+            f"| {md(f'{cost.code} {cost.rule}')} | {cost.findings} | {-cost.points:.1f} |" for cost in result.rule_costs
+        ]
         out.append("")
     return out
 
@@ -170,7 +183,7 @@ def ignored_lines(result: CheckResult) -> list[str]:
         finding = item.finding
         tool = md(finding.tool) if finding.tool is not None else "(list)"
         tag = " (preview)" if is_preview(finding.code) else ""
-        out.append(f"| {finding.severity.label} | {finding.code} {finding.rule}{tag} | {tool} | {md(item.reason)} |")
+        out.append(f"| {finding.severity.label} | {_code(finding)}{tag} | {tool} | {md(item.reason)} |")
     return [*out, ""]
 
 
@@ -188,18 +201,18 @@ def comparison_lines(comparison: Comparison, providers: list[str]) -> list[str]:
     out += ["| Provider | Baseline | Now | Change |", "|---|---:|---:|---:|"]
     for delta in comparison.tokens:
         percent = f" ({delta.percent:+.1f} %)" if delta.percent is not None else ""
-        label = PROVIDER_LABELS.get(delta.provider, delta.provider)
+        label = md(PROVIDER_LABELS.get(delta.provider, delta.provider))
         out.append(f"| {label} | {delta.before:,} | {delta.after:,} | {_signed(delta.delta)}{percent} |")
     out.append("")
     if comparison.tools:
-        out += ["| Tool | Change | " + " | ".join(PROVIDER_SHORT.get(p, p) for p in providers) + " |"]
+        out += ["| Tool | Change | " + " | ".join(md(PROVIDER_SHORT.get(p, p)) for p in providers) + " |"]
         out.append("|---|---|" + "---:|" * len(providers))
         rows = []
         for kind in ("added", "removed", "changed"):
             for tool in comparison.tools:
                 if tool.change == kind:
                     deltas = " | ".join(_signed(tool.delta(p)) for p in providers)
-                    what = f" ({', '.join(tool.fields)})" if tool.fields else ""
+                    what = f" ({md(', '.join(tool.fields))})" if tool.fields else ""
                     rows.append(f"| {md(tool.name)} | {tool.change}{what} | {deltas} |")
         out += _folded(rows, "tools", len(providers) + 2)
         out.append("")
@@ -210,15 +223,11 @@ def comparison_lines(comparison: Comparison, providers: list[str]) -> list[str]:
         rows = []
         for finding in comparison.new:
             name = md(finding.tool) if finding.tool is not None else "(list)"
-            rows.append(
-                f"| new | {finding.severity.label} | {finding.code} {finding.rule} | {name} | {md(finding.message)} |"
-            )
+            rows.append(f"| new | {finding.severity.label} | {_code(finding)} | {name} | {md(finding.message)} |")
         for label, found in (("fixed", comparison.fixed), ("gone with the tool", comparison.gone)):
             for item in found:
                 name = md(item.tool) if item.tool is not None else "(list)"
-                rows.append(
-                    f"| {label} | {item.severity.label} | {item.code} {item.rule} | {name} | {md(item.message)} |"
-                )
+                rows.append(f"| {label} | {item.severity.label} | {_code(item)} | {name} | {md(item.message)} |")
         out += _folded(rows, "findings", 5)
         out.append("")
     else:

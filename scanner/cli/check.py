@@ -482,15 +482,20 @@ def _no_clash(
 
 
 def _say_if_every_rule_is_ignored(chosen: Any, measuring: bool) -> None:
-    """Loudly, on stderr: a select/ignore (flag or config) that leaves no rule shows no finding, and --fail-on
-    then fails (scanner.check.gates): a config's ``ignore = ["MCP"]`` must never pass a gate silently."""
-    from scanner.check.gates import rules_left
+    """Loudly, on stderr: a select/ignore (flag or config) that leaves no rule that can fire in check shows no
+    finding, and --fail-on then fails (scanner.check.gates): a config's ``ignore = ["MCP"]`` or ``select =
+    ["MCP7"]`` (registry-data rules) must never pass a gate silently."""
+    from scanner.check.gates import nothing_can_fire, rules_left
 
-    if measuring and not rules_left(chosen.select, chosen.ignore):
+    if measuring and nothing_can_fire(chosen.select, chosen.ignore) is not None:
         where = f" (config {chosen.config})" if chosen.config is not None else ""
+        said = (
+            "every rule is ignored by select/ignore"
+            if not rules_left(chosen.select, chosen.ignore)
+            else "select/ignore leave only rules that never fire in check (registry-data, lanes, history, preview)"
+        )
         typer.echo(
-            f"fathom: warning: every rule is ignored by select/ignore{where}: no finding is shown, "
-            "and --fail-on fails because it compares nothing",
+            f"fathom: warning: {said}{where}: no finding is shown, and --fail-on fails because it compares nothing",
             err=True,
         )
 

@@ -461,7 +461,8 @@ def worker(
         on_warning=lambda line: typer.echo(f"fathom: {line}", err=True),
     )
     counts = " · ".join(f"{outcome} {count:,}" for outcome, count in sorted(done.counts.items()))
-    typer.echo(f"worker {done.name} stopped: {done.written:,} servers written · {counts or 'nothing scanned'}")
+    other = f" · {done.other_runs:,} jobs of another run dropped" if done.other_runs else ""
+    typer.echo(f"worker {done.name} stopped: {done.written:,} servers written · {counts or 'nothing scanned'}{other}")
 
 
 def _crawl_settings(

@@ -32,6 +32,12 @@ worker (the same value), the digest is an HMAC under that key, so whoever can wr
 the key cannot forge one for a job of their own; without it the digest is a plain SHA-256, which catches a job
 changed by hand but not one whose writer recomputed it (docs/distributed.md). A worker with a key refuses a
 job digested without one, and the other way round.
+
+A job is bound to its run: the payload carries the id of the run it was queued for (``run_id``), under the same
+digest, and the worker compares it with the run the job is delivered for (:func:`other_run`). A signed job saved
+from one run and queued again for another (to replace that run's scan of the server with an old entry) is
+dropped with a warning and written nowhere; the run's own job for the server scans it. Run ids are unique in one
+database: give each database its own ``FATHOM_QUEUE_KEY``.
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ MAX_ATTEMPTS = 20
 #: The shared key of the coordinator and its workers that makes a job's digest an HMAC (see the module docstring).
 QUEUE_KEY_ENV = "FATHOM_QUEUE_KEY"
 DIGEST_FIELD = "digest"
+RUN_FIELD = "run_id"  # the run a job was queued for, under the digest
 
 
 def conninfo(db_url: str) -> str:
@@ -103,12 +110,17 @@ def engine_errors(db_url: str) -> Iterator[None]:
         raise StoreError(f"The queue at {where} failed: {first}") from exc
 
 
-def entry_payload(entry: ServerEntry, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """A job's view of ``entry``: JSON, with the names but never the values of its variables and headers, and the
-    digest of all of it (:func:`entry_digest`, keyed by ``environ``'s ``FATHOM_QUEUE_KEY``; ours by default)."""
+def entry_payload(
+    entry: ServerEntry, environ: Mapping[str, str] | None = None, *, run_id: int | None = None
+) -> dict[str, Any]:
+    """A job's view of ``entry``: JSON, with the names but never the values of its variables and headers, the run
+    it is queued for (``run_id``), and the digest of all of it (:func:`entry_digest`, keyed by ``environ``'s
+    ``FATHOM_QUEUE_KEY``; ours by default)."""
     import os
 
     payload = _payload(entry)
+    if run_id is not None:
+        payload[RUN_FIELD] = run_id
     payload[DIGEST_FIELD] = entry_digest(payload, os.environ if environ is None else environ)
     return payload
 
@@ -140,6 +152,17 @@ def job_problem(payload: Mapping[str, Any], environ: Mapping[str, str]) -> str |
             "(give the coordinator and every worker the same key): not run"
         )
     return "queued job does not match the digest of its registry entry (the queue row was changed): not run"
+
+
+def other_run(payload: Mapping[str, Any], run_id: int) -> str | None:
+    """Why a job whose digest holds (:func:`job_problem` None) is not this run's, or None when it is: it was
+    queued for another run (a signed job saved and queued again) or for none (queued by an older version)."""
+    queued_for = payload.get(RUN_FIELD)
+    if queued_for is None:
+        return f"queued job is bound to no run (queued by an older version? queue it again); delivered for run {run_id}"
+    if type(queued_for) is not int or queued_for != run_id:
+        return f"queued job was queued for run {str(queued_for)[:20]}, not run {run_id} (saved and queued again)"
+    return None
 
 
 def refused_job(payload: Mapping[str, Any], problem: str) -> tuple[ServerEntry, ScanOutcome]:
@@ -309,7 +332,9 @@ def enqueue_scan(config: ScanConfig) -> EnqueueSummary:
             if unique:
                 with engine_errors(config.db_url), app.open():
                     deferrer = app.configure_task(TASK, queue=QUEUE)
-                    jobs: list[dict[str, Any]] = [{"run_id": run_id, "entry": entry_payload(e)} for e in unique]
+                    jobs: list[dict[str, Any]] = [
+                        {"run_id": run_id, "entry": entry_payload(e, run_id=run_id)} for e in unique
+                    ]
                     deferrer.batch_defer(*jobs)
                 RunLease(store.engine, run_id).adopt(lock)
             else:

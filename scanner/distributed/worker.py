@@ -4,7 +4,9 @@ Any number of workers, on any machines, share one PostgreSQL. Each is a Procrast
 queue with its own ``--concurrency`` (jobs at once) and package limits. A job is one server:
 
 0. the job is checked against the digest ``--enqueue`` stored with it (:func:`scanner.distributed.queue.job_problem`):
-   a job rewritten in the queue is written as ``refused`` with the reason, and nothing of it runs;
+   a job rewritten in the queue is written as ``refused`` with the reason, and nothing of it runs; a job whose
+   digest holds but that was queued for another run (:func:`scanner.distributed.queue.other_run`: a signed job
+   saved and queued again) is dropped with a warning, written nowhere;
 1. if the server already has its scan in the run (a retried job whose first attempt wrote before dying), the
    job is done: a retry never writes a second scan (the store also refuses one: one scan per server per run);
 2. otherwise the server is scanned exactly as ``fathom scan`` does it (``scanner.scan.crawl.scan_one``: skips, the
@@ -37,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from scanner import wire
 from scanner.distributed.queue import (
     MAX_ATTEMPTS,
     QUEUE,
@@ -45,6 +48,7 @@ from scanner.distributed.queue import (
     entry_from_payload,
     job_problem,
     make_app,
+    other_run,
     refused_job,
 )
 from scanner.errors import WriterBusy
@@ -100,6 +104,7 @@ class WorkerSummary:
     counts: dict[str, int]
     closed_runs: tuple[int, ...]
     requeued: int
+    other_runs: int = 0  # signed jobs of another run (saved and queued again), dropped unwritten
 
 
 class _Job:
@@ -120,7 +125,7 @@ class _Job:
         self.write_lock = asyncio.Lock()  # one writer per worker, as in a crawl
         self.on_result, self.on_closed = on_result, on_closed
         self.counts: Counter[str] = Counter()
-        self.written = self.already_done = self.requeued = 0
+        self.written = self.already_done = self.requeued = self.other_runs = 0
         self.closed: list[int] = []
         self.held: dict[int, float] = {}  # run id -> when this worker last refreshed the run's writer lock
         self.pending: Counter[int] = Counter()  # run id -> servers written since the last flush
@@ -163,6 +168,14 @@ class _Job:
         # A job is data: checked whole against the digest queued with it before anything of it is used.
         problem = job_problem(entry, os.environ)
         refused: ScanOutcome | None = None
+        foreign = other_run(entry, run_id) if problem is None else None
+        if foreign is not None:
+            # Its digest holds but it is another run's job (issue 42): writing it would replace this run's scan
+            # of the server with an old entry. Written nowhere; this run's own job for the server scans it.
+            name = entry.get("name")
+            LOG.warning("job for %s dropped: %s", wire.clean_str(name)[:200] if isinstance(name, str) else "?", foreign)
+            self.other_runs += 1
+            return
         if problem is not None:
             server, refused = refused_job(entry, problem)
             LOG.warning("job for %s refused: %s", server.name, problem)
@@ -326,4 +339,5 @@ def run_worker(
         counts=dict(job.counts),
         closed_runs=tuple(job.closed),
         requeued=job.requeued,
+        other_runs=job.other_runs,
     )

@@ -25,6 +25,7 @@ from scanner.rules.clients_reject import (  # the client table lives with the ru
     RejectClient,
     client_label,
 )
+from scanner.textsafe import markdown_text
 
 State = Literal["loads", "drops", "refuses"]
 _RANK: dict[str, int] = {"loads": 0, "drops": 1, "refuses": 2}
@@ -209,14 +210,10 @@ def _all_load(found: Sequence[Verdict]) -> bool:
     return all(verdict.state == "loads" and verdict.preview_state in (None, "loads") for verdict in found)
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def render_markdown(found: Sequence[Verdict], escape: Callable[[str], str] | None = None) -> list[str]:
-    """The verdict table of ``check --format markdown``; ``escape`` makes a cell's text safe (the caller's Markdown
-    escaping; by default only ``|`` and line breaks)."""
-    cell = escape or _md
+    """The verdict table of ``check --format markdown``; ``escape`` makes a cell's text safe (by default the one
+    Markdown escaping, :func:`scanner.textsafe.markdown_text`)."""
+    cell = escape or markdown_text
     if not found:
         return []
     if _all_load(found):

@@ -52,10 +52,11 @@ from scanner.report.jsonout import write_json
 from scanner.report.markdown import render_markdown
 from scanner.report.nextstep import next_step
 from scanner.report.registry_health import run_health, write_health
-from scanner.report.text import ERA_WORDS, clean_text, unique_slugs
+from scanner.report.text import ERA_WORDS, MAX_SERVER_NAME, clean_text, unique_slugs
 from scanner.report.views import page_views
 from scanner.scan.lanes import lanes_text
 from scanner.store import Store
+from scanner.store.readsafe import unreadable
 from scanner.store.rows import EventRow, HistoryColumns, LeaderRow, RunRow
 
 # Servers whose histories are read in one bulk query: a year of nightly scans is 365 rows each, so 250 servers
@@ -230,6 +231,9 @@ def build_leaderboard(
     for part in chunks:
         clients = _client_tokens(store, part)
         for row in part:
+            if len(row.server) > MAX_SERVER_NAME:  # a crafted row: no page, no line (issue 42), said once
+                unreadable("servers.name", f"a name of {len(row.server):,} characters ({row.server[:40]!r})", "skipped")
+                continue
             parts = breakdown_of(row) if is_ranked_outcome(row.outcome) else None
             draft = _server_row(row, None, "unranked", 0, parts, no_slug, clients if parts is not None else None)
             drafts.append((draft, parts, row.max_tokens))

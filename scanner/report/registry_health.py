@@ -22,7 +22,7 @@ from scanner.report.csv_out import csv_text
 from scanner.report.data import Leaderboard
 from scanner.report.health import WINDOWS_DAYS, Census, Health, census, server_health
 from scanner.report.html import CSP, make_environment
-from scanner.report.text import clean_text
+from scanner.report.text import MAX_SERVER_NAME, clean_text
 from scanner.rules.catalogue import rule_precision
 from scanner.rules.registry import is_preview, status_of
 from scanner.store import health as reads
@@ -164,7 +164,12 @@ def write_health(
 
     ``health`` is :func:`run_health` of the board when the caller already has it (the site's pages show it too):
     it reads the last 30 days of scans, 600 000 rows at 20 000 servers, so it is read once per report."""
-    rows = reads.census_rows(engine, board.run_id, board.previous_run_id)
+    # A name too long to show is a crafted row the leaderboard skipped (and said so): skipped here too.
+    rows = [
+        row
+        for row in reads.census_rows(engine, board.run_id, board.previous_run_id)
+        if len(row.server) <= MAX_SERVER_NAME
+    ]
     data = census(
         rows,
         reads.run_findings(engine, board.run_id, "MCP7"),

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scanner.errors import StoreError
 from scanner.wire import clean_str, sanitize
 
 MAX_DETAIL = 500  # characters of a scan's one-line detail
@@ -55,13 +56,24 @@ def compress_tools(tools: tuple[Any, ...] | list[Any]) -> tuple[bytes, int]:
     return zlib.compress(raw, 6), len(raw)
 
 
+class UnreadableToolset(StoreError, ValueError):
+    """A stored tool list that cannot be read (a StoreError for the CLI's one line; a ValueError as before)."""
+
+
 def decompress_tools(data: bytes) -> list[Any]:
-    """The tool list back from :func:`compress_tools` (capped, so a corrupt row cannot exhaust memory)."""
-    inflater = zlib.decompressobj()
-    raw = inflater.decompress(data, MAX_TOOLSET_BYTES)
-    if inflater.unconsumed_tail:
-        raise ValueError("stored toolset inflates past the size cap")
-    value = json.loads(raw.decode("utf-8"))
+    """The tool list back from :func:`compress_tools` (capped, so a corrupt row cannot exhaust memory).
+
+    A row that cannot be read (not zlib, not UTF-8 JSON, too large, not bytes) is a
+    :class:`~scanner.errors.StoreError` saying so, never a traceback: a reader that can do without the list
+    skips it (the report's pages), one that cannot (``check --db``, ``diff``) stops with that one line."""
+    try:
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(bytes(data), MAX_TOOLSET_BYTES)
+        if inflater.unconsumed_tail:
+            raise ValueError("it inflates past the size cap")
+        value = json.loads(raw.decode("utf-8"))
+    except (zlib.error, ValueError, TypeError, RecursionError) as exc:
+        raise UnreadableToolset(f"a stored tool list cannot be read ({type(exc).__name__}: {str(exc)[:100]})") from exc
     return value if isinstance(value, list) else []
 
 

@@ -88,12 +88,10 @@ FINDING_COLUMNS = tuple(
 def finding_from_row(row: Any) -> Finding:
     """A finding from a ``findings`` row: a Core result row, an ORM object, or anything with its column names.
 
-    A severity the catalogue does not know (a row written by a newer Fathom) reads as a note.
+    A severity the catalogue does not know (a crafted row, or a newer Fathom's) reads as a problem, the worst, and
+    is said once: an unreadable severity never passes a gate (issue 42).
     """
-    try:
-        severity = Severity(row.severity)
-    except ValueError:
-        severity = Severity.NOTE
+    severity = stored_severity(row.severity)
     return Finding(
         code=row.code,
         rule=row.slug,
@@ -125,11 +123,25 @@ def finding_values(finding: Finding, toolset_id: int | None, rule_version: str, 
     }
 
 
+_SEVERITIES = {int(severity): severity for severity in Severity}
+
+
+def stored_severity(value: object) -> Severity:
+    """A stored severity; one the catalogue does not know reads as a problem, the worst (said once)."""
+    found = _SEVERITIES.get(value) if type(value) is int else None
+    if found is None:
+        from scanner.store.readsafe import unreadable
+
+        unreadable("findings.severity", f"a severity the catalogue does not know ({str(value)[:20]!r})", "problem")
+        return Severity.PROBLEM
+    return found
+
+
 def add_severity(counts: list[int], severity: object, count: int = 1) -> None:
-    """Add ``count`` findings of ``severity`` to ``counts`` = [problems, warnings, notes]; other values are
-    ignored (a stored severity outside the three). The one place findings are counted by severity."""
-    if isinstance(severity, int) and 0 <= severity <= 2:
-        counts[severity] += count
+    """Add ``count`` findings of ``severity`` to ``counts`` = [problems, warnings, notes]; a stored severity
+    outside the three counts as a problem, the worst (:func:`stored_severity`). The one place findings are
+    counted by severity."""
+    counts[int(stored_severity(severity))] += count
 
 
 def severity_counts(findings: Iterable[Finding]) -> tuple[int, int, int]:

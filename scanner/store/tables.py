@@ -30,6 +30,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
+from scanner.store.readsafe import EPOCH, GuardedRead, SafeInteger, SafeJSON, SafeString, SafeText, name_columns
+
 # Stable constraint names, so Alembic can drop and compare them on every backend.
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -40,11 +42,15 @@ NAMING = {
 }
 
 
-class UTCDateTime(TypeDecorator[datetime]):
-    """A timezone-aware UTC timestamp on every backend (SQLite hands back naive values otherwise)."""
+class UTCDateTime(GuardedRead, TypeDecorator[datetime]):
+    """A timezone-aware UTC timestamp on every backend (SQLite hands back naive values otherwise). A stored value
+    that is no date reads as 1970-01-01 UTC, said once (scanner.store.readsafe)."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
+
+    def stand_in(self) -> Any:
+        return EPOCH
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
@@ -108,7 +114,7 @@ JSON_KEYS = (
 _KEY_CODES = {key: code for code, key in enumerate(JSON_KEYS)}
 
 
-class KeyedJSON(TypeDecorator[dict[str, Any]]):
+class KeyedJSON(GuardedRead, TypeDecorator[dict[str, Any]]):
     """A JSON object kept as a flat array ``[key, value, key, value, ...]`` whose known keys are their
     :data:`JSON_KEYS` position (``{"connect":0.2,"list":52.9}`` is stored ``[0,0.2,2,52.9]``), and read back as the
     same object, key order included. A row written as an object (before migration 0007) reads as it is.
@@ -119,6 +125,10 @@ class KeyedJSON(TypeDecorator[dict[str, Any]]):
 
     impl = JSON
     cache_ok = True
+    obj = True  # read by GuardedRead: not JSON, or no object, reads as {} (scanner.store.readsafe), said once
+
+    def stand_in(self) -> Any:
+        return {}
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         if type(value) is not dict:
@@ -151,7 +161,7 @@ def _json_key(code: Any) -> str:
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime(), dict[str, Any]: JSON()}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime(), dict[str, Any]: SafeJSON()}
 
 
 class Server(Base):
@@ -160,14 +170,14 @@ class Server(Base):
     __tablename__ = "servers"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String, unique=True)
+    name: Mapped[str] = mapped_column(SafeString(None), unique=True)
     first_seen: Mapped[datetime]
     first_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     # Pointers to the newest scan and newest successful scan (no foreign key: scans already point here, and a
     # cycle would complicate SQLite's table rebuilds). They make "the previous scan" and the server list O(1)
     # per server however many years of scans pile up.
-    last_scan_id: Mapped[int | None] = mapped_column(Integer)
-    last_ok_scan_id: Mapped[int | None] = mapped_column(Integer)
+    last_scan_id: Mapped[int | None] = mapped_column(SafeInteger())
+    last_ok_scan_id: Mapped[int | None] = mapped_column(SafeInteger())
 
 
 class Run(Base):
@@ -178,15 +188,15 @@ class Run(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime | None]
-    status: Mapped[str] = mapped_column(String(16), index=True)  # running | finished | interrupted
-    source: Mapped[str] = mapped_column(String)
-    rule_version: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(SafeString(16, 16), index=True)  # running | finished | interrupted
+    source: Mapped[str] = mapped_column(SafeString(2000))
+    rule_version: Mapped[str] = mapped_column(SafeString(64, 64))
     options: Mapped[dict[str, Any]]
-    servers_scanned: Mapped[int] = mapped_column(Integer, default=0)
-    servers_ok: Mapped[int] = mapped_column(Integer, default=0)
+    servers_scanned: Mapped[int] = mapped_column(SafeInteger(0), default=0)
+    servers_ok: Mapped[int] = mapped_column(SafeInteger(0), default=0)
     # A distributed run (``fathom scan --enqueue``): how many servers were queued. It is finished by the worker
     # whose write makes the scans reach this number. None for a run one process crawls.
-    planned: Mapped[int | None] = mapped_column(Integer)
+    planned: Mapped[int | None] = mapped_column(SafeInteger())
 
 
 class ToolsetRow(Base):
@@ -195,9 +205,9 @@ class ToolsetRow(Base):
     __tablename__ = "toolsets"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    sha256: Mapped[str] = mapped_column(String(64), unique=True)
-    tools_count: Mapped[int] = mapped_column(Integer)
-    raw_size: Mapped[int] = mapped_column(Integer)  # bytes of the canonical JSON before compression
+    sha256: Mapped[str] = mapped_column(SafeString(64, 64), unique=True)
+    tools_count: Mapped[int] = mapped_column(SafeInteger(0))
+    raw_size: Mapped[int] = mapped_column(SafeInteger(0))  # bytes of the canonical JSON before compression
     data: Mapped[bytes] = mapped_column(LargeBinary)
     first_seen: Mapped[datetime]
 
@@ -219,8 +229,8 @@ class ToolsetToken(Base):
 
     toolset_id: Mapped[int] = mapped_column(ForeignKey("toolsets.id", ondelete="CASCADE"), primary_key=True)
     provider: Mapped[str] = mapped_column(String(32), primary_key=True)
-    tokens: Mapped[int] = mapped_column(Integer)
-    method: Mapped[str] = mapped_column(String(200))
+    tokens: Mapped[int] = mapped_column(SafeInteger(0))
+    method: Mapped[str] = mapped_column(SafeString(200, 200))
 
 
 class ToolToken(Base):
@@ -230,9 +240,9 @@ class ToolToken(Base):
 
     toolset_id: Mapped[int] = mapped_column(ForeignKey("toolsets.id", ondelete="CASCADE"), primary_key=True)
     tool_index: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String)
+    name: Mapped[str] = mapped_column(SafeString(300))
     tokens: Mapped[dict[str, Any]]  # {provider: tokens}
-    max_tokens: Mapped[int] = mapped_column(Integer)
+    max_tokens: Mapped[int] = mapped_column(SafeInteger(0))
 
 
 class StoredFinding(Base):
@@ -248,15 +258,15 @@ class StoredFinding(Base):
     # NULL only for a scan's own finding when it listed no tools in any lane (MCP602 on a 401; migration 0004).
     toolset_id: Mapped[int | None] = mapped_column(ForeignKey("toolsets.id", ondelete="CASCADE"))
     scan_id: Mapped[int | None] = mapped_column(ForeignKey("scans.id", ondelete="CASCADE"), index=True)
-    rule_version: Mapped[str] = mapped_column(String(64))
-    code: Mapped[str] = mapped_column(String(16))
-    slug: Mapped[str] = mapped_column(String(64))
-    severity: Mapped[int] = mapped_column(Integer)  # scanner.models.Severity value: 0 problem, 1 warning, 2 note
-    tool: Mapped[str | None] = mapped_column(String)
-    tool_index: Mapped[int | None] = mapped_column(Integer)
-    message: Mapped[str] = mapped_column(Text)
-    hint: Mapped[str] = mapped_column(Text)
-    pointer: Mapped[str | None] = mapped_column(Text)
+    rule_version: Mapped[str] = mapped_column(SafeString(64, 64))
+    code: Mapped[str] = mapped_column(SafeString(16, 16))
+    slug: Mapped[str] = mapped_column(SafeString(64, 64))
+    severity: Mapped[int] = mapped_column(SafeInteger(0))  # scanner.models.Severity value: 0 problem, 1 warning, 2 note
+    tool: Mapped[str | None] = mapped_column(SafeString(300))
+    tool_index: Mapped[int | None] = mapped_column(SafeInteger())
+    message: Mapped[str] = mapped_column(SafeText(2000))
+    hint: Mapped[str] = mapped_column(SafeText(1000))
+    pointer: Mapped[str | None] = mapped_column(SafeText(1000))
     details: Mapped[dict[str, Any]]
 
 
@@ -273,16 +283,16 @@ class Scan(Base):
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
     server_id: Mapped[int] = mapped_column(ForeignKey("servers.id", ondelete="CASCADE"))
     scanned_at: Mapped[datetime]
-    outcome: Mapped[str] = mapped_column(String(32))
-    detail: Mapped[str] = mapped_column(Text, default="")
-    transport: Mapped[str] = mapped_column(String(32))
-    era: Mapped[str | None] = mapped_column(String(16))
-    protocol_version: Mapped[str | None] = mapped_column(String(32))
-    server_name: Mapped[str | None] = mapped_column(String)  # serverInfo.name
-    server_version: Mapped[str | None] = mapped_column(String)  # serverInfo.version
-    capability_profile: Mapped[str | None] = mapped_column(String(64))
+    outcome: Mapped[str] = mapped_column(SafeString(32, 32))
+    detail: Mapped[str] = mapped_column(SafeText(500), default="")
+    transport: Mapped[str] = mapped_column(SafeString(32, 32))
+    era: Mapped[str | None] = mapped_column(SafeString(16, 16))
+    protocol_version: Mapped[str | None] = mapped_column(SafeString(32, 32))
+    server_name: Mapped[str | None] = mapped_column(SafeString(200))  # serverInfo.name
+    server_version: Mapped[str | None] = mapped_column(SafeString(100))  # serverInfo.version
+    capability_profile: Mapped[str | None] = mapped_column(SafeString(64, 64))
     timings: Mapped[dict[str, Any]] = mapped_column(KeyedJSON)
-    pages: Mapped[int] = mapped_column(Integer, default=0)
+    pages: Mapped[int] = mapped_column(SafeInteger(0), default=0)
     # Not indexed (migration 0007), nor is instructions_id: no query looks scans up by either, and toolsets and
     # instructions are never deleted, so the index would only add bytes to every nightly row.
     toolset_id: Mapped[int | None] = mapped_column(ForeignKey("toolsets.id"))
@@ -290,12 +300,13 @@ class Scan(Base):
     extra: Mapped[dict[str, Any]] = mapped_column(KeyedJSON)
     # What was run (migration 0003): the entry's version in its registry (beside serverInfo's), its package
     # (registry_type, identifier, version, pinned, spec, runner), its URL and command line, secrets redacted.
-    registry_version: Mapped[str | None] = mapped_column(String(100))
-    package: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))  # None: SQL NULL, not 'null'
-    url: Mapped[str | None] = mapped_column(Text)
-    command: Mapped[str | None] = mapped_column(Text)
+    registry_version: Mapped[str | None] = mapped_column(SafeString(100, 100))
+    # None: SQL NULL, not 'null'
+    package: Mapped[dict[str, Any] | None] = mapped_column(SafeJSON(nullable=True, none_as_null=True))
+    url: Mapped[str | None] = mapped_column(SafeText(2000))
+    command: Mapped[str | None] = mapped_column(SafeText(2000))
     # Scans in lanes (docs/lanes.md): which lane this row's result is (the richest), NULL for a one-lane scan.
-    lane: Mapped[str | None] = mapped_column(String(16))
+    lane: Mapped[str | None] = mapped_column(SafeString(16, 16))
     instructions_id: Mapped[int | None] = mapped_column(ForeignKey("instructions.id"))
     # Every registered per-scan metric (scanner.measure.metrics) as {name: number}; NULL for scans before migration
     # 0006.
@@ -308,9 +319,9 @@ class InstructionsRow(Base):
     __tablename__ = "instructions"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    sha256: Mapped[str] = mapped_column(SafeString(64, 64), unique=True)
     text: Mapped[str] = mapped_column(Text)
-    chars: Mapped[int] = mapped_column(Integer)
+    chars: Mapped[int] = mapped_column(SafeInteger(0))
     first_seen: Mapped[datetime]
 
 
@@ -321,8 +332,8 @@ class InstructionsToken(Base):
 
     instructions_id: Mapped[int] = mapped_column(ForeignKey("instructions.id", ondelete="CASCADE"), primary_key=True)
     provider: Mapped[str] = mapped_column(String(32), primary_key=True)
-    tokens: Mapped[int] = mapped_column(Integer)
-    method: Mapped[str] = mapped_column(String(200))
+    tokens: Mapped[int] = mapped_column(SafeInteger(0))
+    method: Mapped[str] = mapped_column(SafeString(200, 200))
 
 
 class ScanLaneRow(Base):
@@ -333,11 +344,11 @@ class ScanLaneRow(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     scan_id: Mapped[int] = mapped_column(ForeignKey("scans.id", ondelete="CASCADE"))
-    lane: Mapped[str] = mapped_column(String(16))  # anonymous | credentialed
-    outcome: Mapped[str] = mapped_column(String(32))
-    detail: Mapped[str] = mapped_column(Text, default="")
+    lane: Mapped[str] = mapped_column(SafeString(16, 16))  # anonymous | credentialed
+    outcome: Mapped[str] = mapped_column(SafeString(32, 32))
+    detail: Mapped[str] = mapped_column(SafeText(500), default="")
     toolset_id: Mapped[int | None] = mapped_column(ForeignKey("toolsets.id"))  # not indexed, as scans' (0007)
-    tools_count: Mapped[int | None] = mapped_column(Integer)
+    tools_count: Mapped[int | None] = mapped_column(SafeInteger())
     signals: Mapped[dict[str, Any]] = mapped_column(KeyedJSON)
 
 
@@ -355,9 +366,9 @@ class Event(Base):
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
     scan_id: Mapped[int] = mapped_column(ForeignKey("scans.id", ondelete="CASCADE"), index=True)
     at: Mapped[datetime]
-    kind: Mapped[str] = mapped_column(String(32))
-    tool: Mapped[str | None] = mapped_column(String)
-    code: Mapped[str | None] = mapped_column(String(16))  # for finding_appeared / finding_resolved
+    kind: Mapped[str] = mapped_column(SafeString(32, 32))
+    tool: Mapped[str | None] = mapped_column(SafeString(300))
+    code: Mapped[str | None] = mapped_column(SafeString(16, 16))  # for finding_appeared / finding_resolved
     details: Mapped[dict[str, Any]]
 
 
@@ -367,16 +378,16 @@ class RunAggregate(Base):
     __tablename__ = "run_aggregates"
 
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    rule_version: Mapped[str] = mapped_column(String(64))  # the catalogue the findings were counted under
+    rule_version: Mapped[str] = mapped_column(SafeString(64, 64))  # the catalogue the findings were counted under
     computed_at: Mapped[datetime]
-    servers_scanned: Mapped[int] = mapped_column(Integer)
-    servers_ok: Mapped[int] = mapped_column(Integer)
-    servers_with_problems: Mapped[int] = mapped_column(Integer)
+    servers_scanned: Mapped[int] = mapped_column(SafeInteger(0))
+    servers_ok: Mapped[int] = mapped_column(SafeInteger(0))
+    servers_with_problems: Mapped[int] = mapped_column(SafeInteger(0))
     outcomes: Mapped[dict[str, Any]]  # {outcome: servers}
-    median_tokens: Mapped[int | None] = mapped_column(Integer)  # with each server's most expensive provider
-    p90_tokens: Mapped[int | None] = mapped_column(Integer)
+    median_tokens: Mapped[int | None] = mapped_column(SafeInteger())  # with each server's most expensive provider
+    p90_tokens: Mapped[int | None] = mapped_column(SafeInteger())
     median_tokens_by_provider: Mapped[dict[str, Any]]
-    median_tools: Mapped[int | None] = mapped_column(Integer)
+    median_tools: Mapped[int | None] = mapped_column(SafeInteger())
     findings_by_rule: Mapped[dict[str, Any]]  # {code: servers hit}
 
 
@@ -407,8 +418,10 @@ class RunWorker(Base):
     worker: Mapped[str] = mapped_column(String(200), primary_key=True)  # host:pid unless named
     first_at: Mapped[datetime]
     last_at: Mapped[datetime]
-    scans: Mapped[int] = mapped_column(Integer)
+    scans: Mapped[int] = mapped_column(SafeInteger(0))
 
+
+name_columns(Base.metadata)  # each guarded column's warning names its table and column
 
 # The task engine's own tables (``procrastinate_*``, created by migration 0005 on PostgreSQL from the engine's
 # schema file): not described here, so schema comparisons leave them out with :func:`described_here`.

@@ -82,7 +82,7 @@ def test_ranking_movement_and_unranked_servers(site: Path) -> None:
     assert [row["server"] for row in document["unranked"]] == ["epsilon", "delta"]
     assert [row["server"] for row in csv_rows] == [*names, "epsilon", "delta"]
     md = read(site / "leaderboard.md")
-    assert "| epsilon | auth\\_required | 401 Bearer: sign in at https://auth.epsilon.test |" in md
+    assert "| epsilon | auth\\_required | 401 Bearer: sign in at https:&#8203;//auth.epsilon.test |" in md
 
     index = text_of(read(site / "index.html"))
     assert "Score v3:" in index

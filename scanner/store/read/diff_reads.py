@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from scanner.errors import InputError
+from scanner.errors import InputError, StoreError
 from scanner.measure import history as changes
 from scanner.models import Finding
 from scanner.store import codec, common
@@ -78,7 +78,8 @@ def diff(sessions: sessionmaker[Session], server: str, from_run: int | None = No
             if not compared or scan is None or scan.toolset_id is None:
                 return [], None, {}, []
             row = session.get(ToolsetRow, scan.toolset_id)
-            assert row is not None  # a foreign key guarantees it
+            if row is None:  # a foreign key guarantees it, unless a hand changed the row (issue 42): one line
+                raise StoreError(f"scan {scan.id} names tool list {scan.toolset_id}, which is not in the database")
             found = common.toolset_findings(session, row.id, versions[scan.run_id])
             found += common.scan_findings(session, scan.id)
             _, tokens = _toolsets(session, [row.id])

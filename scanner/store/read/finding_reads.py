@@ -198,8 +198,8 @@ class _Interval:
         details = dict(event.details or {})
         try:
             severity = Severity.parse(str(details.get("severity", "note")))
-        except KeyError:
-            severity = Severity.NOTE
+        except KeyError:  # unknown: the worst, as everywhere a stored severity is read
+            severity = Severity.PROBLEM
         index = details.get("tool_index")
         self.row = FindingRow(
             server=name,

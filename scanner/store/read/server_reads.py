@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.types import NullType
 
 from scanner import wire
+from scanner.errors import StoreError
 from scanner.measure import metrics as scan_metrics
 from scanner.measure.score import score_breakdown
 from scanner.models import Severity
@@ -22,6 +23,7 @@ from scanner.rules.registry import is_preview
 from scanner.store import codec, common
 from scanner.store.read.shared import _EVENTS, _FINDINGS, _SCANS, _SERVERS, _TOOLSETS
 from scanner.store.read.toolset_reads import _toolsets
+from scanner.store.readsafe import unreadable
 from scanner.store.rows import (
     EventRow,
     HistoryColumns,
@@ -124,6 +126,11 @@ def scan_scores(engine: Engine, scan_ids: Iterable[int]) -> dict[int, ScanScore]
                 .join(_TOOLSETS, _TOOLSETS.c.id == _SCANS.c.toolset_id)
                 .where(_SCANS.c.id.in_(chunk))
             ).all()
+            for scan in [scan for scan in scans if scan[1] not in versions]:  # a crafted row: skipped, said once
+                unreadable(
+                    "scans.run_id", f"a run that is not there (scan {scan[0]}, run {str(scan[1])[:20]})", "skipped"
+                )
+            scans = [scan for scan in scans if scan[1] in versions]
             pairs = {(toolset_id, versions[run_id]) for _, run_id, toolset_id, _ in scans}
             _sizes, stored_tokens = _toolsets(connection, sorted({toolset_id for _, _, toolset_id, _ in scans}))
             found: dict[Any, list[_Scored]] = defaultdict(list)
@@ -184,12 +191,9 @@ def _preview_codes() -> tuple[str, ...]:
     return tuple(code for code, rule in RULES.items() if rule.status == "preview")
 
 
-_SEVERITIES = {int(severity): severity for severity in Severity}
-
-
 def _severity(value: Any) -> Severity:
-    """A stored severity; one the catalogue does not know (a newer Fathom's) reads as a note, as everywhere."""
-    return _SEVERITIES.get(value, Severity.NOTE)
+    """A stored severity; one the catalogue does not know reads as a problem, the worst, as everywhere."""
+    return common.stored_severity(value)
 
 
 def history(engine: Engine, server: str) -> list[ScanRow]:
@@ -630,5 +634,8 @@ def toolsets_tools(engine: Engine, shas: Iterable[str]) -> dict[str, list[Any]]:
         for chunk in common.chunks(wanted):
             query = select(_TOOLSETS.c.sha256, _TOOLSETS.c.data).where(_TOOLSETS.c.sha256.in_(chunk))
             for sha, data in connection.execute(query):
-                found[sha] = codec.decompress_tools(data)
+                try:
+                    found[sha] = codec.decompress_tools(data)
+                except StoreError as exc:  # a crafted row: its pages show no tool list, said once
+                    unreadable(f"toolsets row {str(sha)[:16]}", str(exc).removeprefix("a "), "no tool list")
     return found
