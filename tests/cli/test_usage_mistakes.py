@@ -151,3 +151,22 @@ def test_the_demo_hint_works_as_printed_after_the_readme_command(tmp_path: Path)
     assert ("tool added", "convert_units") not in tools and ("tool removed", "convert.units") not in tools
     new = [row["detail"] for row in rows if row["change"] == "finding new"]
     assert not any("convert" in detail for detail in new), new  # no MCP502 for it, no finding that followed it
+    fixed = [row["detail"] for row in rows if row["change"] == "finding fixed" and row["tool"] == "convert.units"]
+    assert any(detail.startswith("MCP101 ") for detail in fixed), fixed
+
+    # Issue 46: the stored findings (so `findings` and `check --db`) and the server page tell the same story.
+    def run(*args: str) -> str:
+        done = subprocess.run(
+            ["bin/fathom", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        )
+        return done.stdout
+
+    found = json.loads(run("findings", "--db", "d/demo.db", "--server", "example/quickcalc", "--format", "json"))
+    assert not [row for row in found if row["code"] == "MCP502" and row["tool"] == "convert.units"]
+    assert [row["tool"] for row in found if row["code"] == "MCP502"] == ["evaluate"]  # really removed
+    checked = run("check", "--db", "d/demo.db", "--server", "example/quickcalc")
+    assert "MCP502 tool-removed · evaluate" in checked and "· convert.units" not in checked
+    page = next((tmp_path / "d" / "report" / "servers").glob("example-quickcalc-*.html")).read_text(encoding="utf-8")
+    log = page[page.index('id="log"') :]
+    assert "name-invalid fixed on 1 tool" in log
+    assert "name-invalid left with its tool" not in log and "required-undefined left with its tool" not in log
