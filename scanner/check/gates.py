@@ -265,7 +265,8 @@ def _fail_on_reject(result: CheckResult, clients: tuple[str, ...]) -> GateResult
 
 def evaluate(result: CheckResult, gates: Gates, *, rules_shown: int = 1) -> tuple[GateResult, ...]:
     """Every gate asked for, in a fixed order; nothing for a list that was not measured. ``rules_shown`` 0 (every
-    rule ignored) fails ``--fail-on``: a gate that compares nothing never passes."""
+    rule ignored) fails ``--fail-on``, and a list with no tools fails every gate: a gate that compares nothing
+    never passes (docs/ci.md)."""
     if result.report is None:
         return ()
     out: list[GateResult] = []
@@ -280,7 +281,12 @@ def evaluate(result: CheckResult, gates: Gates, *, rules_shown: int = 1) -> tupl
         out.append(_fail_on(result, gates.fail_on_new, flag="--fail-on-new"))
     if gates.fail_on_reject:
         out.append(_fail_on_reject(result, gates.fail_on_reject))
+    if result.report.tools_count == 0:  # `[]`, or a server whose build broke: nothing was checked, so no gate passes
+        out = [gate if not gate.passed else replace(gate, passed=False, message=EMPTY_LIST) for gate in out]
     return tuple(out)
+
+
+EMPTY_LIST = "the list has no tools, so there was nothing to check: an empty list never passes"
 
 
 def run_gate(request: GateRequest) -> CheckResult:

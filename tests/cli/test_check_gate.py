@@ -356,3 +356,39 @@ def test_as_provider_in_a_project_with_gates_in_its_config(tmp_path: Path, monke
     result = check("--example", "--as", "openai")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)[0]["type"] == "function"
+
+
+@pytest.mark.parametrize(
+    "gate",
+    [
+        ["--strict"],
+        ["--fail-on", "note"],
+        ["--max-tokens", "100000"],
+        ["--max-tokens", "openai=100000"],
+        ["--fail-on-reject", "claude-code"],
+        ["--min-score", "0"],
+    ],
+)
+@pytest.mark.parametrize("document", ["[]", '{"tools": []}'])
+def test_an_empty_list_fails_every_gate(tmp_path: Path, gate: list[str], document: str) -> None:
+    """Issue 46: ``[]`` (or a server whose build broke and lists nothing) passed ``--strict`` and ``--fail-on``;
+    docs/ci.md says such a list never passes. Every gate fails on it, and says why."""
+    empty = tmp_path / "tools.json"
+    empty.write_text(document, encoding="utf-8")
+
+    result = runner.invoke(app, ["check", "-f", str(empty), *gate])
+
+    assert result.exit_code == 1, (gate, result.output)
+    assert "the list has no tools" in result.stderr, result.stderr
+
+
+def test_an_empty_list_fails_against_a_baseline(tmp_path: Path) -> None:
+    full, empty, saved = tmp_path / "full.json", tmp_path / "empty.json", tmp_path / "baseline.json"
+    full.write_text(json.dumps(TOOLS), encoding="utf-8")
+    empty.write_text("[]", encoding="utf-8")
+    assert runner.invoke(app, ["check", "-f", str(full), "--save-baseline", str(saved)]).exit_code == 0
+
+    for gate in (["--max-increase", "10%"], ["--fail-on-new", "note"]):
+        result = runner.invoke(app, ["check", "-f", str(empty), "--baseline", str(saved), *gate])
+        assert result.exit_code == 1, (gate, result.output)
+        assert "the list has no tools" in result.stderr, result.stderr
