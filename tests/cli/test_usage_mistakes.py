@@ -96,7 +96,7 @@ def test_no_pydantic_wording_reaches_the_user(args: list[str], words: str) -> No
     assert "Input should" not in line and "Value error" not in line
 
 
-@pytest.mark.parametrize("command", [["history"], ["diff"], ["findings", "--server"]])
+@pytest.mark.parametrize("command", [["history"], ["diff"], ["findings", "--server"], ["check", "--server"]])
 @pytest.mark.parametrize(
     ("typed", "meant"), [("example/quikcalc", "example/quickcalc"), ("quickcalc", "example/quickcalc")]
 )
