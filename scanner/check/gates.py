@@ -188,8 +188,8 @@ def _min_score(result: CheckResult, minimum: float) -> GateResult:
     if score is None:  # a list with no tools has no score: no minimum is met
         return GateResult(gate, False, "no score: the list has no tools")
     if score.score < minimum:
-        return GateResult(gate, False, f"score {score.score:g} is {minimum - score.score:.1f} below {minimum:g}")
-    return GateResult(gate, True, f"score {score.score:g}")
+        return GateResult(gate, False, f"score {score.score:.1f} is {minimum - score.score:.1f} below {minimum:g}")
+    return GateResult(gate, True, f"score {score.score:.1f}")
 
 
 def _max_tokens(result: CheckResult, limit: TokenLimit) -> GateResult:

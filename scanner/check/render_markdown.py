@@ -51,7 +51,7 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
     assert report is not None
     score = result.score
     if score is not None:
-        out += [f"**Score:** {score.score:g} / 100 (leaderboard formula v{score.version})", ""]
+        out += [f"**Score:** {score.score:.1f} / 100 (leaderboard formula v{score.version})", ""]
     else:
         out += ["**Score:** no score (the list has no tools)", ""]
     out += gate_lines(result)
@@ -144,7 +144,7 @@ def score_lines(result: CheckResult) -> list[str]:
     if score is None:
         return ["### No score", "", "The list has no tools.", ""] if result.report is not None else []
     out = [
-        f"### Score {score.score:g} / 100",
+        f"### Score {score.score:.1f} / 100",
         "",
         f"Mean tool {score.mean_tool * 100:.1f} · worst tool {score.worst_tool * 100:.1f} · "
         f"list penalty {score.list_penalty:g} · cost {score.cost_penalty:g} ({score.tokens:,} tokens per turn).",
@@ -179,7 +179,7 @@ def comparison_lines(comparison: Comparison, providers: list[str]) -> list[str]:
     out = [f"### Since the baseline ({md(comparison.baseline)})", ""]
     if comparison.score_before is not None and comparison.score_after is not None:
         change = comparison.score_after - comparison.score_before
-        out += [f"Score {comparison.score_before:g} → {comparison.score_after:g} ({change:+.1f})", ""]
+        out += [f"Score {comparison.score_before:.1f} → {comparison.score_after:.1f} ({change:+.1f})", ""]
     out += [f"Tools {comparison.tools_before} → {comparison.tools_after}", ""]
     out += ["| Provider | Baseline | Now | Change |", "|---|---:|---:|---:|"]
     for delta in comparison.tokens:

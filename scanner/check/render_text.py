@@ -229,7 +229,7 @@ def summary_line(result: CheckResult) -> str:
     report = result.report
     assert report is not None
     score = result.score
-    parts = [f"Score {score.score:g}/100" if score is not None else "No score (no tools)"]
+    parts = [f"Score {score.score:.1f}" if score is not None else "No score (no tools)"]
     parts.append(headline(report.findings))
     dearest = max(report.tokens.values(), key=lambda count: count.tokens)
     parts.append(f"{dearest.tokens:,} tokens/turn ({PROVIDER_SHORT.get(dearest.provider, dearest.provider)})")
@@ -328,7 +328,7 @@ def score_lines(result: CheckResult, paint: _Painter) -> list[str]:
 
         version = paint(f"  (leaderboard formula v{SCORE_VERSION})", "2")
         return ["", paint("No score", "1") + ": the list has no tools" + version]
-    lines = ["", paint(f"Score {score.score:g} / 100", "1") + paint(f"  (leaderboard formula v{score.version})", "2")]
+    lines = ["", paint(f"Score {score.score:.1f} / 100", "1") + paint(f"  (leaderboard formula v{score.version})", "2")]
     lines.append(
         f"  mean tool {score.mean_tool * 100:.1f} · worst tool {score.worst_tool * 100:.1f} · "
         f"list penalty {score.list_penalty:g} · cost {score.cost_penalty:g} ({score.tokens:,} tokens per turn)"
@@ -387,7 +387,7 @@ def comparison_lines(comparison: Comparison, paint: _Painter) -> list[str]:
     lines = ["", paint(f"Since the baseline {clean(comparison.baseline)}", "1")]
     if comparison.score_before is not None and comparison.score_after is not None:
         lines.append(
-            f"  score {comparison.score_before:g} -> {comparison.score_after:g} "
+            f"  score {comparison.score_before:.1f} -> {comparison.score_after:.1f} "
             f"({comparison.score_after - comparison.score_before:+.1f})"
         )
     lines.append(f"  tools {comparison.tools_before} -> {comparison.tools_after}")

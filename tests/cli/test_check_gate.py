@@ -330,10 +330,10 @@ def test_the_score_and_its_breakdown_are_in_every_format() -> None:
     assert score["version"] and 0 < score["score"] < 100 and score["rules"]
     dearest = score["rules"][0]
     text = check("--example").stdout
-    assert f"Score {score['score']:g} / 100" in text
+    assert f"Score {score['score']:.1f} / 100" in text
     assert f"{-dearest['points']:.1f}  {dearest['code']} {dearest['rule']}" in text
     markdown = check("--example", "--format", "markdown").stdout
-    assert f"**Score:** {score['score']:g} / 100" in markdown
+    assert f"**Score:** {score['score']:.1f} / 100" in markdown
     assert f"| {dearest['code']} {dearest['rule']} | {dearest['findings']} | {-dearest['points']:.1f} |" in markdown
     sarif = json.loads(check("--example", "--format", "sarif").stdout)
     assert sarif["runs"][0]["properties"]["score"] == score
