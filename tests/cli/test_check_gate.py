@@ -392,3 +392,31 @@ def test_an_empty_list_fails_against_a_baseline(tmp_path: Path) -> None:
         result = runner.invoke(app, ["check", "-f", str(empty), "--baseline", str(saved), *gate])
         assert result.exit_code == 1, (gate, result.output)
         assert "the list has no tools" in result.stderr, result.stderr
+
+
+def test_badge_and_write_say_what_they_wrote(tmp_path: Path) -> None:
+    """Issue 46: --badge and --write wrote their files and said nothing of them."""
+    badge, sarif = tmp_path / "fathom.svg", tmp_path / "fathom.sarif"
+
+    result = runner.invoke(app, ["check", "--example", "--badge", str(badge), "--write", f"sarif={sarif}"])
+
+    assert result.exit_code == 0, result.output
+    endpoint = json.loads((tmp_path / "fathom.json").read_text(encoding="utf-8"))
+    assert f"fathom: wrote the check as sarif to {sarif}\n" in result.stderr
+    said = f"fathom: wrote the badge {badge} and its endpoint {tmp_path / 'fathom.json'} ({endpoint['message']})\n"
+    assert said in result.stderr
+    assert sarif.stat().st_size > 1000 and "<svg" in badge.read_text(encoding="utf-8")
+    quiet = runner.invoke(app, ["--quiet", "check", "--example", "--badge", str(badge)])
+    assert quiet.exit_code == 0 and "wrote" not in quiet.stderr
+
+
+def test_refreshing_a_baseline_in_place_says_how(tmp_path: Path) -> None:
+    """Issue 46: `--baseline b.json --save-baseline b.json` was refused without saying how to refresh it."""
+    saved = tmp_path / "b.json"
+    assert runner.invoke(app, ["check", "--example", "--save-baseline", str(saved)]).exit_code == 0
+
+    result = runner.invoke(app, ["check", "--example", "--baseline", str(saved), "--save-baseline", str(saved)])
+
+    assert result.exit_code == 2
+    assert "to refresh the baseline, run fathom check ... --save-baseline" in result.stderr
+    assert "without --baseline" in result.stderr
