@@ -133,7 +133,7 @@ def client_lines(report: CheckReport) -> list[str]:
 def gate_lines(result: CheckResult) -> list[str]:
     if not result.gates:
         return []
-    out = ["| Gate | Result | |", "|---|---|---|"]
+    out = ["| Gate | Result | Detail |", "|---|---|---|"]
     for gate in result.gates:
         out.append(f"| `{gate.gate}` | {'passed' if gate.passed else '**failed**'} | {md(gate.message)} |")
     return [*out, ""]
@@ -202,7 +202,7 @@ def comparison_lines(comparison: Comparison, providers: list[str]) -> list[str]:
     else:
         out += ["No tool added, removed or changed.", ""]
     if comparison.new or comparison.fixed or comparison.gone:
-        out += ["| Finding | Severity | Code | Tool | |", "|---|---|---|---|---|"]
+        out += ["| Finding | Severity | Code | Tool | Message |", "|---|---|---|---|---|"]
         rows = []
         for finding in comparison.new:
             name = md(finding.tool) if finding.tool is not None else "(list)"

@@ -90,3 +90,21 @@ def test_verbose_lines_wrap_under_themselves_and_numbers_keep_their_units(tmp_pa
     for before, after in zip(lines, lines[1:], strict=False):
         first = after.strip().split(" ")[0].rstrip(",;:.)")
         assert not (re.search(r"\d$", before) and first in UNITS), (before, after)
+
+
+def test_markdown_tables_name_every_column(tmp_path: Path) -> None:
+    """Issue 46: "| Gate | Result | |": a header cell left empty."""
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps([REFUSED, *UNDESCRIBED]), encoding="utf-8")
+    saved = tmp_path / "b.json"
+    assert runner.invoke(app, ["check", "-f", str(path), "--save-baseline", str(saved)]).exit_code == 0
+    path.write_text(json.dumps([REFUSED, _tool("sum")]), encoding="utf-8")
+    result = runner.invoke(
+        app, ["check", "-f", str(path), "--format", "markdown", "--baseline", str(saved), "--min-score", "1"]
+    )
+    lines = result.stdout.splitlines()
+    headers = [line for line, rule in zip(lines, lines[1:], strict=False) if rule.startswith("|---")]
+    assert any(line.startswith("| Gate |") for line in headers) and any("| Finding |" in line for line in headers)
+    for header in headers:
+        cells = [cell.strip() for cell in header.strip().strip("|").split("|")]
+        assert all(cells), f"an empty header cell: {header}"
