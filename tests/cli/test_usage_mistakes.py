@@ -136,9 +136,12 @@ def test_the_demo_hint_works_as_printed_after_the_readme_command(tmp_path: Path)
     assert again.returncode == 0, again.stderr
     assert "example/quickcalc" in again.stdout
 
-    # The demo's own rename (convert.units -> convert_units, its description and schema fixed) is one row.
+    # The demo's own rename (convert.units -> convert_units, its description and schema fixed) is one row; its
+    # closing lines suggest the diff that shows it.
+    suggested = next(line for line in demo.stdout.splitlines() if line.startswith("changes:"))
+    assert suggested.split(None, 1)[1] == "bin/fathom diff example/quickcalc --db d/demo.db"
     changed = subprocess.run(
-        ["bin/fathom", "diff", "example/quickcalc", "--db", "d/demo.db", "--format", "json"],
+        [*suggested.split()[1:], "--format", "json"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
