@@ -615,7 +615,11 @@ def _group_entry(
     if kind == FINDING_APPEARED:
         text = f"{rule} on {where}" + (f": {message}" if isinstance(message, str) and count == 1 else "")
     elif kind == FINDING_GONE_WITH_TOOL:
-        text = f"{rule} left with its tool on {where} (the tool was removed, not fixed)"
+        text = (
+            f"{rule}: its tool was removed, so it went with it (not fixed)"
+            if count == 1
+            else f"{rule} on {where}: they were removed, so it went with them (not fixed)"
+        )
     else:
         text = f"{rule} fixed on {where}"
     return LogEntry(run_id, at, kind, text.strip(), code=code, items=items, severity=severity)

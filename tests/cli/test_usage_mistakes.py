@@ -172,4 +172,4 @@ def test_the_demo_hint_works_as_printed_after_the_readme_command(tmp_path: Path)
     page = next((tmp_path / "d" / "report" / "servers").glob("example-quickcalc-*.html")).read_text(encoding="utf-8")
     log = page[page.index('id="log"') :]
     assert "name-invalid fixed on 1 tool" in log
-    assert "name-invalid left with its tool" not in log and "required-undefined left with its tool" not in log
+    assert "name-invalid: its tool was removed" not in log and "required-undefined: its tool was removed" not in log
