@@ -30,7 +30,8 @@ def _check(path: Path) -> dict[str, object]:
     report = result.report
     assert report is not None, path
     score = result.score
-    counts = [sum(1 for f in result.scored_findings if f.severity.label == label) for label in ("problem", "warning", "note")]
+    labels = ("problem", "warning", "note")
+    counts = [sum(1 for f in result.scored_findings if f.severity.label == label) for label in labels]
     return {
         "tools": report.tools_count,
         "tokens": {provider: report.tokens[provider].tokens for provider in PROVIDERS},

@@ -312,7 +312,8 @@ def _unread_line(db: str, summary: ScanSummary) -> str:
     more = f" and {len(failed) - NOT_READ_SHOWN:,} more" if len(failed) > NOT_READ_SHOWN else ""
     noun = "server" if len(failed) == 1 else "servers"
     where = shlex.quote(url_without_password(db))
-    return f"{len(failed):,} {noun} not read: {named}{more}; why each failed and what to do: fathom servers --db {where}"
+    said = f"{len(failed):,} {noun} not read: {named}{more}"
+    return f"{said}; why each failed and what to do: fathom servers --db {where}"
 
 
 def _scan_line(summary: ScanSummary) -> str:

@@ -4,6 +4,7 @@ never parted from its unit)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -87,7 +88,7 @@ def test_verbose_lines_wrap_under_themselves_and_numbers_keep_their_units(tmp_pa
     block = lines[lines.index("Tokens per turn") + 1 : next(i for i, line in enumerate(lines) if "% of a 200k" in line)]
     methods = [line for line in block if line.startswith(" " * 10)]  # every method line and its continuations
     assert len(methods) > 4 and len({len(line) - len(line.lstrip()) for line in methods}) == 1, methods
-    for before, after in zip(lines, lines[1:], strict=False):
+    for before, after in itertools.pairwise(lines):
         first = after.strip().split(" ")[0].rstrip(",;:.)")
         assert not (re.search(r"\d$", before) and first in UNITS), (before, after)
 
@@ -103,7 +104,7 @@ def test_markdown_tables_name_every_column(tmp_path: Path) -> None:
         app, ["check", "-f", str(path), "--format", "markdown", "--baseline", str(saved), "--min-score", "1"]
     )
     lines = result.stdout.splitlines()
-    headers = [line for line, rule in zip(lines, lines[1:], strict=False) if rule.startswith("|---")]
+    headers = [line for line, rule in itertools.pairwise(lines) if rule.startswith("|---")]
     assert any(line.startswith("| Gate |") for line in headers) and any("| Finding |" in line for line in headers)
     for header in headers:
         cells = [cell.strip() for cell in header.strip().strip("|").split("|")]

@@ -159,9 +159,7 @@ def test_the_demo_hint_works_as_printed_after_the_readme_command(tmp_path: Path)
 
     # Issue 46: the stored findings (so `findings` and `check --db`) and the server page tell the same story.
     def run(*args: str) -> str:
-        done = subprocess.run(
-            ["bin/fathom", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
-        )
+        done = subprocess.run(["bin/fathom", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
         return done.stdout
 
     found = json.loads(run("findings", "--db", "d/demo.db", "--server", "example/quickcalc", "--format", "json"))

@@ -168,8 +168,9 @@ def test_a_rename_tells_one_story_no_mcp502_and_the_old_names_findings_fixed() -
     events, findings = history.compare_tools(before, "1.0.0", after, "1.1.0")
     assert [(f.code, f.tool) for f in findings] == [("MCP502", "gone")]  # the real removal only
 
-    name_invalid = Finding(code="MCP101", rule="name-invalid", severity=Severity.PROBLEM, tool="convert.units",
-                           message="bad name", hint="")
+    name_invalid = Finding(
+        code="MCP101", rule="name-invalid", severity=Severity.PROBLEM, tool="convert.units", message="bad name", hint=""
+    )
     resolved = history.compare_findings([name_invalid], findings)
     log = history.readable_log(_stored(2, events + resolved), baseline_run=1)
 

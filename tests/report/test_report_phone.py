@@ -100,7 +100,7 @@ def test_the_leaderboard_shows_score_tokens_and_loads_without_scrolling_sideways
         # The score, one cell per provider's tokens and "Will it load?", each wholly inside the window.
         assert len(row["cells"]) == 1 + 3 + 1, row
         for cell, (left, right) in row["cells"].items():
-            assert 0 <= left and right <= width, f"{row['name']}: {cell} at {left}-{right} px, the window is {width}"
+            assert left >= 0 and right <= width, f"{row['name']}: {cell} at {left}-{right} px, the window is {width}"
 
 
 @pytest.mark.parametrize("width", WIDTHS)

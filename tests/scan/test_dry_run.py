@@ -7,7 +7,6 @@ in ``tests/fixtures/registry``, with secrets supplied through the environment th
 from __future__ import annotations
 
 import gzip
-
 import json
 import re
 from pathlib import Path
