@@ -172,6 +172,8 @@ def _finite(text: str) -> float:
 def parse_json(data: bytes, label: str) -> Any:
     """JSON bytes as a value; invalid, binary, non-finite (``NaN``) or too deeply nested text is one InputError."""
     text = _text(data, label)
+    if not text.strip():  # "Expecting value at line 1 column 1" would not say it
+        raise InputError(f"{label} is empty")
     try:
         value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError as exc:

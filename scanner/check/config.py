@@ -2,7 +2,7 @@
 
 Found from the current directory upwards (in each directory ``fathom.toml`` first, then a ``pyproject.toml``
 that has a ``[tool.fathom]`` table; the first one found is used, as ruff does), or named with ``--config``.
-A ``fathom.toml`` holds the same keys at its top level. Keys (docs/check.md has an example)::
+A ``fathom.toml`` holds the same keys at its top level. Keys (docs/ci.md has an example)::
 
     select = ["MCP1", "MCP2"]          # rule code prefixes to show (default: every rule)
     ignore = ["MCP303"]                # rule code prefixes to ignore

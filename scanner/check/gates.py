@@ -205,8 +205,8 @@ def _min_score(result: CheckResult, minimum: float) -> GateResult:
     if score is None:  # a list with no tools has no score: no minimum is met
         return GateResult(gate, False, "no score: the list has no tools")
     if score.score < minimum:
-        return GateResult(gate, False, f"score {score.score:g} is {minimum - score.score:.1f} below {minimum:g}")
-    return GateResult(gate, True, f"score {score.score:g}")
+        return GateResult(gate, False, f"score {score.score:.1f} is {minimum - score.score:.1f} below {minimum:g}")
+    return GateResult(gate, True, f"score {score.score:.1f}")
 
 
 def _max_tokens(result: CheckResult, limit: TokenLimit) -> GateResult:
@@ -332,8 +332,8 @@ def _fail_on_reject(result: CheckResult, clients: tuple[str, ...]) -> GateResult
 
 def evaluate(result: CheckResult, gates: Gates, *, silenced: str | None = None) -> tuple[GateResult, ...]:
     """Every gate asked for, in a fixed order; nothing for a list that was not measured. ``silenced`` (why
-    select/ignore leave no rule that can fire, :func:`nothing_can_fire`) fails ``--fail-on``: a gate that
-    compares nothing never passes."""
+    select/ignore leave no rule that can fire, :func:`nothing_can_fire`) fails ``--fail-on``, and a list with no
+    tools fails every gate: a gate that compares nothing never passes (docs/ci.md)."""
     if result.report is None:
         return ()
     out: list[GateResult] = []
@@ -348,7 +348,12 @@ def evaluate(result: CheckResult, gates: Gates, *, silenced: str | None = None) 
         out.append(_fail_on(result, gates.fail_on_new, flag="--fail-on-new"))
     if gates.fail_on_reject:
         out.append(_fail_on_reject(result, gates.fail_on_reject))
+    if result.report.tools_count == 0:  # `[]`, or a server whose build broke: nothing was checked, so no gate passes
+        out = [gate if not gate.passed else replace(gate, passed=False, message=EMPTY_LIST) for gate in out]
     return tuple(out)
+
+
+EMPTY_LIST = "the list has no tools, so there was nothing to check: an empty list never passes"
 
 
 def run_gate(request: GateRequest) -> CheckResult:

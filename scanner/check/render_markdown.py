@@ -63,7 +63,7 @@ def render(result: CheckResult, *, verbose: bool = False, all_tools: bool = Fals
     assert report is not None
     score = result.score
     if score is not None:
-        out += [f"**Score:** {score.score:g} / 100 (leaderboard formula v{score.version})", ""]
+        out += [f"**Score:** {score.score:.1f} / 100 (leaderboard formula v{score.version})", ""]
     else:
         out += ["**Score:** no score (the list has no tools)", ""]
     out += gate_lines(result)
@@ -147,7 +147,7 @@ def client_lines(report: CheckReport, tools: Sequence[Any] | None = None) -> lis
 def gate_lines(result: CheckResult) -> list[str]:
     if not result.gates:
         return []
-    out = ["| Gate | Result | |", "|---|---|---|"]
+    out = ["| Gate | Result | Detail |", "|---|---|---|"]
     for gate in result.gates:
         name = markdown_text(f"`{gate.gate}`", code_spans=True)
         out.append(f"| {name} | {'passed' if gate.passed else '**failed**'} | {md(gate.message)} |")
@@ -159,7 +159,7 @@ def score_lines(result: CheckResult) -> list[str]:
     if score is None:
         return ["### No score", "", "The list has no tools.", ""] if result.report is not None else []
     out = [
-        f"### Score {score.score:g} / 100",
+        f"### Score {score.score:.1f} / 100",
         "",
         f"Mean tool {score.mean_tool * 100:.1f} · worst tool {score.worst_tool * 100:.1f} · "
         f"list penalty {score.list_penalty:g} · cost {score.cost_penalty:g} ({score.tokens:,} tokens per turn).",
@@ -196,7 +196,7 @@ def comparison_lines(comparison: Comparison, providers: list[str]) -> list[str]:
     out = [f"### Since the baseline ({md(comparison.baseline)})", ""]
     if comparison.score_before is not None and comparison.score_after is not None:
         change = comparison.score_after - comparison.score_before
-        out += [f"Score {comparison.score_before:g} → {comparison.score_after:g} ({change:+.1f})", ""]
+        out += [f"Score {comparison.score_before:.1f} → {comparison.score_after:.1f} ({change:+.1f})", ""]
     out += [f"Tools {comparison.tools_before} → {comparison.tools_after}", ""]
     out += ["| Provider | Baseline | Now | Change |", "|---|---:|---:|---:|"]
     for delta in comparison.tokens:
@@ -219,7 +219,7 @@ def comparison_lines(comparison: Comparison, providers: list[str]) -> list[str]:
     else:
         out += ["No tool added, removed or changed.", ""]
     if comparison.new or comparison.fixed or comparison.gone:
-        out += ["| Finding | Severity | Code | Tool | |", "|---|---|---|---|---|"]
+        out += ["| Finding | Severity | Code | Tool | Message |", "|---|---|---|---|---|"]
         rows = []
         for finding in comparison.new:
             name = md(finding.tool) if finding.tool is not None else "(list)"

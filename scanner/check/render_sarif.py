@@ -1,7 +1,8 @@
 """``fathom check --format sarif``: SARIF 2.1.0 that code scanning can place.
 
 Every rule of the catalogue is described in ``tool.driver.rules``; each finding is a result whose level follows
-its severity (problem → error, warning → warning, note → note). For a ``--tools-file`` the result stands in the
+its severity (problem → error, warning → warning, note → note); a preview rule's result is a note whose message
+starts "[preview]" (never scored or gated). For a ``--tools-file`` the result stands in the
 file by a URI relative to the repository root (the nearest folder holding ``.git``, else the current folder)
 on the line of the finding's JSON Pointer, with the pointer in the file (``/tools/3/inputSchema/...``) as its
 logical location. A server has no file: its results carry the logical location only, or stand in the config
@@ -105,15 +106,19 @@ def _result(finding: Finding, index: dict[str, int], placer: _Placer, reason: st
     from scanner.rules.registry import status_of
 
     identity = f"{finding.code}|{finding.tool}|{finding.pointer}"
+    status = status_of(finding.code)
+    # A preview rule's result is never scored or gated: a note, and its message says so (a code-scanning list
+    # shows the level and the message, not the properties).
+    preview = status == "preview"
     out: dict[str, Any] = {
         "ruleId": finding.code,
-        "level": _LEVEL[finding.severity],
-        "message": {"text": f"{finding.message} Fix: {finding.hint}"},
+        "level": "note" if preview else _LEVEL[finding.severity],
+        "message": {"text": ("[preview] " if preview else "") + f"{finding.message} Fix: {finding.hint}"},
         "locations": [placer.location(finding)],
         "partialFingerprints": {"fathomFinding/v1": hashlib.sha256(identity.encode()).hexdigest()[:32]},
         "properties": {
             "rule": finding.rule,
-            "status": status_of(finding.code),
+            "status": status,
             "pointer": finding.pointer,
             "details": dict(finding.details),
         },

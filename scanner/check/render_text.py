@@ -161,12 +161,21 @@ def client_lines(
         return []
     lines = ["", paint("Per client (what each sends per turn)", "1")]
     for cost in costs:
-        how = f"deferred, {cost.loaded_low:,}-{cost.loaded_high:,} with 3-5 loaded" if cost.deferred else "every tool"
+        how = _loaded_words(cost.loaded_low, cost.loaded_high, report.tools_count) if cost.deferred else "every tool"
         lines.append(f"  {cost.label}: {cost.tokens:,} ({how})")
         if verbose:
             lines.append(f"    {paint(cost.method, '2')}")
     lines += [f"  {clean(line)}" for line in deferral_summary(costs)]
     return lines
+
+
+def _loaded_words(low: int, high: int, tools: int) -> str:
+    """``deferred, 304-420 with 3-5 loaded``; for a list of fewer than 5 tools what can be loaded: ``deferred, 304
+    with all 3 loaded`` (never "304-304 with 3-5 loaded"), ``deferred, 304-350 with 3-4 loaded``."""
+    if tools <= 3 or low == high:
+        loaded = ("its one tool loaded" if tools == 1 else f"all {tools} loaded") if tools <= 3 else "3-5 loaded"
+        return f"deferred, {high:,} with {loaded}"
+    return f"deferred, {low:,}-{high:,} with 3-{min(tools, 5)} loaded"
 
 
 def instructions_line(report: CheckReport, provider: str) -> str:
@@ -241,7 +250,7 @@ def summary_line(result: CheckResult) -> str:
     report = result.report
     assert report is not None
     score = result.score
-    parts = [f"Score {score.score:g}/100" if score is not None else "No score (no tools)"]
+    parts = [f"Score {score.score:.1f}" if score is not None else "No score (no tools)"]
     parts.append(headline(report.findings))
     dearest = max(report.tokens.values(), key=lambda count: count.tokens)
     parts.append(f"{dearest.tokens:,} tokens/turn ({PROVIDER_SHORT.get(dearest.provider, dearest.provider)})")
@@ -285,12 +294,17 @@ def fit(lines: list[str], width: int | None = None) -> str:
             out.append(line)
             continue
         indent = len(bare) - len(bare.lstrip(" "))
-        if indent >= len(FINDING_INDENT) or bare.lstrip(" ").startswith(tuple(level.label for level in Severity)):
+        if indent == len(FINDING_INDENT) or bare.lstrip(" ").startswith(tuple(level.label for level in Severity)):
             hang = len(FINDING_INDENT)
+        elif indent > len(FINDING_INDENT):  # a line set deep (--verbose's method under its count) goes on under itself
+            hang = indent
         else:
             hang = indent + 2
         out += _wrap(line, width, indent, hang)
     return "\n".join(out) + "\n"
+
+
+_UNIT = re.compile(r"(\d[\d,.]*) (%|ms|s|KB|MB|MiB|GB|tokens?|characters|chars|px|tools?)(?=[\s,;:.)]|$)")
 
 
 def _wrap(line: str, width: int, indent: int, hang: int) -> list[str]:
@@ -298,7 +312,10 @@ def _wrap(line: str, width: int, indent: int, hang: int) -> list[str]:
     first indented by ``hang``."""
     rows: list[str] = []
     current, seen, empty = " " * indent, indent, True
-    for word in line.lstrip(" ").split(" "):
+    # A number and its unit ("8 %", "64.9 ms", "1,711 tokens") stay on one row: joined by a no-break space for the
+    # split, a plain space again in the row.
+    for word in _UNIT.sub("\\1\u00a0\\2", line.lstrip(" ")).split(" "):
+        word = word.replace("\u00a0", " ")
         size = len(_ESCAPE.sub("", word))
         if not empty and seen + 1 + size > width:
             rows.append(current)
@@ -340,7 +357,7 @@ def score_lines(result: CheckResult, paint: _Painter) -> list[str]:
 
         version = paint(f"  (leaderboard formula v{SCORE_VERSION})", "2")
         return ["", paint("No score", "1") + ": the list has no tools" + version]
-    lines = ["", paint(f"Score {score.score:g} / 100", "1") + paint(f"  (leaderboard formula v{score.version})", "2")]
+    lines = ["", paint(f"Score {score.score:.1f} / 100", "1") + paint(f"  (leaderboard formula v{score.version})", "2")]
     lines.append(
         f"  mean tool {score.mean_tool * 100:.1f} · worst tool {score.worst_tool * 100:.1f} · "
         f"list penalty {score.list_penalty:g} · cost {score.cost_penalty:g} ({score.tokens:,} tokens per turn)"
@@ -348,7 +365,11 @@ def score_lines(result: CheckResult, paint: _Painter) -> list[str]:
     if score.refused:
         from scanner.measure.score import REFUSED_CAP
 
-        lines.append(f"  capped at {REFUSED_CAP:g}: a client refuses the whole list ({', '.join(score.refused)})")
+        refused = f"a client refuses the whole list ({', '.join(score.refused)})"
+        if score.score < REFUSED_CAP:  # the cap did not bind: say it is a ceiling, not what made the score
+            lines.append(f"  at most {REFUSED_CAP:g} while {refused}; this list scores below that anyway")
+        else:
+            lines.append(f"  capped at {REFUSED_CAP:g}: {refused}")
     for cost in result.rule_costs:
         found = f"{cost.findings} finding{'' if cost.findings == 1 else 's'}"
         lines.append(f"  {-cost.points:>6.1f}  {cost.code} {cost.rule} ({found})")
@@ -399,7 +420,7 @@ def comparison_lines(comparison: Comparison, paint: _Painter) -> list[str]:
     lines = ["", paint(f"Since the baseline {clean(comparison.baseline)}", "1")]
     if comparison.score_before is not None and comparison.score_after is not None:
         lines.append(
-            f"  score {comparison.score_before:g} -> {comparison.score_after:g} "
+            f"  score {comparison.score_before:.1f} -> {comparison.score_after:.1f} "
             f"({comparison.score_after - comparison.score_before:+.1f})"
         )
     lines.append(f"  tools {comparison.tools_before} -> {comparison.tools_after}")

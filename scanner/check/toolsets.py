@@ -54,6 +54,8 @@ def parse_json(data: bytes, label: str) -> Any:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"{label} is not UTF-8 text (byte {exc.start})") from exc
+    if not text.strip():  # "Expecting value at line 1 column 1" would not say it
+        raise InputError(f'{label} is empty: give a tool list (a JSON array of tools, or {{"tools": [...]}})')
     try:
         value = json.loads(text)
     except RecursionError as exc:

@@ -52,6 +52,8 @@ class FathomGroup(TyperGroup):
         for command in (self.commands or {}).values():
             for param in command.params:
                 _name_metavar(param)
+            if not command.short_help and command.help:
+                command.short_help = _first_sentence(command.help)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         try:
@@ -72,6 +74,26 @@ class FathomGroup(TyperGroup):
         except KeyboardInterrupt as exc:
             typer.echo("fathom: interrupted", err=True)
             raise typer.Exit(130) from exc
+
+
+SUMMARY_CHARS = 120  # a summary longer than this ends at its first clause (a colon or a semicolon)
+
+
+def _first_sentence(text: str) -> str:
+    """A command's summary in ``fathom --help``: its help's first sentence, whole (Click would cut it at the
+    column's width with "..."; the list wraps it instead), or, when long, the sentence up to its first clause."""
+    import re
+
+    paragraph = " ".join(text.strip().split("\n\n", 1)[0].split())
+    end = re.search(r"(?<!\.)\.(\s|$)", paragraph)
+    sentence = paragraph if end is None else paragraph[: end.start() + 1]
+    if len(sentence) > SUMMARY_CHARS:
+        depth = 0
+        for index, char in enumerate(sentence[:-1]):  # the first colon or semicolon outside parentheses
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth == 0 and char in ":;" and sentence[index + 1] == " ":
+                return sentence[:index] + "."
+    return sentence
 
 
 # What an option's value is, said in its help's metavar (``--url URL``) instead of the Python type (``<str>``).
@@ -111,7 +133,10 @@ _BY_TYPE = {"int": "N", "float": "SECONDS", "str": "TEXT", "list[str]": "TEXT"}
 
 
 def _name_metavar(param: Any) -> None:
-    """Give an option without a metavar of its own one from :data:`METAVARS`, else one from its type."""
+    """Give an option without a metavar of its own one from :data:`METAVARS`, else one from its type; a run id's
+    range is said ``x>=1``, not ``1<=x<=9223372036854775807`` (the database's limit is still checked)."""
+    if getattr(param, "max", None) == 2**63 - 1:  # Typer's own range text, per option
+        param._get_number_range_help_str = lambda: f"x>={param.min}"
     if getattr(param, "param_type_name", "") == "argument":
         if param.metavar is None and param.name in ARGUMENT_METAVARS:
             param.metavar = ARGUMENT_METAVARS[param.name]

@@ -358,6 +358,18 @@ def check(
         typer.echo(f"fathom: wrote the baseline {save_baseline} ({_baseline_words(result)})", err=True)
     if as_provider is None:
         check_write.write(result, files, verbose=verbose, all_tools=all_tools, anchor=chosen.config)
+    if result.report is not None and not _SETTINGS["quiet"]:  # say what was written, and where
+        for fmt_name, path in files:
+            typer.echo(f"fathom: wrote the check as {fmt_name} to {path}", err=True)
+        if badge is not None:
+            from scanner.check.badge import endpoint_path, message
+
+            said = message(
+                result.score.score if result.score is not None else None,
+                result.report.max_tokens,
+                no_tools=result.report.tools_count == 0,
+            )
+            typer.echo(f"fathom: wrote the badge {badge} and its endpoint {endpoint_path(badge)} ({said})", err=True)
     if result.tools is None:
         assert result.outcome is not None
         if out_format in (CheckFormat.json, CheckFormat.sarif):  # a parseable document even then (CI uploads)
@@ -468,6 +480,7 @@ def _no_clash(
     """Every output compared with every input and with each other before anything runs (docs/ci.md)."""
     from scanner import safefile
     from scanner.check.badge import endpoint_path
+    from scanner.errors import InputError
 
     inputs = [("--tools-file", Path(tools_file))] if tools_file not in (None, "-") else []
     if chosen.config is not None:
@@ -478,6 +491,11 @@ def _no_clash(
     if badge is not None:
         outputs += [("--badge", badge), ("--badge's endpoint JSON", endpoint_path(badge))]
     outputs += [(f"--write {fmt}", path) for fmt, path in files]
+    if save_baseline is not None and chosen.baseline is not None and safefile.same_file(save_baseline, chosen.baseline):
+        raise InputError(
+            f"--save-baseline {save_baseline} is the --baseline this check reads: to refresh the baseline, run "
+            f"fathom check ... --save-baseline {save_baseline} without --baseline (after the gate passed)"
+        )
     safefile.check_clashes(inputs, outputs)
 
 

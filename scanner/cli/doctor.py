@@ -11,7 +11,7 @@ from scanner import exitcodes  # the one table of exit codes (a light module)
 
 if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
     pass
-from scanner.cli.base import _fail, _headers, _known_profile, _seconds, app
+from scanner.cli.base import _fail, _headers, _known_profile, _seconds, _table_width, app
 
 
 class DoctorFormat(enum.StrEnum):
@@ -59,7 +59,9 @@ def doctor(
     from scanner.report import doctor_out
     from scanner.scan.doctor import Credential, DoctorRequest, run_doctor
 
-    if (config is None) == (url is None):
+    if config is None and url is None:
+        _fail("give a client config file (fathom doctor claude_desktop_config.json) or --url URL", 2)
+    if config is not None and url is not None:
         _fail("give a client config file or --url, not both", 2)
     credentials = [Credential(name, _headers(None, name)) for name in bearer_env or ()]
     if header:
@@ -78,6 +80,8 @@ def doctor(
         profile=_known_profile(profile),
     )
     diagnoses = run_doctor(request)
-    render = doctor_out.render_json if fmt is DoctorFormat.json else doctor_out.render_text
-    typer.echo(render(diagnoses), nl=False)
+    if fmt is DoctorFormat.json:
+        typer.echo(doctor_out.render_json(diagnoses), nl=False)
+    else:
+        typer.echo(doctor_out.render_text(diagnoses, width=_table_width()), nl=False)
     raise typer.Exit(max((diagnosis.exit_code for diagnosis in diagnoses), default=0))

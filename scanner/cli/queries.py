@@ -11,7 +11,18 @@ from scanner import exitcodes  # the one table of exit codes (a light module)
 
 if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when it runs
     pass
-from scanner.cli.base import RUN_ID_MAX, DbOption, FormatOption, QueryFormat, WideOption, _db_url, _fail, _table, app
+from scanner.cli.base import (
+    RUN_ID_MAX,
+    DbOption,
+    FormatOption,
+    QueryFormat,
+    WideOption,
+    _db_url,
+    _fail,
+    _table,
+    _table_width,
+    app,
+)
 
 
 class SeverityChoice(enum.StrEnum):
@@ -48,20 +59,24 @@ def history(
     fmt: FormatOption = QueryFormat.table,
     wide: WideOption = False,
 ) -> None:
-    """One server's scans over time: outcome, registry and server version, tools, tokens per provider, score, findings,
-    a column per per-scan metric (handshake and list times, tools/list pages), what was run and what each client
-    sends per turn at rest (JSON/CSV: "clients") and, under the table, the newest scan's stderr tail."""
+    """One server's scans over time (the table newest first; JSON and CSV oldest first): outcome, registry and
+    server version, tools, tokens per provider, score, findings, a column per per-scan metric (handshake and list
+    times, tools/list pages), what was run and what each client sends per turn at rest (JSON/CSV: "clients") and,
+    under the table, the newest scan's stderr tail and, when it failed, the next step (the FATHOM_SECRET_...
+    variable to set for an HTTP 401)."""
     from scanner.report import queries
 
     found: list[dict[str, Any]] = []
 
     def fetch() -> list[dict[str, Any]]:
         found.extend(queries.history(_db_url(db, existing=True), server))
-        return found
+        # The table reads newest first, as a person looks for the last scan; JSON and CSV keep time order.
+        return found[::-1] if fmt is QueryFormat.table else found
 
     _table(fmt, fetch, queries.history_columns, wide=wide, optional=queries.OPTIONAL_COLUMNS["history"])
     if fmt is QueryFormat.table:
         typer.echo(queries.stderr_note(found), nl=False)
+        typer.echo(queries.next_step_note(server, found, None if wide else _table_width()), nl=False)
 
 
 @app.command(epilog=exitcodes.command_epilog("findings"))

@@ -58,4 +58,6 @@ def demo(
     database = result.database
     me = invocation()
     typer.echo(f"database: {database}  (try: {me} servers --db {database}; {me} findings --db {database})")
+    # What the second scan changed on one server, the demo's own rename among it (one row, as docs/report.md says).
+    typer.echo(f"changes:  {me} diff example/quickcalc --db {database}")
     typer.echo(f"report:   {result.report_index.resolve().as_uri()}")

@@ -231,7 +231,7 @@ def scan(
         verdicts = remembered_verdicts(entries, settings.packages) if run_packages else {}
         _print_entries(entries, fmt, verdicts)
         if fmt is ScanFormat.text:
-            typer.echo("\n".join(totals(entries, verdicts)))
+            typer.echo("\n".join(totals(entries, verdicts, width=_table_width())))
         return
     if enqueue:
         from scanner.distributed import enqueue_scan
@@ -263,6 +263,8 @@ def scan(
         typer.echo(_scan_line(summary))
     if skipped_note:
         _note(skipped_note)
+    if fmt is ScanFormat.text and not summary.interrupted and (unread := _unread_line(db, summary)):
+        _note(unread)
     if summary.interrupted:
         import shlex
 
@@ -279,6 +281,39 @@ def scan(
             err=True,
         )
         raise typer.Exit(130)
+
+
+NOT_READ_SHOWN = 5  # servers named in the line after a scan; the rest counted
+_NOT_FAILED = frozenset({"ok", "skipped", "refused"})  # skips and refusals: the skipped line names their flag
+
+
+def _unread_line(db: str, summary: ScanSummary) -> str:
+    """``3 servers not read: a (auth_required), b (timeout) and 1 more; why each failed and what to do: fathom
+    servers --db DB`` after a run whose scans did not all read a list ('' when every one did)."""
+    if not set(summary.run_counts or summary.counts) - _NOT_FAILED:
+        return ""
+    import shlex
+
+    from scanner.store import open_store
+    from scanner.store.engine import url_without_password
+
+    store = open_store(_db_url(db))
+    try:
+        failed = [
+            (row.name, row.last_outcome or "?")
+            for row in store.servers()
+            if row.last_run_id == summary.run_id and (row.last_outcome or "?") not in _NOT_FAILED
+        ]
+    finally:
+        store.close()
+    if not failed:
+        return ""
+    named = ", ".join(f"{name} ({outcome})" for name, outcome in failed[:NOT_READ_SHOWN])
+    more = f" and {len(failed) - NOT_READ_SHOWN:,} more" if len(failed) > NOT_READ_SHOWN else ""
+    noun = "server" if len(failed) == 1 else "servers"
+    where = shlex.quote(url_without_password(db))
+    said = f"{len(failed):,} {noun} not read: {named}{more}"
+    return f"{said}; why each failed and what to do: fathom servers --db {where}"
 
 
 def _scan_line(summary: ScanSummary) -> str:
@@ -363,18 +398,18 @@ def _print_entries(entries: list[ServerEntry], fmt: ScanFormat, verdicts: dict[s
             "target": row.get("url") or " ".join(row.get("command") or []),
             "skip": row["skip"]
             or (f"remembered too_large: {row['remembered_too_large']}" if row.get("remembered_too_large") else None),
-            "findings": " ".join(finding["code"] for finding in row["findings"]),
+            "findings": " ".join(dict.fromkeys(finding["code"] for finding in row["findings"])),
         }
         for row in rows
     ]
-    # Fits the terminal like the query tables: target and skip wrap, findings go first when still too wide.
+    # Fits the terminal like the query tables: target, skip and findings wrap, transport goes when still too wide.
     text = render_rows(
         table,
         TableFormat.table,
         columns=columns,
         width=_table_width(),
-        optional=["findings"],
-        wrap=["target", "skip"],
+        optional=["transport"],  # the findings (MCP701-705) stay; the totals count the transports
+        wrap=["target", "skip", "findings"],
     )
     typer.echo(text, nl=False)
 

@@ -164,13 +164,17 @@ def compare_tools(
     current_tools: Sequence[Any],
     current_version: str | None,
 ) -> tuple[list[ChangeEvent], list[Finding]]:
-    """Tool events and MCP501/MCP502 findings between the previous successful scan and the current one.
+    """Tool events and MCP501/MCP502 findings between the previous successful scan and the current one (no MCP502
+    for a tool renamed).
 
     MCP501 fires only when the reported version is unchanged (two scans without any version count as
     unchanged: nothing told a client to look again).
     """
     changes = diff_tools(previous_tools, current_tools)
     before, after = _index(previous_tools), _index(current_tools)
+    # A tool renamed (:func:`renamed_tools`, as ``fathom diff`` and the change log pair them) is not a tool removed:
+    # its events stay one removed and one added (the log pairs them again), but no MCP502.
+    renamed = renamed_tools(previous_tools, current_tools, changes)
     events: list[ChangeEvent] = []
     findings: list[Finding] = []
     same_version = previous_version == current_version
@@ -182,6 +186,8 @@ def compare_tools(
         old_index = before[label].index
         identity = _identity(before[label].value)
         events.append(ChangeEvent(TOOL_REMOVED, tool=label, details={"previous_index": old_index, **identity}))
+        if label in renamed:
+            continue
         findings.append(
             make_finding(
                 "MCP502",
@@ -468,8 +474,8 @@ def _run_entries(run_id: int, events: Sequence[StoredEvent], *, baseline: bool) 
                 continue
             if tool in renamed and (code, renamed[str(tool)]) in followed:
                 continue
-            if tool in removed_names:
-                kind = FINDING_GONE_WITH_TOOL
+            if tool in removed_names and tool not in renamed:
+                kind = FINDING_GONE_WITH_TOOL  # a renamed tool's finding its new name lacks was fixed (as in diff)
         fields: tuple[str, ...] = ()
         if kind == TOOL_CHANGED:
             listed = event.details.get("fields")
@@ -609,7 +615,11 @@ def _group_entry(
     if kind == FINDING_APPEARED:
         text = f"{rule} on {where}" + (f": {message}" if isinstance(message, str) and count == 1 else "")
     elif kind == FINDING_GONE_WITH_TOOL:
-        text = f"{rule} left with its tool on {where} (the tool was removed, not fixed)"
+        text = (
+            f"{rule}: its tool was removed, so it went with it (not fixed)"
+            if count == 1
+            else f"{rule} on {where}: they were removed, so it went with them (not fixed)"
+        )
     else:
         text = f"{rule} fixed on {where}"
     return LogEntry(run_id, at, kind, text.strip(), code=code, items=items, severity=severity)

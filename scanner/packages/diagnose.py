@@ -385,8 +385,11 @@ def npm_error(lines: Sequence[str]) -> str | None:
 
 def _with_installer_line(found: str, tail: Sequence[str]) -> str:
     """``found`` with the installer's own last error line beside it when ``found`` is another tool's line (a
-    compiler's, node-gyp's), so the detail keeps what npm or uv said."""
-    if _NPM_ERROR.match(found) or _UV_ERROR.match(found):
+    compiler's, node-gyp's), so the detail keeps what npm or uv said; uv's own line with its last cause, so a TLS
+    failure says which certificate check failed, not only "Failed to fetch"."""
+    if _UV_ERROR.match(found):  # uv's line with its last cause ("invalid peer certificate: UnknownIssuer")
+        return uv_error(tail) or found
+    if _NPM_ERROR.match(found):
         return found
     own = npm_error(tail) or uv_error(tail)
     return f"{found}; {own}" if own and own not in found else found

@@ -55,11 +55,33 @@ def find_python(requirement: str, env: Mapping[str, str]) -> tuple[str, str] | N
         _FIND_ERRORS[(requirement, env.get("PATH") or "")] = said
         return None
     if isolation.enabled() and not isolation.reachable(Path(path)):
-        return None  # run as root, the package's own user could not start it (root's own 0700 HOME, say)
+        # Run as root, the package's own user could not start it (root's own 0700 HOME, say): say so, and where
+        # an interpreter would count, instead of "put a Python on PATH" when one is there.
+        private = _private_folder(Path(path))
+        where = f", under {private}, private to root" if private else ""
+        _FIND_ERRORS[(requirement, env.get("PATH") or "")] = f"{UNREACHABLE} {path}{where}"
+        return None
     version = python_version(path, settings)
     if not version:
         _FIND_ERRORS[(requirement, env.get("PATH") or "")] = f"uv python find gave {path}, which does not run"
     return (path, version) if version else None
+
+
+# Run as root, an interpreter counts only where a package's own user can reach it (the next step says where).
+UNREACHABLE = "found only an interpreter the package's own user cannot reach:"
+
+
+def _private_folder(path: Path) -> Path | None:
+    """The first folder above ``path`` (links followed) that others cannot search, or None."""
+    import stat
+
+    for parent in reversed(Path(os.path.realpath(path)).parents):
+        try:
+            if not parent.stat().st_mode & stat.S_IXOTH:
+                return parent
+        except OSError:
+            return parent
+    return None
 
 
 def _uv_said(stderr: str) -> str | None:
@@ -74,7 +96,7 @@ def why_no_python(outcome: ScanOutcome, requirement: str, env: Mapping[str, str]
     said = _FIND_ERRORS.get((requirement, env.get("PATH") or ""))
     if not said:
         return outcome
-    text = f"`uv python find {requirement}` said: {normalise(said)}"
+    text = said if said.startswith(UNREACHABLE) else f"`uv python find {requirement}` said: {normalise(said)}"
     guess = "no installed interpreter satisfies it"
     detail = outcome.detail.replace(guess, text) if guess in outcome.detail else f"{outcome.detail} ({text})"
     return replace(outcome, detail=detail[:MAX_DETAIL], extra={**outcome.extra, "python_find_error": said[:500]})

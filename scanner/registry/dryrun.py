@@ -81,10 +81,44 @@ def _counts(counter: Counter[str]) -> str:
 _SPECIFIC = re.compile(r"\s*\([^)]*\)")  # "package (npm @a/b): needs ..." -> "package: needs ..."
 
 
-def totals(entries: list[ServerEntry] | tuple[ServerEntry, ...], verdicts: dict[str, str] | None = None) -> list[str]:
+SHOWN_REASONS = 8  # a registry's dry run has ~30 skip reasons: the most frequent, then how many more
+
+
+def skip_reasons(skips: Counter[str], *, width: int | None = None, shown: int = SHOWN_REASONS) -> list[str]:
+    """One line per skip reason, most frequent first, its count before it; each wrapped to ``width`` under its
+    own text; past ``shown`` reasons, one line counting the rest (every entry's reason is in ``--format json``)."""
+    import textwrap
+
+    ordered = sorted(skips.items(), key=lambda item: (-item[1], item[0]))
+    digits = len(f"{ordered[0][1]:,}") if ordered else 1
+    lines: list[str] = []
+    for reason, count in ordered[:shown]:
+        lead = f"  {count:>{digits},}  "
+        if width is None or width <= len(lead) + 20:
+            lines.append(lead + reason)
+            continue
+        wrapped = textwrap.wrap(reason, width - len(lead), break_long_words=False, break_on_hyphens=False)
+        lines.append(lead + wrapped[0])
+        lines += [" " * len(lead) + part for part in wrapped[1:]]
+    rest = ordered[shown:]
+    if rest:
+        more = sum(count for _, count in rest)
+        noun = "reason" if len(rest) == 1 else "reasons"
+        entries = "entry" if more == 1 else "entries"
+        lines.append(f"  and {len(rest):,} other {noun} ({more:,} {entries}; each entry's: --format json)")
+    return lines
+
+
+def totals(
+    entries: list[ServerEntry] | tuple[ServerEntry, ...],
+    verdicts: dict[str, str] | None = None,
+    *,
+    width: int | None = None,
+) -> list[str]:
     """The lines that end a dry run: entries by transport, by package registry type, skipped by reason (the
-    reason without the entry's own specifics, so like skips add up), and the packages remembered as too large
-    (``verdicts``, :func:`remembered_verdicts`), named: the scan will not install them."""
+    reason without the entry's own specifics, so like skips add up; :func:`skip_reasons`, wrapped to ``width``),
+    and the packages remembered as too large (``verdicts``, :func:`remembered_verdicts`), named: the scan will not
+    install them."""
     transports = Counter(str(entry.transport) for entry in entries)
     registries = Counter(
         str(entry.package.get("registryType") or "?")
@@ -97,9 +131,8 @@ def totals(entries: list[ServerEntry] | tuple[ServerEntry, ...], verdicts: dict[
     if registries:
         lines.append(f"packages by registry type: {_counts(registries)}")
     scanned = len(entries) - sum(skips.values())
-    lines.append(
-        f"would scan {scanned:,}; would skip {sum(skips.values()):,}" + (f": {_counts(skips)}" if skips else "")
-    )
+    lines.append(f"would scan {scanned:,}; would skip {sum(skips.values()):,}" + (", by reason:" if skips else ""))
+    lines += skip_reasons(skips, width=width)
     if verdicts:
         named = ", ".join(sorted(verdicts)[:20]) + (f" and {len(verdicts) - 20:,} more" if len(verdicts) > 20 else "")
         lines.append(

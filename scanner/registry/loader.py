@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import stat
 import sys
 from collections.abc import Callable, Mapping
@@ -215,6 +216,8 @@ def _strip_jsonc(text: str) -> str:
 
 
 def _parse(data: bytes, where: str) -> Any:
+    if data[:2] == b"\x1f\x8b":  # gzip's magic number: "not JSON (Expecting value)" would not say what it is
+        raise InputError(f"{where}: gzip-compressed, not JSON: decompress it first (gunzip -k {shlex.quote(where)})")
     text = wire.decode_bytes(data)
     try:
         return wire.loads(text)

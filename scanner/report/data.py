@@ -402,19 +402,22 @@ class ServerPage:
 
     @property
     def metric_table(self) -> tuple[tuple[Metric, ...], tuple[tuple[int, str, tuple[str, ...]], ...]]:
-        """Every registered per-scan metric (the columns) and, newest first, those of the newest 10 scans that
+        """The per-scan metrics some scan measured (the columns: one no scan filled, such as a package install's
+        time on a server that is not a package, is not shown) and, newest first, those of the newest 10 scans that
         measured any of them as (run, date, one formatted value per metric, "" where not measured). No rows: no
         table."""
-        shown = tuple(scan_metrics.METRICS.values())
+        metrics = tuple(scan_metrics.METRICS.values())
         history = self.history
         rows: list[tuple[int, str, tuple[str, ...]]] = []
         offset = len(history.run_ids) - len(history.metrics)
         for index in range(len(history.metrics) - 1, -1, -1):
             values = history.metrics[index]
-            cells = tuple(_metric_text(values.get(metric.name)) for metric in shown)
+            cells = tuple(_metric_text(values.get(metric.name)) for metric in metrics)
             if any(cells):
                 rows.append((history.run_ids[offset + index], (history.dates or history.labels)[offset + index], cells))
-        return shown, tuple(rows)
+        filled = [column for column in range(len(metrics)) if any(cells[column] for _, _, cells in rows)]
+        shown = tuple(metrics[column] for column in filled)
+        return shown, tuple((run, date, tuple(cells[column] for column in filled)) for run, date, cells in rows)
 
 
 def _metric_text(value: int | float | None) -> str:

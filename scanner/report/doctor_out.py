@@ -92,7 +92,26 @@ def _signals_line(diagnosis: Diagnosis) -> list[str]:
     return lines
 
 
-def render_text(diagnoses: Sequence[Diagnosis]) -> str:
+def render_text(diagnoses: Sequence[Diagnosis], *, width: int | None = None) -> str:
+    """The diagnoses as text; with ``width`` ($COLUMNS or the terminal's), each line wrapped to it under its own
+    text (a lane's columns, a label's value)."""
+    lines = _text_lines(diagnoses)
+    if width is None:
+        return "\n".join(lines)
+    return "\n".join(wrapped for line in lines for wrapped in _wrapped(line, width))
+
+
+def _wrapped(line: str, width: int) -> list[str]:
+    """``line`` within ``width``: its continuation lines indented two more than the line's own indent."""
+    import textwrap
+
+    if len(line) <= width:
+        return [line]
+    indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
+    return textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=True, break_on_hyphens=False) or [line]
+
+
+def _text_lines(diagnoses: Sequence[Diagnosis]) -> list[str]:
     out: list[str] = []
     for diagnosis in diagnoses:
         head = clean_text(diagnosis.server, limit=120)
@@ -116,4 +135,4 @@ def render_text(diagnoses: Sequence[Diagnosis]) -> str:
             out.append(f"  {finding.code} {finding.rule} ({finding.severity.label}): {clean_text(finding.message)}")
             out.append(f"    fix: {finding.hint}")
         out.append("")
-    return "\n".join(out)
+    return out

@@ -66,6 +66,15 @@ def ticks(value: object) -> Markup:
     return Markup(_TICKS.sub(r'<code class="inline">\1</code>', text))
 
 
+def _rule_slug(code: object) -> str:
+    """A rule's slug beside its code in the rule filter ("MCP102 description-missing"); "" for a code the
+    catalogue does not hold."""
+    from scanner.rules import RULES
+
+    rule = RULES.get(str(code))
+    return rule.slug if rule is not None else ""
+
+
 def pre_text(value: object) -> Markup:
     """Untrusted text for a ``<pre>`` block's content: hidden characters shown (``block``), ``&``, ``<`` and ``>``
     escaped. Quotes are left as they are: text content needs no escape for them (attribute values do), and a
@@ -106,6 +115,7 @@ def make_environment() -> Environment:
     env.filters["pct"] = _pct
     env.filters["movement"] = movement_text
     env.filters["plural"] = plural
+    env.filters["rule_slug"] = _rule_slug
     return env
 
 

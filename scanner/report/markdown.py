@@ -7,6 +7,7 @@ text on any renderer (GitHub, a static site generator) and never becomes a link,
 
 from __future__ import annotations
 
+from scanner.models import PROVIDER_SHORT
 from scanner.report.data import Leaderboard, ServerRow
 from scanner.report.html import movement_text
 from scanner.report.text import markdown_escape, plural
@@ -57,7 +58,7 @@ def render_markdown(board: Leaderboard) -> str:
         "",
         *_changes(board),
         "| Rank | Move | Server | Score | Tools | "
-        + " | ".join(f"{markdown_escape(p)} tokens" for p in providers)
+        + " | ".join(f"{markdown_escape(PROVIDER_SHORT.get(p, p))} tokens" for p in providers)  # as the page says
         + (" | " if providers else "")
         + "Problems | Warnings | Notes | Will it load? | Last outcome |",
         "|" + "---:|" * 2 + "---|" + "---:|" * (2 + len(providers) + 3) + "---|---|",

@@ -123,6 +123,15 @@ _RUNNER_NAMED = re.compile(r"^(?:runner missing: )?([\w.-]+) (?:could not be sta
 
 def _runner_step(_server: str, detail: str) -> str:
     needed = _PYTHON_NEEDED.search(detail) or _NO_INTERPRETER.search(detail)
+    if needed and "the package's own user cannot reach" in detail:  # run as root: a Python only root can reach
+        version = re.sub(r"^[<>=~!]+", "", needed.group(1).split(",", 1)[0])
+        return (
+            f"A Python {needed.group(1)} is installed, but where only root can reach it (a private HOME): run as "
+            "root, Fathom runs each package as a user of its own, so it cannot reach that interpreter (not the "
+            f"package's fault). Install one outside root's private folders: UV_PYTHON_INSTALL_DIR=<cache>/uv-python "
+            f"uv python install {version} (the package cache's folder, /var/cache/fathom for root unless "
+            f"--cache-dir says), or the system's python{version}; or run Fathom as an ordinary user. Then scan again."
+        )
     uv_said = _UV_FIND_SAID.search(detail)
     if (needed or "no usable Python interpreter" in detail) and _BROKEN_PYTHON.search(detail):
         said = uv_said.group(1) if uv_said else detail.split(": ", 1)[-1]

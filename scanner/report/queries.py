@@ -66,7 +66,17 @@ RULE_COLUMNS = ["code", "severity", "status", "slug", "hint"]
 # keeps them all; JSON and CSV always have every column).
 OPTIONAL_COLUMNS: dict[str, list[str]] = {
     "runs": ["finished_at", "servers_scanned"],
-    "servers": ["warnings", "will_it_load", "detail", "last_scanned_at", "version", "notes", *PROVIDERS[1:]],
+    # detail stays (wrapped): why a server failed is what a reader of a narrow table came for
+    "servers": [
+        "problems",
+        PROVIDERS[0],
+        "warnings",
+        "will_it_load",
+        "last_scanned_at",
+        "version",
+        "notes",
+        *PROVIDERS[1:],
+    ],
     "history": [
         "lanes",
         "registry_version",
@@ -262,6 +272,23 @@ def stderr_note(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def next_step_note(server: str, rows: list[dict[str, Any]], width: int | None = None) -> str:
+    """Under a history table (rows oldest first), when the newest scan did not read a list: what to do so the next
+    one does, as the report's server page and ``check`` say it (the ``FATHOM_SECRET_...`` variable for an HTTP 401,
+    the flag for a skip); wrapped to ``width``."""
+    import textwrap
+
+    from scanner.report.nextstep import next_step
+
+    if not rows or rows[-1].get("outcome") in (None, "ok"):
+        return ""
+    last = rows[-1]
+    step = clean(next_step(server, last["outcome"], last.get("detail") or ""))
+    text = f"next step (run {last['run']}, {last['outcome']}): {step}"
+    lines = textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) if width else [text]
+    return "".join(f"{line}\n" for line in lines)
+
+
 def rules() -> list[dict[str, Any]]:
     """The rule catalogue in code order, one row per rule (``fathom rules``)."""
     from scanner.rules import RULES
@@ -411,7 +438,10 @@ def _rename_detail(fields: tuple[str, ...] | None) -> str:
 
 
 def _side(run: int | None, outcome: str | None, version: str | None, registry_version: str | None) -> str:
-    """``run 3 (ok, version 1.0.13, registry 1.0.31)``; ``run None`` when there is no earlier scan."""
+    """``run 3 (ok, version 1.0.13, registry 1.0.31)``; ``no earlier scan to compare with`` when there is none
+    to compare with (never "run None")."""
+    if run is None:
+        return "no earlier scan to compare with"
     facts = [part for part in (outcome, f"version {version or '-'}") if part]
     if registry_version:
         facts.append(f"registry {registry_version}")

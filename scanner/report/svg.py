@@ -96,12 +96,17 @@ def _nice_axis(value: float, *, integer: bool = True) -> tuple[float, int]:
     return min(choices, key=lambda choice: (choice[0], choice[1] != 4))
 
 
-def _fmt(value: float, percent: bool) -> str:
+def _fmt(value: float, percent: bool, scale: float | None = None) -> str:
+    """A value as a chart says it: ``12%``, ``2.5k``, ``1.2M``. ``scale`` (an axis's top) puts every tick of
+    one axis in one unit, so an axis never mixes ``5000`` and ``10k``."""
     if percent:
         return f"{value * 100:.0f}%"
-    if value >= 1_000_000:
+    top = value if scale is None else scale
+    if value == 0:
+        return "0"
+    if top >= 1_000_000:
         return f"{value / 1_000_000:g}M"
-    if value >= 10_000:
+    if top >= 10_000 and (scale is not None or value >= 10_000):
         return f"{value / 1000:g}k"
     return f"{value:g}"
 
@@ -194,7 +199,7 @@ def _axes(
         value = y_max * step / steps
         y = base - plot_h * step / steps
         out.append(f'<line x1="{left - 4}" y1="{y:.1f}" x2="{left + plot_w:g}" y2="{y:.1f}" stroke="#ddd"/>')
-        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(value, percent)}</text>')
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(value, percent, y_max)}</text>')
     count = len(x_labels)
     if count:
         every = _tick_every(x_labels, plot_w)

@@ -210,7 +210,7 @@ def test_host_and_policy_causes_are_apart_from_package_faults(tmp_path: Path, cl
         "py-python": "host"
     }
     page = (out / "health.html").read_text(encoding="utf-8")
-    assert "Failures by whose they are" in page and "Fathom&#39;s own budgets" in page
+    assert "Failures by whose fault they are" in page and "Fathom&#39;s own budgets" in page
     section = re.search(r'<details class="rows" id="fault-of-host">(.*?)</details>', page, re.S)
     assert section is not None and "py-python" in section.group(1) and "py-crash" not in section.group(1)
     crash_page = (out / "servers" / "py-crash.html").read_text(encoding="utf-8")

@@ -170,3 +170,20 @@ def test_a_pointer_that_is_not_there_falls_back_to_the_deepest_part_found() -> N
     assert found.line(0, "/inputSchema/properties/x~0y") == 5
     assert found.line(0, "/inputSchema/nothing/here") == 3
     assert found.line(7, "/inputSchema") == 1
+
+
+def test_a_preview_result_says_so_in_its_message_and_never_reads_as_an_error(tmp_path: Path) -> None:
+    """Issue 46: preview results carried their rule's plain level (an error in a code-scanning list) and nothing in
+    the message said they are preview (never scored or gated)."""
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps({"tools": TOOLS}, indent=2), encoding="utf-8")
+    run = valid(sarif("--tools-file", str(path), "--preview").stdout)["runs"][0]
+    preview = [item for item in run["results"] if item["properties"]["status"] == "preview"]
+    stable = [item for item in run["results"] if item["properties"]["status"] == "stable"]
+    assert preview and stable
+    for item in preview:
+        assert item["level"] == "note" and item["message"]["text"].startswith("[preview] "), item
+    levels = {"problem": "error", "warning": "warning", "note": "note"}
+    rules = {rule["id"]: rule["properties"]["severity"] for rule in run["tool"]["driver"]["rules"]}
+    for item in stable:
+        assert item["level"] == levels[rules[item["ruleId"]]] and not item["message"]["text"].startswith("[")

@@ -64,7 +64,7 @@ TABLE: list[tuple[list[str], int, str]] = [
         for flag in ("--timeout", "--connect-timeout")
         for value in ("nan", "inf", "0", "-1")
     ),
-    (["doctor"], 2, "give a client config file or --url"),
+    (["doctor"], 2, "give a client config file (fathom doctor claude_desktop_config.json) or --url url"),
     (["doctor", "{list}", "--url", "http://127.0.0.1:9/mcp"], 2, "give a client config file or --url"),
     (["doctor", "--url", "http://127.0.0.1:9/mcp", "--bearer-env", "FATHOM_TEST_SURELY_UNSET"], 2, "--bearer-env"),
     (["doctor", "{dir}/missing.json"], 2, "no such file"),

@@ -330,10 +330,10 @@ def test_the_score_and_its_breakdown_are_in_every_format() -> None:
     assert score["version"] and 0 < score["score"] < 100 and score["rules"]
     dearest = score["rules"][0]
     text = check("--example").stdout
-    assert f"Score {score['score']:g} / 100" in text
+    assert f"Score {score['score']:.1f} / 100" in text
     assert f"{-dearest['points']:.1f}  {dearest['code']} {dearest['rule']}" in text
     markdown = check("--example", "--format", "markdown").stdout
-    assert f"**Score:** {score['score']:g} / 100" in markdown
+    assert f"**Score:** {score['score']:.1f} / 100" in markdown
     assert f"| {dearest['code']} {dearest['rule']} | {dearest['findings']} | {-dearest['points']:.1f} |" in markdown
     sarif = json.loads(check("--example", "--format", "sarif").stdout)
     assert sarif["runs"][0]["properties"]["score"] == score
@@ -356,3 +356,67 @@ def test_as_provider_in_a_project_with_gates_in_its_config(tmp_path: Path, monke
     result = check("--example", "--as", "openai")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)[0]["type"] == "function"
+
+
+@pytest.mark.parametrize(
+    "gate",
+    [
+        ["--strict"],
+        ["--fail-on", "note"],
+        ["--max-tokens", "100000"],
+        ["--max-tokens", "openai=100000"],
+        ["--fail-on-reject", "claude-code"],
+        ["--min-score", "0"],
+    ],
+)
+@pytest.mark.parametrize("document", ["[]", '{"tools": []}'])
+def test_an_empty_list_fails_every_gate(tmp_path: Path, gate: list[str], document: str) -> None:
+    """Issue 46: ``[]`` (or a server whose build broke and lists nothing) passed ``--strict`` and ``--fail-on``;
+    docs/ci.md says such a list never passes. Every gate fails on it, and says why."""
+    empty = tmp_path / "tools.json"
+    empty.write_text(document, encoding="utf-8")
+
+    result = runner.invoke(app, ["check", "-f", str(empty), *gate])
+
+    assert result.exit_code == 1, (gate, result.output)
+    assert "the list has no tools" in result.stderr, result.stderr
+
+
+def test_an_empty_list_fails_against_a_baseline(tmp_path: Path) -> None:
+    full, empty, saved = tmp_path / "full.json", tmp_path / "empty.json", tmp_path / "baseline.json"
+    full.write_text(json.dumps(TOOLS), encoding="utf-8")
+    empty.write_text("[]", encoding="utf-8")
+    assert runner.invoke(app, ["check", "-f", str(full), "--save-baseline", str(saved)]).exit_code == 0
+
+    for gate in (["--max-increase", "10%"], ["--fail-on-new", "note"]):
+        result = runner.invoke(app, ["check", "-f", str(empty), "--baseline", str(saved), *gate])
+        assert result.exit_code == 1, (gate, result.output)
+        assert "the list has no tools" in result.stderr, result.stderr
+
+
+def test_badge_and_write_say_what_they_wrote(tmp_path: Path) -> None:
+    """Issue 46: --badge and --write wrote their files and said nothing of them."""
+    badge, sarif = tmp_path / "fathom.svg", tmp_path / "fathom.sarif"
+
+    result = runner.invoke(app, ["check", "--example", "--badge", str(badge), "--write", f"sarif={sarif}"])
+
+    assert result.exit_code == 0, result.output
+    endpoint = json.loads((tmp_path / "fathom.json").read_text(encoding="utf-8"))
+    assert f"fathom: wrote the check as sarif to {sarif}\n" in result.stderr
+    said = f"fathom: wrote the badge {badge} and its endpoint {tmp_path / 'fathom.json'} ({endpoint['message']})\n"
+    assert said in result.stderr
+    assert sarif.stat().st_size > 1000 and "<svg" in badge.read_text(encoding="utf-8")
+    quiet = runner.invoke(app, ["--quiet", "check", "--example", "--badge", str(badge)])
+    assert quiet.exit_code == 0 and "wrote" not in quiet.stderr
+
+
+def test_refreshing_a_baseline_in_place_says_how(tmp_path: Path) -> None:
+    """Issue 46: `--baseline b.json --save-baseline b.json` was refused without saying how to refresh it."""
+    saved = tmp_path / "b.json"
+    assert runner.invoke(app, ["check", "--example", "--save-baseline", str(saved)]).exit_code == 0
+
+    result = runner.invoke(app, ["check", "--example", "--baseline", str(saved), "--save-baseline", str(saved)])
+
+    assert result.exit_code == 2
+    assert "to refresh the baseline, run fathom check ... --save-baseline" in result.stderr
+    assert "without --baseline" in result.stderr

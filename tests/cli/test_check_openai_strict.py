@@ -64,7 +64,7 @@ def test_off_by_default_in_every_format(tmp_path: Path) -> None:
 def test_text_names_each_refused_tool_and_why(tmp_path: Path) -> None:
     code, text = _check(tmp_path, "--openai-strict")
     assert code == 0
-    block = text[text.index("OpenAI strict mode") : text.index("Score 100 / 100")]
+    block = text[text.index("OpenAI strict mode") : text.index("Score 100.0 / 100")]
     flat = re.sub(r"\s+", " ", block)
     assert "1 of 3 tools can be sent with strict: true; 2 of 3 after the Agents SDK's conversion." in flat
     assert "find_pages: refused as sent, accepted after the Agents SDK's conversion" in flat

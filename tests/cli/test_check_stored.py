@@ -82,6 +82,21 @@ def test_check_from_the_store_prints_the_leaderboard_score_of_every_demo_server(
     assert f"cost {ranked['example/mega-suite']['score_parts']['cost_penalty']:g} (" in text.stdout
 
 
+def test_the_score_reads_the_same_in_check_as_on_the_leaderboard(demo: Path) -> None:
+    """Issue 46: check printed "97/100" (text) and "97 / 100" (Markdown) where the site, servers and the badge
+    say 97.0: one format, to the decimal, everywhere."""
+    db = demo / "demo.db"
+    ranked = {row["server"]: row for row in board(demo)["ranked"]}
+    whole = next(name for name, row in ranked.items() if row["score"] == int(row["score"]))  # a score like 97.0
+    said = f"{ranked[whole]['score']:.1f}"
+    text = invoke("check", "--db", str(db), "--server", whole, "--min-score", "10").stdout
+    markdown = invoke("check", "--db", str(db), "--server", whole, "--format", "markdown").stdout
+    assert f"Score {said} · " in text and f"Score {said} / 100" in text
+    assert f"--min-score 10: score {said}" in text
+    assert f"**Score:** {said} / 100" in markdown and f"### Score {said} / 100" in markdown
+    assert f"{int(ranked[whole]['score'])}/100" not in text + markdown
+
+
 def test_servers_history_csv_and_badges_give_the_same_number(demo: Path) -> None:
     db = demo / "demo.db"
     ranked = {row["server"]: row for row in board(demo)["ranked"]}

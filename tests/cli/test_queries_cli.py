@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from scanner.cli import app
 from scanner.measure.score import score_breakdown
+from scanner.models import Outcome
 from scanner.rules import RULES
 from scanner.store import open_store
 from tests.store.conftest import entry, failed, local_measure, ok, tool
@@ -144,7 +145,8 @@ def test_tables_fit_the_terminal_and_cut_nothing(database: Path, columns: int) -
         )
         assert code == 0, args
         assert all(len(line) <= columns for line in out.splitlines()), (args, columns, out)
-        assert "…" not in out or args[0] == "rules"  # a rule's hint may hold one itself
+        table = out.split("\nnext step (")[0]  # history's next step may say "fathom scan … --timeout 60" itself
+        assert "…" not in table or args[0] == "rules"  # a rule's hint may hold one itself
     code, out, _ = invoke("history", "c", "--db", str(database), columns=columns)
     words = " ".join(out.split())
     assert "THE-END" in words and "far longer than sixty" in words  # wrapped, never cut
@@ -253,3 +255,35 @@ def test_servers_and_history_say_what_each_client_sends(database: Path) -> None:
     assert history[1]["clients"] == rows["c"]["clients"]
     code, out, _ = invoke("servers", "--db", str(database), "--format", "csv")
     assert "clients" in next(csv.reader(io.StringIO(out)))
+
+
+def test_the_queries_say_why_and_what_next_at_80_columns(tmp_path: Path) -> None:
+    """Issue 46: at 80 columns `servers` hid why a server failed; `history` showed "HTTP 401" without the
+    FATHOM_SECRET_... variable that `check` and the site name, and listed the oldest scan first; `diff` printed
+    "run None" for a server whose first scan read no list."""
+    path = tmp_path / "fathom.db"
+    plan = [
+        {"io.example/locked": failed(Outcome.AUTH_REQUIRED, "HTTP 401: authorization required"), "late": failed()},
+        {"io.example/locked": failed(Outcome.AUTH_REQUIRED, "HTTP 401: authorization required"), "late": ok([ECHO])},
+    ]
+    with open_store(f"sqlite:///{path}") as store:
+        for number, scans in enumerate(plan, 1):
+            run_id = store.start_run("list.txt", "1", {"round": number})
+            for name, outcome in scans.items():
+                store.record_scan(run_id, entry(name), outcome, local_measure)
+            store.finish_run(run_id)
+
+    _, listed, _ = invoke("servers", "--db", str(path), columns=80)
+    assert "HTTP 401: authorization required" in " ".join(listed.split())
+    assert all(len(line) <= 80 for line in listed.splitlines())
+    assert "io.example/locked " in listed  # the name whole, on one line
+
+    _, history, _ = invoke("history", "io.example/locked", "--db", str(path), columns=80)
+    runs = [line.split()[0] for line in history.splitlines()[2:] if line[:3].strip().isdigit()]
+    assert runs == ["2", "1"]  # newest first
+    assert all(len(line) <= 80 for line in history.splitlines())
+    said = " ".join(history.split())
+    assert "next step (run 2, auth_required): Set FATHOM_SECRET_IO_EXAMPLE_LOCKED_AUTHORIZATION to" in said
+
+    _, changed, _ = invoke("diff", "late", "--db", str(path))
+    assert "run None" not in changed and "no earlier scan to compare with → run 2 (ok" in changed

@@ -96,7 +96,7 @@ def test_no_pydantic_wording_reaches_the_user(args: list[str], words: str) -> No
     assert "Input should" not in line and "Value error" not in line
 
 
-@pytest.mark.parametrize("command", [["history"], ["diff"], ["findings", "--server"]])
+@pytest.mark.parametrize("command", [["history"], ["diff"], ["findings", "--server"], ["check", "--server"]])
 @pytest.mark.parametrize(
     ("typed", "meant"), [("example/quikcalc", "example/quickcalc"), ("quickcalc", "example/quickcalc")]
 )
@@ -136,9 +136,12 @@ def test_the_demo_hint_works_as_printed_after_the_readme_command(tmp_path: Path)
     assert again.returncode == 0, again.stderr
     assert "example/quickcalc" in again.stdout
 
-    # The demo's own rename (convert.units -> convert_units, its description and schema fixed) is one row.
+    # The demo's own rename (convert.units -> convert_units, its description and schema fixed) is one row; its
+    # closing lines suggest the diff that shows it.
+    suggested = next(line for line in demo.stdout.splitlines() if line.startswith("changes:"))
+    assert suggested.split(None, 1)[1] == "bin/fathom diff example/quickcalc --db d/demo.db"
     changed = subprocess.run(
-        ["bin/fathom", "diff", "example/quickcalc", "--db", "d/demo.db", "--format", "json"],
+        [*suggested.split()[1:], "--format", "json"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -151,3 +154,20 @@ def test_the_demo_hint_works_as_printed_after_the_readme_command(tmp_path: Path)
     assert ("tool added", "convert_units") not in tools and ("tool removed", "convert.units") not in tools
     new = [row["detail"] for row in rows if row["change"] == "finding new"]
     assert not any("convert" in detail for detail in new), new  # no MCP502 for it, no finding that followed it
+    fixed = [row["detail"] for row in rows if row["change"] == "finding fixed" and row["tool"] == "convert.units"]
+    assert any(detail.startswith("MCP101 ") for detail in fixed), fixed
+
+    # Issue 46: the stored findings (so `findings` and `check --db`) and the server page tell the same story.
+    def run(*args: str) -> str:
+        done = subprocess.run(["bin/fathom", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        return done.stdout
+
+    found = json.loads(run("findings", "--db", "d/demo.db", "--server", "example/quickcalc", "--format", "json"))
+    assert not [row for row in found if row["code"] == "MCP502" and row["tool"] == "convert.units"]
+    assert [row["tool"] for row in found if row["code"] == "MCP502"] == ["evaluate"]  # really removed
+    checked = run("check", "--db", "d/demo.db", "--server", "example/quickcalc")
+    assert "MCP502 tool-removed · evaluate" in checked and "· convert.units" not in checked
+    page = next((tmp_path / "d" / "report" / "servers").glob("example-quickcalc-*.html")).read_text(encoding="utf-8")
+    log = page[page.index('id="log"') :]
+    assert "name-invalid fixed on 1 tool" in log
+    assert "name-invalid: its tool was removed" not in log and "required-undefined: its tool was removed" not in log

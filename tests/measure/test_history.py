@@ -159,6 +159,28 @@ def test_a_rename_whose_name_folds_to_the_same_words_is_one_row_whatever_changed
     assert fields == {"convert_units": ("description", "inputSchema")}
 
 
+def test_a_rename_tells_one_story_no_mcp502_and_the_old_names_findings_fixed() -> None:
+    """Issue 46: ``diff`` said renamed and MCP101 fixed, while the change log said "left with its tool ... removed,
+    not fixed" and the stored findings (so ``findings`` and ``check --db``) held MCP502 tool-removed for the old
+    name. A rename is not a removal: no MCP502; a finding the new name no longer has was fixed."""
+    before = [_units("convert.units", "Convert a value between units.", "value"), _tool("gone")]
+    after = [_units("convert_units", "Convert a value between units of length, e.g. 3 ft to m.", "value", "from")]
+    events, findings = history.compare_tools(before, "1.0.0", after, "1.1.0")
+    assert [(f.code, f.tool) for f in findings] == [("MCP502", "gone")]  # the real removal only
+
+    name_invalid = Finding(
+        code="MCP101", rule="name-invalid", severity=Severity.PROBLEM, tool="convert.units", message="bad name", hint=""
+    )
+    resolved = history.compare_findings([name_invalid], findings)
+    log = history.readable_log(_stored(2, events + resolved), baseline_run=1)
+
+    assert not any(entry.kind == history.FINDING_GONE_WITH_TOOL for entry in log), log
+    fixed = [entry for entry in log if entry.kind == history.FINDING_RESOLVED]
+    assert [(entry.code, entry.items, entry.summary) for entry in fixed] == [
+        ("MCP101", ("convert.units",), "name-invalid fixed on 1 tool")
+    ]
+
+
 def test_among_names_with_the_same_words_the_same_schema_is_the_pair() -> None:
     before = [_units("get_item", "Old text.", "id"), _units("get.item", "Old text two.", "key")]
     after = [_units("getItem", "New text.", "key"), _units("get-item", "New text two.", "id")]

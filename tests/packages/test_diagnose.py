@@ -267,3 +267,28 @@ def test_a_write_refused_by_the_confinement_is_refused():
     assert outcome.detail == (
         "refused: wrote outside its HOME and its own cache folder: Error: EACCES: permission denied, open '/srv/x'"
     )
+
+
+def test_a_tls_failure_keeps_its_cause_in_the_detail():
+    """Issue 46: the one-line detail of a TLS failure was uv's "Failed to fetch" without its cause; only the stderr
+    tail said the certificate was refused. Real uvx output against a self-signed index (uv 0.13.9, not a
+    terminal); behind a corporate proxy the last cause reads "invalid peer certificate: UnknownIssuer"."""
+    uv = exited(
+        "error: Failed to fetch: https://127.0.0.1:38791/simple/mcp-x/",
+        "  cause: error sending request for url (https://127.0.0.1:38791/simple/mcp-x/)",
+        "  cause: client error (Connect)",
+        "  cause: invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))",
+        code=2,
+    )
+    found = classify(entry("pypi", "mcp-x==1.0"), uv)
+    assert found.outcome is Outcome.INSTALL_FAILED
+    assert found.detail.startswith("error: Failed to fetch: https://127.0.0.1:38791/simple/mcp-x/")
+    assert found.detail.endswith("; cause: invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))")
+    npm = exited(
+        "npm error code DEPTH_ZERO_SELF_SIGNED_CERT",
+        "npm error errno DEPTH_ZERO_SELF_SIGNED_CERT",
+        "npm error request to https://127.0.0.1:38791/@acme%2fmcp failed, reason: self-signed certificate",
+        "npm error A complete log of this run can be found in: /tmp/h/.npm/_logs/x-debug-0.log",
+    )
+    said = classify(entry(), npm)
+    assert said.outcome is Outcome.INSTALL_FAILED and said.detail.endswith("reason: self-signed certificate")

@@ -128,3 +128,24 @@ def test_an_installed_python_that_satisfies_it_is_chosen_and_remembered(registry
     second = run(entry, settings)  # the next night starts on the remembered interpreter
     assert tool_names(second) == ["version_1_0_0"]
     assert second.extra["python"] == first.extra["python"] and "python_required" not in second.extra
+
+
+@needs_uvx
+def test_as_root_a_python_under_roots_private_home_is_named_with_what_to_do(registry, tmp_path):
+    """Issue 46: run as root, runner_missing said to put a Python on PATH when one was there, under root's 0700
+    HOME, where a package's own user cannot reach it (rightly ignored): say that, and where one would count."""
+    newer = newer_python()
+    if not isolation.enabled() or newer is None or isolation.reachable(Path(newer)):
+        pytest.skip("needs root and a newer Python only root can reach (pyenv's under /root)")
+    env = environ(registry)
+    env["PATH"] = f"{env['PATH']}{os.pathsep}{Path(newer).parent}"  # on PATH, as the user had it
+    outcome = run(resolve(pypi(NEWER), env), PackageSettings(cache_dir=tmp_path / "cache", environ=env))
+    assert outcome.outcome is Outcome.RUNNER_MISSING, (outcome.outcome, outcome.detail)
+    said = f"found only an interpreter the package's own user cannot reach: {newer}, under /root, private to root"
+    assert said in outcome.detail, outcome.detail
+
+    from scanner.report.nextstep import next_step
+
+    step = next_step("io.github.x/y", outcome.outcome.value, outcome.detail)
+    assert "on PATH" not in step and "cannot reach that interpreter" in step
+    assert "UV_PYTHON_INSTALL_DIR=<cache>/uv-python uv python install 3." in step

@@ -113,8 +113,8 @@ def test_a_dry_run_never_counts_as_scanned_what_the_address_policy_refuses(tmp_p
     allowed = CliRunner().invoke(app, ["scan", str(servers), "--dry-run", "--allow-private", "--db", db])
 
     assert plain.exit_code == 0 and allowed.exit_code == 0, plain.stderr + allowed.stderr
-    assert "would scan 1; would skip 4" in plain.stdout
-    assert "address refused: --allow-private permits it 3" in plain.stdout
+    assert "would scan 1; would skip 4, by reason:" in plain.stdout
+    assert "  3  address refused: --allow-private permits it\n" in plain.stdout
     assert "address refused (127.0.0.1 is a loopback address)" in plain.stdout
     # with the opt-in, only the cloud metadata address stays refused, as in the real scan
-    assert "would scan 4; would skip 1: address refused 1" in allowed.stdout
+    assert "would scan 4; would skip 1, by reason:\n  1  address refused\n" in allowed.stdout

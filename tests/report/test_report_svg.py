@@ -90,3 +90,13 @@ def test_x_labels_never_crowd() -> None:
     root = ET.fromstring(line_chart("t", labels, [Series("x", tuple(float(i) for i in range(30)))]))
     shown = [t.text for t in root.iter(f"{NS}text") if t.text in labels]
     assert 2 <= len(shown) <= 8
+
+
+def test_an_axis_says_its_ticks_in_one_unit() -> None:
+    """Issue 46: an axis read 0, 2500, 5000, 7500, 10k: "5000" and "10k" on one axis."""
+    svg = line_chart("Tokens", ["a", "b", "c"], [Series("x", (1200.0, 9000.0, 9800.0))], y_label="tokens")
+    root = ET.fromstring(svg)
+    ticks = [t.text for t in root.iter(f"{NS}text") if t.get("text-anchor") == "end" and t.text]
+    numeric = [tick for tick in ticks if tick and tick[0].isdigit()]
+    assert "10k" in numeric and "0" in numeric
+    assert all(tick == "0" or tick.endswith("k") for tick in numeric), numeric

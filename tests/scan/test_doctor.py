@@ -172,6 +172,27 @@ def test_url_and_config_together_are_a_usage_error(host: DemoHost, tmp_path: Pat
     assert result.exit_code == 2 and "NOT_SET_ANYWHERE_X" in result.output
 
 
+def test_no_argument_says_what_to_give_and_lines_fit_columns(host: DemoHost) -> None:
+    """Issue 46: with no argument doctor said "give a client config file or --url, not both"; its lines ignored
+    $COLUMNS (170 characters at 80)."""
+    bare = runner.invoke(app, ["doctor"])
+    assert bare.exit_code == 2
+    assert "not both" not in bare.stderr
+    assert "give a client config file (fathom doctor claude_desktop_config.json) or --url URL" in bare.stderr
+
+    result = runner.invoke(
+        app,
+        ["doctor", "--url", host.url("silent"), "--bearer-env", "MEMBER_TOKEN", "--timeout", "10"],
+        env={"COLUMNS": "80"},
+    )
+    assert result.exit_code == 1, result.output
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80, result.stdout
+    said = " ".join(result.stdout.split())
+    assert "diagnosis: the server answers 3 tools without a credential; with MEMBER_TOKEN it lists 14 tools;" in said
+    # a wrapped line keeps its place: under its own text, never at the left edge
+    assert all(line.startswith("  ") for line in result.stdout.splitlines()[1:] if line.strip())
+
+
 def test_check_says_mcp602_on_a_401_a_client_cannot_learn_to_answer(host: DemoHost) -> None:
     """``fathom check`` connects in one lane: on a bare 401 it still says MCP602 (one line on stderr; JSON too)."""
     text = runner.invoke(app, ["check", "--url", host.url("undiscoverable"), "--timeout", "10"])

@@ -6,7 +6,9 @@ in ``tests/fixtures/registry``, with secrets supplied through the environment th
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +98,9 @@ def test_dry_run_table_shows_targets(tmp_path: Path) -> None:
 def test_dry_run_ends_with_totals_that_add_up(tmp_path: Path) -> None:
     rows, _ = dry_run(tmp_path, "--format", "json")
     _, out = dry_run(tmp_path)
-    *_, by_transport, by_registry, verdict = out.splitlines()
+    lines = out.splitlines()
+    start = next(index for index, line in enumerate(lines) if " entries by transport: " in line)
+    by_transport, by_registry, verdict, *reasons = lines[start:]
     transports: dict[str, int] = {}
     for row in rows:
         transports[row["transport"]] = transports.get(row["transport"], 0) + 1
@@ -106,8 +110,39 @@ def test_dry_run_ends_with_totals_that_add_up(tmp_path: Path) -> None:
     packaged = [row for row in rows if row["package"] and "identifier" in row["package"]]
     assert sum(int(part.rsplit(" ", 1)[1]) for part in by_registry.split(": ", 1)[1].split(" · ")) == len(packaged)
     skipped = [row for row in rows if row["skip"]]
-    assert verdict.startswith(f"would scan {len(rows) - len(skipped)}; would skip {len(skipped)}: ")
-    assert "needs --run-packages" in verdict  # the sample's packages, without --run-packages
+    assert verdict.startswith(f"would scan {len(rows) - len(skipped)}; would skip {len(skipped)}, by reason:")
+    assert "needs --run-packages" in reasons[0]  # the sample's packages, without --run-packages
+    assert sum(int(line.split()[0]) for line in reasons) == len(skipped)
+
+
+def test_the_official_registry_dry_run_fits_80_columns_its_skips_grouped(tmp_path: Path) -> None:
+    """Issue 46: the dry run of the 1,108-entry registry ended with one ~2,000-character line of ~30 skip reasons,
+    its findings column (MCP701-705) was hidden at 80 columns, and the `.json.gz` file read "not JSON"."""
+    packed = SAMPLE.parent / "official-registry-2025-12-18.json.gz"
+    refused = runner.invoke(app, ["scan", str(packed), "--dry-run", "--db", str(tmp_path / "x.db")])
+    assert refused.exit_code == 2
+    assert refused.stderr == f"fathom: {packed}: gzip-compressed, not JSON: decompress it first (gunzip -k {packed})\n"
+    plain = tmp_path / "registry.json"
+    plain.write_bytes(gzip.decompress(packed.read_bytes()))
+
+    result = runner.invoke(
+        app, ["scan", str(plain), "--dry-run", "--db", str(tmp_path / "x.db")], env={**ENV, "COLUMNS": "80"}
+    )
+
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["name", "target", "skip", "findings"]
+    assert "MCP70" in result.stdout  # the registry-data findings are in the table
+    assert max(len(line) for line in lines) <= 80
+    verdict = next(index for index, line in enumerate(lines) if line.startswith("would scan "))
+    skipped = int(lines[verdict].split("would skip ")[1].split(",")[0].replace(",", ""))
+    *reasons, rest = lines[verdict + 1 :]
+    counts = [int(found.group(1).replace(",", "")) for line in reasons if (found := re.match(r" +([\d,]+)  \S", line))]
+    assert len(counts) == 8 and counts == sorted(counts, reverse=True)
+    assert counts[0] > 500 and "needs --run-packages" in reasons[0]
+    assert rest.startswith("  and ") and "other reasons" in rest and "--format json" in rest
+    others = int(rest.split("(")[1].split()[0].replace(",", ""))
+    assert sum(counts) + others == skipped
 
 
 def test_limit_and_only_pick_entries_in_a_dry_run(tmp_path: Path) -> None:
@@ -128,5 +163,5 @@ def test_dry_run_table_fits_the_terminal_like_the_query_tables() -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     table = lines[: next(i for i, line in enumerate(lines) if " entries by transport" in line)]
-    assert table[0].split()[:3] == ["name", "transport", "target"]
+    assert table[0].split() == ["name", "target", "skip", "findings"]  # the transport goes first (the totals say it)
     assert max(len(line) for line in table) <= 80

@@ -139,6 +139,21 @@ def test_text_summary_and_no_progress_noise_off_a_terminal(tmp_path: Path) -> No
     )
 
 
+def test_the_last_lines_name_the_servers_not_read_and_the_next_command(tmp_path: Path) -> None:
+    """Issue 46: a scan ended "run 2 finished: 6 servers · auth_required 1 · ..." without naming the servers
+    that failed or what to run next."""
+    names = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf"]
+    registry = write_list(tmp_path / "servers.json", [{"name": n, "url": f"http://127.0.0.1:9/{n}"} for n in names])
+    db = f"sqlite:///{tmp_path}/f.db"
+    result = runner.invoke(app, ["scan", str(registry), "--db", db, "--allow-private"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "run 1 finished: 7 servers · connect_error 7\n"
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("fathom: 7 servers not read: alpha (connect_error), bravo (connect_error), ")
+    assert "and 2 more" in line and "golf" not in line
+    assert line.endswith(f"why each failed and what to do: fathom servers --db {db}")
+
+
 def test_only_and_limit_pick_what_a_real_scan_scans(tmp_path: Path) -> None:
     registry = write_list(
         tmp_path / "servers.json",

@@ -50,6 +50,8 @@ def test_a_crashed_command_keeps_what_ran_and_its_stderr_without_a_secret(tmp_pa
     header, _rule, row, *tail = table.splitlines()
     assert header.split()[:5] == ["run", "scanned_at", "outcome", "registry_version", "version"]
     assert " 0 " not in row  # a scan that did not answer has no 0/0/0 findings
+    *tail, step = tail
+    assert step.startswith("next step (run 1, exited): It crashed: ")  # the server page's next step
     assert tail == [
         "stderr of run 1 (exited), last lines:",
         # The client's scrubber (or the store's, as a second line) blanks the value; the escape is shown, never sent.

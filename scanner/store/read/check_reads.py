@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from scanner import wire
 from scanner.errors import InputError
 from scanner.models import TokenCount, ToolCost
-from scanner.store import codec
+from scanner.store import codec, common
 from scanner.store.read.leaderboard_reads import _leaderboard
 from scanner.store.rows import LeaderRow
 from scanner.store.tables import InstructionsRow, InstructionsToken, Scan, Server, ToolsetRow, ToolToken
@@ -49,7 +49,7 @@ def stored_list(sessions: sessionmaker[Session], server: str) -> StoredList:
     with sessions() as session:
         found = session.scalar(select(Server).where(Server.name == name))
         if found is None:
-            raise InputError(f"No server named {server!r} in this database (fathom servers lists them).")
+            raise common.unknown_server(session, server)  # "Did you mean ...?", as every other command says
         scan = session.get(Scan, found.last_ok_scan_id) if found.last_ok_scan_id is not None else None
         if scan is None or scan.toolset_id is None:
             last = session.get(Scan, found.last_scan_id) if found.last_scan_id is not None else None
