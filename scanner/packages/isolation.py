@@ -271,8 +271,9 @@ def launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], d
     (:func:`spawn_options`). A program not found on ``env``'s PATH raises FileNotFoundError here, as starting
     it directly would."""
     kid = CURRENT.get()
+    options = {**spawn_options(), "cwd": workdir(env)}
     if not command or not namespaces()[0] or (kid is None and not _may_unshare_as_self()):
-        return list(command), spawn_options()
+        return list(command), options
     program = command[0]
     if "/" in program:
         found = program if os.path.isfile(program) else None
@@ -282,9 +283,37 @@ def launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], d
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
     python, script = runnable_by_children(PIDNS) if kid is not None else (sys.executable, str(PIDNS))
     hidden, kept = HIDDEN.get()
-    options = [*(word for folder in hidden for word in ("--hide", folder))]
-    options += [word for path in kept for word in ("--keep", path)]
-    return [python, "-I", "-S", script, str(os.getpid()), *options, "--", *command], spawn_options()
+    words = [*(word for folder in hidden for word in ("--hide", folder))]
+    words += [word for path in kept for word in ("--keep", path)]
+    return [python, "-I", "-S", script, str(os.getpid()), *words, "--", *command], options
+
+
+WORKDIR: ContextVar[str | None] = ContextVar("fathom_workdir", default=None)
+"""A folder the children started in this context start in, in place of their HOME: ``fathom check``'s own
+server runs as Fathom's user in the project it checks, whose command names paths relative to it."""
+
+
+@contextlib.contextmanager
+def starting_in(folder: str) -> Iterator[None]:
+    """Start the children of this context in ``folder`` (:data:`WORKDIR`)."""
+    token = WORKDIR.set(folder)
+    try:
+        yield
+    finally:
+        WORKDIR.reset(token)
+
+
+def workdir(env: Mapping[str, str]) -> str:
+    """The folder a child starts in: its own HOME (``env["HOME"]``: a package's throwaway HOME, a command's
+    private HOME run as root, the user's HOME otherwise), never Fathom's working directory, which the child's
+    user may not be able to enter (a nightly run as root from ``/root``, a checkout in a ``mktemp -d`` folder:
+    npm then cannot spawn its shell). ``/`` when the environment names no HOME that is a folder;
+    :data:`WORKDIR` where set."""
+    chosen = WORKDIR.get()
+    if chosen is not None:
+        return chosen
+    home = env.get("HOME") or ""
+    return home if os.path.isabs(home) and os.path.isdir(home) else "/"
 
 
 def _may_unshare_as_self() -> bool:

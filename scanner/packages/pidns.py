@@ -110,10 +110,17 @@ def hide(libc: Any, hidden: list[str], kept: list[str]) -> None:
 def settle(libc: Any, hidden: list[str] | None = None, kept: list[str] | None = None) -> None:
     """In the init: a private ``/proc``, siblings' folders hidden (:func:`hide`), and no capability left to
     anything it starts."""
+    try:
+        here: str | None = os.getcwd()
+    except OSError:
+        here = None
     _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
     _check(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None), "mounting /proc")
     if hidden:
         hide(libc, hidden, kept or [])
+        if here is not None:  # the child's own folder (its HOME), bound back at its own path
+            with contextlib.suppress(OSError):
+                os.chdir(here)
     try:
         with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as handle:
             last = int(handle.read())
