@@ -11,6 +11,7 @@ command line nor address Fathom or a sibling at all.
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -33,6 +34,12 @@ def out_of_reach(entry: ServerEntry) -> str | None:
             f"none: {found} is out of reach of an unprivileged user, so it ran as Fathom's user, without a PID "
             "namespace of its own"
         )
+    for word in entry.command[1:]:  # a script or folder it is handed (``python3 /root/srv/server.py``)
+        if os.path.isabs(word) and os.path.exists(word) and not isolation.reachable(Path(word)):
+            return (
+                f"none: {word} (in its command) is out of reach of an unprivileged user, so it ran as Fathom's "
+                "user, without a PID namespace of its own"
+            )
     return None
 
 

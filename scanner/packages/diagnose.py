@@ -161,6 +161,42 @@ def _first(pattern: re.Pattern[str], lines: Sequence[str]) -> str | None:
     return chosen[0] if chosen else None
 
 
+# --- Fathom's own setup ----------------------------------------------------------------------------------
+
+SETUP = "Fathom's setup, not the package's fault"  # scanner.report.census.SETUP reads it: keep the two alike
+"""How a detail starts when a child failed because of where or how Fathom started it (issue 48): its runner,
+the runner's interpreter or the package cache out of its user's reach. Such an outcome counts as this host's
+(:func:`scanner.report.census.fault`) and its next step is the fix the detail names."""
+
+REACH_FIX = "install it where every user can reach it (system-wide, not under a 0700 folder such as /root)"
+
+
+def setup_detail(what: str, fix: str) -> str:
+    """The detail of a failure that is Fathom's setup's: what the child could not reach, and the fix."""
+    return f"{SETUP}: {what}; fix: {fix}"
+
+
+# The launcher's, ``env``'s and the confinement's own words when the kernel refused to start a program for the
+# child's user (a folder above it it may not enter): never the package's own doing.
+_NOT_STARTED = re.compile(
+    r"^(?:/usr/bin/env|/bin/env|env): ['‘]?([^'‘’:]+?)['’]?: Permission denied$|"
+    r"^(?:confine: failed to execute|fathom: cannot start) (\S+): Permission denied$"
+)
+
+
+def _setup_failure(tail: Sequence[str], code: object) -> str | None:
+    """The setup detail when the child's user could not start a program (exit 126 or 127 with the line that
+    says so), else None."""
+    if code not in (126, 127):
+        return None
+    for line in reversed(tail):
+        if found := _NOT_STARTED.match(line.strip()):
+            program = found.group(1) or found.group(2)
+            what = f"the child's user cannot start {program} (Permission denied: out of its reach)"
+            return setup_detail(what, REACH_FIX)
+    return None
+
+
 # --- classification --------------------------------------------------------------------------------------
 
 _CLASSIFIED = frozenset({Outcome.EXITED, Outcome.SPAWN_ERROR, Outcome.TIMEOUT})
@@ -334,6 +370,8 @@ def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any
     package = entry.package or {}
     runner = str(package.get("runner") or (entry.command[0] if entry.command else "runner"))
     code = outcome.extra.get("exit_code")
+    if setup := _setup_failure(tail, code):
+        return Outcome.RUNNER_MISSING, setup
     if outcome.outcome is Outcome.SPAWN_ERROR or (
         code == 127 and any("failed to execute" in line or "No such file" in line for line in tail[-3:])
     ):

@@ -73,6 +73,8 @@ _PUBLIC_INDEXES = re.compile(
 )
 _URL_HOST = re.compile(r"https?://([A-Za-z0-9.-]+)")
 _INSTALL_OUTCOMES = frozenset({"package_not_found", "install_failed"})
+_SETUP_OUTCOMES = frozenset({"runner_missing", "spawn_error"})
+SETUP = "Fathom's setup, not the package's fault"  # as scanner.packages.diagnose.SETUP starts such a detail
 
 
 def fault(outcome: str, detail: str = "") -> str | None:
@@ -80,6 +82,8 @@ def fault(outcome: str, detail: str = "") -> str | None:
     ``mirror`` (see the module's docstring); None for an outcome that is not a failure, or not measured."""
     if outcome in NOT_BROKEN:
         return None
+    if outcome in _SETUP_OUTCOMES and detail.startswith(SETUP):  # Fathom started it where it could not run
+        return "host"
     if outcome == "memory_limit" or (outcome in ("too_large", "refused") and _POLICY.search(detail)):
         return "policy"
     if outcome in _INSTALL_OUTCOMES:

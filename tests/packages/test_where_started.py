@@ -12,6 +12,7 @@ as an ordinary user the same runs show the child's folder is its HOME.
 from __future__ import annotations
 
 import os
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -19,9 +20,13 @@ import anyio
 import pytest
 
 from scanner.mcp import ClientLimits
-from scanner.models import ServerEntry, Transport
+from scanner.models import Outcome, ServerEntry, Transport
 from scanner.packages import PackageSettings, isolation, run_package
 from scanner.packages.commands import run_command
+from scanner.packages.diagnose import SETUP
+from scanner.packages.runners import warning_lines
+from scanner.report.census import fault
+from scanner.report.nextstep import next_step
 from tests.packages.test_package_runs import environ, needs_npx, npm_package, registry, resolve, tool_names
 
 __all__ = ["registry"]  # the module-scoped loopback registry fixture
@@ -94,3 +99,92 @@ def test_a_command_starts_in_its_own_home_not_in_fathom_folder(tmp_path, private
         assert Path(name.removeprefix("cwd:")).name.startswith("fathom-home-")
     else:  # Fathom's user's own HOME
         assert name == f"cwd:{os.path.realpath(os.path.expanduser('~'))}"
+
+
+# --- Fathom's own setup is never the package's fault (issue 48 item 2) --------------------------------------
+
+needs_root = pytest.mark.skipif(not isolation.enabled(), reason="a user of its own per child needs root on Linux")
+
+
+def _private_node(tmp_path: Path) -> str:
+    """A PATH on which ``npx`` is reachable by every user and ``node``, which its ``#!/usr/bin/env node`` line
+    runs, only under a 0700 folder (Node.js installed under ``/root/.nvm``, say)."""
+    npx, node = shutil.which("npx"), shutil.which("node")
+    assert npx is not None and node is not None
+    public = tmp_path / "public-bin"
+    public.mkdir(mode=0o755)
+    (public / "npx").symlink_to(os.path.realpath(npx))
+    private = tmp_path / "root-only"
+    private.mkdir(mode=0o700)
+    os.chmod(private, 0o700)
+    (private / "node").symlink_to(os.path.realpath(node))
+    return f"{public}{os.pathsep}{private}"
+
+
+@needs_root
+@needs_npx
+def test_a_runner_interpreter_out_of_reach_is_fathom_setup_with_the_fix(registry, tmp_path):
+    """npx runs ``node`` through ``env``, and ``node`` lies under a folder the package's user cannot enter:
+    ``env: 'node': Permission denied`` was recorded ``refused`` ("wrote outside its HOME"), the package
+    blamed. It is ``runner_missing``, this host's, with the fix; said once before the scan too."""
+    env = environ(registry, PATH=_private_node(tmp_path))
+    settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
+    entry = resolve(npm_package("1.0.0"), env)
+    lines = warning_lines([entry], settings)
+    said = [line for line in lines if "cannot reach node" in line]
+    assert len(said) == 1 and "1 entry will be recorded runner_missing" in said[0], lines
+    outcome = anyio.run(run_package, entry, ClientLimits(timeout=60), "rich", settings)
+    assert outcome.outcome is Outcome.RUNNER_MISSING, (outcome.outcome, outcome.detail)
+    assert outcome.detail.startswith(SETUP) and "cannot reach node" in outcome.detail
+    assert "install it where every user can reach it" in outcome.detail
+    assert fault(outcome.outcome.value, outcome.detail) == "host"
+    assert next_step(entry.name, outcome.outcome.value, outcome.detail).startswith("Not the package's fault")
+
+
+@needs_root
+@needs_npx
+def test_a_runner_the_child_cannot_start_is_said_as_fathom_setup_from_its_own_words(registry, tmp_path, monkeypatch):
+    """The same, with the check before the start switched off: the child is started and fails, and what it
+    said (``env: 'node': Permission denied``, exit 126) is read as Fathom's setup, never ``refused``."""
+    monkeypatch.setattr("scanner.packages.sandbox.out_of_children_reach", lambda command, path: None)
+    env = environ(registry, PATH=_private_node(tmp_path))
+    settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
+    outcome = anyio.run(run_package, resolve(npm_package("1.0.0"), env), ClientLimits(timeout=60), "rich", settings)
+    assert outcome.outcome is Outcome.RUNNER_MISSING, (outcome.outcome, outcome.detail)
+    assert outcome.detail.startswith(SETUP) and "cannot start node" in outcome.detail
+    assert fault(outcome.outcome.value, outcome.detail) == "host"
+
+
+@needs_root
+@needs_npx
+def test_a_cache_the_child_cannot_traverse_is_fathom_setup_with_the_fix(registry, tmp_path):
+    env = environ(registry)
+    private = tmp_path / "root-only"
+    private.mkdir(mode=0o700)
+    os.chmod(private, 0o700)
+    settings = PackageSettings(cache_dir=private / "cache", environ=env)
+    entry = resolve(npm_package("1.0.0"), env)
+    outcome = anyio.run(run_package, entry, ClientLimits(timeout=60), "rich", settings)
+    assert outcome.outcome is Outcome.SPAWN_ERROR
+    assert outcome.detail.startswith(SETUP) and "cannot reach the package cache" in outcome.detail
+    assert fault(outcome.outcome.value, outcome.detail) == "host"
+    assert "--cache-dir" in next_step(entry.name, outcome.outcome.value, outcome.detail)
+
+
+@needs_root
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system-wide python3")
+def test_a_command_whose_script_its_user_cannot_reach_runs_as_fathom_user_and_says_so(tmp_path):
+    """``python3 /root/srv/server.py``: the program is reachable, its script is not. Its leased user could not
+    open the script (exited, the command blamed); it runs as Fathom's user, and its outcome says why."""
+    assert SYSTEM_PYTHON is not None
+    private = tmp_path / "root-only"
+    private.mkdir(mode=0o700)
+    os.chmod(private, 0o700)
+    script = private / "where.py"
+    script.write_text(WHERE, encoding="utf-8")
+    entry = ServerEntry(
+        name="where", transport=Transport.STDIO, command=(SYSTEM_PYTHON, str(script)), env={"PATH": os.defpath}
+    )
+    outcome = anyio.run(run_command, entry, ClientLimits(timeout=30), "rich")
+    assert len(tool_names(outcome)) == 1
+    assert outcome.extra["isolation"].startswith(f"none: {script} (in its command) is out of reach")
