@@ -232,7 +232,7 @@ def _probe() -> tuple[bool, str]:
     except (OSError, subprocess.SubprocessError) as exc:
         return False, f"unavailable ({exc}): children share the host's PID namespace and /proc"
     if done.returncode == 0:
-        return True, "each child in a PID namespace of its own with its own /proc"
+        return True, "each child in a PID namespace of its own with its own /proc, /dev and SysV IPC"
     said = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
     why = said[0].split(": ", 2)[-1] if said[0].startswith("fathom: ") else said[0]
     return False, f"unavailable ({why[:200]}): children share the host's PID namespace and /proc"

@@ -9,13 +9,16 @@ Three processes, all visible from the host's ``/proc`` with host pids (the reape
 local-port listener check see them as before):
 
 * the *launcher* (this script, Fathom's child): asks for SIGKILL when Fathom dies (``PR_SET_PDEATHSIG``),
-  ``unshare``-s a new PID and mount namespace, inside a new user namespace that maps only its own uid and gid
+  ``unshare``-s a new PID, mount and IPC namespace (SysV shared memory, semaphores and message queues of its
+  own, gone with it), inside a new user namespace that maps only its own uid and gid
   (to themselves) unless it holds ``CAP_SYS_ADMIN`` (a library caller run as root that kept its capabilities;
   every ``fathom`` process run as root empties its bounding set first, see :mod:`scanner.envguard`, so its
   children hold none), forks the *init*, forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to it, and exits as the
   command did (its exit code, or killed by the same signal);
 * the *init*, PID 1 of the new namespace: makes every mount private, mounts a fresh ``/proc`` (the host's is
-  under it, out of reach), covers each ``--hide DIR`` with an empty tmpfs (mode 0700, 64 KiB) and binds back
+  under it, out of reach) and a ``/dev`` of the child's own (:func:`private_dev`: null, zero, full, random,
+  urandom, tty, a fresh ``devpts``, the host's ``/dev/shm``; never the host's terminals), covers each
+  ``--hide DIR`` with an empty tmpfs (mode 0700, 64 KiB) and binds back
   each ``--keep PATH`` beneath it at its own path (a package's own HOME and package folder; its siblings' are
   gone from its view, its own paths unchanged, Landlock's rules in :mod:`scanner.packages.confine` opened on
   them as before), asks for SIGKILL when the launcher dies, empties the capability bounding set, sets
@@ -39,7 +42,7 @@ import struct
 import sys
 from typing import Any
 
-_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
+_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWIPC = 0x00020000, 0x10000000, 0x20000000, 0x08000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 4096, 0x4000, 1 << 18
 _PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 24, 38
 _CAP_SYS_ADMIN = 21
@@ -78,7 +81,8 @@ def enter(libc: Any) -> None:
     namespace that maps only this process's uid and gid (to themselves)."""
     uid, gid = os.geteuid(), os.getegid()
     direct = uid == 0 and _can_mount()
-    _check(libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | (0 if direct else _CLONE_NEWUSER)), "unshare")
+    flags = _CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWIPC | (0 if direct else _CLONE_NEWUSER)
+    _check(libc.unshare(flags), "unshare")
     if not direct:
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
             with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
@@ -107,6 +111,42 @@ def hide(libc: Any, hidden: list[str], kept: list[str]) -> None:
             os.close(fd)
 
 
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+"""The host's device nodes a child's own ``/dev`` holds (bound from the host's, as bubblewrap's ``--dev``)."""
+
+
+def private_dev(libc: Any) -> None:
+    """A ``/dev`` of the child's own: an empty tmpfs holding only :data:`DEVICES` (bound from the host's), a
+    fresh ``devpts`` instance (``newinstance``: none of the host's terminals; none at all where the kernel
+    refuses one), the host's ``/dev/shm`` (counted in a package's budget as before) and the usual links. The
+    host's ``/dev/pts/N`` (the user's other terminals: a ``sudo`` prompt was read there) are not there."""
+    held: list[tuple[str, int]] = []
+    try:
+        for name in (*DEVICES, "shm"):
+            with contextlib.suppress(OSError):
+                held.append((name, os.open(f"/dev/{name}", os.O_PATH | os.O_CLOEXEC)))
+        options = b"mode=0755,size=64k,nr_inodes=64"
+        _check(libc.mount(b"fathom-dev", b"/dev", b"tmpfs", _MS_NOSUID | _MS_NOEXEC, options), "a /dev of its own")
+        for name, fd in held:
+            path = f"/dev/{name}"
+            if name == "shm":
+                os.mkdir(path, 0o1777)
+            else:
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o666))
+            source = f"/proc/self/fd/{fd}".encode()
+            _check(libc.mount(source, path.encode(), None, _MS_BIND, None), f"binding {path}")
+        os.mkdir("/dev/pts", 0o755)
+        pts = b"newinstance,ptmxmode=0666,mode=0620"
+        if libc.mount(b"devpts", b"/dev/pts", b"devpts", _MS_NOSUID | _MS_NOEXEC, pts) == 0:
+            os.symlink("pts/ptmx", "/dev/ptmx")
+        for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                             ("stderr", "/proc/self/fd/2")):  # fmt: skip
+            os.symlink(target, f"/dev/{name}")
+    finally:
+        for _, fd in held:
+            os.close(fd)
+
+
 def settle(libc: Any, hidden: list[str] | None = None, kept: list[str] | None = None) -> None:
     """In the init: a private ``/proc``, siblings' folders hidden (:func:`hide`), and no capability left to
     anything it starts."""
@@ -116,6 +156,7 @@ def settle(libc: Any, hidden: list[str] | None = None, kept: list[str] | None = 
         here = None
     _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
     _check(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None), "mounting /proc")
+    private_dev(libc)
     if hidden:
         hide(libc, hidden, kept or [])
         if here is not None:  # the child's own folder (its HOME), bound back at its own path
