@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from scanner.models import Outcome, ScanOutcome, ServerEntry
+from scanner.packages import isolation
 
 MAX_DETAIL = 300
 
@@ -291,6 +292,13 @@ _MEMORY = re.compile(
     r"\bENOMEM\b|Cannot allocate memory|std::bad_alloc|out of memory",
     re.IGNORECASE,
 )
+# A fork or thread refused (EAGAIN) at the cap on a child's processes: Python's, node's, a shell's, Rust's words.
+_PROCESSES = re.compile(
+    r"BlockingIOError: \[Errno 11\]|\bspawn \S+ EAGAIN\b|\bCannot fork\b|\bfork: (retry: )?Resource temporarily "
+    r"unavailable|can't start new thread|pthread_create\b.*(EAGAIN|Resource temporarily unavailable)|"
+    r"Resource temporarily unavailable \(os error 11\)",
+    re.IGNORECASE,
+)
 _DENIED = re.compile(r"\bEACCES\b|\bEPERM\b|\bEROFS\b|PermissionError|Permission denied", re.IGNORECASE)
 # argparse: "error: one of the arguments --a --b is required" / "the following arguments are required: x, y".
 _ARGPARSE_ONE_OF = re.compile(r"error: one of the arguments (.+?) is required")
@@ -396,6 +404,9 @@ def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any
         limit = package.get("memory_limit_mb")
         cap = f"the {limit} MiB memory limit" if limit else "Fathom's memory limit"
         return Outcome.MEMORY_LIMIT, f"ran out of memory under {cap} (raise it with --memory-limit-mb): {found}"
+    if isolation.namespaces()[0] and (found := _first(_PROCESSES, tail)):
+        most = isolation.MAX_PROCESSES
+        return Outcome.CRASHED, f"stopped at Fathom's cap of {most} processes and threads per child: {found}"
     if outcome.extra.get("confined") and (found := _first(_DENIED, tail)):
         return Outcome.REFUSED, f"refused: wrote outside its HOME and its own cache folder: {found}"
     if needed := _configuration(tail, line):

@@ -194,6 +194,10 @@ def spawn_options() -> dict[str, Any]:
 # --- a PID namespace of its own ------------------------------------------------------------------------
 
 PIDNS = Path(__file__).with_name("pidns.py")
+MAX_PROCESSES = 512
+"""The most processes and threads a child started in a namespace may have at once (``RLIMIT_NPROC`` in its
+user namespace, :func:`scanner.packages.pidns.cap_processes`): far above what npx, uvx and a server use (node
+runs about a dozen threads), far below a fork bomb's (a package started 600 processes)."""
 _NAMESPACES: list[tuple[bool, str]] = []
 _NAMESPACES_LOCK = threading.Lock()
 
@@ -283,7 +287,7 @@ def launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], d
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
     python, script = runnable_by_children(PIDNS) if kid is not None else (sys.executable, str(PIDNS))
     hidden, kept = HIDDEN.get()
-    words = [*(word for folder in hidden for word in ("--hide", folder))]
+    words = ["--nproc", str(MAX_PROCESSES), *(word for folder in hidden for word in ("--hide", folder))]
     words += [word for path in kept for word in ("--keep", path)]
     return [python, "-I", "-S", script, str(os.getpid()), *words, "--", *command], options
 

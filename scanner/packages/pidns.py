@@ -173,6 +173,16 @@ def settle(libc: Any, hidden: list[str] | None = None, kept: list[str] | None = 
     _die_with_parent(libc)
 
 
+def cap_processes(most: int) -> None:
+    """At most ``most`` processes and threads of this user in this namespace (``RLIMIT_NPROC``; the kernel
+    counts it per user and user namespace, so a leased user's, or the user namespace's own, not the host
+    user's other processes): a fork or thread beyond it fails with ``EAGAIN``. Not enforced for root in the
+    host's user namespace (the kernel exempts it), the case where no user namespace is made."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NPROC, (most, most))
+
+
 def _let_go() -> None:
     """Hand the child's stdin and stdout back to /dev/null here: only the command holds them, so Fathom reads
     the end of its output when the command closes it, not when the launcher exits."""
@@ -196,10 +206,14 @@ def _exit_as(status: int) -> None:
     os._exit(code)
 
 
-def _init(libc: Any, command: list[str], status_w: int, alive_r: int, hidden: list[str], kept: list[str]) -> None:
+def _init(
+    libc: Any, command: list[str], status_w: int, alive_r: int, hidden: list[str], kept: list[str], nproc: int = 0
+) -> None:
     """PID 1 of the new namespace (never returns)."""
     try:
         settle(libc, hidden, kept)
+        if nproc > 0:
+            cap_processes(nproc)
         if select.select([alive_r], [], [], 0)[0]:  # the launcher died before PR_SET_PDEATHSIG took effect
             os._exit(137)
     except OSError as exc:
@@ -239,23 +253,28 @@ def _init(libc: Any, command: list[str], status_w: int, alive_r: int, hidden: li
             os._exit(code if code >= 0 else 128 - code)
 
 
-def _options(words: list[str]) -> tuple[list[str], list[str], list[str]]:
-    """``[--hide DIR | --keep PATH]... -- COMMAND...``: the folders to hide, the paths to keep, the command."""
+def _options(words: list[str]) -> tuple[list[str], list[str], int, list[str]]:
+    """``[--hide DIR | --keep PATH | --nproc N]... -- COMMAND...``: the folders to hide, the paths to keep, the
+    cap on processes (0: none), the command."""
     hidden: list[str] = []
     kept: list[str] = []
+    nproc = 0
     at = 0
     while at < len(words) and words[at] != "--":
-        if words[at] not in ("--hide", "--keep") or at + 1 >= len(words):
+        if words[at] not in ("--hide", "--keep", "--nproc") or at + 1 >= len(words):
             raise SystemExit(f"fathom: namespace launcher: unexpected argument {words[at]!r}")
-        (hidden if words[at] == "--hide" else kept).append(words[at + 1])
+        if words[at] == "--nproc":
+            nproc = int(words[at + 1])
+        else:
+            (hidden if words[at] == "--hide" else kept).append(words[at + 1])
         at += 2
-    return hidden, kept, words[at + 1 :]
+    return hidden, kept, nproc, words[at + 1 :]
 
 
 def main(argv: list[str]) -> None:
     """``FATHOM_PID [--hide DIR]... [--keep PATH]... -- COMMAND...`` or ``--probe [--hide DIR]...``."""
     probe = argv[:1] == ["--probe"]
-    hidden, kept, command = _options(argv[1:] + ([] if not probe else ["--"]))
+    hidden, kept, nproc, command = _options(argv[1:] + ([] if not probe else ["--"]))
     if probe:
         command = []
     parent = os.getppid() if probe else int(argv[0])
@@ -275,7 +294,7 @@ def main(argv: list[str]) -> None:
     if init == 0:
         os.close(status_r)
         os.close(alive_w)
-        _init(libc, command, status_w, alive_r, hidden, kept)
+        _init(libc, command, status_w, alive_r, hidden, kept, nproc)
     os.close(status_w)
     os.close(alive_r)
     _let_go()

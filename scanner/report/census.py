@@ -65,6 +65,7 @@ _HOST = re.compile(
     re.IGNORECASE,
 )
 _POLICY = re.compile(r"disk budget|--disk-limit-mb|memory limit|--memory-limit-mb|refused: wrote outside", re.I)
+_PROCESS_CAP = "stopped at Fathom's cap of "  # scanner.packages.diagnose: a fork refused at the cap on processes
 # The public indexes; an install-time failure naming another host is the mirror's (UV_INDEX_URL, npm_config_registry).
 _PUBLIC_INDEXES = re.compile(
     r"^(registry\.npmjs\.org|registry\.yarnpkg\.com|pypi\.org|files\.pythonhosted\.org|"
@@ -85,6 +86,8 @@ def fault(outcome: str, detail: str = "") -> str | None:
     if outcome in _SETUP_OUTCOMES and detail.startswith(SETUP):  # Fathom started it where it could not run
         return "host"
     if outcome == "memory_limit" or (outcome in ("too_large", "refused") and _POLICY.search(detail)):
+        return "policy"
+    if outcome == "crashed" and detail.startswith(_PROCESS_CAP):
         return "policy"
     if outcome in _INSTALL_OUTCOMES:
         hosts = [host for host in _URL_HOST.findall(detail) if not _PUBLIC_INDEXES.match(host.rstrip("."))]

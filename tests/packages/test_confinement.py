@@ -22,7 +22,10 @@ from typing import Any
 
 import pytest
 
+from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.packages import isolation
+from scanner.packages.diagnose import classify
+from scanner.report.census import fault
 
 HOLDS, WHY = isolation.namespaces()
 needs_namespaces = pytest.mark.skipif(not HOLDS, reason=f"the kernel refuses them here: {WHY}")
@@ -59,12 +62,12 @@ PROBE = textwrap.dedent(
 )
 
 
-def _run_as(who: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _run_as(who: str, tmp_path: Path, *args: str, probe: str = PROBE) -> subprocess.CompletedProcess[str]:
     """The probe started as Fathom starts a child: ``leased`` (root: a user of its own), ``nobody`` (root
     trying Fathom as an ordinary user: the launcher run as nobody), ``self`` (not root)."""
     assert SYSTEM_PYTHON is not None
     script = tmp_path / "probe.py"
-    script.write_text(PROBE, encoding="utf-8")
+    script.write_text(probe, encoding="utf-8")
     script.chmod(0o644)
     tmp_path.chmod(0o755)
     command = [SYSTEM_PYTHON, "-I", str(script), *args]
@@ -74,7 +77,14 @@ def _run_as(who: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess
         launcher.chmod(0o644)
         line = shlex.join([SYSTEM_PYTHON, "-I", "-S", str(launcher)])
         return subprocess.run(
-            ["su", "nobody", "-s", "/bin/sh", "-c", f'cd / && exec {line} "$PPID" -- {shlex.join(command)}'],
+            [
+                "su",
+                "nobody",
+                "-s",
+                "/bin/sh",
+                "-c",
+                f'cd / && exec {line} "$PPID" --nproc {isolation.MAX_PROCESSES} -- {shlex.join(command)}',
+            ],
             capture_output=True,
             text=True,
             timeout=60,
@@ -154,3 +164,49 @@ def test_a_child_sees_only_its_own_devices_and_ipc(who, tmp_path, host_terminal,
     if left >= 0:
         _LIBC.shmctl(left, _IPC_RMID, None)
     assert left < 0, "the child's SysV segment outlived it on the host"
+
+
+FORKS = textwrap.dedent(
+    r"""
+    import os, sys, time
+
+    started = 0
+    try:
+        for _ in range(int(sys.argv[1])):
+            if os.fork() == 0:
+                time.sleep(60)
+                os._exit(0)
+            started += 1
+    finally:
+        print(started, flush=True)
+    """
+)
+
+
+@needs_namespaces
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system-wide python3")
+def test_a_child_process_count_is_capped_and_its_outcome_says_so(who, tmp_path, monkeypatch):
+    """A package started 600 processes and nothing stopped it. Its forks beyond the cap fail (``EAGAIN``), what
+    it left dies with its namespace, and a package stopped there is recorded as stopped at Fathom's cap (with
+    the line that shows it), counted against Fathom's budgets, not the package."""
+    monkeypatch.setattr(isolation, "MAX_PROCESSES", 40)  # the same cap as the default 512, cheaper to hit
+    done = _run_as(who, tmp_path, "100", probe=FORKS)
+    started = int(done.stdout.split()[-1])
+    assert 0 < started < 40, (done.stdout, done.stderr)
+    assert "BlockingIOError: [Errno 11] Resource temporarily unavailable" in done.stderr
+    package = ServerEntry(
+        name="io.github.t/forks",
+        transport=Transport.STDIO,
+        command=("npx", "-y", "forks@1.0.0"),
+        package={"registryType": "npm", "runner": "npx", "spec": "forks@1.0.0"},
+    )
+    failed = ScanOutcome(
+        outcome=Outcome.EXITED,
+        transport="stdio",
+        detail="server exited with code 1",
+        extra={"exit_code": 1, "stderr_tail": done.stderr.splitlines()},
+    )
+    outcome = classify(package, failed)
+    assert outcome.outcome is Outcome.CRASHED
+    assert outcome.detail.startswith("stopped at Fathom's cap of 40 processes and threads per child: BlockingIOError")
+    assert fault(outcome.outcome.value, outcome.detail) == "policy"
