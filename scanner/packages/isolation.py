@@ -325,15 +325,53 @@ def _may_unshare_as_self() -> bool:
     user namespace mapping its uid); run as root only while Fathom's bounding set still holds ``CAP_SYS_ADMIN``
     (the launcher makes them directly). A ``fathom`` process run as root has emptied it
     (:mod:`scanner.envguard`), and a root without capabilities may not map uid 0 into a user namespace (Linux
-    5.12+ asks for ``CAP_SETFCAP``): such a child starts as before, without namespaces."""
+    5.12+ asks for ``CAP_SETFCAP``): such a child makes them in a user namespace left unmapped
+    (:func:`root_namespaces`), so it too dies with its namespace (nothing outlives Fathom)."""
     if os.geteuid() != 0:
         return True
     try:
         import ctypes
 
-        return int(ctypes.CDLL(None, use_errno=True).prctl(23, 21, 0, 0, 0)) == 1  # PR_CAPBSET_READ, SYS_ADMIN
+        if int(ctypes.CDLL(None, use_errno=True).prctl(23, 21, 0, 0, 0)) == 1:  # PR_CAPBSET_READ, SYS_ADMIN
+            return True
     except (OSError, AttributeError):
-        return False
+        pass
+    return root_namespaces()
+
+
+_ROOT_NAMESPACES: list[bool] = []
+
+# Run as root without capabilities (as every child of ``fathom`` run as root is), then the launcher's probe.
+_WITHOUT_CAPABILITIES = (
+    "import ctypes, os, sys\n"
+    "libc = ctypes.CDLL(None)\n"
+    "for cap in range(64):\n"
+    "    libc.prctl(24, cap, 0, 0, 0)\n"
+    "os.execv(sys.executable, [sys.executable, '-I', '-S', sys.argv[1], '--probe'])\n"
+)
+
+
+def root_namespaces() -> bool:
+    """Whether a child that runs as root without capabilities (``check --stdio``'s server, a command out of the
+    children's users' reach) can make its namespaces in a user namespace left unmapped
+    (:func:`scanner.packages.pidns.enter`). Tried once per process."""
+    with _NAMESPACES_LOCK:
+        if not _ROOT_NAMESPACES:
+            import subprocess
+
+            try:
+                done = subprocess.run(
+                    [sys.executable, "-I", "-S", "-c", _WITHOUT_CAPABILITIES, str(PIDNS)],
+                    capture_output=True,
+                    timeout=30,
+                    check=False,
+                    env={"PATH": os.defpath},
+                    cwd="/",
+                )
+                _ROOT_NAMESPACES.append(done.returncode == 0)
+            except (OSError, subprocess.SubprocessError):
+                _ROOT_NAMESPACES.append(False)
+        return _ROOT_NAMESPACES[0]
 
 
 def chown_tree(path: Path, uid: int, gid: int) -> None:

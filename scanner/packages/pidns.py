@@ -76,17 +76,25 @@ def _can_mount() -> bool:
     return False
 
 
-def enter(libc: Any) -> None:
-    """Unshare a new PID and mount namespace: directly when this process may mount, else inside a new user
-    namespace that maps only this process's uid and gid (to themselves)."""
+def enter(libc: Any) -> bool:
+    """Unshare a new PID, mount and IPC namespace: directly when this process may mount, else inside a new user
+    namespace that maps only this process's uid and gid (to themselves). Root without capabilities (every
+    child of a ``fathom`` run as root that runs as root itself: ``check --stdio``'s server, a command out of the
+    children's users' reach) may not map uid 0 (Linux 5.12+ asks for ``CAP_SETFCAP``): its user namespace is
+    left *unmapped*: it stays root on the host for every file it touches (kuid 0, no capability), shown as
+    ``nobody`` inside, and its namespaces end with it as every child's do. Whether uid and gid are mapped."""
     uid, gid = os.geteuid(), os.getegid()
     direct = uid == 0 and _can_mount()
     flags = _CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWIPC | (0 if direct else _CLONE_NEWUSER)
     _check(libc.unshare(flags), "unshare")
-    if not direct:
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-            with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
-                handle.write(text)
+    if direct:
+        return True
+    if uid == 0:
+        return False
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
+            handle.write(text)
+    return True
 
 
 def hide(libc: Any, hidden: list[str], kept: list[str]) -> None:
@@ -113,6 +121,14 @@ def hide(libc: Any, hidden: list[str], kept: list[str]) -> None:
 
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 """The host's device nodes a child's own ``/dev`` holds (bound from the host's, as bubblewrap's ``--dev``)."""
+
+
+def fresh_terminals(libc: Any) -> None:
+    """Only a fresh ``devpts`` instance over ``/dev/pts`` (the ``/dev`` of a child whose user namespace is
+    unmapped, :func:`enter`: no file can be made in a tmpfs of its own there): the host's terminals are gone,
+    its other devices stay (root without capabilities could open those before)."""
+    pts = b"newinstance,ptmxmode=0666,mode=0620"
+    _check(libc.mount(b"devpts", b"/dev/pts", b"devpts", _MS_NOSUID | _MS_NOEXEC, pts), "a devpts of its own")
 
 
 def private_dev(libc: Any) -> None:
@@ -147,16 +163,19 @@ def private_dev(libc: Any) -> None:
             os.close(fd)
 
 
-def settle(libc: Any, hidden: list[str] | None = None, kept: list[str] | None = None) -> None:
-    """In the init: a private ``/proc``, siblings' folders hidden (:func:`hide`), and no capability left to
-    anything it starts."""
+def settle(libc: Any, hidden: list[str] | None = None, kept: list[str] | None = None, mapped: bool = True) -> None:
+    """In the init: a private ``/proc`` and ``/dev`` (only fresh terminals where ``mapped`` is false), siblings'
+    folders hidden (:func:`hide`), and no capability left to anything it starts."""
     try:
         here: str | None = os.getcwd()
     except OSError:
         here = None
     _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
     _check(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None), "mounting /proc")
-    private_dev(libc)
+    if mapped:
+        private_dev(libc)
+    else:
+        fresh_terminals(libc)
     if hidden:
         hide(libc, hidden, kept or [])
         if here is not None:  # the child's own folder (its HOME), bound back at its own path
@@ -207,11 +226,18 @@ def _exit_as(status: int) -> None:
 
 
 def _init(
-    libc: Any, command: list[str], status_w: int, alive_r: int, hidden: list[str], kept: list[str], nproc: int = 0
+    libc: Any,
+    command: list[str],
+    status_w: int,
+    alive_r: int,
+    hidden: list[str],
+    kept: list[str],
+    nproc: int = 0,
+    mapped: bool = True,
 ) -> None:
     """PID 1 of the new namespace (never returns)."""
     try:
-        settle(libc, hidden, kept)
+        settle(libc, hidden, kept, mapped)
         if nproc > 0:
             cap_processes(nproc)
         if select.select([alive_r], [], [], 0)[0]:  # the launcher died before PR_SET_PDEATHSIG took effect
@@ -283,7 +309,7 @@ def main(argv: list[str]) -> None:
         _die_with_parent(libc)
         if os.getppid() != parent:  # Fathom died before the request took effect (it may be PID 1 itself)
             os._exit(137)
-        enter(libc)
+        mapped = enter(libc)
     except OSError as exc:
         what = command[0] if command else "a child"
         print(f"fathom: cannot start {what} in a namespace of its own: {exc}", file=sys.stderr, flush=True)
@@ -294,7 +320,7 @@ def main(argv: list[str]) -> None:
     if init == 0:
         os.close(status_r)
         os.close(alive_w)
-        _init(libc, command, status_w, alive_r, hidden, kept, nproc)
+        _init(libc, command, status_w, alive_r, hidden, kept, nproc, mapped)
     os.close(status_w)
     os.close(alive_r)
     _let_go()
