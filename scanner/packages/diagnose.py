@@ -185,15 +185,21 @@ _NOT_STARTED = re.compile(
 )
 
 
+# Python's own words when the script it was handed is out of the child's user's reach (exit code 2).
+_SCRIPT_DENIED = re.compile(r"^\S*python[\d.]*: can't open file '?([^']+?)'?: \[Errno 13\] Permission denied$")
+
+
 def _setup_failure(tail: Sequence[str], code: object) -> str | None:
     """The setup detail when the child's user could not start a program (exit 126 or 127 with the line that
-    says so), else None."""
-    if code not in (126, 127):
-        return None
+    says so) or open the script it was handed (Python's exit 2), else None."""
     for line in reversed(tail):
-        if found := _NOT_STARTED.match(line.strip()):
+        text = line.strip()
+        if code in (126, 127) and (found := _NOT_STARTED.match(text)):
             program = found.group(1) or found.group(2)
             what = f"the child's user cannot start {program} (Permission denied: out of its reach)"
+            return setup_detail(what, REACH_FIX)
+        if code == 2 and (found := _SCRIPT_DENIED.match(text)):
+            what = f"the child's user cannot open {found.group(1)} (Permission denied: out of its reach)"
             return setup_detail(what, REACH_FIX)
     return None
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -20,10 +21,10 @@ import anyio
 import pytest
 
 from scanner.mcp import ClientLimits
-from scanner.models import Outcome, ServerEntry, Transport
+from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.packages import PackageSettings, isolation, run_package
 from scanner.packages.commands import run_command
-from scanner.packages.diagnose import SETUP
+from scanner.packages.diagnose import SETUP, classify
 from scanner.packages.runners import warning_lines
 from scanner.report.census import fault
 from scanner.report.nextstep import next_step
@@ -188,3 +189,39 @@ def test_a_command_whose_script_its_user_cannot_reach_runs_as_fathom_user_and_sa
     outcome = anyio.run(run_command, entry, ClientLimits(timeout=30), "rich")
     assert len(tool_names(outcome)) == 1
     assert outcome.extra["isolation"].startswith(f"none: {script} (in its command) is out of reach")
+
+
+@needs_root
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system-wide python3")
+def test_a_package_script_its_user_cannot_open_is_fathom_setup_not_refused(tmp_path):
+    """A package's runner handed a script under a folder its user cannot enter (a checkout in a 0700 folder):
+    Python's ``can't open file …: [Errno 13] Permission denied`` (exit 2) was recorded ``refused`` ("wrote
+    outside its HOME"). It is Fathom's setup, with the fix."""
+    assert SYSTEM_PYTHON is not None
+    private = tmp_path / "root-only"
+    private.mkdir(mode=0o700)
+    os.chmod(private, 0o700)
+    script = private / "server.py"
+    script.write_text(WHERE, encoding="utf-8")
+    with isolation.child(private_home=True) as kid:
+        assert kid is not None and kid.home is not None
+        env = {"PATH": os.defpath, "HOME": str(kid.home)}
+        argv, options = isolation.launch([SYSTEM_PYTHON, str(script)], env)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env, **options)
+    assert done.returncode == 2, done.stderr
+    entry = ServerEntry(
+        name="io.github.t/script",
+        transport=Transport.STDIO,
+        command=(SYSTEM_PYTHON, str(script)),
+        package={"registryType": "pypi", "runner": "uvx", "spec": "script==1.0.0"},
+    )
+    failed = ScanOutcome(
+        outcome=Outcome.EXITED,
+        transport="stdio",
+        detail="server exited with code 2",
+        extra={"exit_code": 2, "stderr_tail": done.stderr.splitlines(), "confined": True},
+    )
+    outcome = classify(entry, failed)
+    assert outcome.outcome is Outcome.RUNNER_MISSING, (outcome.outcome, outcome.detail)
+    assert outcome.detail.startswith(SETUP) and "cannot open" in outcome.detail
+    assert fault(outcome.outcome.value, outcome.detail) == "host"
