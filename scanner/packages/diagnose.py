@@ -300,11 +300,25 @@ _MEMORY = re.compile(
 )
 # A fork or thread refused (EAGAIN) at the cap on a child's processes: Python's, node's, a shell's, Rust's words.
 _PROCESSES = re.compile(
-    r"BlockingIOError: \[Errno 11\]|\bspawn \S+ EAGAIN\b|\bCannot fork\b|\bfork: (retry: )?Resource temporarily "
-    r"unavailable|can't start new thread|pthread_create\b.*(EAGAIN|Resource temporarily unavailable)|"
-    r"Resource temporarily unavailable \(os error 11\)",
+    r"\bspawn \S+ EAGAIN\b|\bCannot fork\b|\bfork: (retry: )?Resource temporarily unavailable|"
+    r"can't start new thread|pthread_create\b.*(EAGAIN|Resource temporarily unavailable)|"
+    r"(spawn|thread)\S*\b.*Resource temporarily unavailable \(os error 11\)",
     re.IGNORECASE,
 )
+# Python's EAGAIN is also a non-blocking socket's: it counts only with a fork or thread start in its traceback.
+_PY_EAGAIN = re.compile(r"BlockingIOError: \[Errno 11\]")
+_PY_FORKED = re.compile(r"\bos\.fork\(|_fork_exec\(|in _execute_child|\bos\.spawn|start_new_thread|\.start\(\)")
+
+
+def _process_cap(tail: Sequence[str]) -> str | None:
+    """The line that shows a fork or thread refused at the cap on a child's processes, or None."""
+    if found := _first(_PROCESSES, tail):
+        return found
+    if (found := _first(_PY_EAGAIN, tail)) and any(_PY_FORKED.search(line) for line in tail):
+        return found
+    return None
+
+
 _DENIED = re.compile(r"\bEACCES\b|\bEPERM\b|\bEROFS\b|PermissionError|Permission denied", re.IGNORECASE)
 # argparse: "error: one of the arguments --a --b is required" / "the following arguments are required: x, y".
 _ARGPARSE_ONE_OF = re.compile(r"error: one of the arguments (.+?) is required")
@@ -410,7 +424,7 @@ def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any
         limit = package.get("memory_limit_mb")
         cap = f"the {limit} MiB memory limit" if limit else "Fathom's memory limit"
         return Outcome.MEMORY_LIMIT, f"ran out of memory under {cap} (raise it with --memory-limit-mb): {found}"
-    if isolation.namespaces()[0] and (found := _first(_PROCESSES, tail)):
+    if isolation.namespaces()[0] and (found := _process_cap(tail)):
         most = isolation.MAX_PROCESSES
         return Outcome.CRASHED, f"stopped at Fathom's cap of {most} processes and threads per child: {found}"
     if outcome.extra.get("confined") and (found := _first(_DENIED, tail)):

@@ -210,3 +210,26 @@ def test_a_child_process_count_is_capped_and_its_outcome_says_so(who, tmp_path, 
     assert outcome.outcome is Outcome.CRASHED
     assert outcome.detail.startswith("stopped at Fathom's cap of 40 processes and threads per child: BlockingIOError")
     assert fault(outcome.outcome.value, outcome.detail) == "policy"
+
+
+def test_a_socket_eagain_is_not_the_process_cap():
+    """Python's ``BlockingIOError: [Errno 11]`` is also a non-blocking socket's: without a fork or thread start
+    in its traceback it is the package's own crash, never Fathom's cap."""
+    package = ServerEntry(
+        name="io.github.t/socket",
+        transport=Transport.STDIO,
+        command=("uvx", "socket==1.0.0"),
+        package={"registryType": "pypi", "runner": "uvx", "spec": "socket==1.0.0"},
+    )
+    tail = [
+        "Traceback (most recent call last):",
+        '  File "/srv/app.py", line 9, in <module>',
+        "    data = sock.recv(4096)",
+        "BlockingIOError: [Errno 11] Resource temporarily unavailable",
+    ]
+    failed = ScanOutcome(
+        outcome=Outcome.EXITED, transport="stdio", detail="x", extra={"exit_code": 1, "stderr_tail": tail}
+    )
+    outcome = classify(package, failed)
+    assert outcome.outcome is Outcome.CRASHED
+    assert outcome.detail == "BlockingIOError: [Errno 11] Resource temporarily unavailable"
