@@ -155,7 +155,8 @@ def namespace_line(entries: Iterable[ServerEntry]) -> str | None:
         return None
     return (
         f"PID namespaces {why}: a child can read its siblings' and Fathom's command lines, and signal them unless "
-        'each runs as a user of its own (docs/registry.md, "Which platform isolates what")'
+        "each runs as a user of its own; it sees the host's terminals and SysV IPC, and no cap bounds its processes "
+        '(docs/registry.md, "Which platform isolates what")'
     )
 
 
