@@ -14,6 +14,7 @@ the list goes through :func:`scanner.textsafe.clean`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -215,7 +216,7 @@ def render(
     source and a one-line summary (score, findings, tokens, clients, gates), then the findings, whether each
     client loads the list, the score, what the list costs, ignored findings, the baseline and the gates."""
     paint = _Painter(colour)
-    lines = [paint(f"Tool list: {clean(result.source)}", "1")] if result.outcome is None else []
+    lines = [paint(f"Tool list: {clean(_shown(result.source))}", "1")] if result.outcome is None else []
     if result.outcome is not None:
         lines += server_lines(result.outcome, paint)
     if result.report is None:
@@ -240,6 +241,16 @@ def render(
             mark = paint("passed", "32;1") if gate.passed else paint("FAILED", "31;1")
             lines.append(f"  {mark} {gate.gate}: {clean(gate.message)}")
     return fit(lines, width)
+
+
+def _shown(source: str) -> str:
+    """``source`` as the reader typed it, short: a file under the working directory relative to it."""
+    with contextlib.suppress(OSError, ValueError):
+        if os.path.isabs(source) and os.path.isfile(source):
+            relative = os.path.relpath(source)
+            if not relative.startswith(os.pardir):
+                return relative
+    return source
 
 
 def summary_line(result: CheckResult) -> str:
@@ -307,15 +318,39 @@ def fit(lines: list[str], width: int | None = None) -> str:
 _UNIT = re.compile(r"(\d[\d,.]*) (%|ms|s|KB|MB|MiB|GB|tokens?|characters|chars|px|tools?)(?=[\s,;:.)]|$)")
 
 
+def _pieces(word: str, most: int) -> list[str]:
+    """``word`` cut into pieces of at most ``most`` visible columns (colour escapes kept with the character
+    after them, never split): a path or URL longer than a row still fits the width."""
+    if len(_ESCAPE.sub("", word)) <= most:
+        return [word]
+    pieces: list[str] = []
+    current, seen, at = "", 0, 0
+    while at < len(word):
+        escape = _ESCAPE.match(word, at)
+        if escape is not None:
+            current += escape.group(0)
+            at = escape.end()
+            continue
+        if seen == most:
+            pieces.append(current)
+            current, seen = "", 0
+        current += word[at]
+        seen += 1
+        at += 1
+    pieces.append(current)
+    return pieces
+
+
 def _wrap(line: str, width: int, indent: int, hang: int) -> list[str]:
     """``line`` (``indent`` spaces, then words) in rows of at most ``width`` visible columns, rows after the
     first indented by ``hang``."""
     rows: list[str] = []
     current, seen, empty = " " * indent, indent, True
     # A number and its unit ("8 %", "64.9 ms", "1,711 tokens") stay on one row: joined by a no-break space for the
-    # split, a plain space again in the row.
-    for word in _UNIT.sub("\\1\u00a0\\2", line.lstrip(" ")).split(" "):
-        word = word.replace("\u00a0", " ")
+    # split, a plain space again in the row; a word longer than a row (a path, a URL) is cut to fit.
+    joined = _UNIT.sub("\\1\u00a0\\2", line.lstrip(" ")).split(" ")
+    words = [piece.replace("\u00a0", " ") for word in joined for piece in _pieces(word, max(width - hang, 20))]
+    for word in words:
         size = len(_ESCAPE.sub("", word))
         if not empty and seen + 1 + size > width:
             rows.append(current)

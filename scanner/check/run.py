@@ -10,6 +10,7 @@ reason (the score still counts them).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -38,11 +39,14 @@ def run_check(request: CheckRequest) -> CheckResult:
     import anyio
 
     from scanner.mcp import ClientLimits, scan_server
+    from scanner.packages import isolation
     from scanner.packages.checkrun import check_entry, classify_check
 
     # A package runner's command runs as a scan runs it: the installer settings, the cause classifier.
     entry = check_entry(request.entry)
-    outcome = classify_check(entry, anyio.run(scan_server, entry, request.limits or ClientLimits(), request.profile))
+    with isolation.starting_in(os.getcwd()):  # the project checked: its command names paths relative to it
+        scanned = anyio.run(scan_server, entry, request.limits or ClientLimits(), request.profile)
+    outcome = classify_check(entry, scanned)
     if not outcome.ok or outcome.tools is None:
         from scanner.scan.lanes import scan_findings
 

@@ -11,6 +11,7 @@ command line nor address Fathom or a sibling at all.
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -29,11 +30,21 @@ def out_of_reach(entry: ServerEntry) -> str | None:
     if found is None:
         return None  # not found at all: the start fails the same way as any user, and says so
     if not isolation.reachable(Path(found)):
-        return (
-            f"none: {found} is out of reach of an unprivileged user, so it ran as Fathom's user, without a PID "
-            "namespace of its own"
-        )
+        return f"none: {found} is out of reach of an unprivileged user, so it ran as Fathom's user{_how()}"
+    for word in entry.command[1:]:  # a script or folder it is handed (``python3 /root/srv/server.py``)
+        if os.path.isabs(word) and os.path.exists(word) and not isolation.reachable(Path(word)):
+            return (
+                f"none: {word} (in its command) is out of reach of an unprivileged user, so it ran as Fathom's "
+                f"user{_how()}"
+            )
     return None
+
+
+def _how() -> str:
+    """What a command run as Fathom's user (root) still gets: its namespaces where the kernel allows."""
+    if isolation.namespaces()[0] and isolation.root_namespaces():
+        return " (in namespaces of its own, which end with it)"
+    return ", without a PID namespace of its own"
 
 
 async def run_command(entry: ServerEntry, limits: ClientLimits, profile: str) -> ScanOutcome:

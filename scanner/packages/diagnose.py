@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from scanner.models import Outcome, ScanOutcome, ServerEntry
+from scanner.packages import isolation
 
 MAX_DETAIL = 300
 
@@ -161,6 +162,48 @@ def _first(pattern: re.Pattern[str], lines: Sequence[str]) -> str | None:
     return chosen[0] if chosen else None
 
 
+# --- Fathom's own setup ----------------------------------------------------------------------------------
+
+SETUP = "Fathom's setup, not the package's fault"  # scanner.report.census.SETUP reads it: keep the two alike
+"""How a detail starts when a child failed because of where or how Fathom started it (issue 48): its runner,
+the runner's interpreter or the package cache out of its user's reach. Such an outcome counts as this host's
+(:func:`scanner.report.census.fault`) and its next step is the fix the detail names."""
+
+REACH_FIX = "install it where every user can reach it (system-wide, not under a 0700 folder such as /root)"
+
+
+def setup_detail(what: str, fix: str) -> str:
+    """The detail of a failure that is Fathom's setup's: what the child could not reach, and the fix."""
+    return f"{SETUP}: {what}; fix: {fix}"
+
+
+# The launcher's, ``env``'s and the confinement's own words when the kernel refused to start a program for the
+# child's user (a folder above it it may not enter): never the package's own doing.
+_NOT_STARTED = re.compile(
+    r"^(?:/usr/bin/env|/bin/env|env): ['‘]?([^'‘’:]+?)['’]?: Permission denied$|"
+    r"^(?:confine: failed to execute|fathom: cannot start) (\S+): Permission denied$"
+)
+
+
+# Python's own words when the script it was handed is out of the child's user's reach (exit code 2).
+_SCRIPT_DENIED = re.compile(r"^\S*python[\d.]*: can't open file '?([^']+?)'?: \[Errno 13\] Permission denied$")
+
+
+def _setup_failure(tail: Sequence[str], code: object) -> str | None:
+    """The setup detail when the child's user could not start a program (exit 126 or 127 with the line that
+    says so) or open the script it was handed (Python's exit 2), else None."""
+    for line in reversed(tail):
+        text = line.strip()
+        if code in (126, 127) and (found := _NOT_STARTED.match(text)):
+            program = found.group(1) or found.group(2)
+            what = f"the child's user cannot start {program} (Permission denied: out of its reach)"
+            return setup_detail(what, REACH_FIX)
+        if code == 2 and (found := _SCRIPT_DENIED.match(text)):
+            what = f"the child's user cannot open {found.group(1)} (Permission denied: out of its reach)"
+            return setup_detail(what, REACH_FIX)
+    return None
+
+
 # --- classification --------------------------------------------------------------------------------------
 
 _CLASSIFIED = frozenset({Outcome.EXITED, Outcome.SPAWN_ERROR, Outcome.TIMEOUT})
@@ -255,6 +298,27 @@ _MEMORY = re.compile(
     r"\bENOMEM\b|Cannot allocate memory|std::bad_alloc|out of memory",
     re.IGNORECASE,
 )
+# A fork or thread refused (EAGAIN) at the cap on a child's processes: Python's, node's, a shell's, Rust's words.
+_PROCESSES = re.compile(
+    r"\bspawn \S+ EAGAIN\b|\bCannot fork\b|\bfork: (retry: )?Resource temporarily unavailable|"
+    r"can't start new thread|pthread_create\b.*(EAGAIN|Resource temporarily unavailable)|"
+    r"(spawn|thread)\S*\b.*Resource temporarily unavailable \(os error 11\)",
+    re.IGNORECASE,
+)
+# Python's EAGAIN is also a non-blocking socket's: it counts only with a fork or thread start in its traceback.
+_PY_EAGAIN = re.compile(r"BlockingIOError: \[Errno 11\]")
+_PY_FORKED = re.compile(r"\bos\.fork\(|_fork_exec\(|in _execute_child|\bos\.spawn|start_new_thread|\.start\(\)")
+
+
+def _process_cap(tail: Sequence[str]) -> str | None:
+    """The line that shows a fork or thread refused at the cap on a child's processes, or None."""
+    if found := _first(_PROCESSES, tail):
+        return found
+    if (found := _first(_PY_EAGAIN, tail)) and any(_PY_FORKED.search(line) for line in tail):
+        return found
+    return None
+
+
 _DENIED = re.compile(r"\bEACCES\b|\bEPERM\b|\bEROFS\b|PermissionError|Permission denied", re.IGNORECASE)
 # argparse: "error: one of the arguments --a --b is required" / "the following arguments are required: x, y".
 _ARGPARSE_ONE_OF = re.compile(r"error: one of the arguments (.+?) is required")
@@ -334,6 +398,8 @@ def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any
     package = entry.package or {}
     runner = str(package.get("runner") or (entry.command[0] if entry.command else "runner"))
     code = outcome.extra.get("exit_code")
+    if setup := _setup_failure(tail, code):
+        return Outcome.RUNNER_MISSING, setup
     if outcome.outcome is Outcome.SPAWN_ERROR or (
         code == 127 and any("failed to execute" in line or "No such file" in line for line in tail[-3:])
     ):
@@ -358,6 +424,9 @@ def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any
         limit = package.get("memory_limit_mb")
         cap = f"the {limit} MiB memory limit" if limit else "Fathom's memory limit"
         return Outcome.MEMORY_LIMIT, f"ran out of memory under {cap} (raise it with --memory-limit-mb): {found}"
+    if isolation.namespaces()[0] and (found := _process_cap(tail)):
+        most = isolation.MAX_PROCESSES
+        return Outcome.CRASHED, f"stopped at Fathom's cap of {most} processes and threads per child: {found}"
     if outcome.extra.get("confined") and (found := _first(_DENIED, tail)):
         return Outcome.REFUSED, f"refused: wrote outside its HOME and its own cache folder: {found}"
     if needed := _configuration(tail, line):

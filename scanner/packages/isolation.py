@@ -194,6 +194,10 @@ def spawn_options() -> dict[str, Any]:
 # --- a PID namespace of its own ------------------------------------------------------------------------
 
 PIDNS = Path(__file__).with_name("pidns.py")
+MAX_PROCESSES = 512
+"""The most processes and threads a child started in a namespace may have at once (``RLIMIT_NPROC`` in its
+user namespace, :func:`scanner.packages.pidns.cap_processes`): far above what npx, uvx and a server use (node
+runs about a dozen threads), far below a fork bomb's (a package started 600 processes)."""
 _NAMESPACES: list[tuple[bool, str]] = []
 _NAMESPACES_LOCK = threading.Lock()
 
@@ -232,7 +236,7 @@ def _probe() -> tuple[bool, str]:
     except (OSError, subprocess.SubprocessError) as exc:
         return False, f"unavailable ({exc}): children share the host's PID namespace and /proc"
     if done.returncode == 0:
-        return True, "each child in a PID namespace of its own with its own /proc"
+        return True, "each child in a PID namespace of its own with its own /proc, /dev and SysV IPC"
     said = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
     why = said[0].split(": ", 2)[-1] if said[0].startswith("fathom: ") else said[0]
     return False, f"unavailable ({why[:200]}): children share the host's PID namespace and /proc"
@@ -271,8 +275,9 @@ def launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], d
     (:func:`spawn_options`). A program not found on ``env``'s PATH raises FileNotFoundError here, as starting
     it directly would."""
     kid = CURRENT.get()
+    options = {**spawn_options(), "cwd": workdir(env)}
     if not command or not namespaces()[0] or (kid is None and not _may_unshare_as_self()):
-        return list(command), spawn_options()
+        return list(command), options
     program = command[0]
     if "/" in program:
         found = program if os.path.isfile(program) else None
@@ -282,9 +287,37 @@ def launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], d
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
     python, script = runnable_by_children(PIDNS) if kid is not None else (sys.executable, str(PIDNS))
     hidden, kept = HIDDEN.get()
-    options = [*(word for folder in hidden for word in ("--hide", folder))]
-    options += [word for path in kept for word in ("--keep", path)]
-    return [python, "-I", "-S", script, str(os.getpid()), *options, "--", *command], spawn_options()
+    words = ["--nproc", str(MAX_PROCESSES), *(word for folder in hidden for word in ("--hide", folder))]
+    words += [word for path in kept for word in ("--keep", path)]
+    return [python, "-I", "-S", script, str(os.getpid()), *words, "--", *command], options
+
+
+WORKDIR: ContextVar[str | None] = ContextVar("fathom_workdir", default=None)
+"""A folder the children started in this context start in, in place of their HOME: ``fathom check``'s own
+server runs as Fathom's user in the project it checks, whose command names paths relative to it."""
+
+
+@contextlib.contextmanager
+def starting_in(folder: str) -> Iterator[None]:
+    """Start the children of this context in ``folder`` (:data:`WORKDIR`)."""
+    token = WORKDIR.set(folder)
+    try:
+        yield
+    finally:
+        WORKDIR.reset(token)
+
+
+def workdir(env: Mapping[str, str]) -> str:
+    """The folder a child starts in: its own HOME (``env["HOME"]``: a package's throwaway HOME, a command's
+    private HOME run as root, the user's HOME otherwise), never Fathom's working directory, which the child's
+    user may not be able to enter (a nightly run as root from ``/root``, a checkout in a ``mktemp -d`` folder:
+    npm then cannot spawn its shell). ``/`` when the environment names no HOME that is a folder;
+    :data:`WORKDIR` where set."""
+    chosen = WORKDIR.get()
+    if chosen is not None:
+        return chosen
+    home = env.get("HOME") or ""
+    return home if os.path.isabs(home) and os.path.isdir(home) else "/"
 
 
 def _may_unshare_as_self() -> bool:
@@ -292,15 +325,53 @@ def _may_unshare_as_self() -> bool:
     user namespace mapping its uid); run as root only while Fathom's bounding set still holds ``CAP_SYS_ADMIN``
     (the launcher makes them directly). A ``fathom`` process run as root has emptied it
     (:mod:`scanner.envguard`), and a root without capabilities may not map uid 0 into a user namespace (Linux
-    5.12+ asks for ``CAP_SETFCAP``): such a child starts as before, without namespaces."""
+    5.12+ asks for ``CAP_SETFCAP``): such a child makes them in a user namespace left unmapped
+    (:func:`root_namespaces`), so it too dies with its namespace (nothing outlives Fathom)."""
     if os.geteuid() != 0:
         return True
     try:
         import ctypes
 
-        return int(ctypes.CDLL(None, use_errno=True).prctl(23, 21, 0, 0, 0)) == 1  # PR_CAPBSET_READ, SYS_ADMIN
+        if int(ctypes.CDLL(None, use_errno=True).prctl(23, 21, 0, 0, 0)) == 1:  # PR_CAPBSET_READ, SYS_ADMIN
+            return True
     except (OSError, AttributeError):
-        return False
+        pass
+    return root_namespaces()
+
+
+_ROOT_NAMESPACES: list[bool] = []
+
+# Run as root without capabilities (as every child of ``fathom`` run as root is), then the launcher's probe.
+_WITHOUT_CAPABILITIES = (
+    "import ctypes, os, sys\n"
+    "libc = ctypes.CDLL(None)\n"
+    "for cap in range(64):\n"
+    "    libc.prctl(24, cap, 0, 0, 0)\n"
+    "os.execv(sys.executable, [sys.executable, '-I', '-S', sys.argv[1], '--probe'])\n"
+)
+
+
+def root_namespaces() -> bool:
+    """Whether a child that runs as root without capabilities (``check --stdio``'s server, a command out of the
+    children's users' reach) can make its namespaces in a user namespace left unmapped
+    (:func:`scanner.packages.pidns.enter`). Tried once per process."""
+    with _NAMESPACES_LOCK:
+        if not _ROOT_NAMESPACES:
+            import subprocess
+
+            try:
+                done = subprocess.run(
+                    [sys.executable, "-I", "-S", "-c", _WITHOUT_CAPABILITIES, str(PIDNS)],
+                    capture_output=True,
+                    timeout=30,
+                    check=False,
+                    env={"PATH": os.defpath},
+                    cwd="/",
+                )
+                _ROOT_NAMESPACES.append(done.returncode == 0)
+            except (OSError, subprocess.SubprocessError):
+                _ROOT_NAMESPACES.append(False)
+        return _ROOT_NAMESPACES[0]
 
 
 def chown_tree(path: Path, uid: int, gid: int) -> None:

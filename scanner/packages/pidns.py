@@ -9,13 +9,16 @@ Three processes, all visible from the host's ``/proc`` with host pids (the reape
 local-port listener check see them as before):
 
 * the *launcher* (this script, Fathom's child): asks for SIGKILL when Fathom dies (``PR_SET_PDEATHSIG``),
-  ``unshare``-s a new PID and mount namespace, inside a new user namespace that maps only its own uid and gid
+  ``unshare``-s a new PID, mount and IPC namespace (SysV shared memory, semaphores and message queues of its
+  own, gone with it), inside a new user namespace that maps only its own uid and gid
   (to themselves) unless it holds ``CAP_SYS_ADMIN`` (a library caller run as root that kept its capabilities;
   every ``fathom`` process run as root empties its bounding set first, see :mod:`scanner.envguard`, so its
   children hold none), forks the *init*, forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to it, and exits as the
   command did (its exit code, or killed by the same signal);
 * the *init*, PID 1 of the new namespace: makes every mount private, mounts a fresh ``/proc`` (the host's is
-  under it, out of reach), covers each ``--hide DIR`` with an empty tmpfs (mode 0700, 64 KiB) and binds back
+  under it, out of reach) and a ``/dev`` of the child's own (:func:`private_dev`: null, zero, full, random,
+  urandom, tty, a fresh ``devpts``, the host's ``/dev/shm``; never the host's terminals), covers each
+  ``--hide DIR`` with an empty tmpfs (mode 0700, 64 KiB) and binds back
   each ``--keep PATH`` beneath it at its own path (a package's own HOME and package folder; its siblings' are
   gone from its view, its own paths unchanged, Landlock's rules in :mod:`scanner.packages.confine` opened on
   them as before), asks for SIGKILL when the launcher dies, empties the capability bounding set, sets
@@ -39,7 +42,7 @@ import struct
 import sys
 from typing import Any
 
-_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
+_CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWIPC = 0x00020000, 0x10000000, 0x20000000, 0x08000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 4096, 0x4000, 1 << 18
 _PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 24, 38
 _CAP_SYS_ADMIN = 21
@@ -73,16 +76,25 @@ def _can_mount() -> bool:
     return False
 
 
-def enter(libc: Any) -> None:
-    """Unshare a new PID and mount namespace: directly when this process may mount, else inside a new user
-    namespace that maps only this process's uid and gid (to themselves)."""
+def enter(libc: Any) -> bool:
+    """Unshare a new PID, mount and IPC namespace: directly when this process may mount, else inside a new user
+    namespace that maps only this process's uid and gid (to themselves). Root without capabilities (every
+    child of a ``fathom`` run as root that runs as root itself: ``check --stdio``'s server, a command out of the
+    children's users' reach) may not map uid 0 (Linux 5.12+ asks for ``CAP_SETFCAP``): its user namespace is
+    left *unmapped*: it stays root on the host for every file it touches (kuid 0, no capability), shown as
+    ``nobody`` inside, and its namespaces end with it as every child's do. Whether uid and gid are mapped."""
     uid, gid = os.geteuid(), os.getegid()
     direct = uid == 0 and _can_mount()
-    _check(libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | (0 if direct else _CLONE_NEWUSER)), "unshare")
-    if not direct:
-        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-            with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
-                handle.write(text)
+    flags = _CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWIPC | (0 if direct else _CLONE_NEWUSER)
+    _check(libc.unshare(flags), "unshare")
+    if direct:
+        return True
+    if uid == 0:
+        return False
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w", encoding="ascii") as handle:
+            handle.write(text)
+    return True
 
 
 def hide(libc: Any, hidden: list[str], kept: list[str]) -> None:
@@ -107,13 +119,68 @@ def hide(libc: Any, hidden: list[str], kept: list[str]) -> None:
             os.close(fd)
 
 
-def settle(libc: Any, hidden: list[str] | None = None, kept: list[str] | None = None) -> None:
-    """In the init: a private ``/proc``, siblings' folders hidden (:func:`hide`), and no capability left to
-    anything it starts."""
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+"""The host's device nodes a child's own ``/dev`` holds (bound from the host's, as bubblewrap's ``--dev``)."""
+
+
+def fresh_terminals(libc: Any) -> None:
+    """Only a fresh ``devpts`` instance over ``/dev/pts`` (the ``/dev`` of a child whose user namespace is
+    unmapped, :func:`enter`: no file can be made in a tmpfs of its own there): the host's terminals are gone,
+    its other devices stay (root without capabilities could open those before)."""
+    pts = b"newinstance,ptmxmode=0666,mode=0620"
+    _check(libc.mount(b"devpts", b"/dev/pts", b"devpts", _MS_NOSUID | _MS_NOEXEC, pts), "a devpts of its own")
+
+
+def private_dev(libc: Any) -> None:
+    """A ``/dev`` of the child's own: an empty tmpfs holding only :data:`DEVICES` (bound from the host's), a
+    fresh ``devpts`` instance (``newinstance``: none of the host's terminals; none at all where the kernel
+    refuses one), the host's ``/dev/shm`` (counted in a package's budget as before) and the usual links. The
+    host's ``/dev/pts/N`` (the user's other terminals: a ``sudo`` prompt was read there) are not there."""
+    held: list[tuple[str, int]] = []
+    try:
+        for name in (*DEVICES, "shm"):
+            with contextlib.suppress(OSError):
+                held.append((name, os.open(f"/dev/{name}", os.O_PATH | os.O_CLOEXEC)))
+        options = b"mode=0755,size=64k,nr_inodes=64"
+        _check(libc.mount(b"fathom-dev", b"/dev", b"tmpfs", _MS_NOSUID | _MS_NOEXEC, options), "a /dev of its own")
+        for name, fd in held:
+            path = f"/dev/{name}"
+            if name == "shm":
+                os.mkdir(path, 0o1777)
+            else:
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o666))
+            source = f"/proc/self/fd/{fd}".encode()
+            _check(libc.mount(source, path.encode(), None, _MS_BIND, None), f"binding {path}")
+        os.mkdir("/dev/pts", 0o755)
+        pts = b"newinstance,ptmxmode=0666,mode=0620"
+        if libc.mount(b"devpts", b"/dev/pts", b"devpts", _MS_NOSUID | _MS_NOEXEC, pts) == 0:
+            os.symlink("pts/ptmx", "/dev/ptmx")
+        for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                             ("stderr", "/proc/self/fd/2")):  # fmt: skip
+            os.symlink(target, f"/dev/{name}")
+    finally:
+        for _, fd in held:
+            os.close(fd)
+
+
+def settle(libc: Any, hidden: list[str] | None = None, kept: list[str] | None = None, mapped: bool = True) -> None:
+    """In the init: a private ``/proc`` and ``/dev`` (only fresh terminals where ``mapped`` is false), siblings'
+    folders hidden (:func:`hide`), and no capability left to anything it starts."""
+    try:
+        here: str | None = os.getcwd()
+    except OSError:
+        here = None
     _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "making mounts private")
     _check(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None), "mounting /proc")
+    if mapped:
+        private_dev(libc)
+    else:
+        fresh_terminals(libc)
     if hidden:
         hide(libc, hidden, kept or [])
+        if here is not None:  # the child's own folder (its HOME), bound back at its own path
+            with contextlib.suppress(OSError):
+                os.chdir(here)
     try:
         with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as handle:
             last = int(handle.read())
@@ -123,6 +190,16 @@ def settle(libc: Any, hidden: list[str] | None = None, kept: list[str] | None = 
         _check(libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0), "prctl(PR_CAPBSET_DROP)")
     _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
     _die_with_parent(libc)
+
+
+def cap_processes(most: int) -> None:
+    """At most ``most`` processes and threads of this user in this namespace (``RLIMIT_NPROC``; the kernel
+    counts it per user and user namespace, so a leased user's, or the user namespace's own, not the host
+    user's other processes): a fork or thread beyond it fails with ``EAGAIN``. Not enforced for root in the
+    host's user namespace (the kernel exempts it), the case where no user namespace is made."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NPROC, (most, most))
 
 
 def _let_go() -> None:
@@ -148,10 +225,21 @@ def _exit_as(status: int) -> None:
     os._exit(code)
 
 
-def _init(libc: Any, command: list[str], status_w: int, alive_r: int, hidden: list[str], kept: list[str]) -> None:
+def _init(
+    libc: Any,
+    command: list[str],
+    status_w: int,
+    alive_r: int,
+    hidden: list[str],
+    kept: list[str],
+    nproc: int = 0,
+    mapped: bool = True,
+) -> None:
     """PID 1 of the new namespace (never returns)."""
     try:
-        settle(libc, hidden, kept)
+        settle(libc, hidden, kept, mapped)
+        if nproc > 0:
+            cap_processes(nproc)
         if select.select([alive_r], [], [], 0)[0]:  # the launcher died before PR_SET_PDEATHSIG took effect
             os._exit(137)
     except OSError as exc:
@@ -191,23 +279,28 @@ def _init(libc: Any, command: list[str], status_w: int, alive_r: int, hidden: li
             os._exit(code if code >= 0 else 128 - code)
 
 
-def _options(words: list[str]) -> tuple[list[str], list[str], list[str]]:
-    """``[--hide DIR | --keep PATH]... -- COMMAND...``: the folders to hide, the paths to keep, the command."""
+def _options(words: list[str]) -> tuple[list[str], list[str], int, list[str]]:
+    """``[--hide DIR | --keep PATH | --nproc N]... -- COMMAND...``: the folders to hide, the paths to keep, the
+    cap on processes (0: none), the command."""
     hidden: list[str] = []
     kept: list[str] = []
+    nproc = 0
     at = 0
     while at < len(words) and words[at] != "--":
-        if words[at] not in ("--hide", "--keep") or at + 1 >= len(words):
+        if words[at] not in ("--hide", "--keep", "--nproc") or at + 1 >= len(words):
             raise SystemExit(f"fathom: namespace launcher: unexpected argument {words[at]!r}")
-        (hidden if words[at] == "--hide" else kept).append(words[at + 1])
+        if words[at] == "--nproc":
+            nproc = int(words[at + 1])
+        else:
+            (hidden if words[at] == "--hide" else kept).append(words[at + 1])
         at += 2
-    return hidden, kept, words[at + 1 :]
+    return hidden, kept, nproc, words[at + 1 :]
 
 
 def main(argv: list[str]) -> None:
     """``FATHOM_PID [--hide DIR]... [--keep PATH]... -- COMMAND...`` or ``--probe [--hide DIR]...``."""
     probe = argv[:1] == ["--probe"]
-    hidden, kept, command = _options(argv[1:] + ([] if not probe else ["--"]))
+    hidden, kept, nproc, command = _options(argv[1:] + ([] if not probe else ["--"]))
     if probe:
         command = []
     parent = os.getppid() if probe else int(argv[0])
@@ -216,7 +309,7 @@ def main(argv: list[str]) -> None:
         _die_with_parent(libc)
         if os.getppid() != parent:  # Fathom died before the request took effect (it may be PID 1 itself)
             os._exit(137)
-        enter(libc)
+        mapped = enter(libc)
     except OSError as exc:
         what = command[0] if command else "a child"
         print(f"fathom: cannot start {what} in a namespace of its own: {exc}", file=sys.stderr, flush=True)
@@ -227,7 +320,7 @@ def main(argv: list[str]) -> None:
     if init == 0:
         os.close(status_r)
         os.close(alive_w)
-        _init(libc, command, status_w, alive_r, hidden, kept)
+        _init(libc, command, status_w, alive_r, hidden, kept, nproc, mapped)
     os.close(status_w)
     os.close(alive_r)
     _let_go()

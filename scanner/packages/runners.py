@@ -11,11 +11,13 @@ import os
 import shutil
 import subprocess
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 
-from scanner.models import Outcome, ServerEntry
+from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages import isolation
+from scanner.packages.diagnose import REACH_FIX, setup_detail
 from scanner.packages.environment import OWN
 from scanner.packages.settings import PackageSettings
 
@@ -43,6 +45,60 @@ def missing_runners(entries: Iterable[ServerEntry]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def _enterable(path: str) -> bool:
+    """Whether a user with no groups in common can start ``path`` as it is named: every folder above the name
+    searchable (a link's own folder is traversed before the link is followed), and its target reachable."""
+    return isolation.folders_above_reachable(Path(path)) and isolation.reachable(Path(path))
+
+
+def _interpreter(program: str, path: str) -> str | None:
+    """The interpreter ``program``'s ``#!`` line starts (``#!/usr/bin/env node``: ``node`` looked up on
+    ``path``, as ``env`` does), or None."""
+    try:
+        with open(os.path.realpath(program), "rb") as handle:
+            head = handle.readline(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].decode("utf-8", "replace").split()
+    if not words:
+        return None
+    if os.path.basename(words[0]) != "env":
+        return words[0]
+    name = next((word for word in words[1:] if not word.startswith("-")), None)
+    return shutil.which(name, path=path) if name else None
+
+
+def out_of_children_reach(command: Sequence[str], path: str) -> str | None:
+    """Run as root, what of ``command``'s runner its child's user cannot start (the runner, or the interpreter
+    its ``#!`` line names, under a 0700 folder such as ``/root/.nvm``), in a few words; None when it can, when
+    Fathom is not root, or when the runner is not found at all (recorded ``runner_missing`` as before)."""
+    if not isolation.enabled() or not command:
+        return None
+    found = shutil.which(command[0], path=path)
+    if found is None:
+        return None
+    if not _enterable(found):
+        return f"{command[0]} ({found})"
+    interpreter = _interpreter(found, path)
+    if interpreter is not None and not _enterable(interpreter):
+        return f"{os.path.basename(interpreter)} ({interpreter}, which {command[0]} runs)"
+    return None
+
+
+def unreachable_outcome(entry: ServerEntry, what: str) -> ScanOutcome:
+    """The ``runner_missing`` outcome of a package whose runner its user cannot reach
+    (:func:`out_of_children_reach`)."""
+    said = f"run as root, packages run as an unprivileged user of their own, which cannot reach {what}"
+    return ScanOutcome(
+        outcome=Outcome.RUNNER_MISSING,
+        transport=entry.transport.value,
+        detail=setup_detail(said, REACH_FIX),
+        extra={"setup": "runner_out_of_reach"},
+    )
+
+
 def warning_lines(entries: Iterable[ServerEntry], settings: PackageSettings | None = None) -> list[str]:
     """One line per missing runner, and per ``--pass-env`` name that is not set, for the start of a scan or a
     dry run."""
@@ -63,6 +119,17 @@ def warning_lines(entries: Iterable[ServerEntry], settings: PackageSettings | No
         for problem, count in sorted(problems.items())
     )
     if settings is not None and any(entry.package and not entry.skip for entry in entries):
+        unreachable: Counter[str] = Counter()
+        for entry in entries:
+            if entry.package and not entry.skip:
+                what = out_of_children_reach(entry.command, (entry.env or {}).get("PATH") or os.defpath)
+                if what is not None:
+                    unreachable[what] += 1
+        lines.extend(
+            f"run as root, packages run as users of their own, who cannot reach {what}: {count} "
+            f"{'entry' if count == 1 else 'entries'} will be recorded runner_missing ({REACH_FIX})"
+            for what, count in sorted(unreachable.items())
+        )
         if isolation.enabled() and not isolation.folders_above_reachable(settings.cache()):
             lines.append(
                 f"run as root, packages run as users of their own, who cannot reach the package cache "
@@ -88,7 +155,8 @@ def namespace_line(entries: Iterable[ServerEntry]) -> str | None:
         return None
     return (
         f"PID namespaces {why}: a child can read its siblings' and Fathom's command lines, and signal them unless "
-        'each runs as a user of its own (docs/registry.md, "Which platform isolates what")'
+        "each runs as a user of its own; it sees the host's terminals and SysV IPC, and no cap bounds its processes "
+        '(docs/registry.md, "Which platform isolates what")'
     )
 
 

@@ -44,11 +44,12 @@ from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages import isolation
 from scanner.packages.cache import PackageCache, last_used, touch, tree_bytes
 from scanner.packages.confine import landlock_abi
-from scanner.packages.diagnose import classify, python_needed
+from scanner.packages.diagnose import classify, python_needed, setup_detail
 from scanner.packages.environment import package_env
 from scanner.packages.install import install_command, run_install
 from scanner.packages.interpreters import find_python, python_version, runner_version, why_no_python, with_python
 from scanner.packages.localport import is_local_port, scan_local_port
+from scanner.packages.runners import out_of_children_reach, unreachable_outcome
 from scanner.packages.settings import PackageSettings
 from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
@@ -143,7 +144,10 @@ async def run_package(
                     refused = None
                     if kid is not None:
                         refused = await anyio.to_thread.run_sync(_hand_over, kid, cache, folder, home)
-                    if refused is not None:
+                    path = (entry.env or {}).get("PATH") or os.defpath
+                    if refused is None and kid is not None and (what := out_of_children_reach(entry.command, path)):
+                        outcome = unreachable_outcome(entry, what)
+                    elif refused is not None:
                         outcome = ScanOutcome(
                             outcome=Outcome.SPAWN_ERROR, transport=entry.transport.value, detail=refused
                         )
@@ -198,9 +202,10 @@ def _hand_over(kid: isolation.Child, cache: PackageCache, folder: Path, home: Pa
         os.chmod(path, 0o711)
     os.chmod(cache.python_dir(), 0o755)
     if not isolation.reachable(cache.root):
-        return (
+        return setup_detail(
             f"run as root, packages run as an unprivileged user of their own, which cannot reach the package cache "
-            f"{cache.root}: give --cache-dir a folder every user can traverse (e.g. /var/cache/fathom)"
+            f"{cache.root}",
+            "give --cache-dir a folder every user can traverse (e.g. /var/cache/fathom)",
         )
     kid.give(home)
     kid.give(folder)

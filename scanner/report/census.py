@@ -65,6 +65,7 @@ _HOST = re.compile(
     re.IGNORECASE,
 )
 _POLICY = re.compile(r"disk budget|--disk-limit-mb|memory limit|--memory-limit-mb|refused: wrote outside", re.I)
+_PROCESS_CAP = "stopped at Fathom's cap of "  # scanner.packages.diagnose: a fork refused at the cap on processes
 # The public indexes; an install-time failure naming another host is the mirror's (UV_INDEX_URL, npm_config_registry).
 _PUBLIC_INDEXES = re.compile(
     r"^(registry\.npmjs\.org|registry\.yarnpkg\.com|pypi\.org|files\.pythonhosted\.org|"
@@ -73,6 +74,8 @@ _PUBLIC_INDEXES = re.compile(
 )
 _URL_HOST = re.compile(r"https?://([A-Za-z0-9.-]+)")
 _INSTALL_OUTCOMES = frozenset({"package_not_found", "install_failed"})
+_SETUP_OUTCOMES = frozenset({"runner_missing", "spawn_error"})
+SETUP = "Fathom's setup, not the package's fault"  # as scanner.packages.diagnose.SETUP starts such a detail
 
 
 def fault(outcome: str, detail: str = "") -> str | None:
@@ -80,7 +83,11 @@ def fault(outcome: str, detail: str = "") -> str | None:
     ``mirror`` (see the module's docstring); None for an outcome that is not a failure, or not measured."""
     if outcome in NOT_BROKEN:
         return None
+    if outcome in _SETUP_OUTCOMES and detail.startswith(SETUP):  # Fathom started it where it could not run
+        return "host"
     if outcome == "memory_limit" or (outcome in ("too_large", "refused") and _POLICY.search(detail)):
+        return "policy"
+    if outcome == "crashed" and detail.startswith(_PROCESS_CAP):
         return "policy"
     if outcome in _INSTALL_OUTCOMES:
         hosts = [host for host in _URL_HOST.findall(detail) if not _PUBLIC_INDEXES.match(host.rstrip("."))]

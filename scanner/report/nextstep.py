@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from scanner.registry.secrets import secret_env_name
-from scanner.report.census import fault
+from scanner.report.census import SETUP, fault
 
 # (key, heading, pattern over the skip reason), first match wins.
 SKIP_REASONS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
@@ -90,6 +90,9 @@ def next_step(server: str, outcome: str, detail: str) -> str:
             "The server answered with no tools, so it has no score: check that its build and configuration work "
             "(fathom check --url URL shows its answer)."
         )
+    if outcome in ("runner_missing", "spawn_error") and detail.startswith(SETUP) and "; fix: " in detail:
+        what, fix = detail.removeprefix(f"{SETUP}: ").rsplit("; fix: ", 1)
+        return f"Not the package's fault: {what}. Fix the scanning machine: {fix[:300]}."
     if outcome in _PACKAGE_STEPS:
         return _PACKAGE_STEPS[outcome](server, detail)
     steps = {

@@ -33,3 +33,27 @@ def test_a_wider_terminal_gets_longer_lines() -> None:
     wide = runner.invoke(app, ["check", "-f", str(path)], env={"COLUMNS": "160"}).stdout.splitlines()
     narrow = runner.invoke(app, ["check", "-f", str(path)], env={"COLUMNS": "80"}).stdout.splitlines()
     assert max(map(len, wide)) > 80 and len(wide) < len(narrow)
+
+
+def test_a_long_path_wraps_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkout deep in a ``mktemp -d`` folder (issue 48): the first line names the list's path, and a path
+    longer than the width was printed whole, past 80 columns. It is cut to the width; the summary follows it."""
+    deep = tmp_path.joinpath(*[f"folder-{index:02d}-of-a-checkout" for index in range(6)])
+    deep.mkdir(parents=True)
+    path = deep / "server-sequential-thinking.json"
+    path.write_bytes((REAL / "server-sequential-thinking.json").read_bytes())
+    assert len(str(path)) > 160
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # not beneath the working directory: the path is shown whole
+    done = runner.invoke(app, ["check", "-f", str(path)], env={"COLUMNS": "80"})
+    assert done.exit_code == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, [line for line in lines if len(line) > 80][:3]
+    score = next(index for index, line in enumerate(lines) if line.startswith("  Score "))
+    assert "".join(line.strip() for line in lines[:score]) == f"Tool list:{path}"
+
+
+def test_a_path_beneath_the_working_directory_is_shown_relative(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REAL.parent)
+    done = runner.invoke(app, ["check", "-f", str(REAL / "server-github.json")], env={"COLUMNS": "80"})
+    assert done.stdout.splitlines()[0] == "Tool list: real/server-github.json"

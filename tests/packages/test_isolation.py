@@ -464,7 +464,10 @@ def test_a_cache_out_of_reach_of_the_children_users_is_said_once_before_the_scan
     assert warning_lines(entries, PackageSettings(cache_dir=tmp_path / "cache", environ=env)) == []
     outcome = anyio.run(run_package, entries[0], ClientLimits(timeout=30), "rich", hidden)
     assert outcome.outcome is Outcome.SPAWN_ERROR
-    assert outcome.detail.startswith("run as root, packages run as an unprivileged user of their own, which cannot")
+    assert outcome.detail.startswith(
+        "Fathom's setup, not the package's fault: run as root, packages run as an unprivileged user of their own, "
+        "which cannot"
+    )
 
 
 @pytest.fixture(params=["own-user", "leased-user"])

@@ -7,10 +7,12 @@ package_not_found, too_large under the disk budget); installer settings reach th
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ import pytest
 
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import PackageSettings, run_package
+from scanner.packages import PackageSettings, isolation, run_package
 from scanner.packages.cache import PackageCache
 from scanner.registry.interface import Options
 from scanner.registry.packages import resolve_packages
@@ -40,11 +42,33 @@ def registry() -> Iterator[LocalRegistry]:
     served.close()
 
 
+_REACHABLE_BIN: list[Path] = []
+
+
+def runners_bin() -> Path:
+    """Where the tests' own runners (the virtual environment's ``uv`` and ``uvx``) are on PATH: the environment's
+    folder, or, run as root with the checkout out of the children's users' reach (a clone in a ``mktemp -d``
+    folder, issue 48), a copy of them in a folder every user can traverse, removed at exit."""
+    own = Path(sys.executable).parent
+    if not isolation.enabled() or isolation.reachable(own / "uvx") or not (own / "uvx").exists():
+        return own
+    if not _REACHABLE_BIN:
+        folder = Path(tempfile.mkdtemp(prefix="fathom-test-runners-"))
+        folder.chmod(0o755)
+        for name in ("uv", "uvx"):
+            if (own / name).exists():
+                shutil.copy2(own / name, folder / name)
+                (folder / name).chmod(0o755)
+        atexit.register(shutil.rmtree, folder, True)
+        _REACHABLE_BIN.append(folder)
+    return _REACHABLE_BIN[0]
+
+
 def environ(registry: LocalRegistry, **more: str) -> dict[str, str]:
     """Fathom's environment in these tests: the runners on PATH, the installers pointed at the loopback
     registry (allow-listed settings), and a secret-looking variable that must not reach any package."""
     return {
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
+        "PATH": f"{runners_bin()}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
         "LANG": "C.UTF-8",
         "npm_config_registry": registry.npm_url,
         "UV_INDEX_URL": registry.simple_url,

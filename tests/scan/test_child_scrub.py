@@ -10,10 +10,13 @@ attack), a sibling command's token (read from its ``/proc/<pid>/environ``), its 
 
 from __future__ import annotations
 
+import atexit
 import base64
 import json
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +31,22 @@ from scanner.registry.localport import PORT_SENTINEL
 from scanner.scan.crawl import CrawlSettings, crawl
 from scanner.store.engine import create_store_engine
 
-SCRIPT = str(Path(__file__).parent.parent / "servers" / "snoop_child.py")
+
+def _reachable(script: Path) -> str:
+    """``script``, or, run as root with the checkout out of the children's users' reach (a clone in a
+    ``mktemp -d`` folder, issue 48), a copy of it in a folder every user can traverse, removed at exit."""
+    if not isolation.enabled() or isolation.reachable(script):
+        return str(script)
+    folder = Path(tempfile.mkdtemp(prefix="fathom-test-servers-"))
+    folder.chmod(0o755)
+    atexit.register(shutil.rmtree, folder, True)
+    copy = folder / script.name
+    shutil.copy(script, copy)
+    copy.chmod(0o644)
+    return str(copy)
+
+
+SCRIPT = _reachable(Path(__file__).parent.parent / "servers" / "snoop_child.py")
 # As root each child runs as a user of its own (scanner.packages.isolation), who cannot reach an interpreter under /root
 # (a pyenv, a venv there): the children run on the system's Python then, as a registry's packages would.
 PYTHON = (

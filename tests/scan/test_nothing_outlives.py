@@ -10,9 +10,12 @@ user's processes). See :mod:`scanner.packages.isolation`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,6 +24,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scanner.cli import app
+from scanner.packages import isolation
 from scanner.store import open_store
 from tests.mcp.helpers import recorded_pids
 from tests.scan.test_interrupted_scan import ROOT, alive, start_scan
@@ -100,3 +104,63 @@ def test_a_scan_killed_with_sigkill_leaves_no_child_and_its_run_reads_interrupte
         assert store.resumable_run(None) == run["run"]
     finally:
         store.close()
+
+
+def _fathom(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "scanner", *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="namespaces and /proc are Linux's")
+@pytest.mark.parametrize("end", ["normal", "kill-9"])
+@pytest.mark.parametrize("path", ["command-out-of-reach", "check-stdio"])
+def test_a_loop_that_leaves_its_session_and_its_mark_does_not_outlive_fathom(tmp_path: Path, path: str, end: str):
+    """Issue 42: a command out of the children's users' reach (run as root: its script under a 0700 folder) and
+    ``check --stdio``'s server ran as Fathom's user without a namespace, and a loop they left (``setsid``, then
+    ``exec`` with an empty environment: no process group, no ``FATHOM_SCAN_MARK``) kept running after a normal
+    end and after ``kill -9`` of Fathom. Each now runs in a PID namespace of its own (run as root, in a user
+    namespace left unmapped), which ends with it."""
+    if not isolation.namespaces()[0]:
+        pytest.skip(f"the kernel refuses namespaces here: {isolation.namespaces()[1]}")
+    private = tmp_path / "root-only"
+    private.mkdir(mode=0o700)
+    private.chmod(0o700)
+    server = private / "hostile_stdio.py"
+    shutil.copy(HOSTILE, server)
+    marker = tmp_path / f"loop-{path}-{end}"  # named in the loop's command line: how the test finds it
+    mode = "vanish" if end == "normal" else "vanish-hang"
+    command = [sys.executable, str(server), "--mode", mode, "--pid-file", str(marker)]
+    if path == "check-stdio":
+        process = _fathom("check", "--format", "json", "--timeout", "300", "--", *command)
+    else:
+        registry = tmp_path / "servers.json"
+        registry.write_text(json.dumps({"servers": [{"name": "vanishing/loop", "command": command}]}), encoding="utf-8")
+        process = start_scan(registry, tmp_path / "f.db")
+    try:
+        deadline = time.monotonic() + 120
+        while not (marker.exists() and started_by(str(marker))):
+            assert process.poll() is None or end == "normal", process.communicate()
+            assert time.monotonic() < deadline, "the loop never started"
+            time.sleep(0.05)
+        loop = started_by(str(marker))
+        if end == "kill-9":
+            process.kill()
+        process.communicate(timeout=120)
+        deadline = time.monotonic() + 30
+        while any(alive(pid) for pid in loop) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [pid for pid in loop if alive(pid)]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=60)
+        for pid in started_by(str(marker)):  # never leave it behind, whatever the verdict
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    assert left == [], f"the loop outlived Fathom ({end})"

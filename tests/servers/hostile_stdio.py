@@ -28,6 +28,9 @@ MODES = {
     "double-fork": "double-forks a grandchild that calls setsid (pids to --pid-file), then never answers",
     "leak-env": "prints its API_KEY (from the environment) on stderr in several shapes and exits with code 1",
     "ping-flood": "answers initialize, then floods stdout with ping requests instead of the tool list",
+    "vanish": "leaves a loop behind that calls setsid and execs with an empty environment (no mark to find it by; "
+    "its command line names --pid-file), then answers as a legacy server",
+    "vanish-hang": "leaves the same loop behind, then never answers",
     "read-ancestors": "reads /proc/<pid>/environ of every ancestor (what it got to --pid-file) and publishes it "
     "in a tool description",
 }
@@ -105,6 +108,24 @@ def escape(pid_file: Path | None, double: bool) -> None:
         time.sleep(0.01)
 
 
+def vanish(pid_file: Path | None) -> None:
+    """A grandchild in a session of its own, exec'd with an empty environment: neither the process group nor
+    ``FATHOM_SCAN_MARK`` finds it; only a namespace (or a user of its own) ends it. It ignores SIGTERM."""
+    child = os.fork()
+    if child == 0:
+        if os.fork() != 0:
+            os._exit(0)
+        os.setsid()
+        loop = f"trap '' TERM; echo started >> '{pid_file}'; while :; do sleep 1; done"
+        os.execve("/bin/sh", ["sh", "-c", loop], {})
+    os.waitpid(child, 0)
+    deadline = time.monotonic() + 5
+    while pid_file is not None and not (pid_file.exists() and pid_file.read_text(encoding="utf-8").strip()):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=sorted(MODES), required=True)
@@ -156,6 +177,13 @@ def main() -> None:
             for _line in sys.stdin:
                 pass
             time.sleep(3600)
+    elif args.mode in ("vanish", "vanish-hang"):
+        vanish(args.pid_file)
+        if args.mode == "vanish":
+            legacy_server()
+        for _line in sys.stdin:
+            pass
+        time.sleep(3600)
     elif args.mode == "leak-env":
         key = os.environ.get("API_KEY", "")
         sys.stdin.readline()

@@ -1,0 +1,235 @@
+"""A child reaches only what it was given (issue 42): its own ``/dev`` (never the host's terminals), its own
+SysV IPC, a capped number of processes.
+
+Each child is started the way Fathom starts one (:func:`scanner.packages.isolation.launch`, the namespace launcher
+:mod:`scanner.packages.pidns`): run as root, as a leased user of its own (:func:`isolation.child`), and, to try
+Fathom run as an ordinary user, the launcher run as ``nobody`` through ``su`` (as tests/packages/test_pidns.py
+does); not root, as this user. Where the kernel refuses the namespaces the tests skip and say why.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
+from scanner.packages import isolation
+from scanner.packages.diagnose import classify
+from scanner.report.census import fault
+
+HOLDS, WHY = isolation.namespaces()
+needs_namespaces = pytest.mark.skipif(not HOLDS, reason=f"the kernel refuses them here: {WHY}")
+SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if Path(p).exists()), None)
+_IPC_CREAT, _IPC_RMID = 0o1000, 0
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_LIBC.shmget.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
+_LIBC.shmctl.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+
+# What an attacking child tries (system python, no imports of Fathom); one JSON line of what it got.
+PROBE = textwrap.dedent(
+    r"""
+    import ctypes, errno, json, os, sys
+
+    out = {}
+    try:
+        fd = os.open(sys.argv[1], os.O_RDWR | os.O_NOCTTY)
+    except OSError as exc:
+        out["terminal"] = errno.errorcode.get(exc.errno, str(exc.errno))
+    else:
+        os.write(fd, b"written by a child\r\n")
+        os.close(fd)
+        out["terminal"] = "opened"
+    out["host_terminals"] = sorted(name for name in os.listdir("/dev/pts") if name.isdigit())
+    with open("/dev/null", "wb") as null, open("/dev/urandom", "rb") as random:
+        out["devices"] = null.write(b"x") == 1 and len(random.read(8)) == 8
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmget.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
+    out["host_segment"] = "seen" if libc.shmget(int(sys.argv[2]), 0, 0) >= 0 else "absent"
+    out["own_segment"] = libc.shmget(int(sys.argv[3]), 4096, 0o1000 | 0o600) >= 0
+    print(json.dumps(out))
+    """
+)
+
+
+def _run_as(who: str, tmp_path: Path, *args: str, probe: str = PROBE) -> subprocess.CompletedProcess[str]:
+    """The probe started as Fathom starts a child: ``leased`` (root: a user of its own), ``nobody`` (root
+    trying Fathom as an ordinary user: the launcher run as nobody), ``self`` (not root)."""
+    assert SYSTEM_PYTHON is not None
+    script = tmp_path / "probe.py"
+    script.write_text(probe, encoding="utf-8")
+    script.chmod(0o644)
+    tmp_path.chmod(0o755)
+    command = [SYSTEM_PYTHON, "-I", str(script), *args]
+    if who == "nobody":
+        launcher = tmp_path / "pidns.py"
+        shutil.copy(isolation.PIDNS, launcher)
+        launcher.chmod(0o644)
+        line = shlex.join([SYSTEM_PYTHON, "-I", "-S", str(launcher)])
+        return subprocess.run(
+            [
+                "su",
+                "nobody",
+                "-s",
+                "/bin/sh",
+                "-c",
+                f'cd / && exec {line} "$PPID" --nproc {isolation.MAX_PROCESSES} -- {shlex.join(command)}',
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    env = {"PATH": os.defpath, "HOME": str(tmp_path)}
+    with isolation.child(private_home=True) if who == "leased" else _nothing() as kid:
+        if kid is not None and kid.home is not None:
+            env["HOME"] = str(kid.home)
+        argv, options = isolation.launch(command, env)
+        assert argv != command, "the child was not started through the namespace launcher"
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env, **options)
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+@pytest.fixture(params=["leased", "nobody", "self"])
+def who(request: pytest.FixtureRequest) -> str:
+    root = os.geteuid() == 0
+    if request.param == "self" and root:
+        pytest.skip("run as root, children run as leased users (and nobody tries an ordinary user)")
+    if request.param != "self" and not root:
+        pytest.skip("needs root (a leased user of its own, or su to nobody)")
+    if request.param == "nobody" and (shutil.which("su") is None or SYSTEM_PYTHON is None):
+        pytest.skip("no su or system python3 to become nobody")
+    return str(request.param)
+
+
+@pytest.fixture
+def host_terminal() -> Iterator[str]:
+    """A terminal of the host's (``/dev/pts/N``, as the user's other terminal with a ``sudo`` prompt), open to
+    every user (0666) so that only the child's own ``/dev`` keeps it out."""
+    leader, follower = os.openpty()
+    name = os.ttyname(follower)
+    os.chmod(name, 0o666)
+    try:
+        yield name
+    finally:
+        os.close(leader)
+        os.close(follower)
+
+
+@pytest.fixture
+def host_segment() -> Iterator[int]:
+    """A SysV shared-memory segment of the host's, open to every user."""
+    key = 0x46A70000 + os.getpid() % 0xFFFF
+    segment = _LIBC.shmget(key, 4096, _IPC_CREAT | 0o666)
+    if segment < 0:
+        pytest.skip(f"no SysV shared memory here: {os.strerror(ctypes.get_errno())}")
+    try:
+        yield key
+    finally:
+        _LIBC.shmctl(segment, _IPC_RMID, None)
+
+
+@needs_namespaces
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system-wide python3")
+def test_a_child_sees_only_its_own_devices_and_ipc(who, tmp_path, host_terminal, host_segment):
+    """The child cannot open the host's terminal (it read a ``sudo`` prompt typed there), sees none of the
+    host's ``/dev/pts`` (a fresh devpts instance), still has ``/dev/null`` and ``/dev/urandom``; it does not
+    see the host's SysV segment, and the one it made does not outlive it (an IPC namespace of its own)."""
+    own_key = host_segment + 1
+    done = _run_as(who, tmp_path, host_terminal, str(host_segment), str(own_key))
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert got["terminal"] == "ENOENT", got
+    assert got["host_terminals"] == [], got
+    assert got["devices"] is True
+    assert got["host_segment"] == "absent" and got["own_segment"] is True, got
+    left = _LIBC.shmget(own_key, 0, 0)
+    if left >= 0:
+        _LIBC.shmctl(left, _IPC_RMID, None)
+    assert left < 0, "the child's SysV segment outlived it on the host"
+
+
+FORKS = textwrap.dedent(
+    r"""
+    import os, sys, time
+
+    started = 0
+    try:
+        for _ in range(int(sys.argv[1])):
+            if os.fork() == 0:
+                time.sleep(60)
+                os._exit(0)
+            started += 1
+    finally:
+        print(started, flush=True)
+    """
+)
+
+
+@needs_namespaces
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system-wide python3")
+def test_a_child_process_count_is_capped_and_its_outcome_says_so(who, tmp_path, monkeypatch):
+    """A package started 600 processes and nothing stopped it. Its forks beyond the cap fail (``EAGAIN``), what
+    it left dies with its namespace, and a package stopped there is recorded as stopped at Fathom's cap (with
+    the line that shows it), counted against Fathom's budgets, not the package."""
+    monkeypatch.setattr(isolation, "MAX_PROCESSES", 40)  # the same cap as the default 512, cheaper to hit
+    done = _run_as(who, tmp_path, "100", probe=FORKS)
+    started = int(done.stdout.split()[-1])
+    assert 0 < started < 40, (done.stdout, done.stderr)
+    assert "BlockingIOError: [Errno 11] Resource temporarily unavailable" in done.stderr
+    package = ServerEntry(
+        name="io.github.t/forks",
+        transport=Transport.STDIO,
+        command=("npx", "-y", "forks@1.0.0"),
+        package={"registryType": "npm", "runner": "npx", "spec": "forks@1.0.0"},
+    )
+    failed = ScanOutcome(
+        outcome=Outcome.EXITED,
+        transport="stdio",
+        detail="server exited with code 1",
+        extra={"exit_code": 1, "stderr_tail": done.stderr.splitlines()},
+    )
+    outcome = classify(package, failed)
+    assert outcome.outcome is Outcome.CRASHED
+    assert outcome.detail.startswith("stopped at Fathom's cap of 40 processes and threads per child: BlockingIOError")
+    assert fault(outcome.outcome.value, outcome.detail) == "policy"
+
+
+def test_a_socket_eagain_is_not_the_process_cap():
+    """Python's ``BlockingIOError: [Errno 11]`` is also a non-blocking socket's: without a fork or thread start
+    in its traceback it is the package's own crash, never Fathom's cap."""
+    package = ServerEntry(
+        name="io.github.t/socket",
+        transport=Transport.STDIO,
+        command=("uvx", "socket==1.0.0"),
+        package={"registryType": "pypi", "runner": "uvx", "spec": "socket==1.0.0"},
+    )
+    tail = [
+        "Traceback (most recent call last):",
+        '  File "/srv/app.py", line 9, in <module>',
+        "    data = sock.recv(4096)",
+        "BlockingIOError: [Errno 11] Resource temporarily unavailable",
+    ]
+    failed = ScanOutcome(
+        outcome=Outcome.EXITED, transport="stdio", detail="x", extra={"exit_code": 1, "stderr_tail": tail}
+    )
+    outcome = classify(package, failed)
+    assert outcome.outcome is Outcome.CRASHED
+    assert outcome.detail == "BlockingIOError: [Errno 11] Resource temporarily unavailable"
