@@ -3,7 +3,8 @@
 Reads every saved list in ``tests/fixtures/real/`` (``scripts/collect_real.py`` writes them), runs the current
 catalogue over each (``scanner.measure.toollist.measure``: real token counts), and joins the findings with the labels in
 ``tests/fixtures/real/labels.json`` (``{code: {finding key: {"right": bool, "why": one line}}}``; the key is
-``server|tool|pointer``, plus ``|other`` for pair rules). Writes ``scanner/rules/precision.json``, which
+``server|tool|pointer``, plus ``|other`` for pair rules) and, as counts apart, ``tests/fixtures/labels_elsewhere.json`` (labels
+on real lists not kept here, each with where it comes from). Writes ``scanner/rules/precision.json``, which
 ``docs/rules.md`` is generated from, and prints up to 20 unlabelled findings per rule to label next.
 
     python scripts/precision.py            # recompute and write
@@ -56,9 +57,16 @@ def real_findings() -> tuple[dict[str, dict[str, Any]], int, int]:
     return found, servers, tools
 
 
-def summary(found: dict[str, dict[str, Any]], labels: dict[str, dict[str, Any]], servers: int, tools: int) -> dict:
+def summary(
+    found: dict[str, dict[str, Any]],
+    labels: dict[str, dict[str, Any]],
+    servers: int,
+    tools: int,
+    elsewhere: dict[str, dict[str, Any]] | None = None,
+) -> dict:
+    elsewhere = elsewhere or {}
     rules: dict[str, Any] = {}
-    for code in sorted(set(found) | set(labels)):
+    for code in sorted(set(found) | set(labels) | set(elsewhere)):
         hits = found.get(code, {})
         marks = labels.get(code, {})
         live = {key: mark for key, mark in marks.items() if key in hits}
@@ -71,6 +79,8 @@ def summary(found: dict[str, dict[str, Any]], labels: dict[str, dict[str, Any]],
             "stale": len(marks) - len(live),
         }
         entry["precision"] = round(right / len(live), 3) if len(live) >= MIN_LABELLED else None
+        if code in elsewhere:  # labels on lists not kept here: counts and where they come from
+            entry["elsewhere"] = {key: elsewhere[code][key] for key in ("right", "labelled", "where")}
         rules[code] = entry
     return {"servers": servers, "tools": tools, "min_labelled": MIN_LABELLED, "stable_at": STABLE_AT, "rules": rules}
 
@@ -78,6 +88,8 @@ def summary(found: dict[str, dict[str, Any]], labels: dict[str, dict[str, Any]],
 def main(argv: list[str]) -> int:
     labels_path = REAL / "labels.json"
     labels = json.loads(labels_path.read_text(encoding="utf-8")) if labels_path.exists() else {}
+    elsewhere_path = REAL.parent / "labels_elsewhere.json"
+    elsewhere = json.loads(elsewhere_path.read_text(encoding="utf-8"))["rules"] if elsewhere_path.exists() else {}
     found, servers, tools = real_findings()
     if "--todo" in argv:
         code = argv[argv.index("--todo") + 1]
@@ -94,7 +106,7 @@ def main(argv: list[str]) -> int:
         for key, finding in picked:
             print(json.dumps({"key": key, "message": finding.message[:400]}))
         return 0
-    result = summary(found, labels, servers, tools)
+    result = summary(found, labels, servers, tools, elsewhere)
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
     if "--check" in argv:
         current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""

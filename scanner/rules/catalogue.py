@@ -46,11 +46,13 @@ STATUS_MEANINGS = (
 
 # What the newest catalogue changed in status, and on which labels (rules.md, "Catalogue 5: what changed from 4").
 STATUS_CHANGES = (
-    "Catalogue 5 changed two statuses on new labels: MCP402 became `preview` (right 1 time in 5 on real lists as "
-    "catalogue 4 wrote it; its secret clause now takes imperative verbs only and names the field), and MCP106 "
-    "became `stable` (12 of 14 right on a hand-labelled sample of real lists' findings; it does not fire on the "
-    "lists kept here). MCP113, MCP217 and MCP404 are new and start as `preview`. No stable rule measures under "
-    "80 % on the labels below.",
+    "Catalogue 6 (rules.md, catalogue 6) changed these statuses: MCP217 and MCP308 became `stable` (9 of 10 and 13 "
+    "of 14 right on a hand-labelled sample of real lists not kept here), and MCP805 became `stable` where the "
+    "type list sits on a path Gemini's `parameters` keeps (8 of 10 there, both wrong ones outside those paths). "
+    "MCP404, MCP303 and MCP112 were tightened where the labels showed one pattern of wrong findings; MCP218 is "
+    "new and starts as `preview`. Tools that MCP Apps' `_meta.ui.visibility` hides from the model are skipped by "
+    "the rules about choosing and filling a tool (MCP1xx, MCP2xx, MCP3xx except names clients refuse, schema "
+    "validity, sizes and counts). Catalogue 5 had made MCP402 `preview` and MCP106 `stable`.",
 )
 
 PRECISION = Path(__file__).with_name("precision.json")
@@ -77,12 +79,28 @@ def rule_precision(code: str) -> float | None:
 
 
 def precision_label(code: str) -> str:
-    """``62 % right on real lists (21 of 34 labelled)``, or ``not yet measured on real lists``."""
+    """What is known of rule ``code``'s precision, in words, the same everywhere it is shown (``fathom rule``, the
+    check renderers, docs/rules.md, the site's rules page): ``62 % right on real lists (21 of 34 labelled)``;
+    with fewer labels than a measurement needs, the counts and that they are too few; labels on lists not kept
+    here, with where they come from; ``not yet measured`` only when no finding of it was ever labelled."""
     entry = _measured().get(code)
+    if not isinstance(entry, dict):
+        return "not yet measured: no finding of it labelled on real lists"
+    said: list[str] = []
     value = rule_precision(code)
-    if value is None or not isinstance(entry, dict):
-        return "not yet measured on real lists"
-    return f"{round(value * 100)} % right on real lists ({entry['right']} of {entry['labelled']} labelled)"
+    labelled, right = int(entry.get("labelled") or 0), int(entry.get("right") or 0)
+    if value is not None:
+        said.append(f"{round(value * 100)} % right on real lists ({right} of {labelled} labelled)")
+    elif labelled:
+        needed = int(precision().get("min_labelled", 5))
+        said.append(f"{right} of {labelled} labelled findings right on real lists, too few to measure ({needed} needed)")
+    elsewhere = entry.get("elsewhere")
+    if isinstance(elsewhere, dict) and elsewhere.get("labelled"):
+        said.append(
+            f"{elsewhere['right']} of {elsewhere['labelled']} right on real lists not kept here "
+            f"({elsewhere.get('where', 'elsewhere')})"
+        )
+    return "; ".join(said) if said else "not yet measured: no finding of it labelled on real lists"
 
 
 def _precision_section() -> list[str]:
@@ -100,8 +118,10 @@ def _precision_section() -> list[str]:
         "(`tests/fixtures/real/labels.json`). A finding is right when a careful server author would agree it points "
         f"at a real problem for a model. A rule needs {measured['min_labelled']} labelled findings to be measured; "
         f"it is `stable` only at {round(measured['stable_at'] * 100)} % or more, and only stable rules count in "
-        "the score (docs/score.md). Rules that never fired on these lists are not measured: they keep the status "
-        "their fixtures and history gave them, and new ones start as `preview`.",
+        "the score (docs/score.md). A rule with fewer labels shows its counts as too few; labels on real lists not "
+        "kept here are shown apart, with where they come from (`tests/fixtures/labels_elsewhere.json`). A rule "
+        "with no labelled finding anywhere is *not yet measured*: it keeps the status its fixtures and history "
+        "gave it, and a new one starts as `preview`.",
         "",
         "| code | status | findings | servers | labelled | right | precision |",
         "|---|---|---|---|---|---|---|",
@@ -111,7 +131,7 @@ def _precision_section() -> list[str]:
         entry = rules.get(code)
         if entry is None:
             continue
-        shown = "not measured" if entry["precision"] is None else f"{round(entry['precision'] * 100)} %"
+        shown = _shown_precision(entry)
         out.append(
             f"| {code} | {rule.status} | {entry['findings']} | {entry['servers']} | {entry['labelled']} | "
             f"{entry['right']} | {shown} |"
@@ -126,6 +146,19 @@ def _precision_section() -> list[str]:
         ]
     out.append("")
     return out
+
+
+def _shown_precision(entry: dict[str, Any]) -> str:
+    """The table's precision cell: a measurement, the counts when too few, or "not yet measured" with none."""
+    cells = []
+    if entry["precision"] is not None:
+        cells.append(f"{round(entry['precision'] * 100)} %")
+    elif entry["labelled"]:
+        cells.append(f"too few labels ({entry['right']} of {entry['labelled']} right)")
+    elsewhere = entry.get("elsewhere")
+    if isinstance(elsewhere, dict):
+        cells.append(f"{elsewhere['right']} of {elsewhere['labelled']} right elsewhere ({elsewhere['where']})")
+    return _cell("; ".join(cells) or "not yet measured")
 
 
 def _cell(text: str) -> str:

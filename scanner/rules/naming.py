@@ -12,6 +12,7 @@ from scanner.rules.registry import Hit, RuleContext, register
 from scanner.rules.schema.size import compact_json, schema_text
 from scanner.rules.text import label, words
 from scanner.rules.tools import ToolInfo, type_label
+from scanner.rules.tools import hidden_from_model as _hidden_from_model
 from scanner.rules.vocabulary import (
     READ_VERBS,
     WRITE_VERBS,
@@ -465,7 +466,8 @@ def annotations_contradict_name(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hi
     doc="""Warns when a *write name* (a write verb such as create, update, put, send, delete, and no read verb)
     or a name with a destructive verb carries neither `readOnlyHint` nor `destructiveHint` as a boolean. A
     calculator's *arithmetic add* (`add`, `add_numbers`, `add_two_integers`: `add` with only number words) is
-    not a write. A client that cannot tell a write from a read either asks about everything or about nothing.
+    not a write, and `list` after insert, add, create or delete is the thing written, not a read verb
+    (`insert_list_item`, `add_to_list`, `create_list` are write names). A client that cannot tell a write from a read either asks about everything or about nothing.
     Bad: `send_email` or `put_object` with no annotations. Good: `"annotations": {"readOnlyHint": false,
     "destructiveHint": false}`.""",
 )
@@ -488,19 +490,6 @@ _NOT_FOR_THE_MODEL = re.compile(
     r"|\binternal\s+use\s+only\b",
     re.IGNORECASE,
 )
-
-
-def _hidden_from_model(tool: ToolInfo) -> bool:
-    """Whether the tool's ``_meta`` hides it from the model: MCP Apps' ``ui.visibility`` without ``"model"`` (also
-    written ``ui/visibility``), or the OpenAI Apps SDK's ``"openai/visibility": "private"``."""
-    meta = tool.raw.get("_meta") if tool.is_object else None
-    if not isinstance(meta, dict):
-        return False
-    ui = meta.get("ui")
-    visibility = ui.get("visibility") if isinstance(ui, dict) else meta.get("ui/visibility")
-    if isinstance(visibility, list) and "model" not in visibility:
-        return True
-    return meta.get("openai/visibility") == "private"
 
 
 @register(

@@ -131,7 +131,6 @@ def test_rescore_brings_a_store_of_catalogue_4_onto_catalogue_5(store: Store) ->
     from scanner.rules import RULES_VERSION
     from scanner.rules.registry import make_finding
 
-    assert RULES_VERSION == "5"
     tools = [
         {"name": "add", "description": "Adds two numbers.", "inputSchema": {"type": "object", "properties": {}}},
         {
@@ -158,3 +157,66 @@ def test_rescore_brings_a_store_of_catalogue_4_onto_catalogue_5(store: Store) ->
     assert "MCP404" in codes and "MCP112" not in codes
     again = store.rescore_history(RULES_VERSION, toollist.measure)
     assert not again.anything and again.runs_recounted == 0
+
+
+CATALOGUE_6_CHANGES = [
+    # MCP218 (new): a FastMCP docstring's `ctx` line
+    {
+        "name": "search_notes",
+        "description": "Search the notes.\n\nArgs:\n    ctx: MCP context\n    query: words to find",
+        "inputSchema": {"type": "object", "properties": {"query": {"type": "string", "description": "Words."}}},
+        "annotations": {"readOnlyHint": True},
+    },
+    # MCP404 (tightened): a sync token is no credential
+    {
+        "name": "sync_events",
+        "description": "Sync calendar events since the last sync.",
+        "inputSchema": {"type": "object", "properties": {"sync_token": {"type": "string", "description": "Where."}}},
+        "annotations": {"readOnlyHint": True},
+    },
+]
+
+
+def test_rescore_brings_a_store_of_catalogue_5_onto_catalogue_6(tmp_path: Path) -> None:
+    """A SQLite file scored under catalogue 5 (MCP404 on a sync token, no MCP218) is brought onto catalogue 6 by
+    `fathom rescore`: the command says what changed per rule, and the leaderboard then reads catalogue 6's
+    findings; a second rescore changes nothing."""
+    from scanner.rules import RULES_VERSION
+    from scanner.rules.registry import make_finding
+    from scanner.store import open_store
+
+    assert RULES_VERSION == "6"
+
+    def catalogue_5(toolset: Toolset) -> CheckReport:
+        report = toollist.measure(toolset)
+        kept = [f for f in report.findings if f.code != "MCP218"]
+        kept.append(
+            make_finding(
+                "MCP404",
+                tool="sync_events",
+                message="'sync_events' asks the model for a credential in its parameters: sync_token.",
+                pointer="/inputSchema/properties/sync_token",
+                details={"parameters": ["sync_token"]},
+                tool_index=1,
+            )
+        )
+        return CheckReport(**{**report.__dict__, "findings": tuple(kept)})
+
+    db = tmp_path / "catalogue5.db"
+    with open_store(f"sqlite:///{db}") as store:
+        run = store.start_run("list.txt", "5", {})
+        store.record_scan(run, entry("notes"), ok(CATALOGUE_6_CHANGES), catalogue_5)
+        store.finish_run(run)
+        (before,) = store.leaderboard(run)
+        assert "MCP404" in {f.code for f in before.findings} and "MCP218" not in {f.code for f in before.findings}
+    runner = CliRunner()
+    done = runner.invoke(app, ["rescore", "--db", str(db)])
+    assert done.exit_code == 0, done.output
+    assert "changed 1 tool lists" in done.output
+    assert "MCP218  +1  -0" in done.output and "MCP404  +0  -1" in done.output
+    with open_store(f"sqlite:///{db}") as store:
+        (row,) = store.leaderboard(run)
+        codes = {f.code for f in row.findings}
+        assert "MCP218" in codes and "MCP404" not in codes
+    again = runner.invoke(app, ["rescore", "--db", str(db)])
+    assert "nothing changed; nothing written" in again.output

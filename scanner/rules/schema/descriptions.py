@@ -1,5 +1,5 @@
-"""The rule on parameters' descriptions (MCP207): every parameter a model fills says what it is, unless its name,
-its type or its parent's description already does.
+"""The rules on parameters' descriptions: every parameter a model fills says what it is, unless its name, its type
+or its parent's description already does (MCP207); no description documents a parameter the schema lacks (MCP218).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
 from scanner.rules.schema.common import _is_object_type, _is_refinement, _own_keys, _parameters_hit, _where
-from scanner.rules.text import split_name, words
+from scanner.rules.text import label, split_name, words
 from scanner.rules.tools import Node, ToolInfo, resolve_ref
 
 
@@ -180,4 +180,104 @@ def param_undescribed(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     if found:
         yield _parameters_hit(
             tool, "has parameters without a description", found, fix=f'Add "description" to {_where(found)}.'
+        )
+
+
+# MCP218: the parameters a description documents. A block of arguments starts at a header line (`Args:`,
+# `Arguments:`, `Parameters:`, `Params:`, `Keyword Args:`, as a Markdown heading or in bold too) and runs until a
+# blank line followed by text that is not an item, or the next section (`Returns:`, `Raises:`, `Example:`...).
+_ARGS_HEADER = re.compile(
+    r"^\s*(?:#+\s*|\*\*)?(?:args|arguments|parameters|params|keyword args|kwargs|input parameters)\s*:?\s*(?:\*\*)?"
+    r"\s*:?\s*$",
+    re.IGNORECASE,
+)
+_SECTION = re.compile(
+    r"^\s*(?:#+\s*|\*\*)?(?:returns?|raises|yields|examples?|notes?|usage|see also|output|response|errors?)\b"
+    r"[^\n]{0,40}:?\s*(?:\*\*)?\s*$",
+    re.IGNORECASE,
+)
+# An item of an argument list: an optional bullet, the name (backticked, or followed by a type in brackets and a
+# colon or a dash), as Google, NumPy and Markdown docstrings write it.
+_ITEM = re.compile(
+    r"^\s*(?:[-*•]\s+)?(?:`(?P<quoted>[A-Za-z_][\w.-]{0,63})`|(?P<plain>[A-Za-z_][\w-]{0,63}))"
+    r"(?:\s*[(\[][^)\]\n]{0,60}[)\]])?\s*(?P<mark>:|\s-\s|\s—\s|$)"
+)
+_PARAM_FIELD = re.compile(r":param\s+(?:[\w\[\], .|]+\s+)?(?P<name>[A-Za-z_]\w{0,63})\s*:")
+_NUMPY_RULE = re.compile(r"^\s*-{3,}\s*$")
+
+
+def documented_parameters(text: str) -> list[str]:
+    """The parameter names a description documents, in order, each once: the items of its argument blocks and its
+    ``:param NAME:`` fields."""
+    found: list[str] = [match.group("name") for match in _PARAM_FIELD.finditer(text[:100_000])]
+    inside = False
+    indent: int | None = None  # the items' indentation, from the block's first item
+    blank = False
+    for line in text[:100_000].splitlines():
+        if _ARGS_HEADER.match(line):
+            inside, indent, blank = True, None, False
+        elif not inside or _NUMPY_RULE.match(line):
+            continue
+        elif not line.strip():
+            blank = True
+        elif _SECTION.match(line):
+            inside = False
+        else:
+            own = len(line) - len(line.lstrip())
+            item = _ITEM.match(line)
+            if item is not None and (item.group("quoted") or item.group("mark")) and (indent is None or own <= indent):
+                indent = own if indent is None else indent
+                found.append(item.group("quoted") or item.group("plain"))
+                blank = False
+            elif indent is None or blank or own <= indent:
+                inside = False  # prose after the block (a wrapped item line is indented deeper, with no gap)
+    once: dict[str, str] = {}
+    for name in found:
+        once.setdefault(_folded_name(name), name)
+    return list(once.values())
+
+
+def _folded_name(name: str) -> str:
+    return name.lower().replace("_", "").replace("-", "")
+
+
+@register(
+    "MCP218",
+    "description-names-absent-parameter",
+    Severity.WARNING,
+    hint=(
+        "Describe only the parameters the schema has; drop framework arguments from docstrings that become "
+        "descriptions."
+    ),
+    status="preview",
+    doc="""Warns when a tool's description documents a parameter its schema does not have: an item of an argument
+    block (`Args:`, `Arguments:`, `Parameters:`, `Params:`, `Keyword Args:`, also as a Markdown heading or in
+    bold; items written `name:`, `name (type):`, `` `name` ``, `- name - ...`, up to the next section such as
+    `Returns:`) or a `:param NAME:` field, whose name is no property of the schema at any depth (compared
+    ignoring case, `_` and `-`). `ctx`, `context` and `self` count too: they are a framework's own arguments
+    (FastMCP's `Context`) that the schema rightly leaves out but the docstring, copied into the description,
+    still documents. A model that reads of a parameter the schema lacks sends it (the call fails validation) or
+    wonders where to put it. Details carry the names. Bad: "Search the index.\\n\\nArgs:\\n    ctx: MCP
+    context\\n    query: words to find" with only `query` in the schema. Good: the same without the `ctx` line.""",
+)
+def description_names_absent_parameter(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
+    text = tool.description_text
+    schema = tool.schema
+    if text is None or not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return
+    if ":" not in text and "`" not in text:
+        return
+    documented = documented_parameters(text)
+    if not documented:
+        return
+    present = {_folded_name(str(node.name)) for node in tool.params if node.kind == "property"}
+    absent = [name for name in documented if _folded_name(name) not in present]
+    if absent:
+        shown = ", ".join(label(name, 60) for name in absent[:5]) + (
+            f" and {len(absent) - 5} more" if len(absent) > 5 else ""
+        )
+        yield Hit(
+            f"The description of {tool.display} documents parameters its schema does not have: {shown}.",
+            "/description",
+            {"names": [label(name, 100) for name in absent[:40]]},
         )
