@@ -380,8 +380,8 @@ _USAGE_CLAUSE = re.compile(r"\binstead\b|\brather than\b|\buse [\w.-]+ (?:for|to
     Severity.WARNING,
     hint="Say in each when to use it instead of the other.",
     scope="list",
-    status="preview",
-    doc="""Warns when two descriptions are not identical but their shared distinct words are at least 60 % of the
+    status="removed",
+    doc="""Retired in catalogue 6 (it never runs; the code is never reused): 9 of its 10 findings on hand-labelled real lists were wrong, and tightened as rules.md's catalogue 6 says it fired once on the lists kept here, wrongly (`maps_geocode`/`maps_reverse_geocode`, told apart by word order). MCP302 (identical descriptions) stays. What it checked: Warns when two descriptions are not identical but their shared distinct words are at least 60 % of the
     distinct words of the longer one (words: lower-case runs of letters and digits; the longer description is
     the one with more distinct words). Sentences that MCP307 finds repeated are left out first: shared
     boilerplate does not make two tools alike. Fires only when the descriptions do not tell the two apart; not

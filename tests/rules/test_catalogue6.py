@@ -60,14 +60,20 @@ def test_an_app_only_tool_still_counts_in_size_and_validity(context_for: Callabl
     assert {"MCP101", "MCP201"} <= codes  # a name clients refuse and a schema that is not an object
 
 
-def test_mcp807_names_the_versions_and_decides_no_current_verdict(
+def test_mcp807_is_retired_and_its_note_names_the_versions(
     context_for: Callable[[Sequence[Any]], RuleContext],
 ) -> None:
+    """Right 0 of 6 on real lists, no current client refuses: retired (never runs, code kept). Its check, kept as
+    the record, names the Gemini CLI versions it spoke of and decides no current verdict."""
+    from scanner.rules.clients_reject import gemini_cli_untyped_rule
+    from scanner.rules.tools import ToolInfo
+
     tools = [_tool("put", "Stores a JSON value under a key.", {"value": {"description": "any JSON value"}})]
-    (finding,) = [f for f in _codes(tools, context_for) if f.code == "MCP807"]
-    assert "v0.1.18-v0.1.19" in finding.message and "August-September 2025" in finding.message
-    assert "v0.42.0" in finding.message and finding.details["current"] is False
-    assert RULES["MCP807"].status == "preview"
+    assert RULES["MCP807"].status == "removed" and RULES["MCP807"].check is None
+    assert not [f for f in _codes(tools, context_for) if f.code == "MCP807"]
+    (hit,) = gemini_cli_untyped_rule(ToolInfo(tools[0], 0), context_for(tools))
+    assert "v0.1.18-v0.1.19" in hit.message and "August-September 2025" in hit.message
+    assert "v0.42.0" in hit.message and hit.details["current"] is False
 
 
 def test_mcp218_on_a_real_fastmcp_servers_list(context_for: Callable[[Sequence[Any]], RuleContext]) -> None:
@@ -107,3 +113,6 @@ def test_mcp218_on_a_real_fastmcp_servers_list(context_for: Callable[[Sequence[A
 def test_catalogue_6_statuses() -> None:
     assert RULES["MCP217"].status == "stable" and RULES["MCP308"].status == "stable"
     assert RULES["MCP805"].status == "stable"
+    # every preview rule of catalogue 5 left preview: fixed and measured, or retired (issue 45)
+    for code in ("MCP103", "MCP105", "MCP209", "MCP303", "MCP807"):
+        assert RULES[code].status == "removed" and RULES[code].doc.startswith("Retired in catalogue 6"), code

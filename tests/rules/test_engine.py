@@ -241,9 +241,11 @@ def test_messages_say_counts_with_separators_and_no_words_plainly(context_for: A
     findings = run_rules(tools, context_for(tools))
     by_code = {(f.code, f.tool): f for f in findings}
 
-    (echoed,) = [f for f in findings if f.code == "MCP103"]
-    assert echoed.message == "The description of 'get_user', \"Get the user.\", adds no words beyond its name."
-    assert echoed.details["added_words"] == []
+    from scanner.rules.engine import readable_message
+
+    # MCP103 is retired (catalogue 6), but a stored finding of it still reads plainly
+    echoed = "The description of 'get_user', \"Get the user.\", adds only 0 words not in its name."
+    assert readable_message(echoed) == "The description of 'get_user', \"Get the user.\", adds no words beyond its name."
 
     tool_cost = by_code[("MCP107", "get 12345 tokens 0")]
     tokens = tool_cost.details["tokens"]

@@ -92,6 +92,55 @@ def _self_describing(name: str, tool: ToolInfo) -> bool:
     return all(word in known for word in rest)
 
 
+# Name words whose value a model cannot form from the name alone: the form or the vocabulary is the server's
+# own (catalogue 6: the right MCP207 findings on real lists were these, and two- or three-letter names).
+_OPEN_WORDS = frozenset(
+    (
+        "mode",
+        "type",
+        "kind",
+        "filter",
+        "filters",
+        "sort",
+        "order",
+        "format",
+        "pattern",
+        "options",
+        "params",
+        "data",
+        "parent",
+        "scope",
+        "target",
+        "flags",
+        "level",
+        "style",
+        "spec",
+        "config",
+        "expression",
+        "expr",
+        "skip",
+        "sitemap",
+    )
+)
+
+
+# Short names a model knows without a word (git's and the web's own terms, units, bounds).
+_KNOWN_SHORT = frozenset(("sha", "url", "uri", "id", "ids", "to", "cc", "bcc", "key", "tag", "ref", "cwd", "dir"))
+_KNOWN_SHORT |= frozenset(("max", "min", "lat", "lng", "lon", "top", "day", "ttl", "app", "env", "tz"))
+
+
+def _open_ended(node: Node) -> bool:
+    """Whether an undescribed parameter leaves its value's form to a guess: a name of at most three characters
+    (`q`, `k`, `tbs`; not a known one such as `sha`, `url`, `max`) or whose last word is one of :data:`_OPEN_WORDS` (`mode`, `filter`, `sort`, `parent`), and
+    not a boolean or an `enum` (their values say themselves)."""
+    schema = node.schema if isinstance(node.schema, dict) else {}
+    if schema.get("type") == "boolean" or isinstance(schema.get("enum"), list):
+        return False
+    parts = [part.lower() for part in split_name(node.name)]
+    short = len(node.name) <= 3 and node.name.lower() not in _KNOWN_SHORT
+    return bool(parts) and (short or parts[-1] in _OPEN_WORDS)
+
+
 _EXAMPLE = re.compile(r"\{[^{}]{0,2000}\}?")
 
 
@@ -154,7 +203,12 @@ def _named_in(name: str, text: str | None) -> bool:
     *self-describing identifier*: a name whose last word is id, ids, key, name, slug, uuid, url, uri, path,
     email, title, query, limit, offset, cursor or page and whose other words all appear in the tool's name or
     description (`memory_name` on `delete_memory`, `project_id` on a tool that says "project"). A property that
-    is only a `$ref` is described by the definition it names, when that has a description.
+    is only a `$ref` is described by the definition it names, when that has a description. Since catalogue 6
+    it reports only a parameter whose value's form a model cannot guess from its name: a name of at most three
+    characters (`q`, `k`, `tbs`; not a known term such as `sha`, `url`, `id`, `max`) or whose last word is mode,
+    type, kind, filter(s), sort, order, format, pattern, options, params, data, parent, scope, target, flags,
+    level, style, spec, config, expression, expr, skip or sitemap; never a boolean or an `enum`. Plain names
+    (`path`, `owner`, `repo_path`, `content`, `latitude`) were the wrong findings on hand-labelled real lists.
     The model fills an argument from its name alone and guesses the format. Bad: `"q": {"type": "string"}` on
     a tool with `q` and `limit`. Good: `"q": {"type": "string", "description": "Search words, e.g. 'two-person
     tent'"}`.""",
@@ -175,6 +229,8 @@ def param_undescribed(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         if node.level == 1 and len(root_keys) == 1 and _named_in(node.name, tool.description_text):
             continue
         if _shown_by_parent(node.name, _parent_texts(node, tool)) or _self_describing(node.name, tool):
+            continue
+        if not _open_ended(node):
             continue
         found.append(node)
     if found:

@@ -191,6 +191,21 @@ def _says_what_goes_in(description: Any) -> bool:
     return "{" in description or len(set(_QUOTED_KEY.findall(description))) >= 2
 
 
+# Objects free-form by nature (catalogue 6, the wrong MCP206 findings on real lists): a JSON Schema the caller
+# writes, and metadata the server stores as given.
+_FREE_NAMES = frozenset(("schema", "jsonschema", "metadata", "meta"))
+_JSON_SCHEMA = re.compile(r"\bjson[\s-]?schema\b", re.IGNORECASE)
+
+
+def _free_by_nature(name: object, description: Any) -> bool:
+    """A parameter named `schema`, `jsonSchema`, `*_schema`, `metadata` or `meta`, or described as a JSON Schema."""
+    if isinstance(name, str):
+        folded = name.lower().replace("_", "").replace("-", "")
+        if folded in _FREE_NAMES or folded.endswith("schema"):
+            return True
+    return isinstance(description, str) and _JSON_SCHEMA.search(description[:2000]) is not None
+
+
 @register(
     "MCP206",
     "object-free-form",
@@ -201,7 +216,9 @@ def _says_what_goes_in(description: Any) -> bool:
     for a typed map (`additionalProperties` is a schema with a `type`, or whose `anyOf`/`oneOf` branches all
     have one: labels, headers), for an object that allows no keys (`additionalProperties: false` and no
     `patternProperties`: empty on purpose), or when the parameter's own description already says what goes in
-    (it holds `{`, or names at least two keys in quotes or backticks). A model has no idea which keys to send
+    (it holds `{`, or names at least two keys in quotes or backticks), nor for an object free-form by nature: a
+    JSON Schema the caller writes (named `schema`, `jsonSchema`, `*_schema`, or described as a JSON Schema) or
+    metadata stored as given (`metadata`, `meta`). A model has no idea which keys to send
     and invents them. Bad: `"filter": {"type": "object"}`. Good: `"filter": {"type": "object", "properties":
     {"status": {"type": "string"}}}`, `"labels": {"type": "object", "additionalProperties": {"type":
     "string"}}`, or a description such as "Keys `status` and `owner`".""",
@@ -217,6 +234,8 @@ def object_free_form(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         if _typed_map(extra) or (extra is False and "patternProperties" not in schema):
             continue
         if _says_what_goes_in(schema.get("description")) or _says_what_goes_in(node.owner().get("description")):
+            continue
+        if _free_by_nature(node.name, schema.get("description")):
             continue
         keys, opaque = _level_keys(tool, node, cache)
         if not keys and not opaque:
