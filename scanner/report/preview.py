@@ -19,6 +19,9 @@ from typing import Any, Protocol, TypeVar
 from scanner.rules.registry import is_preview, status_of
 
 _SHOW: ContextVar[bool] = ContextVar("fathom_show_preview", default=False)
+# Statuses whose stored findings stay out of sight unless asked for: preview, and a retired rule's (stored before
+# the catalogue that retired it, until `fathom rescore` removes them).
+_OUT_OF_SIGHT = ("preview", "removed")
 
 
 class _Coded(Protocol):
@@ -45,10 +48,10 @@ def shown_preview() -> bool:
 
 
 def visible(code: object, preview: bool | None = None, asked: str | None = None) -> bool:
-    """Whether a finding of rule ``code`` is shown: a stable one always; a preview one when preview findings are
-    asked for (``preview``, else the command's switch) or its rule is ``asked`` for by code."""
+    """Whether a finding of rule ``code`` is shown: a stable one always; a preview (or retired) one when preview
+    findings are asked for (``preview``, else the command's switch) or its rule is ``asked`` for by code."""
     text = str(code)
-    if not is_preview(text):
+    if status_of(text) not in _OUT_OF_SIGHT:
         return True
     return (shown_preview() if preview is None else preview) or (asked is not None and text == asked)
 
@@ -75,4 +78,6 @@ def tag(code: object) -> str:
     from scanner.rules.catalogue import precision_label
 
     text = str(code)
+    if status_of(text) == "removed":
+        return " [removed: a retired rule]"
     return f" [preview: {precision_label(text)}]" if is_preview(text) else ""

@@ -482,7 +482,7 @@ def list_over_20k_tokens(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterato
         "and copies drift apart."
     ),
     scope="list",
-    status="preview",
+    status="stable",
     doc="""Warns when the same sentence appears in the descriptions of 3 or more tools and has at least 12
     words, or of 5 or more tools and has at least 8 words (a sentence: the text between `.`, `!`, `?`, `;` or a
     line break, compared as its words); short per-tool facts shared by a few tools are not doctrine. One finding per

@@ -441,8 +441,8 @@ def _not_a_credential(tool: ToolInfo, name: str, sub: object) -> bool:
         "Take credentials from the server's configuration or the MCP authorization flow: a credential passed as "
         "an argument goes through the model's context, its logs and any transcript."
     ),
-    status="preview",
-    doc="""Warns when a root parameter asks the model to supply a credential: its name's words (split as tool
+    status="removed",
+    doc="""Retired in catalogue 6 (it never runs; the code is never reused): tightened as rules.md's catalogue 6 says, it was right 0 of 3 on fresh labels of 19 more real lists and fired on none of the 22 kept before: every finding was a password that is the tool's own subject (a new database user's, a Word document's). What it checked: Warns when a root parameter asks the model to supply a credential: its name's words (split as tool
     names are: `_`, `-`, `.`, camelCase) are, or end with, password, passwd, secret, token (not `max_tokens`,
     `tokens`, nor a paging, sync or continuation token: `pageToken`, `paginationToken`, `nextToken`,
     `continuation_token`, `cursor_token`, `sync_token`, `resume_token`, `prev_token`), `api_key`/`apikey`,

@@ -31,14 +31,14 @@ APP_ONLY = {"ui": {"visibility": ["app"]}}
 
 
 def test_an_app_only_tool_draws_no_model_facing_finding(context_for: Callable[[Sequence[Any]], RuleContext]) -> None:
-    """The same two tools draw MCP103/MCP207/MCP303-style findings when the model sees them, none when an app
-    calls them; a size rule still counts them."""
+    """The same two tools draw MCP205/MCP302 findings when the model sees them, none when an app calls them;
+    validity and size rules still run on them."""
     pair = [
-        _tool("refresh_chart", "Refresh chart.", {"q": {"type": "string"}}),
-        _tool("refresh_chart_v2", "Refresh chart.", {"q": {"type": "string"}}),
+        _tool("refresh_chart", "Refresh chart.", {"q": {"description": "Which chart."}}),
+        _tool("refresh_chart_v2", "Refresh chart.", {"q": {"description": "Which chart."}}),
     ]
     seen = {finding.code for finding in _codes(pair, context_for)}
-    assert {"MCP302", "MCP207"} <= seen  # identical descriptions, an undescribed parameter
+    assert {"MCP302", "MCP205"} <= seen  # identical descriptions, an untyped parameter
     hidden = [{**tool, "_meta": APP_ONLY} for tool in pair]
     found = _codes(hidden, context_for)
     assert not [f for f in found if f.code[:4] in ("MCP1", "MCP2", "MCP3") and f.code not in ("MCP301",)], found
@@ -46,7 +46,7 @@ def test_an_app_only_tool_draws_no_model_facing_finding(context_for: Callable[[S
     mixed = [pair[0], {**pair[1], "_meta": {"ui/visibility": ["app"]}}]
     found = _codes(mixed, context_for)
     assert not [f for f in found if f.code == "MCP302"]
-    assert [f.tool for f in found if f.code == "MCP207"] == ["refresh_chart"]
+    assert [f.tool for f in found if f.code == "MCP205"] == ["refresh_chart"]
     # a visibility that includes the model is seen: every finding comes back
     both = [{**tool, "_meta": {"ui": {"visibility": ["model", "app"]}}} for tool in pair]
     assert {finding.code for finding in _codes(both, context_for)} == seen

@@ -76,7 +76,7 @@ def test_findings_are_sorted_worst_first_then_by_tool(cheap_context: RuleContext
 def test_select_and_ignore_prefixes(cheap_context: RuleContext) -> None:
     tools = [{"name": "a b", "description": "", "inputSchema": {"type": "object", "properties": {"x": {}}}}]
     everything = {finding.code for finding in run_rules(tools, cheap_context)}
-    assert {"MCP101", "MCP102", "MCP205", "MCP207"} <= everything
+    assert {"MCP101", "MCP102", "MCP205"} <= everything
     only_schema = {finding.code for finding in run_rules(tools, cheap_context, select=["mcp2"])}
     assert only_schema == {code for code in everything if code.startswith("MCP2")}
     assert "MCP205" not in {f.code for f in run_rules(tools, cheap_context, select=["MCP2"], ignore=["MCP205"])}
