@@ -4,9 +4,10 @@ Reads every saved list in ``tests/fixtures/real/`` and ``tests/fixtures/real/mor
 writes them), runs the current
 catalogue over each (``scanner.measure.toollist.measure``: real token counts), and joins the findings with the labels in
 ``tests/fixtures/real/labels.json`` (``{code: {finding key: {"right": bool, "why": one line}}}``; the key is
-``server|tool|pointer``, plus ``|other`` for pair rules) and, as counts apart, ``tests/fixtures/labels_elsewhere.json`` (labels
-on real lists not kept here, each with where it comes from). Writes ``scanner/rules/precision.json``, which
-``docs/rules.md`` is generated from, and prints up to 20 unlabelled findings per rule to label next.
+``server|tool|pointer``, plus ``|other`` for pair rules) and, as counts apart,
+``tests/fixtures/labels_elsewhere.json`` (labels on real lists not kept here, each with where it comes from).
+Writes ``scanner/rules/precision.json``, which ``docs/rules.md`` is generated from, and prints up to 20
+unlabelled findings per rule to label next.
 
     python scripts/precision.py            # recompute and write
     python scripts/precision.py --check    # exit 1 when precision.json is not what the labels say now

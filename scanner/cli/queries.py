@@ -13,7 +13,6 @@ if TYPE_CHECKING:  # annotations only: the CLI imports what a command needs when
     pass
 from scanner.cli.base import RUN_ID_MAX, DbOption, FormatOption, QueryFormat, WideOption, _db_url, _fail, _table, app
 
-
 PreviewOption = Annotated[
     bool,
     typer.Option(

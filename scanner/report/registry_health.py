@@ -82,8 +82,7 @@ def listings(data: Census) -> list[Listing]:
         out.append(Listing(f"platform-{index}", f"Hosted on {item.name}", item.entries))
         out.append(Listing(f"platform-{index}-broken", f"Broken on {item.name}", item.broken))
     out += [
-        Listing(_anchor("fault", code), f"{code} findings{tag(code)}", names)
-        for code, names in data.faults.items()
+        Listing(_anchor("fault", code), f"{code} findings{tag(code)}", names) for code, names in data.faults.items()
     ]
     out += [
         Listing("published", "Newly published", data.published),

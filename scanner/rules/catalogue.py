@@ -98,7 +98,9 @@ def precision_label(code: str) -> str:
         said.append(f"{round(value * 100)} % right on real lists ({right} of {labelled} labelled)")
     elif labelled:
         needed = int(precision().get("min_labelled", 5))
-        said.append(f"{right} of {labelled} labelled findings right on real lists, too few to measure ({needed} needed)")
+        said.append(
+            f"{right} of {labelled} labelled findings right on real lists, too few to measure ({needed} needed)"
+        )
     elsewhere = entry.get("elsewhere")
     if isinstance(elsewhere, dict) and elsewhere.get("labelled"):
         said.append(

@@ -479,7 +479,11 @@ GEMINI_CLI_SKIPPED_WHEN = "August-September 2025"
     "gemini-cli-untyped",
     Severity.PROBLEM,
     hint="Give every property (and array `items`) a `type`, or typed `anyOf` branches; inline a `$ref`.",
-    doc="""Retired in catalogue 6 (it never runs; the code is never reused): right 0 of 6 on hand-labelled real lists. Gemini CLI skipped such tools in v0.1.18-v0.1.19 (August-September 2025) and v0.42.0 is reported to load them, so no current client refuses the shape (rules.md: a client rule stays only where a current client still refuses; the versions stay here as a dated note). What it checked: Gemini CLI skips the tool when a schema in its parameters has no `type` and no `anyOf`/`allOf`/`oneOf`
+    doc="""Retired in catalogue 6 (it never runs; the code is never reused): right 0 of 6 on hand-labelled real
+    lists. Gemini CLI skipped such tools in v0.1.18-v0.1.19 (August-September 2025) and v0.42.0 is reported to load
+    them, so no current client refuses the shape (rules.md: a client rule stays only where a current client still
+    refuses; the versions stay here as a dated note). What it checked: Gemini CLI skips the tool when a schema in
+    its parameters has no `type` and no `anyOf`/`allOf`/`oneOf`
     whose every branch is typed, looking through object `properties` and array `items` from the root (its
     `hasValidTypes`, which does not follow `$ref`): "Skipping tool 'NAME' from MCP server 'SERVER' because it has
     missing types in its parameter schema. Please file an issue with the owner of the MCP server." The rest of

@@ -381,7 +381,11 @@ _USAGE_CLAUSE = re.compile(r"\binstead\b|\brather than\b|\buse [\w.-]+ (?:for|to
     hint="Say in each when to use it instead of the other.",
     scope="list",
     status="removed",
-    doc="""Retired in catalogue 6 (it never runs; the code is never reused): 9 of its 10 findings on hand-labelled real lists were wrong, and tightened as rules.md's catalogue 6 says it fired once on the lists kept here, wrongly (`maps_geocode`/`maps_reverse_geocode`, told apart by word order). MCP302 (identical descriptions) stays. What it checked: Warns when two descriptions are not identical but their shared distinct words are at least 60 % of the
+    doc="""Retired in catalogue 6 (it never runs; the code is never reused): 9 of its 10 findings on hand-labelled
+    real lists were wrong, and tightened as rules.md's catalogue 6 says it fired once on the lists kept here,
+    wrongly (`maps_geocode`/`maps_reverse_geocode`, told apart by word order). MCP302 (identical descriptions)
+    stays. What it checked: Warns when two descriptions are not identical but their shared distinct words are at
+    least 60 % of the
     distinct words of the longer one (words: lower-case runs of letters and digits; the longer description is
     the one with more distinct words). Sentences that MCP307 finds repeated are left out first: shared
     boilerplate does not make two tools alike. Fires only when the descriptions do not tell the two apart; not
@@ -392,7 +396,8 @@ _USAGE_CLAUSE = re.compile(r"\binstead\b|\brather than\b|\buse [\w.-]+ (?:for|to
     matches `observation`; two adjacent words joined also count, so `functionapp` matches "Function App"):
     `list_directory`/`list_directory_with_sizes` with "including sizes" does not fire, `search_docs`/
     `search_docs_v2` with "Search the docs for a phrase." and "Search the docs for a keyword." does. A model
-    cannot tell such tools apart and picks one by chance. The message quotes both descriptions. Bad: "Search the docs for a phrase."
+    cannot tell such tools apart and picks one by chance. The message quotes both descriptions. Bad: "Search the
+    docs for a phrase."
     and "Search the docs for a keyword.". Good: say in each when to use it, "Full-text search in the guides;
     use search_api for reference pages.\"""",
 )

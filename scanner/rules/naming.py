@@ -137,7 +137,12 @@ def _root_params_described(tool: ToolInfo) -> bool:
     Severity.WARNING,
     hint="Say what the tool needs and returns, and when to use it instead of a similar one.",
     status="removed",
-    doc="""Retired in catalogue 6 (it never runs; the code is never reused): right 4 of 8 on hand-labelled real lists, and 12 of its 18 labels over two catalogues wrong. A short description that repeats the name is often complete when the schema says the rest (`git_checkout` "Switches branches", `browser_navigate` "Navigate to a URL"); the right ones were relatives the echo fails to tell apart, and no condition on one tool's text separates them. What it checked: Checks that the description adds at least three words that are not already in the name (the name is
+    doc="""Retired in catalogue 6 (it never runs; the code is never reused): right 4 of 8 on hand-labelled real
+    lists, and 12 of its 18 labels over two catalogues wrong. A short description that repeats the name is often
+    complete when the schema says the rest (`git_checkout` "Switches branches", `browser_navigate` "Navigate to a
+    URL"); the right ones were relatives the echo fails to tell apart, and no condition on one tool's text separates
+    them. What it checked: Checks that the description adds at least three words that are not already in the name
+    (the name is
     split on `_`, `-`, `.`, `/` and camelCase; words are compared folded, so "deletes" matches `delete` and
     "entities" matches `entity`; the stop words a, an, the, of, for, to, and, or, in, on, by, with, this, that,
     is, it, from do not count). A description that only repeats the name tells the model nothing about when to
@@ -204,7 +209,11 @@ def _names(tool: ToolInfo, indexes: list[int]) -> list[str]:
     Severity.NOTE,
     hint="Say when to use this tool rather than its relatives, and when not to.",
     status="removed",
-    doc="""Retired in catalogue 6 (it never runs; the code is never reused): right 8 of 30 on hand-labelled real lists. Most relatives are told apart by their verbs or objects without a usage clause (`add_observations`/`delete_observations`, `maps_geocode`/`maps_reverse_geocode`); the right ones (reviews vs review comments, retrieve vs query a data source) share no pattern a name or word test finds. What it checked: Notes a tool that has a *relative* in the list while its description has no usage clause. A relative is
+    doc="""Retired in catalogue 6 (it never runs; the code is never reused): right 8 of 30 on hand-labelled real
+    lists. Most relatives are told apart by their verbs or objects without a usage clause
+    (`add_observations`/`delete_observations`, `maps_geocode`/`maps_reverse_geocode`); the right ones (reviews vs
+    review comments, retrieve vs query a data source) share no pattern a name or word test finds. What it checked:
+    Notes a tool that has a *relative* in the list while its description has no usage clause. A relative is
     another tool whose name shares a word of 4 or more letters that is neither a read/write verb nor a prefix
     word most tools carry (`create_event` and `delete_event`), **and** whose description is similar: the two
     share at least 60 % of the distinct words of the longer description (MCP303's measure); tools whose texts
@@ -467,7 +476,8 @@ def annotations_contradict_name(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hi
     or a name with a destructive verb carries neither `readOnlyHint` nor `destructiveHint` as a boolean. A
     calculator's *arithmetic add* (`add`, `add_numbers`, `add_two_integers`: `add` with only number words) is
     not a write, and `list` after insert, add, create or delete is the thing written, not a read verb
-    (`insert_list_item`, `add_to_list`, `create_list` are write names). A client that cannot tell a write from a read either asks about everything or about nothing.
+    (`insert_list_item`, `add_to_list`, `create_list` are write names). A client that cannot tell a write from a
+    read either asks about everything or about nothing.
     Bad: `send_email` or `put_object` with no annotations. Good: `"annotations": {"readOnlyHint": false,
     "destructiveHint": false}`.""",
 )

@@ -442,7 +442,10 @@ def _not_a_credential(tool: ToolInfo, name: str, sub: object) -> bool:
         "an argument goes through the model's context, its logs and any transcript."
     ),
     status="removed",
-    doc="""Retired in catalogue 6 (it never runs; the code is never reused): tightened as rules.md's catalogue 6 says, it was right 0 of 3 on fresh labels of 19 more real lists and fired on none of the 22 kept before: every finding was a password that is the tool's own subject (a new database user's, a Word document's). What it checked: Warns when a root parameter asks the model to supply a credential: its name's words (split as tool
+    doc="""Retired in catalogue 6 (it never runs; the code is never reused): tightened as rules.md's catalogue 6
+    says, it was right 0 of 3 on fresh labels of 19 more real lists and fired on none of the 22 kept before: every
+    finding was a password that is the tool's own subject (a new database user's, a Word document's). What it
+    checked: Warns when a root parameter asks the model to supply a credential: its name's words (split as tool
     names are: `_`, `-`, `.`, camelCase) are, or end with, password, passwd, secret, token (not `max_tokens`,
     `tokens`, nor a paging, sync or continuation token: `pageToken`, `paginationToken`, `nextToken`,
     `continuation_token`, `cursor_token`, `sync_token`, `resume_token`, `prev_token`), `api_key`/`apikey`,
@@ -450,7 +453,8 @@ def _not_a_credential(tool: ToolInfo, name: str, sub: object) -> bool:
     for a boolean flag (`include_token`), nor for the subject of the tool, a secret the user types for what the
     tool opens or manages: the secret's word is in the tool's name (`set_password`, `create_secret`), or a
     password parameter's description names a document, file, PDF, archive, workbook, keystore, wallet or vault
-    it belongs to ("Password of the PDF, if it is encrypted"). One finding per tool, the parameters in details. The model has to get the secret from somewhere (the user pastes it into
+    it belongs to ("Password of the PDF, if it is encrypted"). One finding per tool, the parameters in details. The
+    model has to get the secret from somewhere (the user pastes it into
     the chat), and it then sits in the context, the provider's logs and every transcript. Bad: `"api_key":
     {"type": "string", "description": "Your API key"}` on every tool. Good: the key read from the server's
     environment or configuration, or the MCP authorization flow.""",

@@ -106,7 +106,9 @@ def test_the_site_with_preview_marks_each_preview_code(demo: Path, tmp_path: Pat
     assert 'id="preview"' in pages  # the preview findings, apart from the scored ones
 
 
-def test_preview_true_in_the_config_file_shows_them(demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_preview_true_in_the_config_file_shows_them(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "fathom.toml").write_text("preview = true\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     rows = json.loads(_run("findings", "--db", str(demo), "--format", "json"))

@@ -52,7 +52,9 @@ def test_an_app_only_tool_draws_no_model_facing_finding(context_for: Callable[[S
     assert {finding.code for finding in _codes(both, context_for)} == seen
 
 
-def test_an_app_only_tool_still_counts_in_size_and_validity(context_for: Callable[[Sequence[Any]], RuleContext]) -> None:
+def test_an_app_only_tool_still_counts_in_size_and_validity(
+    context_for: Callable[[Sequence[Any]], RuleContext],
+) -> None:
     tools = [
         {"name": "files.read", "description": "Reads a file.", "inputSchema": {"type": "array"}, "_meta": APP_ONLY},
     ]
@@ -77,9 +79,9 @@ def test_mcp807_is_retired_and_its_note_names_the_versions(
 
 
 def test_mcp218_on_a_real_fastmcp_servers_list(context_for: Callable[[Sequence[Any]], RuleContext]) -> None:
-    """MCPServer (the official Python SDK's FastMCP, renamed in mcp 2) takes a tool's docstring as its description and leaves its Context
-    argument out of the schema: the docstring's `ctx: MCP context` line documents a parameter the model cannot
-    send. The list is the server's own tool list, not written by hand."""
+    """MCPServer (the official Python SDK's FastMCP, renamed in mcp 2) takes a tool's docstring as its description
+    and leaves its Context argument out of the schema: the docstring's `ctx: MCP context` line documents a
+    parameter the model cannot send. The list is the server's own tool list, not written by hand."""
     server = MCPServer("notes")
 
     @server.tool()

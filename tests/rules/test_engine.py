@@ -245,7 +245,8 @@ def test_messages_say_counts_with_separators_and_no_words_plainly(context_for: A
 
     # MCP103 is retired (catalogue 6), but a stored finding of it still reads plainly
     echoed = "The description of 'get_user', \"Get the user.\", adds only 0 words not in its name."
-    assert readable_message(echoed) == "The description of 'get_user', \"Get the user.\", adds no words beyond its name."
+    plain = "The description of 'get_user', \"Get the user.\", adds no words beyond its name."
+    assert readable_message(echoed) == plain
 
     tool_cost = by_code[("MCP107", "get 12345 tokens 0")]
     tokens = tool_cost.details["tokens"]

@@ -6,12 +6,11 @@ values: a faster helper that answered differently would change findings the gold
 
 from __future__ import annotations
 
-import re
-
 import json
 import math
 import os
 import random
+import re
 from collections import Counter, defaultdict
 from typing import Any
 

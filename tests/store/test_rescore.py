@@ -178,9 +178,9 @@ CATALOGUE_6_CHANGES = [
 
 
 def test_rescore_brings_a_store_of_catalogue_5_onto_catalogue_6(tmp_path: Path) -> None:
-    """A SQLite file scored under catalogue 5 (MCP404, now retired, on a sync token; no MCP218) is brought onto catalogue 6 by
-    `fathom rescore`: the command says what changed per rule, and the leaderboard then reads catalogue 6's
-    findings; a second rescore changes nothing."""
+    """A SQLite file scored under catalogue 5 (MCP404, now retired, on a sync token; no MCP218) is brought onto
+    catalogue 6 by `fathom rescore`: the command says what changed per rule, and the leaderboard then reads
+    catalogue 6's findings; a second rescore changes nothing."""
     from scanner.rules import RULES_VERSION
     from scanner.rules.registry import make_finding
     from scanner.store import open_store

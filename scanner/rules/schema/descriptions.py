@@ -131,7 +131,8 @@ _KNOWN_SHORT |= frozenset(("max", "min", "lat", "lng", "lon", "top", "day", "ttl
 
 def _open_ended(node: Node) -> bool:
     """Whether an undescribed parameter leaves its value's form to a guess: a name of at most three characters
-    (`q`, `k`, `tbs`; not a known one such as `sha`, `url`, `max`) or whose last word is one of :data:`_OPEN_WORDS` (`mode`, `filter`, `sort`, `parent`), and
+    (`q`, `k`, `tbs`; not a known one such as `sha`, `url`, `max`) or whose last word is one of :data:`_OPEN_WORDS`
+    (`mode`, `filter`, `sort`, `parent`), and
     not a boolean or an `enum` (their values say themselves)."""
     schema = node.schema if isinstance(node.schema, dict) else {}
     if schema.get("type") == "boolean" or isinstance(schema.get("enum"), list):
@@ -193,7 +194,11 @@ def _named_in(name: str, text: str | None) -> bool:
     Severity.WARNING,
     hint="One line each: what it is, and an example value.",
     status="removed",
-    doc="""Retired in catalogue 6 (it never runs; the code is never reused): right 14 of 35 on hand-labelled real lists as catalogue 5 wrote it; tightened to names whose value's form is a guess, it was right 7 of 29 on fresh labels of 19 more real lists. Most undescribed parameters are documented in the tool's own description (an `Args:` list), are a known term (`pid`), a `const`, or a `$ref` to described fields. What it checked: Warns about parameters without a non-blank `description`: the root parameters and the properties of
+    doc="""Retired in catalogue 6 (it never runs; the code is never reused): right 14 of 35 on hand-labelled real
+    lists as catalogue 5 wrote it; tightened to names whose value's form is a guess, it was right 7 of 29 on fresh
+    labels of 19 more real lists. Most undescribed parameters are documented in the tool's own description (an
+    `Args:` list), are a known term (`pid`), a `const`, or a `$ref` to described fields. What it checked: Warns
+    about parameters without a non-blank `description`: the root parameters and the properties of
     nested objects (array `items` are exempt, their array is described). Not reported for a parameter whose
     every `anyOf`/`oneOf` branch has a description (the model reads those); for an object parameter (or array
     of objects) whose own properties all have descriptions (a wrapper; an object with no properties counts as

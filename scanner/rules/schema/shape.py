@@ -212,7 +212,11 @@ def _free_by_nature(name: object, description: Any) -> bool:
     Severity.WARNING,
     hint="Describe the keys, or say in the description what is expected.",
     status="removed",
-    doc="""Retired in catalogue 6 (it never runs; the code is never reused): right 5 of 13 on hand-labelled real lists as catalogue 5 wrote it; tightened to skip JSON Schema and metadata objects, it was right 6 of 22 on fresh labels of 19 more real lists. Most free-form objects are free by nature: a MongoDB filter or document, a record's fields keyed by the user's own table, a query's parameters. What it checked: Warns about a parameter of type `object` (not the root) with no non-empty `properties`. Not reported
+    doc="""Retired in catalogue 6 (it never runs; the code is never reused): right 5 of 13 on hand-labelled real
+    lists as catalogue 5 wrote it; tightened to skip JSON Schema and metadata objects, it was right 6 of 22 on fresh
+    labels of 19 more real lists. Most free-form objects are free by nature: a MongoDB filter or document, a
+    record's fields keyed by the user's own table, a query's parameters. What it checked: Warns about a parameter of
+    type `object` (not the root) with no non-empty `properties`. Not reported
     for a typed map (`additionalProperties` is a schema with a `type`, or whose `anyOf`/`oneOf` branches all
     have one: labels, headers), for an object that allows no keys (`additionalProperties: false` and no
     `patternProperties`: empty on purpose), or when the parameter's own description already says what goes in
