@@ -89,6 +89,10 @@ def precision_label(code: str) -> str:
     with fewer labels than a measurement needs, the counts and that they are too few; labels on lists not kept
     here, with where they come from; ``not yet measured`` only when no finding of it was ever labelled."""
     entry = _measured().get(code)
+    rule = RULES.get(code)
+    if rule is not None and rule.status == "removed":
+        kept = int(entry.get("stale") or 0) if isinstance(entry, dict) else 0
+        return f"retired, it never runs ({kept} labels of its findings kept; its doc says what it measured)"
     if not isinstance(entry, dict):
         return "not yet measured: no finding of it labelled on real lists"
     said: list[str] = []
@@ -139,7 +143,7 @@ def _precision_section() -> list[str]:
         entry = rules.get(code)
         if entry is None:
             continue
-        shown = _shown_precision(entry)
+        shown = _shown_precision(entry, rule.status)
         out.append(
             f"| {code} | {rule.status} | {entry['findings']} | {entry['servers']} | {entry['labelled']} | "
             f"{entry['right']} | {shown} |"
@@ -156,8 +160,11 @@ def _precision_section() -> list[str]:
     return out
 
 
-def _shown_precision(entry: dict[str, Any]) -> str:
-    """The table's precision cell: a measurement, the counts when too few, or "not yet measured" with none."""
+def _shown_precision(entry: dict[str, Any], status: str) -> str:
+    """The table's precision cell: a measurement, the counts when too few, or "not yet measured" with none; a
+    retired rule's says so (its doc says what it measured)."""
+    if status == "removed":
+        return f"retired ({entry['stale']} labels kept; see its doc)"
     cells = []
     if entry["precision"] is not None:
         cells.append(f"{round(entry['precision'] * 100)} %")
