@@ -1,10 +1,13 @@
 """Per-rule precision on real tool lists, from hand labels kept in the repository.
 
-Reads every saved list in ``tests/fixtures/real/`` (``scripts/collect_real.py`` writes them), runs the current
+Reads every saved list in ``tests/fixtures/real/`` and ``tests/fixtures/real/more/`` (``scripts/collect_real.py``
+writes them), runs the current
 catalogue over each (``scanner.measure.toollist.measure``: real token counts), and joins the findings with the labels in
 ``tests/fixtures/real/labels.json`` (``{code: {finding key: {"right": bool, "why": one line}}}``; the key is
-``server|tool|pointer``, plus ``|other`` for pair rules). Writes ``scanner/rules/precision.json``, which
-``docs/rules.md`` is generated from, and prints up to 20 unlabelled findings per rule to label next.
+``server|tool|pointer``, plus ``|other`` for pair rules) and, as counts apart,
+``tests/fixtures/labels_elsewhere.json`` (labels on real lists not kept here, each with where it comes from).
+Writes ``scanner/rules/precision.json``, which ``docs/rules.md`` is generated from, and prints up to 20
+unlabelled findings per rule to label next.
 
     python scripts/precision.py            # recompute and write
     python scripts/precision.py --check    # exit 1 when precision.json is not what the labels say now
@@ -45,7 +48,9 @@ def real_findings() -> tuple[dict[str, dict[str, Any]], int, int]:
 
     found: dict[str, dict[str, Any]] = defaultdict(dict)
     servers = tools = 0
-    for path in sorted(REAL.glob("*.json")):
+    # ``more/``: lists collected for catalogue 6's fresh labels, kept apart so the tests that read every list
+    # in ``real/`` (provider oracles, 80-column output) are not changed by them.
+    for path in [*sorted(REAL.glob("*.json")), *sorted((REAL / "more").glob("*.json"))]:
         if path.name in ("labels.json", "manifest.json"):
             continue
         listed = json.loads(path.read_text(encoding="utf-8")).get("tools") or []
@@ -56,9 +61,16 @@ def real_findings() -> tuple[dict[str, dict[str, Any]], int, int]:
     return found, servers, tools
 
 
-def summary(found: dict[str, dict[str, Any]], labels: dict[str, dict[str, Any]], servers: int, tools: int) -> dict:
+def summary(
+    found: dict[str, dict[str, Any]],
+    labels: dict[str, dict[str, Any]],
+    servers: int,
+    tools: int,
+    elsewhere: dict[str, dict[str, Any]] | None = None,
+) -> dict:
+    elsewhere = elsewhere or {}
     rules: dict[str, Any] = {}
-    for code in sorted(set(found) | set(labels)):
+    for code in sorted(set(found) | set(labels) | set(elsewhere)):
         hits = found.get(code, {})
         marks = labels.get(code, {})
         live = {key: mark for key, mark in marks.items() if key in hits}
@@ -71,6 +83,8 @@ def summary(found: dict[str, dict[str, Any]], labels: dict[str, dict[str, Any]],
             "stale": len(marks) - len(live),
         }
         entry["precision"] = round(right / len(live), 3) if len(live) >= MIN_LABELLED else None
+        if code in elsewhere:  # labels on lists not kept here: counts and where they come from
+            entry["elsewhere"] = {key: elsewhere[code][key] for key in ("right", "labelled", "where")}
         rules[code] = entry
     return {"servers": servers, "tools": tools, "min_labelled": MIN_LABELLED, "stable_at": STABLE_AT, "rules": rules}
 
@@ -78,6 +92,8 @@ def summary(found: dict[str, dict[str, Any]], labels: dict[str, dict[str, Any]],
 def main(argv: list[str]) -> int:
     labels_path = REAL / "labels.json"
     labels = json.loads(labels_path.read_text(encoding="utf-8")) if labels_path.exists() else {}
+    elsewhere_path = REAL.parent / "labels_elsewhere.json"
+    elsewhere = json.loads(elsewhere_path.read_text(encoding="utf-8"))["rules"] if elsewhere_path.exists() else {}
     found, servers, tools = real_findings()
     if "--todo" in argv:
         code = argv[argv.index("--todo") + 1]
@@ -94,7 +110,7 @@ def main(argv: list[str]) -> int:
         for key, finding in picked:
             print(json.dumps({"key": key, "message": finding.message[:400]}))
         return 0
-    result = summary(found, labels, servers, tools)
+    result = summary(found, labels, servers, tools, elsewhere)
     text = json.dumps(result, indent=1, sort_keys=True) + "\n"
     if "--check" in argv:
         current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""

@@ -24,6 +24,24 @@ from scanner.cli.base import (
     app,
 )
 
+PreviewOption = Annotated[
+    bool,
+    typer.Option(
+        "--preview",
+        help="Also show (and count) preview rules' findings, each marked preview with its rule's measured "
+        "precision; or preview = true in the config file (as `fathom check` reads it).",
+    ),
+]
+
+
+def _preview(flag: bool) -> bool:
+    """``--preview``, else ``preview = true`` in the config file found from the current directory."""
+    if flag:
+        return True
+    from scanner.check.config import load_config
+
+    return bool(load_config().preview)
+
 
 class SeverityChoice(enum.StrEnum):
     problem = "problem"
@@ -42,13 +60,19 @@ def runs(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, wide
 
 
 @app.command(epilog=exitcodes.command_epilog("servers"))
-def servers(db: DbOption = "fathom.db", fmt: FormatOption = QueryFormat.table, wide: WideOption = False) -> None:
+def servers(
+    db: DbOption = "fathom.db",
+    fmt: FormatOption = QueryFormat.table,
+    wide: WideOption = False,
+    preview: PreviewOption = False,
+) -> None:
     """Every server with its last outcome, and the tools, leaderboard score, problem/warning/note counts and tokens
     per turn of its last successful scan; JSON and CSV add what its last scan ran (registry version, package, URL,
-    command), that scan's stderr tail and "clients" (what each client sends per turn at rest)."""
+    command), that scan's stderr tail and "clients" (what each client sends per turn at rest). Counts and "will it
+    load" are the stable rules' unless --preview."""
     from scanner.report import queries
 
-    fetch = lambda: queries.servers(_db_url(db, existing=True))  # noqa: E731
+    fetch = lambda: queries.servers(_db_url(db, existing=True), _preview(preview))  # noqa: E731
     _table(fmt, fetch, queries.SERVER_COLUMNS, wide=wide, optional=queries.OPTIONAL_COLUMNS["servers"])
 
 
@@ -58,6 +82,7 @@ def history(
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
     wide: WideOption = False,
+    preview: PreviewOption = False,
 ) -> None:
     """One server's scans over time (the table newest first; JSON and CSV oldest first): outcome, registry and
     server version, tools, tokens per provider, score, findings, a column per per-scan metric (handshake and list
@@ -69,7 +94,7 @@ def history(
     found: list[dict[str, Any]] = []
 
     def fetch() -> list[dict[str, Any]]:
-        found.extend(queries.history(_db_url(db, existing=True), server))
+        found.extend(queries.history(_db_url(db, existing=True), server, _preview(preview)))
         # The table reads newest first, as a person looks for the last scan; JSON and CSV keep time order.
         return found[::-1] if fmt is QueryFormat.table else found
 
@@ -101,9 +126,11 @@ def findings(
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
     wide: WideOption = False,
+    preview: PreviewOption = False,
 ) -> None:
     """Findings over time, with the run each first appeared in and the run it went away in (if it did): the tool
     lists' findings, each scan's own, and the registry entries' (MCP701-MCP705, whatever the scan's outcome).
+    Preview rules' findings only with --preview or --rule naming one, then marked (status, precision).
 
     An unknown rule code or slug is an error (exit 2) that names the nearest one."""
     from datetime import datetime
@@ -125,8 +152,9 @@ def findings(
             run=run,
             severity=Severity.parse(severity.value) if severity is not None else None,
             still_open=still_open,
+            preview=_preview(preview),
         ),
-        queries.FINDING_COLUMNS,
+        queries.finding_columns,
         wide=wide,
         optional=queries.OPTIONAL_COLUMNS["findings"],
     )
@@ -153,13 +181,14 @@ def diff(
     db: DbOption = "fathom.db",
     fmt: FormatOption = QueryFormat.table,
     wide: WideOption = False,
+    preview: PreviewOption = False,
 ) -> None:
     """What changed on a server between two runs: registry and server versions, outcome changes, tools renamed
     (one row), added, removed and changed, tokens, findings by rule (new, fixed, gone with the tool). A server that
-    never answered shows its outcomes."""
+    never answered shows its outcomes. Preview rules' findings only with --preview, marked."""
     from scanner.report import queries
 
-    fetch = lambda: queries.diff(_db_url(db, existing=True), server, from_run, to_run)  # noqa: E731
+    fetch = lambda: queries.diff(_db_url(db, existing=True), server, from_run, to_run, _preview(preview))  # noqa: E731
     _table(fmt, fetch, queries.DIFF_COLUMNS, wide=wide)
 
 

@@ -21,9 +21,19 @@ def report(
         int | None, typer.Option(min=1, max=RUN_ID_MAX, help="Report this run (default: the latest finished run).")
     ] = None,
     db: DbOption = "fathom.db",
+    preview: Annotated[
+        bool,
+        typer.Option(
+            "--preview",
+            help="Also show preview rules' findings (pages, trends, change log, health, rule filter, exports), each "
+            "marked with its rule's measured precision; or preview = true in the config file.",
+        ),
+    ] = False,
 ) -> None:
     """Build the static report site: leaderboard, trends, a page per server, the rule catalogue, and
-    Markdown/JSON/CSV exports of the leaderboard. It opens from file:// with no network."""
+    Markdown/JSON/CSV exports of the leaderboard. It opens from file:// with no network. Every page and export
+    shows and counts the stable rules' findings only, unless --preview."""
+    from scanner.cli.queries import _preview
     from scanner.report import build_report
     from scanner.report.text import plural
     from scanner.store import open_store
@@ -31,7 +41,7 @@ def report(
     if out.exists() and not out.is_dir():
         _fail(f"--out {out} is a file; the report is a folder of pages (name a new or existing folder)", 2)
     with open_store(_db_url(db, existing=True)) as store:
-        result = build_report(store, out, run_id=run)
+        result = build_report(store, out, run_id=run, preview=_preview(preview))
     typer.echo(
         f"run {result.run_id}: {plural(result.servers_ranked, 'server')} ranked, {result.servers_unranked:,} listed "
         f"apart, {plural(result.server_pages, 'server page')}, {plural(result.runs_in_trends, 'run')} in trends"

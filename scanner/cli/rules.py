@@ -39,7 +39,9 @@ def rule(
     found = RULES[queries.rule_code(code)]
     status = {
         "stable": "stable: counts in the score and the gates",
-        "preview": "preview: shown only with `fathom check --preview`, never counted in the score or a gate",
+        "preview": "preview: shown only with --preview (check, findings, servers, history, diff, report), marked, "
+        "never counted in the score or a gate",
+        "removed": "removed: retired, it never runs; the code is never reused",
     }.get(found.status, found.status)
     typer.echo(
         f"{found.code} {found.slug} ({found.severity.label}, {found.status})\n\n{found.doc}\n\nFix: {found.hint}\n\n"

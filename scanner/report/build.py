@@ -51,6 +51,7 @@ from scanner.report.html import write_site
 from scanner.report.jsonout import write_json
 from scanner.report.markdown import render_markdown
 from scanner.report.nextstep import next_step
+from scanner.report.preview import only_visible, showing, shown_preview, visible
 from scanner.report.registry_health import run_health, write_health
 from scanner.report.text import ERA_WORDS, MAX_SERVER_NAME, clean_text, unique_slugs
 from scanner.report.views import page_views
@@ -311,6 +312,8 @@ def _server_row(
 
     previews = [finding for finding in row.findings if is_preview(str(finding.code))] if parts is not None else []
     held = [sum(1 for finding in previews if int(finding.severity) == level) for level in range(3)]
+    shown = only_visible(row.findings)  # preview rules' findings only when asked for (--preview), then marked
+    previews = previews if shown_preview() else []
     return ServerRow(
         name=row.server,
         slug=slugs[row.server],
@@ -330,11 +333,11 @@ def _server_row(
         lane=row.lane,
         lanes=lanes_text(row.lanes),
         clients=dict((clients or {}).get(_client_key(row), {})),
-        codes=tuple(sorted({str(finding.code) for finding in row.findings})) if parts is not None else (),
+        codes=tuple(sorted({str(finding.code) for finding in shown})) if parts is not None else (),
         breakdown=parts,
         preview=len(previews),
         preview_codes=tuple(sorted({str(finding.code) for finding in previews})),
-        verdicts=verdicts(row.findings) if parts is not None else (),
+        verdicts=verdicts(shown) if parts is not None else (),
     )
 
 
@@ -356,7 +359,7 @@ def build_trends(store: Store) -> tuple[TrendPoint, ...]:
                 median_tokens=trend.median_tokens,
                 p90_tokens=trend.p90_tokens,
                 outcomes=dict(trend.outcomes),
-                findings_by_rule=dict(trend.findings_by_rule),
+                findings_by_rule={code: n for code, n in trend.findings_by_rule.items() if visible(code)},
                 date=_timed_label(trend.started_at),
             )
         )
@@ -511,6 +514,7 @@ def build_server_page(
     list was not read). ``labels`` caches chart labels by scan time across pages; ``stored_costs`` are the
     scan's per-tool costs of the list (:meth:`Store.toolsets_costs`), measured again when absent."""
     points = _history_columns(scans, providers, labels if labels is not None else _Labels())
+    server_events = [event for event in server_events if event.code is None or visible(event.code)]
     events = tuple(
         EventView(
             run_id=event.run_id,
@@ -542,7 +546,7 @@ def build_server_page(
         every = tuple(_finding_view(finding) for finding in group_findings(ordered))
         # Preview rules' findings stand apart, after the scored ones (rules.md, status): never in the score.
         findings = tuple(view for view in every if view.status != "preview")
-        previews = tuple(view for view in every if view.status == "preview")
+        previews = tuple(view for view in every if view.status == "preview" and shown_preview())
         views, shapes, costs = page_views(tools, providers, stored_costs)
         shares = score_shares(int(leader.tools_count or 0), list(raw), leader.max_tokens)
     info: dict[str, str] = {}
@@ -660,7 +664,7 @@ def site_data(
     # rows (with every finding) again with their chunk.
     events: dict[str, list[EventRow]] = defaultdict(list)
     if previous is not None:  # with no run before it there is no change block (a first night's events are many)
-        for event in store.events(run=run.id):
+        for event in only_visible(store.events(run=run.id)):  # a preview rule's finding only with --preview
             events[event.server].append(event)
     board = build_leaderboard(store, run, previous, None, events)
     pages = server_pages(store, run.id, (*board.ranked, *board.unranked), board.providers)
@@ -757,13 +761,16 @@ def _publish(staging: Path, out_dir: Path, built: Sequence[Path]) -> list[Path]:
 
 
 def build_report(
-    store: Store, out_dir: Path, *, run_id: int | None = None, now: datetime | None = None
+    store: Store, out_dir: Path, *, run_id: int | None = None, now: datetime | None = None, preview: bool = False
 ) -> ReportResult:
-    """Build the whole site for ``run_id`` (default: the newest finished run) into ``out_dir``.
+    """Build the whole site for ``run_id`` (default: the newest finished run) into ``out_dir``; preview rules'
+    findings only with ``preview``. Raises :class:`scanner.errors.InputError` when the database has no runs or
+    no such run. ``now`` fixes the "generated" time (for reproducible output)."""
+    with showing(preview):
+        return _build_report(store, out_dir, run_id, now)
 
-    Raises :class:`scanner.errors.InputError` when the database has no runs or no such run. ``now`` fixes the
-    "generated" time (for reproducible output).
-    """
+
+def _build_report(store: Store, out_dir: Path, run_id: int | None, now: datetime | None) -> ReportResult:
     started = time.perf_counter()
     data = site_data(store, run_id=run_id, now=now, stream=True)
     staging: Path | None = None

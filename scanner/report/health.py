@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from scanner.report.census import CENSUS_CLASSES, FAULTS, UNMEASURED, census_class, fault, is_broken
+from scanner.report.preview import visible
 from scanner.store.health import CensusRow, ScanSample
 
 WINDOWS_DAYS = (7, 30)
@@ -157,6 +158,8 @@ def census(
             tools_servers.append(row.server)
     faults: defaultdict[str, list[str]] = defaultdict(list)
     for server, code in findings:
+        if not visible(code):  # a preview rule's data faults only with --preview (scanner.report.preview)
+            continue
         if server not in faults[code]:
             faults[code].append(server)
     ranked = sorted(hosts.items(), key=lambda item: (-len(item[1]), item[0]))[:top_platforms]

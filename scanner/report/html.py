@@ -26,6 +26,7 @@ from scanner.errors import OutputError
 from scanner.measure.clients import CLIENTS_BY_KEY
 from scanner.models import PROVIDER_LABELS, PROVIDER_SHORT
 from scanner.report.data import ServerPage, ServerRow, SiteData, TrendPoint
+from scanner.report.preview import tag
 from scanner.report.svg import NARROW, Series, line_chart, needs_own_scales, small_multiples, stacked_bar_chart
 from scanner.report.text import clean_text, plural
 
@@ -110,6 +111,7 @@ def make_environment() -> Environment:
     env.filters["block"] = lambda value: clean_text(value, limit=PRE_LIMIT, keep_newlines=True)
     env.filters["pre"] = pre_text
     env.filters["when"] = _when
+    env.filters["preview_tag"] = tag  # " [preview: its precision]" after a preview rule's code, shown with --preview
     env.filters["num"] = _num
     env.filters["score"] = _score
     env.filters["pct"] = _pct
@@ -150,7 +152,7 @@ def _rule_name(code: str) -> str:
     from scanner.rules import RULES
 
     rule = RULES.get(code)
-    return f"{code} {rule.slug}" if rule is not None else code
+    return f"{code} {rule.slug}{' (preview)' if rule.status == 'preview' else ''}" if rule is not None else code
 
 
 def _maybe_multiples(

@@ -12,6 +12,7 @@ from typing import Any
 from scanner.errors import InputError
 from scanner.measure import metrics as scan_metrics
 from scanner.models import PROVIDERS, Severity
+from scanner.report.preview import mark, only_visible, tag, visible
 from scanner.scan.lanes import lanes_text
 from scanner.store import FindingRow, RunSpec, ScanScore, Store, open_store, owner
 from scanner.textsafe import clean
@@ -94,15 +95,17 @@ OPTIONAL_COLUMNS: dict[str, list[str]] = {
 WRAP_COLUMNS = ("detail", "message", "source", "hint", "lanes", "workers", "will_it_load")
 
 
-def _client_findings(store: Store, server: str | None = None, still_open: bool = False) -> list[FindingRow]:
+def _client_findings(
+    store: Store, server: str | None = None, still_open: bool = False, preview: bool = False
+) -> list[FindingRow]:
     """The stored findings of the MCP8xx rules (what clients reject), of one server or all, with when each
-    appeared and went away."""
+    appeared and went away; preview rules' only with ``preview``."""
     from scanner.measure.verdicts import FAMILY
     from scanner.rules import RULES
 
     found: list[FindingRow] = []
     for code in RULES:
-        if code.startswith(FAMILY) and RULES[code].scope in ("tool", "list"):
+        if code.startswith(FAMILY) and RULES[code].scope in ("tool", "list") and visible(code, preview):
             found += store.findings(rule=code, server=server, still_open=still_open)
     return found
 
@@ -150,9 +153,10 @@ def run_columns(rows: list[dict[str, Any]]) -> list[str]:
     return DISTRIBUTED_RUN_COLUMNS if any(row["planned"] is not None for row in rows) else RUN_COLUMNS
 
 
-def servers(db_url: str) -> list[dict[str, Any]]:
-    """Every server; the tools, tokens, score and finding counts are those of its last successful scan (JSON and
-    CSV add ``clients``: what each client sends per turn at rest, scanner.measure.clients)."""
+def servers(db_url: str, preview: bool = False) -> list[dict[str, Any]]:
+    """Every server; the tools, tokens, score and finding counts are those of its last successful scan (the
+    counts are the scored findings'; "will it load" reads preview rules only with ``preview``; JSON and CSV add
+    ``clients``: what each client sends per turn at rest, scanner.measure.clients)."""
     with open_store(db_url) as store:
         found = store.servers()
         scores = store.scan_scores(row.last_ok_scan_id for row in found if row.last_ok_scan_id is not None)
@@ -161,7 +165,7 @@ def servers(db_url: str) -> list[dict[str, Any]]:
             store, [(row.toolset_sha256, row.tokens, told.get(row.last_ok_scan_id or -1)) for row in found]
         )
         rejected: dict[str, list[FindingRow]] = {}
-        for finding in _client_findings(store, still_open=True):
+        for finding in _client_findings(store, still_open=True, preview=preview):
             rejected.setdefault(finding.server, []).append(finding)
     loads = {row.name: _loads(rejected.get(row.name, [])) for row in found if row.last_ok_scan_id is not None}
     return [
@@ -220,12 +224,13 @@ def _scored(found: ScanScore | None) -> dict[str, Any]:
     return {"score": found.score, "problems": found.problems, "warnings": found.warnings, "notes": found.notes}
 
 
-def history(db_url: str, server: str) -> list[dict[str, Any]]:
-    """One server's scans, oldest first, each with its score (None for a scan that listed no tools)."""
+def history(db_url: str, server: str, preview: bool = False) -> list[dict[str, Any]]:
+    """One server's scans, oldest first, each with its score (None for a scan that listed no tools); "will it
+    load" reads preview rules only with ``preview``."""
     with open_store(db_url) as store:
         found = store.history(server)
         scores = store.scan_scores(row.scan_id for row in found if row.ok)
-        rejected = _client_findings(store, server=server) if found else []
+        rejected = _client_findings(store, server=server, preview=preview) if found else []
         told = store.scans_instructions_tokens([row.scan_id for row in found if row.ok])
         clients = _clients(store, [(row.toolset_sha256, row.tokens, told.get(row.scan_id)) for row in found if row.ok])
     loads = {row.run_id: _loads([f for f in rejected if _open_at(f, row.run_id)]) for row in found if row.ok}
@@ -337,11 +342,15 @@ def findings(
     run: int | None,
     severity: Severity | None = None,
     still_open: bool = False,
+    preview: bool = False,
 ) -> list[dict[str, Any]]:
-    """Findings over time; ``rule`` is checked against the catalogue first (:func:`rule_code`)."""
+    """Findings over time; ``rule`` is checked against the catalogue first (:func:`rule_code`). Preview rules'
+    findings only with ``preview`` or when their rule is asked for by code, each then marked (``status``,
+    ``precision``); every row carries its rule's ``status``."""
     code = rule_code(rule) if rule is not None else None
     with open_store(db_url) as store:
         found = store.findings(rule=code, server=server, since=since, run=run, severity=severity, still_open=still_open)
+    found = only_visible(found, preview, asked=code)
     return [
         {
             "server": row.server,
@@ -358,19 +367,29 @@ def findings(
             "first_seen_at": row.first_seen_at,
             "gone_run": row.gone_run,
             "gone_at": row.gone_at,
+            **mark(row.code),
         }
         for row in found
     ]
+
+
+def finding_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """The table's columns for :func:`findings`: with ``status`` when a preview finding is shown."""
+    if any(row.get("status") == "preview" for row in rows):
+        return [*FINDING_COLUMNS[:3], "status", *FINDING_COLUMNS[3:]]
+    return FINDING_COLUMNS
 
 
 FINDING_NEW, FINDING_FIXED, FINDING_GONE = "finding new", "finding fixed", "finding gone with the tool"
 _FINDING_ORDER = {FINDING_NEW: 0, FINDING_FIXED: 1, FINDING_GONE: 2}
 
 
-def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> list[dict[str, Any]]:
+def diff(
+    db_url: str, server: str, from_run: int | None, to_run: int | None, preview: bool = False
+) -> list[dict[str, Any]]:
     """One row per change: the two scans, registry and server versions, outcome changes on the way, tools
     renamed/added/removed/changed (a rename is one row), token deltas, findings new/fixed/gone with the tool
-    (grouped by rule)."""
+    (grouped by rule; preview rules' only with ``preview``, each marked ``[preview: ...]``)."""
     with open_store(db_url) as store:
         change = store.diff(server, from_run, to_run)
     rows: list[dict[str, Any]] = []
@@ -416,8 +435,12 @@ def diff(db_url: str, server: str, from_run: int | None, to_run: int | None) -> 
         *((FINDING_FIXED, f) for f in change.findings_fixed),
         *((FINDING_GONE, f) for f in change.findings_gone_with_tool),
     ]
+    found = [(label, f) for label, f in found if visible(f.code, preview)]
     found.sort(key=lambda item: (item[1].code, _FINDING_ORDER[item[0]], item[1].tool or ""))
-    rows += [{"change": label, "tool": f.tool, "detail": f"{f.code} {f.rule}: {f.message}"} for label, f in found]
+    rows += [
+        {"change": label, "tool": f.tool, "detail": f"{f.code} {f.rule}{tag(f.code)}: {f.message}"}
+        for label, f in found
+    ]
     for side, lanes in (("from", change.lanes_from), ("to", change.lanes_to)):
         if lanes:
             rows.append({"change": f"lanes ({side})", "tool": None, "detail": lanes_text(lanes)})

@@ -22,9 +22,10 @@ from scanner.report.csv_out import csv_text
 from scanner.report.data import Leaderboard
 from scanner.report.health import WINDOWS_DAYS, Census, Health, census, server_health
 from scanner.report.html import CSP, make_environment
+from scanner.report.preview import tag
 from scanner.report.text import MAX_SERVER_NAME, clean_text
 from scanner.rules.catalogue import rule_precision
-from scanner.rules.registry import is_preview, status_of
+from scanner.rules.registry import status_of
 from scanner.store import health as reads
 
 CLASS_LABELS = {
@@ -81,8 +82,7 @@ def listings(data: Census) -> list[Listing]:
         out.append(Listing(f"platform-{index}", f"Hosted on {item.name}", item.entries))
         out.append(Listing(f"platform-{index}-broken", f"Broken on {item.name}", item.broken))
     out += [
-        Listing(_anchor("fault", code), f"{code} findings{' (preview rule)' if is_preview(code) else ''}", names)
-        for code, names in data.faults.items()
+        Listing(_anchor("fault", code), f"{code} findings{tag(code)}", names) for code, names in data.faults.items()
     ]
     out += [
         Listing("published", "Newly published", data.published),

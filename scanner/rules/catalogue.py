@@ -46,11 +46,18 @@ STATUS_MEANINGS = (
 
 # What the newest catalogue changed in status, and on which labels (rules.md, "Catalogue 5: what changed from 4").
 STATUS_CHANGES = (
-    "Catalogue 5 changed two statuses on new labels: MCP402 became `preview` (right 1 time in 5 on real lists as "
-    "catalogue 4 wrote it; its secret clause now takes imperative verbs only and names the field), and MCP106 "
-    "became `stable` (12 of 14 right on a hand-labelled sample of real lists' findings; it does not fire on the "
-    "lists kept here). MCP113, MCP217 and MCP404 are new and start as `preview`. No stable rule measures under "
-    "80 % on the labels below.",
+    "Catalogue 6 (rules.md, catalogue 6; issue 45) changed these statuses. Every preview rule about tool lists "
+    "was labelled again on real lists, 19 more of them collected for fresh labels (`tests/fixtures/real/more/`): "
+    "MCP307 became `stable` (5 of 6 right); MCP103, MCP105, MCP206, MCP207, MCP209, MCP303, MCP404 and MCP807 "
+    "were retired (status `removed`: they never run, their codes are never reused; each one's doc says what it "
+    "measured), as rules that stayed under 80 % after tightening, on fresh labels where the lists gave any; "
+    "MCP111 stays `preview` (4 of 4 right, too few to measure). MCP217 and MCP308 became `stable` (9 of 10 and "
+    "13 of 14 right on a hand-labelled sample of real lists not kept here), and MCP805 `stable` where the type "
+    "list sits on a path Gemini's `parameters` keeps (8 of 10 there, both wrong ones outside those paths). MCP112 "
+    "reads `list` after insert/add/create/delete as a noun. MCP218 is new and starts as `preview`. Tools that MCP "
+    "Apps' `_meta.ui.visibility` hides from the model are skipped by the rules about choosing and filling a tool "
+    "(MCP1xx, MCP2xx, MCP3xx except names clients refuse, schema validity, sizes and counts). Catalogue 5 had made "
+    "MCP402 `preview` and MCP106 `stable`.",
 )
 
 PRECISION = Path(__file__).with_name("precision.json")
@@ -77,12 +84,34 @@ def rule_precision(code: str) -> float | None:
 
 
 def precision_label(code: str) -> str:
-    """``62 % right on real lists (21 of 34 labelled)``, or ``not yet measured on real lists``."""
+    """What is known of rule ``code``'s precision, in words, the same everywhere it is shown (``fathom rule``, the
+    check renderers, docs/rules.md, the site's rules page): ``62 % right on real lists (21 of 34 labelled)``;
+    with fewer labels than a measurement needs, the counts and that they are too few; labels on lists not kept
+    here, with where they come from; ``not yet measured`` only when no finding of it was ever labelled."""
     entry = _measured().get(code)
+    rule = RULES.get(code)
+    if rule is not None and rule.status == "removed":
+        kept = int(entry.get("stale") or 0) if isinstance(entry, dict) else 0
+        return f"retired, it never runs ({kept} labels of its findings kept; its doc says what it measured)"
+    if not isinstance(entry, dict):
+        return "not yet measured: no finding of it labelled on real lists"
+    said: list[str] = []
     value = rule_precision(code)
-    if value is None or not isinstance(entry, dict):
-        return "not yet measured on real lists"
-    return f"{round(value * 100)} % right on real lists ({entry['right']} of {entry['labelled']} labelled)"
+    labelled, right = int(entry.get("labelled") or 0), int(entry.get("right") or 0)
+    if value is not None:
+        said.append(f"{round(value * 100)} % right on real lists ({right} of {labelled} labelled)")
+    elif labelled:
+        needed = int(precision().get("min_labelled", 5))
+        said.append(
+            f"{right} of {labelled} labelled findings right on real lists, too few to measure ({needed} needed)"
+        )
+    elsewhere = entry.get("elsewhere")
+    if isinstance(elsewhere, dict) and elsewhere.get("labelled"):
+        said.append(
+            f"{elsewhere['right']} of {elsewhere['labelled']} right on real lists not kept here "
+            f"({elsewhere.get('where', 'elsewhere')})"
+        )
+    return "; ".join(said) if said else "not yet measured: no finding of it labelled on real lists"
 
 
 def _precision_section() -> list[str]:
@@ -94,14 +123,17 @@ def _precision_section() -> list[str]:
         "## Precision on real tool lists",
         "",
         f"Measured by `python scripts/precision.py` on {measured['servers']} real servers' saved tool lists "
-        f"({measured['tools']:,} tools; `tests/fixtures/real/`, listed by `scripts/collect_real.py`): every "
+        f"({measured['tools']:,} tools; `tests/fixtures/real/` and `real/more/`, listed by "
+        "`scripts/collect_real.py`): every "
         "finding of a rule that fires a few times, a sample spread over the servers of the others, labelled right "
         "or wrong by hand, with a one-line reason each "
         "(`tests/fixtures/real/labels.json`). A finding is right when a careful server author would agree it points "
         f"at a real problem for a model. A rule needs {measured['min_labelled']} labelled findings to be measured; "
         f"it is `stable` only at {round(measured['stable_at'] * 100)} % or more, and only stable rules count in "
-        "the score (docs/score.md). Rules that never fired on these lists are not measured: they keep the status "
-        "their fixtures and history gave them, and new ones start as `preview`.",
+        "the score (docs/score.md). A rule with fewer labels shows its counts as too few; labels on real lists not "
+        "kept here are shown apart, with where they come from (`tests/fixtures/labels_elsewhere.json`). A rule "
+        "with no labelled finding anywhere is *not yet measured*: it keeps the status its fixtures and history "
+        "gave it, and a new one starts as `preview`.",
         "",
         "| code | status | findings | servers | labelled | right | precision |",
         "|---|---|---|---|---|---|---|",
@@ -111,7 +143,7 @@ def _precision_section() -> list[str]:
         entry = rules.get(code)
         if entry is None:
             continue
-        shown = "not measured" if entry["precision"] is None else f"{round(entry['precision'] * 100)} %"
+        shown = _shown_precision(entry, rule.status)
         out.append(
             f"| {code} | {rule.status} | {entry['findings']} | {entry['servers']} | {entry['labelled']} | "
             f"{entry['right']} | {shown} |"
@@ -126,6 +158,22 @@ def _precision_section() -> list[str]:
         ]
     out.append("")
     return out
+
+
+def _shown_precision(entry: dict[str, Any], status: str) -> str:
+    """The table's precision cell: a measurement, the counts when too few, or "not yet measured" with none; a
+    retired rule's says so (its doc says what it measured)."""
+    if status == "removed":
+        return f"retired ({entry['stale']} labels kept; see its doc)"
+    cells = []
+    if entry["precision"] is not None:
+        cells.append(f"{round(entry['precision'] * 100)} %")
+    elif entry["labelled"]:
+        cells.append(f"too few labels ({entry['right']} of {entry['labelled']} right)")
+    elsewhere = entry.get("elsewhere")
+    if isinstance(elsewhere, dict):
+        cells.append(f"{elsewhere['right']} of {elsewhere['labelled']} right elsewhere ({elsewhere['where']})")
+    return _cell("; ".join(cells) or "not yet measured")
 
 
 def _cell(text: str) -> str:

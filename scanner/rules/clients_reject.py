@@ -334,6 +334,23 @@ def gemini_path(tokens: Sequence[str]) -> str:
     return out
 
 
+def gemini_keeps(tokens: Sequence[str]) -> bool:
+    """Whether a schema at ``tokens`` (``("inputSchema", "properties", "q", "items")``) sits where Gemini's
+    ``parameters`` keeps it: reached from the root through ``properties``, ``items`` and ``anyOf`` branches only
+    (not inside ``additionalProperties``, ``$defs``, ``oneOf``/``allOf``, ``not`` and the like)."""
+    parts = list(tokens[1:])
+    position = 0
+    while position < len(parts):
+        part = parts[position]
+        if part in ("properties", "anyOf") and position + 1 < len(parts):
+            position += 2
+        elif part == "items":
+            position += 1
+        else:
+            return False
+    return True
+
+
 @register(
     "MCP805",
     "gemini-type-list",
@@ -346,13 +363,16 @@ def gemini_path(tokens: Sequence[str]) -> str:
     start list." Clients that send `parametersJsonSchema` (Gemini CLI, the @google/genai MCP adapter) or convert
     the schema are not affected. Sources: WordPress/ai-provider-for-google#33 ("Gemini rejects the entire
     request"), voocel/litellm#9, symfony/ai#1330, zed-industries/zed#53919, taylorwilsdon/google_workspace_mcp#1099.
-    google-genai's `types.Schema` refuses the same shape offline (tests/rules/test_clients_reject.py). Preview:
-    which clients still send raw schemas as `parameters` is not measured. Bad: `{"type": ["string", "null"]}`.
-    Good: `{"type": "string", "nullable": true}`.""",
-    status="preview",
+    google-genai's `types.Schema` refuses the same shape offline (tests/rules/test_clients_reject.py). Fires only
+    where the type list sits on a path Gemini's `parameters` keeps: reached from the root through `properties`,
+    `items` and `anyOf` branches (not inside `additionalProperties`, `$defs`/`definitions`, `oneOf`/`allOf` or
+    `not`, which the conversion drops before Gemini sees them). Bad: `{"type": ["string", "null"]}`. Good:
+    `{"type": "string", "nullable": true}`.""",
 )
 def gemini_type_list(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
-    found = [node for node in _gemini_nodes(tool) if isinstance(node.schema.get("type"), list)]
+    found = [
+        node for node in _gemini_nodes(tool) if isinstance(node.schema.get("type"), list) and gemini_keeps(node.tokens)
+    ]
     if not found:
         return
     first = found[0]
@@ -449,22 +469,32 @@ def gemini_cli_untyped(schema: Any, tokens: tuple[str, ...] = ("inputSchema",)) 
     return None
 
 
+# The Gemini CLI versions that skipped a tool with an untyped schema, as the reports name them (MCP807).
+GEMINI_CLI_SKIPPED = "v0.1.18-v0.1.19"
+GEMINI_CLI_SKIPPED_WHEN = "August-September 2025"
+
+
 @register(
     "MCP807",
     "gemini-cli-untyped",
     Severity.PROBLEM,
     hint="Give every property (and array `items`) a `type`, or typed `anyOf` branches; inline a `$ref`.",
-    doc="""Gemini CLI skips the tool when a schema in its parameters has no `type` and no `anyOf`/`allOf`/`oneOf`
+    doc="""Retired in catalogue 6 (it never runs; the code is never reused): right 0 of 6 on hand-labelled real
+    lists. Gemini CLI skipped such tools in v0.1.18-v0.1.19 (August-September 2025) and v0.42.0 is reported to load
+    them, so no current client refuses the shape (rules.md: a client rule stays only where a current client still
+    refuses; the versions stay here as a dated note). What it checked: Gemini CLI skips the tool when a schema in
+    its parameters has no `type` and no `anyOf`/`allOf`/`oneOf`
     whose every branch is typed, looking through object `properties` and array `items` from the root (its
     `hasValidTypes`, which does not follow `$ref`): "Skipping tool 'NAME' from MCP server 'SERVER' because it has
     missing types in its parameter schema. Please file an issue with the owner of the MCP server." The rest of
     the server loads. Sources: google-gemini/gemini-cli packages/core/src/tools/mcp-client.ts (2025-08),
     reports in cyanheads/obsidian-mcp-server#21, dataforseo/mcp-server-typescript#25,
     taylorwilsdon/google_workspace_mcp#197, JetBrains/mcp-jetbrains#71 (August-September 2025, Gemini CLI
-    v0.1.18-v0.1.19). Preview: a maintainer reports Gemini CLI v0.42.0 loading such a tool
-    (cyanheads/obsidian-mcp-server#54), so the versions affected are not pinned down. Bad: `{"value":
-    {"description": "any JSON value"}}`. Good: `{"value": {"type": "string", "description": "JSON text"}}`.""",
-    status="preview",
+    v0.1.18-v0.1.19). A maintainer reports Gemini CLI v0.42.0 loading such a tool
+    (cyanheads/obsidian-mcp-server#54): the finding is a dated note that names the versions it speaks of, and it
+    decides no current verdict (details `current: false`). Preview. Bad: `{"value": {"description": "any JSON
+    value"}}`. Good: `{"value": {"type": "string", "description": "JSON text"}}`.""",
+    status="removed",
 )
 def gemini_cli_untyped_rule(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     if not isinstance(tool.schema, dict):
@@ -480,7 +510,13 @@ def gemini_cli_untyped_rule(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     entries = _clients(("gemini-cli", "drops", error))
     at = pointer(where)
     yield Hit(
-        _sentence(f"{tool.subject} has a schema without a type at {at or 'the root'}", entries),
+        f"{tool.subject} has a schema without a type at {at or 'the root'}: Gemini CLI {GEMINI_CLI_SKIPPED} "
+        f'({GEMINI_CLI_SKIPPED_WHEN}) skipped such a tool, "{error}"; Gemini CLI v0.42.0 is reported to load it.',
         at,
-        {"clients": entries},
+        {
+            "clients": entries,
+            "versions": GEMINI_CLI_SKIPPED,
+            "when": GEMINI_CLI_SKIPPED_WHEN,
+            "current": False,
+        },
     )

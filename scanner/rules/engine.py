@@ -16,7 +16,7 @@ from typing import Any
 from scanner.models import Finding
 from scanner.rules.listwide import without_doctrine
 from scanner.rules.registry import RULES, Hit, Rule, RuleContext, check_prefixes, make_finding, rule_selected
-from scanner.rules.tools import ToolInfo
+from scanner.rules.tools import ToolInfo, hidden_from_model
 from scanner.rules.vocabulary import ListFacts
 
 # A count a check writes before "tokens"/"characters" or after "(more than ", with four digits or more.
@@ -37,6 +37,34 @@ def readable_message(message: str) -> str:
     if tail == _NO_WORDS and head.endswith('"'):  # MCP103 when every word of the description is in the name
         tail = ", adds no words beyond its name."
     return head + _COUNT.sub(lambda match: f"{int(match[0]):,}", tail)
+
+
+# Rules of the model-facing families (MCP1xx naming and usage, MCP2xx descriptions and parameters, MCP3xx the
+# list) that still run on a tool the model never sees (rules.md, catalogue 6): what a client validates or sends
+# whatever the model sees (a name clients refuse, two equal names, a schema that is not valid, sizes and counts).
+_KEPT_FOR_APP_ONLY = frozenset(
+    (
+        "MCP101",
+        "MCP107",
+        "MCP201",
+        "MCP204",
+        "MCP210",
+        "MCP214",
+        "MCP215",
+        "MCP216",
+        "MCP301",
+        "MCP304",
+        "MCP305",
+        "MCP306",
+    )
+)
+
+
+def model_facing(code: str) -> bool:
+    """Whether rule ``code`` is about a model choosing and filling a tool, so it skips a tool whose ``_meta``
+    hides it from the model (MCP Apps' ``ui.visibility: ["app"]``): an app calls such a tool, no model picks it.
+    MCP113 reads the visibility itself."""
+    return code[:4] in ("MCP1", "MCP2", "MCP3") and code not in _KEPT_FOR_APP_ONLY
 
 
 def _finding(rule: Rule, hit: Hit, tools: Sequence[ToolInfo], default: ToolInfo | None) -> Finding:
@@ -74,12 +102,19 @@ def run_rules(
         info.facts = facts
     findings: list[Finding] = []
     tool_rules, list_rules = _chosen(tuple(select), tuple(ignore), len(RULES))
+    seen = [info for info in infos if not hidden_from_model(info)]
     for info in infos:
+        hidden = len(seen) < len(infos) and hidden_from_model(info)
         for rule, check in tool_rules:
+            if hidden and model_facing(rule.code):
+                continue
             for hit in check(info, ctx):
                 findings.append(_finding(rule, hit, infos, info))
     for rule, check in list_rules:
-        for hit in check(infos, ctx):
+        # A list rule about choosing among tools sees only the tools the model sees (their ``index`` stays the
+        # list's, so findings still name the right tool); counts and sizes see every tool sent.
+        chosen = seen if model_facing(rule.code) else infos
+        for hit in check(chosen, ctx):
             findings.append(_finding(rule, hit, infos, None))
     findings.sort(key=Finding.sort_key)
     return findings

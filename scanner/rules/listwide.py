@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from scanner.models import Severity, canonical_json
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.text import fresh_words, label, text_cache, words
+from scanner.rules.text import fresh_words, label, split_name, text_cache, words
 from scanner.rules.tools import ToolInfo, escape_token
 from scanner.rules.vocabulary import fold_all, name_words, quote, text_words
 
@@ -338,19 +338,40 @@ class _Apart:
         return not own.isdisjoint(pairs)
 
     def told_apart(self, i: int, j: int) -> bool:
-        """(a) each name has a word the other lacks and each description holds one of its own name's distinguishing
-        words; or (b) either description names the other tool."""
+        """(a) either description names the other tool, or says "instead", "rather than" or "use X for"; (b) the
+        names are a same-verb family over different objects (`update_person`/`update_company`: each name has a
+        word the other lacks, and the first words are equal); (c) either description holds a word of either
+        name's distinguishing part."""
         seen = self._seen
         name_i, words_i, lower_i, text_i = seen[i] or self._facts(i)
         name_j, words_j, lower_j, text_j = seen[j] or self._facts(j)
         if (len(lower_j) >= 3 and lower_j in text_i) or (len(lower_i) >= 3 and lower_i in text_j):
             return True
-        # (a), each side's words first, its joined word pairs only when its words do not decide.
-        own = name_i - name_j
-        if not own or (own.isdisjoint(words_i) and not self._in_pairs(i, own)):
+        if _USAGE_CLAUSE.search(text_i) or _USAGE_CLAUSE.search(text_j):
+            return True
+        own_i, own_j = name_i - name_j, name_j - name_i
+        first_i, first_j = self._first_word(i), self._first_word(j)
+        if own_i and own_j and first_i is not None and first_i == first_j:
+            return True
+        own = own_i | own_j
+        if not own:
             return False
-        own = name_j - name_i
-        return bool(own) and (not own.isdisjoint(words_j) or self._in_pairs(j, own))
+        return (
+            not own.isdisjoint(words_i)
+            or not own.isdisjoint(words_j)
+            or self._in_pairs(i, own)
+            or self._in_pairs(j, own)
+        )
+
+    def _first_word(self, index: int) -> str | None:
+        """The first word of a tool's name (its verb, in `update_person`), folded as name words are."""
+        name = self.tools[index].name
+        found = fold_all(split_name(name)[:1]) if isinstance(name, str) else []
+        return next(iter(found), None)
+
+
+# A clause that tells a model when to pick one tool over another (MCP303: such descriptions tell tools apart).
+_USAGE_CLAUSE = re.compile(r"\binstead\b|\brather than\b|\buse [\w.-]+ (?:for|to|when)\b", re.IGNORECASE)
 
 
 @register(
@@ -359,17 +380,24 @@ class _Apart:
     Severity.WARNING,
     hint="Say in each when to use it instead of the other.",
     scope="list",
-    status="preview",
-    doc="""Warns when two descriptions are not identical but their shared distinct words are at least 60 % of the
+    status="removed",
+    doc="""Retired in catalogue 6 (it never runs; the code is never reused): 9 of its 10 findings on hand-labelled
+    real lists were wrong, and tightened as rules.md's catalogue 6 says it fired once on the lists kept here,
+    wrongly (`maps_geocode`/`maps_reverse_geocode`, told apart by word order). MCP302 (identical descriptions)
+    stays. What it checked: Warns when two descriptions are not identical but their shared distinct words are at
+    least 60 % of the
     distinct words of the longer one (words: lower-case runs of letters and digits; the longer description is
     the one with more distinct words). Sentences that MCP307 finds repeated are left out first: shared
-    boilerplate does not make two tools alike. Not reported when the descriptions already tell the two apart:
-    (a) each name has a word the other lacks and each description contains one of its own name's distinguishing
-    words (folded, so "observations" matches `observation`; two adjacent words joined also count, so
-    `functionapp` matches "Function App"): `add_observations`/`delete_observations` and `create_event`/
-    `delete_event` do not fire, `list_directory`/`list_directory_with_sizes` still does; or (b) either
-    description names the other tool ("use search_api for reference pages"). A model cannot tell such tools
-    apart and picks one by chance. The message quotes both descriptions. Bad: "Search the docs for a phrase."
+    boilerplate does not make two tools alike. Fires only when the descriptions do not tell the two apart; not
+    reported when (a) either description names the other tool, or says "instead", "rather than" or "use X
+    for/to/when"; (b) the names are a same-verb family over different objects (each name has a word the other
+    lacks and their first words are equal: `update_person`/`update_company`, `create_branch`/`create_issue`);
+    or (c) either description holds a word of either name's distinguishing part (folded, so "observations"
+    matches `observation`; two adjacent words joined also count, so `functionapp` matches "Function App"):
+    `list_directory`/`list_directory_with_sizes` with "including sizes" does not fire, `search_docs`/
+    `search_docs_v2` with "Search the docs for a phrase." and "Search the docs for a keyword." does. A model
+    cannot tell such tools apart and picks one by chance. The message quotes both descriptions. Bad: "Search the
+    docs for a phrase."
     and "Search the docs for a keyword.". Good: say in each when to use it, "Full-text search in the guides;
     use search_api for reference pages.\"""",
 )
@@ -459,7 +487,7 @@ def list_over_20k_tokens(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterato
         "and copies drift apart."
     ),
     scope="list",
-    status="preview",
+    status="stable",
     doc="""Warns when the same sentence appears in the descriptions of 3 or more tools and has at least 12
     words, or of 5 or more tools and has at least 8 words (a sentence: the text between `.`, `!`, `?`, `;` or a
     line break, compared as its words); short per-tool facts shared by a few tools are not doctrine. One finding per
@@ -509,7 +537,7 @@ def _canonical(value: object) -> str | None:
         "them once in its instructions: every copy is read on every turn."
     ),
     scope="list",
-    status="preview",
+    status="stable",
     doc="""Warns when the same root parameter (the same name and the same schema, compared as canonical JSON)
     appears in 5 or more tools, its copies together cost more than 500 tokens per turn with the most
     expensive provider, **and** either its name names a shared option (its words include auth, token,
@@ -523,7 +551,7 @@ def _canonical(value: object) -> str | None:
 )
 def params_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for tool in tools:
+    for position, tool in enumerate(tools):  # positions in ``tools``: the engine may pass the model's part only
         schema = tool.schema
         properties = schema.get("properties") if isinstance(schema, dict) else None
         if not isinstance(properties, dict):
@@ -531,7 +559,7 @@ def params_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit
         for name, sub in properties.items():
             text = _canonical(sub)
             if isinstance(name, str) and text is not None:
-                groups[(name, text)].append(tool.index)
+                groups[(name, text)].append(position)
     best: dict[str, tuple[int, str, list[int], int, str]] = {}
     for (name, text), indexes in groups.items():
         if len(indexes) < PARAM_TOOLS:

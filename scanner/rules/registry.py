@@ -40,7 +40,7 @@ STATUSES: tuple[Status, ...] = ("stable", "preview", "deprecated", "removed")
 # Bump whenever any rule's condition, threshold or message shape changes: stored findings are keyed by it, and a
 # store re-scores its toolsets when the catalogue it was scored with is not this one. tests/rules/test_catalogue.py
 # ties every version to the digest of the catalogue it names (see :func:`catalogue_digest`).
-RULES_VERSION = "5"
+RULES_VERSION = "6"
 
 
 @dataclass(frozen=True)

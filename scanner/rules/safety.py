@@ -373,9 +373,27 @@ _SECRET_WORDS = frozenset(("password", "passwd", "secret", "token", "apikey", "a
 _SECRET_PAIRS = frozenset(
     (("api", "key"), ("access", "key"), ("private", "key"), ("client", "secret"), ("session", "key"))
 )
-# Tokens that are not credentials: counts and paging cursors.
+# Tokens that are not credentials: counts, paging, sync and continuation cursors.
 _NOT_SECRET = frozenset(
-    (("max", "token"), ("page", "token"), ("next", "token"), ("continuation", "token"), ("cursor", "token"))
+    (
+        ("max", "token"),
+        ("page", "token"),
+        ("next", "token"),
+        ("continuation", "token"),
+        ("cursor", "token"),
+        ("pagination", "token"),
+        ("sync", "token"),
+        ("resume", "token"),
+        ("prev", "token"),
+        ("previous", "token"),
+    )
+)
+# A password the tool itself is about, which the user types for the thing the tool opens (a PDF's, an
+# archive's): named in the parameter's description (rules.md catalogue 6, MCP404).
+_OWN_SECRET = re.compile(
+    r"\b(?:pdf|document|file|archive|zip|workbook|spreadsheet|sheet|keystore|wallet|vault|certificate|"
+    r"pfx|p12|database file)s?\b",
+    re.IGNORECASE,
 )
 
 
@@ -398,6 +416,23 @@ def secret_parameter(name: str) -> bool:
     return last in _SECRET_WORDS
 
 
+def _not_a_credential(tool: ToolInfo, name: str, sub: object) -> bool:
+    """Whether a parameter whose name reads as a credential is none the model must fetch: a boolean flag
+    (`include_token`), or the subject of the tool, which the user types for what the tool opens or manages (a
+    tool named for it, `set_password`; a PDF's or an archive's own password, said in its description)."""
+    if isinstance(sub, dict) and sub.get("type") == "boolean":
+        return True
+    from scanner.rules.text import split_name
+
+    word = [part.lower() for part in split_name(name)][-1]
+    if isinstance(tool.name, str) and word in {part.lower() for part in split_name(tool.name)}:
+        return True
+    if word not in ("password", "passwd"):
+        return False
+    described = sub.get("description") if isinstance(sub, dict) else None
+    return isinstance(described, str) and _OWN_SECRET.search(described[:2000]) is not None
+
+
 @register(
     "MCP404",
     "secret-parameter",
@@ -406,12 +441,20 @@ def secret_parameter(name: str) -> bool:
         "Take credentials from the server's configuration or the MCP authorization flow: a credential passed as "
         "an argument goes through the model's context, its logs and any transcript."
     ),
-    status="preview",
-    doc="""Warns when a root parameter asks the model to supply a credential: its name's words (split as tool
+    status="removed",
+    doc="""Retired in catalogue 6 (it never runs; the code is never reused): tightened as rules.md's catalogue 6
+    says, it was right 0 of 3 on fresh labels of 19 more real lists and fired on none of the 22 kept before: every
+    finding was a password that is the tool's own subject (a new database user's, a Word document's). What it
+    checked: Warns when a root parameter asks the model to supply a credential: its name's words (split as tool
     names are: `_`, `-`, `.`, camelCase) are, or end with, password, passwd, secret, token (not `max_tokens`,
-    `tokens`, `page_token`, `next_token`, `continuation_token`, `cursor_token`), `api_key`/`apikey`,
-    `access_key`, `private_key`, `client_secret`, authorization, bearer, cookie or `session_key`. One finding per
-    tool, the parameters in details. The model has to get the secret from somewhere (the user pastes it into
+    `tokens`, nor a paging, sync or continuation token: `pageToken`, `paginationToken`, `nextToken`,
+    `continuation_token`, `cursor_token`, `sync_token`, `resume_token`, `prev_token`), `api_key`/`apikey`,
+    `access_key`, `private_key`, `client_secret`, authorization, bearer, cookie or `session_key`. Not reported
+    for a boolean flag (`include_token`), nor for the subject of the tool, a secret the user types for what the
+    tool opens or manages: the secret's word is in the tool's name (`set_password`, `create_secret`), or a
+    password parameter's description names a document, file, PDF, archive, workbook, keystore, wallet or vault
+    it belongs to ("Password of the PDF, if it is encrypted"). One finding per tool, the parameters in details. The
+    model has to get the secret from somewhere (the user pastes it into
     the chat), and it then sits in the context, the provider's logs and every transcript. Bad: `"api_key":
     {"type": "string", "description": "Your API key"}` on every tool. Good: the key read from the server's
     environment or configuration, or the MCP authorization flow.""",
@@ -421,7 +464,11 @@ def secret_parameter_rule(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict):
         return
-    found = [name for name in properties if isinstance(name, str) and secret_parameter(name)]
+    found = [
+        name
+        for name, sub in properties.items()
+        if isinstance(name, str) and secret_parameter(name) and not _not_a_credential(tool, name, sub)
+    ]
     if found:
         shown = ", ".join(label(name, 60) for name in found[:5]) + (
             f" and {len(found) - 5} more" if len(found) > 5 else ""

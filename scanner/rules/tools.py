@@ -405,6 +405,21 @@ def _children(
     return out
 
 
+def hidden_from_model(tool: ToolInfo) -> bool:
+    """Whether the tool's ``_meta`` hides it from the model: MCP Apps' ``ui.visibility`` without ``"model"`` (also
+    written ``ui/visibility``), or the OpenAI Apps SDK's ``"openai/visibility": "private"``. Such a tool is called
+    by an app, never chosen by a model: the engine runs no model-facing rule on it
+    (:func:`scanner.rules.engine.model_facing`)."""
+    meta = tool.raw.get("_meta") if tool.is_object else None
+    if not isinstance(meta, dict):
+        return False
+    ui = meta.get("ui")
+    visibility = ui.get("visibility") if isinstance(ui, dict) else meta.get("ui/visibility")
+    if isinstance(visibility, list) and "model" not in visibility:
+        return True
+    return meta.get("openai/visibility") == "private"
+
+
 class ToolInfo:
     """One raw tool read defensively, with its schema walk computed once and shared by every rule."""
 

@@ -151,9 +151,18 @@ def read_name(name: object, prefixes: Iterable[str] = (), known: Sequence[str] |
     return NameReading(
         words=found,
         destructive_verb=destructive,
-        reads=any(word in READ_VERBS for word in found),
+        reads=any(word in READ_VERBS and not _list_noun(found, at) for at, word in enumerate(found)),
         writes=any(word in WRITE_VERBS for word in found),
     )
+
+
+# Verbs after which `list` is the thing written, not a read (`insert_list_item`, `add_to_list`, `create_list`).
+_LIST_NOUN_AFTER = frozenset(("insert", "add", "create", "delete"))
+
+
+def _list_noun(found: Sequence[str], at: int) -> bool:
+    """Whether ``found[at]`` is `list` used as a noun: a verb of :data:`_LIST_NOUN_AFTER` comes before it."""
+    return found[at] == "list" and any(word in _LIST_NOUN_AFTER for word in found[:at])
 
 
 def arithmetic_add(found: Sequence[str]) -> bool:

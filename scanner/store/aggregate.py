@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from scanner.models import Severity
+from scanner.rules.registry import is_preview
 from scanner.store import common
 from scanner.store.tables import Run, RunAggregate, Scan, StoredFinding, ToolsetRow, ToolsetToken
 
@@ -75,7 +76,8 @@ def aggregate(session: Session, run: Run, rule_version: str) -> None:
         found = codes_by_scan.get(scan_id, set()) | codes_by_toolset.get(served or -1, set())
         for code in {code for code, _ in found}:
             hits[code] += 1
-        if any(severity == int(Severity.PROBLEM) for _, severity in found):
+        # A server with a problem the leaderboard counts: preview rules' findings never count (rules.md, status).
+        if any(severity == int(Severity.PROBLEM) and not is_preview(code) for code, severity in found):
             with_problems += 1
         costs = tokens.get(served or -1, {})
         if costs:

@@ -14,6 +14,7 @@ from scanner.measure.toollist import measure
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.report.build import build_report
 from scanner.report.health import Census, census, nearest_rank, platform, server_health
+from scanner.report.preview import showing
 from scanner.report.registry_health import LISTED_NAMES
 from scanner.rules.registry import RULES_VERSION
 from scanner.rules.registrydata import registry_findings
@@ -77,7 +78,8 @@ def test_uptime_and_latency_windows(tmp_path: Path, clock: FixedClock) -> None:
     store = build_store(tmp_path / "h.db", clock)
     try:
         out = tmp_path / "site"
-        build_report(store, out, now=datetime(2026, 3, 29, tzinfo=UTC))
+        # the data faults are MCP7xx findings, all of preview rules: on the health page only with --preview
+        build_report(store, out, now=datetime(2026, 3, 29, tzinfo=UTC), preview=True)
     finally:
         store.close()
     data = json.loads((out / "health.json").read_text(encoding="utf-8"))
@@ -153,7 +155,9 @@ def test_census_counts_and_health_windows_without_a_store() -> None:
         CensusRow("b", "not_mcp", "", "https://b.example/mcp", None, None, True, None),
         CensusRow("c", "crashed", "ImportError: x", None, "pypi", None, False, "ok"),
     ]
-    result: Census = census(rows, [("b", "MCP703"), ("b", "MCP703")], run_id=2, previous_run_id=1)
+    with showing(True):  # MCP703 is a preview rule: a data fault only when preview findings are asked for
+        result: Census = census(rows, [("b", "MCP703"), ("b", "MCP703")], run_id=2, previous_run_id=1)
+    assert census(rows, [("b", "MCP703")], run_id=2, previous_run_id=1).faults == {}  # out of sight by default
     assert result.recovered == ("a",) and result.newly_broken == ("c",) and result.published == ("b",)
     assert result.faults == {"MCP703": ("b",)}
     assert result.by_type == {"pypi": ("c",), "remote": ("a", "b")}

@@ -198,7 +198,11 @@ def test_findings_are_stored_per_entry_and_run_and_shown(tmp_path: Path, hostile
             app, ["scan", str(census_registry(tmp_path, url, valid)), "--db", db, "--allow-private", "--retries", "0"]
         )
         assert result.exit_code == 0, result.output
-    first = json.loads(runner.invoke(app, ["findings", "--run", "1", "--db", db, "--format", "json"]).stdout)
+    # MCP7xx rules are preview: asked for with --preview (issue 45), each row then marked
+    first = json.loads(
+        runner.invoke(app, ["findings", "--run", "1", "--db", db, "--format", "json", "--preview"]).stdout
+    )
+    assert all(row["status"] == "preview" for row in first if row["code"].startswith("MCP7"))
     by_server: dict[str, list[str]] = {}
     for row in first:
         if row["code"].startswith("MCP7"):
@@ -212,9 +216,13 @@ def test_findings_are_stored_per_entry_and_run_and_shown(tmp_path: Path, hostile
         "io.example/args": ["MCP705"],
         "io.example/live": ["MCP704"],
     }
-    second = json.loads(runner.invoke(app, ["findings", "--run", "2", "--db", db, "--format", "json"]).stdout)
+    second = json.loads(
+        runner.invoke(app, ["findings", "--run", "2", "--db", db, "--format", "json", "--preview"]).stdout
+    )
     assert not [row for row in second if row["server"] == "io.example/live" and row["code"].startswith("MCP7")]
-    diff = json.loads(runner.invoke(app, ["diff", "io.example/live", "--db", db, "--format", "json"]).stdout)
+    diff = json.loads(
+        runner.invoke(app, ["diff", "io.example/live", "--db", db, "--format", "json", "--preview"]).stdout
+    )
     assert any("MCP704" in json.dumps(row) and "fixed" in json.dumps(row) for row in diff), diff
 
     # The server page of run 1 lists the finding (in its preview block); the leaderboard counts it apart and never
@@ -222,7 +230,7 @@ def test_findings_are_stored_per_entry_and_run_and_shown(tmp_path: Path, hostile
     scores, warnings, previews = [], [], []
     for run in ("1", "2"):
         site = tmp_path / f"site-{run}"
-        built = runner.invoke(app, ["report", "--db", db, "--out", str(site), "--run", run])
+        built = runner.invoke(app, ["report", "--db", db, "--out", str(site), "--run", run, "--preview"])
         assert built.exit_code == 0, built.output
         board = json.loads((site / "leaderboard.json").read_text(encoding="utf-8"))
         (live,) = [row for row in board["ranked"] if row["server"] == "io.example/live"]

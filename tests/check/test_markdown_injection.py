@@ -32,6 +32,7 @@ from scanner.cli import app
 from scanner.report.data import ChangeRow, Leaderboard, ServerRow
 from scanner.report.markdown import render_markdown as leaderboard_markdown
 from scanner.textsafe import clean_text, markdown_text
+from scanner.wire import clean_str
 
 runner = CliRunner()
 
@@ -192,7 +193,8 @@ def test_check_markdown_is_inert_for_any_names_descriptions_and_property_names(
     if prop in ("q", "") or name in ("search", ""):
         return
     out = check_markdown(tmp_path, hostile_tools(name, description, prop))
-    assert_inert(out, shown=(clean_text(name),))
+    # A NUL or lone surrogate is read as U+FFFD (scanner.wire: a store cannot hold it), then shown escaped.
+    assert_inert(out, shown=(clean_text(clean_str(name)),))
 
 
 @settings(max_examples=300, deadline=None)

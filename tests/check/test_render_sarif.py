@@ -39,7 +39,7 @@ TOOLS = [
     },
     {
         "name": "lookup",
-        "description": "Look up",
+        "description": "Look up.\n\nArgs:\n    ctx: MCP context",
         "inputSchema": {
             "type": "object",
             "properties": {"key": {"description": "The key to look up, e.g. user:42."}, "when": {"type": "string"}},
@@ -77,7 +77,7 @@ def test_a_tools_file_is_placed_by_repo_relative_uri_line_and_pointer(
     path.write_text(text, encoding="utf-8")
     lines = text.splitlines()
     monkeypatch.chdir(tmp_path)  # outside the repository: the URI is still relative to its root
-    result = sarif("--tools-file", str(path), "--preview")  # MCP103 (placed below) is a preview rule
+    result = sarif("--tools-file", str(path), "--preview")  # MCP218 (placed below) is a preview rule
     assert result.exit_code == 0, result.output
     run = valid(result.stdout)["runs"][0]
     assert run["invocations"] == [{"executionSuccessful": True}]
@@ -95,16 +95,16 @@ def test_a_tools_file_is_placed_by_repo_relative_uri_line_and_pointer(
     assert placed[("MCP205", "/tools/1/inputSchema/properties/key")] == next(
         number for number, line in enumerate(lines, 1) if '"key": {' in line
     )
-    assert placed[("MCP103", "/tools/1/description")] == next(
-        number for number, line in enumerate(lines, 1) if '"Look up"' in line
+    assert placed[("MCP218", "/tools/1/description")] == next(
+        number for number, line in enumerate(lines, 1) if '"Look up.' in line
     )
     statuses = {item["ruleId"]: item["properties"]["status"] for item in run["results"]}
-    assert statuses["MCP103"] == "preview" and statuses["MCP204"] == "stable"
+    assert statuses["MCP218"] == "preview" and statuses["MCP204"] == "stable"
     rules = {rule["id"]: rule["properties"] for rule in run["tool"]["driver"]["rules"]}
-    assert rules["MCP103"]["status"] == "preview" and 0 <= rules["MCP103"]["precision"] < 0.8
-    assert rules["MCP204"]["status"] == "stable" and rules["MCP404"]["precision"] is None  # never measured
+    assert rules["MCP218"]["status"] == "preview" and rules["MCP218"]["precision"] is None  # never measured
+    assert rules["MCP204"]["status"] == "stable"
     default = valid(sarif("--tools-file", str(path)).stdout)["runs"][0]["results"]
-    assert "MCP103" not in {item["ruleId"] for item in default}  # preview: only with --preview
+    assert "MCP218" not in {item["ruleId"] for item in default}  # preview: only with --preview
 
 
 def test_ignored_findings_are_suppressed_results(tmp_path: Path) -> None:

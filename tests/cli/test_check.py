@@ -56,7 +56,16 @@ def check_json(*args: str) -> dict[str, Any]:
     return json.loads(result.stdout)
 
 
-def test_json_contract_keys_and_values() -> None:
+def _leaky_example(tmp_path: Path) -> str:
+    """The bundled example with a framework's `ctx` argument documented in one docstring (MCP218, a preview rule)."""
+    document = json.loads(EXAMPLE.read_text(encoding="utf-8"))
+    tools = document["tools"] if isinstance(document, dict) else document
+    tool = next(tool for tool in tools if tool["name"] == "check_stock")
+    tool["description"] += "\n\nArgs:\n    ctx: MCP context"
+    return write(tmp_path, document)
+
+
+def test_json_contract_keys_and_values(tmp_path: Path) -> None:
     data = check_json("--tools-file", str(EXAMPLE))
     assert data["tools_count"] == 5
     assert set(data["tokens"]) == {"anthropic", "anthropic-v3", "openai", "gemini"}
@@ -85,16 +94,18 @@ def test_json_contract_keys_and_values() -> None:
     codes = {(finding["code"], finding["tool"]) for finding in data["findings"]}
     assert ("MCP204", "check_stock") in codes
     assert ("MCP205", "check_stock") in codes
-    assert ("MCP103", "check_stock") not in codes  # a preview rule: measured, not shown by default
     assert ("MCP202", "list_stores") in codes
-    shown = check_json("--tools-file", str(EXAMPLE), "--preview")
-    (echo,) = [f for f in shown["findings"] if (f["code"], f["tool"]) == ("MCP103", "check_stock")]
-    assert echo["status"] == "preview" and (echo["precision"] is None or 0 <= echo["precision"] < 0.8)
-    assert shown["summary"] == summary | {"preview": len(shown["findings"]) - len(data["findings"])}
-    assert shown["score"] == data["score"]  # preview findings never move the score
+    leaky = _leaky_example(tmp_path)
+    hidden = check_json("--tools-file", leaky)
+    assert ("MCP218", "check_stock") not in {(f["code"], f["tool"]) for f in hidden["findings"]}  # not by default
+    shown = check_json("--tools-file", leaky, "--preview")
+    (leak,) = [f for f in shown["findings"] if (f["code"], f["tool"]) == ("MCP218", "check_stock")]
+    assert leak["status"] == "preview" and (leak["precision"] is None or 0 <= leak["precision"] < 0.8)
+    assert shown["summary"] == hidden["summary"] | {"preview": len(shown["findings"]) - len(hidden["findings"])}
+    assert shown["score"] == hidden["score"]  # preview findings never move the score
 
 
-def test_text_report_is_laid_out_like_the_card() -> None:
+def test_text_report_is_laid_out_like_the_card(tmp_path: Path) -> None:
     result = runner.invoke(app, ["check", "--example"])
     assert result.exit_code == 0, result.output
     out = result.stdout
@@ -107,7 +118,7 @@ def test_text_report_is_laid_out_like_the_card() -> None:
     headline = next(line for line in out.splitlines()[2:] if "problem" in line and "note" in line)
     assert headline.startswith(("1 problem", "2 problems", "3 problems"))
     assert "[preview]" not in out and "preview" not in headline  # preview rules only with --preview
-    shown = runner.invoke(app, ["check", "--example", "--preview"]).stdout
+    shown = runner.invoke(app, ["check", "--tools-file", _leaky_example(tmp_path), "--preview"]).stdout
     marked = [line for line in shown.splitlines() if "[preview]" in line and "MCP" in line]
     assert marked and all(RULES[line.split()[1]].status == "preview" for line in marked)
     assert "preview)" in next(line for line in shown.splitlines()[2:] if "problem" in line and "note" in line)

@@ -141,13 +141,15 @@ def test_by_rule_lists_every_entry_the_dry_runs_flagged_with_when(scanned: Scann
 
 def test_open_lists_what_the_newest_dry_run_flags(scanned: Scanned) -> None:
     assert pairs(scanned.findings("--rule", "MCP701", "--open")) == scanned.second
-    every_open = scanned.findings("--open")
+    every_open = scanned.findings("--open", "--preview")  # MCP701 is a preview rule: shown when asked for
     assert {pair for pair in pairs(every_open) if pair[1] and pair[1].startswith("/remotes/")} >= scanned.second
+    assert not [row for row in scanned.findings("--open") if row["code"] == "MCP701"]  # out of sight by default
     assert ("io.example/tenant", "/remotes/0/url") not in pairs(every_open)
 
 
 def test_by_server(scanned: Scanned) -> None:
-    rows = scanned.findings("--server", "io.example/two-holes")
+    rows = scanned.findings("--server", "io.example/two-holes", "--preview")
+    assert all(row["status"] == "preview" and "precision" in row for row in rows)
     assert pairs(rows) == {("io.example/two-holes", "/remotes/0/url"), ("io.example/two-holes", "/remotes/1/url")}
     assert {row["code"] for row in rows} == {"MCP701"}
     assert pairs(scanned.findings("--server", "io.example/tenant", "--rule", "MCP701")) == {
@@ -162,7 +164,7 @@ def test_since_keeps_what_appeared_in_the_second_run(scanned: Scanned) -> None:
 
 
 def test_without_a_rule_registry_findings_are_among_the_rest(scanned: Scanned) -> None:
-    rows = scanned.findings()
+    rows = scanned.findings("--preview")  # MCP701 is a preview rule: among the rest when preview is asked for
     assert pairs([row for row in rows if row["code"] == "MCP701"]) == scanned.first | scanned.second
     # The live server's own list findings are there too, each once.
     live = [(row["code"], row["tool"], row["pointer"]) for row in rows if row["server"] == "io.example/live"]

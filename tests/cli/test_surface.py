@@ -65,7 +65,7 @@ def test_rules_lists_the_whole_catalogue() -> None:
     listed = re.findall(r"^(MCP\d{3})\s", result.stdout, re.M)
     assert listed == list(RULES)
     assert len(listed) >= 54 and listed[0] == "MCP101" and listed[-1] == "MCP807"  # catalogue 5
-    assert {"MCP113", "MCP217", "MCP404", "MCP801", "MCP802", "MCP803"} <= set(listed)
+    assert {"MCP113", "MCP217", "MCP218", "MCP404", "MCP801", "MCP802", "MCP803"} <= set(listed)
 
 
 def test_rule_explains_one_and_refuses_unknown_codes() -> None:
@@ -74,11 +74,17 @@ def test_rule_explains_one_and_refuses_unknown_codes() -> None:
     assert result.stdout.startswith("MCP205 param-untyped (problem, stable)")
     assert RULES["MCP205"].hint in result.stdout
     assert "Status: stable: counts in the score and the gates." in result.stdout
-    preview = runner.invoke(app, ["rule", "MCP105"]).stdout
-    assert preview.startswith("MCP105 usage-unstated (note, preview)")
-    assert "shown only with `fathom check --preview`" in preview
-    assert re.search(r"Precision: \d+ % right on real lists \(\d+ of \d+ labelled\)\.", preview)
-    assert "Precision: not yet measured on real lists." in runner.invoke(app, ["rule", "MCP404"]).stdout
+    preview = runner.invoke(app, ["rule", "MCP111"]).stdout
+    assert preview.startswith("MCP111 annotations-contradict-name (warning, preview)")
+    assert "shown only with --preview" in preview
+    # too few labels to measure: the counts, never "not yet measured" (issue 45)
+    assert re.search(r"Precision: 4 of 4 labelled findings right on real lists, too few to measure", preview)
+    measured = runner.invoke(app, ["rule", "MCP104"]).stdout
+    assert re.search(r"Precision: \d+ % right on real lists \(\d+ of \d+ labelled\)\.", measured)
+    new = runner.invoke(app, ["rule", "MCP218"]).stdout
+    assert "Precision: not yet measured: no finding of it labelled on real lists." in new
+    retired = runner.invoke(app, ["rule", "MCP404"]).stdout
+    assert retired.startswith("MCP404 secret-parameter (warning, removed)") and "Retired in catalogue 6" in retired
     assert runner.invoke(app, ["rule", "MCP999"]).exit_code == 2
 
 

@@ -7,7 +7,8 @@ The story the tests check (run 1 → 2 → 3):
 - ``gamma.tools/search``: clean in run 1; in run 2 gains a tool with an untyped parameter (MCP205); stays.
 - ``delta``: ok in runs 1 and 2, unreachable (connect_error) in run 3.
 - ``epsilon``: answers 401 every run (auth_required).
-- ``zeta``: first seen in run 2, with 45 tools (MCP305 tools-over-40).
+- ``zeta``: first seen in run 2, with 45 tools (MCP305 tools-over-40), the first documenting a `ctx` its schema
+  lacks (MCP218, a preview rule).
 
 The store stamps rows with its own clock (``scanner.store.common.now``); the fixture replaces it with a fixed
 one (run *n* happens on 2026-03-0*n*), so every rendered date, and so every snapshot, is deterministic.
@@ -74,6 +75,7 @@ ZETA = [
     tool(f"op_{index:02d}", f"Operation number {index} of the zeta batch service, acting on record {index}.")
     for index in range(45)
 ]
+ZETA[0]["description"] += "\nArgs:\n ctx: context"  # MCP218, a preview rule: a framework argument documented
 
 
 def ok(tools: Sequence[Any], server_name: str = "demo", version: str = "1.0.0") -> ScanOutcome:

@@ -111,10 +111,13 @@ def test_trends_page_has_each_runs_numbers(site: Path, story_store: Store) -> No
     assert re.search(r"1 2026-03-01 \d\d:\d\d 5 4 1 25.0%", visible)
     assert re.search(r"2 2026-03-02 \d\d:\d\d 6 5 2 40.0%", visible)
     assert re.search(r"3 2026-03-03 \d\d:\d\d 6 4 1 25.0%", visible)
-    # Servers hit per rule: one small chart per rule, titled with its code and name, each on its own scale.
+    # Servers hit per rule: one small chart per rule, titled with its code and name, each on its own scale; a
+    # preview rule's (MCP218 on zeta) only with --preview (issue 45).
+    from scanner.rules.registry import is_preview
+
     hits: dict[str, int] = {}
     for trend in trends:
-        for code in trend.findings_by_rule:
+        for code in (code for code in trend.findings_by_rule if not is_preview(code)):
             hits[code] = hits.get(code, 0) + 1
     rules = sorted(hits)[:8]
     panels = re.findall(r"<title>(MCP\d+) ([a-z0-9-]+)</title>", page)
@@ -127,7 +130,7 @@ def test_trends_page_has_each_runs_numbers(site: Path, story_store: Store) -> No
         assert f"<title>{title}" in page
 
 
-def test_server_pages(site: Path, story_store: Store) -> None:
+def test_server_pages(site: Path, story_store: Store, tmp_path: Path) -> None:
     beta = read(site / "servers" / "beta.html")
     visible = text_of(beta)
     assert "Fixed MCP102 problem description-missing fixed on 1 tool fetch_page" in visible
@@ -160,19 +163,20 @@ def test_server_pages(site: Path, story_store: Store) -> None:
     )
     assert gamma.count("<svg") == 4  # tokens and findings, each drawn for wide screens and for a phone
     assert "<title>Tokens per turn, by provider</title>" in gamma
-    zeta_html = read(site / "servers" / "zeta.html")
+    hidden = read(site / "servers" / "zeta.html")
+    assert "MCP305" in text_of(hidden) and "MCP218" not in hidden and 'id="preview"' not in hidden  # by default
+    build_report(story_store, tmp_path / "preview", now=FIXED_NOW, preview=True)
+    zeta_html = read(tmp_path / "preview" / "servers" / "zeta.html")
     zeta = text_of(zeta_html)
-    assert "MCP305" in zeta
-    # 44 MCP303 findings on 45 tools: one row with the count and the first tools (the database keeps all 44).
-    # MCP303 is a preview rule: its row stands in the preview block, after the scored findings, with its precision.
-    assert "<code>MCP303</code>" not in zeta_html.split('<table class="findings cards">')[1].split("</table>")[0]
+    # MCP218 is a preview rule: with --preview its row stands in the preview block, after the scored findings.
+    assert "<code>MCP218</code>" not in zeta_html.split('<table class="findings cards">')[1].split("</table>")[0]
     assert zeta_html.index('<table class="findings cards">') < zeta_html.index('<h2 id="preview">Preview findings</h2>')
     findings_table = zeta_html.split('<table class="findings preview cards">')[1].split("</table>")[0]
-    assert findings_table.count("<code>MCP303</code>") == 1
-    assert "not counted in the score above or in any gate" in zeta and "% right on real lists (" in findings_table
-    assert "45 tools: op_00, op_01, op_02 and 42 more" in zeta and "44 findings, e.g." in zeta
+    assert findings_table.count("<code>MCP218</code>") == 1
+    assert "not counted in the score above or in any gate" in zeta and "not yet measured" in findings_table
+    assert "45 tools: op_00, op_01, op_02 and 42 more" in zeta  # MCP110 on every tool: one row with its count
     zeta_row = next(row for row in current if row.server == "zeta")
-    assert sum(finding.code == "MCP303" for finding in zeta_row.findings) == 44
+    assert [finding.tool for finding in zeta_row.findings if finding.code == "MCP218"] == ["op_00"]
 
     delta = text_of(read(site / "servers" / "delta.html"))
     assert "connect_error: connection refused" in delta
@@ -208,10 +212,12 @@ def test_unknown_run_and_empty_database(story_store: Store, tmp_path: Path, make
         build_report(make_store([]), tmp_path / "y")
 
 
-def test_leaderboard_scores_are_the_score_of_the_stored_findings(site: Path, story_store: Store) -> None:
+def test_leaderboard_scores_are_the_score_of_the_stored_findings(story_store: Store, tmp_path: Path) -> None:
     from scanner.measure.score import score
     from scanner.rules.registry import is_preview
 
+    site = tmp_path / "preview"
+    build_report(story_store, site, now=FIXED_NOW, preview=True)  # preview findings counted apart, shown
     document = json.loads(read(site / "leaderboard.json"))
     stored = {row.server: row for row in story_store.leaderboard(3)}
     assert any(row["preview"] for row in document["ranked"])

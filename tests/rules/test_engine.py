@@ -76,7 +76,7 @@ def test_findings_are_sorted_worst_first_then_by_tool(cheap_context: RuleContext
 def test_select_and_ignore_prefixes(cheap_context: RuleContext) -> None:
     tools = [{"name": "a b", "description": "", "inputSchema": {"type": "object", "properties": {"x": {}}}}]
     everything = {finding.code for finding in run_rules(tools, cheap_context)}
-    assert {"MCP101", "MCP102", "MCP205", "MCP207"} <= everything
+    assert {"MCP101", "MCP102", "MCP205"} <= everything
     only_schema = {finding.code for finding in run_rules(tools, cheap_context, select=["mcp2"])}
     assert only_schema == {code for code in everything if code.startswith("MCP2")}
     assert "MCP205" not in {f.code for f in run_rules(tools, cheap_context, select=["MCP2"], ignore=["MCP205"])}
@@ -241,9 +241,12 @@ def test_messages_say_counts_with_separators_and_no_words_plainly(context_for: A
     findings = run_rules(tools, context_for(tools))
     by_code = {(f.code, f.tool): f for f in findings}
 
-    (echoed,) = [f for f in findings if f.code == "MCP103"]
-    assert echoed.message == "The description of 'get_user', \"Get the user.\", adds no words beyond its name."
-    assert echoed.details["added_words"] == []
+    from scanner.rules.engine import readable_message
+
+    # MCP103 is retired (catalogue 6), but a stored finding of it still reads plainly
+    echoed = "The description of 'get_user', \"Get the user.\", adds only 0 words not in its name."
+    plain = "The description of 'get_user', \"Get the user.\", adds no words beyond its name."
+    assert readable_message(echoed) == plain
 
     tool_cost = by_code[("MCP107", "get 12345 tokens 0")]
     tokens = tool_cost.details["tokens"]

@@ -17,7 +17,7 @@ DEFS = {
     "richText": {
         "type": "object",
         "properties": {
-            "text": {"type": "object", "properties": {"content": {"type": "string"}}},
+            "text": {"description": "The text.", "properties": {"content": {"description": "What it says."}}},
             "annotations": {"type": "object", "description": "Bold, italic and so on."},
         },
     },
@@ -39,7 +39,7 @@ def _tool(name: str, description: str, properties: dict[str, Any]) -> dict[str, 
 
 
 TOOLS = [
-    _tool("get_user", "Fetch one workspace member by id.", {"member_ref": {"type": "string"}}),
+    _tool("get_user", "Fetch one workspace member by id.", {"member_ref": {"description": "The member."}}),
     _tool(
         "post_page",
         "Create a page under a parent page, with a title.",
@@ -57,25 +57,23 @@ def _of(findings: list[Finding], code: str, tool: str) -> list[Finding]:
 
 def test_definitions_are_not_parameters(context_for: Callable[[Sequence[Any]], RuleContext]) -> None:
     findings = run_rules(TOOLS, context_for(TOOLS))
-    (undescribed,) = _of(findings, "MCP207", "get_user")
-    assert undescribed.details["parameters"] == ["member_ref"]  # no $defs.* paths before the real parameter
-    assert not _of(findings, "MCP206", "get_user") and not _of(findings, "MCP208", "get_user")
+    (untyped,) = _of(findings, "MCP205", "get_user")
+    assert untyped.details["parameters"] == ["member_ref"]  # no $defs.* paths before the real parameter
+    assert not _of(findings, "MCP208", "get_user")
 
 
 def test_findings_name_the_path_a_model_meets(context_for: Callable[[Sequence[Any]], RuleContext]) -> None:
     findings = run_rules(TOOLS, context_for(TOOLS))
-    (undescribed,) = _of(findings, "MCP207", "post_page")
-    # title[] -> richText: its property `text` has no description, met at title[].text.
-    assert undescribed.details["parameters"] == ["title[].text", "title[].text.content"]
-    assert undescribed.details["definitions"] == {
+    (untyped,) = _of(findings, "MCP205", "post_page")
+    # title[] -> richText: its property `text` has no type, met at title[].text.
+    assert untyped.details["parameters"] == ["title[].text", "title[].text.content"]
+    assert untyped.details["definitions"] == {
         "title[].text": "#/$defs/richText",
         "title[].text.content": "#/$defs/richText",
     }
-    assert undescribed.pointer == "/inputSchema/$defs/richText/properties/text"  # where to fix it
-    (free,) = _of(findings, "MCP206", "post_page")
-    assert free.details["parameters"] == ["title[].annotations"]
-    # `parent` is only a $ref; the definition it names is described, so parent counts as described.
-    assert "parent" not in undescribed.details["parameters"]
+    assert untyped.pointer == "/inputSchema/$defs/richText/properties/text"  # where to fix it
+    # `parent` is only a $ref; the definition it names is typed, so parent counts as typed.
+    assert "parent" not in untyped.details["parameters"]
     (ref,) = _of(findings, "MCP208", "post_page")
     assert ref.details["parameters"] == ["parent", "title[]"]
     assert ref.details["refs"] == ["#/$defs/parentRequest", "#/$defs/richText"]

@@ -10,6 +10,7 @@ import json
 import math
 import os
 import random
+import re
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -104,8 +105,14 @@ def _told_apart(tools: list[ToolInfo], i: int, j: int) -> bool:
     lower_j = other.name.lower() if isinstance(other.name, str) else ""
     if (len(lower_j) >= 3 and lower_j in text_i.lower()) or (len(lower_i) >= 3 and lower_i in text_j.lower()):
         return True
-    name_i, name_j = set(name_words(first.name)), set(name_words(other.name))
-    return bool((name_i - name_j) & joined(text_i)) and bool((name_j - name_i) & joined(text_j))
+    if re.search(r"\binstead\b|\brather than\b|\buse [\w.-]+ (?:for|to|when)\b", text_i + "\n" + text_j, re.I):
+        return True
+    words_i, words_j = name_words(first.name), name_words(other.name)
+    name_i, name_j = set(words_i), set(words_j)
+    own_i, own_j = name_i - name_j, name_j - name_i
+    if own_i and own_j and words_i[:1] == words_j[:1]:  # a same-verb family over different objects
+        return True
+    return bool((own_i | own_j) & (joined(text_i) | joined(text_j)))
 
 
 def test_told_apart_is_its_definition() -> None:
@@ -125,7 +132,8 @@ def test_told_apart_is_its_definition() -> None:
     apart = _Apart(tools)
     answers = {(i, j): apart.told_apart(i, j) for i in range(len(raw)) for j in range(len(raw)) if i != j}
     assert answers == {pair: _told_apart(tools, *pair) for pair in answers}
-    assert answers[(0, 1)] and not answers[(2, 3)] and answers[(4, 5)] and answers[(6, 7)]
+    assert answers[(0, 1)] and answers[(2, 3)] and answers[(4, 5)] and answers[(6, 7)]
+    assert not answers[(8, 9)]  # no name words, no text: nothing tells them apart
 
 
 def test_split_name_marks_camel_case_boundaries_only_where_a_letter_is_upper_case() -> None:

@@ -209,7 +209,6 @@ def test_second_scan_events_are_exactly_the_changes_made(scanned: Scanned) -> No
             ("sdk/fix", "tool_changed", "search_docs", ""),
             ("sdk/fix", "finding_appeared", "search_docs", "MCP501"),  # schema changed, version 1.2.3 kept
             ("sdk/fix", "finding_resolved", "search_docs", "MCP205"),
-            ("sdk/fix", "finding_resolved", "search_docs", "MCP807"),  # typed: Gemini CLI no longer skips it
             ("sdk-stdio/add", "tool_added", "flip_coin", ""),
             ("demo/bump", "tool_changed", "convert_units", ""),
             ("demo/bump", "server_version_changed", "", ""),

@@ -17,8 +17,8 @@ ECHO = [
     {
         "name": "get_user",
         "description": "Gets the user.",
-        # an undescribed parameter: the name alone must say what the tool does, and MCP103 finds it does not
-        "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}},
+        # an untyped parameter: MCP205 (a stable rule) finds it
+        "inputSchema": {"type": "object", "properties": {"id": {"description": "The user's id."}}},
     },
     {
         "name": "get_user_roles",
@@ -50,17 +50,17 @@ def _counts(store: Store) -> tuple[int, ...]:
 
 def test_rescore_reports_per_rule_and_is_a_no_op_the_second_time(store: Store) -> None:
     run = store.start_run("list.txt", "4", {})
-    store.record_scan(run, entry("a"), ok(ECHO), without("MCP103"))
+    store.record_scan(run, entry("a"), ok(ECHO), without("MCP205"))
     store.finish_run(run)
     before = _counts(store)
 
     dry = store.rescore_history("4", toollist.measure, dry_run=True)
-    assert dry.added["MCP103"] == 1 and dry.toolsets_changed == 1 and dry.dry_run
+    assert dry.added["MCP205"] == 1 and dry.toolsets_changed == 1 and dry.dry_run
     assert _counts(store) == before  # a dry run writes nothing
 
     done = store.rescore_history("4", toollist.measure)
-    assert done.added["MCP103"] == 1 and not done.removed and done.toolsets_changed == 1
-    assert [f.code for f in store.leaderboard(run)[0].findings].count("MCP103") == 1
+    assert done.added["MCP205"] == 1 and not done.removed and done.toolsets_changed == 1
+    assert [f.code for f in store.leaderboard(run)[0].findings].count("MCP205") == 1
     after = _counts(store)
 
     again = store.rescore_history("4", toollist.measure)
@@ -92,12 +92,12 @@ def test_rescore_dry_run_on_the_command_line(tmp_path: Path) -> None:
 
     with open_store(f"sqlite:///{db}") as store:
         run = store.start_run("list.txt", "4", {})
-        store.record_scan(run, entry("a"), ok(ECHO), without("MCP103"))
+        store.record_scan(run, entry("a"), ok(ECHO), without("MCP205"))
         store.finish_run(run)
     runner = CliRunner()
     first = runner.invoke(app, ["rescore", "--db", str(db), "--dry-run"])
     assert first.exit_code == 0, first.output
-    assert "would change 1 tool lists" in first.output and "MCP103  +1" in first.output
+    assert "would change 1 tool lists" in first.output and "MCP205  +1" in first.output
     second = runner.invoke(app, ["rescore", "--db", str(db)])
     assert "changed 1 tool lists" in second.output
     third = runner.invoke(app, ["rescore", "--db", str(db)])
@@ -125,13 +125,12 @@ def test_rescore_relabels_a_count_made_by_an_older_method(store: Store) -> None:
 
 
 def test_rescore_brings_a_store_of_catalogue_4_onto_catalogue_5(store: Store) -> None:
-    """A store scored under catalogue 4 (here: without the new MCP404, and with MCP112 on a calculator's `add`)
+    """A store scored under an older catalogue (here: without MCP110, and with MCP112 on a calculator's `add`)
     is brought onto the current catalogue by one rescore: findings under the new version, every run recounted,
     and the leaderboard reading them."""
     from scanner.rules import RULES_VERSION
     from scanner.rules.registry import make_finding
 
-    assert RULES_VERSION == "5"
     tools = [
         {"name": "add", "description": "Adds two numbers.", "inputSchema": {"type": "object", "properties": {}}},
         {
@@ -144,7 +143,7 @@ def test_rescore_brings_a_store_of_catalogue_4_onto_catalogue_5(store: Store) ->
 
     def catalogue_4(toolset: Toolset) -> CheckReport:
         report = toollist.measure(toolset)
-        kept = [f for f in report.findings if f.code != "MCP404"]
+        kept = [f for f in report.findings if f.code != "MCP110"]
         kept.append(make_finding("MCP112", tool="add", message="'add' changes things (add).", tool_index=0))
         return CheckReport(**{**report.__dict__, "findings": tuple(kept)})
 
@@ -152,9 +151,72 @@ def test_rescore_brings_a_store_of_catalogue_4_onto_catalogue_5(store: Store) ->
     store.record_scan(run, entry("calc"), ok(tools), catalogue_4)
     store.finish_run(run)
     done = store.rescore_history(RULES_VERSION, toollist.measure)
-    assert done.added["MCP404"] == 1 and done.removed["MCP112"] == 1 and done.toolsets_changed == 1
+    assert done.added["MCP110"] == 1 and done.removed["MCP112"] == 1 and done.toolsets_changed == 1
     (row,) = store.leaderboard(run)
     codes = sorted(f.code for f in row.findings)
-    assert "MCP404" in codes and "MCP112" not in codes
+    assert "MCP110" in codes and "MCP112" not in codes
     again = store.rescore_history(RULES_VERSION, toollist.measure)
     assert not again.anything and again.runs_recounted == 0
+
+
+CATALOGUE_6_CHANGES = [
+    # MCP218 (new): a FastMCP docstring's `ctx` line
+    {
+        "name": "search_notes",
+        "description": "Search the notes.\n\nArgs:\n    ctx: MCP context\n    query: words to find",
+        "inputSchema": {"type": "object", "properties": {"query": {"type": "string", "description": "Words."}}},
+        "annotations": {"readOnlyHint": True},
+    },
+    # MCP404 (retired in catalogue 6): its stored finding on a sync token goes
+    {
+        "name": "sync_events",
+        "description": "Sync calendar events since the last sync.",
+        "inputSchema": {"type": "object", "properties": {"sync_token": {"type": "string", "description": "Where."}}},
+        "annotations": {"readOnlyHint": True},
+    },
+]
+
+
+def test_rescore_brings_a_store_of_catalogue_5_onto_catalogue_6(tmp_path: Path) -> None:
+    """A SQLite file scored under catalogue 5 (MCP404, now retired, on a sync token; no MCP218) is brought onto
+    catalogue 6 by `fathom rescore`: the command says what changed per rule, and the leaderboard then reads
+    catalogue 6's findings; a second rescore changes nothing."""
+    from scanner.rules import RULES_VERSION
+    from scanner.rules.registry import make_finding
+    from scanner.store import open_store
+
+    assert RULES_VERSION == "6"
+
+    def catalogue_5(toolset: Toolset) -> CheckReport:
+        report = toollist.measure(toolset)
+        kept = [f for f in report.findings if f.code != "MCP218"]
+        kept.append(
+            make_finding(
+                "MCP404",
+                tool="sync_events",
+                message="'sync_events' asks the model for a credential in its parameters: sync_token.",
+                pointer="/inputSchema/properties/sync_token",
+                details={"parameters": ["sync_token"]},
+                tool_index=1,
+            )
+        )
+        return CheckReport(**{**report.__dict__, "findings": tuple(kept)})
+
+    db = tmp_path / "catalogue5.db"
+    with open_store(f"sqlite:///{db}") as store:
+        run = store.start_run("list.txt", "5", {})
+        store.record_scan(run, entry("notes"), ok(CATALOGUE_6_CHANGES), catalogue_5)
+        store.finish_run(run)
+        (before,) = store.leaderboard(run)
+        assert "MCP404" in {f.code for f in before.findings} and "MCP218" not in {f.code for f in before.findings}
+    runner = CliRunner()
+    done = runner.invoke(app, ["rescore", "--db", str(db)])
+    assert done.exit_code == 0, done.output
+    assert "changed 1 tool lists" in done.output
+    assert "MCP218  +1  -0" in done.output and "MCP404  +0  -1" in done.output
+    with open_store(f"sqlite:///{db}") as store:
+        (row,) = store.leaderboard(run)
+        codes = {f.code for f in row.findings}
+        assert "MCP218" in codes and "MCP404" not in codes
+    again = runner.invoke(app, ["rescore", "--db", str(db)])
+    assert "nothing changed; nothing written" in again.output

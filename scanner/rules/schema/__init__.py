@@ -1,4 +1,4 @@
-"""Rules on a tool's ``inputSchema`` and ``outputSchema`` (MCP201-MCP217): what a model needs to fill the
+"""Rules on a tool's ``inputSchema`` and ``outputSchema`` (MCP201-MCP218): what a model needs to fill the
 arguments right, and what a client validates results against.
 
 Every rule reads the one iterative walk of :class:`~scanner.rules.tools.ToolInfo` and reports one finding per
@@ -8,7 +8,7 @@ for array items) and a JSON Pointer to the first place it applies (where the sch
 ``$ref``s are followed once per path; where a level's keys may come from a reference that cannot be resolved
 (remote, an anchor, missing), MCP204 and MCP206 stay silent rather than guess.
 
-One module per family: :mod:`.shape` (MCP201-MCP206), :mod:`.descriptions` (MCP207), :mod:`.portability`
+One module per family: :mod:`.shape` (MCP201-MCP206), :mod:`.descriptions` (MCP207, MCP218), :mod:`.portability`
 (MCP208-MCP209), :mod:`.size` (MCP210-MCP213), :mod:`.validity` (MCP214-MCP217); :mod:`.common` holds what they
 share. Importing this package registers them all (the catalogue lists rules in code order, whatever the order
 of import).

@@ -239,7 +239,7 @@ _JSON_IN_STRING = re.compile(
         "Declare the structure as an object or array schema: a model fills a typed structure far more reliably "
         "than it escapes JSON inside a string."
     ),
-    status="preview",
+    status="stable",
     doc="""Warns about a parameter of type `string` whose own description says it holds JSON ("JSON string",
     "JSON-encoded", "serialized JSON", "stringified JSON", "serialized from a JSON", "as a JSON object string",
     case-insensitive). The model must then write the structure and escape it inside a string, with no schema to
