@@ -40,7 +40,7 @@ STATUSES: tuple[Status, ...] = ("stable", "preview", "deprecated", "removed")
 # Bump whenever any rule's condition, threshold or message shape changes: stored findings are keyed by it, and a
 # store re-scores its toolsets when the catalogue it was scored with is not this one. tests/rules/test_catalogue.py
 # ties every version to the digest of the catalogue it names (see :func:`catalogue_digest`).
-RULES_VERSION = "5"
+RULES_VERSION = "6"
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,10 @@ class RuleContext:
     """Each tool's own cost per turn with the most expensive provider, by list index (MCP107); when the caller
     has none, :meth:`tool_cost` counts the tool's JSON with :meth:`cost`."""
     tool_tokens_method: str = ""
+    server_key: str = ""
+    """The name a client gives the server in its configuration, from which it builds each tool's name (MCP809):
+    ``check --server-key``, else the registry entry's last name segment, else ``serverInfo.name``; empty when
+    none is known (MCP809 then does not run)."""
 
     def cost(self, text: str) -> tuple[int, str]:
         """What ``text`` costs per turn with the most expensive provider, and how that was counted.
