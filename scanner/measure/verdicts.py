@@ -119,7 +119,7 @@ def _preview(code: str) -> bool:
 
 def client_effects(finding: Any) -> list[tuple[str, str, str]]:
     """(client, effect, error) for each client a finding's details name, whatever its family (MCP8xx; MCP101 for a
-    name the APIs refuse; MCP101/MCP201/MCP214/MCP216 for a list that is not valid MCP); nothing for details that
+    name the APIs refuse; MCP101/MCP201/MCP205/MCP214/MCP216 for a list that is not valid MCP); nothing for details that
     are not that shape (a stored finding is read as data, never trusted). A finding stored without details
     (history's finding events) gets its rule's clients from ``EFFECTS``, without the error text."""
     code = str(getattr(finding, "code", ""))

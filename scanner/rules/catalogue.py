@@ -143,7 +143,7 @@ def _verdict_clients() -> list[str]:
     out = [
         'Every "Will it load?" verdict speaks of these clients, as their sources cover them (`--fail-on-reject` '
         "takes the keys, or `all`). The rules that decide a verdict are MCP801-MCP803 and MCP808-MCP810, MCP101 "
-        "(a name the APIs refuse), and MCP101, MCP201, MCP214 and MCP216 when the list is not valid MCP; each "
+        "(a name the APIs refuse), and MCP101, MCP201, MCP205, MCP214 and MCP216 when the list is not valid MCP; each "
         "rule's doc below names every client it changes, with the source, the verbatim error, the effect and the "
         "versions.",
         "",

@@ -9,7 +9,7 @@ out). :mod:`scanner.measure.verdicts` turns these into one verdict per client. C
 
 MCP801-MCP803 are ``stable`` from the start (rules.md, catalogue 5); MCP804 is retired into MCP810 (catalogue
 6). MCP808-MCP810 are in :mod:`scanner.rules.clients_limits`. Findings of other families also name clients
-(MCP101 through :func:`name_clients`; MCP101, MCP201, MCP214 and MCP216 through :func:`sdk_list_clients`, a list
+(MCP101 through :func:`name_clients`; MCP101, MCP201, MCP205, MCP214 and MCP216 through :func:`sdk_list_clients`, a list
 that is not valid MCP).
 """
 
@@ -121,7 +121,7 @@ EFFECTS: dict[str, tuple[tuple[str, str], ...]] = {
 """Each rule's clients and effects, as its findings' details name them (tests hold the two together): what a
 verdict falls back on for a finding stored without details (the finding events of history keep none). MCP809 and
 MCP810 depend on the server key and the count, so a finding stored without details decides nothing; nor do the
-findings of other families that name clients (MCP101, MCP201, MCP214, MCP216: see :func:`name_clients` and
+findings of other families that name clients (MCP101, MCP201, MCP205, MCP214, MCP216: see :func:`name_clients` and
 :func:`sdk_list_clients`), whose effect depends on the exact shape."""
 
 DATED_NOTES: dict[str, dict[str, str]] = {

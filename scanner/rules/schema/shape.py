@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from scanner.models import Severity
@@ -43,7 +44,8 @@ from scanner.rules.tools import Node, ToolInfo, pointer, type_label
     Mearman/mcp-wayback-machine#29, 2026-05; anthropics/claude-code#17742, 2026-01), Claude Desktop and Cursor
     ("Error listing tools ... Found 0 tools", anthropics/claude-code#10031 and #10825, 2025-10/11, for an
     `outputSchema` without `"type": "object"`, MCP216). The same holds for a tool without a name (MCP101) and for
-    `"properties": []` or a `required` that is not a list of strings (MCP214; PHP's `json_encode` writes an empty
+    `"properties": []`, a property that is not an object (a boolean schema: MCP205) or a `required` that is not a
+    list of strings (MCP214; PHP's `json_encode` writes an empty
     array as `[]`: use-novamira/novamira#82 "expected record, received array", craigk5n/webcalendar#725,
     shopware/shopware#18713). The oracle: the SDK's own `ListToolsResultSchema` (npm `@modelcontextprotocol/sdk`)
     run in tests/rules/test_oracles.py on the fixtures and the real lists. Bad: no `inputSchema`,
@@ -188,7 +190,9 @@ def param_untyped(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         node for node in tool.params if not node.conditional and not _typed(node.schema) and not _is_refinement(node)
     ]
     if found:
-        yield _parameters_hit(tool, "has untyped parameters", found, fix=f'Add "type" to {_where(found)}.')
+        hit = _parameters_hit(tool, "has untyped parameters", found, fix=f'Add "type" to {_where(found)}.')
+        refused = _refused(tool)  # a property given as `true`/`false`: not valid MCP for the SDK's schema
+        yield replace(hit, details={**hit.details, **refused}) if refused else hit
 
 
 _QUOTED_KEY = re.compile(r"[\"'`]([A-Za-z_$][\w.$-]{0,63})[\"'`]")

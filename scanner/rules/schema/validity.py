@@ -230,6 +230,7 @@ def output_schema_invalid(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
                 "problem": "invalid",
                 "dialect": dialect.name,
                 "errors": [{"pointer": "/outputSchema" + path, "message": message} for path, message in errors],
+                **_refused(tool),
             },
         )
 
