@@ -120,8 +120,8 @@ def check(
         str | None,
         typer.Option(
             metavar="CLIENT[,CLIENT]",
-            help="Exit 1 when a named client (claude-code, anthropic-api, cursor, gemini-cli, gemini-api, openai-api, "
-            "vscode) would refuse the list or drop a tool.",
+            help="Exit 1 when a named client (claude-code, claude-desktop, anthropic-api, codex, cursor, gemini-cli, "
+            "gemini-api, openai-api, vscode, windsurf; all: every one) would refuse the list or drop a tool.",
         ),
     ] = None,
     min_score: Annotated[

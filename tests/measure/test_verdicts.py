@@ -314,3 +314,78 @@ def test_a_hostile_tool_name_is_escaped_in_every_verdict_block(tmp_path: Path) -
     assert "<img" not in block and "\u202e" not in block and "| OpenAI API | refuses the whole list |" in block
     text = check("--tools-file", str(path)).stdout
     assert "\u202e" not in text.split("Will it load?", 1)[1]
+
+
+# --- catalogue 6: the acceptance of issue 43 on the command line --------------------------------------------------
+
+
+def _listed(tmp_path: Path, tools: list[Any], name: str = "tools.json") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps({"tools": tools}), encoding="utf-8")
+    return str(path)
+
+
+def test_a_dotted_name_is_refused_by_both_apis_and_fails_their_gate(tmp_path: Path) -> None:
+    dotted = {**CLEAN, "name": "files.read"}
+    said = check("--tools-file", _listed(tmp_path, [dotted]))
+    assert said.exit_code == 0
+    assert "Anthropic API and OpenAI API refuse the whole list." in said.stdout
+    assert "Every client loads" not in said.stdout
+    assert "'^[a-zA-Z0-9_-]{1,128}$'" in said.stdout  # the API's own error (wrapped to the terminal)
+    gate = check("--tools-file", _listed(tmp_path, [dotted]), "--fail-on-reject", "anthropic-api,openai-api")
+    assert gate.exit_code == 1
+    assert (
+        "fathom: gate --fail-on-reject anthropic-api,openai-api failed: Anthropic API refuses the whole list "
+        "(MCP101); OpenAI API refuses the whole list (MCP101)"
+    ) in gate.stderr
+    near = check("--tools-file", _listed(tmp_path, [{**CLEAN, "name": "files_read"}]), "--fail-on-reject", "all")
+    assert near.exit_code == 0 and "Every client loads the whole list" in near.stdout
+
+
+def test_fail_on_reject_all_names_every_client(tmp_path: Path) -> None:
+    filesystem = json.loads((REAL / "server-filesystem.json").read_text(encoding="utf-8"))["tools"]
+    failed = check("--tools-file", _listed(tmp_path, filesystem), "--fail-on-reject", "all")
+    assert failed.exit_code == 1
+    gate = next(line for line in failed.stderr.splitlines() if "gate --fail-on-reject" in line)
+    assert ",".join(client.key for client in REJECT_CLIENTS) in gate
+    assert "Claude Code drops 14 tools (MCP808); Claude Desktop drops 14 tools (MCP808)" in gate
+    passed = check("--tools-file", _listed(tmp_path, filesystem), "--fail-on-reject", "openai-api,windsurf,codex")
+    assert passed.exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("count", "refusing"),
+    [
+        (129, "OpenAI API refuses the whole list.\n  VS Code (Copilot) and Windsurf refuse the whole list."),
+        (128, "Windsurf refuses the whole list."),
+        (101, "Windsurf refuses the whole list."),
+        (100, None),
+    ],
+)
+def test_tool_counts_against_each_clients_limit(tmp_path: Path, count: int, refusing: str | None) -> None:
+    tools = [{**CLEAN, "name": f"get_contact_{index}"} for index in range(count)]
+    found = verdicts(measure(Toolset.from_tools(tuple(tools))).findings)
+    text = "\n".join(render_text(found))
+    if refusing is None:
+        assert "Every client loads the whole list" in text
+    else:
+        assert refusing in text
+    assert ({verdict.client for verdict in found if verdict.state == "refuses"} >= {"openai-api"}) == (count > 128)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "drops"),
+    [
+        ("http://json-schema.org/draft-07/schema#", True),
+        ("https://json-schema.org/draft/2020-12/schema", False),
+        (None, False),
+    ],
+)
+def test_the_filesystem_server_near_misses(dialect: str | None, drops: bool) -> None:
+    tools = json.loads((REAL / "server-filesystem.json").read_text(encoding="utf-8"))["tools"]
+    for tool in tools:
+        tool["outputSchema"].pop("$schema", None)
+        if dialect is not None:
+            tool["outputSchema"]["$schema"] = dialect
+    found = {verdict.client: verdict for verdict in verdicts(measure(Toolset.from_tools(tuple(tools))).findings)}
+    assert found["claude-desktop"].phrase() == ("drops 14 tools" if drops else "loads")
