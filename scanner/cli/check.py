@@ -124,6 +124,14 @@ def check(
             "gemini-api, openai-api, vscode, windsurf; all: every one) would refuse the list or drop a tool.",
         ),
     ] = None,
+    server_key: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="The server's name in a client's configuration: MCP809 checks the tool names clients build from "
+            "it (mcp__NAME__tool). Default: the server's serverInfo.name.",
+        ),
+    ] = None,
     min_score: Annotated[
         float | None,
         typer.Option(min=0, max=100, metavar="N", help="Exit 1 when the leaderboard score (0-100) is below N."),
@@ -302,6 +310,7 @@ def check(
         preview=preview,
         fail_on_reject=fail_on_reject,
         openai_strict=openai_strict,
+        server_key=server_key,
     )
     request = CheckRequest(
         tools_file=tools_file,
@@ -317,6 +326,7 @@ def check(
         db_url=db_url,
         server=server,
         preview=chosen.preview,
+        server_key=chosen.server_key,
     )
     from scanner.check import write as check_write
 

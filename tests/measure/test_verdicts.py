@@ -389,3 +389,38 @@ def test_the_filesystem_server_near_misses(dialect: str | None, drops: bool) -> 
             tool["outputSchema"]["$schema"] = dialect
     found = {verdict.client: verdict for verdict in verdicts(measure(Toolset.from_tools(tuple(tools))).findings)}
     assert found["claude-desktop"].phrase() == ("drops 14 tools" if drops else "loads")
+
+
+def test_server_key_builds_the_clients_names(tmp_path: Path, monkeypatch: Any) -> None:
+    """`check --server-key` (or `server-key` in the config): a 52-character tool name fits Cursor but not Claude
+    Code under `github` (mcp__github__ + 52 = 65); 51 fits exactly; without a key a file has no built names."""
+    long_name = "get_" + "x" * 44 + "_one"
+    exact = "get_" + "z" * 43 + "_ok1"
+    listed = _listed(tmp_path, [{**CLEAN, "name": long_name}, {**CLEAN, "name": exact}])
+    data = json.loads(check("--tools-file", listed, "--server-key", "github", "--format", "json").stdout)
+    assert data["verdicts"]["claude-code"]["verdict"] == "drops 1 tool"
+    assert data["verdicts"]["claude-code"]["dropped"] == [long_name]
+    assert data["verdicts"]["cursor"]["verdict"] == "loads"
+    assert "at most 64 characters (mcp__github__" in data["verdicts"]["claude-code"]["reasons"][0]
+    unnamed = json.loads(check("--tools-file", listed, "--format", "json").stdout)
+    assert unnamed["verdicts"]["claude-code"]["verdict"] == "loads"
+    gate = check("--tools-file", listed, "--server-key", "github-enterprise", "--fail-on-reject", "cursor")
+    assert gate.exit_code == 1 and "Cursor drops 2 tools (MCP809)" in gate.stderr  # 17 + 51 = 68 > 59
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fathom.toml").write_text('server-key = "github"\nfail-on-reject = "claude-code"\n', encoding="utf-8")
+    configured = check("--tools-file", listed)
+    assert configured.exit_code == 1 and "Claude Code drops 1 tool (MCP809)" in configured.stderr
+    bad = check("--tools-file", listed, "--server-key", " ")
+    assert bad.exit_code == 2 and "--server-key must be" in bad.stderr
+
+
+def test_server_info_name_is_the_default_key(tmp_path: Path) -> None:
+    """Against a real server (the official Python SDK's), without --server-key, MCP809 uses serverInfo.name."""
+    long_name = "get_" + "x" * 60
+    served = tmp_path / "served.json"
+    served.write_text(json.dumps([{**CLEAN, "name": long_name}]), encoding="utf-8")
+    with sdk_http_server(tools_file=served) as server:
+        data = json.loads(check("--url", server.url(), "--format", "json").stdout)
+    reasons = data["verdicts"]["claude-code"]["reasons"]
+    assert data["verdicts"]["claude-code"]["dropped"] == [long_name]
+    assert any("mcp__" in reason and f"__{long_name}" in reason for reason in reasons)
