@@ -254,13 +254,19 @@ def sdk_list_problem(raw: Any, index: int) -> tuple[str, str] | None:
 
 def sdk_list_clients(raw: Any, index: int) -> list[dict[str, str]]:
     """The clients that refuse the whole list because of this tool (:data:`SDK_CLIENTS`), with the error each
-    shows; empty when the SDK's schema accepts the tool."""
+    shows; empty when the SDK's schema accepts the tool. ``"properties": []`` also makes the OpenAI API refuse the
+    request ("invalid_function_parameters: [] is not of type 'object'", shopware/shopware#18713)."""
     found = sdk_list_problem(raw, index)
     if found is None:
         return []
     where, message = found
     error = f"Failed to fetch tools: {where}: {message}"
-    return _clients(*[(client, "refuses", error) for client in SDK_CLIENTS])
+    entries = [(client, "refuses", error) for client in SDK_CLIENTS]
+    schema = raw.get("inputSchema") if isinstance(raw, dict) else None
+    if where.endswith(".inputSchema.properties") and isinstance(schema, dict) and schema.get("properties") == []:
+        # PHP's empty array: OpenAI validates the parameters as JSON Schema (shopware/shopware#18713, 2026-07)
+        entries.append(("openai-api", "refuses", "invalid_function_parameters: [] is not of type 'object'"))
+    return _clients(*entries)
 
 
 def _clients(*entries: tuple[str, str, str]) -> list[dict[str, str]]:

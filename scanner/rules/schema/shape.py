@@ -46,8 +46,9 @@ from scanner.rules.tools import Node, ToolInfo, pointer, type_label
     `outputSchema` without `"type": "object"`, MCP216). The same holds for a tool without a name (MCP101) and for
     `"properties": []`, a property that is not an object (a boolean schema: MCP205) or a `required` that is not a
     list of strings (MCP214; PHP's `json_encode` writes an empty
-    array as `[]`: use-novamira/novamira#82 "expected record, received array", craigk5n/webcalendar#725,
-    shopware/shopware#18713). The oracle: the SDK's own `ListToolsResultSchema` (npm `@modelcontextprotocol/sdk`)
+    array as `[]`: use-novamira/novamira#82 "expected record, received array", craigk5n/webcalendar#725; the OpenAI
+    API refuses that request too, "400 invalid_function_parameters: "[] is not of type 'object'"",
+    shopware/shopware#18713, 2026-07). The oracle: the SDK's own `ListToolsResultSchema` (npm `@modelcontextprotocol/sdk`)
     run in tests/rules/test_oracles.py on the fixtures and the real lists. Bad: no `inputSchema`,
     `"inputSchema": {"type": "string"}` or `{"properties": {...}}` without a type.
     Good: `{"type": "object", "properties": {"query": {"type": "string"}}}`.""",
