@@ -49,8 +49,8 @@ from scanner.rules.tools import Node, ToolInfo, pointer, type_label
     array as `[]`: use-novamira/novamira#82 "expected record, received array", craigk5n/webcalendar#725; the OpenAI
     API refuses that request too, "400 invalid_function_parameters: "[] is not of type 'object'"",
     shopware/shopware#18713, 2026-07). The oracle: the SDK's own `ListToolsResultSchema` (npm
-    `@modelcontextprotocol/sdk`) run in tests/rules/test_oracles.py on the fixtures and the real lists. Bad: no `inputSchema`,
-    `"inputSchema": {"type": "string"}` or `{"properties": {...}}` without a type.
+    `@modelcontextprotocol/sdk`) run in tests/rules/test_oracles.py on the fixtures and the real lists.
+    Bad: no `inputSchema`, `"inputSchema": {"type": "string"}` or `{"properties": {...}}` without a type.
     Good: `{"type": "object", "properties": {"query": {"type": "string"}}}`.""",
 )
 def schema_not_object(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
