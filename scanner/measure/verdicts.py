@@ -27,8 +27,20 @@ from scanner.rules.clients_reject import (  # the client table lives with the ru
 )
 
 State = Literal["loads", "drops", "refuses"]
+STATES: tuple[State, ...] = ("loads", "drops", "refuses")
 _RANK: dict[str, int] = {"loads": 0, "drops": 1, "refuses": 2}
 FAMILY = "MCP8"
+OTHER_CODES = ("MCP101", "MCP201", "MCP205", "MCP214", "MCP216")
+"""Rules outside MCP8xx whose findings can name clients (catalogue 6): MCP101 for a name the APIs refuse, and these
+when the list is not valid MCP (:func:`scanner.rules.clients_reject.sdk_list_clients`)."""
+
+
+def verdict_codes() -> tuple[str, ...]:
+    """Every rule whose findings can decide a verdict: the MCP8xx tool and list rules, and :data:`OTHER_CODES`."""
+    from scanner.rules import RULES
+
+    own = [code for code in RULES if code.startswith(FAMILY) and RULES[code].scope in ("tool", "list")]
+    return (*own, *OTHER_CODES)
 
 
 __all__ = ["CLIENT_KEYS", "REJECT_CLIENTS", "RejectClient", "Verdict", "client_label", "verdicts"]

@@ -663,13 +663,17 @@ def site_data(
             events[event.server].append(event)
     board = build_leaderboard(store, run, previous, None, events)
     pages = server_pages(store, run.id, (*board.ranked, *board.unranked), board.providers)
+    trends = build_trends(store)
+    from scanner.report.clients_view import clients_view
+
     return SiteData(
         leaderboard=board,
-        trends=build_trends(store),
+        trends=trends,
         servers=pages if stream else tuple(pages),
         rules=build_rules(store, run.id),
         generated_at=now or datetime.now(UTC),
         health=run_health(store.engine, board),
+        clients=clients_view(store, board, trends),
     )
 
 
@@ -772,7 +776,7 @@ def build_report(
         with _long_lived_frozen():
             built = [*write_site(data, staging), *write_exports(data.leaderboard, staging)]
             # health.html/json/csv, from the health the pages already show
-            built += write_health(store.engine, data.leaderboard, staging, data.generated_at, data.health)
+            built += write_health(store.engine, data.leaderboard, staging, data.generated_at, data.health, data.clients)
         paths = _publish(staging, out_dir, built)
     except OSError as exc:  # a full disk, a read-only folder, --out naming a file: one line, exit 4
         raise OutputError(f"Cannot write the report to {out_dir}: {exc.strerror or exc}") from exc

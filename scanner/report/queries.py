@@ -58,6 +58,7 @@ def history_columns(rows: list[dict[str, Any]]) -> list[str]:
     return [*HISTORY_COLUMNS[:at], *scan_metrics.METRICS, *HISTORY_COLUMNS[at:]]
 
 
+CLIENT_SERVER_COLUMNS = ["server", "last_run", "tools", "score", "state", "verdict", "rules", "since_run"]
 FINDING_COLUMNS = ["server", "code", "severity", "tool", "first_seen_run", "gone_run", "message"]
 DIFF_COLUMNS = ["change", "tool", "detail"]
 RULE_COLUMNS = ["code", "severity", "status", "slug", "hint"]
@@ -67,6 +68,7 @@ RULE_COLUMNS = ["code", "severity", "status", "slug", "hint"]
 OPTIONAL_COLUMNS: dict[str, list[str]] = {
     "runs": ["finished_at", "servers_scanned"],
     "servers": ["warnings", "will_it_load", "detail", "last_scanned_at", "version", "notes", *PROVIDERS[1:]],
+    "client-servers": ["score", "tools", "rules"],
     "history": [
         "lanes",
         "registry_version",
@@ -85,15 +87,14 @@ WRAP_COLUMNS = ("detail", "message", "source", "hint", "lanes", "workers", "will
 
 
 def _client_findings(store: Store, server: str | None = None, still_open: bool = False) -> list[FindingRow]:
-    """The stored findings of the MCP8xx rules (what clients reject), of one server or all, with when each
-    appeared and went away."""
-    from scanner.measure.verdicts import FAMILY
-    from scanner.rules import RULES
+    """The stored findings that name clients (the MCP8xx rules, and MCP101/MCP201/MCP205/MCP214/MCP216 where they
+    do: :func:`scanner.measure.verdicts.verdict_codes`), of one server or all, with when each appeared and went."""
+    from scanner.measure.verdicts import client_effects, verdict_codes
 
     found: list[FindingRow] = []
-    for code in RULES:
-        if code.startswith(FAMILY) and RULES[code].scope in ("tool", "list"):
-            found += store.findings(rule=code, server=server, still_open=still_open)
+    for code in verdict_codes():
+        rows = store.findings(rule=code, server=server, still_open=still_open)
+        found += [row for row in rows if client_effects(row)]
     return found
 
 
@@ -140,6 +141,57 @@ def run_columns(rows: list[dict[str, Any]]) -> list[str]:
     return DISTRIBUTED_RUN_COLUMNS if any(row["planned"] is not None for row in rows) else RUN_COLUMNS
 
 
+def since_run(history_rows: list[FindingRow], current: list[FindingRow], client: str) -> int | None:
+    """The run since which ``client`` has not loaded the list whole: the earliest first appearance (history's
+    ``first_seen_run``, open still) of the findings that decide its verdict now."""
+    from scanner.measure.verdicts import client_effects
+
+    deciding = {(row.code, row.tool) for row in current if any(item[0] == client for item in client_effects(row))}
+    runs = [row.first_seen_run for row in history_rows if (row.code, row.tool) in deciding and row.gone_run is None]
+    return min((run for run in runs if run is not None), default=None)
+
+
+def servers_for_client(db_url: str, client: str, state: str | None = None) -> list[dict[str, Any]]:
+    """``fathom servers --client KEY [--state refuses|drops]``: the servers whose newest scan ``client`` does not
+    load whole (or only those in ``state``), each with its verdict, the rules deciding it, and the run since which
+    it has been so (from the findings' history)."""
+    from scanner.measure.verdicts import verdict_codes, verdicts
+    from scanner.report.clients_view import findings_at
+
+    rows = servers(db_url)
+    out = []
+    with open_store(db_url) as store:
+        by_run: dict[int, list[dict[str, Any]]] = {}
+        for row in rows:
+            if row["last_run"] is not None and row["last_outcome"] == "ok":
+                by_run.setdefault(int(row["last_run"]), []).append(row)
+        for run, in_run in sorted(by_run.items()):
+            current = findings_at(store, run)
+            for row in in_run:
+                found = current.get(row["server"], [])
+                if not found:
+                    continue
+                verdict = next(item for item in verdicts(found) if item.client == client)
+                if verdict.state == "loads" or (state is not None and verdict.state != state):
+                    continue
+                history_rows = [
+                    item
+                    for code in sorted({finding.code for finding in found} & set(verdict_codes()))
+                    for item in store.findings(rule=code, server=row["server"])
+                ]
+                out.append(
+                    {
+                        **row,
+                        "client": client,
+                        "state": verdict.state,
+                        "verdict": verdict.phrase(),
+                        "rules": " ".join(verdict.codes),
+                        "since_run": since_run(history_rows, found, client),
+                    }
+                )
+    return sorted(out, key=lambda item: str(item["server"]))
+
+
 def servers(db_url: str) -> list[dict[str, Any]]:
     """Every server; the tools, tokens, score and finding counts are those of its last successful scan."""
     with open_store(db_url) as store:
@@ -148,6 +200,15 @@ def servers(db_url: str) -> list[dict[str, Any]]:
         rejected: dict[str, list[FindingRow]] = {}
         for finding in _client_findings(store, still_open=True):
             rejected.setdefault(finding.server, []).append(finding)
+        # A server whose newest scan answered: that scan's findings with their details (MCP101 and the lists that
+        # are not valid MCP name their clients only there; history's rows keep no details).
+        from scanner.report.clients_view import findings_at
+
+        for run in sorted({row.last_run_id for row in found if row.last_outcome == "ok" and row.last_run_id}):
+            present = findings_at(store, run)
+            for row in found:
+                if row.last_run_id == run and row.last_outcome == "ok":
+                    rejected[row.name] = present.get(row.name, [])
     loads = {row.name: _loads(rejected.get(row.name, [])) for row in found if row.last_ok_scan_id is not None}
     return [
         {
