@@ -81,3 +81,21 @@ def measure(
         toolset_sha256=toolset.sha256,
         instructions=cost,
     )
+
+
+def registry_server_key(entry_name: str, server_name: str | None) -> str:
+    """The name a client most likely gives a registry server in its configuration (MCP809): the entry's last name
+    segment (``io.github.acme/weather`` -> ``weather``), else the server's ``serverInfo.name``, else empty."""
+    last = entry_name.rsplit("/", 1)[-1].strip()
+    return last or (server_name or "").strip()
+
+
+def server_key_findings(tools: Sequence[Any], server_key: str) -> list[Any]:
+    """MCP809's findings for one server's list under its key: a registry scan stores them with the scan, since a
+    toolset is measured once for every server that serves it, under whatever key each is given."""
+    if not server_key:
+        return []
+    from scanner.measure import tokenizer
+    from scanner.rules import RuleContext, run_rules
+
+    return run_rules(list(tools), RuleContext(count_tokens=tokenizer.count, server_key=server_key), select=["MCP809"])

@@ -140,3 +140,28 @@ def test_the_clients_page_health_json_and_leaderboard(scanned: dict[str, Any]) -
     assert by_name["io.example/memory"]["verdicts"]["claude-desktop"]["state"] == "drops"
     assert by_name["io.example/files"]["verdicts"]["codex"]["state"] == "refuses"
     assert '<a href="clients.html">Clients</a>' in (site / "index.html").read_text(encoding="utf-8")
+
+
+def test_a_registry_scan_builds_names_under_the_entrys_last_segment(tmp_path: Path) -> None:
+    """MCP809 in a registry scan: the key is the entry's last name segment (`a-rather-long-server-name`), so
+    `mcp__a-rather-long-server-name__` + 40 characters passes Claude Code's 64; the same list under a short
+    entry name loads. Stored with the scan (a toolset is shared by every server serving it)."""
+    tool = {**PLAIN, "name": "get_" + "x" * 36}
+    served = tmp_path / "served.json"
+    served.write_text(json.dumps([tool]), encoding="utf-8")
+    db = f"sqlite:///{tmp_path}/f.db"
+    registry = tmp_path / "servers.json"
+    with sdk_http_server(tools_file=served) as server:
+        remote = [{"type": "streamable-http", "url": server.url()}]
+        entries = [
+            {"name": "io.example/a-rather-long-server-name", "version": "1.0.0", "remotes": remote},
+            {"name": "io.example/short", "version": "1.0.0", "remotes": remote},
+        ]
+        registry.write_text(json.dumps(entries), encoding="utf-8")
+        done = runner.invoke(app, ["scan", str(registry), "--db", db, "--allow-private", "--timeout", "20"])
+        assert done.exit_code == 0, done.stderr
+    dropped = _servers(db, "--client", "claude-code", "--state", "drops")
+    assert [(row["server"], row["rules"]) for row in dropped] == [("io.example/a-rather-long-server-name", "MCP809")]
+    found = runner.invoke(app, ["findings", "--rule", "MCP809", "--run", "1", "--db", db, "--format", "json"])
+    (row,) = json.loads(found.stdout)
+    assert row["details"]["server_key"] == "a-rather-long-server-name"

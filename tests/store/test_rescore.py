@@ -131,7 +131,7 @@ def test_rescore_brings_a_store_of_catalogue_4_onto_catalogue_5(store: Store) ->
     from scanner.rules import RULES_VERSION
     from scanner.rules.registry import make_finding
 
-    assert RULES_VERSION == "5"
+    assert int(RULES_VERSION) >= 5  # catalogue 5 or later
     tools = [
         {"name": "add", "description": "Adds two numbers.", "inputSchema": {"type": "object", "properties": {}}},
         {
