@@ -155,18 +155,21 @@ def verdicts(findings: Iterable[Any]) -> tuple[Verdict, ...]:
     """Every client's verdict on the list these findings were found in: every client of :data:`REJECT_CLIENTS`, in
     order (a client key a stored finding names that is not in the table is ignored). A finding of a rule in
     ``DATED_NOTES`` (a refusal the client has since stopped) decides nothing: it adds the dated note."""
-    from scanner.rules.clients_reject import DATED_NOTES
+    from scanner.rules.clients_reject import DATED_NOTES, EARLIER
 
     stable: dict[str, _Tally] = {}
     preview: dict[str, _Tally] = {}
     notes: dict[str, list[str]] = {}
     for finding in findings:
-        dated = DATED_NOTES.get(str(getattr(finding, "code", "")), {})
+        code = str(getattr(finding, "code", ""))
+        dated, earlier = DATED_NOTES.get(code, {}), EARLIER.get(code, {})
         for client, effect, error in client_effects(finding):
-            if client in dated:
-                said = f"{finding.code}: {dated[client]}"
+            note = dated.get(client) or earlier.get(client)
+            if note is not None:
+                said = f"{finding.code}: {note}"
                 if said not in notes.setdefault(client, []):
                     notes[client].append(said)
+            if client in dated:
                 continue
             tool = finding.tool
             where = f" '{tool}'" if tool else ""

@@ -138,7 +138,7 @@ def _family(rule: Rule) -> str:
 
 def _verdict_clients() -> list[str]:
     """The clients a verdict is given for, what their sources cover, and the dated notes (rules.md, catalogue 6)."""
-    from scanner.rules.clients_reject import DATED_NOTES, REJECT_CLIENTS
+    from scanner.rules.clients_reject import DATED_NOTES, EARLIER, REJECT_CLIENTS
 
     out = [
         'Every "Will it load?" verdict speaks of these clients, as their sources cover them (`--fail-on-reject` '
@@ -153,6 +153,8 @@ def _verdict_clients() -> list[str]:
     out += [f"| {client.label} | `{client.key}` | {_cell(client.covers)} |" for client in REJECT_CLIENTS]
     out += ["", "Dated notes (refusals a client has since stopped; they decide no verdict):", ""]
     out += [f"- {code}, {client}: {note}." for code, notes in DATED_NOTES.items() for client, note in notes.items()]
+    out += ["", "Earlier behaviour (dated notes beside a verdict the current behaviour decides):", ""]
+    out += [f"- {code}, {client}: {note}." for code, notes in EARLIER.items() for client, note in notes.items()]
     return [*out, ""]
 
 

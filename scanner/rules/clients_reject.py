@@ -110,7 +110,7 @@ _VSCODE_ITEMS = "tool parameters array type must have items"
 OPENAI_TOOLS_LIMIT = 128
 
 EFFECTS: dict[str, tuple[tuple[str, str], ...]] = {
-    "MCP801": (("anthropic-api", "refuses"), ("claude-code", "refuses")),
+    "MCP801": (("anthropic-api", "refuses"), ("claude-code", "drops")),
     "MCP802": (("anthropic-api", "refuses"), ("claude-code", "drops")),
     "MCP803": (("openai-api", "refuses"), ("vscode", "drops")),
     "MCP805": (("gemini-api", "refuses"),),
@@ -133,6 +133,16 @@ DATED_NOTES: dict[str, dict[str, str]] = {
 }
 """Refusals a client has since stopped: a finding of these rules adds the dated note to that client's verdict and
 decides nothing (rules.md, catalogue 6: "a behaviour the client has since fixed becomes a dated note")."""
+
+EARLIER: dict[str, dict[str, str]] = {
+    "MCP801": {
+        "claude-code": "Claude Code refused the whole request for this shape, every turn failing, from v0.2.56 "
+        "(2025-03, anthropics/claude-code#657) to 2026-05 (#45106, 2026-04; #64113 headless, 2026-05); reports "
+        "from 2026-08 on (#95504, moira-mcp/moira#177, opentokenz/mcpx#28) show it leaving the tool out instead",
+    },
+}
+"""What a client did before its current behaviour, for a shape it still does not load: the dated note goes with
+the verdict, which the current effect decides."""
 
 # --- names and lists that clients refuse outside this family (MCP101; lists that are not valid MCP) ---------
 
@@ -298,10 +308,16 @@ def _sentence(head: str, entries: Sequence[dict[str, str]]) -> str:
     "`if`/`then` when validation needs it).",
     doc=f"""The root of `inputSchema` has `oneOf`, `anyOf` or `allOf` (with or without `"type": "object"` beside
     it). The Anthropic API answers 400 for the whole request, "{_ROOT_COMBINATOR_ERROR}", so every turn of every
-    conversation that carries the list fails until the server is removed: Claude Desktop, Claude Code (also its
-    sub-agents) and any Claude-backed client. Sources: anthropics/claude-code issues #657 (v0.2.56), #5319
-    (v1.0.70), #5878, #5973 (v1.0.83), "tools.106.custom.input_schema: {_ROOT_COMBINATOR_ERROR}";
-    mobile-next/mobile-mcp#344 and zereight/gitlab-mcp#551 (2026). A combinator inside a property is fine.
+    conversation that carries the list fails until the server is removed (any client that sends the schema
+    unchanged). Sources: anthropics/claude-code issues #657 (v0.2.56), #5319 (v1.0.70), #5878, #5973 (v1.0.83),
+    "tools.106.custom.input_schema: {_ROOT_COMBINATOR_ERROR}"; mobile-next/mobile-mcp#344 and
+    zereight/gitlab-mcp#551 (2026), williamkapke/kapture#20 (2026-06). Claude Code refused the whole request the
+    same way until 2026-05 (#45106, #64113: a dated note in its verdict); the reports since 2026-08 show it
+    leaving the tool out silently instead (#95504, 2026-09, "MCP tools silently dropped when inputSchema uses
+    root-level allOf"; moira-mcp/moira#177, 2026-09-09, "Claude Code omits an MCP tool when its published input
+    schema contains anyOf at the schema root"; opentokenz/mcpx#28, 2026-09-21), so its verdict drops the tool.
+    Without `"type": "object"` at the root the list is also not valid MCP (MCP201): Claude Code then loads no tool
+    of the server (#88049, 2026-08-19). A combinator inside a property is fine.
     Bad: `{{"type": "object", "properties": {{...}}, "anyOf": [{{"required": ["id"]}}, {{"required":
     ["path"]}}]}}`. Good: both properties optional, the description saying one of them is needed.""",
 )
@@ -314,7 +330,7 @@ def root_combinator(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         return
     entries = _clients(
         ("anthropic-api", "refuses", _ROOT_COMBINATOR_ERROR),
-        ("claude-code", "refuses", _ROOT_COMBINATOR_ERROR),
+        ("claude-code", "drops", "no error: the tool is left out of the session (anthropics/claude-code#95504)"),
     )
     keys = " and ".join(f"`{key}`" for key in found)
     yield Hit(

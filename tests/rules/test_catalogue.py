@@ -21,7 +21,7 @@ DIGESTS = {
     "3": "26a23349ad9f1a7b2a85a81e167a12fd6b2fd4270253d57c6d4702783af99ec5",
     "4": "794ad37bc6b084d618762734566526b3c881e1d970357ad25615ebb0da80f662",  # v4 with MCP701-705
     "5": "1c3bb2e61d4efe4fba9e18b4a7c4f38e6b34c801332753867130658ac8389c97",  # catalogue 5 (rules.md), MCP801-807
-    "6": "557f5e425e1b706b3955d4c428253e68a4fe6841894ba5ade2aac2659fb5148d",  # catalogue 6: MCP808-810, verdicts
+    "6": "0fdf19cd36c27cc2ea8f96ff0234e6c5fa5ee818d89c232ba03df5b0b1883619",  # catalogue 6: MCP808-810, verdicts
 }
 
 

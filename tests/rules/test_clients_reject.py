@@ -47,7 +47,7 @@ def test_mcp801_root_combinator(keyword: str) -> None:
     assert "Anthropic API: whole request refused" in finding.message
     assert "input_schema does not support oneOf, allOf, or anyOf at the top level" in finding.message
     clients = {entry["client"]: entry["effect"] for entry in finding.details["clients"]}
-    assert clients == {"anthropic-api": "refuses", "claude-code": "refuses"}
+    assert clients == {"anthropic-api": "refuses", "claude-code": "drops"}  # Claude Code since 2026-08
 
 
 @pytest.mark.parametrize(
