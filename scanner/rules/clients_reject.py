@@ -59,7 +59,8 @@ REJECT_CLIENTS: tuple[RejectClient, ...] = (
     RejectClient(
         "codex",
         "Codex",
-        "Codex CLI and app on the OpenAI Responses API: 0.73.0 (2025-12) in the reports (openai/codex#8174, open)",
+        "Codex CLI and app on the OpenAI Responses API: 0.73.0 (2025-12, openai/codex#8174) to the name "
+        "sanitizing of PR #8694 (merged 2026-01-03) and #14833",
     ),
     RejectClient(
         "cursor",
@@ -125,6 +126,11 @@ findings of other families that name clients (MCP101, MCP201, MCP205, MCP214, MC
 :func:`sdk_list_clients`), whose effect depends on the exact shape."""
 
 DATED_NOTES: dict[str, dict[str, str]] = {
+    "MCP101": {
+        "codex": "Codex refused the whole request for such a name in 0.73.0 (2025-12, openai/codex#8174, "
+        "\"Invalid 'tools[48].name': string does not match pattern\"); since PR #8694 (merged 2026-01-03) it "
+        "replaces the characters with _, so this decides no current verdict",
+    },
     "MCP807": {
         "gemini-cli": "Gemini CLI skipped such tools in August-September 2025 (v0.1.18-v0.1.19: "
         "cyanheads/obsidian-mcp-server#21, dataforseo/mcp-server-typescript#25); v0.42.0 loads them "

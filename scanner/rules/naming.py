@@ -46,7 +46,8 @@ def _not_object(tool: ToolInfo) -> str:
     the server does not know. It feeds the verdicts (catalogue 6), each client with its verbatim error: a character
     outside the set makes the OpenAI API refuse the whole request, "Invalid 'tools[21].function.name': string does
     not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'." (Vortiago/mcp-azure-devops#30,
-    2025-06), and so Codex, "Invalid 'tools[48].name': ..." (openai/codex#8174, Codex 0.73.0, 2025-12, open); the
+    2025-06); Codex did too, "Invalid 'tools[48].name': ..." (openai/codex#8174, 0.73.0, 2025-12), until PR #8694
+    (merged 2026-01-03) replaced the characters with `_`: a dated note in its verdict, not a refusal; the
     Anthropic API, "tools.295.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'"
     (nicobailon/pi-mcp-adapter#190, 2026-07; the limit was 64 in 2025, anthropics/claude-code#467); Claude Desktop,
     "tools.36.FrontendRemoteMcpToolDefinition.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'"

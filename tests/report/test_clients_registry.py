@@ -138,7 +138,8 @@ def test_the_clients_page_health_json_and_leaderboard(scanned: dict[str, Any]) -
     board = json.loads((site / "leaderboard.json").read_text(encoding="utf-8"))
     by_name = {row["server"]: row for row in board["ranked"]}
     assert by_name["io.example/memory"]["verdicts"]["claude-desktop"]["state"] == "drops"
-    assert by_name["io.example/files"]["verdicts"]["codex"]["state"] == "refuses"
+    assert by_name["io.example/files"]["verdicts"]["codex"]["state"] == "loads"  # a dated note since PR #8694
+    assert "openai/codex#8174" in by_name["io.example/files"]["verdicts"]["codex"]["notes"][0]
     assert '<a href="clients.html">Clients</a>' in (site / "index.html").read_text(encoding="utf-8")
 
 
