@@ -137,8 +137,12 @@ def built_names(server_key: str, tool: str) -> list[dict[str, Any]]:
     key and tool name together reach 60 characters: "Combined server and tool name length (60) exceeds 60
     characters" (ComposioHQ/composio#2788, 2026-02, a 1-character key and a 59-character name, so 59 together is
     the most that fits; awslabs/mcp#1283, Cursor 1.6.14, 2025-09; idosal/git-mcp#31, #163;
-    aashari/mcp-server-atlassian-confluence#16). Not encoded: Gemini CLI's cutting of long qualified names
-    (google-gemini/gemini-cli PRs #20987, #28971), whose exact cut Fathom has not verified. Bad: a 52-character
+    aashari/mcp-server-atlassian-confluence#16). Gemini CLI cuts a qualified name (`mcp_<server>_<tool>`) over 63
+    characters to its first and last 30 (PR #20987, merged 2026-03-03); two tools cut alike collide and the
+    registry keeps the later one: 'Tool with name "mcp_atlassian-rovo-mcp-server-...eWithAttachmentsAndPermissions"
+    is already registered. Overwriting.' (google-gemini/gemini-cli#28970, 2026-08-23, open; the fix #28971 was
+    closed unmerged), so the earlier tool is dropped. The `mcp_` prefix and single `_` are read from that issue's
+    example. Bad: a 52-character
     tool name under the key `github`. Good: the built names within 64 and 59 characters.""",
     scope="list",
 )
@@ -146,13 +150,12 @@ def name_over_client_limit(tools: Sequence[ToolInfo], ctx: RuleContext) -> Itera
     key = ctx.server_key
     if not key:
         return
+    lost = gemini_cli_overwritten(key, tools)
     for tool in tools:
         if not isinstance(tool.name, str) or not tool.name:
             continue
         names = built_names(key, tool.name)
         over = [entry for entry in names if entry["headroom"] < 0]
-        if not over:
-            continue
         said: list[tuple[str, str, str]] = []
         for entry in over:
             shown = label(entry["name"], 120)
@@ -163,6 +166,18 @@ def name_over_client_limit(tools: Sequence[ToolInfo], ctx: RuleContext) -> Itera
             else:
                 error = f"{shown} - Combined server and tool name length ({entry['length']}) exceeds 60 characters"
             said.append((entry["client"], "drops", error))
+        if tool.index in lost:
+            cut, by = lost[tool.index]
+            said.append(
+                (
+                    "gemini-cli",
+                    "drops",
+                    f"Tool with name \"{label(cut, 80)}\" is already registered. Overwriting. (by '{label(by)}')",
+                )
+            )
+            names.append({"client": "gemini-cli", "name": cut, "length": len(cut), "limit": 63, "headroom": 0})
+        if not said:
+            continue
         entries = _clients(*said)
         yield Hit(
             _sentence(f"{tool.subject} under the server key '{label(key, 60)}' builds names too long", entries),
@@ -170,6 +185,35 @@ def name_over_client_limit(tools: Sequence[ToolInfo], ctx: RuleContext) -> Itera
             {"server_key": label(key, 200), "names": names, "clients": entries},
             tool_index=tool.index,
         )
+
+
+_GEMINI_CHARS = re.compile(r"[^a-zA-Z0-9_.:-]")
+
+
+def gemini_cli_name(server_key: str, tool: str) -> str:
+    """Gemini CLI's registry name for an MCP tool: ``mcp_<server>_<tool>`` with the characters the Gemini API
+    refuses replaced by ``_``, and a name over 63 characters cut to its first and last 30 around ``...``
+    (``generateValidName``, google-gemini/gemini-cli PR #20987, as issue #28970 quotes it)."""
+    name = _GEMINI_CHARS.sub("_", f"mcp_{server_key}_{tool}")
+    return name if len(name) <= 63 else name[:30] + "..." + name[-30:]
+
+
+def gemini_cli_overwritten(server_key: str, tools: Sequence[ToolInfo]) -> dict[int, tuple[str, str]]:
+    """The tools Gemini CLI loses to a later tool cut to the same name (its registry overwrites the first), by
+    index: the shared cut name and the tool that took it."""
+    last: dict[str, ToolInfo] = {}
+    for tool in tools:
+        if isinstance(tool.name, str) and tool.name:
+            last[gemini_cli_name(server_key, tool.name)] = tool
+    out: dict[int, tuple[str, str]] = {}
+    for tool in tools:
+        if not isinstance(tool.name, str) or not tool.name:
+            continue
+        cut = gemini_cli_name(server_key, tool.name)
+        winner = last[cut]
+        if winner is not tool and winner.name != tool.name and len(cut) == 63 and "..." in cut:
+            out[tool.index] = (cut, str(winner.name))
+    return out
 
 
 # --- MCP810 -----------------------------------------------------------------------------------------------------

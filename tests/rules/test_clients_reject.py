@@ -358,3 +358,16 @@ def test_effects_table_is_what_the_findings_say() -> None:
         for finding in run_rules(_fixture_tools(code, "positive"), CTX, select=[code]):
             said = tuple((entry["client"], entry["effect"]) for entry in finding.details["clients"])
             assert said == effects, code
+
+
+def test_gemini_cli_cuts_names_as_its_issue_quotes() -> None:
+    """google-gemini/gemini-cli#28970: both Confluence tools become the one name the issue quotes, the first is
+    overwritten; a name of 63 characters or fewer is kept whole."""
+    from scanner.rules.clients_limits import gemini_cli_name
+
+    key = "atlassian-rovo-mcp-server-cloud"
+    quoted = "mcp_atlassian-rovo-mcp-server-...eWithAttachmentsAndPermissions"
+    assert gemini_cli_name(key, "createConfluencePageWithAttachmentsAndPermissions") == quoted
+    assert gemini_cli_name(key, "deleteConfluencePageWithAttachmentsAndPermissions") == quoted
+    assert gemini_cli_name("g", "x" * 57) == "mcp_g_" + "x" * 57  # 63: whole
+    assert gemini_cli_name("my server", "a.b") == "mcp_my_server_a.b"
