@@ -1,9 +1,13 @@
 """Will it load? One verdict per client for a tool list: loads it, drops some tools, or refuses the whole list.
 
-Built from the findings of the MCP8xx rules (:mod:`scanner.rules.clients_reject`), whose details name each client a
-shape breaks and how (``details["clients"]``: ``{"client", "effect", "error"}``, effect ``refuses`` or ``drops``).
-:data:`REJECT_CLIENTS` is the one table of clients a verdict is given for, in display order; ``claude-code``,
-``cursor`` and ``gemini-cli`` are the same clients as the cost rows of :mod:`scanner.measure.clients` (same keys).
+Built from every finding whose details name the clients a shape breaks and how (``details["clients"]``:
+``{"client", "effect", "error"}``, effect ``refuses`` or ``drops``): the MCP8xx rules (:mod:`scanner.rules.
+clients_reject`, :mod:`scanner.rules.clients_limits`) and, catalogue 6, MCP101 (a name the APIs refuse) and
+MCP101/MCP201/MCP205/MCP214/MCP216 for a list that is not valid MCP (:func:`verdict_codes`). A refusal the client
+has since stopped (``DATED_NOTES``) decides nothing and becomes a dated note (``notes``); ``EARLIER`` adds the note
+of an earlier behaviour beside the current one. :data:`REJECT_CLIENTS` is the one table of clients a verdict is
+given for, in display order; ``claude-code``, ``cursor`` and ``gemini-cli`` are the same clients as the cost rows
+of :mod:`scanner.measure.clients` (same keys; the cost rows are a separate table there).
 
 A client no rule names "loads": Fathom knows of no refusal, which is not a promise that it loads. Only stable rules
 decide a verdict (``state``); findings of ``preview`` rules are kept apart (``preview_state``, ``preview_reasons``)

@@ -98,11 +98,6 @@ def _client_findings(store: Store, server: str | None = None, still_open: bool =
     return found
 
 
-def _open_at(row: FindingRow, run: int) -> bool:
-    first, gone = row.first_seen_run, row.gone_run
-    return first is not None and first <= run and (gone is None or gone > run)
-
-
 def _loads(rows: list[FindingRow]) -> tuple[str, dict[str, Any]]:
     """The ``will_it_load`` cell and the ``verdicts`` object of JSON output (only the clients that do not load the
     list whole, or that a preview rule says may not; empty when every client loads it), from stored findings."""
@@ -253,8 +248,19 @@ def history(db_url: str, server: str) -> list[dict[str, Any]]:
     with open_store(db_url) as store:
         found = store.history(server)
         scores = store.scan_scores(row.scan_id for row in found if row.ok)
-        rejected = _client_findings(store, server=server) if found else []
-    loads = {row.run_id: _loads([f for f in rejected if _open_at(f, row.run_id)]) for row in found if row.ok}
+        # Each answering scan's findings with their details (history's rows keep none, and MCP101 and the lists
+        # that are not valid MCP name their clients only there): one read per run of this server.
+        from scanner.measure.verdicts import client_effects, verdict_codes
+
+        codes = set(verdict_codes())
+        present = {
+            row.run_id: [
+                f for f in store.findings(server=server, run=row.run_id) if f.code in codes and client_effects(f)
+            ]
+            for row in found
+            if row.ok
+        }
+    loads = {row.run_id: _loads(present.get(row.run_id, [])) for row in found if row.ok}
     return [
         {
             "run": row.run_id,

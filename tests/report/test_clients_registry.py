@@ -88,6 +88,11 @@ def test_servers_by_client_and_state_since_when(scanned: dict[str, Any]) -> None
     assert _servers(db, "--client", "windsurf") == []
     table = runner.invoke(app, ["servers", "--db", db, "--client", "claude-code"], env={"COLUMNS": "200"})
     assert table.exit_code == 0 and "io.example/memory" in table.stdout and "io.example/files" not in table.stdout
+    done = runner.invoke(app, ["history", "io.example/memory", "--db", db, "--format", "json"])
+    cells = [row["will_it_load"] for row in json.loads(done.stdout)]
+    assert cells[0] == "loads everywhere" and all("Claude Desktop (1)" in cell for cell in cells[1:])
+    done = runner.invoke(app, ["history", "io.example/files", "--db", db, "--format", "json"])
+    assert all("Anthropic API" in row["will_it_load"] for row in json.loads(done.stdout))  # MCP101, every night
     everyone = _servers(db)  # the plain listing's verdict cell counts MCP101 too
     cells = {row["server"]: row["will_it_load"] for row in everyone}
     assert "Anthropic API" in cells["io.example/files"] and "Claude Desktop (1)" in cells["io.example/memory"]
