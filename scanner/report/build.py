@@ -27,6 +27,7 @@ from scanner.measure.score import SCORE_FORMULA, SCORE_VERSION, ScoreBreakdown, 
 from scanner.measure.verdicts import verdicts
 from scanner.models import PROVIDER_SHORT, Finding, Severity, ToolCost
 from scanner.report.changes import run_changes
+from scanner.report.clients_view import clients_view
 from scanner.report.csv_out import render_csv
 from scanner.report.data import (
     NOT_RUN_OUTCOMES,
@@ -664,8 +665,6 @@ def site_data(
     board = build_leaderboard(store, run, previous, None, events)
     pages = server_pages(store, run.id, (*board.ranked, *board.unranked), board.providers)
     trends = build_trends(store)
-    from scanner.report.clients_view import clients_view
-
     return SiteData(
         leaderboard=board,
         trends=trends,

@@ -105,13 +105,17 @@ def gate_lines(stderr: str) -> list[str]:
 @pytest.mark.skipif(not everything_installed(), reason="run `npm install` in tests/npm (node_modules missing)")
 def test_preview_warnings_are_shown_only_when_asked_and_never_fail_a_gate() -> None:
     """server-everything's warnings are all from preview rules (catalogue 5): hidden by default, shown and marked
-    with --preview, and never counted by --fail-on (issue 34: 20 of github's 31 gated findings were preview)."""
+    with --preview, and never counted by --fail-on (issue 34: 20 of github's 31 gated findings were preview).
+    Catalogue 6: its one stable finding is MCP808 (a draft-07 `outputSchema`, which Claude Desktop refuses to call),
+    ignored here to keep the point about preview rules."""
     command = everything_command("stdio")
-    default = check("--fail-on", "warning", "--format", "json", "--", *command)
+    stable = json.loads(check("--format", "json", "--", *command).stdout)
+    assert {finding["code"] for finding in stable["findings"]} == {"MCP808"}
+    default = check("--fail-on", "warning", "--ignore", "MCP808", "--format", "json", "--", *command)
     assert default.exit_code == 0, default.output
     hidden = json.loads(default.stdout)
     assert hidden["findings"] == [] and hidden["summary"]["preview"] == 0
-    shown = check("--preview", "--fail-on", "warning", "--format", "json", "--", *command)
+    shown = check("--preview", "--fail-on", "warning", "--ignore", "MCP808", "--format", "json", "--", *command)
     assert shown.exit_code == 0, shown.output
     data = json.loads(shown.stdout)
     assert data["summary"]["problems"] == data["summary"]["warnings"] == 0
@@ -120,7 +124,7 @@ def test_preview_warnings_are_shown_only_when_asked_and_never_fail_a_gate() -> N
     assert warned and all(finding["status"] == "preview" for finding in warned)
     assert data["gates"] == [{"gate": "--fail-on warning", "passed": True, "message": "no finding at warning or worse"}]
     assert data["score"] == hidden["score"]
-    text = check("--preview", "--", *command)
+    text = check("--preview", "--ignore", "MCP808", "--", *command)
     assert "[preview]" in text.stdout and "never counted in the score or a gate" in text.stdout
 
 
