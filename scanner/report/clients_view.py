@@ -18,7 +18,7 @@ from scanner.measure.verdicts import REJECT_CLIENTS, Verdict, client_effects, ve
 
 if TYPE_CHECKING:
     from scanner.report.data import Leaderboard, TrendPoint
-    from scanner.store import FindingRow, Store
+    from scanner.store import Store
 
 MAX_NAMED = 25
 """Servers named per client and state on the page (the rest are counted: `fathom servers --client` lists all)."""
@@ -134,21 +134,23 @@ def current_rows(board: Leaderboard) -> tuple[ClientRow, ...]:
     return tuple(out)
 
 
-def findings_at(store: Store, run: int, server: str | None = None) -> dict[str, list[FindingRow]]:
-    """The findings that decide verdicts in ``run``'s scans (with their details: the history's rows keep none), by
-    server; only those that name a client."""
-    out: dict[str, list[FindingRow]] = defaultdict(list)
-    for code in verdict_codes():
-        for row in store.findings(rule=code, run=run, server=server):
-            if client_effects(row):
-                out[row.server].append(row)
+def findings_at(store: Store, *runs: int) -> dict[int, dict[str, list[Any]]]:
+    """The findings that decide verdicts in these runs' scans (with their details: the history's rows keep none),
+    by run and server; only those that name a client. Two queries whatever the number of servers or runs."""
+    from scanner.store.health import verdict_findings
+
+    out: dict[int, dict[str, list[Any]]] = {run: defaultdict(list) for run in runs}
+    for row in verdict_findings(store.engine, runs, verdict_codes()):
+        if client_effects(row):
+            out[row.run_id][row.server].append(row)
     return out
 
 
 def trend_of(store: Store, trends: Sequence[TrendPoint]) -> tuple[ClientTrend, ...]:
     """Per client, per run of ``trends``: servers it drops tools of and servers it refuses, from the findings
     present in that run's scans."""
-    per_run = [counts(verdicts(rows) for rows in findings_at(store, point.run_id).values()) for point in trends]
+    found = findings_at(store, *(point.run_id for point in trends))
+    per_run = [counts(verdicts(rows) for rows in found[point.run_id].values()) for point in trends]
     return tuple(
         ClientTrend(
             key=client.key,

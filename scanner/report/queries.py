@@ -160,8 +160,9 @@ def servers_for_client(db_url: str, client: str, state: str | None = None) -> li
         for row in rows:
             if row["last_run"] is not None and row["last_outcome"] == "ok":
                 by_run.setdefault(int(row["last_run"]), []).append(row)
+        present = findings_at(store, *by_run)
         for run, in_run in sorted(by_run.items()):
-            current = findings_at(store, run)
+            current = present[run]
             for row in in_run:
                 found = current.get(row["server"], [])
                 if not found:
@@ -199,11 +200,11 @@ def servers(db_url: str) -> list[dict[str, Any]]:
         # are not valid MCP name their clients only there; history's rows keep no details).
         from scanner.report.clients_view import findings_at
 
-        for run in sorted({row.last_run_id for row in found if row.last_outcome == "ok" and row.last_run_id}):
-            present = findings_at(store, run)
-            for row in found:
-                if row.last_run_id == run and row.last_outcome == "ok":
-                    rejected[row.name] = present.get(row.name, [])
+        runs = sorted({row.last_run_id for row in found if row.last_outcome == "ok" and row.last_run_id})
+        present = findings_at(store, *runs)
+        for row in found:
+            if row.last_outcome == "ok" and row.last_run_id in present:
+                rejected[row.name] = present[row.last_run_id].get(row.name, [])
     loads = {row.name: _loads(rejected.get(row.name, [])) for row in found if row.last_ok_scan_id is not None}
     return [
         {
