@@ -42,8 +42,9 @@ REJECT_CLIENTS: tuple[RejectClient, ...] = (
     RejectClient(
         "claude-code",
         "Claude Code",
-        "reports from v0.2.56 (2025-03) to v2.1.233 and the CLI reports of 2026-08-22/29 (outputSchema dialect); "
-        "since tool search, a refused tool fails every request once it is loaded",
+        "reports from v0.2.56 (2025-03) to 2026-09: v2.1.233 and the CLI reports of 2026-08-22/29 (outputSchema "
+        "dialect), root combinators left out since 2026-08 (#95504), tools/list validation (#17742, #88049), "
+        "tool search's 64-character names (2026-01)",
     ),
     RejectClient(
         "claude-desktop",
