@@ -10,6 +10,7 @@ A ``fathom.toml`` holds the same keys at its top level. Keys (docs/ci.md has an 
     fail-on = "warning"                # problem | warning | note
     fail-on-new = "problem"            # with a baseline: a new finding at this severity or worse fails
     fail-on-reject = ["claude-code", "openai-api"]   # clients that must load the whole list (scanner.measure.verdicts)
+    server-key = "github"                # the server's name in a client's configuration (MCP809's built names)
     min-score = 85
     max-tokens = 8000                  # the most expensive provider; or a table {openai = 5000, codex = 300}
     max-increase = "10%"               # or a number of tokens; needs a baseline
@@ -66,6 +67,7 @@ _KEYS = {
     "per-tool-ignores",
     "preview",
     "openai-strict",
+    "server-key",
 }
 
 
@@ -87,6 +89,7 @@ class CheckConfig:
     preview: bool | None = None
     fail_on_reject: tuple[str, ...] | None = None
     openai_strict: bool | None = None
+    server_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,7 @@ class CheckSettings:
     config: Path | None
     preview: bool = False
     openai_strict: bool = False  # show OpenAI's strict-mode view (a view: never scored or gated)
+    server_key: str | None = None  # the name clients give the server (MCP809)
 
 
 def _has_table(path: Path) -> bool:
@@ -205,6 +209,9 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
         isinstance(reject, str) or (isinstance(reject, list) and all(isinstance(item, str) for item in reject))
     ):
         raise InputError(f"{where}: fail-on-reject must be a client name or a list of them")
+    key = table.get("server-key")
+    if key is not None:
+        key = parse_server_key(key, f"{where} server-key")
     return CheckConfig(
         path=path,
         select=_strings(table["select"], f"{where} select") if "select" in table else None,
@@ -220,7 +227,16 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
         preview=preview,
         fail_on_reject=parse_clients(reject, f"{where} fail-on-reject") if reject is not None else None,
         openai_strict=openai_strict,
+        server_key=key,
     )
+
+
+def parse_server_key(value: object, where: str = "--server-key") -> str:
+    """The name a client gives the server in its configuration (MCP809 builds the clients' tool names from it):
+    1 to 200 printable characters."""
+    if not isinstance(value, str) or not value.strip() or len(value) > 200 or not value.isprintable():
+        raise InputError(f"{where} must be the server's name in a client's configuration (1-200 printable characters)")
+    return value.strip()
 
 
 def load_config(path: Path | None = None, *, start: Path | None = None) -> CheckConfig:
@@ -269,6 +285,7 @@ def settings(
     preview: bool = False,
     fail_on_reject: str | None = None,
     openai_strict: bool = False,
+    server_key: str | None = None,
 ) -> CheckSettings:
     """Flags (None or empty when not given) over ``config`` over the defaults. ``--strict`` is
     ``--fail-on problem``; with both flags, ``--fail-on`` wins."""
@@ -299,4 +316,5 @@ def settings(
         config=config.path,
         preview=preview or bool(config.preview),
         openai_strict=openai_strict or bool(config.openai_strict),
+        server_key=parse_server_key(server_key) if server_key is not None else config.server_key,
     )

@@ -78,6 +78,7 @@ class CheckRequest:
     db_url: str | None = None  # with ``server``: check that server's newest stored list in this database
     server: str | None = None
     preview: bool = False  # show preview rules' findings (marked); never scored or gated either way
+    server_key: str | None = None  # the name clients give the server (MCP809); None: the server's serverInfo.name
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ def run_check(request: CheckRequest) -> CheckResult:
     from scanner.measure.instructions import instructions_text
 
     text = instructions_text(outcome.extra)
-    report, ignored = _measure(request, toolset, text)
+    report, ignored = _measure(request, toolset, text, outcome.server_name)
     return CheckResult(
         report=report,
         ignored=ignored,
@@ -131,9 +131,11 @@ def _stored_check(request: CheckRequest) -> CheckResult:
 
 
 def _measure(
-    request: CheckRequest, toolset: Toolset, instructions: str | None = None
+    request: CheckRequest, toolset: Toolset, instructions: str | None = None, server_name: str | None = None
 ) -> tuple[CheckReport | None, tuple[IgnoredFinding, ...]]:
-    """Measure with every rule, then set aside what the request ignores (never dropped: the score counts it)."""
+    """Measure with every rule, then set aside what the request ignores (never dropped: the score counts it).
+    MCP809 builds the clients' names from ``--server-key`` (or the config's), else the server's
+    ``serverInfo.name``; a file has neither unless the request names one."""
     if not request.measure:
         return None, ()
     from scanner.rules.registry import check_prefixes
@@ -142,7 +144,8 @@ def _measure(
     check_prefixes(request.ignore)
     for tool_ignore in request.tool_ignores:
         check_prefixes(tool_ignore.rules)
-    report = measure(toolset, instructions=instructions)
+    key = request.server_key if request.server_key is not None else (server_name or "")
+    report = measure(toolset, instructions=instructions, server_key=key)
     kept, ignored = _shown(
         partition(report.findings, request.select, request.ignore, request.tool_ignores), request.preview
     )

@@ -120,8 +120,16 @@ def check(
         str | None,
         typer.Option(
             metavar="CLIENT[,CLIENT]",
-            help="Exit 1 when a named client (claude-code, anthropic-api, cursor, gemini-cli, gemini-api, openai-api, "
-            "vscode) would refuse the list or drop a tool.",
+            help="Exit 1 when a named client (claude-code, claude-desktop, anthropic-api, codex, cursor, gemini-cli, "
+            "gemini-api, openai-api, vscode, windsurf; all: every one) would refuse the list or drop a tool.",
+        ),
+    ] = None,
+    server_key: Annotated[
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="The server's name in a client's configuration: MCP809 checks the tool names clients build from "
+            "it (mcp__NAME__tool). Default: the server's serverInfo.name.",
         ),
     ] = None,
     min_score: Annotated[
@@ -304,6 +312,7 @@ def check(
         preview=preview,
         fail_on_reject=fail_on_reject,
         openai_strict=openai_strict,
+        server_key=server_key,
     )
     request = CheckRequest(
         tools_file=tools_file,
@@ -319,6 +328,7 @@ def check(
         db_url=db_url,
         server=server,
         preview=chosen.preview,
+        server_key=chosen.server_key,
     )
     from scanner.check import write as check_write
 

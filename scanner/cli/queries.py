@@ -65,15 +65,47 @@ def servers(
     fmt: FormatOption = QueryFormat.table,
     wide: WideOption = False,
     preview: PreviewOption = False,
+    client: Annotated[
+        str | None,
+        typer.Option(
+            metavar="KEY",
+            help="Only the servers this client (claude-desktop, openai-api, ...: `fathom check --help`) does not load "
+            "whole in their last successful scan, with its verdict, the rules and the run since which it is so.",
+        ),
+    ] = None,
+    state: Annotated[
+        str | None, typer.Option(metavar="refuses|drops", help="With --client: only servers in this state.")
+    ] = None,
 ) -> None:
     """Every server with its last outcome, and the tools, leaderboard score, problem/warning/note counts and tokens
     per turn of its last successful scan; JSON and CSV add what its last scan ran (registry version, package, URL,
     command), that scan's stderr tail and "clients" (what each client sends per turn at rest). Counts and "will it
-    load" are the stable rules' unless --preview."""
+    load" are the stable rules' unless --preview. With --client (and --state), the servers a client refuses or
+    drops tools of, and since which run."""
     from scanner.report import queries
 
-    fetch = lambda: queries.servers(_db_url(db, existing=True), _preview(preview))  # noqa: E731
-    _table(fmt, fetch, queries.SERVER_COLUMNS, wide=wide, optional=queries.OPTIONAL_COLUMNS["servers"])
+    if client is None:
+        if state is not None:
+            _fail("--state goes with --client: --client KEY --state refuses|drops", 2)
+        fetch = lambda: queries.servers(_db_url(db, existing=True), _preview(preview))  # noqa: E731
+        _table(fmt, fetch, queries.SERVER_COLUMNS, wide=wide, optional=queries.OPTIONAL_COLUMNS["servers"])
+        return
+    from scanner.errors import InputError
+    from scanner.measure.verdicts import parse_clients
+
+    try:
+        chosen = parse_clients(client, "--client")
+    except InputError as exc:
+        _fail(str(exc), 2)
+    if len(chosen) != 1:
+        _fail("--client takes one client key", 2)
+    key = chosen[0]
+    if state is not None and state not in ("refuses", "drops"):
+        _fail(f"--state must be refuses or drops, not {state!r}", 2)
+    fetch_client = lambda: queries.servers_for_client(_db_url(db, existing=True), key, state, _preview(preview))  # noqa: E731
+    _table(
+        fmt, fetch_client, queries.CLIENT_SERVER_COLUMNS, wide=wide, optional=queries.OPTIONAL_COLUMNS["client-servers"]
+    )
 
 
 @app.command(epilog=exitcodes.command_epilog("history"))

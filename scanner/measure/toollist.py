@@ -24,11 +24,14 @@ def measure(
     select: Sequence[str] = (),
     ignore: Sequence[str] = (),
     instructions: str | None = None,
+    server_key: str = "",
 ) -> CheckReport:
     """Token costs per provider, every tool's own cost, and the findings of the rule catalogue.
 
     With ``instructions`` (the server's text) the report also carries their cost per provider as a system text,
-    and MCP401/MCP402 over them join the findings (``tool`` None, ``pointer`` ``"instructions"``).
+    and MCP401/MCP402 over them join the findings (``tool`` None, ``pointer`` ``"instructions"``). ``server_key``
+    is the name a client gives the server in its configuration, from which it builds each tool's name (MCP809);
+    empty when none is known.
 
     Raises :class:`~scanner.errors.TokenizerUnavailable` if the offline tokenizer cannot be loaded: a number
     without its tokenizer is never reported.
@@ -58,6 +61,7 @@ def measure(
         cost_method=providers.text_cost_method(),
         tool_tokens_max=tuple(max(cost.tokens.values(), default=0) for cost in tool_costs),
         tool_tokens_method="per tool, the most expensive provider's view",
+        server_key=server_key,
     )
     findings = run_rules(tools, context, select=select, ignore=ignore)
     cost = None
@@ -77,3 +81,21 @@ def measure(
         toolset_sha256=toolset.sha256,
         instructions=cost,
     )
+
+
+def registry_server_key(entry_name: str, server_name: str | None) -> str:
+    """The name a client most likely gives a registry server in its configuration (MCP809): the entry's last name
+    segment (``io.github.acme/weather`` -> ``weather``), else the server's ``serverInfo.name``, else empty."""
+    last = entry_name.rsplit("/", 1)[-1].strip()
+    return last or (server_name or "").strip()
+
+
+def server_key_findings(tools: Sequence[Any], server_key: str) -> list[Any]:
+    """MCP809's findings for one server's list under its key: a registry scan stores them with the scan, since a
+    toolset is measured once for every server that serves it, under whatever key each is given."""
+    if not server_key:
+        return []
+    from scanner.measure import tokenizer
+    from scanner.rules import RuleContext, run_rules
+
+    return run_rules(list(tools), RuleContext(count_tokens=tokenizer.count, server_key=server_key), select=["MCP809"])

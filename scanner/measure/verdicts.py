@@ -1,9 +1,13 @@
 """Will it load? One verdict per client for a tool list: loads it, drops some tools, or refuses the whole list.
 
-Built from the findings of the MCP8xx rules (:mod:`scanner.rules.clients_reject`), whose details name each client a
-shape breaks and how (``details["clients"]``: ``{"client", "effect", "error"}``, effect ``refuses`` or ``drops``).
-:data:`REJECT_CLIENTS` is the one table of clients a verdict is given for, in display order; ``claude-code``,
-``cursor`` and ``gemini-cli`` are the same clients as the cost rows of :mod:`scanner.measure.clients` (same keys).
+Built from every finding whose details name the clients a shape breaks and how (``details["clients"]``:
+``{"client", "effect", "error"}``, effect ``refuses`` or ``drops``): the MCP8xx rules (:mod:`scanner.rules.
+clients_reject`, :mod:`scanner.rules.clients_limits`) and, catalogue 6, MCP101 (a name the APIs refuse) and
+MCP101/MCP201/MCP205/MCP214/MCP216 for a list that is not valid MCP (:func:`verdict_codes`). A refusal the client
+has since stopped (``DATED_NOTES``) decides nothing and becomes a dated note (``notes``); ``EARLIER`` adds the note
+of an earlier behaviour beside the current one. :data:`REJECT_CLIENTS` is the one table of clients a verdict is
+given for, in display order; ``claude-code``, ``cursor`` and ``gemini-cli`` are the same clients as the cost rows
+of :mod:`scanner.measure.clients` (same keys; the cost rows are a separate table there).
 
 A client no rule names "loads": Fathom knows of no refusal, which is not a promise that it loads. Only stable rules
 decide a verdict (``state``); findings of ``preview`` rules are kept apart (``preview_state``, ``preview_reasons``)
@@ -28,8 +32,20 @@ from scanner.rules.clients_reject import (  # the client table lives with the ru
 from scanner.textsafe import markdown_text
 
 State = Literal["loads", "drops", "refuses"]
+STATES: tuple[State, ...] = ("loads", "drops", "refuses")
 _RANK: dict[str, int] = {"loads": 0, "drops": 1, "refuses": 2}
 FAMILY = "MCP8"
+OTHER_CODES = ("MCP101", "MCP201", "MCP205", "MCP214", "MCP216")
+"""Rules outside MCP8xx whose findings can name clients (catalogue 6): MCP101 for a name the APIs refuse, and these
+when the list is not valid MCP (:func:`scanner.rules.clients_reject.sdk_list_clients`)."""
+
+
+def verdict_codes() -> tuple[str, ...]:
+    """Every rule whose findings can decide a verdict: the MCP8xx tool and list rules, and :data:`OTHER_CODES`."""
+    from scanner.rules import RULES
+
+    own = [code for code in RULES if code.startswith(FAMILY) and RULES[code].scope in ("tool", "list")]
+    return (*own, *OTHER_CODES)
 
 
 __all__ = ["CLIENT_KEYS", "REJECT_CLIENTS", "RejectClient", "Verdict", "client_label", "verdicts"]
@@ -50,6 +66,8 @@ class Verdict:
     preview_state: State | None = None
     preview_dropped: tuple[str, ...] = ()
     preview_reasons: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    """Dated notes: refusals of this shape the client has since stopped (they decide nothing)."""
 
     @property
     def covers(self) -> str:
@@ -71,6 +89,8 @@ class Verdict:
             "reasons": list(self.reasons),
             "rules": list(self.codes),
         }
+        if self.notes:
+            out["notes"] = list(self.notes)
         if self.preview_state is not None:
             out["preview"] = {
                 "state": self.preview_state,
@@ -115,12 +135,11 @@ def _preview(code: str) -> bool:
 
 
 def client_effects(finding: Any) -> list[tuple[str, str, str]]:
-    """(client, effect, error) for each client a finding's details name; nothing for other findings, or details
-    that are not the shape the MCP8xx rules write (a stored finding is read as data, never trusted). A finding
-    stored without details (history's finding events) gets its rule's clients, without the error text."""
+    """(client, effect, error) for each client a finding's details name, whatever its family (MCP8xx; MCP101 for a
+    name the APIs refuse; MCP101/MCP201/MCP205/MCP214/MCP216 for a list that is not valid MCP); nothing for details that
+    are not that shape (a stored finding is read as data, never trusted). A finding stored without details
+    (history's finding events) gets its rule's clients from ``EFFECTS``, without the error text."""
     code = str(getattr(finding, "code", ""))
-    if not code.startswith(FAMILY):
-        return []
     details = getattr(finding, "details", None)
     entries = details.get("clients") if isinstance(details, Mapping) else None
     if not details:
@@ -139,11 +158,24 @@ def client_effects(finding: Any) -> list[tuple[str, str, str]]:
 
 def verdicts(findings: Iterable[Any]) -> tuple[Verdict, ...]:
     """Every client's verdict on the list these findings were found in: every client of :data:`REJECT_CLIENTS`, in
-    order (a client key a stored finding names that is not in the table is ignored)."""
+    order (a client key a stored finding names that is not in the table is ignored). A finding of a rule in
+    ``DATED_NOTES`` (a refusal the client has since stopped) decides nothing: it adds the dated note."""
+    from scanner.rules.clients_reject import DATED_NOTES, EARLIER
+
     stable: dict[str, _Tally] = {}
     preview: dict[str, _Tally] = {}
+    notes: dict[str, list[str]] = {}
     for finding in findings:
+        code = str(getattr(finding, "code", ""))
+        dated, earlier = DATED_NOTES.get(code, {}), EARLIER.get(code, {})
         for client, effect, error in client_effects(finding):
+            note = dated.get(client) or earlier.get(client)
+            if note is not None:
+                said = f"{finding.code}: {note}"
+                if said not in notes.setdefault(client, []):
+                    notes[client].append(said)
+            if client in dated:
+                continue
             tool = finding.tool
             where = f" '{tool}'" if tool else ""
             reason = f"{finding.code}{where}: {error}" if error else f"{finding.code}{where}"
@@ -160,6 +192,7 @@ def verdicts(findings: Iterable[Any]) -> tuple[Verdict, ...]:
             dropped=tuple(main.dropped),
             reasons=tuple(main.reasons),
             codes=tuple(main.codes),
+            notes=tuple(notes.get(key, ())),
         )
         if extra is not None:
             worse = extra.state if _RANK[extra.state] >= _RANK[main.state] else main.state
@@ -188,9 +221,10 @@ def render_text(found: Sequence[Verdict], *, reasons: int = 2) -> list[str]:
     if not found:
         return []
     if _all_load(found):
-        return ["Will it load?", f"  Every client loads the whole list: {', '.join(v.label for v in found)}."]
+        lines = ["Will it load?", f"  Every client loads the whole list: {', '.join(v.label for v in found)}."]
+        return lines + [f"  Note: {note}" for verdict in found for note in verdict.notes]
     width = max(len(verdict.label) for verdict in found)
-    lines = ["Will it load?"]
+    lines = ["Will it load?", *[f"  {sentence}" for sentence in summary(found)]]
     for verdict in found:
         line = f"  {verdict.label.ljust(width)}  {verdict.phrase()}"
         if verdict.dropped:
@@ -202,7 +236,28 @@ def render_text(found: Sequence[Verdict], *, reasons: int = 2) -> list[str]:
         lines += [f"      {reason}" for reason in shown[:reasons]]
         if len(shown) > reasons:
             lines.append(f"      and {len(shown) - reasons} more")
+        lines += [f"      Note: {note}" for note in verdict.notes]
     return lines
+
+
+def _and(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def summary(found: Sequence[Verdict]) -> list[str]:
+    """One sentence per outcome: the provider APIs that refuse the list together, then the applications
+    (``Anthropic API and OpenAI API refuse the whole list.``, ``Claude Desktop and Codex refuse the whole list.``),
+    then each client that drops tools (``Claude Desktop drops 14 tools.``). Stable rules only; empty when every
+    client loads the list."""
+    out = []
+    for apis in (True, False):
+        refusing = [v.label for v in found if v.state == "refuses" and v.client.endswith("-api") == apis]
+        if refusing:
+            out.append(f"{_and(refusing)} {'refuses' if len(refusing) == 1 else 'refuse'} the whole list.")
+    for verdict in found:
+        if verdict.state == "drops":
+            out.append(f"{verdict.label} {verdict.phrase()}.")
+    return out
 
 
 def _all_load(found: Sequence[Verdict]) -> bool:
@@ -223,7 +278,8 @@ def render_markdown(found: Sequence[Verdict], escape: Callable[[str], str] | Non
             f"Every client loads the whole list: {cell(', '.join(v.label for v in found))}.",
             "",
         ]
-    lines = ["### Will it load?", "", "| client | verdict | why | sources cover |", "|---|---|---|---|"]
+    lines = ["### Will it load?", "", *[cell(sentence) for sentence in summary(found)], ""]
+    lines += ["| client | verdict | why | sources cover |", "|---|---|---|---|"]
     for verdict in found:
         said = verdict.phrase()
         if verdict.preview_state is not None and verdict.preview_state != verdict.state:
@@ -251,18 +307,21 @@ def compact(found: Sequence[Verdict]) -> str:
 
 
 def parse_clients(value: object, where: str = "--fail-on-reject") -> tuple[str, ...]:
-    """``claude-code,openai-api`` (or a list) -> client keys; an unknown name is an input error naming the
-    nearest known one."""
+    """``claude-code,openai-api`` (or a list) -> client keys, ``all`` for every client of :data:`REJECT_CLIENTS`;
+    an unknown name is an input error naming the nearest known one."""
     items = value if isinstance(value, (list, tuple)) else str(value).split(",")
     out: list[str] = []
     for item in items:
         name = str(item).strip().lower()
         if not name:
             continue
+        if name == "all":  # every client Fathom knows
+            out += [key for key in CLIENT_KEYS if key not in out]
+            continue
         if name not in CLIENT_KEYS:
             near = get_close_matches(name, list(CLIENT_KEYS), n=1, cutoff=0.0)
             hint = f"; did you mean {near[0]!r}?" if near else ""
-            raise InputError(f"{where}: no client {name!r}{hint} (known: {', '.join(CLIENT_KEYS)})")
+            raise InputError(f"{where}: no client {name!r}{hint} (known: {', '.join(CLIENT_KEYS)}, or all)")
         if name not in out:
             out.append(name)
     if not out:

@@ -27,7 +27,8 @@ from scanner.measure.score import SCORE_FORMULA, SCORE_VERSION, ScoreBreakdown, 
 from scanner.measure.verdicts import verdicts
 from scanner.models import PROVIDER_SHORT, Finding, Severity, ToolCost
 from scanner.report.changes import run_changes
-from scanner.report.client_costs import StoredToolset, client_costs
+from scanner.report.client_costs import leader_client_costs, leader_key
+from scanner.report.clients_view import clients_view
 from scanner.report.csv_out import render_csv
 from scanner.report.data import (
     NOT_RUN_OUTCOMES,
@@ -230,7 +231,7 @@ def build_leaderboard(
     seen: set[str] = set()
     no_slug = _NoSlug()
     for part in chunks:
-        clients = _client_tokens(store, part)
+        clients = leader_client_costs(store, part)
         for row in part:
             if len(row.server) > MAX_SERVER_NAME:  # a crafted row: no page, no line (issue 42), said once
                 unreadable("servers.name", f"a name of {len(row.server):,} characters ({row.server[:40]!r})", "skipped")
@@ -285,20 +286,6 @@ def build_leaderboard(
     )
 
 
-def _client_tokens(store: Store, rows: Sequence[LeaderRow]) -> dict[str, dict[str, int]]:
-    """What each client sends per turn (scanner.measure.clients) for every ranked row, by :func:`_client_key`."""
-    ranked = [row for row in rows if row.toolset_sha256 and row.tokens and is_ranked_outcome(row.outcome)]
-    return client_costs(store, [_stored(row) for row in ranked])
-
-
-def _stored(row: LeaderRow) -> StoredToolset:
-    return StoredToolset(str(row.toolset_sha256 or ""), dict(row.tokens), row.instructions_tokens.get("openai"))
-
-
-def _client_key(row: LeaderRow) -> str:
-    return _stored(row).key
-
-
 def _server_row(
     row: LeaderRow,
     rank: int | None,
@@ -332,7 +319,7 @@ def _server_row(
         server_version=row.server_version,
         lane=row.lane,
         lanes=lanes_text(row.lanes),
-        clients=dict((clients or {}).get(_client_key(row), {})),
+        clients=dict((clients or {}).get(leader_key(row), {})),
         codes=tuple(sorted({str(finding.code) for finding in shown})) if parts is not None else (),
         breakdown=parts,
         preview=len(previews),
@@ -668,13 +655,15 @@ def site_data(
             events[event.server].append(event)
     board = build_leaderboard(store, run, previous, None, events)
     pages = server_pages(store, run.id, (*board.ranked, *board.unranked), board.providers)
+    trends = build_trends(store)
     return SiteData(
         leaderboard=board,
-        trends=build_trends(store),
+        trends=trends,
         servers=pages if stream else tuple(pages),
         rules=build_rules(store, run.id),
         generated_at=now or datetime.now(UTC),
         health=run_health(store.engine, board),
+        clients=clients_view(store, board, trends),
     )
 
 
@@ -780,7 +769,7 @@ def _build_report(store: Store, out_dir: Path, run_id: int | None, now: datetime
         with _long_lived_frozen():
             built = [*write_site(data, staging), *write_exports(data.leaderboard, staging)]
             # health.html/json/csv, from the health the pages already show
-            built += write_health(store.engine, data.leaderboard, staging, data.generated_at, data.health)
+            built += write_health(store.engine, data.leaderboard, staging, data.generated_at, data.health, data.clients)
         paths = _publish(staging, out_dir, built)
     except OSError as exc:  # a full disk, a read-only folder, --out naming a file: one line, exit 4
         raise OutputError(f"Cannot write the report to {out_dir}: {exc.strerror or exc}") from exc

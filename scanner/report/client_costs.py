@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from scanner.store import Store
+from scanner.store.rows import LeaderRow
 
 CHUNK = 200
 """Raw tool lists read at a time (their descriptions are kept, the lists dropped): memory stays bounded."""
@@ -58,3 +59,19 @@ def client_costs(store: Store, lists: Iterable[StoredToolset]) -> dict[str, dict
         )
         out[item.key] = {cost.client: cost.tokens for cost in measured}
     return out
+
+
+def leader_client_costs(store: Store, rows: Iterable[LeaderRow]) -> dict[str, dict[str, int]]:
+    """What each client sends per turn for every ranked leaderboard row, by :func:`leader_key`."""
+    from scanner.report.data import is_ranked_outcome
+
+    ranked = [row for row in rows if row.toolset_sha256 and row.tokens and is_ranked_outcome(row.outcome)]
+    return client_costs(store, [_leader_stored(row) for row in ranked])
+
+
+def leader_key(row: LeaderRow) -> str:
+    return _leader_stored(row).key
+
+
+def _leader_stored(row: LeaderRow) -> StoredToolset:
+    return StoredToolset(str(row.toolset_sha256 or ""), dict(row.tokens), row.instructions_tokens.get("openai"))

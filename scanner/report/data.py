@@ -478,6 +478,8 @@ class SiteData:
     # Each server's uptime and latency over time (scanner.report.health.Health by name; the registry health page's
     # figures).
     health: Mapping[str, Any] = field(default_factory=dict)
+    # The registry's view of clients (scanner.report.clients_view.ClientsView): the Clients page; None: no page.
+    clients: Any = None
 
 
 def is_ranked_outcome(outcome: str) -> bool:

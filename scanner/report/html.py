@@ -254,6 +254,24 @@ def server_charts(page: ServerPage, providers: tuple[str, ...]) -> list[Chart]:
     ]
 
 
+def client_charts(view: Any) -> list[tuple[str, Chart]]:
+    """One trend chart per client (scanner.report.clients_view): servers it refuses and servers it drops tools of,
+    per run; (client key, chart)."""
+    labels = list(view.labels)
+    return [
+        (
+            trend.key,
+            _line(
+                f"{trend.label}: servers it does not load whole",
+                labels,
+                [Series("refuses", trend.refuses), Series("drops tools", trend.drops)],
+                y_label="servers",
+            ),
+        )
+        for trend in view.trends
+    ]
+
+
 def render_pages(site: SiteData, env: Environment | None = None) -> Iterator[tuple[str, str]]:
     """Yield ``(relative path, html)`` for every page of the site, the leaderboard first."""
     env = env or make_environment()
@@ -270,6 +288,13 @@ def render_pages(site: SiteData, env: Environment | None = None) -> Iterator[tup
         ),
     )
     yield "rules.html", env.get_template("rules.html").render(root="", rules=site.rules, **common)
+    if site.clients is not None:
+        yield (
+            "clients.html",
+            env.get_template("clients.html").render(
+                root="", clients=site.clients, charts=client_charts(site.clients), **common
+            ),
+        )
     server_template = env.get_template("server.html")
     for page in site.servers:
         yield (

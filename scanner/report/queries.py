@@ -59,6 +59,7 @@ def history_columns(rows: list[dict[str, Any]]) -> list[str]:
     return [*HISTORY_COLUMNS[:at], *scan_metrics.METRICS, *HISTORY_COLUMNS[at:]]
 
 
+CLIENT_SERVER_COLUMNS = ["server", "last_run", "tools", "score", "state", "verdict", "rules", "since_run"]
 FINDING_COLUMNS = ["server", "code", "severity", "tool", "first_seen_run", "gone_run", "message"]
 DIFF_COLUMNS = ["change", "tool", "detail"]
 RULE_COLUMNS = ["code", "severity", "status", "slug", "hint"]
@@ -78,6 +79,7 @@ OPTIONAL_COLUMNS: dict[str, list[str]] = {
         "notes",
         *PROVIDERS[1:],
     ],
+    "client-servers": ["score", "tools", "rules"],
     "history": [
         "lanes",
         "registry_version",
@@ -98,21 +100,18 @@ WRAP_COLUMNS = ("detail", "message", "source", "hint", "lanes", "workers", "will
 def _client_findings(
     store: Store, server: str | None = None, still_open: bool = False, preview: bool = False
 ) -> list[FindingRow]:
-    """The stored findings of the MCP8xx rules (what clients reject), of one server or all, with when each
-    appeared and went away; preview rules' only with ``preview``."""
-    from scanner.measure.verdicts import FAMILY
-    from scanner.rules import RULES
+    """The stored findings that name clients (the MCP8xx rules, and MCP101/MCP201/MCP205/MCP214/MCP216 where they
+    do: :func:`scanner.measure.verdicts.verdict_codes`), of one server or all, with when each appeared and went;
+    preview rules' only with ``preview``."""
+    from scanner.measure.verdicts import client_effects, verdict_codes
 
     found: list[FindingRow] = []
-    for code in RULES:
-        if code.startswith(FAMILY) and RULES[code].scope in ("tool", "list") and visible(code, preview):
-            found += store.findings(rule=code, server=server, still_open=still_open)
+    for code in verdict_codes():
+        if not visible(code, preview):
+            continue
+        rows = store.findings(rule=code, server=server, still_open=still_open)
+        found += [row for row in rows if client_effects(row)]
     return found
-
-
-def _open_at(row: FindingRow, run: int) -> bool:
-    first, gone = row.first_seen_run, row.gone_run
-    return first is not None and first <= run and (gone is None or gone > run)
 
 
 def _loads(rows: list[FindingRow]) -> tuple[str, dict[str, Any]]:
@@ -153,6 +152,60 @@ def run_columns(rows: list[dict[str, Any]]) -> list[str]:
     return DISTRIBUTED_RUN_COLUMNS if any(row["planned"] is not None for row in rows) else RUN_COLUMNS
 
 
+def since_run(history_rows: list[FindingRow], current: list[FindingRow], client: str) -> int | None:
+    """The run since which ``client`` has not loaded the list whole: the earliest first appearance (history's
+    ``first_seen_run``, open still) of the findings that decide its verdict now."""
+    from scanner.measure.verdicts import client_effects
+
+    deciding = {(row.code, row.tool) for row in current if any(item[0] == client for item in client_effects(row))}
+    runs = [row.first_seen_run for row in history_rows if (row.code, row.tool) in deciding and row.gone_run is None]
+    return min((run for run in runs if run is not None), default=None)
+
+
+def servers_for_client(
+    db_url: str, client: str, state: str | None = None, preview: bool = False
+) -> list[dict[str, Any]]:
+    """``fathom servers --client KEY [--state refuses|drops]``: the servers whose newest scan ``client`` does not
+    load whole (or only those in ``state``), each with its verdict, the rules deciding it, and the run since which
+    it has been so (from the findings' history)."""
+    from scanner.measure.verdicts import verdict_codes, verdicts
+    from scanner.report.clients_view import findings_at
+
+    rows = servers(db_url, preview)
+    out = []
+    with open_store(db_url) as store:
+        by_run: dict[int, list[dict[str, Any]]] = {}
+        for row in rows:
+            if row["last_run"] is not None and row["last_outcome"] == "ok":
+                by_run.setdefault(int(row["last_run"]), []).append(row)
+        present = findings_at(store, *by_run)
+        for run, in_run in sorted(by_run.items()):
+            current = present[run]
+            for row in in_run:
+                found = [f for f in current.get(row["server"], []) if visible(f.code, preview)]
+                if not found:
+                    continue
+                verdict = next(item for item in verdicts(found) if item.client == client)
+                if verdict.state == "loads" or (state is not None and verdict.state != state):
+                    continue
+                history_rows = [
+                    item
+                    for code in sorted({finding.code for finding in found} & set(verdict_codes()))
+                    for item in store.findings(rule=code, server=row["server"])
+                ]
+                out.append(
+                    {
+                        **row,
+                        "client": client,
+                        "state": verdict.state,
+                        "verdict": verdict.phrase(),
+                        "rules": " ".join(verdict.codes),
+                        "since_run": since_run(history_rows, found, client),
+                    }
+                )
+    return sorted(out, key=lambda item: str(item["server"]))
+
+
 def servers(db_url: str, preview: bool = False) -> list[dict[str, Any]]:
     """Every server; the tools, tokens, score and finding counts are those of its last successful scan (the
     counts are the scored findings'; "will it load" reads preview rules only with ``preview``; JSON and CSV add
@@ -167,6 +220,15 @@ def servers(db_url: str, preview: bool = False) -> list[dict[str, Any]]:
         rejected: dict[str, list[FindingRow]] = {}
         for finding in _client_findings(store, still_open=True, preview=preview):
             rejected.setdefault(finding.server, []).append(finding)
+        # A server whose newest scan answered: that scan's findings with their details (MCP101 and the lists that
+        # are not valid MCP name their clients only there; history's rows keep no details).
+        from scanner.report.clients_view import findings_at
+
+        runs = sorted({row.last_run_id for row in found if row.last_outcome == "ok" and row.last_run_id})
+        present = findings_at(store, *runs)
+        for row in found:
+            if row.last_outcome == "ok" and row.last_run_id in present:
+                rejected[row.name] = [f for f in present[row.last_run_id].get(row.name, []) if visible(f.code, preview)]
     loads = {row.name: _loads(rejected.get(row.name, [])) for row in found if row.last_ok_scan_id is not None}
     return [
         {
@@ -230,10 +292,23 @@ def history(db_url: str, server: str, preview: bool = False) -> list[dict[str, A
     with open_store(db_url) as store:
         found = store.history(server)
         scores = store.scan_scores(row.scan_id for row in found if row.ok)
-        rejected = _client_findings(store, server=server, preview=preview) if found else []
+        # Each answering scan's findings with their details (history's rows keep none, and MCP101 and the lists
+        # that are not valid MCP name their clients only there): one read per run of this server.
+        from scanner.measure.verdicts import client_effects, verdict_codes
+
+        codes = set(verdict_codes())
+        present = {
+            row.run_id: [
+                f
+                for f in store.findings(server=server, run=row.run_id)
+                if f.code in codes and visible(f.code, preview) and client_effects(f)
+            ]
+            for row in found
+            if row.ok
+        }
         told = store.scans_instructions_tokens([row.scan_id for row in found if row.ok])
         clients = _clients(store, [(row.toolset_sha256, row.tokens, told.get(row.scan_id)) for row in found if row.ok])
-    loads = {row.run_id: _loads([f for f in rejected if _open_at(f, row.run_id)]) for row in found if row.ok}
+    loads = {row.run_id: _loads(present.get(row.run_id, [])) for row in found if row.ok}
     return [
         {
             "run": row.run_id,

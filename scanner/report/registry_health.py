@@ -108,7 +108,7 @@ def health_rows(data: Census, health: Mapping[str, Health]) -> list[dict[str, An
     ]
 
 
-def render_health_json(data: Census, rows: list[dict[str, Any]]) -> str:
+def render_health_json(data: Census, rows: list[dict[str, Any]], clients: dict[str, Any] | None = None) -> str:
     summary = {
         "run_id": data.run_id,
         "compared_with_run": data.previous_run_id,
@@ -130,7 +130,10 @@ def render_health_json(data: Census, rows: list[dict[str, Any]]) -> str:
         "recovered": list(data.recovered),
     }
     # As leaderboard.json: ASCII only, HTML-significant characters escaped, safe to serve beside the pages.
-    text = json.dumps({"census": summary, "servers": rows}, indent=2, ensure_ascii=True)
+    document: dict[str, Any] = {"census": summary, "servers": rows}
+    if clients is not None:
+        document["clients"] = clients
+    text = json.dumps(document, indent=2, ensure_ascii=True)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
 
 
@@ -158,12 +161,19 @@ def run_health(engine: Any, board: Leaderboard) -> dict[str, Health]:
 
 
 def write_health(
-    engine: Any, board: Leaderboard, out_dir: Path, generated_at: Any, health: Mapping[str, Health] | None = None
+    engine: Any,
+    board: Leaderboard,
+    out_dir: Path,
+    generated_at: Any,
+    health: Mapping[str, Health] | None = None,
+    clients: Any = None,
 ) -> list[Path]:
     """Write ``health.html``, ``health.json`` and ``health.csv`` for the board's run; return their paths.
 
     ``health`` is :func:`run_health` of the board when the caller already has it (the site's pages show it too):
-    it reads the last 30 days of scans, 600 000 rows at 20 000 servers, so it is read once per report."""
+    it reads the last 30 days of scans, 600 000 rows at 20 000 servers, so it is read once per report. ``clients``
+    (scanner.report.clients_view.ClientsView) adds ``health.json``'s ``clients``: per client, the servers it loads,
+    drops tools of and refuses, and the rules behind them."""
     # A name too long to show is a crafted row the leaderboard skipped (and said so): skipped here too.
     rows = [
         row
@@ -198,7 +208,7 @@ def write_health(
     written = []
     for name, text in (
         ("health.html", page),
-        ("health.json", render_health_json(data, table)),
+        ("health.json", render_health_json(data, table, clients.to_json() if clients is not None else None)),
         ("health.csv", render_health_csv(table)),
     ):
         path = out_dir / name

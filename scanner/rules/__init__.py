@@ -1,4 +1,4 @@
-"""The rule catalogue (MCP101-MCP807): what a model would stumble over in a server's tool list.
+"""The rule catalogue (MCP101-MCP810): what a model would stumble over in a server's tool list.
 
 ``docs/rules.md`` is generated from it (:mod:`scanner.rules.catalogue`); each rule has a status (stable, preview,
 deprecated, removed), and ``catalogue_digest()`` pins the catalogue a ``RULES_VERSION`` names.
@@ -17,13 +17,15 @@ One module per family: :mod:`naming` (MCP1xx), :mod:`schema` (MCP2xx), :mod:`lis
 :mod:`safety` (MCP4xx), :mod:`history` (MCP5xx, registered for the catalogue; checked by ``scanner.measure.history``),
 :mod:`lanes` (MCP6xx, what each credential sees; checked by :func:`lanes.lane_findings` for ``fathom doctor``),
 :mod:`registrydata` (MCP7xx, the registry entry itself; checked by :func:`registrydata.registry_findings`),
-:mod:`clients_reject` (MCP8xx, what clients reject; :mod:`scanner.measure.verdicts` gives each client's verdict).
+:mod:`clients_reject` and :mod:`clients_limits` (MCP8xx, what clients reject;
+ :mod:`scanner.measure.verdicts` gives each client's verdict).
 Importing this package registers them all.
 """
 
 from __future__ import annotations
 
 from scanner.rules import (  # noqa: F401  (registration)
+    clients_limits,
     clients_reject,
     history,
     lanes,

@@ -184,6 +184,28 @@ def _family(rule: Rule) -> str:
     return next((title for prefix, title in FAMILIES if rule.code.startswith(prefix)), "Other")
 
 
+def _verdict_clients() -> list[str]:
+    """The clients a verdict is given for, what their sources cover, and the dated notes (rules.md, catalogue 6)."""
+    from scanner.rules.clients_reject import DATED_NOTES, EARLIER, REJECT_CLIENTS
+
+    out = [
+        'Every "Will it load?" verdict speaks of these clients, as their sources cover them (`--fail-on-reject` '
+        "takes the keys, or `all`). The rules that decide a verdict are MCP801-MCP803 and MCP808-MCP810, MCP101 "
+        "(a name the APIs refuse), and MCP101, MCP201, MCP205, MCP214 and MCP216 when the list is not valid MCP; each "
+        "rule's doc below names every client it changes, with the source, the verbatim error, the effect and the "
+        "versions.",
+        "",
+        "| client | key | the sources cover |",
+        "|---|---|---|",
+    ]
+    out += [f"| {client.label} | `{client.key}` | {_cell(client.covers)} |" for client in REJECT_CLIENTS]
+    out += ["", "Dated notes (refusals a client has since stopped; they decide no verdict):", ""]
+    out += [f"- {code}, {client}: {note}." for code, notes in DATED_NOTES.items() for client, note in notes.items()]
+    out += ["", "Earlier behaviour (dated notes beside a verdict the current behaviour decides):", ""]
+    out += [f"- {code}, {client}: {note}." for code, notes in EARLIER.items() for client, note in notes.items()]
+    return [*out, ""]
+
+
 def markdown() -> str:
     """The whole of ``docs/rules.md``."""
     out = [
@@ -213,6 +235,8 @@ def markdown() -> str:
                 if _family(r) == family
             ]
             out.append("")
+            if family == "What clients reject":
+                out += _verdict_clients()
     out += _precision_section()
     out += ["## Every rule", ""]
     for rule in RULES.values():

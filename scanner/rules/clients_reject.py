@@ -7,7 +7,10 @@ error text the user would see: ``details["clients"]`` is a list of ``{"client", 
 out). :mod:`scanner.measure.verdicts` turns these into one verdict per client. Client keys are those of
 :data:`REJECT_CLIENTS` (here, so that the rules never import the verdicts).
 
-MCP801-MCP803 are ``stable`` from the start (rules.md, catalogue 5); the rest are ``preview``.
+MCP801-MCP803 are ``stable`` from the start (rules.md, catalogue 5); MCP804 is retired into MCP810 (catalogue
+6). MCP808-MCP810 are in :mod:`scanner.rules.clients_limits`. Findings of other families also name clients
+(MCP101 through :func:`name_clients`; MCP101, MCP201, MCP205, MCP214 and MCP216 through :func:`sdk_list_clients`, a list
+that is not valid MCP).
 """
 
 from __future__ import annotations
@@ -39,19 +42,37 @@ REJECT_CLIENTS: tuple[RejectClient, ...] = (
     RejectClient(
         "claude-code",
         "Claude Code",
-        "reports from v0.2.56 (2025-03) to v2.1.233 (2026-08); since tool search, a refused tool fails every request "
-        "once it is loaded",
+        "reports from v0.2.56 (2025-03) to 2026-09: v2.1.233 and the CLI reports of 2026-08-22/29 (outputSchema "
+        "dialect), root combinators left out since 2026-08 (#95504), tools/list validation (#17742, #88049), "
+        "tool search's 64-character names (2026-01)",
+    ),
+    RejectClient(
+        "claude-desktop",
+        "Claude Desktop",
+        "Claude Desktop, claude.ai connectors and Cowork (tools validated on the Claude side): app 1.28929 "
+        "(2026-08-12) to 2.2553.1 (2026-09-21) in the reports",
     ),
     RejectClient(
         "anthropic-api",
         "Anthropic API",
-        "the Messages API (Claude Desktop, Claude-backed clients, Bedrock Converse): reports 2025-03 to 2026-09",
+        "the Messages API (Claude-backed clients, Bedrock Converse): reports 2025-03 to 2026-09",
     ),
-    RejectClient("cursor", "Cursor", "no public refusal of these shapes known to Fathom"),
+    RejectClient(
+        "codex",
+        "Codex",
+        "Codex CLI and app on the OpenAI Responses API: 0.73.0 (2025-12, openai/codex#8174) to the name "
+        "sanitizing of PR #8694 (merged 2026-01-03) and #14833",
+    ),
+    RejectClient(
+        "cursor",
+        "Cursor",
+        "Cursor 1.6 (2025-09) and the reports to 2026-02 (60-character names); tools/list validation 2025-10",
+    ),
     RejectClient(
         "gemini-cli",
         "Gemini CLI",
-        "versions of August-September 2025 (v0.1.18-v0.1.19 in the reports); a maintainer found v0.42.0 relaxed",
+        "v0.38 (2026-04, 512 function declarations); its August-September 2025 skipping of untyped schemas "
+        "(v0.1.18-v0.1.19) is a dated note, v0.42.0 loads them",
     ),
     RejectClient(
         "gemini-api",
@@ -62,12 +83,17 @@ REJECT_CLIENTS: tuple[RejectClient, ...] = (
     RejectClient(
         "openai-api",
         "OpenAI API",
-        "Chat Completions and Responses (Codex, OpenAI-backed clients): reports 2024-05 to 2026-04",
+        "Chat Completions and Responses (OpenAI-backed clients): reports 2024-05 to 2026-04",
     ),
     RejectClient(
         "vscode",
         "VS Code (Copilot)",
         "VS Code 1.99 (2025-04) to 1.111 (2026-03) in the reports",
+    ),
+    RejectClient(
+        "windsurf",
+        "Windsurf",
+        "Windsurf's MCP settings (100 enabled tools): reports 2025-04 (limit 50) and 2026-02 (limit 100)",
     ),
 )
 CLIENT_KEYS: dict[str, RejectClient] = {client.key: client for client in REJECT_CLIENTS}
@@ -86,16 +112,178 @@ _VSCODE_ITEMS = "tool parameters array type must have items"
 OPENAI_TOOLS_LIMIT = 128
 
 EFFECTS: dict[str, tuple[tuple[str, str], ...]] = {
-    "MCP801": (("anthropic-api", "refuses"), ("claude-code", "refuses")),
+    "MCP801": (("anthropic-api", "refuses"), ("claude-code", "drops")),
     "MCP802": (("anthropic-api", "refuses"), ("claude-code", "drops")),
     "MCP803": (("openai-api", "refuses"), ("vscode", "drops")),
-    "MCP804": (("openai-api", "refuses"),),
     "MCP805": (("gemini-api", "refuses"),),
     "MCP806": (("gemini-api", "refuses"),),
     "MCP807": (("gemini-cli", "drops"),),
+    "MCP808": (("claude-desktop", "drops"), ("claude-code", "drops")),
 }
 """Each rule's clients and effects, as its findings' details name them (tests hold the two together): what a
-verdict falls back on for a finding stored without details (the finding events of history keep none)."""
+verdict falls back on for a finding stored without details (the finding events of history keep none). MCP809 and
+MCP810 depend on the server key and the count, so a finding stored without details decides nothing; nor do the
+findings of other families that name clients (MCP101, MCP201, MCP205, MCP214, MCP216: see :func:`name_clients` and
+:func:`sdk_list_clients`), whose effect depends on the exact shape."""
+
+DATED_NOTES: dict[str, dict[str, str]] = {
+    "MCP101": {
+        "codex": "Codex refused the whole request for such a name in 0.73.0 (2025-12, openai/codex#8174, "
+        "\"Invalid 'tools[48].name': string does not match pattern\"); since PR #8694 (merged 2026-01-03) it "
+        "replaces the characters with _, so this decides no current verdict",
+    },
+    "MCP807": {
+        "gemini-cli": "Gemini CLI skipped such tools in August-September 2025 (v0.1.18-v0.1.19: "
+        "cyanheads/obsidian-mcp-server#21, dataforseo/mcp-server-typescript#25); v0.42.0 loads them "
+        "(cyanheads/obsidian-mcp-server#54), so this decides no current verdict",
+    },
+}
+"""Refusals a client has since stopped: a finding of these rules adds the dated note to that client's verdict and
+decides nothing (rules.md, catalogue 6: "a behaviour the client has since fixed becomes a dated note")."""
+
+EARLIER: dict[str, dict[str, str]] = {
+    "MCP801": {
+        "claude-code": "Claude Code refused the whole request for this shape, every turn failing, from v0.2.56 "
+        "(2025-03, anthropics/claude-code#657) to 2026-05 (#45106, 2026-04; #64113 headless, 2026-05); reports "
+        "from 2026-08 on (#95504, moira-mcp/moira#177, opentokenz/mcpx#28) show it leaving the tool out instead",
+    },
+}
+"""What a client did before its current behaviour, for a shape it still does not load: the dated note goes with
+the verdict, which the current effect decides."""
+
+# --- names and lists that clients refuse outside this family (MCP101; lists that are not valid MCP) ---------
+
+_NAME_CHARS = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def name_clients(name: str, index: int) -> list[dict[str, str]]:
+    """Each client that refuses a tool ``name`` (MCP101's shapes), with its verbatim error: the OpenAI API
+    ``^[a-zA-Z0-9_-]{1,64}$`` (so Codex, on the Responses API, for the characters), the Anthropic API
+    ``^[a-zA-Z0-9_-]{1,128}$``, Claude Desktop's ``FrontendRemoteMcpToolDefinition`` ``{1,64}``. Claude Code
+    rewrites a name into ``mcp__<server>__<tool>`` with the characters replaced, so it is not named here (its
+    limit on the built name is MCP809's)."""
+    length = len(name)
+    chars_ok = bool(_NAME_CHARS.fullmatch(name))
+    out: list[tuple[str, str, str]] = []
+    if not chars_ok:
+        out += [
+            (
+                "anthropic-api",
+                "refuses",
+                f"tools.{index}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{{1,128}}$'",
+            ),
+            (
+                "claude-desktop",
+                "refuses",
+                f"tools.{index}.FrontendRemoteMcpToolDefinition.name: String should match pattern "
+                "'^[a-zA-Z0-9_-]{1,64}$'",
+            ),
+            (
+                "codex",
+                "refuses",
+                f"Invalid 'tools[{index}].name': string does not match pattern. Expected a string that matches the "
+                "pattern '^[a-zA-Z0-9_-]+$'.",
+            ),
+            (
+                "openai-api",
+                "refuses",
+                f"Invalid 'tools[{index}].function.name': string does not match pattern. Expected a string that "
+                "matches the pattern '^[a-zA-Z0-9_-]+$'.",
+            ),
+        ]
+    elif length > 64:
+        if length > 128:
+            out.append(
+                ("anthropic-api", "refuses", f"tools.{index}.custom.name: String should have at most 128 characters")
+            )
+        out += [
+            (
+                "claude-desktop",
+                "refuses",
+                f"tools.{index}.FrontendRemoteMcpToolDefinition.name: String should have at most 64 characters",
+            ),
+            (
+                "openai-api",
+                "refuses",
+                f"Invalid 'tools[{index}].function.name': string too long. Expected a string with maximum length 64, "
+                f"but got a string with length {length} instead.",
+            ),
+        ]
+    return _clients(*out)
+
+
+SDK_CLIENTS = ("claude-code", "claude-desktop", "cursor")
+"""Clients that validate ``tools/list`` with the MCP TypeScript SDK's ``ListToolsResultSchema`` and so load no
+tool at all from a list it refuses: Claude Code ("Failed to fetch tools", anthropics/claude-code#17742,
+Mearman/mcp-wayback-machine#29 "tools fetch failed"), Claude Desktop and Cursor ("Error listing tools ... Found 0
+tools", anthropics/claude-code#10031 and #10825)."""
+
+
+def _sdk_schema_problem(schema: Any, where: str) -> tuple[str, str] | None:
+    """Where and why the SDK's tool schema (``inputSchema``/``outputSchema``: an object whose ``type`` is the literal
+    ``object``, ``properties`` a record of objects, ``required`` a list of strings) refuses ``schema``."""
+    if not isinstance(schema, dict):
+        return where, f"Invalid input: expected object, received {_js_type(schema)}"
+    if schema.get("type") != "object":
+        return f"{where}.type", 'Invalid input: expected "object"'
+    properties = schema.get("properties")
+    if "properties" in schema and not isinstance(properties, dict):
+        return f"{where}.properties", f"Invalid input: expected record, received {_js_type(properties)}"
+    for key, value in (properties or {}).items():
+        if not isinstance(value, dict):
+            return f"{where}.properties.{key}", f"Invalid input: expected object, received {_js_type(value)}"
+    required = schema.get("required")
+    if "required" in schema and not (isinstance(required, list) and all(isinstance(item, str) for item in required)):
+        return f"{where}.required", "Invalid input: expected array of strings"
+    return None
+
+
+def _js_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def sdk_list_problem(raw: Any, index: int) -> tuple[str, str] | None:
+    """Why the MCP TypeScript SDK's ``ListToolsResultSchema`` refuses the list because of tool ``raw`` (the path,
+    as ``tools[3].inputSchema.properties``, and Zod's message), or None when this tool passes."""
+    at = f"tools[{index}]"
+    if not isinstance(raw, dict):
+        return at, f"Invalid input: expected object, received {_js_type(raw)}"
+    if not isinstance(raw.get("name"), str):
+        return (
+            f"{at}.name",
+            f"Invalid input: expected string, received {_js_type(raw.get('name')) if 'name' in raw else 'undefined'}",
+        )
+    if "inputSchema" not in raw:
+        return f"{at}.inputSchema", "Invalid input: expected object, received undefined"
+    found = _sdk_schema_problem(raw["inputSchema"], f"{at}.inputSchema")
+    if found is None and "outputSchema" in raw:
+        found = _sdk_schema_problem(raw["outputSchema"], f"{at}.outputSchema")
+    return found
+
+
+def sdk_list_clients(raw: Any, index: int) -> list[dict[str, str]]:
+    """The clients that refuse the whole list because of this tool (:data:`SDK_CLIENTS`), with the error each
+    shows; empty when the SDK's schema accepts the tool. ``"properties": []`` also makes the OpenAI API refuse the
+    request ("invalid_function_parameters: [] is not of type 'object'", shopware/shopware#18713)."""
+    found = sdk_list_problem(raw, index)
+    if found is None:
+        return []
+    where, message = found
+    error = f"Failed to fetch tools: {where}: {message}"
+    entries = [(client, "refuses", error) for client in SDK_CLIENTS]
+    schema = raw.get("inputSchema") if isinstance(raw, dict) else None
+    if where.endswith(".inputSchema.properties") and isinstance(schema, dict) and schema.get("properties") == []:
+        # PHP's empty array: OpenAI validates the parameters as JSON Schema (shopware/shopware#18713, 2026-07)
+        entries.append(("openai-api", "refuses", "invalid_function_parameters: [] is not of type 'object'"))
+    return _clients(*entries)
 
 
 def _clients(*entries: tuple[str, str, str]) -> list[dict[str, str]]:
@@ -127,10 +315,16 @@ def _sentence(head: str, entries: Sequence[dict[str, str]]) -> str:
     "`if`/`then` when validation needs it).",
     doc=f"""The root of `inputSchema` has `oneOf`, `anyOf` or `allOf` (with or without `"type": "object"` beside
     it). The Anthropic API answers 400 for the whole request, "{_ROOT_COMBINATOR_ERROR}", so every turn of every
-    conversation that carries the list fails until the server is removed: Claude Desktop, Claude Code (also its
-    sub-agents) and any Claude-backed client. Sources: anthropics/claude-code issues #657 (v0.2.56), #5319
-    (v1.0.70), #5878, #5973 (v1.0.83), "tools.106.custom.input_schema: {_ROOT_COMBINATOR_ERROR}";
-    mobile-next/mobile-mcp#344 and zereight/gitlab-mcp#551 (2026). A combinator inside a property is fine.
+    conversation that carries the list fails until the server is removed (any client that sends the schema
+    unchanged). Sources: anthropics/claude-code issues #657 (v0.2.56), #5319 (v1.0.70), #5878, #5973 (v1.0.83),
+    "tools.106.custom.input_schema: {_ROOT_COMBINATOR_ERROR}"; mobile-next/mobile-mcp#344 and
+    zereight/gitlab-mcp#551 (2026), williamkapke/kapture#20 (2026-06). Claude Code refused the whole request the
+    same way until 2026-05 (#45106, #64113: a dated note in its verdict); the reports since 2026-08 show it
+    leaving the tool out silently instead (#95504, 2026-09, "MCP tools silently dropped when inputSchema uses
+    root-level allOf"; moira-mcp/moira#177, 2026-09-09, "Claude Code omits an MCP tool when its published input
+    schema contains anyOf at the schema root"; opentokenz/mcpx#28, 2026-09-21), so its verdict drops the tool.
+    Without `"type": "object"` at the root the list is also not valid MCP (MCP201): Claude Code then loads no tool
+    of the server (#88049, 2026-08-19). A combinator inside a property is fine.
     Bad: `{{"type": "object", "properties": {{...}}, "anyOf": [{{"required": ["id"]}}, {{"required":
     ["path"]}}]}}`. Good: both properties optional, the description saying one of them is needed.""",
 )
@@ -143,7 +337,7 @@ def root_combinator(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         return
     entries = _clients(
         ("anthropic-api", "refuses", _ROOT_COMBINATOR_ERROR),
-        ("claude-code", "refuses", _ROOT_COMBINATOR_ERROR),
+        ("claude-code", "drops", "no error: the tool is left out of the session (anthropics/claude-code#95504)"),
     )
     keys = " and ".join(f"`{key}`" for key in found)
     yield Hit(
@@ -282,17 +476,12 @@ def array_items_missing(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     "MCP804",
     "tools-over-openai-limit",
     Severity.PROBLEM,
-    hint="Serve fewer tools (split the server, or let the user choose toolsets): OpenAI takes at most 128 per "
-    "request, counting every server's.",
-    doc=f"""The list has more than {OPENAI_TOOLS_LIMIT} tools. The OpenAI API refuses the whole request: "Invalid
-    'tools': array too long. Expected an array with maximum length 128, but got an array with length 150
-    instead." (code `array_above_max_length`), before the model reads anything; a client that sends every tool of
-    every server fails on every turn. Sources: vishalmysore/Tools4AI#16, zed-industries/zed#32946 and #42393,
-    anomalyco/opencode#4909 (Copilot GPT 5.1), musistudio/claude-code-router#686 (gpt-5-mini). Preview: the
-    limit counts the tools of all servers together, so a smaller list can still tip a client over it. Bad: 150
-    tools. Good: 128 or fewer.""",
+    hint="Serve fewer tools (split the server, or let the user choose toolsets).",
+    doc="""Retired in catalogue 6 into MCP810 tools-over-client-limit, which counts the list against every
+    client's limit (the OpenAI API's 128 among them, with Windsurf's 100, VS Code's 128 and Gemini's 512). The
+    code is never reused, and the rule never runs. Bad (as it was): 129 tools. Good: 128 or fewer.""",
     scope="list",
-    status="preview",
+    status="removed",
 )
 def tools_over_openai_limit(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
     count = len(tools)

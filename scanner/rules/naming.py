@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 
 from scanner.models import Severity
+from scanner.rules.clients_reject import name_clients, sdk_list_clients
 from scanner.rules.registry import Hit, RuleContext, register
 from scanner.rules.schema.size import compact_json, schema_text
 from scanner.rules.text import label, words
@@ -43,19 +44,37 @@ def _not_object(tool: ToolInfo) -> str:
     doc="""Checks that the tool's `name` is a string of 1 to 64 letters, digits, `_` or `-`, which is what the
     Anthropic and OpenAI APIs accept (MCP itself also allows `.` and up to 128 characters). A tool with any other
     name makes the whole request fail with those providers, or is renamed by the client so the model calls a name
-    the server does not know. Bad: `"name": "files.read"` or `"name": "read file"`. Good: `"name": "read_file"`.""",
+    the server does not know. It feeds the verdicts (catalogue 6), each client with its verbatim error: a character
+    outside the set makes the OpenAI API refuse the whole request, "Invalid 'tools[21].function.name': string does
+    not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'." (Vortiago/mcp-azure-devops#30,
+    2025-06); Codex did too, "Invalid 'tools[48].name': ..." (openai/codex#8174, 0.73.0, 2025-12), until PR #8694
+    (merged 2026-01-03) replaced the characters with `_`: a dated note in its verdict, not a refusal; the
+    Anthropic API, "tools.295.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'"
+    (nicobailon/pi-mcp-adapter#190, 2026-07; the limit was 64 in 2025, anthropics/claude-code#467); Claude Desktop,
+    "tools.36.FrontendRemoteMcpToolDefinition.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'"
+    (barryw/ImmichMCP#4, 2026-03; API-200/api200#14, 2026-01). A name over 64 characters: the OpenAI API ("string
+    too long. Expected a string with maximum length 64", thedotmack/claude-mem#360, 2025-12) and Claude Desktop
+    ("String should have at most 64 characters", mims-harvard/ToolUniverse#3, 2025-06) refuse; the Anthropic API
+    only past 128. Claude Code rewrites the characters into its `mcp__<server>__<tool>` name (MCP809 judges its
+    length). A tool with no name, or a name that is not a string, makes the list invalid MCP: clients that validate
+    `tools/list` with the TypeScript SDK (Claude Code, Claude Desktop, Cursor) load no tool of it (see MCP201).
+    Bad: `"name": "files.read"` or `"name": "read file"`. Good: `"name": "read_file"`.""",
 )
 def name_invalid(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     name = tool.name
+    refused = {"clients": sdk_list_clients(tool.raw, tool.index)}  # a list that is not valid MCP
     if not tool.is_object:
-        yield Hit(f"{_not_object(tool)}, so it has no name.", details={"problem": "not-object"})
+        yield Hit(f"{_not_object(tool)}, so it has no name.", details={"problem": "not-object", **refused})
     elif not tool.has_name:
-        yield Hit(f"{tool.subject} has no name.", details={"problem": "missing"})
+        yield Hit(f"{tool.subject} has no name.", details={"problem": "missing", **refused})
     elif not isinstance(name, str):
-        yield Hit(f"The name of {tool.display} is {type_label(name)}, not a string.", "/name", {"problem": "type"})
+        yield Hit(
+            f"The name of {tool.display} is {type_label(name)}, not a string.", "/name", {"problem": "type", **refused}
+        )
     elif not NAME_PATTERN.fullmatch(name):
         bad = sorted({char for char in name if not NAME_PATTERN.fullmatch(char)})
         details: dict[str, object] = {"problem": "pattern", "length": len(name)}
+        details["clients"] = name_clients(name, tool.index)
         if bad:
             details["characters"] = [label(char) for char in bad[:20]]
         if not name:

@@ -62,6 +62,10 @@ class RuleContext:
     """Each tool's own cost per turn with the most expensive provider, by list index (MCP107); when the caller
     has none, :meth:`tool_cost` counts the tool's JSON with :meth:`cost`."""
     tool_tokens_method: str = ""
+    server_key: str = ""
+    """The name a client gives the server in its configuration, from which it builds each tool's name (MCP809):
+    ``check --server-key``, else the registry entry's last name segment, else ``serverInfo.name``; empty when
+    none is known (MCP809 then does not run)."""
 
     def cost(self, text: str) -> tuple[int, str]:
         """What ``text`` costs per turn with the most expensive provider, and how that was counted.

@@ -10,7 +10,7 @@ Two reads, each one query (plus one for the run's registry-data findings):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -145,3 +145,49 @@ def _latency(outcome: str, timings: Any) -> float | None:
     if not all(isinstance(part, int | float) and not isinstance(part, bool) for part in parts):
         return None
     return float(parts[0]) + float(parts[1])  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class RunFinding:
+    """A finding present in a run's scan of a server, with its details (what the verdicts read)."""
+
+    run_id: int
+    server: str
+    code: str
+    tool: str | None
+    details: dict[str, Any]
+
+
+def verdict_findings(engine: Engine, run_ids: Sequence[int], codes: Sequence[str]) -> list[RunFinding]:
+    """Every finding of ``codes`` present in the scans of ``run_ids``, with its details, in two queries whatever the
+    number of servers: the toolset's findings under its run's catalogue, and each scan's own (MCP809 under the
+    entry's key). For the verdicts of a run's servers (scanner.report.clients_view)."""
+    if not run_ids or not codes:
+        return []
+    toolset = (
+        select(_SCANS.c.run_id, _SERVERS.c.name, _FINDINGS.c.code, _FINDINGS.c.tool, _FINDINGS.c.details)
+        .join(_SERVERS, _SERVERS.c.id == _SCANS.c.server_id)
+        .join(_RUNS, _RUNS.c.id == _SCANS.c.run_id)
+        .join(
+            _FINDINGS,
+            and_(
+                _FINDINGS.c.toolset_id == _SCANS.c.toolset_id,
+                _FINDINGS.c.scan_id.is_(None),
+                _FINDINGS.c.rule_version == _RUNS.c.rule_version,
+            ),
+        )
+        .where(_SCANS.c.run_id.in_(list(run_ids)), _FINDINGS.c.code.in_(list(codes)))
+    )
+    own = (
+        select(_SCANS.c.run_id, _SERVERS.c.name, _FINDINGS.c.code, _FINDINGS.c.tool, _FINDINGS.c.details)
+        .join(_SERVERS, _SERVERS.c.id == _SCANS.c.server_id)
+        .join(_FINDINGS, _FINDINGS.c.scan_id == _SCANS.c.id)
+        .where(_SCANS.c.run_id.in_(list(run_ids)), _FINDINGS.c.code.in_(list(codes)))
+    )
+    out = []
+    with engine.connect() as connection:
+        for query in (toolset, own):
+            for row in connection.execute(query):
+                details = row.details if isinstance(row.details, dict) else {}
+                out.append(RunFinding(int(row.run_id), row.name, row.code, row.tool, details))
+    return out

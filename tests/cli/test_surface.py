@@ -64,8 +64,8 @@ def test_rules_lists_the_whole_catalogue() -> None:
     assert result.exit_code == 0
     listed = re.findall(r"^(MCP\d{3})\s", result.stdout, re.M)
     assert listed == list(RULES)
-    assert len(listed) >= 54 and listed[0] == "MCP101" and listed[-1] == "MCP807"  # catalogue 5
-    assert {"MCP113", "MCP217", "MCP218", "MCP404", "MCP801", "MCP802", "MCP803"} <= set(listed)
+    assert len(listed) >= 57 and listed[0] == "MCP101" and listed[-1] == "MCP810"  # catalogue 6
+    assert {"MCP113", "MCP217", "MCP218", "MCP801", "MCP802", "MCP803", "MCP808", "MCP809", "MCP810"} <= set(listed)
 
 
 def test_rule_explains_one_and_refuses_unknown_codes() -> None:

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from scanner.cli import app
 from scanner.measure.clients import CLIENTS_BY_KEY
 from scanner.measure.toollist import measure
-from scanner.measure.verdicts import REJECT_CLIENTS, compact, verdicts
+from scanner.measure.verdicts import REJECT_CLIENTS, compact, render_text, verdicts
 from scanner.models import Finding, Severity, Toolset
 from tests.servers.launch import sdk_http_server
 
@@ -121,18 +121,23 @@ def test_stored_details_of_any_shape_are_read_as_data() -> None:
 
 
 def test_the_real_lists() -> None:
-    """The saved real lists: none has an MCP801-MCP803 shape (Grafana and HubSpot, named in the issue, are not
-    among them); two carry a `type` list where Gemini's `parameters` keeps it (MCP805, stable since catalogue 6;
-    Notion's are in `$defs`, which the conversion drops), and no preview rule says worse (MCP807 is retired)."""
+    """The saved real lists (catalogue 6): the reference servers whose SDK writes a draft-07 `outputSchema`
+    (filesystem 14 tools, memory 9, everything 1, sequential-thinking 1) lose those tools in Claude Desktop and
+    Claude Code, with the client's verbatim error; two lists carry a `type` list where Gemini's `parameters` keeps
+    it (MCP805, stable since catalogue 6; Notion's are in `$defs`, which the conversion drops); every other list
+    loads everywhere, and no preview rule says worse (MCP807, Notion's untyped schemas, is retired: Gemini CLI
+    v0.42 loads them)."""
+    stable: dict[str, dict[str, str]] = {}
     preview: dict[str, dict[str, str]] = {}
-    refused = {"sentry-mcp", "server-sequential-thinking"}
+    noted: dict[str, list[str]] = {}
     for path in sorted(REAL.glob("*.json")):
         if path.name in ("labels.json", "manifest.json"):
             continue
         tools = json.loads(path.read_text(encoding="utf-8")).get("tools") or []
         found = verdicts(measure(Toolset.from_tools(tuple(tools))).findings)
-        states = {verdict.client: verdict.state for verdict in found if verdict.state != "loads"}
-        assert states == ({"gemini-api": "refuses"} if path.stem in refused else {}), path.stem
+        worse = {verdict.client: verdict.phrase() for verdict in found if verdict.state != "loads"}
+        if worse:
+            stable[path.stem] = worse
         worse = {
             verdict.client: verdict.to_json()["preview"]["verdict"]
             for verdict in found
@@ -140,7 +145,30 @@ def test_the_real_lists() -> None:
         }
         if worse:
             preview[path.stem] = worse
+        if any(verdict.notes for verdict in found):
+            noted[path.stem] = [verdict.client for verdict in found if verdict.notes]
+        if path.stem in ("server-filesystem", "server-memory"):
+            text = "\n".join(render_text(found, reasons=40))
+            count = len(tools)
+            assert f"Claude Desktop drops {count} tools." in text
+            assert (
+                "Tool 'list_allowed_directories' has an invalid outputSchema: JSON Schema declares an unsupported "
+                'dialect ("$schema": "http://json-schema.org/draft-07/schema#"). The default validator supports '
+                "JSON Schema 2020-12 only" in text
+            ) == (path.stem == "server-filesystem")
+    drops = {"claude-code": "drops {}", "claude-desktop": "drops {}"}
+    assert stable == {
+        "server-everything": {key: value.format("1 tool") for key, value in drops.items()},
+        "server-filesystem": {key: value.format("14 tools") for key, value in drops.items()},
+        "server-memory": {key: value.format("9 tools") for key, value in drops.items()},
+        "server-sequential-thinking": {
+            **{key: value.format("1 tool") for key, value in drops.items()},
+            "gemini-api": "refuses the whole list",
+        },
+        "sentry-mcp": {"gemini-api": "refuses the whole list"},
+    }
     assert preview == {}
+    assert noted == {}
 
 
 # --- check's formats and the gate -------------------------------------------------------------------------------
@@ -289,3 +317,113 @@ def test_a_hostile_tool_name_is_escaped_in_every_verdict_block(tmp_path: Path) -
     assert "<img" not in block and "\u202e" not in block and "| OpenAI API | refuses the whole list |" in block
     text = check("--tools-file", str(path)).stdout
     assert "\u202e" not in text.split("Will it load?", 1)[1]
+
+
+# --- catalogue 6: the acceptance of issue 43 on the command line --------------------------------------------------
+
+
+def _listed(tmp_path: Path, tools: list[Any], name: str = "tools.json") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps({"tools": tools}), encoding="utf-8")
+    return str(path)
+
+
+def test_a_dotted_name_is_refused_by_both_apis_and_fails_their_gate(tmp_path: Path) -> None:
+    dotted = {**CLEAN, "name": "files.read"}
+    said = check("--tools-file", _listed(tmp_path, [dotted]))
+    assert said.exit_code == 0
+    assert "Anthropic API and OpenAI API refuse the whole list." in said.stdout
+    assert "Every client loads" not in said.stdout
+    assert "'^[a-zA-Z0-9_-]{1,128}$'" in said.stdout  # the API's own error (wrapped to the terminal)
+    gate = check("--tools-file", _listed(tmp_path, [dotted]), "--fail-on-reject", "anthropic-api,openai-api")
+    assert gate.exit_code == 1
+    assert (
+        "fathom: gate --fail-on-reject anthropic-api,openai-api failed: Anthropic API refuses the whole list "
+        "(MCP101); OpenAI API refuses the whole list (MCP101)"
+    ) in gate.stderr
+    near = check("--tools-file", _listed(tmp_path, [{**CLEAN, "name": "files_read"}]), "--fail-on-reject", "all")
+    assert near.exit_code == 0 and "Every client loads the whole list" in near.stdout
+
+
+def test_fail_on_reject_all_names_every_client(tmp_path: Path) -> None:
+    filesystem = json.loads((REAL / "server-filesystem.json").read_text(encoding="utf-8"))["tools"]
+    failed = check("--tools-file", _listed(tmp_path, filesystem), "--fail-on-reject", "all")
+    assert failed.exit_code == 1
+    gate = next(line for line in failed.stderr.splitlines() if "gate --fail-on-reject" in line)
+    assert ",".join(client.key for client in REJECT_CLIENTS) in gate
+    assert "Claude Code drops 14 tools (MCP808); Claude Desktop drops 14 tools (MCP808)" in gate
+    passed = check("--tools-file", _listed(tmp_path, filesystem), "--fail-on-reject", "openai-api,windsurf,codex")
+    assert passed.exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("count", "refusing"),
+    [
+        (129, "OpenAI API refuses the whole list.\n  VS Code (Copilot) and Windsurf refuse the whole list."),
+        (128, "Windsurf refuses the whole list."),
+        (101, "Windsurf refuses the whole list."),
+        (100, None),
+    ],
+)
+def test_tool_counts_against_each_clients_limit(tmp_path: Path, count: int, refusing: str | None) -> None:
+    tools = [{**CLEAN, "name": f"get_contact_{index}"} for index in range(count)]
+    found = verdicts(measure(Toolset.from_tools(tuple(tools))).findings)
+    text = "\n".join(render_text(found))
+    if refusing is None:
+        assert "Every client loads the whole list" in text
+    else:
+        assert refusing in text
+    assert ({verdict.client for verdict in found if verdict.state == "refuses"} >= {"openai-api"}) == (count > 128)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "drops"),
+    [
+        ("http://json-schema.org/draft-07/schema#", True),
+        ("https://json-schema.org/draft/2020-12/schema", False),
+        (None, False),
+    ],
+)
+def test_the_filesystem_server_near_misses(dialect: str | None, drops: bool) -> None:
+    tools = json.loads((REAL / "server-filesystem.json").read_text(encoding="utf-8"))["tools"]
+    for tool in tools:
+        tool["outputSchema"].pop("$schema", None)
+        if dialect is not None:
+            tool["outputSchema"]["$schema"] = dialect
+    found = {verdict.client: verdict for verdict in verdicts(measure(Toolset.from_tools(tuple(tools))).findings)}
+    assert found["claude-desktop"].phrase() == ("drops 14 tools" if drops else "loads")
+
+
+def test_server_key_builds_the_clients_names(tmp_path: Path, monkeypatch: Any) -> None:
+    """`check --server-key` (or `server-key` in the config): a 52-character tool name fits Cursor but not Claude
+    Code under `github` (mcp__github__ + 52 = 65); 51 fits exactly; without a key a file has no built names."""
+    long_name = "get_" + "x" * 44 + "_one"
+    exact = "get_" + "z" * 43 + "_ok1"
+    listed = _listed(tmp_path, [{**CLEAN, "name": long_name}, {**CLEAN, "name": exact}])
+    data = json.loads(check("--tools-file", listed, "--server-key", "github", "--format", "json").stdout)
+    assert data["verdicts"]["claude-code"]["verdict"] == "drops 1 tool"
+    assert data["verdicts"]["claude-code"]["dropped"] == [long_name]
+    assert data["verdicts"]["cursor"]["verdict"] == "loads"
+    assert "at most 64 characters (mcp__github__" in data["verdicts"]["claude-code"]["reasons"][0]
+    unnamed = json.loads(check("--tools-file", listed, "--format", "json").stdout)
+    assert unnamed["verdicts"]["claude-code"]["verdict"] == "loads"
+    gate = check("--tools-file", listed, "--server-key", "github-enterprise", "--fail-on-reject", "cursor")
+    assert gate.exit_code == 1 and "Cursor drops 2 tools (MCP809)" in gate.stderr  # 17 + 51 = 68 > 59
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fathom.toml").write_text('server-key = "github"\nfail-on-reject = "claude-code"\n', encoding="utf-8")
+    configured = check("--tools-file", listed)
+    assert configured.exit_code == 1 and "Claude Code drops 1 tool (MCP809)" in configured.stderr
+    bad = check("--tools-file", listed, "--server-key", " ")
+    assert bad.exit_code == 2 and "--server-key must be" in bad.stderr
+
+
+def test_server_info_name_is_the_default_key(tmp_path: Path) -> None:
+    """Against a real server (the official Python SDK's), without --server-key, MCP809 uses serverInfo.name."""
+    long_name = "get_" + "x" * 60
+    served = tmp_path / "served.json"
+    served.write_text(json.dumps([{**CLEAN, "name": long_name}]), encoding="utf-8")
+    with sdk_http_server(tools_file=served) as server:
+        data = json.loads(check("--url", server.url(), "--format", "json").stdout)
+    reasons = data["verdicts"]["claude-code"]["reasons"]
+    assert data["verdicts"]["claude-code"]["dropped"] == [long_name]
+    assert any("mcp__" in reason and f"__{long_name}" in reason for reason in reasons)

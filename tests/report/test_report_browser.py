@@ -54,7 +54,7 @@ def test_every_page_loads_cleanly(story_store: Store, make_store, tmp_path: Path
             assert report.probe == HEADER_BACKGROUND, f"stylesheet not applied on {page}"
             assert report.title.endswith("· Fathom")
             opened += 1
-    assert opened == (4 + 6) + (4 + 5)  # index, trends, rules, health; the server pages
+    assert opened == (5 + 6) + (5 + 5)  # index, trends, rules, clients, health; the server pages
     assert (ARTIFACTS / "leaderboard.png").stat().st_size > 10_000
 
 
@@ -214,3 +214,15 @@ def test_the_demo_leaderboard_fits_at_1400_px(tmp_path: Path, browser: Chromium)
     report = browser.open(result.report_index.resolve().as_uri(), probe=LAYOUT_PROBE, width=1400)
     assert report.loaded and report.errors == [], report.errors
     assert report.probe == [], report.probe
+    # The Clients page (issue 43): every client with its counts, and a trend chart each, at every width.
+    clients = result.report_index.resolve().parent / "clients.html"
+    for width in (390, 768, 1400):
+        shot = ARTIFACTS / f"demo-clients-{width}.png"
+        page = browser.open(clients.as_uri(), probe=LAYOUT_PROBE, width=width, screenshot=shot)
+        assert page.loaded and page.errors == [], (width, page.errors)
+        assert page.probe == [], (width, page.probe)
+    text = str(browser.open(clients.as_uri(), width=1400, probe="document.body.innerText").probe)
+    from scanner.measure.verdicts import REJECT_CLIENTS
+
+    for client in REJECT_CLIENTS:
+        assert client.label in text and f"{client.label}: servers it does not load whole" in text

@@ -21,7 +21,12 @@ def real_context(tools: Sequence[Any]) -> RuleContext:
         list_tokens_max=most,
         cost_text=providers.text_cost,
         cost_method=providers.text_cost_method(),
+        server_key=FIXTURE_SERVER_KEY,
     )
+
+
+FIXTURE_SERVER_KEY = "github"
+"""The server key the rule fixtures are checked under (MCP809 builds the clients' names from it)."""
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ DIGESTS = {
     "3": "26a23349ad9f1a7b2a85a81e167a12fd6b2fd4270253d57c6d4702783af99ec5",
     "4": "794ad37bc6b084d618762734566526b3c881e1d970357ad25615ebb0da80f662",  # v4 with MCP701-705
     "5": "1c3bb2e61d4efe4fba9e18b4a7c4f38e6b34c801332753867130658ac8389c97",  # catalogue 5 (rules.md), MCP801-807
-    "6": "2528067a296ce95843af3a61047c5e4c691dd7f17cbd8dcd4f15718f432ced74",  # catalogue 6: MCP218, app-only
+    "6": "add344c2eb316c95ab4cca183091c371cf5e616fae32f7bfab0748fbaf159331",  # catalogue 6 (both halves)
 }
 
 

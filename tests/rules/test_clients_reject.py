@@ -47,7 +47,7 @@ def test_mcp801_root_combinator(keyword: str) -> None:
     assert "Anthropic API: whole request refused" in finding.message
     assert "input_schema does not support oneOf, allOf, or anyOf at the top level" in finding.message
     clients = {entry["client"]: entry["effect"] for entry in finding.details["clients"]}
-    assert clients == {"anthropic-api": "refuses", "claude-code": "refuses"}
+    assert clients == {"anthropic-api": "refuses", "claude-code": "drops"}  # Claude Code since 2026-08
 
 
 @pytest.mark.parametrize(
@@ -168,12 +168,85 @@ def test_mcp803_near_misses(schema: Any) -> None:
     assert _hits("MCP803", schema) == []
 
 
-def test_mcp804_counts_the_list() -> None:
-    tools = [_tool(_obj({}), f"tool_{index}") for index in range(129)]
-    (finding,) = [finding for finding in run_rules(tools, CTX, select=["MCP804"])]
-    assert finding.tool is None and finding.details["tools"] == 129
-    assert "maximum length 128, but got an array with length 129 instead" in finding.message
-    assert run_rules(tools[:128], CTX, select=["MCP804"]) == []
+def test_mcp810_counts_the_list_per_client() -> None:
+    """129 tools: OpenAI, VS Code and Windsurf refuse; 128 is OpenAI's near miss, 100 Windsurf's; MCP804 (retired
+    into MCP810) never runs."""
+    tools = [_tool(_obj({}), f"tool_{index}") for index in range(513)]
+
+    def over(count: int) -> dict[str, str]:
+        found = run_rules(tools[:count], CTX, select=["MCP810", "MCP804"])
+        assert all(finding.code == "MCP810" and finding.tool is None for finding in found)
+        return {entry["client"]: entry["error"] for finding in found for entry in finding.details["clients"]}
+
+    said = over(129)
+    assert set(said) == {"openai-api", "vscode", "windsurf"}
+    assert "maximum length 128, but got an array with length 129 instead" in said["openai-api"]
+    assert said["windsurf"] == "adding this instance with 129 enabled tools would exceed max limit of 100."
+    assert set(over(128)) == {"windsurf"}
+    assert set(over(101)) == {"windsurf"}
+    assert over(100) == {}
+    assert set(over(513)) == {"openai-api", "vscode", "windsurf", "gemini-api", "gemini-cli"}
+    assert set(over(512)) == {"openai-api", "vscode", "windsurf"}
+    assert RULES["MCP804"].status == "removed" and RULES["MCP804"].check is None
+
+
+@pytest.mark.parametrize(
+    ("dialect", "fires"),
+    [
+        ("http://json-schema.org/draft-07/schema#", True),
+        ("http://json-schema.org/draft-04/schema#", True),
+        ("https://json-schema.org/draft/2019-09/schema", True),
+        ("http://json-schema.org/draft/2020-12/schema", True),  # http: not the meta-schema's id
+        ("https://json-schema.org/draft/2020-12/schema", False),
+        ("https://json-schema.org/draft/2020-12/schema#", False),
+        (None, False),
+    ],
+)
+def test_mcp808_output_schema_dialect(dialect: str | None, fires: bool) -> None:
+    out: dict[str, Any] = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    if dialect is not None:
+        out["$schema"] = dialect
+    tool = {**_tool(_obj({})), "outputSchema": out}
+    found = run_rules([tool], CTX, select=["MCP808"])
+    assert bool(found) == fires
+    if fires:
+        (finding,) = found
+        errors = {entry["client"]: (entry["effect"], entry["error"]) for entry in finding.details["clients"]}
+        assert set(errors) == {"claude-desktop", "claude-code"}
+        assert errors["claude-desktop"] == (
+            "drops",
+            f"Tool 'probe' has an invalid outputSchema: JSON Schema declares an unsupported dialect (\"$schema\": "
+            f'"{dialect}"). The default validator supports JSON Schema 2020-12 only',
+        )
+    # the same dialect in the input schema is accepted by the same clients
+    assert (
+        run_rules([_tool({**_obj({}), "$schema": "http://json-schema.org/draft-07/schema#"})], CTX, select=["MCP808"])
+        == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "length", "clients"),
+    [
+        ("github", 51, set()),  # mcp__github__ + 51 = 64: fits Claude Code exactly
+        ("github", 52, {"claude-code"}),
+        ("github", 53, {"claude-code"}),  # 6 + 53 = 59: fits Cursor exactly
+        ("github", 54, {"claude-code", "cursor"}),
+        ("g", 59, {"claude-code", "cursor"}),  # ComposioHQ/composio#2788: "(60) exceeds 60 characters"
+        ("", 70, set()),  # no server key known: the rule does not run
+    ],
+)
+def test_mcp809_built_names(key: str, length: int, clients: set[str]) -> None:
+    from dataclasses import replace
+
+    name = "n" * length
+    found = run_rules([_tool(_obj({}), name)], replace(CTX, server_key=key), select=["MCP809"])
+    assert {entry["client"] for finding in found for entry in finding.details["clients"]} == clients
+    if clients:
+        (finding,) = found
+        by_client = {entry["client"]: entry for entry in finding.details["names"]}
+        assert by_client["claude-code"]["name"] == f"mcp__{key}__{name}"
+        assert by_client["claude-code"]["headroom"] == 64 - len(f"mcp__{key}__{name}")
 
 
 @pytest.mark.parametrize(
@@ -208,9 +281,14 @@ def test_preview_rules_are_marked_preview() -> None:
         "MCP802",
         "MCP803",
         "MCP805",  # catalogue 6: on the paths Gemini keeps
+        "MCP808",
+        "MCP809",
+        "MCP810",
     ]
-    for code in ("MCP801", "MCP802", "MCP803", "MCP804", "MCP805", "MCP806", "MCP807"):
-        assert "Sources" in RULES[code].doc or "Source" in RULES[code].doc, code
+    assert RULES["MCP804"].status == "removed" and RULES["MCP806"].status == "preview"
+    assert RULES["MCP807"].status == "removed"  # catalogue 6: no current Gemini CLI skips the shape
+    for code in ("MCP801", "MCP802", "MCP803", "MCP804", "MCP805", "MCP806", "MCP807", "MCP808", "MCP809", "MCP810"):
+        assert "Sources" in RULES[code].doc or "Source" in RULES[code].doc or "source" in RULES[code].doc, code
 
 
 # --- google-genai as an oracle for the Gemini `parameters` rules -----------------------------------------------
@@ -288,3 +366,16 @@ def test_effects_table_is_what_the_findings_say() -> None:
         for finding in run_rules(_fixture_tools(code, "positive"), CTX, select=[code]):
             said = tuple((entry["client"], entry["effect"]) for entry in finding.details["clients"])
             assert said == effects, code
+
+
+def test_gemini_cli_cuts_names_as_its_issue_quotes() -> None:
+    """google-gemini/gemini-cli#28970: both Confluence tools become the one name the issue quotes, the first is
+    overwritten; a name of 63 characters or fewer is kept whole."""
+    from scanner.rules.clients_limits import gemini_cli_name
+
+    key = "atlassian-rovo-mcp-server-cloud"
+    quoted = "mcp_atlassian-rovo-mcp-server-...eWithAttachmentsAndPermissions"
+    assert gemini_cli_name(key, "createConfluencePageWithAttachmentsAndPermissions") == quoted
+    assert gemini_cli_name(key, "deleteConfluencePageWithAttachmentsAndPermissions") == quoted
+    assert gemini_cli_name("g", "x" * 57) == "mcp_g_" + "x" * 57  # 63: whole
+    assert gemini_cli_name("my server", "a.b") == "mcp_my_server_a.b"

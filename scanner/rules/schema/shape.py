@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from scanner.models import Severity
@@ -36,23 +37,36 @@ from scanner.rules.tools import Node, ToolInfo, pointer, type_label
     ),
     doc="""Checks that `inputSchema` is present, is a JSON object and has `"type": "object"`. Providers take a
     tool's parameters as one object schema; anything else is rejected or replaced, and the model cannot know what
-    arguments to send. Bad: no `inputSchema`, `"inputSchema": {"type": "string"}` or `{"properties": {...}}`
-    without a type. Good: `{"type": "object", "properties": {"query": {"type": "string"}}}`.""",
+    arguments to send. Such a list is not valid MCP either: clients that validate `tools/list` with the MCP
+    TypeScript SDK's `ListToolsResultSchema` load no tool of the server, and the verdicts say they refuse it:
+    Claude Code ("Failed to fetch tools: [{"code": "invalid_value", "values": ["object"], "path": ["tools", 0,
+    "inputSchema", "type"], ...}]", "tools fetch failed":
+    Mearman/mcp-wayback-machine#29, 2026-05; anthropics/claude-code#17742, 2026-01), Claude Desktop and Cursor
+    ("Error listing tools ... Found 0 tools", anthropics/claude-code#10031 and #10825, 2025-10/11, for an
+    `outputSchema` without `"type": "object"`, MCP216). The same holds for a tool without a name (MCP101) and for
+    `"properties": []`, a property that is not an object (a boolean schema: MCP205) or a `required` that is not a
+    list of strings (MCP214; PHP's `json_encode` writes an empty
+    array as `[]`: use-novamira/novamira#82 "expected record, received array", craigk5n/webcalendar#725; the OpenAI
+    API refuses that request too, "400 invalid_function_parameters: "[] is not of type 'object'"",
+    shopware/shopware#18713, 2026-07). The oracle: the SDK's own `ListToolsResultSchema` (npm
+    `@modelcontextprotocol/sdk`) run in tests/rules/test_oracles.py on the fixtures and the real lists.
+    Bad: no `inputSchema`, `"inputSchema": {"type": "string"}` or `{"properties": {...}}` without a type.
+    Good: `{"type": "object", "properties": {"query": {"type": "string"}}}`.""",
 )
 def schema_not_object(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     schema = tool.schema
     if not tool.is_object:
         yield Hit(
             f"Tool #{tool.index} is {type_label(tool.raw)}, not an object, so it has no inputSchema.",
-            details={"problem": "not-object"},
+            details={"problem": "not-object", **_refused(tool)},
         )
     elif not tool.has_schema:
-        yield Hit(f"{tool.subject} has no inputSchema.", details={"problem": "missing"})
+        yield Hit(f"{tool.subject} has no inputSchema.", details={"problem": "missing", **_refused(tool)})
     elif not isinstance(schema, dict):
         yield Hit(
             f"The inputSchema of {tool.display} is {type_label(schema)}, not an object.",
             "/inputSchema",
-            {"problem": "type"},
+            {"problem": "type", **_refused(tool)},
         )
     elif schema.get("type") != "object":
         found = schema.get("type")
@@ -60,8 +74,20 @@ def schema_not_object(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         yield Hit(
             f'The inputSchema of {tool.display} {what}; it must be "object".',
             "/inputSchema/type" if "type" in schema else "/inputSchema",
-            {"problem": "not-object-type", "type": found if isinstance(found, (str, list)) else None},
+            {
+                "problem": "not-object-type",
+                "type": found if isinstance(found, (str, list)) else None,
+                **_refused(tool),
+            },
         )
+
+
+def _refused(tool: ToolInfo) -> dict[str, object]:
+    """The clients that refuse the whole list over this tool (a list that is not valid MCP), for the details."""
+    from scanner.rules.clients_reject import sdk_list_clients
+
+    found = sdk_list_clients(tool.raw, tool.index)
+    return {"clients": found} if found else {}
 
 
 @register(
@@ -165,7 +191,9 @@ def param_untyped(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         node for node in tool.params if not node.conditional and not _typed(node.schema) and not _is_refinement(node)
     ]
     if found:
-        yield _parameters_hit(tool, "has untyped parameters", found, fix=f'Add "type" to {_where(found)}.')
+        hit = _parameters_hit(tool, "has untyped parameters", found, fix=f'Add "type" to {_where(found)}.')
+        refused = _refused(tool)  # a property given as `true`/`false`: not valid MCP for the SDK's schema
+        yield replace(hit, details={**hit.details, **refused}) if refused else hit
 
 
 _QUOTED_KEY = re.compile(r"[\"'`]([A-Za-z_$][\w.$-]{0,63})[\"'`]")

@@ -107,8 +107,18 @@ def schema_invalid(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
             "dialect": dialect.name,
             "errors": [{"pointer": "/inputSchema" + path, "message": message} for path, message in errors],
             **({"declared": label(dialect.unknown, 200)} if dialect.unknown is not None else {}),
+            **_refused(tool),
         },
     )
+
+
+def _refused(tool: ToolInfo) -> dict[str, object]:
+    """The clients that refuse the whole list over this tool (not valid MCP: ``properties`` or ``required`` of the
+    wrong type, an output schema not of type object), for the details."""
+    from scanner.rules.clients_reject import sdk_list_clients
+
+    found = sdk_list_clients(tool.raw, tool.index)
+    return {"clients": found} if found else {}
 
 
 def _definition_text(name: str, schema: Any) -> str:
@@ -189,7 +199,7 @@ def output_schema_invalid(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         yield Hit(
             f"The outputSchema of {tool.display} is {type_label(schema)}, not an object schema.",
             "/outputSchema",
-            {"problem": "type"},
+            {"problem": "type", **_refused(tool)},
         )
         return
     if schema.get("type") != "object":
@@ -198,7 +208,7 @@ def output_schema_invalid(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
         yield Hit(
             f'The outputSchema of {tool.display} {what}; it must be "object".',
             "/outputSchema/type" if "type" in schema else "/outputSchema",
-            {"problem": "not-object-type"},
+            {"problem": "not-object-type", **_refused(tool)},
             fix='Set "type": "object" in outputSchema.',
         )
         return
@@ -220,6 +230,7 @@ def output_schema_invalid(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
                 "problem": "invalid",
                 "dialect": dialect.name,
                 "errors": [{"pointer": "/outputSchema" + path, "message": message} for path, message in errors],
+                **_refused(tool),
             },
         )
 

@@ -48,6 +48,10 @@ def prepare(
             measure_error = f"{type(exc).__name__}: {exc}"[:300]
     extras = _prepare_extras(connection, outcome, toolset, state.rule_version, measure)
     extras.findings += entry.findings
+    if toolset is not None:  # MCP809 under this entry's key: the scan's own, as the toolset is shared
+        from scanner.measure.toollist import registry_server_key, server_key_findings
+
+        extras.findings += server_key_findings(toolset.tools, registry_server_key(entry.name, outcome.server_name))
     return report, measure_error, extras
 
 
