@@ -8,12 +8,16 @@ answer is parsed with ``json.loads`` and nothing else: no checks, no limits, no 
 what any Python client doing this work over httpx cannot go below. Prints one JSON line like
 sdk_client_baseline.py.
 
-    python bench/floor_client.py servers.json --concurrency 64
+``--bare`` sends only ``initialize`` and ``tools/list`` (each page), still a client per server: the bare loop issue
+#47 measures against (no discovery probe, no ``notifications/initialized``, no session ``DELETE``).
+
+    python bench/floor_client.py servers.json --concurrency 64 [--bare]
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import httpx
@@ -33,15 +37,22 @@ def message(number: int | None, method: str, params: dict[str, Any] | None = Non
     return json.dumps(body).encode()
 
 
+BARE = "--bare" in sys.argv
+if BARE:
+    sys.argv.remove("--bare")
+
+
 async def list_tools(url: str) -> int:
     base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     async with httpx.AsyncClient(trust_env=False, verify=TLS) as client:
-        await client.post(url, headers=base, content=message(1, "server/discover"))
+        if not BARE:
+            await client.post(url, headers=base, content=message(1, "server/discover"))
         params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT}
         answer = await client.post(url, headers=base, content=message(2, "initialize", params))
         json.loads(answer.content)
         headers = {**base, "Mcp-Session-Id": answer.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
-        await client.post(url, headers=headers, content=message(None, "notifications/initialized"))
+        if not BARE:
+            await client.post(url, headers=headers, content=message(None, "notifications/initialized"))
         count, cursor, number = 0, None, 3
         while True:
             page = message(number, "tools/list", {"cursor": cursor} if cursor else {})
@@ -50,7 +61,8 @@ async def list_tools(url: str) -> int:
             cursor, number = result.get("nextCursor"), number + 1
             if not cursor:
                 break
-        await client.delete(url, headers=headers)
+        if not BARE:
+            await client.delete(url, headers=headers)
         return count
 
 

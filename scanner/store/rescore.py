@@ -2,7 +2,8 @@
 
 Two parts, both compared with what is stored before anything is written:
 
-1. every stored toolset is measured again (its findings and token counts);
+1. every stored toolset is measured again (its findings and token counts), and what it confirmed unchanged is
+   stamped with this process's measurement basis (:mod:`scanner.measure.basis`), so the next scan reuses it;
 2. every scan's own findings are recomputed from what the store kept: MCP501/MCP502 (tools changed silently,
    tools removed) and MCP503 (instructions changed silently) by walking each server's successful scans in
    order, MCP401/MCP402 over the scan's stored instructions, MCP601/MCP602 from its stored lanes and their auth
@@ -21,10 +22,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, or_, select
+from sqlalchemy import Engine, delete, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from scanner.errors import FathomError
+from scanner.measure.basis import measure_basis
 from scanner.models import Finding, LaneOutcome, Outcome, ScanOutcome, Toolset
 from scanner.store import codec, common
 from scanner.store.tables import (
@@ -144,6 +146,11 @@ def _rescore_toolsets(engine: Engine, sessions: sessionmaker[Session], result: R
             toolset = Toolset(tools=tuple(codec.decompress_tools(row.data)), sha256=row.sha256)
             version = _newest_version(session, toolset_id, result.rule_version)
             before = common.toolset_findings(session, toolset_id, version) if version is not None else []
+            basis = session.scalar(
+                select(Measurement.basis).where(
+                    Measurement.toolset_id == toolset_id, Measurement.rule_version == result.rule_version
+                )
+            )
             # A count is the same only with the same method: a new render relabels even an unchanged number.
             tokens = {
                 provider: (count, method)
@@ -164,6 +171,17 @@ def _rescore_toolsets(engine: Engine, sessions: sessionmaker[Session], result: R
         differs = compare(result, before, report.findings)
         same_tokens = tokens == {p: (count.tokens, count.method[:200]) for p, count in report.tokens.items()}
         if not differs and same_tokens and version == result.rule_version:
+            if basis != measure_basis() and not result.dry_run:
+                # Measured again and found the same: what is stored holds under this basis, so a scan reuses it.
+                with engine.begin() as connection:
+                    connection.execute(
+                        update(common.MEASUREMENTS)
+                        .where(
+                            common.MEASUREMENTS.c.toolset_id == toolset_id,
+                            common.MEASUREMENTS.c.rule_version == result.rule_version,
+                        )
+                        .values(basis=measure_basis())
+                    )
             continue
         result.toolsets_changed += 1
         if not result.dry_run:

@@ -213,13 +213,16 @@ class ToolsetRow(Base):
 
 
 class Measurement(Base):
-    """That a toolset was measured under a rule catalogue version (also when it had no findings)."""
+    """That a toolset was measured under a rule catalogue version (also when it had no findings), and on what else
+    the numbers rest (``basis``: the tokenizers' versions and the client table, :mod:`scanner.measure.basis`; NULL
+    for a measurement stored before it was kept). A scan reuses a measurement only under its own basis."""
 
     __tablename__ = "measurements"
 
     toolset_id: Mapped[int] = mapped_column(ForeignKey("toolsets.id", ondelete="CASCADE"), primary_key=True)
     rule_version: Mapped[str] = mapped_column(String(64), primary_key=True)
     measured_at: Mapped[datetime]
+    basis: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class ToolsetToken(Base):

@@ -54,7 +54,7 @@ class _Echo(BaseHTTPRequestHandler):
 def echo_server() -> Iterator[tuple[str, type[_Echo]]]:
     handler = type("Echo", (_Echo,), {})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/mcp", handler

@@ -210,7 +210,7 @@ class _Registry(BaseHTTPRequestHandler):
 def bomb_registry() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Registry)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()

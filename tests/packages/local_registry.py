@@ -117,7 +117,7 @@ class LocalRegistry:
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.npm_url = f"{self.base}/npm/"
         self.simple_url = f"{self.base}/simple/"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self.thread.start()
 
     def answer(self, path: str) -> tuple[str, bytes] | None:

@@ -103,14 +103,15 @@ def test_exit_codes_signals_and_a_missing_program_pass_through():
 def test_sigterm_reaches_the_command_and_orphans_are_reaped(tmp_path: Path):
     """Fathom's SIGTERM to the process group is forwarded to the command; an orphan the command left is reaped
     by the init (no zombie), and dies with the namespace once the command exits."""
-    script = "trap 'echo got-term; exit 5' TERM; (sleep 300 &) ; sleep 300 & wait"
+    script = "trap 'echo got-term; exit 5' TERM; (sleep 300 &) ; sleep 300 & echo ready; wait"
     process = subprocess.Popen(
         [*LAUNCHER, str(os.getpid()), "--", "sh", "-c", script],
         stdout=subprocess.PIPE,
         text=True,
         start_new_session=True,
     )
-    time.sleep(1.0)
+    assert process.stdout is not None
+    assert process.stdout.readline() == "ready\n"  # the trap is set: no fixed wait for it
     os.kill(process.pid, signal.SIGTERM)  # the launcher only: it forwards
     out, _ = process.communicate(timeout=30)
     assert (process.returncode, out) == (5, "got-term\n")

@@ -149,7 +149,7 @@ def test_a_redirect_to_another_origin_is_not_followed() -> None:
 
     registry = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
     for server in (target, registry):
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     try:
         with pytest.raises(InputError, match="another origin, not followed"):
             fetch_rows(f"http://127.0.0.1:{registry.server_address[1]}", Options(timeout_s=30))

@@ -53,7 +53,7 @@ class BusyServer(ThreadingHTTPServer):
 @pytest.fixture
 def busy() -> Iterator[BusyServer]:
     server = BusyServer(("127.0.0.1", 0), Busy)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield server
     server.shutdown()

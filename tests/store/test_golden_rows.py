@@ -125,12 +125,22 @@ def _as_stored(column: Column[Any]) -> Any:
 
 
 def rows(store: Store) -> dict[str, list[list[Any]]]:
-    """Every table's rows in primary-key order, JSON columns as their stored text."""
+    """Every table's rows in primary-key order, JSON columns as their stored text; a measurement's basis as whether
+    it is this process's (its value is a digest of tables other work changes: the client rows, the tokenizers)."""
+    from scanner.measure.basis import measure_basis
+
     dumped: dict[str, list[list[Any]]] = {}
     with store.engine.connect() as connection:
         for name, table in sorted(common.TABLES.items()):
             query = select(*map(_as_stored, table.columns)).order_by(*table.primary_key.columns)
-            dumped[name] = [[_stored(value) for value in row] for row in connection.execute(query)]
+            basis = [column.name for column in table.columns].index("basis") if name == "measurements" else None
+            dumped[name] = [
+                [
+                    ("this basis" if value == measure_basis() else value) if place == basis else _stored(value)
+                    for place, value in enumerate(row)
+                ]
+                for row in connection.execute(query)
+            ]
     return dumped
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, and_, select
 
 from scanner.errors import FathomError
+from scanner.measure.basis import measure_basis
 from scanner.models import CheckReport, Finding, InstructionsCost, ScanOutcome, ServerEntry, Toolset
 from scanner.store import codec, common
 from scanner.store.write.measurements import write_measurement
@@ -87,7 +88,11 @@ def _prepare_extras(
             select(TOOLSETS.c.id, MEASUREMENTS.c.toolset_id.label("measured"))
             .outerjoin(
                 MEASUREMENTS,
-                and_(MEASUREMENTS.c.toolset_id == TOOLSETS.c.id, MEASUREMENTS.c.rule_version == rule_version),
+                and_(
+                    MEASUREMENTS.c.toolset_id == TOOLSETS.c.id,
+                    MEASUREMENTS.c.rule_version == rule_version,
+                    MEASUREMENTS.c.basis == measure_basis(),
+                ),
             )
             .where(TOOLSETS.c.sha256 == lane_toolset.sha256)
         ).first()

@@ -1,5 +1,6 @@
 """A toolset's measurement as rows: tokens per provider, per-tool costs, findings and the measurement itself, written
-once per toolset and rule catalogue version (:func:`write_measurement`; a rescore replaces them).
+once per toolset and rule catalogue version (:func:`write_measurement`; a rescore replaces them), stamped with the
+basis it rests on (:func:`scanner.measure.basis.measure_basis`), under which alone a scan reuses it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, delete
 from sqlalchemy.orm import Session
 
+from scanner.measure.basis import measure_basis
 from scanner.models import CheckReport, Finding
 from scanner.store import common
 from scanner.store.write.shared import (
@@ -90,7 +92,12 @@ class MeasurementRows:
             )
         self.costs = list(costs.values())
         self.findings = [common.finding_values(f, toolset_id, rule_version, None) for f in report.findings]
-        self.measurement = {"toolset_id": toolset_id, "rule_version": rule_version, "measured_at": common.now()}
+        self.measurement = {
+            "toolset_id": toolset_id,
+            "rule_version": rule_version,
+            "measured_at": common.now(),
+            "basis": measure_basis(),
+        }
 
     def set_toolset(self, toolset_id: int) -> None:
         for row in (*self.tokens, *self.costs, *self.findings, self.measurement):

@@ -13,6 +13,7 @@ from sqlalchemy import Connection, Integer, Row, Select, String, and_, bindparam
 
 from scanner.errors import InputError
 from scanner.measure import history
+from scanner.measure.basis import measure_basis
 from scanner.models import ScanOutcome, ServerEntry, Toolset
 from scanner.store import codec
 from scanner.store.write.shared import FINDINGS, MEASUREMENTS, RUNS, SCANS, SERVERS, TOOLSETS
@@ -25,7 +26,8 @@ def _state_query(count: int) -> Select[Any]:
     and ``s<i>``), none if the run does not exist: the run's status and rule version; the server by name (NULLs
     if new); its last scan's outcome; its last successful scan (``ok_*``: toolset, server version, its run's rule
     version, whether it has over-time findings); a scan already written for it in this run (``duplicate_*``);
-    the toolset with this hash, if stored, and whether it is measured under the run's rule version.
+    the toolset with this hash, if stored, and whether it is measured under the run's rule version and this
+    process's basis (``basis``: :func:`scanner.measure.basis.measure_basis`), the one measurement a scan reuses.
     """
     rows = [
         select(
@@ -61,7 +63,12 @@ def _state_query(count: int) -> Select[Any]:
         .outerjoin(duplicate_toolset, duplicate_toolset.c.id == duplicate.c.toolset_id)
         .outerjoin(TOOLSETS, TOOLSETS.c.sha256 == sha256)
         .outerjoin(
-            measured, and_(measured.c.toolset_id == TOOLSETS.c.id, measured.c.rule_version == run.c.rule_version)
+            measured,
+            and_(
+                measured.c.toolset_id == TOOLSETS.c.id,
+                measured.c.rule_version == run.c.rule_version,
+                measured.c.basis == bindparam("basis", type_=String),
+            ),
         )
     )
     query = select(
@@ -105,7 +112,7 @@ def _read_states(
     the last one, whose row it gives again)."""
     size = _state_size(len(wanted))
     padded = [*wanted, *[wanted[-1]] * (size - len(wanted))]
-    parameters: dict[str, Any] = {"run_id": run_id}
+    parameters: dict[str, Any] = {"run_id": run_id, "basis": measure_basis()}
     for i, (position, name, toolset) in enumerate(padded):
         parameters.update({f"p{i}": position, f"n{i}": name, f"s{i}": toolset.sha256 if toolset is not None else None})
     return {row.position: row for row in connection.execute(_STATE_QUERIES(size), parameters)}
