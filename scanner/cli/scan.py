@@ -186,7 +186,7 @@ def scan(
     ] = False,
 ) -> None:
     """Scan every server of a registry concurrently into the database, keeping history between runs."""
-    from scanner.packages.runners import namespace_line, warning_lines
+    from scanner.packages.runners import namespace_line, network_line, warning_lines
     from scanner.scan.night import ScanConfig, resolve_entries, run_scan
 
     settings = _crawl_settings(
@@ -226,8 +226,9 @@ def scan(
         entries = with_refusals(resolve_entries(config), allow_private=settings.allow_private)
         for line in warning_lines(entries, settings.packages):
             _note(line)
-        if (notice := namespace_line(entries)) is not None:
-            _note(notice)
+        for notice in (namespace_line(entries), network_line(entries)):
+            if notice is not None:
+                _note(notice)
         verdicts = remembered_verdicts(entries, settings.packages) if run_packages else {}
         _print_entries(entries, fmt, verdicts)
         if fmt is ScanFormat.text:

@@ -14,6 +14,8 @@ lines of its stderr. :func:`classify` turns that into the outcome a person can a
                             ``Error:`` line), never an npm notice or a pointer to a log file
 ``memory_limit``            it ran out of memory under Fathom's own cap (``--memory-limit-mb``)
 ``refused``                 it tried to write outside its HOME and its own cache folder (confined)
+``crashed`` (no network)    a package's stdio run has only its own loopback: a connection or name lookup it
+                            needed failed for want of a network ("stopped for want of a network ...")
 ``timeout``                 no answer in time (kept; the detail gets the telling line when there is one)
 ==========================  ===========================================================================
 
@@ -310,6 +312,19 @@ _PY_EAGAIN = re.compile(r"BlockingIOError: \[Errno 11\]")
 _PY_FORKED = re.compile(r"\bos\.fork\(|_fork_exec\(|in _execute_child|\bos\.spawn|start_new_thread|\.start\(\)")
 
 
+# A connection or lookup that failed because there is no network at all (a stdio child's run has only its own
+# loopback): the kernel's "Network is unreachable" (ENETUNREACH), a name lookup with no server to ask (glibc's
+# EAI_AGAIN "Temporary failure in name resolution", node's "getaddrinfo EAI_AGAIN"), node's "connect ENETUNREACH".
+_NO_NETWORK = re.compile(
+    r"ENETUNREACH|Network is unreachable|\bEAI_AGAIN\b|Temporary failure in name resolution|"
+    r"\[Errno -3\]|No address associated with hostname",
+    re.IGNORECASE,
+)
+NO_NETWORK = "stopped for want of a network (a package's stdio run has only its own loopback)"
+"""How a package's detail starts when it failed to reach the network in a network namespace of its own
+(:func:`scanner.packages.isolation.own_network`): Fathom's policy, not the package's fault."""
+
+
 def _process_cap(tail: Sequence[str]) -> str | None:
     """The line that shows a fork or thread refused at the cap on a child's processes, or None."""
     if found := _first(_PROCESSES, tail):
@@ -409,6 +424,8 @@ def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any
         base = clean(outcome.detail).split("; last stderr line:", 1)[0]
         return Outcome.TIMEOUT, f"{base}; {line}" if line else base
     spec = str(package.get("spec") or "the package")
+    if outcome.extra.get("offline") and (found := _first(_NO_NETWORK, tail)):
+        return Outcome.CRASHED, f"{NO_NETWORK}: {found}"
     if (said := uv_error(tail)) and said.startswith("error:") and _UV_INTERPRETER.search(said):
         # uv stopped at an interpreter (a broken pyenv shim) or found none: this host's, said in uv's words
         return Outcome.RUNNER_MISSING, f"uv found no usable Python interpreter on this host: {said}"

@@ -162,6 +162,9 @@ class Child:
 
 CURRENT: ContextVar[Child | None] = ContextVar("fathom_child", default=None)
 
+OFFLINE: ContextVar[bool] = ContextVar("fathom_offline", default=False)
+"""Whether the child being started now gets a network namespace of its own (:func:`offline`)."""
+
 HIDDEN: ContextVar[tuple[tuple[str, ...], tuple[str, ...]]] = ContextVar("fathom_hidden", default=((), ()))
 """The folders hidden from the child being started now, and the paths beneath them it keeps (:func:`hiding`)."""
 
@@ -185,6 +188,17 @@ def hiding(folders: Sequence[Path], keep: Sequence[Path]) -> Iterator[None]:
         HIDDEN.reset(token)
 
 
+@contextlib.contextmanager
+def offline() -> Iterator[None]:
+    """Start every child in this context with a network namespace of its own where :func:`own_network` holds
+    (a package's stdio run after its install step: it needs nothing from the registry)."""
+    token = OFFLINE.set(True)
+    try:
+        yield
+    finally:
+        OFFLINE.reset(token)
+
+
 def spawn_options() -> dict[str, Any]:
     """The user options of the child being started now (:data:`CURRENT`), none when it runs as Fathom's user."""
     kid = CURRENT.get()
@@ -199,6 +213,7 @@ MAX_PROCESSES = 512
 user namespace, :func:`scanner.packages.pidns.cap_processes`): far above what npx, uvx and a server use (node
 runs about a dozen threads), far below a fork bomb's (a package started 600 processes)."""
 _NAMESPACES: list[tuple[bool, str]] = []
+_NETWORK: list[tuple[bool, str]] = []
 _NAMESPACES_LOCK = threading.Lock()
 
 
@@ -211,7 +226,22 @@ def namespaces() -> tuple[bool, str]:
         return _NAMESPACES[0]
 
 
-def _probe() -> tuple[bool, str]:
+def own_network() -> tuple[bool, str]:
+    """Whether a package's stdio run (:func:`offline`) also gets a network namespace of its own (only its own
+    ``lo``: nothing that listens on the host's loopback, no shared abstract unix socket, no route out), and one
+    line saying so (or why not). Tried once per process, by starting the launcher with ``--net`` (only where
+    :func:`namespaces` holds)."""
+    if not namespaces()[0]:
+        return False, "no namespaces: children share the host's network"
+    with _NAMESPACES_LOCK:
+        if not _NETWORK:
+            holds, why = _probe(["--net"])
+            shared = why.replace("the host's PID namespace and /proc", "the host's network")
+            _NETWORK.append((True, "a network of its own: only its own loopback") if holds else (False, shared))
+        return _NETWORK[0]
+
+
+def _probe(extra: Sequence[str] = ()) -> tuple[bool, str]:
     if not sys.platform.startswith("linux"):
         return False, "not Linux: children share the host's PID namespace and /proc"
     import subprocess
@@ -224,7 +254,7 @@ def _probe() -> tuple[bool, str]:
             probe = UID_BASE + UID_SLOTS
             user = {"user": probe, "group": probe, "extra_groups": []}
         done = subprocess.run(
-            [python, "-I", "-S", script, "--probe", *(["--hide", "/tmp"] if os.path.isdir("/tmp") else [])],
+            [python, "-I", "-S", script, "--probe", *extra, *(["--hide", "/tmp"] if os.path.isdir("/tmp") else [])],
             capture_output=True,
             text=True,
             timeout=30,
@@ -268,12 +298,16 @@ def runnable_by_children(script: Path) -> tuple[str, str]:
     return python, str(copy)
 
 
-def launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, Any]]:
+def launch(
+    command: Sequence[str], env: Mapping[str, str], network: bool | None = None
+) -> tuple[list[str], dict[str, Any]]:
     """The argv and :func:`anyio.open_process` options a child is started with: through the namespace launcher
     where :func:`namespaces` holds (run as root: for a child of its own user, or while Fathom may still mount; see
     :func:`_may_unshare_as_self`), else ``command`` as given; as the :data:`CURRENT` child's user either way
-    (:func:`spawn_options`). A program not found on ``env``'s PATH raises FileNotFoundError here, as starting
-    it directly would."""
+    (:func:`spawn_options`). ``network=False`` (by default: in :func:`offline`, a package's stdio run) adds a
+    network namespace of its own where :func:`own_network` holds; an install, a local-port package (Fathom connects
+    to its port) and a command (``npx -y`` fetches at start) keep the host's. A program not found on ``env``'s
+    PATH raises FileNotFoundError here, as starting it directly would."""
     kid = CURRENT.get()
     options = {**spawn_options(), "cwd": workdir(env)}
     if not command or not namespaces()[0] or (kid is None and not _may_unshare_as_self()):
@@ -287,7 +321,9 @@ def launch(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], d
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
     python, script = runnable_by_children(PIDNS) if kid is not None else (sys.executable, str(PIDNS))
     hidden, kept = HIDDEN.get()
-    words = ["--nproc", str(MAX_PROCESSES), *(word for folder in hidden for word in ("--hide", folder))]
+    network = not OFFLINE.get() if network is None else network
+    words = ["--net"] if not network and own_network()[0] else []
+    words += ["--nproc", str(MAX_PROCESSES), *(word for folder in hidden for word in ("--hide", folder))]
     words += [word for path in kept for word in ("--keep", path)]
     return [python, "-I", "-S", script, str(os.getpid()), *words, "--", *command], options
 

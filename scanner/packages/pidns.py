@@ -10,8 +10,10 @@ local-port listener check see them as before):
 
 * the *launcher* (this script, Fathom's child): asks for SIGKILL when Fathom dies (``PR_SET_PDEATHSIG``),
   ``unshare``-s a new PID, mount and IPC namespace (SysV shared memory, semaphores and message queues of its
-  own, gone with it), inside a new user namespace that maps only its own uid and gid
-  (to themselves) unless it holds ``CAP_SYS_ADMIN`` (a library caller run as root that kept its capabilities;
+  own, gone with it), and with ``--net`` a network namespace holding only its own ``lo`` (:func:`loopback_up`:
+  nothing listening on the host's loopback, no abstract unix socket of the host's or a sibling's, no route
+  out), inside a new user namespace that maps only its own uid and gid (to themselves) unless it holds
+  ``CAP_SYS_ADMIN`` (a library caller run as root that kept its capabilities;
   every ``fathom`` process run as root empties its bounding set first, see :mod:`scanner.envguard`, so its
   children hold none), forks the *init*, forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to it, and exits as the
   command did (its exit code, or killed by the same signal);
@@ -43,6 +45,8 @@ import sys
 from typing import Any
 
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWIPC = 0x00020000, 0x10000000, 0x20000000, 0x08000000
+_CLONE_NEWNET = 0x40000000
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_BIND, _MS_REC, _MS_PRIVATE = 2, 4, 8, 4096, 0x4000, 1 << 18
 _PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 24, 38
 _CAP_SYS_ADMIN = 21
@@ -76,9 +80,10 @@ def _can_mount() -> bool:
     return False
 
 
-def enter(libc: Any) -> bool:
-    """Unshare a new PID, mount and IPC namespace: directly when this process may mount, else inside a new user
-    namespace that maps only this process's uid and gid (to themselves). Root without capabilities (every
+def enter(libc: Any, net: bool = False) -> bool:
+    """Unshare a new PID, mount and IPC namespace (and network namespace when ``net``): directly when this
+    process may mount, else inside a new user namespace that maps only this process's uid and gid (to
+    themselves). Root without capabilities (every
     child of a ``fathom`` run as root that runs as root itself: ``check --stdio``'s server, a command out of the
     children's users' reach) may not map uid 0 (Linux 5.12+ asks for ``CAP_SETFCAP``): its user namespace is
     left *unmapped*: it stays root on the host for every file it touches (kuid 0, no capability), shown as
@@ -86,6 +91,7 @@ def enter(libc: Any) -> bool:
     uid, gid = os.geteuid(), os.getegid()
     direct = uid == 0 and _can_mount()
     flags = _CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWIPC | (0 if direct else _CLONE_NEWUSER)
+    flags |= _CLONE_NEWNET if net else 0
     _check(libc.unshare(flags), "unshare")
     if direct:
         return True
@@ -117,6 +123,20 @@ def hide(libc: Any, hidden: list[str], kept: list[str]) -> None:
     finally:
         for _, fd in held:
             os.close(fd)
+
+
+def loopback_up() -> None:
+    """Bring up ``lo`` in a fresh network namespace (``SIOCSIFFLAGS`` on a socket, no ``ip`` needed): the
+    child's own 127.0.0.1 works (a server that talks to itself over loopback), the host's is not there, and no
+    other interface exists (no route anywhere: ``Network is unreachable``). Abstract unix sockets are per network
+    namespace too, so the host's and siblings' are gone."""
+    import fcntl
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH22x", b"lo", 0)
+        flags = struct.unpack("16sH22x", fcntl.ioctl(sock.fileno(), _SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(sock.fileno(), _SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | _IFF_UP))
 
 
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
@@ -280,12 +300,14 @@ def _init(
 
 
 def _options(words: list[str]) -> tuple[list[str], list[str], int, list[str]]:
-    """``[--hide DIR | --keep PATH | --nproc N]... -- COMMAND...``: the folders to hide, the paths to keep, the
-    cap on processes (0: none), the command."""
+    """``[--net] [--hide DIR | --keep PATH | --nproc N]... -- COMMAND...``: the folders to hide, the paths to
+    keep, the cap on processes (0: none), the command (``--net`` is read by :func:`main`)."""
     hidden: list[str] = []
     kept: list[str] = []
     nproc = 0
     at = 0
+    while at < len(words) and words[at] == "--net":
+        at += 1
     while at < len(words) and words[at] != "--":
         if words[at] not in ("--hide", "--keep", "--nproc") or at + 1 >= len(words):
             raise SystemExit(f"fathom: namespace launcher: unexpected argument {words[at]!r}")
@@ -298,8 +320,10 @@ def _options(words: list[str]) -> tuple[list[str], list[str], int, list[str]]:
 
 
 def main(argv: list[str]) -> None:
-    """``FATHOM_PID [--hide DIR]... [--keep PATH]... -- COMMAND...`` or ``--probe [--hide DIR]...``."""
+    """``FATHOM_PID [--net] [--hide DIR]... [--keep PATH]... -- COMMAND...`` or ``--probe [--net] [--hide DIR]...``
+    (``--net``: a network namespace of its own too, with only ``lo``, brought up)."""
     probe = argv[:1] == ["--probe"]
+    net = argv[1:2] == ["--net"]
     hidden, kept, nproc, command = _options(argv[1:] + ([] if not probe else ["--"]))
     if probe:
         command = []
@@ -309,7 +333,9 @@ def main(argv: list[str]) -> None:
         _die_with_parent(libc)
         if os.getppid() != parent:  # Fathom died before the request took effect (it may be PID 1 itself)
             os._exit(137)
-        mapped = enter(libc)
+        mapped = enter(libc, net)
+        if net:
+            loopback_up()
     except OSError as exc:
         what = command[0] if command else "a child"
         print(f"fathom: cannot start {what} in a namespace of its own: {exc}", file=sys.stderr, flush=True)

@@ -19,6 +19,7 @@ from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages import isolation
 from scanner.packages.diagnose import REACH_FIX, setup_detail
 from scanner.packages.environment import OWN
+from scanner.packages.install import install_command
 from scanner.packages.settings import PackageSettings
 
 DAEMON_TIMEOUT_S = 15
@@ -155,8 +156,36 @@ def namespace_line(entries: Iterable[ServerEntry]) -> str | None:
         return None
     return (
         f"PID namespaces {why}: a child can read its siblings' and Fathom's command lines, and signal them unless "
-        "each runs as a user of its own; it sees the host's terminals and SysV IPC, and no cap bounds its processes "
-        '(docs/registry.md, "Which platform isolates what")'
+        "each runs as a user of its own; it sees the host's terminals and SysV IPC, reaches what listens on the "
+        'host\'s loopback, and no cap bounds its processes (docs/registry.md, "Which platform isolates what")'
+    )
+
+
+def network_line(entries: Iterable[ServerEntry]) -> str | None:
+    """One line for the start of a scan or a dry run when a package will run over stdio after its install step
+    (npx, uvx): its run has no network of its own to reach the internet by (:func:`scanner.packages.isolation.
+    own_network`), or, where the kernel refuses a network namespace, it reaches what listens on the host's
+    loopback. None when no such package runs, or when namespaces are refused (:func:`namespace_line` says it)."""
+    if not isolation.namespaces()[0] or not any(
+        entry.package
+        and not entry.skip
+        and entry.transport.value == "stdio"
+        and not entry.package.get("local_port")
+        and install_command(entry) is not None
+        for entry in entries
+    ):
+        return None
+    holds, why = isolation.own_network()
+    if holds:
+        return (
+            "a package's stdio run has no network, only its own loopback (its install keeps the host's network; "
+            "no pasta or slirp4netns gives it the internet): one that needs the internet at start is recorded "
+            '"stopped for want of a network" (docs/registry.md, "Which platform isolates what")'
+        )
+    return (
+        f"network namespaces {why}: a package's run reaches what listens on the host's loopback (Fathom's "
+        "database, the user's own services) and its abstract unix sockets (docs/registry.md, \"Which platform "
+        'isolates what")'
     )
 
 

@@ -66,6 +66,7 @@ _HOST = re.compile(
 )
 _POLICY = re.compile(r"disk budget|--disk-limit-mb|memory limit|--memory-limit-mb|refused: wrote outside", re.I)
 _PROCESS_CAP = "stopped at Fathom's cap of "  # scanner.packages.diagnose: a fork refused at the cap on processes
+_NO_NETWORK = "stopped for want of a network "  # scanner.packages.diagnose.NO_NETWORK: a stdio child has none
 # The public indexes; an install-time failure naming another host is the mirror's (UV_INDEX_URL, npm_config_registry).
 _PUBLIC_INDEXES = re.compile(
     r"^(registry\.npmjs\.org|registry\.yarnpkg\.com|pypi\.org|files\.pythonhosted\.org|"
@@ -87,7 +88,7 @@ def fault(outcome: str, detail: str = "") -> str | None:
         return "host"
     if outcome == "memory_limit" or (outcome in ("too_large", "refused") and _POLICY.search(detail)):
         return "policy"
-    if outcome == "crashed" and detail.startswith(_PROCESS_CAP):
+    if outcome == "crashed" and detail.startswith((_PROCESS_CAP, _NO_NETWORK)):
         return "policy"
     if outcome in _INSTALL_OUTCOMES:
         hosts = [host for host in _URL_HOST.findall(detail) if not _PUBLIC_INDEXES.match(host.rstrip("."))]

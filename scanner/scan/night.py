@@ -404,14 +404,15 @@ def _package_cache_kept(
 
 def _entries(config: ScanConfig, on_warning: Callable[[str], None] | None) -> list[ServerEntry]:
     """The entries to scan, and the missing runners said once, before connecting to anything."""
-    from scanner.packages.runners import namespace_line, warning_lines
+    from scanner.packages.runners import namespace_line, network_line, warning_lines
 
     entries = resolve_entries(config)
     if on_warning is not None:
         for line in warning_lines(entries, config.crawl.packages):
             on_warning(line)
-        if (notice := namespace_line(entries)) is not None:
-            on_warning(notice)
+        for notice in (namespace_line(entries), network_line(entries)):
+            if notice is not None:
+                on_warning(notice)
     return entries
 
 

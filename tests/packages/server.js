@@ -6,7 +6,10 @@
 // hostile package would), http (on a local port, --port N or $FATHOM_TEST_PORT), http-never (never listens),
 // snoop FILE (looks for a sibling's command line, then, given its and Fathom's pids in FILE, tries its environment
 // and HOME, SIGSTOP to it and to Fathom, /dev/shm; lists what it got as tools), peek (lists the folders beside
-// its own HOME and its own package folder, reads every file there; uses its own HOME, TMPDIR and npm cache).
+// its own HOME and its own package folder, reads every file there; uses its own HOME, TMPDIR and npm cache),
+// dial PORT NAME (connects to 127.0.0.1:PORT and to the abstract unix socket NAME, as a package reaching what
+// listens on the host; lists what it got as tools), offline (needs the internet at start: connects to
+// 192.0.2.1:443 and dies on the error, as a package that fetches at start).
 "use strict";
 const fs = require("fs");
 const os = require("os");
@@ -66,7 +69,30 @@ if (mode === "http") {
   serveHttp();
 } else if (mode === "http-never") {
   neverListen();
+} else if (mode === "dial") {
+  dial().then((got) => { findings = got; serveStdio(); });
+} else if (mode === "offline") {
+  const socket = require("net").connect(443, "192.0.2.1", serveStdio);
+  socket.setTimeout(5000, () => { socket.destroy(); serveStdio(); });
+  socket.on("error", (error) => { console.error("Error: " + error.message); process.exit(1); });
 } else {
+  serveStdio();
+}
+
+// "dial": whether 127.0.0.1:PORT (argv[3]) and the abstract unix socket NAME (argv[4]) accept it.
+function dial() {
+  const net = require("net");
+  const attempt = (what, options) => new Promise((resolve) => {
+    const socket = net.connect(options, () => { socket.destroy(); resolve(what + "_connected"); });
+    socket.on("error", (error) => resolve(what + "_" + (error.code || "failed")));
+  });
+  return Promise.all([
+    attempt("host_loopback", { host: "127.0.0.1", port: Number(process.argv[3]) }),
+    attempt("host_abstract", { path: "\0" + process.argv[4] }),
+  ]);
+}
+
+function serveStdio() {
   let buffer = "";
   process.stdin.setEncoding("utf8");
   process.stdin.on("data", (chunk) => {

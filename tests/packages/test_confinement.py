@@ -14,9 +14,11 @@ import json
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import textwrap
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ import pytest
 
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.packages import isolation
-from scanner.packages.diagnose import classify
+from scanner.packages.diagnose import NO_NETWORK, classify
 from scanner.report.census import fault
 
 HOLDS, WHY = isolation.namespaces()
@@ -62,9 +64,12 @@ PROBE = textwrap.dedent(
 )
 
 
-def _run_as(who: str, tmp_path: Path, *args: str, probe: str = PROBE) -> subprocess.CompletedProcess[str]:
+def _run_as(
+    who: str, tmp_path: Path, *args: str, probe: str = PROBE, network: bool = True
+) -> subprocess.CompletedProcess[str]:
     """The probe started as Fathom starts a child: ``leased`` (root: a user of its own), ``nobody`` (root
-    trying Fathom as an ordinary user: the launcher run as nobody), ``self`` (not root)."""
+    trying Fathom as an ordinary user: the launcher run as nobody), ``self`` (not root); ``network=False`` as
+    a stdio child's run (a network namespace of its own)."""
     assert SYSTEM_PYTHON is not None
     script = tmp_path / "probe.py"
     script.write_text(probe, encoding="utf-8")
@@ -83,7 +88,8 @@ def _run_as(who: str, tmp_path: Path, *args: str, probe: str = PROBE) -> subproc
                 "-s",
                 "/bin/sh",
                 "-c",
-                f'cd / && exec {line} "$PPID" --nproc {isolation.MAX_PROCESSES} -- {shlex.join(command)}',
+                f'cd / && exec {line} "$PPID" {"" if network else "--net "}--nproc {isolation.MAX_PROCESSES} -- '
+                + shlex.join(command),
             ],
             capture_output=True,
             text=True,
@@ -94,7 +100,7 @@ def _run_as(who: str, tmp_path: Path, *args: str, probe: str = PROBE) -> subproc
     with isolation.child(private_home=True) if who == "leased" else _nothing() as kid:
         if kid is not None and kid.home is not None:
             env["HOME"] = str(kid.home)
-        argv, options = isolation.launch(command, env)
+        argv, options = isolation.launch(command, env, network=network)
         assert argv != command, "the child was not started through the namespace launcher"
         return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env, **options)
 
@@ -233,3 +239,116 @@ def test_a_socket_eagain_is_not_the_process_cap():
     outcome = classify(package, failed)
     assert outcome.outcome is Outcome.CRASHED
     assert outcome.detail == "BlockingIOError: [Errno 11] Resource temporarily unavailable"
+
+
+# What a child tries against what listens on the host (system python): one JSON line of what it got.
+DIAL = textwrap.dedent(
+    r"""
+    import errno, json, socket, sys
+
+    def attempt(family, address):
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            try:
+                sock.connect(address)
+            except OSError as exc:
+                return errno.errorcode.get(exc.errno, str(exc.errno))
+            return "connected"
+
+    out = {
+        "host_loopback": attempt(socket.AF_INET, ("127.0.0.1", int(sys.argv[1]))),
+        "host_abstract": attempt(socket.AF_UNIX, "\0" + sys.argv[2]),
+        "outside": attempt(socket.AF_INET, ("192.0.2.1", 443)),
+    }
+    with socket.create_server(("127.0.0.1", 0)) as own:
+        out["own_loopback"] = attempt(socket.AF_INET, own.getsockname())
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.fixture
+def host_listeners() -> Iterator[tuple[int, str]]:
+    """What listens on the host: a TCP port on 127.0.0.1 (Fathom's database, a sibling's local-port server, the
+    user's own services) and an abstract unix socket (no file mode guards it)."""
+    tcp = socket.create_server(("127.0.0.1", 0))
+    name = f"fathom-test-{os.getpid()}-{tcp.getsockname()[1]}"
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.bind("\0" + name)
+    unix.listen()
+    try:
+        yield tcp.getsockname()[1], name
+    finally:
+        tcp.close()
+        unix.close()
+
+
+NETWORK, NO_NETWORK_WHY = isolation.own_network()
+
+
+@needs_namespaces
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system-wide python3")
+def test_a_stdio_child_cannot_reach_what_listens_on_the_host(who, tmp_path, host_listeners):
+    """A child connected to Fathom's PostgreSQL on 127.0.0.1 and to a sibling's local-port server. Started as a
+    package's stdio run is, it reaches nothing that listens on the host's loopback nor its abstract unix sockets,
+    has no route out, and its own loopback works; started as an install is (the host's network), it connects."""
+    if not NETWORK:
+        pytest.skip(f"the kernel refuses a network namespace here: {NO_NETWORK_WHY}")
+    port, name = host_listeners
+    shared = _run_as(who, tmp_path, str(port), name, probe=DIAL)
+    assert shared.returncode == 0, (shared.stdout, shared.stderr)
+    got = json.loads(shared.stdout.splitlines()[-1])
+    assert got["host_loopback"] == "connected" and got["host_abstract"] == "connected", got  # an install's
+    done = _run_as(who, tmp_path, str(port), name, probe=DIAL, network=False)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert got == {
+        "host_loopback": "ECONNREFUSED",
+        "host_abstract": "ECONNREFUSED",
+        "outside": "ENETUNREACH",
+        "own_loopback": "connected",
+    }, got
+
+
+def test_a_package_stopped_for_want_of_a_network_says_so_and_is_not_its_fault():
+    """A package that fetches at start, run with only its own loopback, is recorded as stopped for want of a
+    network (node's and Python's words for it), counted as Fathom's policy, never the package's crash; one that
+    kept the host's network (a local-port package, a command) is not."""
+    if not NETWORK:
+        pytest.skip(f"the kernel refuses a network namespace here: {NO_NETWORK_WHY}")
+    package = ServerEntry(
+        name="io.github.t/fetch",
+        transport=Transport.STDIO,
+        command=("npx", "-y", "fetch@1.0.0"),
+        package={"registryType": "npm", "runner": "npx", "spec": "fetch@1.0.0"},
+    )
+    for line in (
+        "Error: getaddrinfo EAI_AGAIN api.example.com",
+        "Error: connect ENETUNREACH 192.0.2.1:443",
+        "OSError: [Errno 101] Network is unreachable",
+        "socket.gaierror: [Errno -3] Temporary failure in name resolution",
+    ):
+        failed = ScanOutcome(
+            outcome=Outcome.EXITED,
+            transport="stdio",
+            detail="server exited with code 1",
+            extra={
+                "exit_code": 1,
+                "stderr_tail": ["starting", "    at Socket.connect (node:net:1)", line],
+                "offline": True,
+            },
+        )
+        outcome = classify(package, failed)
+        assert outcome.outcome is Outcome.CRASHED
+        assert outcome.detail == f"{NO_NETWORK}: {line}", outcome.detail
+        assert fault(outcome.outcome.value, outcome.detail) == "policy"
+    local = replace(package, transport=Transport.STREAMABLE_HTTP)
+    failed = ScanOutcome(
+        outcome=Outcome.EXITED,
+        transport="streamable-http",
+        detail="server exited with code 1",
+        extra={"exit_code": 1, "stderr_tail": ["Error: connect ENETUNREACH 192.0.2.1:443"]},
+    )
+    outcome = classify(local, failed)
+    assert outcome.detail == "Error: connect ENETUNREACH 192.0.2.1:443"
+    assert fault(outcome.outcome.value, outcome.detail) == "server"

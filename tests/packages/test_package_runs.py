@@ -11,6 +11,7 @@ import atexit
 import json
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -24,8 +25,10 @@ from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages import PackageSettings, isolation, run_package
 from scanner.packages.cache import PackageCache
+from scanner.packages.diagnose import NO_NETWORK
 from scanner.registry.interface import Options
 from scanner.registry.packages import resolve_packages
+from scanner.report.census import fault
 from tests.packages.local_registry import NPM_NAME, PY_NAME, LocalRegistry
 
 NAME = "io.github.fathom-tests/pkg"
@@ -177,6 +180,36 @@ def test_a_package_that_fills_the_disk_is_stopped_as_too_large(registry, tmp_pat
     assert outcome.outcome is Outcome.TOO_LARGE
     assert outcome.detail == "wrote more than its 16 MiB disk budget (--disk-limit-mb)"
     assert outcome.extra["written_mb"] > 16 and outcome.extra["home_mb"] > 16
+
+
+@needs_npx
+def test_a_stdio_package_reaches_nothing_that_listens_on_the_host(registry, tmp_path):
+    """A package connected to Fathom's database on 127.0.0.1 and to a sibling's local-port server. Run over
+    stdio, it is installed from the loopback registry (the install keeps the host's network) and then finds
+    nothing listening on the host's loopback nor its abstract unix sockets (it lists what it got as tools)."""
+    if not isolation.own_network()[0]:
+        pytest.skip(f"no network namespace here: {isolation.own_network()[1]}")
+    env = environ(registry)
+    with socket.create_server(("127.0.0.1", 0)) as tcp, socket.socket(socket.AF_UNIX) as unix:
+        name = f"fathom-test-{os.getpid()}-{tcp.getsockname()[1]}"
+        unix.bind("\0" + name)
+        unix.listen()
+        entry = resolve(npm_package("1.0.0", "dial", str(tcp.getsockname()[1]), name), env)
+        outcome = run(entry, PackageSettings(cache_dir=tmp_path, environ=env))
+    assert tool_names(outcome) == ["version_1_0_0", "host_loopback_ECONNREFUSED", "host_abstract_ECONNREFUSED"]
+
+
+@needs_npx
+def test_a_package_that_needs_the_internet_at_start_is_stopped_for_want_of_a_network(registry, tmp_path):
+    """A package that fetches at start dies on ``connect ENETUNREACH``: recorded as stopped for want of a
+    network, Fathom's policy, not the package's crash."""
+    if not isolation.own_network()[0]:
+        pytest.skip(f"no network namespace here: {isolation.own_network()[1]}")
+    env = environ(registry)
+    outcome = run(resolve(npm_package("1.0.0", "offline"), env), PackageSettings(cache_dir=tmp_path, environ=env))
+    assert outcome.outcome is Outcome.CRASHED
+    assert outcome.detail == f"{NO_NETWORK}: Error: connect ENETUNREACH 192.0.2.1:443 - Local (0.0.0.0:0)"
+    assert fault(outcome.outcome.value, outcome.detail) == "policy"
 
 
 @needs_uvx

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from scanner.cli import app
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import PackageSettings, default_cache_dir, isolation
-from scanner.packages.runners import missing_runners, namespace_line, warning_lines
+from scanner.packages import PackageSettings, default_cache_dir, isolation, runners
+from scanner.packages.runners import missing_runners, namespace_line, network_line, warning_lines
 from scanner.packages.settings import ROOT_CACHE_DIR
 from scanner.registry import load_entries
 from scanner.scan.crawl import CrawlSettings, crawl
@@ -52,6 +52,8 @@ def test_missing_runners_are_recorded_runner_missing_without_connecting(tmp_path
 
 def test_dry_run_says_each_missing_runner_once(tmp_path, monkeypatch):
     monkeypatch.setattr(isolation, "namespaces", lambda: (True, "held"))  # its own line: the test below
+    monkeypatch.setattr(isolation, "own_network", lambda: (True, "held"))  # its own line: the test below
+    monkeypatch.setattr(runners, "network_line", lambda entries: None)
     runner = CliRunner()
     result = runner.invoke(
         app,
@@ -88,6 +90,30 @@ def test_a_host_without_pid_namespaces_is_said_once_before_a_child_would_start(t
     assert namespace_line(load_entries(str(SAMPLE), environ={"PATH": str(tmp_path)})) is None  # nothing runs
     monkeypatch.setattr(isolation, "namespaces", lambda: (True, "held"))
     assert namespace_line(entries) is None
+
+
+def test_a_packages_stdio_run_without_a_network_is_said_once_before_it_starts(tmp_path, monkeypatch):
+    """A package run over stdio after its install has only its own loopback: the dry run says so in one line
+    (no pasta or slirp4netns gives it the internet), or, where the kernel refuses a network namespace, that it
+    reaches what listens on the host's loopback; nothing is said when no package runs."""
+    monkeypatch.setattr(isolation, "namespaces", lambda: (True, "held"))
+    monkeypatch.setattr(isolation, "own_network", lambda: (True, "held"))
+    entries = load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True)
+    line = network_line(entries)
+    assert line is not None and line.startswith("a package's stdio run has no network, only its own loopback")
+    assert "no pasta or slirp4netns" in line and '"stopped for want of a network"' in line
+    result = CliRunner().invoke(
+        app,
+        ["scan", str(SAMPLE), "--dry-run", "--run-packages", "--format", "json", "--cache-dir", str(tmp_path / "c")],
+        env={"PATH": only_npx(tmp_path)},
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines().count(f"fathom: {line}") == 1
+    assert network_line(load_entries(str(SAMPLE), environ={"PATH": str(tmp_path)})) is None  # nothing runs
+    why = "unavailable (unshare: Operation not permitted): children share the host's network"
+    monkeypatch.setattr(isolation, "own_network", lambda: (False, why))
+    refused = network_line(entries)
+    assert refused is not None and refused.startswith(f"network namespaces {why}: a package's run reaches what")
 
 
 def test_package_settings_defaults_and_stored_options(tmp_path):
