@@ -287,7 +287,7 @@ def test_preview_rules_are_marked_preview() -> None:
     ]
     assert RULES["MCP804"].status == "removed" and RULES["MCP806"].status == "preview"
     assert RULES["MCP807"].status == "removed"  # catalogue 6: no current Gemini CLI skips the shape
-    for code in ("MCP801", "MCP802", "MCP803", "MCP804", "MCP805", "MCP806", "MCP807", "MCP808", "MCP809", "MCP810"):
+    for code in ("MCP801", "MCP802", "MCP803", "MCP805", "MCP806", "MCP807", "MCP808", "MCP809", "MCP810"):
         assert "Sources" in RULES[code].doc or "Source" in RULES[code].doc or "source" in RULES[code].doc, code
 
 

@@ -128,6 +128,7 @@ def test_an_unchanged_rescan_measures_nothing_and_records_the_night(
 def test_a_new_catalogue_version_measures_every_list_again(
     host: DemoHost, tmp_path: Path, counted: Counted, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    current = scanner.rules.RULES_VERSION
     scan(host, tmp_path)
     first = sorted(counted.lists)
     counted.lists.clear()
@@ -135,7 +136,7 @@ def test_a_new_catalogue_version_measures_every_list_again(
     scan(host, tmp_path)
     assert sorted(counted.lists) == first  # each list once again, under the new catalogue
     versions = rows(tmp_path, "SELECT rule_version, count(*) FROM measurements GROUP BY 1 ORDER BY 1")
-    assert [tuple(row) for row in versions] == [("5", SERVERS + 1), ("catalogue-under-test", SERVERS + 1)]
+    assert [tuple(row) for row in versions] == [(current, SERVERS + 1), ("catalogue-under-test", SERVERS + 1)]
 
     counted.lists.clear()
     scan(host, tmp_path)
