@@ -272,12 +272,11 @@ def client_charts(view: Any) -> list[tuple[str, Chart]]:
     ]
 
 
-def render_pages(site: SiteData, env: Environment | None = None) -> Iterator[tuple[str, str | Iterator[str]]]:
-    """Yield ``(relative path, html)`` for every page of the site, the leaderboard first: its html as pieces
-    (one row of every server: written as rendered, never held whole), every other page's as one string."""
+def render_pages(site: SiteData, env: Environment | None = None) -> Iterator[tuple[str, str]]:
+    """Yield ``(relative path, html)`` for every page of the site, the leaderboard first."""
     env = env or make_environment()
     common: dict[str, Any] = {"board": site.leaderboard, "generated_at": site.generated_at, "csp": CSP}
-    yield "index.html", env.get_template("index.html").generate(root="", board_rows=BOARD_ROWS, **common)
+    yield "index.html", env.get_template("index.html").render(root="", board_rows=BOARD_ROWS, **common)
     yield (
         "trends.html",
         env.get_template("trends.html").render(
@@ -339,9 +338,9 @@ def write_site(site: SiteData, out_dir: Path) -> list[Path]:
     (out_dir / "servers").mkdir(parents=True, exist_ok=True)
     (out_dir / "badges").mkdir(parents=True, exist_ok=True)
     written = []
-    for name, asset in (("style.css", stylesheet()), ("board.js", board_script())):
+    for name, text in (("style.css", stylesheet()), ("board.js", board_script())):
         path = out_dir / name
-        path.write_text(asset, encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
         written.append(path)
     pages: set[str] = set()
     for relative, text in render_pages(site):
@@ -351,11 +350,7 @@ def write_site(site: SiteData, out_dir: Path) -> list[Path]:
             raise OutputError(f"two pages of this report would both be {relative}; refusing to overwrite one")
         pages.add(relative.casefold())
         path = out_dir / relative
-        if isinstance(text, str):
-            path.write_text(text, encoding="utf-8")
-        else:
-            with path.open("w", encoding="utf-8") as stream:
-                stream.writelines(text)
+        path.write_text(text, encoding="utf-8")
         written.append(path)
     for row in (*site.leaderboard.ranked, *site.leaderboard.unranked):
         for relative, text in badge_files(row):
