@@ -15,7 +15,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -409,7 +409,40 @@ def _table(
     from scanner.report.queries import WRAP_COLUMNS
 
     width = None if wide else _table_width()
-    chunks = render_chunks(rows, table_format, columns=shown, width=width, optional=optional or (), wrap=WRAP_COLUMNS)
+    _write(render_chunks(rows, table_format, columns=shown, width=width, optional=optional or (), wrap=WRAP_COLUMNS))
+
+
+def _stream_table(
+    fmt: QueryFormat,
+    fetch: Callable[[], Iterable[dict[str, Any]]],
+    columns: list[str] | Callable[[Iterable[dict[str, Any]]], list[str]],
+    *,
+    candidates: list[str] | None = None,
+    wide: bool = False,
+    optional: list[str] | None = None,
+) -> None:
+    """:func:`_table` for a query whose rows are read as they come, never held whole (``fetch`` returns a fresh
+    iterator each call: a table reads it twice, once to measure its columns). ``candidates`` lists every column
+    a callable ``columns`` may choose."""
+    from scanner.report.queries import WRAP_COLUMNS
+    from scanner.report.tabular import TableFormat, render_stream
+
+    table_format = TableFormat(fmt.value)
+    shown = columns if table_format is TableFormat.table else None
+    width = None if wide else _table_width()
+    chunks = render_stream(
+        fetch,
+        table_format,
+        columns=shown,
+        candidates=candidates or [],
+        width=width,
+        optional=optional or (),
+        wrap=WRAP_COLUMNS,
+    )
+    _write(chunks)
+
+
+def _write(chunks: Iterable[str]) -> None:
     pending: list[str] = []  # written about 1 MB at a time: the answer is never held whole a second time
     size = 0
     for chunk in chunks:

@@ -19,6 +19,7 @@ from scanner.cli.base import (
     WideOption,
     _db_url,
     _fail,
+    _stream_table,
     _table,
     _table_width,
     app,
@@ -174,6 +175,20 @@ def findings(
         when = datetime.fromisoformat(since) if since else None
     except ValueError:
         _fail(f"--since wants a date like 2026-11-01 or 2026-11-01T18:00, got {since!r}", 2)
+    chosen = Severity.parse(severity.value) if severity is not None else None
+    if run is None:  # the whole history: rows streamed a chunk of servers at a time, never all held
+        url, shown_preview = _db_url(db, existing=True), _preview(preview)
+        _stream_table(
+            fmt,
+            lambda: queries.finding_stream(
+                url, rule=rule, server=server, since=when, severity=chosen, still_open=still_open, preview=shown_preview
+            ),
+            queries.finding_columns,
+            candidates=queries.finding_columns([{"status": "preview"}]),
+            wide=wide,
+            optional=queries.OPTIONAL_COLUMNS["findings"],
+        )
+        return
     _table(
         fmt,
         lambda: queries.findings(
@@ -182,7 +197,7 @@ def findings(
             server=server,
             since=when,
             run=run,
-            severity=Severity.parse(severity.value) if severity is not None else None,
+            severity=chosen,
             still_open=still_open,
             preview=_preview(preview),
         ),

@@ -15,7 +15,8 @@ from scanner.store import Store
 from scanner.store.rows import LeaderRow
 
 CHUNK = 200
-"""Raw tool lists read at a time (their descriptions are kept, the lists dropped): memory stays bounded."""
+"""Lists read at a time (their tool costs, raw tools and descriptions dropped once the chunk is measured): memory
+stays bounded."""
 
 
 @dataclass(frozen=True)
@@ -38,26 +39,32 @@ def client_costs(store: Store, lists: Iterable[StoredToolset]) -> dict[str, dict
     from scanner.measure.client_render import tool_descriptions
     from scanner.measure.clients import measure_clients
 
-    wanted = [item for item in lists if item.sha256 and item.tokens]
-    shas = sorted({item.sha256 for item in wanted})
-    every = store.toolsets_costs(shas)
-    described: dict[str, list[str | None]] = {}
-    for start in range(0, len(shas), CHUNK):
-        for sha, tools in store.toolsets_tools(shas[start : start + CHUNK]).items():
-            described[sha] = tool_descriptions(tools, [cost.index for cost in every.get(sha, [])])
+    wanted: dict[str, list[StoredToolset]] = {}  # by toolset, in order
+    for item in lists:
+        if item.sha256 and item.tokens:
+            wanted.setdefault(item.sha256, []).append(item)
+    shas = sorted(wanted)
     out: dict[str, dict[str, int]] = {}
-    for item in wanted:
-        if item.key in out:
-            continue
-        costs = every.get(item.sha256, [])
-        measured = measure_clients(
-            dict(item.tokens),
-            [cost.tokens for cost in costs],
-            [cost.name for cost in costs],
-            descriptions=described.get(item.sha256),
-            instructions_tokens=item.instructions_openai,
-        )
-        out[item.key] = {cost.client: cost.tokens for cost in measured}
+    for start in range(0, len(shas), CHUNK):  # one chunk's tool costs and descriptions in memory at a time
+        chunk = shas[start : start + CHUNK]
+        every = store.toolsets_costs(chunk)
+        described = {
+            sha: tool_descriptions(tools, [cost.index for cost in every.get(sha, [])])
+            for sha, tools in store.toolsets_tools(chunk).items()
+        }
+        for sha in chunk:
+            costs = every.get(sha, [])
+            for item in wanted[sha]:
+                if item.key in out:
+                    continue
+                measured = measure_clients(
+                    dict(item.tokens),
+                    [cost.tokens for cost in costs],
+                    [cost.name for cost in costs],
+                    descriptions=described.get(sha),
+                    instructions_tokens=item.instructions_openai,
+                )
+                out[item.key] = {cost.client: cost.tokens for cost in measured}
     return out
 
 

@@ -6,6 +6,7 @@ into plain dicts with stable column names. The CLI only picks the format.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -422,33 +423,64 @@ def findings(
     """Findings over time; ``rule`` is checked against the catalogue first (:func:`rule_code`). Preview rules'
     findings only with ``preview`` or when their rule is asked for by code, each then marked (``status``,
     ``precision``); every row carries its rule's ``status``."""
+    if run is None:
+        return list(
+            finding_stream(
+                db_url, rule=rule, server=server, since=since, severity=severity, still_open=still_open, preview=preview
+            )
+        )
     code = rule_code(rule) if rule is not None else None
     with open_store(db_url) as store:
         found = store.findings(rule=code, server=server, since=since, run=run, severity=severity, still_open=still_open)
-    found = only_visible(found, preview, asked=code)
-    return [
-        {
-            "server": row.server,
-            "code": row.code,
-            "rule": row.rule,
-            "severity": row.severity.label,
-            "tool": row.tool,
-            "message": row.message,
-            "hint": row.hint,
-            "pointer": row.pointer,
-            "details": dict(row.details),
-            "run": row.run_id,
-            "first_seen_run": row.first_seen_run,
-            "first_seen_at": row.first_seen_at,
-            "gone_run": row.gone_run,
-            "gone_at": row.gone_at,
-            **mark(row.code),
-        }
-        for row in found
-    ]
+    return [_finding(row) for row in only_visible(found, preview, asked=code)]
 
 
-def finding_columns(rows: list[dict[str, Any]]) -> list[str]:
+def finding_stream(
+    db_url: str,
+    *,
+    rule: str | None,
+    server: str | None,
+    since: datetime | None,
+    severity: Severity | None = None,
+    still_open: bool = False,
+    preview: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """:func:`findings` over the whole history (no run), row by row as the store reads them a chunk of servers
+    at a time: what is held is one chunk, however many servers the database has. The rule is checked (an
+    :class:`InputError`) before the first row is asked for."""
+    code = rule_code(rule) if rule is not None else None
+
+    def rows() -> Iterator[dict[str, Any]]:
+        with open_store(db_url) as store:
+            for chunk in store.finding_chunks(
+                rule=code, server=server, since=since, severity=severity, still_open=still_open
+            ):
+                yield from (_finding(row) for row in only_visible(chunk, preview, asked=code))
+
+    return rows()
+
+
+def _finding(row: FindingRow) -> dict[str, Any]:
+    return {
+        "server": row.server,
+        "code": row.code,
+        "rule": row.rule,
+        "severity": row.severity.label,
+        "tool": row.tool,
+        "message": row.message,
+        "hint": row.hint,
+        "pointer": row.pointer,
+        "details": dict(row.details),
+        "run": row.run_id,
+        "first_seen_run": row.first_seen_run,
+        "first_seen_at": row.first_seen_at,
+        "gone_run": row.gone_run,
+        "gone_at": row.gone_at,
+        **mark(row.code),
+    }
+
+
+def finding_columns(rows: Iterable[dict[str, Any]]) -> list[str]:
     """The table's columns for :func:`findings`: with ``status`` when a preview finding is shown."""
     if any(row.get("status") == "preview" for row in rows):
         return [*FINDING_COLUMNS[:3], "status", *FINDING_COLUMNS[3:]]

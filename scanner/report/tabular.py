@@ -16,9 +16,10 @@ from __future__ import annotations
 import csv
 import enum
 import io
+import itertools
 import json
 import textwrap
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -101,34 +102,134 @@ def render_chunks(
     """:func:`render_rows`, a line (a JSON row) at a time, so a long answer is written as it is rendered instead
     of being held whole a second time. Joined, the chunks are exactly :func:`render_rows`'s text."""
     if fmt is TableFormat.json:
-        if not rows:
-            yield "[]\n"
-            return
-        for index, row in enumerate(rows):
-            text = json.dumps({k: _plain(v) for k, v in row.items()}, indent=2, default=str)
-            yield ("[\n  " if index == 0 else ",\n  ") + text.replace("\n", "\n  ")
-        yield "\n]\n"
+        yield from _json_chunks(rows)
         return
     names = list(columns) if columns else (list(rows[0].keys()) if rows else [])
     if fmt is TableFormat.csv:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(names)
-        for row in rows:
-            writer.writerow([_csv_cell(row.get(name)) for name in names])
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-        yield buffer.getvalue()
+        yield from _csv_chunks(names, rows)
         return
     if not rows:
         yield "(none)\n"
         return
-    cells = {name: [_cell(row.get(name)) for row in rows] for name in names}
-    numeric = {name: all(_is_number(row.get(name)) for row in rows) for name in names}
+    measure = _Measure(names)
+    for row in rows:
+        measure.add(row)
+    yield from _table_chunks(rows, measure, width, optional, wrap)
+
+
+def render_stream(
+    fetch: Callable[[], Iterable[Mapping[str, Any]]],
+    fmt: TableFormat,
+    *,
+    columns: Sequence[str] | Callable[[Iterable[Any]], Sequence[str]] | None = None,
+    candidates: Sequence[str] = (),
+    width: int | None = None,
+    optional: Sequence[str] = (),
+    wrap: Sequence[str] = (),
+) -> Iterator[str]:
+    """:func:`render_chunks`'s text from rows read as they come, never all held: JSON and CSV in one pass over
+    ``fetch()``; a table in two (``fetch`` is called twice), the first measuring the columns, the second writing.
+    ``columns`` chosen from the rows (a callable) are chosen in the first pass, from ``candidates`` (every column
+    it may choose)."""
+    if fmt is TableFormat.json:
+        yield from _json_chunks(fetch())
+        return
+    if fmt is TableFormat.csv:
+        rows = iter(fetch())
+        first = next(rows, None)
+        fixed = list(columns) if columns is not None and not callable(columns) else None
+        names = fixed if fixed else (list(first.keys()) if first is not None else [])
+        yield from _csv_chunks(names, itertools.chain([] if first is None else [first], rows))
+        return
+    if columns is None:
+        raise ValueError("a streamed table names its columns")
+    measure = _Measure(list(candidates) if callable(columns) else list(columns))
+    if callable(columns):
+        measured = measure.each(fetch())
+        chosen = list(columns(measured))
+        for _ in measured:  # the chooser may stop early: every row is still measured
+            pass
+        measure = measure.only(chosen)
+    else:
+        for row in fetch():
+            measure.add(row)
+    if not measure.count:
+        yield "(none)\n"
+        return
+    yield from _table_chunks(fetch(), measure, width, optional, wrap)
+
+
+def _json_chunks(rows: Iterable[Mapping[str, Any]]) -> Iterator[str]:
+    index = -1
+    for index, row in enumerate(rows):
+        text = json.dumps({k: _plain(v) for k, v in row.items()}, indent=2, default=str)
+        yield ("[\n  " if index == 0 else ",\n  ") + text.replace("\n", "\n  ")
+    yield "[]\n" if index < 0 else "\n]\n"
+
+
+def _csv_chunks(names: list[str], rows: Iterable[Mapping[str, Any]]) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(names)
+    for row in rows:
+        writer.writerow([_csv_cell(row.get(name)) for name in names])
+        yield buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+    yield buffer.getvalue()
+
+
+class _Measure:
+    """What laying out a table needs of its rows, column by column, gathered a row at a time: the widest cell
+    (or header), whether every value is a number, whether every value is a time (or empty)."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.natural = {name: len(name) for name in names}
+        self.numeric = dict.fromkeys(names, True)
+        self.times = dict.fromkeys(names, True)
+        self.count = 0
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        self.count += 1
+        for name in self.names:
+            value = row.get(name)
+            self.natural[name] = max(self.natural[name], len(_cell(value)))
+            if self.numeric[name] and not _is_number(value):
+                self.numeric[name] = False
+            if self.times[name] and not isinstance(value, datetime | None):
+                self.times[name] = False
+
+    def each(self, rows: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+        for row in rows:
+            self.add(row)
+            yield row
+
+    def only(self, names: list[str]) -> _Measure:
+        """The same measure for ``names`` (all measured) in that order."""
+        kept = _Measure(names)
+        kept.count = self.count
+        for name in names:
+            kept.natural[name], kept.numeric[name], kept.times[name] = (
+                self.natural[name],
+                self.numeric[name],
+                self.times[name],
+            )
+        return kept
+
+
+def _table_chunks(
+    rows: Iterable[Mapping[str, Any]],
+    measure: _Measure,
+    width: int | None,
+    optional: Sequence[str],
+    wrap: Sequence[str],
+) -> Iterator[str]:
+    names = measure.names
+    numeric = measure.numeric
     # Numbers and times keep their width; only text columns shrink and wrap.
-    fixed = {name: numeric[name] or all(isinstance(row.get(name), datetime | None) for row in rows) for name in names}
-    natural = {name: max(len(name), *map(len, cells[name])) for name in names}
+    fixed = {name: numeric[name] or measure.times[name] for name in names}
+    natural = measure.natural
     shown = list(names)
     widths = dict(natural)
     left_out: list[str] = []
@@ -163,8 +264,8 @@ def render_chunks(
         return (" " * GAP).join(parts).rstrip()
 
     yield line(shown) + "\n" + line(["─" * widths[name] for name in shown]) + "\n"
-    for index in range(len(rows)):
-        wrapped = [_wrap(cells[name][index], widths[name]) for name in shown]
+    for row in rows:
+        wrapped = [_wrap(_cell(row.get(name)), widths[name]) for name in shown]
         height = max(map(len, wrapped))
         for row_line in range(height):
             yield line([part[row_line] if row_line < len(part) else "" for part in wrapped]) + "\n"

@@ -204,6 +204,18 @@ class Store:
         """Findings with when they first appeared and when they went away (see :func:`scanner.store.read.findings`)."""
         return read.findings(self._sessions, rule, server, since, run, severity=severity, still_open=still_open)
 
+    def finding_chunks(
+        self,
+        rule: str | None = None,
+        server: str | None = None,
+        since: datetime | None = None,
+        *,
+        severity: Severity | None = None,
+        still_open: bool = False,
+    ) -> Iterator[list[FindingRow]]:
+        """:meth:`findings` over the whole history, in order, a chunk of servers at a time (bounded memory)."""
+        return read.finding_chunks(self._sessions, rule, server, since, severity=severity, still_open=still_open)
+
     def diff(self, server: str, from_run: int | None = None, to_run: int | None = None) -> Diff:
         """What changed on ``server`` between two successful scans (default: its last two)."""
         return read.diff(self._sessions, server, from_run, to_run)

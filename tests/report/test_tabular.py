@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from scanner.report.tabular import TableFormat, render_chunks, render_rows
+from scanner.report.tabular import TableFormat, render_chunks, render_rows, render_stream
 
 ROWS = [
     {
@@ -46,3 +46,43 @@ def test_every_format_streams_a_piece_a_row_and_joins_to_the_whole_text() -> Non
         ROWS, TableFormat.table, columns=shown, width=30, optional=["count"], wrap=["message"]
     )
     assert "".join(render_chunks([], TableFormat.table)) == "(none)\n"
+
+
+def test_a_streamed_answer_is_the_same_text_read_twice_at_most_and_never_held() -> None:
+    # ``findings`` over the whole history streams its rows from the store: the text must be render_rows's,
+    # byte for byte, in every format and width, with columns chosen from the rows (a preview row adds "status").
+    rows = [{**row, "status": "preview" if row["count"] == 37 else "stable"} for row in ROWS]
+    reads: list[int] = []
+
+    def fetch(source: list[dict[str, object]]) -> object:
+        reads.append(1)
+        return iter(source)  # an iterator, not a list: it cannot be read twice
+
+    def choose(seen: object) -> list[str]:
+        preview = any(row.get("status") == "preview" for row in seen)  # type: ignore[attr-defined]
+        return ["server", "status", "message", "count"] if preview else ["server", "message", "count"]
+
+    candidates = ["server", "status", "message", "count"]
+    for source in (rows, rows[:30], []):
+        for fmt in TableFormat:
+            for width in (None, 40, 70):
+                reads.clear()
+                streamed = "".join(
+                    render_stream(
+                        lambda source=source: fetch(source),  # type: ignore[misc]
+                        fmt,
+                        columns=choose if fmt is TableFormat.table else None,
+                        candidates=candidates,
+                        width=width,
+                        optional=["count"],
+                        wrap=["message"],
+                    )
+                )
+                shown = choose(source) if fmt is TableFormat.table else None
+                whole = render_rows(source, fmt, columns=shown, width=width, optional=["count"], wrap=["message"])
+                assert streamed == whole, (fmt, width, len(source))
+                assert len(reads) == (2 if fmt is TableFormat.table and source else 1)  # none: no second read
+    header = "".join(render_stream(lambda: iter(rows), TableFormat.table, columns=choose, candidates=candidates))
+    assert header.splitlines()[0].split() == ["server", "status", "message", "count"]
+    header = "".join(render_stream(lambda: iter(rows[:30]), TableFormat.table, columns=choose, candidates=candidates))
+    assert header.splitlines()[0].split() == ["server", "message", "count"]

@@ -71,3 +71,22 @@ def test_open_reads_rows_not_orm_objects_and_keeps_only_open_stretches(store: St
     assert {(stretch.row.code, stretch.row.first_seen_run) for stretch in kept} == {
         (stretch.row.code, stretch.row.first_seen_run) for stretch in every if stretch.gone_run is None
     }
+
+
+def test_findings_come_a_chunk_of_servers_at_a_time_in_the_answers_order(store: Store) -> None:
+    # Servers stored in an order that is not their names' order: the chunks follow the names, as the answer does.
+    names = ["delta", "alpha", "echo", "charlie", "bravo"]
+    for night in range(1, 4):
+        run_id = store.start_run("list.txt", "1", {"night": night})
+        for index, name in enumerate(names):  # untyped on the last night: delta, echo, bravo
+            listed = [UNTYPED if (night + index) % 2 else TYPED]
+            store.record_scan(run_id, entry(name), ok(listed, version=f"1.0.{night}"), local_measure)
+        store.finish_run(run_id)
+    for still_open in (False, True):
+        whole = store.findings(still_open=still_open)
+        chunks = list(finding_reads.finding_chunks(store._sessions, still_open=still_open, chunk=2))
+        assert [row for chunk in chunks for row in chunk] == whole
+        assert all(len({row.server for row in chunk}) <= 2 for chunk in chunks)  # never more than a chunk held
+        assert [row.server for row in whole] == sorted(row.server for row in whole)
+        assert {row.server for row in whole} == ({"delta", "echo", "bravo"} if still_open else set(names))
+    assert len(store.findings(rule="MCP205")) > len(store.findings(rule="MCP205", still_open=True)) > 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from scanner.store.read.check_reads import StoredList, stored_list
 from scanner.store.read.diff_reads import diff
-from scanner.store.read.finding_reads import findings
+from scanner.store.read.finding_reads import finding_chunks, findings
 from scanner.store.read.leaderboard_reads import LEADER_CHUNK, leaderboard, leaderboard_chunks, leaderboard_of
 from scanner.store.read.run_reads import database_stats, rule_hits, runs, trends
 from scanner.store.read.server_reads import (
@@ -48,6 +48,7 @@ __all__ = [
     "diff",
     "events",
     "events_of",
+    "finding_chunks",
     "findings",
     "histories",
     "history",

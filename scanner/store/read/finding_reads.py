@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
@@ -38,6 +39,7 @@ _FINDING_EVENTS = (changes.FINDING_APPEARED, changes.FINDING_RESOLVED)
 
 _CODE = re.compile(r"[A-Z]+[0-9]+")
 _BATCH = 2000  # finding events read from the database at a time
+SERVER_CHUNK = 500  # servers whose findings are read (and held) at a time by finding_chunks
 
 
 class _EventFields(Protocol):
@@ -69,23 +71,65 @@ def findings(
     ``since`` keeps findings that first appeared at or after it; ``severity`` keeps one severity; ``still_open``
     keeps findings not gone: present in their server's newest scan that listed tools.
     """
+    if run is None:
+        chunks = finding_chunks(sessions, rule, server, since, severity=severity, still_open=still_open)
+        return [row for chunk in chunks for row in chunk]
     wanted = rule.strip() if rule else None
-    code = wanted.upper() if wanted and _CODE.fullmatch(wanted.upper()) else None
+    code = _code_of(wanted)
     registry = _registry_codes()
     with sessions() as session:
-        server_id = common.server_id(session, server) if server is not None else None
-        # --open over the whole history keeps only the stretches still open: memory follows what is open, not
-        # every finding that ever came and went
-        intervals = _finding_intervals(
-            session, server_id, code, registry, keep_closed=not still_open or run is not None
-        )
+        server_ids = [common.server_id(session, server)] if server is not None else None
+        intervals = _finding_intervals(session, server_ids, code, registry)
         entry_intervals = _RegistryIntervals()
         if code is None or code in registry:
-            entry_intervals = _registry_intervals(session, server_id, code, registry)
-        if run is not None:
-            rows = _run_findings(session, run, server_id, intervals, entry_intervals, registry)
-        else:
+            entry_intervals = _registry_intervals(session, server_ids, code, registry)
+        rows = _run_findings(session, run, server_ids, intervals, entry_intervals, registry)
+    return _kept(rows, wanted, since, severity, still_open)
+
+
+def finding_chunks(
+    sessions: sessionmaker[Session],
+    rule: str | None = None,
+    server: str | None = None,
+    since: datetime | None = None,
+    *,
+    severity: Severity | None = None,
+    still_open: bool = False,
+    chunk: int = SERVER_CHUNK,
+) -> Iterator[list[FindingRow]]:
+    """:func:`findings` over the whole history (no ``run``), in the same order, ``chunk`` servers at a time (by
+    name): what is in memory is one chunk's stretches, whatever the number of servers."""
+    wanted = rule.strip() if rule else None
+    code = _code_of(wanted)
+    registry = _registry_codes()
+    with sessions() as session:
+        if server is not None:
+            named = [(server, common.server_id(session, server))]
+        else:  # sorted here, not by the database: its collation need not be Python's (the rows' order)
+            named = sorted((name, id_) for id_, name in session.execute(select(Server.id, Server.name)))
+    for start in range(0, len(named), chunk):
+        ids = [id_ for _, id_ in named[start : start + chunk]]
+        with sessions() as session:
+            # --open keeps only the stretches still open: memory follows what is open, not every finding that
+            # ever came and went
+            intervals = _finding_intervals(session, ids, code, registry, keep_closed=not still_open)
+            entry_intervals = _RegistryIntervals()
+            if code is None or code in registry:
+                entry_intervals = _registry_intervals(session, ids, code, registry)
             rows = [interval.row for interval in (*intervals.values_flat(), *entry_intervals.values_flat())]
+        kept = _kept(rows, wanted, since, severity, still_open)
+        if kept:
+            yield kept
+
+
+def _code_of(wanted: str | None) -> str | None:
+    return wanted.upper() if wanted and _CODE.fullmatch(wanted.upper()) else None
+
+
+def _kept(
+    rows: list[FindingRow], wanted: str | None, since: datetime | None, severity: Severity | None, still_open: bool
+) -> list[FindingRow]:
+    """The rows the filters keep, in the answer's order (server, severity, tool, code)."""
     result = [
         row
         for row in rows
@@ -107,7 +151,7 @@ def _registry_codes() -> tuple[str, ...]:
 
 def _finding_intervals(
     session: Session,
-    server_id: int | None,
+    server_ids: list[int] | None,
     code: str | None = None,
     registry: tuple[str, ...] = (),
     *,
@@ -127,8 +171,8 @@ def _finding_intervals(
     )
     if registry:
         query = query.where(Event.code.not_in(registry))
-    if server_id is not None:
-        query = query.where(Event.server_id == server_id)
+    if server_ids is not None:  # a chunk of servers: each one's events in order (ix_events_server)
+        query = query.where(Event.server_id.in_(server_ids)).order_by(None).order_by(Event.server_id, Event.id)
     if code is not None:
         query = query.where(Event.code == code)
     intervals = _Intervals(keep_closed=keep_closed)
@@ -140,13 +184,13 @@ def _finding_intervals(
 def _run_findings(
     session: Session,
     run_id: int,
-    server_id: int | None,
+    server_ids: list[int] | None,
     intervals: _Intervals,
     entry_intervals: _RegistryIntervals,
     registry: tuple[str, ...],
 ) -> list[FindingRow]:
     rows = []
-    for leader in _leaderboard(session, run_id, server_id):
+    for leader in _leaderboard(session, run_id, server_ids[0] if server_ids else None):
         for finding in leader.findings:
             if finding.code in registry:
                 interval = entry_intervals.at(leader.server, finding.code, finding.pointer, leader.scan_id)
@@ -331,14 +375,14 @@ class _RegistryIntervals:
 
 
 def _registry_intervals(
-    session: Session, server_id: int | None, code: str | None, registry: tuple[str, ...]
+    session: Session, server_ids: list[int] | None, code: str | None, registry: tuple[str, ...]
 ) -> _RegistryIntervals:
     """Registry-data finding stretches from the stored findings of every scan of each server that ever had one
     (only those servers' scans are read, in one query ordered by server and scan)."""
     wanted = StoredFinding.code == code if code is not None else StoredFinding.code.in_(registry)
     having = select(Scan.server_id).join(StoredFinding, StoredFinding.scan_id == Scan.id).where(wanted).distinct()
-    if server_id is not None:
-        having = having.where(Scan.server_id == server_id)
+    if server_ids is not None:
+        having = having.where(Scan.server_id.in_(server_ids))
     query = (
         select(Scan.id, Scan.run_id, Scan.scanned_at, Scan.server_id, Server.name, StoredFinding)
         .join(Server, Server.id == Scan.server_id)
