@@ -271,6 +271,11 @@ class ServerEntry:
         return self.url or " ".join(self.command)
 
 
+SETUP_FAULT = "Fathom's setup, not the package's fault"
+"""How the detail of a child that failed because of where or how Fathom started it begins
+(scanner.packages.diagnose writes it, scanner.report.census counts it as the host's fault)."""
+
+
 class Outcome(enum.StrEnum):
     """How one server's scan ended. A server's failure is data, never an exception."""
 

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from scanner.models import Outcome, ScanOutcome, ServerEntry
+from scanner.models import SETUP_FAULT, Outcome, ScanOutcome, ServerEntry
 from scanner.packages import isolation
 
 MAX_DETAIL = 300
@@ -166,7 +166,7 @@ def _first(pattern: re.Pattern[str], lines: Sequence[str]) -> str | None:
 
 # --- Fathom's own setup ----------------------------------------------------------------------------------
 
-SETUP = "Fathom's setup, not the package's fault"  # scanner.report.census.SETUP reads it: keep the two alike
+SETUP = SETUP_FAULT
 """How a detail starts when a child failed because of where or how Fathom started it (issue 48): its runner,
 the runner's interpreter or the package cache out of its user's reach. Such an outcome counts as this host's
 (:func:`scanner.report.census.fault`) and its next step is the fix the detail names."""

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from scanner.models import SETUP_FAULT
+
 CENSUS_CLASSES: Mapping[str, frozenset[str]] = {
     "open": frozenset({"ok"}),
     "gated": frozenset({"auth_required"}),
@@ -76,7 +78,7 @@ _PUBLIC_INDEXES = re.compile(
 _URL_HOST = re.compile(r"https?://([A-Za-z0-9.-]+)")
 _INSTALL_OUTCOMES = frozenset({"package_not_found", "install_failed"})
 _SETUP_OUTCOMES = frozenset({"runner_missing", "spawn_error"})
-SETUP = "Fathom's setup, not the package's fault"  # as scanner.packages.diagnose.SETUP starts such a detail
+SETUP = SETUP_FAULT
 
 
 def fault(outcome: str, detail: str = "") -> str | None:
