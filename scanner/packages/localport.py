@@ -16,6 +16,15 @@ limits as a stdio package:
    is ``refused`` ("its port ... was taken by another program"), never scanned as the package;
 5. the server is scanned over its declared transport by the ordinary HTTP client, with what is left of the
    deadline;
+
+In a network namespace of its own (after its install, where :func:`scanner.packages.isolation.own_network` holds,
+as a stdio package's run) the package listens on its own loopback, out of the host's and its siblings' reach, and
+reaches nothing of the host's. Fathom then makes every connection through the namespace launcher (:class:`Relay`,
+:func:`scanner.packages.pidns.serve_relay`): the launcher connects inside the namespace and hands the connected
+socket over, so steps 3 and 5 ask the launcher instead of the host's 127.0.0.1 (the HTTP client's
+:data:`~scanner.mcp.transports.httpclient.DIAL`), and step 4 has nothing to check (no other program is there).
+Nothing of the package's listens on the host, and no relay listens there either. Where the kernel refuses a
+network namespace, the steps run as above on the host's loopback;
 6. the process and its whole tree are stopped by the stdio transport's own teardown
    (:func:`~scanner.mcp.transports.stdio.stop_process_group`, then the ``FATHOM_SCAN_MARK`` sweep), whatever
    happened, cancellation included.
@@ -27,6 +36,7 @@ limits as a stdio package:
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import socket
@@ -44,9 +54,11 @@ import anyio.abc
 from scanner import wire
 from scanner.mcp import ClientLimits, scan_server
 from scanner.mcp.transports import stdio_env
+from scanner.mcp.transports.httpclient import DIAL
 from scanner.mcp.transports.stdio import MARK_ENV, kill_marked, stop_process_group
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.packages import isolation
+from scanner.packages.pidns import RELAY_REPLY, RELAY_REQUEST
 from scanner.registry.localport import PORT_SENTINEL
 
 _POLL_S = 0.1
@@ -90,6 +102,64 @@ class _Drain:
         return [line[:500] for line in wire.decode_bytes(bytes(self.data)).splitlines()[-_TAIL_LINES:]]
 
 
+class Relay:
+    """Fathom's end of a launcher's relay (:func:`scanner.packages.pidns.serve_relay`): connections to the child's
+    own loopback, made inside its network namespace by the launcher and handed over (``SCM_RIGHTS``). One request
+    at a time; an answer to a request given up (cancelled) is told apart by its number and dropped."""
+
+    def __init__(self) -> None:
+        self._ours, self._theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._ours.setblocking(False)
+        self._lock = anyio.Lock()
+        self._number = 0
+
+    @property
+    def fd(self) -> int:
+        """The launcher's end, to pass it (closed here once the launcher holds it: :meth:`started`)."""
+        return self._theirs.fileno()
+
+    def started(self) -> None:
+        self._theirs.close()
+
+    def close(self) -> None:
+        self._theirs.close()
+        self._ours.close()
+
+    async def connect(self, port: int) -> socket.socket:
+        """A socket connected to 127.0.0.1:``port`` inside the namespace; OSError with the connect's errno, or
+        ECONNREFUSED when the launcher is gone."""
+        async with self._lock:
+            self._number = self._number % 0xFFFFFFFF + 1
+            self._ours.send(RELAY_REQUEST.pack(self._number, port))
+            while True:
+                await anyio.wait_readable(self._ours)
+                try:
+                    data, fds, _, _ = socket.recv_fds(self._ours, RELAY_REPLY.size, 1)
+                except BlockingIOError:
+                    continue
+                got = [socket.socket(fileno=fd) for fd in fds]  # owned here, whatever they are
+                if len(data) != RELAY_REPLY.size:
+                    for each in got:
+                        each.close()
+                    raise ConnectionRefusedError(errno.ECONNREFUSED, "the package's namespace is gone")
+                number, error = RELAY_REPLY.unpack(data)
+                if number != self._number or error or len(got) != 1 or got[0].type != socket.SOCK_STREAM:
+                    for each in got:
+                        each.close()
+                    if number != self._number:
+                        continue
+                    error = error or errno.EPROTO
+                    raise OSError(error, os.strerror(error))
+                got[0].setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as anyio's own connect
+                return got[0]
+
+    async def dial(self, host: str, port: int) -> anyio.abc.SocketStream | None:
+        """The HTTP client's connection to the package's own loopback (:data:`DIAL`); None for another host."""
+        if host not in ("127.0.0.1", "localhost"):
+            return None
+        return await anyio.abc.SocketStream.from_socket(await self.connect(port))
+
+
 def loopback_url(template: str, port: int) -> str:
     """``http://127.0.0.1:<port>`` with the path and query of ``template``: checked here again, at run time, so an
     entry rebuilt from elsewhere (a queued job) cannot point the scan at another host."""
@@ -98,13 +168,17 @@ def loopback_url(template: str, port: int) -> str:
     return f"http://127.0.0.1:{port}{parts.path or '/'}{query}"
 
 
-async def _listening(port: int, process: anyio.abc.Process) -> bool:
-    """Poll until 127.0.0.1:``port`` accepts a connection (True) or the process has exited (False)."""
+async def _listening(port: int, process: anyio.abc.Process, relay: Relay | None = None) -> bool:
+    """Poll until 127.0.0.1:``port`` (the namespace's, through ``relay``) accepts a connection (True) or the
+    process has exited (False)."""
     while True:
         if process.returncode is not None:
             return False
         with contextlib.suppress(OSError):
             with anyio.fail_after(1):
+                if relay is not None:
+                    (await relay.connect(port)).close()
+                    return True
                 stream = await anyio.connect_tcp("127.0.0.1", port)
             await stream.aclose()
             return True
@@ -155,8 +229,13 @@ async def scan_local_port(
             extra={"local_port": port, **extra},
         )
 
+    relay = Relay() if sys.platform.startswith("linux") else None
     try:
-        argv, options = isolation.launch(command, child_env)  # its own PID namespace: no sibling reads its port
+        # Its own PID namespace (no sibling reads its port), and its own network where it holds (module docstring).
+        argv, options = isolation.launch(command, child_env, relay=relay.fd if relay is not None else -1)
+        if relay is not None and not options.get("pass_fds"):
+            relay.close()
+            relay = None
         process = await anyio.open_process(
             argv,
             stdin=subprocess.PIPE,
@@ -167,8 +246,12 @@ async def scan_local_port(
             **options,
         )
     except OSError as exc:
+        if relay is not None:
+            relay.close()
         reason = exc.strerror or type(exc).__name__
         return outcome(Outcome.SPAWN_ERROR, f"cannot start {command[0]!r}: {reason}", errno=exc.errno)
+    if relay is not None:
+        relay.started()
     stderr = _Drain(limits.max_stderr_bytes)
     stdout = _Drain(4096)
     try:
@@ -176,10 +259,14 @@ async def scan_local_port(
             readers.start_soon(stderr.run, process.stderr)
             readers.start_soon(stdout.run, process.stdout)
             try:
-                result = await _listen_and_scan(entry, limits, profile, process, port, transport, facts, started, mark)
+                result = await _listen_and_scan(
+                    entry, limits, profile, process, port, transport, facts, started, mark, relay
+                )
             finally:
                 readers.cancel_scope.cancel()
     finally:
+        if relay is not None:
+            relay.close()
         with anyio.CancelScope(shield=True):
             await stop_process_group(process, limits.shutdown_grace)
             with contextlib.suppress(Exception):
@@ -209,16 +296,17 @@ async def _listen_and_scan(
     facts: Mapping[str, Any],
     started: float,
     mark: str,
+    relay: Relay | None = None,
 ) -> ScanOutcome | tuple[Outcome, str, dict[str, Any]]:
     """The scan's outcome once the port listens, or (outcome, detail, extra) for a server that never did."""
     with anyio.move_on_after(limits.timeout):
-        if not await _listening(port, process):
+        if not await _listening(port, process, relay):
             with anyio.move_on_after(limits.shutdown_grace):
                 await process.wait()
             code = process.returncode
             said = f"exited with code {code}" if code is not None else "closed"
             return Outcome.EXITED, f"server {said} before listening on its port", {"exit_code": code}
-        stranger = await anyio.to_thread.run_sync(_not_its_own, port, process.pid, mark)
+        stranger = None if relay else await anyio.to_thread.run_sync(_not_its_own, port, process.pid, mark)
         if stranger is not None:
             detail = f"its port at 127.0.0.1 was taken by another program ({stranger}): not scanned"
             return Outcome.REFUSED, detail, {"port_taken": True}
@@ -227,7 +315,11 @@ async def _listen_and_scan(
         url = loopback_url(str(facts.get("url") or ""), port)
         target = replace(entry, url=url, command=(), env={}, package=None, transport=transport)
         scan_limits = replace(limits, timeout=left, connect_timeout=min(limits.connect_timeout, left))
-        result = await scan_server(target, scan_limits, profile)
+        dialled = DIAL.set(relay.dial if relay is not None else None)
+        try:
+            result = await scan_server(target, scan_limits, profile)
+        finally:
+            DIAL.reset(dialled)
         timings = {**result.timings_ms, "listen": listen_ms, "total": round((time.perf_counter() - started) * 1000, 1)}
         return replace(result, timings_ms=timings, extra={**result.extra, "local_port": port})
     return Outcome.TIMEOUT, f"did not listen on its port at 127.0.0.1 within {limits.timeout:g} s", {}
