@@ -16,6 +16,9 @@ limits as a stdio package:
    is ``refused`` ("its port ... was taken by another program"), never scanned as the package;
 5. the server is scanned over its declared transport by the ordinary HTTP client, with what is left of the
    deadline;
+6. the process and its whole tree are stopped by the stdio transport's own teardown
+   (:func:`~scanner.mcp.transports.stdio.stop_process_group`, then the ``FATHOM_SCAN_MARK`` sweep), whatever
+   happened, cancellation included.
 
 In a network namespace of its own (after its install, where :func:`scanner.packages.isolation.own_network` holds,
 as a stdio package's run) the package listens on its own loopback, out of the host's and its siblings' reach, and
@@ -24,10 +27,7 @@ reaches nothing of the host's. Fathom then makes every connection through the na
 socket over, so steps 3 and 5 ask the launcher instead of the host's 127.0.0.1 (the HTTP client's
 :data:`~scanner.mcp.transports.httpclient.DIAL`), and step 4 has nothing to check (no other program is there).
 Nothing of the package's listens on the host, and no relay listens there either. Where the kernel refuses a
-network namespace, the steps run as above on the host's loopback;
-6. the process and its whole tree are stopped by the stdio transport's own teardown
-   (:func:`~scanner.mcp.transports.stdio.stop_process_group`, then the ``FATHOM_SCAN_MARK`` sweep), whatever
-   happened, cancellation included.
+network namespace, the steps run as above on the host's loopback.
 
 ``timings_ms`` gains ``listen`` (start until the port accepted) and ``total`` covers it; ``extra`` gains
 ``local_port`` (the port used) and, on failure, ``stderr_tail``.
@@ -143,7 +143,13 @@ class Relay:
                         each.close()
                     raise ConnectionRefusedError(errno.ECONNREFUSED, "the package's namespace is gone")
                 number, error = RELAY_REPLY.unpack(data)
-                if number != self._number or error or len(got) != 1 or got[0].type != socket.SOCK_STREAM:
+                if (
+                    number != self._number
+                    or error
+                    or len(got) != 1
+                    or got[0].type != socket.SOCK_STREAM
+                    or got[0].family != socket.AF_INET
+                ):
                     for each in got:
                         each.close()
                     if number != self._number:

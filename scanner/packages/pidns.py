@@ -176,7 +176,7 @@ def serve_relay(fd: int, init: int) -> int:
     except (AttributeError, OSError):  # before Linux 5.3: look at the init between requests
         exited = None
     while True:
-        watched = [control] if exited is None else [control, exited]
+        watched: list[Any] = [control] if exited is None else [control, exited]
         ready = select.select(watched, [], [], None if exited is not None else 0.2)[0]
         if exited is None:
             pid, status = os.waitpid(init, os.WNOHANG)
