@@ -290,10 +290,12 @@ def cap_processes(most: int) -> None:
     resource.setrlimit(resource.RLIMIT_NPROC, (most, most))
 
 
-def _let_go() -> None:
+def _let_go(null: int = -1) -> None:
     """Hand the child's stdin and stdout back to /dev/null here: only the command holds them, so Fathom reads
-    the end of its output when the command closes it, not when the launcher exits."""
-    null = os.open(os.devnull, os.O_RDWR)
+    the end of its output when the command closes it, not when the launcher exits. ``null``: ``/dev/null``
+    opened before the init forked (the launcher shares its mount namespace, and the init covers ``/dev`` with
+    an empty tmpfs before it binds ``null`` there: opened then, it is not there)."""
+    null = os.open(os.devnull, os.O_RDWR) if null < 0 else null
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
@@ -414,8 +416,10 @@ def main(argv: list[str]) -> None:
         os._exit(NOT_STARTED)
     status_r, status_w = os.pipe()
     alive_r, alive_w = os.pipe()
+    null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     init = os.fork()
     if init == 0:
+        os.close(null)
         os.close(status_r)
         os.close(alive_w)
         if relay >= 0:  # Fathom's socket: never the child's
@@ -423,7 +427,7 @@ def main(argv: list[str]) -> None:
         _init(libc, command, status_w, alive_r, hidden, kept, nproc, mapped)
     os.close(status_w)
     os.close(alive_r)
-    _let_go()
+    _let_go(null)
 
     def forward(signum: int, _frame: object) -> None:
         with contextlib.suppress(OSError):
