@@ -201,8 +201,9 @@ def serve_relay(fd: int, init: int) -> int:
                 reply, fds = RELAY_REPLY.pack(number, exc.errno or errno.ETIMEDOUT), []
             else:
                 reply, fds = RELAY_REPLY.pack(number, 0), [conn.fileno()]
-            with contextlib.suppress(OSError):
-                socket.send_fds(control, [reply], fds)
+            rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))] if fds else []
+            with contextlib.suppress(OSError):  # sendmsg, not send_fds (3.9+): the children's Python may be older
+                control.sendmsg([reply], rights)
     control.close()
     return os.waitpid(init, 0)[1]
 

@@ -234,3 +234,43 @@ def test_a_local_port_package_that_never_listens_in_its_own_network_times_out_as
     assert got["detail"] == "did not listen on its port at 127.0.0.1 within <n>s; warming up forever", got
     assert got["offline"] is True and isinstance(got["port"], int)
     assert got["left"] == [] and got["relays_after"] == got["relays_before"] == 0, got
+
+
+# What a package sees of descriptors: its own and its namespace's init's (PID 1, the same user), as link targets.
+FDS = """
+import json, os
+seen = {}
+for pid in ("self", "1"):
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError as exc:
+        seen[pid] = exc.strerror
+        continue
+    seen[pid] = []
+    for name in names:
+        try:
+            seen[pid].append(os.readlink(f"/proc/{pid}/fd/{name}"))
+        except OSError:  # the listing's own descriptor, closed by now
+            continue
+print(json.dumps(seen))
+"""
+
+
+def test_the_launchers_end_of_the_relay_is_never_the_packages(tmp_path):
+    """The launcher's end of the relay would let a package answer Fathom's requests with sockets of its own
+    choosing: neither the package nor its namespace's init holds it (no socket at all among their descriptors),
+    and the launcher answers Fathom through it."""
+    relay = Relay()
+    env = {"PATH": os.defpath, "HOME": str(tmp_path)}
+    tmp_path.chmod(0o755)
+    with isolation.child(private_home=True) as kid:
+        if kid is not None and kid.home is not None:
+            env["HOME"] = str(kid.home)
+        argv, options = isolation.launch([SYSTEM_PYTHON, "-I", "-c", FDS], env, network=False, relay=relay.fd)
+        assert "--relay" in argv and options["pass_fds"] == (relay.fd,)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env, **options)
+    relay.close()
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert isinstance(seen["self"], list) and not any(target.startswith("socket:") for target in seen["self"]), seen
+    assert seen["1"] == "Permission denied" or not any(target.startswith("socket:") for target in seen["1"]), seen
