@@ -9,7 +9,8 @@ the namespace launcher, which makes each connection inside the namespace and han
 Tried as Fathom runs: as root (each package and the sibling a leased user of its own) and as an ordinary user
 (the whole scan run as ``nobody``, the launcher then making a user namespace). The package is the test-built
 ``fathom-test-server`` from the loopback npm registry (``server.js``: ``http-dial`` dials what it is given, then
-serves; ``http-never`` never listens). Where the kernel refuses a network namespace these tests skip and say why.
+serves; ``http-never`` never listens), and ``fathom-test-pyserver`` in ``http`` mode through uvx. Where the
+kernel refuses a network namespace these tests skip and say why.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ from scanner.mcp import ClientLimits
 from scanner.models import ServerEntry
 from scanner.packages import PackageSettings, isolation, run_package
 from scanner.packages.localport import Relay, _listening, free_port
-from tests.packages.test_local_port import local_package, processes_with, resolve
-from tests.packages.test_package_runs import environ, registry  # noqa: F401 - the module-scoped fixture
+from tests.packages.local_registry import PY_NAME
+from tests.packages.test_local_port import local_package, processes_with, resolve, scan
+from tests.packages.test_package_runs import environ, needs_uvx, registry  # noqa: F401 - the module-scoped fixture
 
 NETWORK, WHY = isolation.own_network()
 pytestmark = [
@@ -274,3 +276,26 @@ def test_the_launchers_end_of_the_relay_is_never_the_packages(tmp_path):
     seen = json.loads(done.stdout.splitlines()[-1])
     assert isinstance(seen["self"], list) and not any(target.startswith("socket:") for target in seen["self"]), seen
     assert seen["1"] == "Permission denied" or not any(target.startswith("socket:") for target in seen["1"]), seen
+
+
+@needs_uvx
+def test_a_pypi_local_port_package_scans_in_its_own_network(registry, tmp_path):  # noqa: F811
+    """A PyPI package (the test-built ``fathom-test-pyserver`` in ``http`` mode, through uvx, run offline from
+    what its install put in the cache) serves on its own loopback and scans ``ok`` through its launcher."""
+    package = {
+        "registryType": "pypi",
+        "identifier": PY_NAME,
+        "version": "1.0.0",
+        "transport": {"type": "streamable-http", "url": "http://localhost:{port}/mcp"},
+        "packageArguments": [
+            {"type": "positional", "value": "http"},
+            {"type": "named", "name": "--port", "default": "8089", "isRequired": True, "format": "number"},
+        ],
+    }
+    env = environ(registry)
+    tmp_path.chmod(0o755)
+    outcome = scan(resolve(package, env), env, tmp_path)
+    assert outcome.ok, (outcome.outcome, outcome.detail, outcome.extra.get("stderr_tail"))
+    assert [tool["name"] for tool in outcome.tools or ()] == ["version_1_0_0"]
+    assert outcome.extra["offline"] is True and isinstance(outcome.extra["local_port"], int)
+    assert isolation.listeners(outcome.extra["local_port"]) == [] and relay_sockets() == 0
