@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from scanner.packages import isolation
+from scanner.confine import namespaces as isolation
 from scanner.scrub import MARK
 from tests.servers.launch import hostile_stdio_command
 
@@ -78,8 +78,8 @@ def test_what_a_child_read_of_other_secrets_is_scrubbed_from_its_tool_list(tmp_p
     seen = tmp_path / "seen.txt"
     program = (
         "import anyio, json, sys\n"
-        "import scanner.packages.isolation\n"
-        "scanner.packages.isolation.namespaces = lambda: (False, 'switched off by the test')\n"
+        "import scanner.confine.namespaces\n"
+        "scanner.confine.namespaces.namespaces = lambda: (False, 'switched off by the test')\n"
         "from scanner.mcp import ClientLimits, scan_server\n"
         "from scanner.models import ServerEntry, Transport\n"
         "entry = ServerEntry(name='io.example/this', transport=Transport.STDIO, command=tuple(sys.argv[1:]))\n"

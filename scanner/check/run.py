@@ -38,8 +38,8 @@ def run_check(request: CheckRequest) -> CheckResult:
 
     import anyio
 
+    from scanner.confine import namespaces as isolation
     from scanner.mcp import ClientLimits, scan_server
-    from scanner.packages import isolation
     from scanner.packages.checkrun import check_entry, classify_check
 
     # A package runner's command runs as a scan runs it: the installer settings, the cause classifier.

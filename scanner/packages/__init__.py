@@ -10,7 +10,7 @@ with the reason). This package decides *how* it runs and what its failure means:
 * :mod:`~scanner.packages.housekeeping`: the cache kept in bounds before and after a scan;
 * :mod:`~scanner.packages.environment`: the child's environment (throwaway HOME, its own cache folder,
   installer settings from a documented allow-list, update/funding/audit chatter off);
-* :mod:`~scanner.packages.confine`: the wrapper that caps memory and (Landlock) confines writes;
+* :mod:`~scanner.confine.landlock`: the wrapper that caps memory and (Landlock) confines writes;
 * :mod:`~scanner.packages.runners`: which runners (npx, uvx, docker) are missing or whose daemon does not
   answer, said once before a scan;
 * :mod:`~scanner.packages.install`: the install, timed on its own (``install_ms``);
@@ -20,11 +20,11 @@ with the reason). This package decides *how* it runs and what its failure means:
   ``needs_configuration``, ``memory_limit``, ``refused``, ``crashed``, ...), from the evidence in its output,
   in a message normalised to read the same every night;
 * :mod:`~scanner.packages.checkrun`: ``fathom check -- npx ...`` run and classified as a scan does;
-* :mod:`~scanner.packages.isolation`: every package and ``--run-commands`` command apart from the others (its
+* :mod:`~scanner.confine.namespaces`: every package and ``--run-commands`` command apart from the others (its
   own user when Fathom runs as root) and nothing outliving Fathom; the MCP client's stdio transport uses it too.
 
 The names below are loaded on first use, so importing one submodule (the stdio transport imports
-:mod:`~scanner.packages.isolation`) does not load the sandbox and, through it, the MCP client.
+:mod:`~scanner.confine.namespaces`) does not load the sandbox and, through it, the MCP client.
 
 See the "Packages" part of ``docs/registry.md``.
 """

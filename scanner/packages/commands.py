@@ -1,11 +1,11 @@
 """A command from a list or client config (``--run-commands``), run apart from the others.
 
-Run as root, each command runs as a user of its own with a private HOME and TMPDIR (:mod:`scanner.packages.isolation`):
+Run as root, each command runs as a user of its own with a private HOME and TMPDIR (:mod:`scanner.confine.namespaces`):
 it cannot read another command's environment, HOME or files, nor signal Fathom or the other commands. That
 user must be able to reach the program: where the command's executable lies out of its reach (under root's
 own 0700 HOME, for one), the command runs as Fathom's user, as before, and its outcome says so in
 ``extra["isolation"]`` (docs/registry.md, "Which platform isolates what"). Each command also starts in a PID
-namespace of its own where the kernel allows (:func:`scanner.packages.isolation.launch`): it cannot see another's
+namespace of its own where the kernel allows (:func:`scanner.confine.namespaces.launch`): it cannot see another's
 command line nor address Fathom or a sibling at all.
 """
 
@@ -16,10 +16,10 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+from scanner.confine import namespaces as isolation
 from scanner.mcp import ClientLimits, scan_server
 from scanner.mcp.transports import stdio_env
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import isolation
 
 
 def out_of_reach(entry: ServerEntry) -> str | None:

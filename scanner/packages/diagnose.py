@@ -31,8 +31,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from scanner.confine import namespaces as isolation
 from scanner.models import SETUP_FAULT, Outcome, ScanOutcome, ServerEntry
-from scanner.packages import isolation
 
 MAX_DETAIL = 300
 
@@ -322,7 +322,7 @@ _NO_NETWORK = re.compile(
 )
 NO_NETWORK = "stopped for want of a network (a package's stdio run has only its own loopback)"
 """How a package's detail starts when it failed to reach the network in a network namespace of its own
-(:func:`scanner.packages.isolation.own_network`): Fathom's policy, not the package's fault."""
+(:func:`scanner.confine.namespaces.own_network`): Fathom's policy, not the package's fault."""
 
 
 def _process_cap(tail: Sequence[str]) -> str | None:

@@ -25,8 +25,8 @@ from collections.abc import Mapping
 import anyio
 
 from scanner import wire
+from scanner.confine import namespaces as isolation
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import isolation
 
 _TAIL_LINES = 20
 _MAX_STDERR = 64 * 1024

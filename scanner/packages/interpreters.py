@@ -9,7 +9,7 @@ none installed the entry is ``runner_missing`` naming the version needed. The ch
 package@version, so later nights start on the right interpreter at once. When ``uv python find`` finds none,
 or finds one that does not run (a broken pyenv shim), :func:`why_no_python` puts uv's own error in the entry's
 detail instead of a guess. Run as root, only an interpreter the package's own user can reach counts
-(:mod:`scanner.packages.isolation`).
+(:mod:`scanner.confine.namespaces`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from scanner.confine import namespaces as isolation
 from scanner.models import ScanOutcome
-from scanner.packages import isolation
 from scanner.packages.diagnose import MAX_DETAIL, normalise, uv_error
 
 FIND_TIMEOUT_S = 30

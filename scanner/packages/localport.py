@@ -12,7 +12,7 @@ limits as a stdio package:
    port, different every run, is in ``extra["local_port"]``, not the detail, so a failure reads the same every
    night);
 4. the listener on the port must be the package's own (run as root: its own user's, see
-   :mod:`scanner.packages.isolation`; else a socket open in its process tree): another program that took the port first
+   :mod:`scanner.confine.namespaces`; else a socket open in its process tree): another program that took the port first
    is ``refused`` ("its port ... was taken by another program"), never scanned as the package;
 5. the server is scanned over its declared transport by the ordinary HTTP client, with what is left of the
    deadline;
@@ -42,11 +42,11 @@ import anyio
 import anyio.abc
 
 from scanner import wire
+from scanner.confine import namespaces as isolation
 from scanner.mcp import ClientLimits, scan_server
 from scanner.mcp.transports import stdio_env
 from scanner.mcp.transports.stdio import MARK_ENV, kill_marked, stop_process_group
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import isolation
 from scanner.registry.localport import PORT_SENTINEL
 
 _POLL_S = 0.1

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from scanner.confine import namespaces as isolation
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import isolation
 from scanner.packages.diagnose import REACH_FIX, setup_detail
 from scanner.packages.environment import OWN
 from scanner.packages.install import install_command
@@ -148,7 +148,7 @@ def warning_lines(entries: Iterable[ServerEntry], settings: PackageSettings | No
 
 def namespace_line(entries: Iterable[ServerEntry]) -> str | None:
     """One line for the start of a scan or a dry run when a child would start and cannot get a PID namespace of
-    its own (:func:`scanner.packages.isolation.namespaces`): what it can then see; None when it can or none starts."""
+    its own (:func:`scanner.confine.namespaces.namespaces`): what it can then see; None when it can or none starts."""
     if not any(entry.command and not entry.skip for entry in entries):
         return None
     holds, why = isolation.namespaces()
@@ -163,7 +163,7 @@ def namespace_line(entries: Iterable[ServerEntry]) -> str | None:
 
 def network_line(entries: Iterable[ServerEntry]) -> str | None:
     """One line for the start of a scan or a dry run when a package will run over stdio after its install step
-    (npx, uvx): its run has no network of its own to reach the internet by (:func:`scanner.packages.isolation.
+    (npx, uvx): its run has no network of its own to reach the internet by (:func:`scanner.confine.namespaces.
     own_network`), or, where the kernel refuses a network namespace, it reaches what listens on the host's
     loopback. None when no such package runs, or when namespaces are refused (:func:`namespace_line` says it)."""
     if not isolation.namespaces()[0] or not any(

@@ -4,7 +4,7 @@ How an entry is charged (``--disk-limit-mb``): the bytes in its HOME (with TMPDI
 package@version cache folder grew by since the run started (see :mod:`scanner.packages.cache`), each
 ``(st_dev, st_ino)`` once. Nothing another entry writes at the same time is in either folder, so which entries
 are charged never depends on scheduling. Where the kernel has Landlock the package cannot write anywhere else
-(:mod:`scanner.packages.confine`; a write elsewhere fails and the entry is recorded ``refused``), so the two
+(:mod:`scanner.confine.landlock`; a write elsewhere fails and the entry is recorded ``refused``), so the two
 folders are everything it can write.
 
 Sizes are sampled in a worker thread about once a second (less often when a walk takes long) and once more
@@ -17,7 +17,7 @@ times a second near the limit), so a fast installer is stopped near the limit, n
 ``--cache-max-mb`` is held during the night too (:func:`_hold_ceiling`, after a run, at most every five minutes), not
 only by the housekeeping after it.
 
-Run as root, the package runs as a user of its own (:mod:`scanner.packages.isolation`): its HOME and package folder are
+Run as root, the package runs as a user of its own (:mod:`scanner.confine.namespaces`): its HOME and package folder are
 handed to that user for the run (and its ``/dev/shm`` files count in its budget) and taken back after.
 
 Two entries declaring the same package@version run one after the other (they share its folder). The folder
@@ -39,11 +39,13 @@ from pathlib import Path
 import anyio
 from anyio.lowlevel import RunVar
 
+from scanner.confine import landlock
+from scanner.confine import namespaces as isolation
+from scanner.confine.landlock import landlock_abi
+from scanner.confine.limits import DEFAULT_MEMORY_LIMIT_MB
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import isolation
 from scanner.packages.cache import PackageCache, last_used, touch, tree_bytes
-from scanner.packages.confine import landlock_abi
 from scanner.packages.diagnose import classify, python_needed, setup_detail
 from scanner.packages.environment import package_env
 from scanner.packages.install import install_command, run_install
@@ -51,14 +53,13 @@ from scanner.packages.interpreters import find_python, python_version, runner_ve
 from scanner.packages.localport import is_local_port, scan_local_port
 from scanner.packages.runners import out_of_children_reach, unreachable_outcome
 from scanner.packages.settings import PackageSettings
-from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
 _MIN_INTERVAL = 1.0
 _FASTEST = 0.1
 _CEILING_EVERY_S = 300.0  # a whole cache walk: not more often (issue 36: housekeeping took 19-68 s)
 _CEILING_CHECKED: dict[Path, float] = {}  # cache root -> when its ceiling was last held (monotonic)
 _MB = 1024 * 1024
-_CONFINE = Path(__file__).with_name("confine.py")
+_CONFINE = Path(landlock.__file__)
 # One lock per package folder and event loop (a lock must not outlive the loop that may have left it held).
 _LOCKS: RunVar[dict[Path, anyio.Lock]] = RunVar("fathom_package_locks")
 
@@ -75,8 +76,8 @@ async def _one_at_a_time(folder: Path) -> AsyncIterator[None]:
 
 
 def launcher() -> tuple[str, str]:
-    """The Python interpreter and ``confine.py`` a package is started through. Run as root, the package runs as
-    a user of its own (:mod:`scanner.packages.isolation`), which must reach both
+    """The Python interpreter and ``landlock.py`` a package is started through. Run as root, the package runs as
+    a user of its own (:mod:`scanner.confine.namespaces`), which must reach both
     (:func:`isolation.runnable_by_children`).
     OSError when no interpreter is reachable."""
     return isolation.runnable_by_children(_CONFINE)

@@ -34,9 +34,10 @@ from urllib.parse import urlsplit
 import anyio
 from anyio.abc import ObjectSendStream
 
+from scanner.confine import namespaces as isolation
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import PackageSettings, isolation, run_package, skip_outcome
+from scanner.packages import PackageSettings, run_package, skip_outcome
 from scanner.packages.cache import PackageCache
 from scanner.packages.commands import run_command
 from scanner.scan.lanes import (

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scanner.packages import isolation
+from scanner.confine import namespaces as isolation
 from tests.cli.test_ci import CLEAN, run_action, run_hook
 from tests.servers.launch import hostile_stdio_command
 

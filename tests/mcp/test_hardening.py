@@ -25,10 +25,10 @@ import pytest
 from typer.testing import CliRunner
 
 from scanner.cli import app
+from scanner.confine import namespaces as isolation
 from scanner.errors import InputError
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, Transport
-from scanner.packages import isolation
 from scanner.registry.interface import Options
 from scanner.registry.official import fetch_rows
 from tests.mcp.helpers import alive, http_entry, recorded_pids, stdio_entry, timed_scan

@@ -18,11 +18,12 @@ from typing import Any
 import anyio
 import pytest
 
+from scanner.confine import namespaces as isolation
+from scanner.confine.landlock import landlock_abi
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import PackageSettings, isolation, run_package
+from scanner.packages import PackageSettings, run_package
 from scanner.packages.cache import PackageCache, tree_bytes
-from scanner.packages.confine import landlock_abi
 from scanner.store.tables import unkeyed
 from tests.packages.local_registry import NPM_NAME, PY_NAME, LocalRegistry
 from tests.packages.test_package_runs import environ, needs_npx, needs_uvx, npm_package, resolve, tool_names

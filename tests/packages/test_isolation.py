@@ -3,8 +3,8 @@ taken first, an install rewritten after its own run, and what a package leaves i
 
 Each attack is a real child started the way Fathom starts it (a stdio command under ``run_command``, a package
 from the loopback npm registry under ``run_package``), with Landlock present and with it switched off (the
-``landlock`` parameter; :func:`scanner.packages.confine.landlock_abi` is what Fathom asks). Run as root, each
-child runs as a user of its own (:mod:`scanner.packages.isolation`); the tests that need that skip elsewhere and say so.
+``landlock`` parameter; :func:`scanner.confine.landlock.landlock_abi` is what Fathom asks). Run as root, each
+child runs as a user of its own (:mod:`scanner.confine.namespaces`); the tests that need that skip elsewhere and say so.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from typing import Any
 import anyio
 import pytest
 
+from scanner.confine import namespaces as isolation
+from scanner.confine.landlock import landlock_abi
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import PackageSettings, isolation, run_package
+from scanner.packages import PackageSettings, run_package
 from scanner.packages.cache import PackageCache
 from scanner.packages.commands import run_command
-from scanner.packages.confine import landlock_abi
 from scanner.packages.housekeeping import after_scan
 from scanner.scan.crawl import CrawlSettings, crawl
 from tests.packages.test_local_port import local_package
@@ -67,7 +68,7 @@ SERVER = textwrap.dedent(
                 try:
                     with open(f"/proc/{name}/cmdline", "rb") as f:
                         data = f.read()
-                    if needle in data and b"pidns.py" not in data and int(name) != os.getpid():
+                    if needle in data and b"launcher.py" not in data and int(name) != os.getpid():
                         return int(name)
                 except (OSError, ValueError):
                     pass
@@ -182,7 +183,7 @@ def host_pid_of(needle: str, timeout: float = 30) -> int:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if needle.encode() in cmdline and b"pidns.py" not in cmdline and pid != os.getpid():
+            if needle.encode() in cmdline and b"launcher.py" not in cmdline and pid != os.getpid():
                 return pid
         time.sleep(0.05)
     raise AssertionError(f"no process with {needle!r} in its command line")

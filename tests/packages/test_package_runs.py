@@ -21,9 +21,10 @@ from typing import Any
 import anyio
 import pytest
 
+from scanner.confine import namespaces as isolation
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import PackageSettings, isolation, run_package
+from scanner.packages import PackageSettings, run_package
 from scanner.packages.cache import PackageCache
 from scanner.packages.diagnose import NO_NETWORK
 from scanner.registry.interface import Options

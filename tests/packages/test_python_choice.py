@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from scanner.confine import namespaces as isolation
 from scanner.models import Outcome
-from scanner.packages import PackageSettings, isolation
+from scanner.packages import PackageSettings
 from scanner.packages.cache import PackageCache
 from tests.packages.local_registry import LocalRegistry, wheel
 from tests.packages.test_package_runs import environ, needs_uvx, resolve, run, tool_names

@@ -12,8 +12,9 @@ import anyio
 from typer.testing import CliRunner
 
 from scanner.cli import app
+from scanner.confine import namespaces as isolation
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import PackageSettings, default_cache_dir, isolation, runners
+from scanner.packages import PackageSettings, default_cache_dir, runners
 from scanner.packages.runners import missing_runners, namespace_line, network_line, warning_lines
 from scanner.packages.settings import ROOT_CACHE_DIR
 from scanner.registry import load_entries

@@ -20,9 +20,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from scanner.confine import namespaces as isolation
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import PackageSettings, isolation, run_package
+from scanner.packages import PackageSettings, run_package
 from scanner.packages.commands import run_command
 from scanner.packages.diagnose import SETUP, classify
 from scanner.packages.runners import warning_lines

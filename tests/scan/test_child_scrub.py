@@ -24,9 +24,10 @@ import anyio
 import pytest
 
 from scanner import scrub
+from scanner.confine import namespaces as isolation
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import PackageSettings, isolation
+from scanner.packages import PackageSettings
 from scanner.registry.localport import PORT_SENTINEL
 from scanner.scan.crawl import CrawlSettings, crawl
 from scanner.store.engine import create_store_engine
@@ -47,7 +48,7 @@ def _reachable(script: Path) -> str:
 
 
 SCRIPT = _reachable(Path(__file__).parent.parent / "servers" / "snoop_child.py")
-# As root each child runs as a user of its own (scanner.packages.isolation), who cannot reach an interpreter under /root
+# As root each child runs as a user of its own (scanner.confine.namespaces), who cannot reach an interpreter under /root
 # (a pyenv, a venv there): the children run on the system's Python then, as a registry's packages would.
 PYTHON = (
     sys.executable

@@ -5,7 +5,7 @@ The servers are :mod:`tests.servers.hostile_stdio` commands that ignore SIGTERM 
 process group, one a grandchild that left it with ``setsid`` after a double fork), started by a real
 ``fathom scan --run-commands``. Started with Fathom's own interpreter they run as Fathom's user (the reaper finds
 them by their mark); with the system's, run as root, each runs as a user of its own (the reaper kills its
-user's processes). See :mod:`scanner.packages.isolation`.
+user's processes). See :mod:`scanner.confine.namespaces`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scanner.cli import app
-from scanner.packages import isolation
+from scanner.confine import namespaces as isolation
 from scanner.store import open_store
 from tests.mcp.helpers import recorded_pids
 from tests.scan.test_interrupted_scan import ROOT, alive, start_scan

@@ -25,13 +25,13 @@ import anyio
 import anyio.abc
 
 from scanner import wire
+from scanner.confine import namespaces as isolation
 from scanner.mcp import jsonrpc
 from scanner.mcp.failures import ScanFailure
 from scanner.mcp.limits import ClientLimits
 from scanner.mcp.transports.base import ClientTransport
 from scanner.mcp.transports.pending import Pending
 from scanner.models import Outcome, Transport
-from scanner.packages import isolation
 
 _READ_CHUNK = 64 * 1024
 _STDERR_TAIL_LINES = 20
@@ -65,7 +65,7 @@ class StdioTransport(ClientTransport):
             raise ScanFailure(Outcome.SPAWN_ERROR, "no command to start")
         env = dict(os.environ if self._env is None else self._env)
         env[MARK_ENV] = self._mark
-        kid = isolation.CURRENT.get()  # run as root: the child's own user (scanner/packages/isolation.py)
+        kid = isolation.CURRENT.get()  # run as root: the child's own user (scanner/confine/namespaces.py)
         if kid is not None and kid.home is not None:
             env["HOME"], env["TMPDIR"] = str(kid.home), str(kid.home / "tmp")
         isolation.announce_mark(self._mark)

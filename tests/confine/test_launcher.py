@@ -1,8 +1,8 @@
-"""Each child in a PID namespace of its own (scanner/packages/pidns.py): what the child sees and cannot do, what the
+"""Each child in a PID namespace of its own (scanner/confine/launcher.py): what the child sees and cannot do, what the
 host
 still sees of it, and that the launcher passes exit codes and deaths through.
 
-The launcher is started the way Fathom starts every child (:func:`scanner.packages.isolation.launch`). As root it runs
+The launcher is started the way Fathom starts every child (:func:`scanner.confine.namespaces.launch`). As root it runs
 directly; the user-namespace path (Fathom not root) is tried as ``nobody`` through ``su`` with the system's
 Python when the tests run as root. Where the kernel refuses the namespaces these tests skip and say why (Fathom
 then starts children as before, and ``fathom doctor`` says so).
@@ -25,9 +25,9 @@ from typing import Any
 import anyio
 import pytest
 
+from scanner.confine import namespaces as isolation
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ServerEntry, Transport
-from scanner.packages import isolation
 from tests.mcp.helpers import alive
 
 HOLDS, WHY = isolation.namespaces()
@@ -56,7 +56,7 @@ def test_the_child_sees_only_its_own_namespace_not_fathom():
         import os, signal
         fathom = {os.getpid()}
         seen = sorted(int(n) for n in os.listdir("/proc") if n.isdigit())
-        print("pids", len(seen), "init", int(b"pidns.py\\0" in open("/proc/1/cmdline", "rb").read()))
+        print("pids", len(seen), "init", int(b"launcher.py\\0" in open("/proc/1/cmdline", "rb").read()))
         for name in ("cmdline", "environ"):
             try:
                 open(f"/proc/{{fathom}}/{{name}}", "rb").read()
@@ -176,7 +176,7 @@ def test_not_root_the_child_runs_in_a_user_namespace_mapping_only_its_own_user(t
     the command has no capability, cannot unmount its /proc, and sees no host process."""
     if shutil.which("su") is None:
         pytest.skip("no su to become nobody")
-    launcher = tmp_path / "pidns.py"
+    launcher = tmp_path / "launcher.py"
     shutil.copy(isolation.PIDNS, launcher)
     tmp_path.chmod(0o755)
     launcher.chmod(0o644)

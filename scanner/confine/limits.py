@@ -6,7 +6,7 @@ down. ``RLIMIT_DATA`` is the limit that works for every runtime we start: Node.j
 prints a byte, while ``RLIMIT_DATA`` counts only writable private memory (heap, anonymous mappings) since Linux
 4.7, which is what a leak grows. The limit is inherited by every child (``npx`` → ``node``, ``uvx`` →
 ``python``); each process gets its own allowance, so a server that forks many workers can use a multiple.
-:mod:`scanner.packages.confine` applies it, between Fathom and the runner.
+:mod:`scanner.confine.landlock` applies it, between Fathom and the runner.
 """
 
 from __future__ import annotations

@@ -23,11 +23,11 @@ in its own session, holding only the read end of a pipe). Fathom tells it each l
 ``FATHOM_SCAN_MARK``; when the pipe's other end closes (Fathom exited or was killed, even by SIGKILL), the
 reaper kills every process running as those uids (whose lease no live Fathom has taken since) and every
 process carrying those marks, removes what those users left (a command's private HOME, ``/dev/shm`` files),
-then exits. Packages' launcher (:mod:`scanner.packages.confine`) also asks for
+then exits. Packages' launcher (:mod:`scanner.confine.landlock`) also asks for
 ``SIGKILL`` when its parent dies (``PR_SET_PDEATHSIG``).
 
 **A PID namespace of its own** (Linux, where the kernel allows unprivileged user namespaces): every child is
-started through :mod:`scanner.packages.pidns` (:func:`launch`), as its own user as above, which makes a user, PID and
+started through :mod:`scanner.confine.launcher` (:func:`launch`), as its own user as above, which makes a user, PID and
 mount namespace and mounts a fresh ``/proc`` there. The child then cannot see any process outside its
 namespace: not a sibling's ``/proc/<pid>/cmdline`` (a local-port package's port was read there and squatted),
 ``environ`` or HOME path, not Fathom's (its ``--db`` URL), and it cannot address Fathom, the reaper or a
@@ -172,7 +172,7 @@ HIDDEN: ContextVar[tuple[tuple[str, ...], tuple[str, ...]]] = ContextVar("fathom
 @contextlib.contextmanager
 def hiding(folders: Sequence[Path], keep: Sequence[Path]) -> Iterator[None]:
     """Start every child in this context with ``folders`` covered by an empty tmpfs in its namespace, and only
-    the ``keep`` paths beneath them bound back at their own paths (:func:`scanner.packages.pidns.hide`): a
+    the ``keep`` paths beneath them bound back at their own paths (:func:`scanner.confine.launcher.hide`): a
     package's siblings' HOMEs and package folders are not there. Only where the child gets a namespace
     (:func:`launch`); folders that do not exist, and kept paths outside the hidden folders, are left out."""
     hidden = tuple(os.path.realpath(folder) for folder in folders if os.path.isdir(folder))
@@ -207,10 +207,10 @@ def spawn_options() -> dict[str, Any]:
 
 # --- a PID namespace of its own ------------------------------------------------------------------------
 
-PIDNS = Path(__file__).with_name("pidns.py")
+PIDNS = Path(__file__).with_name("launcher.py")
 MAX_PROCESSES = 512
 """The most processes and threads a child started in a namespace may have at once (``RLIMIT_NPROC`` in its
-user namespace, :func:`scanner.packages.pidns.cap_processes`): far above what npx, uvx and a server use (node
+user namespace, :func:`scanner.confine.launcher.cap_processes`): far above what npx, uvx and a server use (node
 runs about a dozen threads), far below a fork bomb's (a package started 600 processes)."""
 _NAMESPACES: list[tuple[bool, str]] = []
 _NETWORK: list[tuple[bool, str]] = []
@@ -218,8 +218,8 @@ _NAMESPACES_LOCK = threading.Lock()
 
 
 def namespaces() -> tuple[bool, str]:
-    """Whether every child starts in a PID and mount namespace of its own (:mod:`scanner.packages.pidns`), and one line
-    saying so (or why not). Tried once per process, by starting the launcher itself."""
+    """Whether every child starts in a PID and mount namespace of its own (:mod:`scanner.confine.launcher`), and one
+    line saying so (or why not). Tried once per process, by starting the launcher itself."""
     with _NAMESPACES_LOCK:
         if not _NAMESPACES:
             _NAMESPACES.append(_probe())
@@ -273,8 +273,8 @@ def _probe(extra: Sequence[str] = ()) -> tuple[bool, str]:
 
 
 def runnable_by_children(script: Path) -> tuple[str, str]:
-    """A Python interpreter and a copy of ``script`` (a stand-alone launcher: :mod:`scanner.packages.pidns`,
-    :mod:`scanner.packages.confine`) that a child's own user can run: Fathom's interpreter and files may live
+    """A Python interpreter and a copy of ``script`` (a stand-alone launcher: :mod:`scanner.confine.launcher`,
+    :mod:`scanner.confine.landlock`) that a child's own user can run: Fathom's interpreter and files may live
     under root's 0700 HOME, so an interpreter it can reach is chosen and ``script`` is copied beside the uid
     leases when out of its reach. OSError when no interpreter is reachable."""
     if not enabled():
@@ -390,7 +390,7 @@ _WITHOUT_CAPABILITIES = (
 def root_namespaces() -> bool:
     """Whether a child that runs as root without capabilities (``check --stdio``'s server, a command out of the
     children's users' reach) can make its namespaces in a user namespace left unmapped
-    (:func:`scanner.packages.pidns.enter`). Tried once per process."""
+    (:func:`scanner.confine.launcher.enter`). Tried once per process."""
     with _NAMESPACES_LOCK:
         if not _ROOT_NAMESPACES:
             import subprocess

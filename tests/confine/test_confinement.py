@@ -1,9 +1,9 @@
 """A child reaches only what it was given (issue 42): its own ``/dev`` (never the host's terminals), its own
 SysV IPC, a capped number of processes.
 
-Each child is started the way Fathom starts one (:func:`scanner.packages.isolation.launch`, the namespace launcher
-:mod:`scanner.packages.pidns`): run as root, as a leased user of its own (:func:`isolation.child`), and, to try
-Fathom run as an ordinary user, the launcher run as ``nobody`` through ``su`` (as tests/packages/test_pidns.py
+Each child is started the way Fathom starts one (:func:`scanner.confine.namespaces.launch`, the namespace launcher
+:mod:`scanner.confine.launcher`): run as root, as a leased user of its own (:func:`isolation.child`), and, to try
+Fathom run as an ordinary user, the launcher run as ``nobody`` through ``su`` (as tests/confine/test_launcher.py
 does); not root, as this user. Where the kernel refuses the namespaces the tests skip and say why.
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
+from scanner.confine import namespaces as isolation
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import isolation
 from scanner.packages.diagnose import NO_NETWORK, classify
 from scanner.report.census import fault
 
@@ -77,7 +77,7 @@ def _run_as(
     tmp_path.chmod(0o755)
     command = [SYSTEM_PYTHON, "-I", str(script), *args]
     if who == "nobody":
-        launcher = tmp_path / "pidns.py"
+        launcher = tmp_path / "launcher.py"
         shutil.copy(isolation.PIDNS, launcher)
         launcher.chmod(0o644)
         line = shlex.join([SYSTEM_PYTHON, "-I", "-S", str(launcher)])
