@@ -14,7 +14,7 @@ runner, so it imports nothing of Fathom: the package's environment is scrubbed a
   ``EACCES``, and the scan records the entry ``refused``.
 
 * ``PR_SET_PDEATHSIG``: the runner is sent SIGKILL when its parent dies, however it dies (its descendants are
-  the reaper's, see :mod:`scanner.confine.namespaces`). Set here, after the switch to the child's own user (a change of
+  the reaper's, see :mod:`scanner.confine.reaper`). Set here, after the switch to the child's own user (a change of
   user clears it). Where children get a PID namespace of their own, that parent is the namespace's init
   (:mod:`scanner.confine.launcher`, PID 1 there), itself killed when Fathom dies.
 

@@ -3,7 +3,7 @@ any sibling (their pids do not exist in its namespace).
 
 This file is run as a script (``python -I -S launcher.py FATHOM_PID [--hide DIR]... [--keep PATH]... --
 COMMAND...``) between Fathom and every
-child it starts (:func:`scanner.confine.namespaces.launch`), already as the child's own user (run as root, Fathom
+child it starts (:func:`scanner.confine.spawn.launch`), already as the child's own user (run as root, Fathom
 switches to the leased user before it starts this, as before), so it imports nothing of Fathom.
 Three processes, all visible from the host's ``/proc`` with host pids (the reaper, the mark sweep and the
 local-port listener check see them as before):
@@ -30,7 +30,7 @@ local-port listener check see them as before):
   and ``no_new_privs``, it holds no capability, so it cannot unmount its ``/proc`` to reveal the host's.
 
 ``--probe [--hide DIR]`` sets up the same namespaces (and hides ``DIR``) and exits 0 when all of it works, else
-126 with the reason on stderr (:func:`scanner.confine.namespaces.namespaces` runs it once per process).
+126 with the reason on stderr (:func:`scanner.confine.spawn.namespaces` runs it once per process).
 """
 
 from __future__ import annotations

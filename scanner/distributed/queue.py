@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scanner import wire
-from scanner.confine.limits import DEFAULT_MEMORY_LIMIT_MB
+from scanner.confine import DEFAULT_MEMORY_LIMIT_MB
 from scanner.errors import InputError, StoreError
 from scanner.models import Finding, Outcome, ScanOutcome, ServerEntry, Severity, Transport
 

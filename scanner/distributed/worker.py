@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from scanner import wire
-from scanner.confine.limits import DEFAULT_MEMORY_LIMIT_MB
+from scanner.confine import DEFAULT_MEMORY_LIMIT_MB
 from scanner.distributed.queue import (
     MAX_ATTEMPTS,
     QUEUE,

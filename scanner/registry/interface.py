@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scanner.confine.limits import DEFAULT_MEMORY_LIMIT_MB
+from scanner.confine import DEFAULT_MEMORY_LIMIT_MB
 from scanner.models import ServerEntry
 
 MIB = 1024 * 1024

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from scanner import wire
-from scanner.confine.limits import DEFAULT_MEMORY_LIMIT_MB
+from scanner.confine import DEFAULT_MEMORY_LIMIT_MB
 from scanner.errors import InputError
 from scanner.models import ServerEntry
 from scanner.registry import trust
