@@ -92,6 +92,7 @@ __all__ = [
     "room",
     "root_namespaces",
     "start",
+    "wrapper",
 ]
 
 
