@@ -51,9 +51,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scanner import wire
+from scanner.confine import DEFAULT_MEMORY_LIMIT_MB
 from scanner.errors import InputError, StoreError
 from scanner.models import Finding, Outcome, ScanOutcome, ServerEntry, Severity, Transport
-from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
 if TYPE_CHECKING:
     import procrastinate
