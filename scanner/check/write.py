@@ -66,5 +66,5 @@ def write(
     for fmt, path in specs:
         text = render(result, fmt, verbose=verbose, all_tools=all_tools, anchor=anchor, rules_url=rules_url)
         safefile.write_text(
-            path, text, label=f"--write {fmt}", failed=f"Cannot write --write {fmt}={path}"
+            path, text, label=f"--write {fmt}", failed=f"cannot write --write {fmt}={path}"
         )  # never through a symlink (scanner/safefile.py)
