@@ -59,7 +59,7 @@ def run_check(request: CheckRequest) -> CheckResult:
             request.save,
             json.dumps({"tools": list(outcome.tools)}, indent=2) + "\n",
             label="--save",
-            failed=f"Cannot save the tool list to {request.save}",
+            failed=f"cannot save the tool list to {request.save}",
         )
     toolset = Toolset.from_tools(list(outcome.tools))
     from scanner.measure.instructions import instructions_text
