@@ -5,7 +5,7 @@ registry) is scanned ``--runs`` times from a warm cache through :func:`scanner.p
 nightly scan runs it: npx's install step (a cache hit), then the server in its namespaces, reached through its
 launcher (``--relay``: every connection made inside its namespace and handed over). ``--shared`` runs it as
 before (the host's network: the port polled and scanned on the host's 127.0.0.1), by making
-:func:`scanner.packages.isolation.own_network` say no, as where the kernel refuses a network namespace.
+:func:`scanner.confine.own_network` say no, as where the kernel refuses a network namespace.
 
 Prints one line of JSON: the median wall time per scan and the CPU of this process and its children per scan,
 after one warm-up scan (the install) that is not counted.
@@ -30,8 +30,9 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from scanner.confine import spawn
 from scanner.mcp import ClientLimits
-from scanner.packages import PackageSettings, isolation, run_package
+from scanner.packages import PackageSettings, run_package
 from scanner.registry.interface import Options
 from scanner.registry.packages import resolve_packages
 from tests.packages.local_registry import NPM_NAME, LocalRegistry
@@ -48,7 +49,7 @@ def main() -> None:
     parser.add_argument("--shared", action="store_true", help="the host's network, as before")
     args = parser.parse_args()
     if args.shared:
-        isolation._NETWORK[:] = [(False, "shared for the benchmark")]
+        spawn._NETWORK[:] = [(False, "shared for the benchmark")]
     registry = LocalRegistry()
     cache = Path(tempfile.mkdtemp(prefix="fathom-bench-netport-"))
     cache.chmod(0o755)

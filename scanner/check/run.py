@@ -38,13 +38,13 @@ def run_check(request: CheckRequest) -> CheckResult:
 
     import anyio
 
+    from scanner import confine
     from scanner.mcp import ClientLimits, scan_server
-    from scanner.packages import isolation
     from scanner.packages.checkrun import check_entry, classify_check
 
     # A package runner's command runs as a scan runs it: the installer settings, the cause classifier.
     entry = check_entry(request.entry)
-    with isolation.starting_in(os.getcwd()):  # the project checked: its command names paths relative to it
+    with confine.room(workdir=os.getcwd()):  # the project checked: its command names paths relative to it
         scanned = anyio.run(scan_server, entry, request.limits or ClientLimits(), request.profile)
     outcome = classify_check(entry, scanned)
     if not outcome.ok or outcome.tools is None:
@@ -59,7 +59,7 @@ def run_check(request: CheckRequest) -> CheckResult:
             request.save,
             json.dumps({"tools": list(outcome.tools)}, indent=2) + "\n",
             label="--save",
-            failed=f"Cannot save the tool list to {request.save}",
+            failed=f"cannot save the tool list to {request.save}",
         )
     toolset = Toolset.from_tools(list(outcome.tools))
     from scanner.measure.instructions import instructions_text

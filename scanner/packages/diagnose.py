@@ -31,8 +31,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from scanner import confine
 from scanner.models import SETUP_FAULT, Outcome, ScanOutcome, ServerEntry
-from scanner.packages import isolation
 
 MAX_DETAIL = 300
 
@@ -322,7 +322,7 @@ _NO_NETWORK = re.compile(
 )
 NO_NETWORK = "stopped for want of a network (a package's stdio run has only its own loopback)"
 """How a package's detail starts when it failed to reach the network in a network namespace of its own
-(:func:`scanner.packages.isolation.own_network`): Fathom's policy, not the package's fault."""
+(:func:`scanner.confine.own_network`): Fathom's policy, not the package's fault."""
 
 
 def _process_cap(tail: Sequence[str]) -> str | None:
@@ -441,8 +441,8 @@ def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any
         limit = package.get("memory_limit_mb")
         cap = f"the {limit} MiB memory limit" if limit else "Fathom's memory limit"
         return Outcome.MEMORY_LIMIT, f"ran out of memory under {cap} (raise it with --memory-limit-mb): {found}"
-    if isolation.namespaces()[0] and (found := _process_cap(tail)):
-        most = isolation.MAX_PROCESSES
+    if confine.namespaces()[0] and (found := _process_cap(tail)):
+        most = confine.MAX_PROCESSES
         return Outcome.CRASHED, f"stopped at Fathom's cap of {most} processes and threads per child: {found}"
     if outcome.extra.get("confined") and (found := _first(_DENIED, tail)):
         return Outcome.REFUSED, f"refused: wrote outside its HOME and its own cache folder: {found}"

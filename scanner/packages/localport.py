@@ -12,7 +12,7 @@ limits as a stdio package:
    port, different every run, is in ``extra["local_port"]``, not the detail, so a failure reads the same every
    night);
 4. the listener on the port must be the package's own (run as root: its own user's, see
-   :mod:`scanner.packages.isolation`; else a socket open in its process tree): another program that took the port first
+   :mod:`scanner.confine.listeners`; else a socket open in its process tree): another program that took the port first
    is ``refused`` ("its port ... was taken by another program"), never scanned as the package;
 5. the server is scanned over its declared transport by the ordinary HTTP client, with what is left of the
    deadline;
@@ -20,14 +20,14 @@ limits as a stdio package:
    (:func:`~scanner.mcp.transports.stdio.stop_process_group`, then the ``FATHOM_SCAN_MARK`` sweep), whatever
    happened, cancellation included.
 
-In a network namespace of its own (after its install, where :func:`scanner.packages.isolation.own_network` holds,
-as a stdio package's run) the package listens on its own loopback, out of the host's and its siblings' reach, and
-reaches nothing of the host's. Fathom then makes every connection through the namespace launcher (:class:`Relay`,
-:func:`scanner.packages.pidns.serve_relay`): the launcher connects inside the namespace and hands the connected
-socket over, so steps 3 and 5 ask the launcher instead of the host's 127.0.0.1 (the HTTP client's
-:data:`~scanner.mcp.transports.httpclient.DIAL`), and step 4 has nothing to check (no other program is there).
-Nothing of the package's listens on the host, and no relay listens there either. Where the kernel refuses a
-network namespace, the steps run as above on the host's loopback.
+In a network namespace of its own (after its install, where :func:`scanner.confine.own_network` holds, as a
+stdio package's run) the package listens on its own loopback, out of the host's and its siblings' reach, and
+reaches nothing of the host's. Fathom then makes every connection through the namespace launcher
+(:class:`scanner.confine.Relay`, :func:`scanner.confine.launcher.serve_relay`): the launcher connects inside the
+namespace and hands the connected socket over, so steps 3 and 5 ask the launcher instead of the host's 127.0.0.1
+(the HTTP client's :data:`~scanner.mcp.transports.httpclient.DIAL`), and step 4 has nothing to check (no other
+program is there). Nothing of the package's listens on the host, and no relay listens there either. Where the
+kernel refuses a network namespace, the steps run as above on the host's loopback.
 
 ``timings_ms`` gains ``listen`` (start until the port accepted) and ``total`` covers it; ``extra`` gains
 ``local_port`` (the port used) and, on failure, ``stderr_tail``.
@@ -36,7 +36,6 @@ network namespace, the steps run as above on the host's loopback.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import secrets
 import socket
@@ -51,14 +50,12 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
-from scanner import wire
+from scanner import confine, wire
 from scanner.mcp import ClientLimits, scan_server
 from scanner.mcp.transports import stdio_env
 from scanner.mcp.transports.httpclient import DIAL
 from scanner.mcp.transports.stdio import MARK_ENV, kill_marked, stop_process_group
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import isolation
-from scanner.packages.pidns import RELAY_REPLY, RELAY_REQUEST
 from scanner.registry.localport import PORT_SENTINEL
 
 _POLL_S = 0.1
@@ -102,70 +99,6 @@ class _Drain:
         return [line[:500] for line in wire.decode_bytes(bytes(self.data)).splitlines()[-_TAIL_LINES:]]
 
 
-class Relay:
-    """Fathom's end of a launcher's relay (:func:`scanner.packages.pidns.serve_relay`): connections to the child's
-    own loopback, made inside its network namespace by the launcher and handed over (``SCM_RIGHTS``). One request
-    at a time; an answer to a request given up (cancelled) is told apart by its number and dropped."""
-
-    def __init__(self) -> None:
-        self._ours, self._theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self._ours.setblocking(False)
-        self._lock = anyio.Lock()
-        self._number = 0
-
-    @property
-    def fd(self) -> int:
-        """The launcher's end, to pass it (closed here once the launcher holds it: :meth:`started`)."""
-        return self._theirs.fileno()
-
-    def started(self) -> None:
-        self._theirs.close()
-
-    def close(self) -> None:
-        self._theirs.close()
-        self._ours.close()
-
-    async def connect(self, port: int) -> socket.socket:
-        """A socket connected to 127.0.0.1:``port`` inside the namespace; OSError with the connect's errno, or
-        ECONNREFUSED when the launcher is gone."""
-        async with self._lock:
-            self._number = self._number % 0xFFFFFFFF + 1
-            self._ours.send(RELAY_REQUEST.pack(self._number, port))
-            while True:
-                await anyio.wait_readable(self._ours)
-                try:
-                    data, fds, _, _ = socket.recv_fds(self._ours, RELAY_REPLY.size, 1)
-                except BlockingIOError:
-                    continue
-                got = [socket.socket(fileno=fd) for fd in fds]  # owned here, whatever they are
-                if len(data) != RELAY_REPLY.size:
-                    for each in got:
-                        each.close()
-                    raise ConnectionRefusedError(errno.ECONNREFUSED, "the package's namespace is gone")
-                number, error = RELAY_REPLY.unpack(data)
-                if (
-                    number != self._number
-                    or error
-                    or len(got) != 1
-                    or got[0].type != socket.SOCK_STREAM
-                    or got[0].family != socket.AF_INET
-                ):
-                    for each in got:
-                        each.close()
-                    if number != self._number:
-                        continue
-                    error = error or errno.EPROTO
-                    raise OSError(error, os.strerror(error))
-                got[0].setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as anyio's own connect
-                return got[0]
-
-    async def dial(self, host: str, port: int) -> anyio.abc.SocketStream | None:
-        """The HTTP client's connection to the package's own loopback (:data:`DIAL`); None for another host."""
-        if host not in ("127.0.0.1", "localhost"):
-            return None
-        return await anyio.abc.SocketStream.from_socket(await self.connect(port))
-
-
 def loopback_url(template: str, port: int) -> str:
     """``http://127.0.0.1:<port>`` with the path and query of ``template``: checked here again, at run time, so an
     entry rebuilt from elsewhere (a queued job) cannot point the scan at another host."""
@@ -174,7 +107,7 @@ def loopback_url(template: str, port: int) -> str:
     return f"http://127.0.0.1:{port}{parts.path or '/'}{query}"
 
 
-async def _listening(port: int, process: anyio.abc.Process, relay: Relay | None = None) -> bool:
+async def _listening(port: int, process: anyio.abc.Process, relay: confine.Relay | None = None) -> bool:
     """Poll until 127.0.0.1:``port`` (the namespace's, through ``relay``) accepts a connection (True) or the
     process has exited (False)."""
     while True:
@@ -197,12 +130,12 @@ def _not_its_own(port: int, group: int, mark: str) -> str | None:
     there is no ``/proc`` (not Linux; docs/registry.md says so)."""
     if not sys.platform.startswith("linux"):
         return None
-    tree = set(isolation.marked(mark))
-    for pid in isolation.pids():
+    tree = set(confine.marked(mark))
+    for pid in confine.pids():
         with contextlib.suppress(OSError):
             if os.getpgid(pid) == group:
                 tree.add(pid)
-    return isolation.listener_owned(port, isolation.CURRENT.get(), sorted(tree))
+    return confine.listener_owned(port, confine.CURRENT.get(), sorted(tree))
 
 
 async def scan_local_port(
@@ -221,7 +154,7 @@ async def scan_local_port(
         child_env[via.removeprefix("environment ")] = text
     mark = secrets.token_hex(12)
     child_env[MARK_ENV] = mark
-    isolation.announce_mark(mark)
+    confine.announce_mark(mark)
     transport = Transport(str(facts.get("transport") or Transport.STREAMABLE_HTTP.value))
     started = time.perf_counter()
 
@@ -235,12 +168,11 @@ async def scan_local_port(
             extra={"local_port": port, **extra},
         )
 
-    relay = Relay() if sys.platform.startswith("linux") else None
+    relay = confine.Relay() if sys.platform.startswith("linux") else None
     try:
         # Its own PID namespace (no sibling reads its port), and its own network where it holds (module docstring).
-        argv, options = isolation.launch(command, child_env, relay=relay.fd if relay is not None else -1)
-        if relay is not None and not options.get("pass_fds"):
-            relay.close()
+        argv, options = confine.start(command, child_env, relay=relay)
+        if relay is not None and not relay.held:
             relay = None
         process = await anyio.open_process(
             argv,
@@ -302,7 +234,7 @@ async def _listen_and_scan(
     facts: Mapping[str, Any],
     started: float,
     mark: str,
-    relay: Relay | None = None,
+    relay: confine.Relay | None = None,
 ) -> ScanOutcome | tuple[Outcome, str, dict[str, Any]]:
     """The scan's outcome once the port listens, or (outcome, detail, extra) for a server that never did."""
     with anyio.move_on_after(limits.timeout):

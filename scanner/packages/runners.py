@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from scanner import confine
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import isolation
 from scanner.packages.diagnose import REACH_FIX, setup_detail
 from scanner.packages.environment import OWN
 from scanner.packages.install import install_command
@@ -49,7 +49,7 @@ def missing_runners(entries: Iterable[ServerEntry]) -> dict[str, int]:
 def _enterable(path: str) -> bool:
     """Whether a user with no groups in common can start ``path`` as it is named: every folder above the name
     searchable (a link's own folder is traversed before the link is followed), and its target reachable."""
-    return isolation.folders_above_reachable(Path(path)) and isolation.reachable(Path(path))
+    return confine.folders_above_reachable(Path(path)) and confine.reachable(Path(path))
 
 
 def _interpreter(program: str, path: str) -> str | None:
@@ -75,7 +75,7 @@ def out_of_children_reach(command: Sequence[str], path: str) -> str | None:
     """Run as root, what of ``command``'s runner its child's user cannot start (the runner, or the interpreter
     its ``#!`` line names, under a 0700 folder such as ``/root/.nvm``), in a few words; None when it can, when
     Fathom is not root, or when the runner is not found at all (recorded ``runner_missing`` as before)."""
-    if not isolation.enabled() or not command:
+    if not confine.enabled() or not command:
         return None
     found = shutil.which(command[0], path=path)
     if found is None:
@@ -131,7 +131,7 @@ def warning_lines(entries: Iterable[ServerEntry], settings: PackageSettings | No
             f"{'entry' if count == 1 else 'entries'} will be recorded runner_missing ({REACH_FIX})"
             for what, count in sorted(unreachable.items())
         )
-        if isolation.enabled() and not isolation.folders_above_reachable(settings.cache()):
+        if confine.enabled() and not confine.folders_above_reachable(settings.cache()):
             lines.append(
                 f"run as root, packages run as users of their own, who cannot reach the package cache "
                 f"{settings.cache()}: every package will be recorded spawn_error (give --cache-dir a folder every "
@@ -148,10 +148,10 @@ def warning_lines(entries: Iterable[ServerEntry], settings: PackageSettings | No
 
 def namespace_line(entries: Iterable[ServerEntry]) -> str | None:
     """One line for the start of a scan or a dry run when a child would start and cannot get a PID namespace of
-    its own (:func:`scanner.packages.isolation.namespaces`): what it can then see; None when it can or none starts."""
+    its own (:func:`scanner.confine.namespaces`): what it can then see; None when it can or none starts."""
     if not any(entry.command and not entry.skip for entry in entries):
         return None
-    holds, why = isolation.namespaces()
+    holds, why = confine.namespaces()
     if holds:
         return None
     return (
@@ -164,14 +164,14 @@ def namespace_line(entries: Iterable[ServerEntry]) -> str | None:
 def network_line(entries: Iterable[ServerEntry]) -> str | None:
     """One line for the start of a scan or a dry run when a package will run (over stdio or on a local port) after
     its install step (npx, uvx): its run has no network of its own to reach the internet by
-    (:func:`scanner.packages.isolation.own_network`), or, where the kernel refuses a network namespace, it reaches
-    what listens on the host's loopback. None when no such package runs, or when namespaces are refused
+    (:func:`scanner.confine.own_network`), or, where the kernel refuses a network namespace, it reaches what
+    listens on the host's loopback. None when no such package runs, or when namespaces are refused
     (:func:`namespace_line` says it)."""
-    if not isolation.namespaces()[0] or not any(
+    if not confine.namespaces()[0] or not any(
         entry.package and not entry.skip and install_command(entry) is not None for entry in entries
     ):
         return None
-    holds, why = isolation.own_network()
+    holds, why = confine.own_network()
     if holds:
         return (
             "a package's run (stdio or on a local port) has no network, only its own loopback (its install keeps "

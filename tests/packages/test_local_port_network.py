@@ -4,7 +4,7 @@ A child connected to Fathom's PostgreSQL on the host's 127.0.0.1 and called a si
 Now a local-port package's run (after its install) has only its own loopback: it reaches nothing that listens
 on the host, its server is not on the host's loopback (a sibling cannot reach it), and Fathom reaches it through
 the namespace launcher, which makes each connection inside the namespace and hands it over
-(:class:`scanner.packages.localport.Relay`, :func:`scanner.packages.pidns.serve_relay`).
+(:class:`scanner.confine.Relay`, :func:`scanner.confine.launcher.serve_relay`).
 
 Tried as Fathom runs: as root (each package and the sibling a leased user of its own) and as an ordinary user
 (the whole scan run as ``nobody``, the launcher then making a user namespace). The package is the test-built
@@ -31,15 +31,17 @@ from typing import Any
 import anyio
 import pytest
 
+from scanner import confine
+from scanner.confine.listeners import listeners, socket_inodes
 from scanner.mcp import ClientLimits
 from scanner.models import ServerEntry
-from scanner.packages import PackageSettings, isolation, run_package
-from scanner.packages.localport import Relay, _listening, free_port
+from scanner.packages import PackageSettings, run_package
+from scanner.packages.localport import _listening, free_port
 from tests.packages.local_registry import PY_NAME
 from tests.packages.test_local_port import local_package, processes_with, resolve, scan
 from tests.packages.test_package_runs import environ, needs_uvx, registry  # noqa: F401 - the module-scoped fixture
 
-NETWORK, WHY = isolation.own_network()
+NETWORK, WHY = confine.own_network()
 pytestmark = [
     pytest.mark.skipif(not NETWORK, reason=f"the kernel refuses a network namespace here: {WHY}"),
     pytest.mark.skipif(not shutil.which("npx") or not shutil.which("node"), reason="npx not installed"),
@@ -67,7 +69,7 @@ def own_listeners() -> set[int]:
         with contextlib.suppress(OSError), open(table, encoding="ascii") as rows:
             next(rows, None)
             listening |= {int(words[9]) for words in (row.split() for row in rows) if words[3] == "0A"}
-    return listening & isolation.socket_inodes([os.getpid()])
+    return listening & socket_inodes([os.getpid()])
 
 
 def reaches(port: int) -> str:
@@ -91,12 +93,12 @@ async def scenario(kind: str, env: dict[str, str], cache: str, host_port: int, a
     got: dict[str, Any] = {"relays_before": relay_sockets(), "listeners_before": sorted(own_listeners())}
     run_id = uuid.uuid4().hex
     settings = PackageSettings(cache_dir=Path(cache), environ=env)
-    with isolation.child(private_home=True) as kid:  # the sibling (run as root: a leased user of its own)
+    with confine.child(private_home=True) as kid:  # the sibling (run as root: a leased user of its own)
         sibling_env = {"PATH": env["PATH"], "HOME": str(kid.home) if kid and kid.home else cache}
         sibling_port = free_port()
-        relay = Relay()
+        relay = confine.Relay()
         command = [SYSTEM_PYTHON, "-m", "http.server", "--bind", "127.0.0.1", str(sibling_port)]
-        argv, options = isolation.launch(command, sibling_env, network=False, relay=relay.fd)
+        argv, options = confine.start(command, sibling_env, network=False, relay=relay)
         assert options.get("pass_fds") == (relay.fd,), argv
         null = subprocess.DEVNULL
         sibling = await anyio.open_process(
@@ -135,7 +137,7 @@ async def scenario(kind: str, env: dict[str, str], cache: str, host_port: int, a
         relays_after=relay_sockets(),
         listeners_after=sorted(own_listeners()),
     )
-    got["port_on_the_host"] = isolation.listeners(int(got["port"])) if got["port"] else None
+    got["port_on_the_host"] = listeners(int(got["port"])) if got["port"] else None
     return got
 
 
@@ -262,13 +264,13 @@ def test_the_launchers_end_of_the_relay_is_never_the_packages(tmp_path):
     """The launcher's end of the relay would let a package answer Fathom's requests with sockets of its own
     choosing: neither the package nor its namespace's init holds it (no socket at all among their descriptors),
     and the launcher answers Fathom through it."""
-    relay = Relay()
+    relay = confine.Relay()
     env = {"PATH": os.defpath, "HOME": str(tmp_path)}
     tmp_path.chmod(0o755)
-    with isolation.child(private_home=True) as kid:
+    with confine.child(private_home=True) as kid:
         if kid is not None and kid.home is not None:
             env["HOME"] = str(kid.home)
-        argv, options = isolation.launch([SYSTEM_PYTHON, "-I", "-c", FDS], env, network=False, relay=relay.fd)
+        argv, options = confine.start([SYSTEM_PYTHON, "-I", "-c", FDS], env, network=False, relay=relay)
         assert "--relay" in argv and options["pass_fds"] == (relay.fd,)
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env, **options)
     relay.close()
@@ -298,4 +300,4 @@ def test_a_pypi_local_port_package_scans_in_its_own_network(registry, tmp_path):
     assert outcome.ok, (outcome.outcome, outcome.detail, outcome.extra.get("stderr_tail"))
     assert [tool["name"] for tool in outcome.tools or ()] == ["version_1_0_0"]
     assert outcome.extra["offline"] is True and isinstance(outcome.extra["local_port"], int)
-    assert isolation.listeners(outcome.extra["local_port"]) == [] and relay_sockets() == 0
+    assert listeners(outcome.extra["local_port"]) == [] and relay_sockets() == 0

@@ -21,9 +21,10 @@ from typing import Any
 import anyio
 import pytest
 
+from scanner import confine
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import PackageSettings, isolation, run_package
+from scanner.packages import PackageSettings, run_package
 from scanner.packages.cache import PackageCache
 from scanner.packages.diagnose import NO_NETWORK
 from scanner.registry.interface import Options
@@ -53,7 +54,7 @@ def runners_bin() -> Path:
     folder, or, run as root with the checkout out of the children's users' reach (a clone in a ``mktemp -d``
     folder, issue 48), a copy of them in a folder every user can traverse, removed at exit."""
     own = Path(sys.executable).parent
-    if not isolation.enabled() or isolation.reachable(own / "uvx") or not (own / "uvx").exists():
+    if not confine.enabled() or confine.reachable(own / "uvx") or not (own / "uvx").exists():
         return own
     if not _REACHABLE_BIN:
         folder = Path(tempfile.mkdtemp(prefix="fathom-test-runners-"))
@@ -187,8 +188,8 @@ def test_a_stdio_package_reaches_nothing_that_listens_on_the_host(registry, tmp_
     """A package connected to Fathom's database on 127.0.0.1 and to a sibling's local-port server. Run over
     stdio, it is installed from the loopback registry (the install keeps the host's network) and then finds
     nothing listening on the host's loopback nor its abstract unix sockets (it lists what it got as tools)."""
-    if not isolation.own_network()[0]:
-        pytest.skip(f"no network namespace here: {isolation.own_network()[1]}")
+    if not confine.own_network()[0]:
+        pytest.skip(f"no network namespace here: {confine.own_network()[1]}")
     env = environ(registry)
     with socket.create_server(("127.0.0.1", 0)) as tcp, socket.socket(socket.AF_UNIX) as unix:
         name = f"fathom-test-{os.getpid()}-{tcp.getsockname()[1]}"
@@ -203,8 +204,8 @@ def test_a_stdio_package_reaches_nothing_that_listens_on_the_host(registry, tmp_
 def test_a_package_that_needs_the_internet_at_start_is_stopped_for_want_of_a_network(registry, tmp_path):
     """A package that fetches at start dies on ``connect ENETUNREACH``: recorded as stopped for want of a
     network, Fathom's policy, not the package's crash."""
-    if not isolation.own_network()[0]:
-        pytest.skip(f"no network namespace here: {isolation.own_network()[1]}")
+    if not confine.own_network()[0]:
+        pytest.skip(f"no network namespace here: {confine.own_network()[1]}")
     env = environ(registry)
     outcome = run(resolve(npm_package("1.0.0", "offline"), env), PackageSettings(cache_dir=tmp_path, environ=env))
     assert outcome.outcome is Outcome.CRASHED

@@ -11,9 +11,10 @@ from pathlib import Path
 import anyio
 from typer.testing import CliRunner
 
+from scanner import confine
 from scanner.cli import app
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import PackageSettings, default_cache_dir, isolation, runners
+from scanner.packages import PackageSettings, default_cache_dir, runners
 from scanner.packages.runners import missing_runners, namespace_line, network_line, warning_lines
 from scanner.packages.settings import ROOT_CACHE_DIR
 from scanner.registry import load_entries
@@ -51,8 +52,8 @@ def test_missing_runners_are_recorded_runner_missing_without_connecting(tmp_path
 
 
 def test_dry_run_says_each_missing_runner_once(tmp_path, monkeypatch):
-    monkeypatch.setattr(isolation, "namespaces", lambda: (True, "held"))  # its own line: the test below
-    monkeypatch.setattr(isolation, "own_network", lambda: (True, "held"))  # its own line: the test below
+    monkeypatch.setattr(confine, "namespaces", lambda: (True, "held"))  # its own line: the test below
+    monkeypatch.setattr(confine, "own_network", lambda: (True, "held"))  # its own line: the test below
     monkeypatch.setattr(runners, "network_line", lambda entries: None)
     runner = CliRunner()
     result = runner.invoke(
@@ -76,7 +77,7 @@ def test_a_host_without_pid_namespaces_is_said_once_before_a_child_would_start(t
     """Where the kernel refuses the namespaces (macOS, user namespaces switched off), the dry run says so in one
     line, with the reason; nothing is said when they hold, or when no child would start."""
     why = "unavailable (unshare: Operation not permitted): children share the host's PID namespace and /proc"
-    monkeypatch.setattr(isolation, "namespaces", lambda: (False, why))
+    monkeypatch.setattr(confine, "namespaces", lambda: (False, why))
     entries = load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True)
     line = namespace_line(entries)
     assert line is not None and line.startswith(f"PID namespaces {why}: a child can read its siblings'")
@@ -88,7 +89,7 @@ def test_a_host_without_pid_namespaces_is_said_once_before_a_child_would_start(t
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines().count(f"fathom: {line}") == 1
     assert namespace_line(load_entries(str(SAMPLE), environ={"PATH": str(tmp_path)})) is None  # nothing runs
-    monkeypatch.setattr(isolation, "namespaces", lambda: (True, "held"))
+    monkeypatch.setattr(confine, "namespaces", lambda: (True, "held"))
     assert namespace_line(entries) is None
 
 
@@ -96,8 +97,8 @@ def test_a_packages_stdio_run_without_a_network_is_said_once_before_it_starts(tm
     """A package run over stdio after its install has only its own loopback: the dry run says so in one line
     (no pasta or slirp4netns gives it the internet), or, where the kernel refuses a network namespace, that it
     reaches what listens on the host's loopback; nothing is said when no package runs."""
-    monkeypatch.setattr(isolation, "namespaces", lambda: (True, "held"))
-    monkeypatch.setattr(isolation, "own_network", lambda: (True, "held"))
+    monkeypatch.setattr(confine, "namespaces", lambda: (True, "held"))
+    monkeypatch.setattr(confine, "own_network", lambda: (True, "held"))
     entries = load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True)
     line = network_line(entries)
     assert line is not None
@@ -112,7 +113,7 @@ def test_a_packages_stdio_run_without_a_network_is_said_once_before_it_starts(tm
     assert result.stderr.splitlines().count(f"fathom: {line}") == 1
     assert network_line(load_entries(str(SAMPLE), environ={"PATH": str(tmp_path)})) is None  # nothing runs
     why = "unavailable (unshare: Operation not permitted): children share the host's network"
-    monkeypatch.setattr(isolation, "own_network", lambda: (False, why))
+    monkeypatch.setattr(confine, "own_network", lambda: (False, why))
     refused = network_line(entries)
     assert refused is not None and refused.startswith(f"network namespaces {why}: a package's run reaches what")
 

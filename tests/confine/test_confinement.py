@@ -1,9 +1,9 @@
 """A child reaches only what it was given (issue 42): its own ``/dev`` (never the host's terminals), its own
 SysV IPC, a capped number of processes.
 
-Each child is started the way Fathom starts one (:func:`scanner.packages.isolation.launch`, the namespace launcher
-:mod:`scanner.packages.pidns`): run as root, as a leased user of its own (:func:`isolation.child`), and, to try
-Fathom run as an ordinary user, the launcher run as ``nobody`` through ``su`` (as tests/packages/test_pidns.py
+Each child is started the way Fathom starts one (:func:`scanner.confine.start`, the namespace launcher
+:mod:`scanner.confine.launcher`): run as root, as a leased user of its own (:func:`confine.child`), and, to try
+Fathom run as an ordinary user, the launcher run as ``nobody`` through ``su`` (as tests/confine/test_launcher.py
 does); not root, as this user. Where the kernel refuses the namespaces the tests skip and say why.
 """
 
@@ -24,12 +24,13 @@ from typing import Any
 
 import pytest
 
+from scanner import confine
+from scanner.confine import spawn
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import isolation
 from scanner.packages.diagnose import NO_NETWORK, classify
 from scanner.report.census import fault
 
-HOLDS, WHY = isolation.namespaces()
+HOLDS, WHY = confine.namespaces()
 needs_namespaces = pytest.mark.skipif(not HOLDS, reason=f"the kernel refuses them here: {WHY}")
 SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if Path(p).exists()), None)
 _IPC_CREAT, _IPC_RMID = 0o1000, 0
@@ -77,8 +78,8 @@ def _run_as(
     tmp_path.chmod(0o755)
     command = [SYSTEM_PYTHON, "-I", str(script), *args]
     if who == "nobody":
-        launcher = tmp_path / "pidns.py"
-        shutil.copy(isolation.PIDNS, launcher)
+        launcher = tmp_path / "launcher.py"
+        shutil.copy(spawn.PIDNS, launcher)
         launcher.chmod(0o644)
         line = shlex.join([SYSTEM_PYTHON, "-I", "-S", str(launcher)])
         return subprocess.run(
@@ -88,7 +89,7 @@ def _run_as(
                 "-s",
                 "/bin/sh",
                 "-c",
-                f'cd / && exec {line} "$PPID" {"" if network else "--net "}--nproc {isolation.MAX_PROCESSES} -- '
+                f'cd / && exec {line} "$PPID" {"" if network else "--net "}--nproc {confine.MAX_PROCESSES} -- '
                 + shlex.join(command),
             ],
             capture_output=True,
@@ -97,10 +98,10 @@ def _run_as(
             check=False,
         )
     env = {"PATH": os.defpath, "HOME": str(tmp_path)}
-    with isolation.child(private_home=True) if who == "leased" else _nothing() as kid:
+    with confine.child(private_home=True) if who == "leased" else _nothing() as kid:
         if kid is not None and kid.home is not None:
             env["HOME"] = str(kid.home)
-        argv, options = isolation.launch(command, env, network=network)
+        argv, options = confine.start(command, env, network=network)
         assert argv != command, "the child was not started through the namespace launcher"
         return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env, **options)
 
@@ -195,7 +196,9 @@ def test_a_child_process_count_is_capped_and_its_outcome_says_so(who, tmp_path, 
     """A package started 600 processes and nothing stopped it. Its forks beyond the cap fail (``EAGAIN``), what
     it left dies with its namespace, and a package stopped there is recorded as stopped at Fathom's cap (with
     the line that shows it), counted against Fathom's budgets, not the package."""
-    monkeypatch.setattr(isolation, "MAX_PROCESSES", 40)  # the same cap as the default 512, cheaper to hit
+    # The same cap as the default 512, cheaper to hit: the one the launcher is given and the one the outcome names.
+    monkeypatch.setattr(spawn, "MAX_PROCESSES", 40)
+    monkeypatch.setattr(confine, "MAX_PROCESSES", 40)
     done = _run_as(who, tmp_path, "100", probe=FORKS)
     started = int(done.stdout.split()[-1])
     assert 0 < started < 40, (done.stdout, done.stderr)
@@ -283,7 +286,7 @@ def host_listeners() -> Iterator[tuple[int, str]]:
         unix.close()
 
 
-NETWORK, NO_NETWORK_WHY = isolation.own_network()
+NETWORK, NO_NETWORK_WHY = confine.own_network()
 
 
 @needs_namespaces
