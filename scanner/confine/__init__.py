@@ -139,7 +139,7 @@ def room(
       back at their own paths (a package's siblings' HOMEs and installs are not there;
       :func:`scanner.confine.spawn.hiding`);
     * ``offline``: a network of its own (only its own loopback) where :func:`own_network` holds (a package's
-      stdio run after its install step; :func:`scanner.confine.spawn.offline`);
+      run, stdio or local-port, after its install step; :func:`scanner.confine.spawn.offline`);
     * ``workdir``: the folder it starts in, in place of its HOME (``check --stdio`` in the project it checks;
       :func:`scanner.confine.spawn.starting_in`).
 

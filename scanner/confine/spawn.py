@@ -73,7 +73,7 @@ def hiding(folders: Sequence[Path], keep: Sequence[Path]) -> Iterator[None]:
 @contextlib.contextmanager
 def offline() -> Iterator[None]:
     """Start every child in this context with a network namespace of its own where :func:`own_network` holds
-    (a package's stdio run after its install step: it needs nothing from the registry)."""
+    (a package's run, stdio or local-port, after its install step: it needs nothing from the registry)."""
     token = OFFLINE.set(True)
     try:
         yield
