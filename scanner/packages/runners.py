@@ -162,24 +162,21 @@ def namespace_line(entries: Iterable[ServerEntry]) -> str | None:
 
 
 def network_line(entries: Iterable[ServerEntry]) -> str | None:
-    """One line for the start of a scan or a dry run when a package will run over stdio after its install step
-    (npx, uvx): its run has no network of its own to reach the internet by (:func:`scanner.confine.own_network`),
-    or, where the kernel refuses a network namespace, it reaches what listens on the host's loopback. None when no
-    such package runs, or when namespaces are refused (:func:`namespace_line` says it)."""
+    """One line for the start of a scan or a dry run when a package will run (over stdio or on a local port) after
+    its install step (npx, uvx): its run has no network of its own to reach the internet by
+    (:func:`scanner.confine.own_network`), or, where the kernel refuses a network namespace, it reaches what
+    listens on the host's loopback. None when no such package runs, or when namespaces are refused
+    (:func:`namespace_line` says it)."""
     if not confine.namespaces()[0] or not any(
-        entry.package
-        and not entry.skip
-        and entry.transport.value == "stdio"
-        and not entry.package.get("local_port")
-        and install_command(entry) is not None
-        for entry in entries
+        entry.package and not entry.skip and install_command(entry) is not None for entry in entries
     ):
         return None
     holds, why = confine.own_network()
     if holds:
         return (
-            "a package's stdio run has no network, only its own loopback (its install keeps the host's network; "
-            "no pasta or slirp4netns gives it the internet): one that needs the internet at start is recorded "
+            "a package's run (stdio or on a local port) has no network, only its own loopback (its install keeps "
+            "the host's network; no pasta or slirp4netns gives it the internet): one that needs the internet at "
+            "start is recorded "
             '"stopped for want of a network" (docs/registry.md, "Which platform isolates what")'
         )
     return (

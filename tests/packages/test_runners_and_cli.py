@@ -101,7 +101,8 @@ def test_a_packages_stdio_run_without_a_network_is_said_once_before_it_starts(tm
     monkeypatch.setattr(confine, "own_network", lambda: (True, "held"))
     entries = load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True)
     line = network_line(entries)
-    assert line is not None and line.startswith("a package's stdio run has no network, only its own loopback")
+    assert line is not None
+    assert line.startswith("a package's run (stdio or on a local port) has no network, only its own loopback")
     assert "no pasta or slirp4netns" in line and '"stopped for want of a network"' in line
     result = CliRunner().invoke(
         app,
