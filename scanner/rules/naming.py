@@ -458,7 +458,7 @@ def _states_side_effect(text: str | None) -> bool:
     "annotations-contradict-name",
     Severity.WARNING,
     hint="Make the annotations say what the tool does: a client trusts them to skip or ask for confirmation.",
-    status="preview",
+    status="stable",
     doc="""Warns when a *read name* carries annotations saying it is not read-only (`readOnlyHint: false` or
     `destructiveHint: true`), or a *write name* (create, update, put, delete, send and so on, and no read verb)
     says `readOnlyHint: true`. Here a read name has a read verb (get, list, search ...), no write verb, and
