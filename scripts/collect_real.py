@@ -8,6 +8,12 @@ Usage::
 
 A server that does not start or list is left out and said so. Dummy credentials are handed to the servers that
 want one to start (none of them needs a real one to list its tools).
+
+The lists in ``tests/fixtures/real/more/`` whose manifest entry names a ``registry_entry`` were collected another
+way, by Fathom itself: those entries of the official registry dump (``official-registry-2025-12-18.json``) that run
+over stdio from npm or PyPI, each package's version set to ``latest`` and each required variable given a dummy
+value, scanned with ``fathom scan --kind registry --run-packages`` (installed and listed confined, no tool
+called), and each list read back from the scan's database as the server sent it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Reads every saved list in ``tests/fixtures/real/`` and ``tests/fixtures/real/mor
 writes them), runs the current
 catalogue over each (``scanner.measure.toollist.measure``: real token counts), and joins the findings with the labels in
 ``tests/fixtures/real/labels.json`` (``{code: {finding key: {"right": bool, "why": one line}}}``; the key is
-``server|tool|pointer``, plus ``|other`` for pair rules) and, as counts apart,
+``server|tool|pointer``, plus ``|other`` for pair rules and ``|sentence`` for MCP307) and, as counts apart,
 ``tests/fixtures/labels_elsewhere.json`` (labels on real lists not kept here, each with where it comes from).
 Writes ``scanner/rules/precision.json``, which ``docs/rules.md`` is generated from, and prints up to 20
 unlabelled findings per rule to label next.
@@ -35,9 +35,15 @@ STABLE_AT = 0.8
 
 
 def finding_key(server: str, finding: Any) -> str:
+    """``server|tool|pointer``, plus ``|other`` for pair rules and ``|sentence`` (its first 80 characters) for a
+    rule that reports each repeated sentence apart (MCP307): one label per finding, not one per first tool."""
     key = f"{server}|{finding.tool}|{finding.pointer}"
-    other = finding.details.get("other") if isinstance(finding.details, dict) else None
-    return f"{key}|{other}" if other else key
+    details = finding.details if isinstance(finding.details, dict) else {}
+    other = details.get("other")
+    if other:
+        return f"{key}|{other}"
+    sentence = details.get("sentence")
+    return f"{key}|{sentence[:80]}" if isinstance(sentence, str) else key
 
 
 def real_findings() -> tuple[dict[str, dict[str, Any]], int, int]:

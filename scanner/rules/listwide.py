@@ -493,9 +493,12 @@ def list_over_20k_tokens(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterato
     line break, compared as its words); short per-tool facts shared by a few tools are not doctrine. One finding per
     repeated sentence, on the first tool that has it, with the tools and what the copies cost per turn together
     (tokens with the most expensive provider). Doctrine pasted into every description is read again for every
-    tool on every turn, and the copies drift apart as the server changes. Bad: "IMPORTANT: Always use absolute
-    paths for reliability, relative paths may fail" at the end of twenty descriptions. Good: say it once in the
-    server's instructions.""",
+    tool on every turn, and the copies drift apart as the server changes. A sentence that documents one parameter
+    every one of those tools has (it begins, after a bullet, with the parameter's name and a colon: "- projectSlug:
+    The project slug obtained from listFollowedProjects") is not reported: it belongs to each tool's own parameter
+    (its schema description), not to the instructions (catalogue 6 labels: 6 of the 8 wrong findings were such
+    lines). Bad: "IMPORTANT: Always use absolute paths for reliability, relative paths may fail" at the end of
+    twenty descriptions. Good: say it once in the server's instructions.""",
 )
 def doctrine_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
     texts = [tool.description_text for tool in tools]
@@ -503,6 +506,8 @@ def doctrine_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[H
     for key, indexes in sorted(repeated.items(), key=lambda item: (item[1][0], item[1])):
         first = tools[indexes[0]]
         sentence = next(text for text, found in sentences(texts[indexes[0]] or "") if found == key)
+        if documents_parameter(sentence, [tools[index] for index in indexes]):
+            continue
         one, method = ctx.cost(sentence)
         total = one * len(indexes)
         names = [tools[index].tool_name for index in indexes]
@@ -519,6 +524,30 @@ def doctrine_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[H
             },
             tool_index=first.index,
         )
+
+
+# A sentence that documents one parameter: an optional bullet or number, then the parameter's name (backticked or
+# not, a type in brackets allowed) and a colon, as in "- projectSlug: The project slug ..." (MCP307).
+_PARAMETER_LINE = re.compile(
+    r"^(?:[-*\u2022]\s*|\d{1,2}[.)]\s*)?`?(?P<name>[A-Za-z_][\w.-]{0,63})`?\s*(?:[(\[][^)\]]{0,60}[)\]])?\s*:"
+)
+
+
+def _folded_parameter(name: str) -> str:
+    return name.lower().replace("_", "").replace("-", "")
+
+
+def documents_parameter(sentence: str, tools: Sequence[ToolInfo]) -> bool:
+    """Whether a repeated sentence documents one parameter that every tool repeating it has (at any depth, compared
+    ignoring case, ``_`` and ``-``): that line belongs to each tool's own parameter, not to doctrine said once."""
+    match = _PARAMETER_LINE.match(sentence)
+    if match is None:
+        return False
+    name = _folded_parameter(match.group("name"))
+    return all(
+        any(node.kind == "property" and _folded_parameter(str(node.name)) == name for node in tool.params)
+        for tool in tools
+    )
 
 
 def _canonical(value: object) -> str | None:

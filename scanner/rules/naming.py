@@ -422,11 +422,26 @@ NEITHER_VERBS = frozenset(
 SIDE_EFFECT_WORDS = frozenset(["download", "save", "cache", "store", "advance"])
 
 
+# A description that states what each call costs (a paid call spends the user's money, a side effect a client
+# should ask about): "Price: $0.25", "Price: consult the current quote", "$0.05 per call", "costs 2 credits per
+# request" (MCP111).
+_STATED_PRICE = re.compile(
+    r"\bprice\s*:\s*(?:[$\u20ac\u00a3]\s?\d|\d[\d.,]*\s*(?:usd|eur|usdc|credits?)\b)"
+    r"|\b(?:price|pricing|cost)\s*:[^\n]{0,60}\b(?:quote|paid|charged?|credits?)\b"
+    r"|[$\u20ac\u00a3]\s?\d[\d.,]*\s*(?:per|/|each|a)\s*(?:call|request|query|lookup|use)\b"
+    r"|\bcosts?\s+[$\u20ac\u00a3]?\d[\d.,]*\s*(?:usd|usdc|credits?|cents?)?\s*(?:per|/|each|a)\s*"
+    r"(?:call|request|query|lookup|use)\b",
+    re.IGNORECASE,
+)
+
+
 def _states_side_effect(text: str | None) -> bool:
     """Whether a description states a side effect: a write verb, or download, save, cache, store, advance, in
-    any simple form ("creates", "saved", "caching")."""
+    any simple form ("creates", "saved", "caching"), or a price per call ("Price: $0.25")."""
     if not text:
         return False
+    if _STATED_PRICE.search(text[:100_000]):
+        return True
     effects = WRITE_VERBS | SIDE_EFFECT_WORDS
     for word in text_words(text):
         if word in effects:
@@ -443,16 +458,18 @@ def _states_side_effect(text: str | None) -> bool:
     "annotations-contradict-name",
     Severity.WARNING,
     hint="Make the annotations say what the tool does: a client trusts them to skip or ask for confirmation.",
-    status="preview",
+    status="stable",
     doc="""Warns when a *read name* carries annotations saying it is not read-only (`readOnlyHint: false` or
     `destructiveHint: true`), or a *write name* (create, update, put, delete, send and so on, and no read verb)
     says `readOnlyHint: true`. Here a read name has a read verb (get, list, search ...), no write verb, and
     starts with its read verb (prefix words aside): `list_and_sync_repos` is not one. A name that starts with a
     verb of neither list (manage, execute, run, start, stop, simulate, trigger, schedule, export, download) is
     neither. `readOnlyHint: false` on a read name is not reported when its description states a side effect (a
-    write verb, or download, save, cache, store, advance: "Fetches the page and caches it"). A client that
-    trusts `readOnlyHint: true` runs the call without asking; one that sees a destructive read asks for
-    nothing. Details carry the verb and the annotation. Bad: `delete_file` with `readOnlyHint: true`;
+    write verb, or download, save, cache, store, advance: "Fetches the page and caches it"), or a price per call
+    ("Price: $0.25", "$0.05 per request", "costs 2 credits per call"): a paid read spends the user's money, and a
+    client that asks first is right to (catalogue 6 labels: a paid-data server marked all 41 of its reads so). A
+    client that trusts `readOnlyHint: true` runs the call without asking; one that sees a destructive read asks
+    for nothing. Details carry the verb and the annotation. Bad: `delete_file` with `readOnlyHint: true`;
     `get_weather` "Current weather for a city." with `readOnlyHint: false`. Good: `readOnlyHint: false,
     destructiveHint: true` on `delete_file`.""",
 )

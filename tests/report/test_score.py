@@ -233,7 +233,7 @@ def test_only_stable_rules_about_the_list_count() -> None:
     assert score(2, others, tokens=500) == 100.0
 
 
-@pytest.mark.parametrize("code", ["MCP111", "MCP113", "MCP216", "MCP218", "MCP402", "MCP403"])
+@pytest.mark.parametrize("code", ["MCP113", "MCP216", "MCP218", "MCP402", "MCP403", "MCP806"])
 def test_preview_findings_never_move_it(code: str) -> None:
     from scanner.rules import RULES
 

@@ -21,7 +21,7 @@ DIGESTS = {
     "3": "26a23349ad9f1a7b2a85a81e167a12fd6b2fd4270253d57c6d4702783af99ec5",
     "4": "794ad37bc6b084d618762734566526b3c881e1d970357ad25615ebb0da80f662",  # v4 with MCP701-705
     "5": "1c3bb2e61d4efe4fba9e18b4a7c4f38e6b34c801332753867130658ac8389c97",  # catalogue 5 (rules.md), MCP801-807
-    "6": "add344c2eb316c95ab4cca183091c371cf5e616fae32f7bfab0748fbaf159331",  # catalogue 6 (both halves)
+    "6": "987a99a33f0b2a0dbcbce4e02663038f7c49e25140f22ee43dfb05c9a6541fe4",  # catalogue 6 (both halves)
 }
 
 
@@ -69,9 +69,9 @@ def test_rules_and_rule_show_the_status() -> None:
     for line, rule in zip(lines, RULES.values(), strict=True):
         assert line.split()[:4] == [rule.code, rule.severity.label, rule.status, rule.slug]
         assert rule.status in STATUSES
-    assert RULES["MCP111"].status == "preview" and RULES["MCP205"].status == "stable"
-    one = runner.invoke(app, ["rule", "mcp111"])
-    assert one.exit_code == 0 and one.output.startswith("MCP111 annotations-contradict-name (warning, preview)")
+    assert RULES["MCP218"].status == "preview" and RULES["MCP205"].status == "stable"
+    one = runner.invoke(app, ["rule", "mcp218"])
+    assert one.exit_code == 0 and one.output.startswith("MCP218 description-names-absent-parameter (warning, preview)")
 
 
 def test_status_follows_measured_precision() -> None:
