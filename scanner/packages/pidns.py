@@ -291,7 +291,7 @@ def stack_up(stack: Stack, own_userns: bool) -> None:
     """Once the launcher is in its namespaces: let the helper of :func:`stack_fork` start the stack (joining the
     launcher's user namespace when it made one), and wait for it to be ready (:data:`STACK_READY_S`). OSError
     with the stack's last word when it is not: the child is not started without the network it was promised."""
-    _, helper, go_w, ready_r, log, _ = stack
+    go_w, ready_r, log = stack.go, stack.ready, stack.log
     try:
         os.write(go_w, b"u" if own_userns else b"n")
         os.close(go_w)
