@@ -320,9 +320,24 @@ _NO_NETWORK = re.compile(
     r"\[Errno -3\]|No address associated with hostname",
     re.IGNORECASE,
 )
-NO_NETWORK = "stopped for want of a network (a package's stdio run has only its own loopback)"
-"""How a package's detail starts when it failed to reach the network in a network namespace of its own
-(:func:`scanner.packages.isolation.own_network`): Fathom's policy, not the package's fault."""
+NO_NETWORK = "stopped for want of a network (its run has only its own loopback)"
+"""How a package's or a command's detail starts when it failed to reach the network in a network namespace of its
+own with no route out (:func:`scanner.packages.isolation.own_network`, no :func:`~scanner.packages.isolation.
+outbound`): Fathom's policy, not the package's fault."""
+
+
+def no_network(outcome: ScanOutcome) -> ScanOutcome:
+    """A command's ``outcome`` (``--run-commands``: not classified as a package's) recorded as stopped for want of
+    a network when it ran with only its own loopback (``extra["offline"]``) and failed on a connection or name
+    lookup (:data:`NO_NETWORK`); else unchanged."""
+    tail = outcome.extra.get("stderr_tail")
+    if outcome.outcome is not Outcome.EXITED or not outcome.extra.get("offline") or not isinstance(tail, list):
+        return outcome
+    found = _first(_NO_NETWORK, [str(line) for line in tail])
+    if found is None:
+        return outcome
+    extra = {**outcome.extra, "client_outcome": outcome.outcome.value}
+    return replace(outcome, outcome=Outcome.CRASHED, detail=f"{NO_NETWORK}: {found}"[:MAX_DETAIL], extra=extra)
 
 
 def _process_cap(tail: Sequence[str]) -> str | None:

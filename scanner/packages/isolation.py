@@ -191,12 +191,25 @@ def hiding(folders: Sequence[Path], keep: Sequence[Path]) -> Iterator[None]:
 @contextlib.contextmanager
 def offline() -> Iterator[None]:
     """Start every child in this context with a network namespace of its own where :func:`own_network` holds
-    (a package's stdio run after its install step: it needs nothing from the registry)."""
+    (a package's stdio run after its install step: it needs nothing from the registry; a ``--run-commands``
+    command), with a route out where :func:`outbound` holds."""
     token = OFFLINE.set(True)
     try:
         yield
     finally:
         OFFLINE.reset(token)
+
+
+@contextlib.contextmanager
+def outbound_only() -> Iterator[bool]:
+    """Start every child in this context with a network namespace of its own and a route out where
+    :func:`outbound` holds (``check``'s server: the user's own command, which may fetch at start); else with the
+    host's network. Yields whether it holds."""
+    if not outbound()[0]:
+        yield False
+        return
+    with offline():
+        yield True
 
 
 def spawn_options() -> dict[str, Any]:
@@ -239,6 +252,49 @@ def own_network() -> tuple[bool, str]:
             shared = why.replace("the host's PID namespace and /proc", "the host's network")
             _NETWORK.append((True, "a network of its own: only its own loopback") if holds else (False, shared))
         return _NETWORK[0]
+
+
+STACK_ENV = "FATHOM_NETWORK_STACK"
+"""Which user-mode network stack gives a child's own network a route out: unset or ``slirp4netns`` (the one on
+Fathom's ``PATH``), or ``none`` (no route out: a package's run and a command have only their own loopback, and
+``check``'s server keeps the host's network)."""
+_OUTBOUND: dict[str, tuple[bool, str]] = {}
+
+
+def network_stack() -> tuple[str | None, str]:
+    """The user-mode network stack program to start (:data:`STACK_ENV`), or None and why not."""
+    chosen = os.environ.get(STACK_ENV, "").strip()
+    if chosen == "none":
+        return None, f"none: {STACK_ENV}=none"
+    if chosen and os.path.basename(chosen) != "slirp4netns":
+        return None, f"none: {STACK_ENV}={chosen[:80]!r} is neither slirp4netns nor none"
+    found = shutil.which(chosen or "slirp4netns")
+    if found is None:
+        return None, "none: no slirp4netns on PATH (Debian and Ubuntu: apt-get install slirp4netns)"
+    if enabled() and not reachable(Path(found)):
+        return None, f"none: {found} is out of reach of the children's users"
+    return found, ""
+
+
+def outbound() -> tuple[bool, str]:
+    """Whether a child's network of its own (:func:`own_network`) also gets a route out, through slirp4netns
+    (:func:`scanner.packages.pidns.stack_fork`: never to the host's loopback), and one line saying so (or
+    ``none: ...`` and why). Tried once per process and stack, by starting the launcher with ``--net --outbound``."""
+    program, why = network_stack()
+    if program is None:
+        return False, why
+    holds, said = own_network()
+    if not holds:
+        return False, f"none: {said}"
+    with _NAMESPACES_LOCK:
+        if program not in _OUTBOUND:
+            done, reason = _probe(["--net", "--outbound", program])
+            _OUTBOUND[program] = (
+                (True, "outbound through slirp4netns, never the host's loopback")
+                if done
+                else (False, "none: " + reason.replace(": children share the host's PID namespace and /proc", ""))
+            )
+        return _OUTBOUND[program]
 
 
 def _probe(extra: Sequence[str] = ()) -> tuple[bool, str]:
@@ -323,6 +379,8 @@ def launch(
     hidden, kept = HIDDEN.get()
     network = not OFFLINE.get() if network is None else network
     words = ["--net"] if not network and own_network()[0] else []
+    stack = network_stack()[0] if words and outbound()[0] else None
+    words += ["--outbound", stack] if stack is not None else []
     words += ["--nproc", str(MAX_PROCESSES), *(word for folder in hidden for word in ("--hide", folder))]
     words += [word for path in kept for word in ("--keep", path)]
     return [python, "-I", "-S", script, str(os.getpid()), *words, "--", *command], options

@@ -304,7 +304,7 @@ async def _run(
             with isolation.offline():
                 offline_env = {**env, "UV_OFFLINE": "1"} if os.path.basename(step[0]) == "uvx" else env
                 outcome = await scan_server(started_entry, run_limits, profile, env=offline_env)
-            outcome = replace(outcome, extra={**outcome.extra, "offline": True})
+            outcome = replace(outcome, extra={**outcome.extra, "offline": not isolation.outbound()[0]})
         else:
             outcome = await scan_server(started_entry, run_limits, profile, env=env)
         if installed is not None:
