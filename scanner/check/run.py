@@ -39,14 +39,14 @@ def run_check(request: CheckRequest) -> CheckResult:
     import anyio
 
     from scanner.mcp import ClientLimits, scan_server
-    from scanner.packages import isolation
+    from scanner.packages import isolation, netstack
     from scanner.packages.checkrun import check_entry, classify_check
 
     # A package runner's command runs as a scan runs it: the installer settings, the cause classifier.
     entry = check_entry(request.entry)
     # The project checked: its command names paths relative to it. A network of its own with a route out through
     # slirp4netns where there is one (never the host's loopback), else the host's (said by the CLI).
-    with isolation.starting_in(os.getcwd()), isolation.outbound_only():
+    with isolation.starting_in(os.getcwd()), netstack.outbound_only():
         scanned = anyio.run(scan_server, entry, request.limits or ClientLimits(), request.profile)
     outcome = classify_check(entry, scanned)
     if not outcome.ok or outcome.tools is None:

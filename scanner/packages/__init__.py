@@ -21,7 +21,8 @@ with the reason). This package decides *how* it runs and what its failure means:
   in a message normalised to read the same every night;
 * :mod:`~scanner.packages.checkrun`: ``fathom check -- npx ...`` run and classified as a scan does;
 * :mod:`~scanner.packages.isolation`: every package and ``--run-commands`` command apart from the others (its
-  own user when Fathom runs as root) and nothing outliving Fathom; the MCP client's stdio transport uses it too.
+  own user when Fathom runs as root) and nothing outliving Fathom; the MCP client's stdio transport uses it too;
+* :mod:`~scanner.packages.netstack`: a child's network of its own and its route out through slirp4netns.
 
 The names below are loaded on first use, so importing one submodule (the stdio transport imports
 :mod:`~scanner.packages.isolation`) does not load the sandbox and, through it, the MCP client.

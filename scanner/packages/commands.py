@@ -20,7 +20,7 @@ from pathlib import Path
 from scanner.mcp import ClientLimits, scan_server
 from scanner.mcp.transports import stdio_env
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import isolation
+from scanner.packages import isolation, netstack
 from scanner.packages.diagnose import no_network
 
 
@@ -67,14 +67,14 @@ async def run_command(entry: ServerEntry, limits: ClientLimits, profile: str) ->
 
 
 async def scan_offline(entry: ServerEntry, limits: ClientLimits, profile: str) -> ScanOutcome:
-    """Scan a command in a network namespace of its own where the kernel allows (:func:`isolation.offline`):
+    """Scan a command in a network namespace of its own where the kernel allows (:func:`netstack.offline`):
     nothing that listens on the host's loopback, no shared abstract unix socket; a route out through slirp4netns
-    where :func:`isolation.outbound` holds, else only its own loopback, and a command that stopped for want of a
+    where :func:`netstack.outbound` holds, else only its own loopback, and a command that stopped for want of a
     network is recorded so (:func:`scanner.packages.diagnose.no_network`)."""
     if not entry.command or not isolation.own_network()[0]:
         return await scan_server(entry, limits, profile)
-    with isolation.offline():
+    with netstack.offline() as out:
         outcome = await scan_server(entry, limits, profile)
-    if isolation.outbound()[0]:
+    if out:
         return outcome
     return no_network(replace(outcome, extra={**outcome.extra, "offline": True}))

@@ -322,7 +322,7 @@ _NO_NETWORK = re.compile(
 )
 NO_NETWORK = "stopped for want of a network (its run has only its own loopback)"
 """How a package's or a command's detail starts when it failed to reach the network in a network namespace of its
-own with no route out (:func:`scanner.packages.isolation.own_network`, no :func:`~scanner.packages.isolation.
+own with no route out (:func:`scanner.packages.isolation.own_network`, no :func:`~scanner.packages.netstack.
 outbound`): Fathom's policy, not the package's fault."""
 
 

@@ -165,6 +165,10 @@ CURRENT: ContextVar[Child | None] = ContextVar("fathom_child", default=None)
 OFFLINE: ContextVar[bool] = ContextVar("fathom_offline", default=False)
 """Whether the child being started now gets a network namespace of its own (:func:`offline`)."""
 
+STACK: ContextVar[str | None] = ContextVar("fathom_stack", default=None)
+"""The user-mode network stack (slirp4netns) that gives the network of its own of a child started now a route
+out (:func:`scanner.packages.netstack.offline`), or None."""
+
 HIDDEN: ContextVar[tuple[tuple[str, ...], tuple[str, ...]]] = ContextVar("fathom_hidden", default=((), ()))
 """The folders hidden from the child being started now, and the paths beneath them it keeps (:func:`hiding`)."""
 
@@ -191,25 +195,13 @@ def hiding(folders: Sequence[Path], keep: Sequence[Path]) -> Iterator[None]:
 @contextlib.contextmanager
 def offline() -> Iterator[None]:
     """Start every child in this context with a network namespace of its own where :func:`own_network` holds
-    (a package's stdio run after its install step: it needs nothing from the registry; a ``--run-commands``
-    command), with a route out where :func:`outbound` holds."""
+    (a package's stdio run after its install step: it needs nothing from the registry), with a route out where
+    :data:`STACK` is set (:func:`scanner.packages.netstack.offline`)."""
     token = OFFLINE.set(True)
     try:
         yield
     finally:
         OFFLINE.reset(token)
-
-
-@contextlib.contextmanager
-def outbound_only() -> Iterator[bool]:
-    """Start every child in this context with a network namespace of its own and a route out where
-    :func:`outbound` holds (``check``'s server: the user's own command, which may fetch at start); else with the
-    host's network. Yields whether it holds."""
-    if not outbound()[0]:
-        yield False
-        return
-    with offline():
-        yield True
 
 
 def spawn_options() -> dict[str, Any]:
@@ -254,47 +246,9 @@ def own_network() -> tuple[bool, str]:
         return _NETWORK[0]
 
 
-STACK_ENV = "FATHOM_NETWORK_STACK"
-"""Which user-mode network stack gives a child's own network a route out: unset or ``slirp4netns`` (the one on
-Fathom's ``PATH``), or ``none`` (no route out: a package's run and a command have only their own loopback, and
-``check``'s server keeps the host's network)."""
-_OUTBOUND: dict[str, tuple[bool, str]] = {}
-
-
-def network_stack() -> tuple[str | None, str]:
-    """The user-mode network stack program to start (:data:`STACK_ENV`), or None and why not."""
-    chosen = os.environ.get(STACK_ENV, "").strip()
-    if chosen == "none":
-        return None, f"none: {STACK_ENV}=none"
-    if chosen and os.path.basename(chosen) != "slirp4netns":
-        return None, f"none: {STACK_ENV}={chosen[:80]!r} is neither slirp4netns nor none"
-    found = shutil.which(chosen or "slirp4netns")
-    if found is None:
-        return None, "none: no slirp4netns on PATH (Debian and Ubuntu: apt-get install slirp4netns)"
-    if enabled() and not reachable(Path(found)):
-        return None, f"none: {found} is out of reach of the children's users"
-    return found, ""
-
-
-def outbound() -> tuple[bool, str]:
-    """Whether a child's network of its own (:func:`own_network`) also gets a route out, through slirp4netns
-    (:func:`scanner.packages.pidns.stack_fork`: never to the host's loopback), and one line saying so (or
-    ``none: ...`` and why). Tried once per process and stack, by starting the launcher with ``--net --outbound``."""
-    program, why = network_stack()
-    if program is None:
-        return False, why
-    holds, said = own_network()
-    if not holds:
-        return False, f"none: {said}"
-    with _NAMESPACES_LOCK:
-        if program not in _OUTBOUND:
-            done, reason = _probe(["--net", "--outbound", program])
-            _OUTBOUND[program] = (
-                (True, "outbound through slirp4netns, never the host's loopback")
-                if done
-                else (False, "none: " + reason.replace(": children share the host's PID namespace and /proc", ""))
-            )
-        return _OUTBOUND[program]
+def probe(extra: Sequence[str]) -> tuple[bool, str]:
+    """The launcher's probe with ``extra`` words (``--net --outbound PROGRAM``: :mod:`scanner.packages.netstack`)."""
+    return _probe(extra)
 
 
 def _probe(extra: Sequence[str] = ()) -> tuple[bool, str]:
@@ -379,8 +333,8 @@ def launch(
     hidden, kept = HIDDEN.get()
     network = not OFFLINE.get() if network is None else network
     words = ["--net"] if not network and own_network()[0] else []
-    stack = network_stack()[0] if words and outbound()[0] else None
-    words += ["--outbound", stack] if stack is not None else []
+    stack = STACK.get() if words else None
+    words += ["--outbound", stack] if stack else []
     words += ["--nproc", str(MAX_PROCESSES), *(word for folder in hidden for word in ("--hide", folder))]
     words += [word for path in kept for word in ("--keep", path)]
     return [python, "-I", "-S", script, str(os.getpid()), *words, "--", *command], options

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import isolation
+from scanner.packages import isolation, netstack
 from scanner.packages.diagnose import REACH_FIX, setup_detail
 from scanner.packages.environment import OWN
 from scanner.packages.install import install_command
@@ -164,7 +164,7 @@ def namespace_line(entries: Iterable[ServerEntry]) -> str | None:
 def network_line(entries: Iterable[ServerEntry]) -> str | None:
     """One line for the start of a scan or a dry run when a package will run over stdio after its install step
     (npx, uvx) or a ``--run-commands`` command will run: each in a network of its own, with a route out through
-    slirp4netns (:func:`scanner.packages.isolation.outbound`) or only its own loopback (``none: ...`` and why);
+    slirp4netns (:func:`scanner.packages.netstack.outbound`) or only its own loopback (``none: ...`` and why);
     or, where the kernel refuses a network namespace, what it reaches on the host. None when no such child runs,
     or when namespaces are refused (:func:`namespace_line` says it)."""
     entries = list(entries)
@@ -190,7 +190,7 @@ def network_line(entries: Iterable[ServerEntry]) -> str | None:
             f"network namespaces {why}: {who} reaches what listens on the host's loopback (Fathom's database, the "
             'user\'s own services) and its abstract unix sockets (docs/registry.md, "Which platform isolates what")'
         )
-    out, said = isolation.outbound()
+    out, said = netstack.outbound()
     if out:
         return (
             f"{who}: a network of its own, {said} (what listens on this machine's other addresses answers it as "
@@ -204,11 +204,12 @@ def network_line(entries: Iterable[ServerEntry]) -> str | None:
 
 def check_network_line() -> str | None:
     """One line for ``check --stdio`` / ``check -- CMD`` when its server keeps the host's network (no route out
-    through slirp4netns: :func:`scanner.packages.isolation.outbound`, ``check/run.py``); None when it gets a
+    through slirp4netns: :func:`scanner.packages.netstack.outbound`, ``check/run.py``); None when it gets a
     network of its own."""
-    if isolation.outbound()[0]:
+    out, said = netstack.outbound()
+    if out:
         return None
-    why = isolation.outbound()[1].removeprefix("none: ")
+    why = said.removeprefix("none: ")
     return (
         f"the server keeps this machine's network (no user-mode network stack: {why}): it reaches what listens on "
         'this machine\'s loopback and its abstract unix sockets (docs/registry.md, "Which platform isolates what")'

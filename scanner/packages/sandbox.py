@@ -41,7 +41,7 @@ from anyio.lowlevel import RunVar
 
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import isolation
+from scanner.packages import isolation, netstack
 from scanner.packages.cache import PackageCache, last_used, touch, tree_bytes
 from scanner.packages.confine import landlock_abi
 from scanner.packages.diagnose import classify, python_needed, setup_detail
@@ -301,10 +301,10 @@ async def _run(
         if is_local_port(entry):  # a server on a local port: started, waited for, scanned over HTTP
             outcome = await scan_local_port(started_entry, run_limits, profile, env)
         elif step is not None and isolation.own_network()[0]:  # installed: its run needs nothing from the registry
-            with isolation.offline():
+            with netstack.offline() as out:  # a route out through slirp4netns where there is one
                 offline_env = {**env, "UV_OFFLINE": "1"} if os.path.basename(step[0]) == "uvx" else env
                 outcome = await scan_server(started_entry, run_limits, profile, env=offline_env)
-            outcome = replace(outcome, extra={**outcome.extra, "offline": not isolation.outbound()[0]})
+            outcome = replace(outcome, extra={**outcome.extra, "offline": not out})
         else:
             outcome = await scan_server(started_entry, run_limits, profile, env=env)
         if installed is not None:

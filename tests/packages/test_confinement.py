@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import isolation
+from scanner.packages import isolation, netstack
 from scanner.packages.diagnose import NO_NETWORK, classify
 from scanner.report.census import fault
 
@@ -103,17 +103,18 @@ def _run_as(
     with isolation.child(private_home=True) if who == "leased" else _nothing() as kid:
         if kid is not None and kid.home is not None:
             env["HOME"] = str(kid.home)
-        argv, options = isolation.launch(command, env, network=network)
+        with _nothing() if network else netstack.offline():  # as a stdio run: a route out where there is one
+            argv, options = isolation.launch(command, env, network=network)
         assert argv != command, "the child was not started through the namespace launcher"
         return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env, **options)
 
 
 def _net_words(network: bool) -> str:
     """The launcher's network words as :func:`isolation.launch` gives them: ``--net`` for a network of its own,
-    with ``--outbound PROGRAM`` where :func:`isolation.outbound` holds (the stack is not hidden)."""
+    with ``--outbound PROGRAM`` where :func:`netstack.outbound` holds (the stack is not hidden)."""
     if network:
         return ""
-    stack = isolation.network_stack()[0] if isolation.outbound()[0] else None
+    stack = netstack.network_stack()[0] if netstack.outbound()[0] else None
     return "--net " + (f"--outbound {shlex.quote(stack)} " if stack else "")
 
 
@@ -335,8 +336,8 @@ def test_without_a_stack_a_stdio_child_has_only_its_own_loopback(who, tmp_path, 
     user-mode network stack (hidden by ``FATHOM_NETWORK_STACK=none``), started as a package's stdio run is, it
     reaches nothing that listens on the host, has no route out, and its own loopback works; started as an install
     is (the host's network), it connects."""
-    monkeypatch.setenv(isolation.STACK_ENV, "none")
-    assert isolation.outbound() == (False, "none: FATHOM_NETWORK_STACK=none")
+    monkeypatch.setenv(netstack.STACK_ENV, "none")
+    assert netstack.outbound() == (False, "none: FATHOM_NETWORK_STACK=none")
     got = _dial(who, tmp_path, host_listeners, network=True)
     assert got["host_loopback"] == "connected" and got["host_abstract"] == "connected", got  # an install's
     assert got["host_address"] == "connected", got
@@ -351,7 +352,7 @@ def test_without_a_stack_a_stdio_child_has_only_its_own_loopback(who, tmp_path, 
     }, got
 
 
-OUTBOUND, NO_OUTBOUND_WHY = isolation.outbound()
+OUTBOUND, NO_OUTBOUND_WHY = netstack.outbound()
 needs_stack = pytest.mark.skipif(not OUTBOUND, reason=f"no user-mode network stack here: {NO_OUTBOUND_WHY}")
 
 
@@ -391,7 +392,7 @@ def test_the_stack_never_forwards_to_a_resolver_on_the_hosts_loopback(tmp_path, 
     for path in (resolv, script, launcher):
         path.chmod(0o644)
     tmp_path.chmod(0o755)
-    stack = isolation.network_stack()[0]
+    stack = netstack.network_stack()[0]
     assert stack is not None
     child = shlex.join([SYSTEM_PYTHON or "python3", "-I", str(script), str(port), name, address, str(outside)])
     run = f'cd / && exec {shlex.join([SYSTEM_PYTHON or "python3", "-I", "-S", str(launcher)])} "$PPID" --net '
@@ -442,7 +443,8 @@ def test_the_stack_ends_with_its_child_and_with_a_killed_launcher(tmp_path):
     is killed with SIGKILL (``--exit-fd`` and ``PR_SET_PDEATHSIG``)."""
     env = {"PATH": os.defpath, "HOME": str(tmp_path)}
     for ending in ("exit", "kill"):
-        argv, options = isolation.launch(["sleep", "30" if ending == "kill" else "1"], env, network=False)
+        with netstack.offline():
+            argv, options = isolation.launch(["sleep", "30" if ending == "kill" else "1"], env)
         assert "--outbound" in argv
         process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, **options)
         try:
@@ -473,8 +475,8 @@ def test_a_stack_that_does_not_start_is_said_and_starts_no_child(tmp_path, monke
     broken.chmod(0o755)
     for folder in (tmp_path, broken.parent):
         folder.chmod(0o755)
-    monkeypatch.setenv(isolation.STACK_ENV, str(broken))
-    holds, why = isolation.outbound()
+    monkeypatch.setenv(netstack.STACK_ENV, str(broken))
+    holds, why = netstack.outbound()
     assert not holds and why.startswith("none: unavailable (")
     assert "slirp4netns, the network stack, did not start: open(/dev/net/tun): No such device" in why
     done = subprocess.run(

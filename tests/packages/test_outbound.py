@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from scanner.cli import app
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import isolation
+from scanner.packages import isolation, netstack
 from scanner.packages.commands import run_command
 from scanner.packages.diagnose import NO_NETWORK
 from scanner.report.census import fault
@@ -33,7 +33,7 @@ from tests.packages.test_confinement import host_listeners  # noqa: F401 - a fix
 
 SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if Path(p).exists()), None)
 NETWORK, NO_NETWORK_WHY = isolation.own_network()
-OUTBOUND, NO_OUTBOUND_WHY = isolation.outbound()
+OUTBOUND, NO_OUTBOUND_WHY = netstack.outbound()
 pytestmark = [
     pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system-wide python3"),
     pytest.mark.skipif(not NETWORK, reason=f"the kernel refuses a network namespace: {NO_NETWORK_WHY}"),
@@ -141,7 +141,7 @@ def test_without_a_stack_a_command_has_only_its_own_loopback_and_says_why_it_sto
     """Without a stack (hidden: ``FATHOM_NETWORK_STACK=none``) a command still gets a network of its own, with
     only its own loopback: it reaches nothing on the host, and one that needs the internet at start is recorded
     "stopped for want of a network", counted as Fathom's policy, not the server's fault."""
-    monkeypatch.setenv(isolation.STACK_ENV, "none")
+    monkeypatch.setenv(netstack.STACK_ENV, "none")
     port, name, address, outside = host_listeners
     outcome = _scan(_command(server, "dial", port, name, address, outside))
     assert _tools(outcome) == ["host_loopback_ECONNREFUSED", "host_abstract_ECONNREFUSED", "host_address_ENETUNREACH"]
@@ -181,7 +181,7 @@ def test_check_server_gets_a_network_of_its_own_with_a_route_out(server, host_li
 def test_without_a_stack_check_server_keeps_the_hosts_network_and_says_so(server, host_listeners, monkeypatch):  # noqa: F811
     """Without a stack ``check``'s server keeps the host's network (its own command may need the internet), and
     one line on stderr says so, with why."""
-    monkeypatch.setenv(isolation.STACK_ENV, "none")
+    monkeypatch.setenv(netstack.STACK_ENV, "none")
     port, name, address, outside = host_listeners
     tools, said = _check(server, "dial", port, name, address, outside)
     assert tools == ["host_loopback_connected", "host_abstract_connected", "host_address_connected"]

@@ -23,7 +23,7 @@ import pytest
 
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import PackageSettings, isolation, run_package
+from scanner.packages import PackageSettings, isolation, netstack, run_package
 from scanner.packages.cache import PackageCache
 from scanner.packages.diagnose import NO_NETWORK
 from scanner.registry.interface import Options
@@ -205,7 +205,7 @@ def test_a_package_that_needs_the_internet_at_start_is_stopped_for_want_of_a_net
     ``connect ENETUNREACH``: recorded as stopped for want of a network, Fathom's policy, not the package's crash."""
     if not isolation.own_network()[0]:
         pytest.skip(f"no network namespace here: {isolation.own_network()[1]}")
-    monkeypatch.setenv(isolation.STACK_ENV, "none")
+    monkeypatch.setenv(netstack.STACK_ENV, "none")
     env = environ(registry)
     outcome = run(resolve(npm_package("1.0.0", "offline"), env), PackageSettings(cache_dir=tmp_path, environ=env))
     assert outcome.outcome is Outcome.CRASHED
@@ -222,9 +222,9 @@ def test_a_package_scans_ok_with_and_without_the_network_stack(registry, tmp_pat
     if not isolation.own_network()[0]:
         pytest.skip(f"no network namespace here: {isolation.own_network()[1]}")
     if stack == "none":
-        monkeypatch.setenv(isolation.STACK_ENV, "none")
-    elif not isolation.outbound()[0]:
-        pytest.skip(f"no user-mode network stack here: {isolation.outbound()[1]}")
+        monkeypatch.setenv(netstack.STACK_ENV, "none")
+    elif not netstack.outbound()[0]:
+        pytest.skip(f"no user-mode network stack here: {netstack.outbound()[1]}")
     if registry_type == "npm" and not shutil.which("npx"):
         pytest.skip("npx not installed")
     if registry_type == "pypi" and not (shutil.which("uvx") or (Path(sys.executable).parent / "uvx").exists()):
@@ -301,7 +301,7 @@ def test_check_reproduces_a_scan_of_a_package(registry, tmp_path):
     from scanner.cli import app
 
     env = {**environ(registry), "HOME": str(tmp_path), "npm_config_cache": str(tmp_path / "npm")}
-    env[isolation.STACK_ENV] = "none"
+    env[netstack.STACK_ENV] = "none"
     command = ["npx", "-y", f"{NPM_NAME}@1.0.0", "crash"]
     result = CliRunner().invoke(app, ["check", "--timeout", "90", "--", *command], env=env)
     assert result.exit_code == 3, result.output

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from scanner.cli import app
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import PackageSettings, default_cache_dir, isolation, runners
+from scanner.packages import PackageSettings, default_cache_dir, isolation, netstack, runners
 from scanner.packages.runners import missing_runners, namespace_line, network_line, warning_lines
 from scanner.packages.settings import ROOT_CACHE_DIR
 from scanner.registry import load_entries
@@ -118,7 +118,7 @@ def test_a_packages_stdio_run_without_a_network_is_said_once_before_it_starts(tm
     assert result.stderr.splitlines().count(f"fathom: {line}") == 1
     assert network_line(load_entries(str(SAMPLE), environ={"PATH": str(tmp_path)})) is None  # nothing runs
     command = ServerEntry(name="io.github.t/command", transport=Transport.STDIO, command=("python3", "server.py"))
-    monkeypatch.setenv(isolation.STACK_ENV, "none")
+    monkeypatch.setenv(netstack.STACK_ENV, "none")
     said = network_line([command])
     assert said is not None and said.startswith(
         "a --run-commands command: a network of its own with only its own loopback, outbound none: "
@@ -133,7 +133,7 @@ def test_a_packages_stdio_run_without_a_network_is_said_once_before_it_starts(tm
 def test_with_the_stack_the_dry_run_says_a_child_reaches_out_never_the_hosts_loopback(tmp_path):
     """With slirp4netns on Fathom's PATH (and the kernel's network namespaces), the one line before the scan
     says a package's run and a command reach out through it, never the host's loopback."""
-    holds, why = isolation.outbound()
+    holds, why = netstack.outbound()
     if not holds:
         pytest.skip(f"no user-mode network stack here: {why}")
     command = ServerEntry(name="io.github.t/command", transport=Transport.STDIO, command=("python3", "server.py"))
