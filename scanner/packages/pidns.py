@@ -333,10 +333,12 @@ def stack_down(stack: Stack, wait_s: float = 2.0) -> int | None:
         return None
 
 
-def _let_go() -> None:
-    """Hand the child's stdin and stdout back to /dev/null here: only the command holds them, so Fathom reads
-    the end of its output when the command closes it, not when the launcher exits."""
-    null = os.open(os.devnull, os.O_RDWR)
+def _let_go(null: int | None = None) -> None:
+    """Hand the child's stdin and stdout back to /dev/null here (``null``: opened before the init was forked; the
+    launcher shares the init's mount namespace, whose ``/dev`` the init replaces, so ``/dev/null`` may be missing
+    for a moment): only the command holds them, so Fathom reads the end of its output when the command closes it,
+    not when the launcher exits."""
+    null = os.open(os.devnull, os.O_RDWR) if null is None else null
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
@@ -467,14 +469,16 @@ def main(argv: list[str]) -> None:
         os._exit(NOT_STARTED)
     status_r, status_w = os.pipe()
     alive_r, alive_w = os.pipe()
+    null = os.open(os.devnull, os.O_RDWR)  # before the init covers /dev in the namespace the launcher shares
     init = os.fork()
     if init == 0:
         os.close(status_r)
         os.close(alive_w)
+        os.close(null)
         _init(libc, command, status_w, alive_r, hidden, kept, nproc, mapped)
     os.close(status_w)
     os.close(alive_r)
-    _let_go()
+    _let_go(null)
 
     def forward(signum: int, _frame: object) -> None:
         with contextlib.suppress(OSError):
