@@ -314,10 +314,11 @@ def launch(
     """The argv and :func:`anyio.open_process` options a child is started with: through the namespace launcher
     where :func:`namespaces` holds (run as root: for a child of its own user, or while Fathom may still mount; see
     :func:`_may_unshare_as_self`), else ``command`` as given; as the :data:`CURRENT` child's user either way
-    (:func:`spawn_options`). ``network=False`` (by default: in :func:`offline`, a package's stdio run) adds a
-    network namespace of its own where :func:`own_network` holds; an install, a local-port package (Fathom connects
-    to its port) and a command (``npx -y`` fetches at start) keep the host's. A program not found on ``env``'s
-    PATH raises FileNotFoundError here, as starting it directly would."""
+    (:func:`spawn_options`). ``network=False`` (by default: in :func:`offline`, a package's stdio run, a command,
+    ``check``'s server with a route out: :mod:`scanner.packages.netstack`) adds a network namespace of its own
+    where :func:`own_network` holds, with a route out through :data:`STACK` where set; an install and a
+    local-port package (Fathom connects to its port) keep the host's. A program not found on ``env``'s PATH
+    raises FileNotFoundError here, as starting it directly would."""
     kid = CURRENT.get()
     options = {**spawn_options(), "cwd": workdir(env)}
     if not command or not namespaces()[0] or (kid is None and not _may_unshare_as_self()):
