@@ -14,8 +14,8 @@ lines of its stderr. :func:`classify` turns that into the outcome a person can a
                             ``Error:`` line), never an npm notice or a pointer to a log file
 ``memory_limit``            it ran out of memory under Fathom's own cap (``--memory-limit-mb``)
 ``refused``                 it tried to write outside its HOME and its own cache folder (confined)
-``crashed`` (no network)    a package's stdio run has only its own loopback: a connection or name lookup it
-                            needed failed for want of a network ("stopped for want of a network ...")
+``crashed`` (no network)    its run had only its own loopback (no slirp4netns): a connection or name lookup
+                            it needed failed for want of a network ("stopped for want of a network ...")
 ``timeout``                 no answer in time (kept; the detail gets the telling line when there is one)
 ==========================  ===========================================================================
 
