@@ -301,10 +301,10 @@ def write_text(
 
     ``absolute_ok``: the path came from the command line, so an absolute one may lie outside the working tree
     (a path from a config file passes False). ``newline=""`` keeps ``\\r\\n`` as written. ``failed`` starts the
-    OutputError's line (default ``Cannot write LABEL PATH``)."""
+    OutputError's line (default ``cannot write LABEL PATH``)."""
     data = text.encode("utf-8") if newline == "" else text.replace("\n", newline or "\n").encode("utf-8")
     fd, name, direct = _target(path, label=label, absolute_ok=absolute_ok)
-    said = failed or f"Cannot write {label} {path}"
+    said = failed or f"cannot write {label} {path}"
     try:
         if direct:
             _write_into(fd, name, data, said)

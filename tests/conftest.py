@@ -73,7 +73,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def _children_reach_tmp_path(request: pytest.FixtureRequest) -> None:
-    """Run as root, packages and commands run as users of their own (scanner/packages/isolation.py), who must reach a
+    """Run as root, packages and commands run as users of their own (scanner/confine/users.py), who must reach a
     test's cache folder: pytest makes its temporary folders 0700, so they are made searchable (not listable)."""
     if os.geteuid() != 0 or "tmp_path" not in request.fixturenames:
         return

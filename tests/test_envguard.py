@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from scanner.packages import isolation
+from scanner import confine
 from scanner.scrub import MARK
 from tests.servers.launch import hostile_stdio_command
 
@@ -61,7 +61,7 @@ def test_a_child_of_fathom_cannot_read_fathoms_environment(tmp_path: Path) -> No
         fathom = next(line for line in read.splitlines() if line.startswith(f"{_fathom_pid(read)}: "))
         assert fathom.endswith("PermissionError"), read[:500]
     else:  # its parent is PID 1 of a namespace of its own (issue 42, as root too): Fathom is not there at all
-        assert isolation.namespaces()[0]
+        assert confine.namespaces()[0]
     assert SECRET not in read and CLOUD not in read
     assert SECRET not in done.stdout + done.stderr + save.read_text(encoding="utf-8")
 
@@ -78,8 +78,8 @@ def test_what_a_child_read_of_other_secrets_is_scrubbed_from_its_tool_list(tmp_p
     seen = tmp_path / "seen.txt"
     program = (
         "import anyio, json, sys\n"
-        "import scanner.packages.isolation\n"
-        "scanner.packages.isolation.namespaces = lambda: (False, 'switched off by the test')\n"
+        "import scanner.confine.spawn\n"
+        "scanner.confine.spawn.namespaces = lambda: (False, 'switched off by the test')\n"
         "from scanner.mcp import ClientLimits, scan_server\n"
         "from scanner.models import ServerEntry, Transport\n"
         "entry = ServerEntry(name='io.example/this', transport=Transport.STDIO, command=tuple(sys.argv[1:]))\n"

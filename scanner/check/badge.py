@@ -118,10 +118,10 @@ def write(path: Path, result: CheckResult) -> tuple[Path, Path]:
     from scanner import safefile  # never through a symlink, inside the working tree (docs/ci.md)
 
     safefile.write_text(
-        path, badge_svg(score, tokens, no_tools=no_tools), label="--badge", failed=f"Cannot write the badge {path}"
+        path, badge_svg(score, tokens, no_tools=no_tools), label="--badge", failed=f"cannot write the badge {path}"
     )
     endpoint_json = json.dumps(shields_endpoint(score, tokens, no_tools=no_tools), indent=2) + "\n"
     safefile.write_text(
-        endpoint, endpoint_json, label="--badge's endpoint JSON", failed=f"Cannot write the badge {endpoint}"
+        endpoint, endpoint_json, label="--badge's endpoint JSON", failed=f"cannot write the badge {endpoint}"
     )
     return path, endpoint

@@ -98,7 +98,7 @@ def save(result: CheckResult, path: Path) -> None:
     from scanner import safefile
 
     text = json.dumps(baseline_dict(result), indent=2, ensure_ascii=True, allow_nan=False) + "\n"
-    safefile.write_text(path, text, label="--save-baseline", failed=f"Cannot write the baseline {path}")
+    safefile.write_text(path, text, label="--save-baseline", failed=f"cannot write the baseline {path}")
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -11,6 +11,7 @@ A ``fathom.toml`` holds the same keys at its top level. Keys (docs/ci.md has an 
     fail-on-new = "problem"            # with a baseline: a new finding at this severity or worse fails
     fail-on-reject = ["claude-code", "openai-api"]   # clients that must load the whole list (scanner.measure.verdicts)
     server-key = "github"                # the server's name in a client's configuration (MCP809's built names)
+    rules-url = "https://github.com/OWNER/fathom/blob/v0.1.0/docs/rules.md"   # SARIF helpUri base (else none)
     min-score = 85
     max-tokens = 8000                  # the most expensive provider; or a table {openai = 5000, codex = 300}
     max-increase = "10%"               # or a number of tokens; needs a baseline
@@ -31,11 +32,13 @@ Ignored findings are never dropped: ``check`` lists them as ignored, with the re
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from scanner import safefile
 from scanner.check.gates import (
@@ -68,6 +71,7 @@ _KEYS = {
     "preview",
     "openai-strict",
     "server-key",
+    "rules-url",
 }
 
 
@@ -90,6 +94,7 @@ class CheckConfig:
     fail_on_reject: tuple[str, ...] | None = None
     openai_strict: bool | None = None
     server_key: str | None = None
+    rules_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,7 @@ class CheckSettings:
     preview: bool = False
     openai_strict: bool = False  # show OpenAI's strict-mode view (a view: never scored or gated)
     server_key: str | None = None  # the name clients give the server (MCP809)
+    rules_url: str | None = None  # where docs/rules.md is published: SARIF rules' helpUri (none without it)
 
 
 def _has_table(path: Path) -> bool:
@@ -212,6 +218,9 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
     key = table.get("server-key")
     if key is not None:
         key = parse_server_key(key, f"{where} server-key")
+    rules_url = table.get("rules-url")
+    if rules_url is not None:
+        rules_url = parse_rules_url(rules_url, f"{where} rules-url")
     return CheckConfig(
         path=path,
         select=_strings(table["select"], f"{where} select") if "select" in table else None,
@@ -228,6 +237,7 @@ def parse_config(table: Mapping[str, Any], path: Path) -> CheckConfig:
         fail_on_reject=parse_clients(reject, f"{where} fail-on-reject") if reject is not None else None,
         openai_strict=openai_strict,
         server_key=key,
+        rules_url=rules_url,
     )
 
 
@@ -237,6 +247,30 @@ def parse_server_key(value: object, where: str = "--server-key") -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > 200 or not value.isprintable():
         raise InputError(f"{where} must be the server's name in a client's configuration (1-200 printable characters)")
     return value.strip()
+
+
+# Characters a URI may carry unescaped (RFC 3986), less those that would end a Markdown link: "(" and ")".
+_URL_CHARS = re.compile(r"[A-Za-z0-9._~:/?\[\]@!$&'*+,;=%-]+")
+
+
+def parse_rules_url(value: object, where: str = "--rules-url") -> str:
+    """The absolute http(s) address where ``docs/rules.md`` is published (SARIF 2.1.0's ``helpUri`` must be an
+    absolute URI; a rule's fragment is added to it), without a fragment of its own."""
+    if isinstance(value, str):
+        parts = urlsplit(value.strip())
+        if (
+            parts.scheme in ("http", "https")
+            and parts.netloc
+            and not parts.fragment
+            and "#" not in value
+            and len(value) <= 500
+            and _URL_CHARS.fullmatch(value.strip())
+        ):
+            return value.strip()
+    raise InputError(
+        f"{where} must be the absolute http(s) address of docs/rules.md, without a #fragment "
+        "(e.g. https://github.com/OWNER/fathom/blob/v0.1.0/docs/rules.md)"
+    )
 
 
 def load_config(path: Path | None = None, *, start: Path | None = None) -> CheckConfig:
@@ -286,6 +320,7 @@ def settings(
     fail_on_reject: str | None = None,
     openai_strict: bool = False,
     server_key: str | None = None,
+    rules_url: str | None = None,
 ) -> CheckSettings:
     """Flags (None or empty when not given) over ``config`` over the defaults. ``--strict`` is
     ``--fail-on problem``; with both flags, ``--fail-on`` wins."""
@@ -317,4 +352,5 @@ def settings(
         preview=preview or bool(config.preview),
         openai_strict=openai_strict or bool(config.openai_strict),
         server_key=parse_server_key(server_key) if server_key is not None else config.server_key,
+        rules_url=parse_rules_url(rules_url) if rules_url is not None else config.rules_url,
     )

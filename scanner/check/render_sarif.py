@@ -13,7 +13,9 @@ the reason.
 ``invocations`` says whether the check ran: a server that could not be reached gives a valid log with no
 results, ``executionSuccessful: false`` and a ``toolExecutionNotification`` saying why, so ``> fathom.sarif``
 always leaves a file the upload step can parse. The run's ``properties`` carry the score, what each rule cost
-and the gates. ``partialFingerprints`` keep a finding's identity stable across runs.
+and the gates. ``partialFingerprints`` keep a finding's identity stable across runs. A rule has a ``helpUri``
+(its section of ``docs/rules.md``) only when ``--rules-url`` or ``rules-url`` names where that file is published:
+SARIF 2.1.0 wants an absolute URI there, and Fathom has no published address of its own.
 """
 
 from __future__ import annotations
@@ -27,17 +29,20 @@ from scanner import __version__
 from scanner.check.locate import ToolLines, locate_file, relative_uri
 from scanner.check.result import CheckResult
 from scanner.models import Finding, Severity
+from scanner.textsafe import markdown_text
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Severity.PROBLEM: "error", Severity.WARNING: "warning", Severity.NOTE: "note"}
 
 
-def _rules() -> list[dict[str, Any]]:
+def _rules(rules_url: str | None) -> list[dict[str, Any]]:
+    """Every rule; with ``rules_url`` (where ``docs/rules.md`` is published) each links its own section there."""
     from scanner.rules import RULES
-    from scanner.rules.catalogue import rule_precision
+    from scanner.rules.catalogue import anchor, rule_precision
 
-    return [
-        {
+    out: list[dict[str, Any]] = []
+    for rule in RULES.values():
+        described: dict[str, Any] = {
             "id": rule.code,
             "name": rule.slug,
             "shortDescription": {"text": rule.slug.replace("-", " ")},
@@ -52,8 +57,16 @@ def _rules() -> list[dict[str, Any]]:
                 "precision": rule_precision(rule.code),
             },
         }
-        for rule in RULES.values()
-    ]
+        if rules_url is not None:
+            # helpUri for SARIF readers; code scanning shows help.markdown beside an alert and not helpUri
+            # (microsoft/sarif-sdk PR #2813), so the link is in the help too.
+            url = f"{rules_url}#{anchor(rule.code)}"
+            described["helpUri"] = url
+            described["help"]["markdown"] = (
+                f"{markdown_text(rule.hint, code_spans=True)}\n\n[{rule.code} {rule.slug} in the rule catalogue]({url})"
+            )
+        out.append(described)
+    return out
 
 
 class _Placer:
@@ -166,9 +179,11 @@ def _invocation(result: CheckResult) -> dict[str, Any]:
     }
 
 
-def render(result: CheckResult, *, anchor: Path | None = None) -> str:
-    """The SARIF log; ``anchor`` (the config file) places a server's results, which have no file of their own."""
-    rules = _rules()
+def render(result: CheckResult, *, anchor: Path | None = None, rules_url: str | None = None) -> str:
+    """The SARIF log; ``anchor`` (the config file) places a server's results, which have no file of their own;
+    ``rules_url`` (``--rules-url``: the absolute address of a published ``docs/rules.md``) gives each rule a
+    ``helpUri``, left out without it (no address is invented)."""
+    rules = _rules(rules_url)
     index = {rule["id"]: position for position, rule in enumerate(rules)}
     placer = _Placer(result, anchor)
     results = [_result(finding, index, placer) for finding in (result.report.findings if result.report else ())]

@@ -38,15 +38,15 @@ def run_check(request: CheckRequest) -> CheckResult:
 
     import anyio
 
+    from scanner import confine
     from scanner.mcp import ClientLimits, scan_server
-    from scanner.packages import isolation, netstack
     from scanner.packages.checkrun import check_entry, classify_check
 
     # A package runner's command runs as a scan runs it: the installer settings, the cause classifier.
     entry = check_entry(request.entry)
     # The project checked: its command names paths relative to it. A network of its own with a route out through
     # slirp4netns where there is one (never the host's loopback), else the host's (said by the CLI).
-    with isolation.starting_in(os.getcwd()), netstack.outbound_only():
+    with confine.room(workdir=os.getcwd(), offline=confine.outbound()[0]):
         scanned = anyio.run(scan_server, entry, request.limits or ClientLimits(), request.profile)
     outcome = classify_check(entry, scanned)
     if not outcome.ok or outcome.tools is None:
@@ -61,7 +61,7 @@ def run_check(request: CheckRequest) -> CheckResult:
             request.save,
             json.dumps({"tools": list(outcome.tools)}, indent=2) + "\n",
             label="--save",
-            failed=f"Cannot save the tool list to {request.save}",
+            failed=f"cannot save the tool list to {request.save}",
         )
     toolset = Toolset.from_tools(list(outcome.tools))
     from scanner.measure.instructions import instructions_text

@@ -24,8 +24,10 @@ def render(
     verbose: bool = False,
     all_tools: bool = False,
     anchor: Path | None = None,
+    rules_url: str | None = None,
 ) -> str:
-    """``result`` in ``fmt`` (one of :data:`FORMATS`); ``anchor`` places a server's SARIF results."""
+    """``result`` in ``fmt`` (one of :data:`FORMATS`); ``anchor`` places a server's SARIF results, ``rules_url``
+    links its rules (``helpUri``)."""
     if fmt == "json":
         from scanner.check import render_json as check_json
 
@@ -37,7 +39,7 @@ def render(
     if fmt == "sarif":
         from scanner.check import render_sarif as check_sarif
 
-        return check_sarif.render(result, anchor=anchor)
+        return check_sarif.render(result, anchor=anchor, rules_url=rules_url)
     from scanner.check import render_text as check_text
 
     return check_text.render(result, colour=colour, verbose=verbose, all_tools=all_tools)
@@ -59,9 +61,10 @@ def write(
     verbose: bool = False,
     all_tools: bool = False,
     anchor: Path | None = None,
+    rules_url: str | None = None,
 ) -> None:
     for fmt, path in specs:
-        text = render(result, fmt, verbose=verbose, all_tools=all_tools, anchor=anchor)
+        text = render(result, fmt, verbose=verbose, all_tools=all_tools, anchor=anchor, rules_url=rules_url)
         safefile.write_text(
-            path, text, label=f"--write {fmt}", failed=f"Cannot write --write {fmt}={path}"
+            path, text, label=f"--write {fmt}", failed=f"cannot write --write {fmt}={path}"
         )  # never through a symlink (scanner/safefile.py)

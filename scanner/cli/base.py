@@ -189,7 +189,9 @@ def usage_message(exc: Exception, command: str = "COMMAND") -> str:
     if option and option.group(1) in GLOBAL_OPTIONS:
         name = option.group(1)
         message = f"{name} is an option of fathom itself: give it before the command (fathom {name} ... {command} ...)"
-    return message
+    # Click writes "No such option", "Missing argument": Fathom's lines start lower case after "fathom:", as git's
+    # and cargo's do (tests/cli/test_message_case.py); Click's words are plain English, never a name.
+    return re.sub(r"^[A-Z](?=[a-z]+\b)", lambda first: first.group().lower(), message)
 
 
 def _usage_exit(exc: Exception) -> NoReturn:

@@ -132,6 +132,14 @@ def check(
             "it (mcp__NAME__tool). Default: the server's serverInfo.name.",
         ),
     ] = None,
+    rules_url: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            help="Where docs/rules.md is published (absolute http(s) address): each SARIF rule links its section "
+            "there (helpUri). Without it SARIF rules carry no helpUri.",
+        ),
+    ] = None,
     min_score: Annotated[
         float | None,
         typer.Option(min=0, max=100, metavar="N", help="Exit 1 when the leaderboard score (0-100) is below N."),
@@ -313,6 +321,7 @@ def check(
         fail_on_reject=fail_on_reject,
         openai_strict=openai_strict,
         server_key=server_key,
+        rules_url=rules_url,
     )
     request = CheckRequest(
         tools_file=tools_file,
@@ -372,7 +381,9 @@ def check(
     if save_baseline is not None and result.report is not None and not _SETTINGS["quiet"]:
         typer.echo(f"fathom: wrote the baseline {save_baseline} ({_baseline_words(result)})", err=True)
     if as_provider is None:
-        check_write.write(result, files, verbose=verbose, all_tools=all_tools, anchor=chosen.config)
+        check_write.write(
+            result, files, verbose=verbose, all_tools=all_tools, anchor=chosen.config, rules_url=chosen.rules_url
+        )
     if result.report is not None and not _SETTINGS["quiet"]:  # say what was written, and where
         for fmt_name, path in files:
             typer.echo(f"fathom: wrote the check as {fmt_name} to {path}", err=True)
@@ -388,7 +399,7 @@ def check(
     if result.tools is None:
         assert result.outcome is not None
         if out_format in (CheckFormat.json, CheckFormat.sarif):  # a parseable document even then (CI uploads)
-            _out(_render_check(result, out_format, anchor=chosen.config))
+            _out(_render_check(result, out_format, anchor=chosen.config, rules_url=chosen.rules_url))
         from scanner.check.next_step import check_next_step
         from scanner.textsafe import clean
 
@@ -406,7 +417,9 @@ def check(
             view = {"tools": view, "instructions": result.instructions}
         _out(json.dumps(view, indent=2, ensure_ascii=True) + "\n")
         return
-    rendered = _render_check(result, out_format, verbose=verbose, all_tools=all_tools, anchor=chosen.config)
+    rendered = _render_check(
+        result, out_format, verbose=verbose, all_tools=all_tools, anchor=chosen.config, rules_url=chosen.rules_url
+    )
     # color=: Click strips escapes off a terminal unless told; FORCE_COLOR and --color always want them kept.
     _out(rendered, colour=_colour())
     from scanner.check.gates import ungated_new
@@ -438,11 +451,14 @@ def _render_check(
     verbose: bool = False,
     all_tools: bool = False,
     anchor: Path | None = None,
+    rules_url: str | None = None,
 ) -> str:
     from scanner.check import write as check_write
 
     colour = fmt is CheckFormat.text and _colour()
-    return check_write.render(result, fmt.value, colour=colour, verbose=verbose, all_tools=all_tools, anchor=anchor)
+    return check_write.render(
+        result, fmt.value, colour=colour, verbose=verbose, all_tools=all_tools, anchor=anchor, rules_url=rules_url
+    )
 
 
 def _shown(path: Path) -> str:

@@ -51,9 +51,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scanner import wire
+from scanner.confine import DEFAULT_MEMORY_LIMIT_MB
 from scanner.errors import InputError, StoreError
 from scanner.models import Finding, Outcome, ScanOutcome, ServerEntry, Severity, Transport
-from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
 if TYPE_CHECKING:
     import procrastinate
@@ -78,7 +78,7 @@ def conninfo(db_url: str) -> str:
     plain = libpq_url(db_url)
     if plain is None:
         raise InputError(
-            "Distributed runs need PostgreSQL: give --db postgresql+psycopg://user@host/db "
+            "distributed runs need PostgreSQL: give --db postgresql+psycopg://user@host/db "
             "(SQLite on one machine needs no workers: drop --enqueue)."
         )
     return plain
@@ -90,7 +90,7 @@ def make_app(db_url: str) -> procrastinate.App:
     try:
         import procrastinate
     except ImportError as exc:
-        raise InputError("Distributed runs need the task engine: pip install 'fathom-scanner[postgres]'") from exc
+        raise InputError("distributed runs need the task engine: pip install 'fathom-scanner[postgres]'") from exc
     return procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=plain))
 
 
@@ -107,7 +107,7 @@ def engine_errors(db_url: str) -> Iterator[None]:
 
         where = shown_url(db_url)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise StoreError(f"The queue at {where} failed: {first}") from exc
+        raise StoreError(f"the queue at {where} failed: {first}") from exc
 
 
 def entry_payload(

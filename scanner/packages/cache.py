@@ -9,7 +9,7 @@ Layout under the cache folder (``--cache-dir``, default ``~/.cache/fathom``; ``/
 
 Why one folder per package@version: a package is charged for exactly what its own process tree wrote (its
 folder's growth and its HOME, nothing another package did at the same moment), and a package is confined to
-write only into those two folders (:mod:`scanner.packages.confine`), so it cannot rewrite another package's
+write only into those two folders (:mod:`scanner.confine.landlock`), so it cannot rewrite another package's
 install. The price is that two packages sharing a dependency keep a copy each; :func:`enforce_ceiling` keeps the
 whole cache under ``--cache-max-mb`` by removing the least recently used packages' folders.
 

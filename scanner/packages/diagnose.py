@@ -31,8 +31,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from scanner import confine
 from scanner.models import SETUP_FAULT, Outcome, ScanOutcome, ServerEntry
-from scanner.packages import isolation
 
 MAX_DETAIL = 300
 
@@ -322,8 +322,8 @@ _NO_NETWORK = re.compile(
 )
 NO_NETWORK = "stopped for want of a network (its run has only its own loopback)"
 """How a package's or a command's detail starts when it failed to reach the network in a network namespace of its
-own with no route out (:func:`scanner.packages.isolation.own_network`, no :func:`~scanner.packages.netstack.
-outbound`): Fathom's policy, not the package's fault."""
+own with no route out (:func:`scanner.confine.own_network`, no :func:`scanner.confine.outbound`): Fathom's
+policy, not the package's fault."""
 
 
 def no_network(outcome: ScanOutcome) -> ScanOutcome:
@@ -456,8 +456,8 @@ def _cause(entry: ServerEntry, outcome: ScanOutcome, tail: list[str], clean: Any
         limit = package.get("memory_limit_mb")
         cap = f"the {limit} MiB memory limit" if limit else "Fathom's memory limit"
         return Outcome.MEMORY_LIMIT, f"ran out of memory under {cap} (raise it with --memory-limit-mb): {found}"
-    if isolation.namespaces()[0] and (found := _process_cap(tail)):
-        most = isolation.MAX_PROCESSES
+    if confine.namespaces()[0] and (found := _process_cap(tail)):
+        most = confine.MAX_PROCESSES
         return Outcome.CRASHED, f"stopped at Fathom's cap of {most} processes and threads per child: {found}"
     if outcome.extra.get("confined") and (found := _first(_DENIED, tail)):
         return Outcome.REFUSED, f"refused: wrote outside its HOME and its own cache folder: {found}"

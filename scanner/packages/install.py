@@ -24,9 +24,8 @@ from collections.abc import Mapping
 
 import anyio
 
-from scanner import wire
+from scanner import confine, wire
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import isolation
 
 _TAIL_LINES = 20
 _MAX_STDERR = 64 * 1024
@@ -58,7 +57,7 @@ async def run_install(
     transport = entry.transport.value
     stderr = bytearray()
     try:
-        argv, options = isolation.launch(command, env)
+        argv, options = confine.start(command, env)
         process = await anyio.open_process(
             argv,
             stdin=subprocess.DEVNULL,

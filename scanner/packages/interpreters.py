@@ -9,7 +9,7 @@ none installed the entry is ``runner_missing`` naming the version needed. The ch
 package@version, so later nights start on the right interpreter at once. When ``uv python find`` finds none,
 or finds one that does not run (a broken pyenv shim), :func:`why_no_python` puts uv's own error in the entry's
 detail instead of a guess. Run as root, only an interpreter the package's own user can reach counts
-(:mod:`scanner.packages.isolation`).
+(:mod:`scanner.confine.users`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from scanner import confine
 from scanner.models import ScanOutcome
-from scanner.packages import isolation
 from scanner.packages.diagnose import MAX_DETAIL, normalise, uv_error
 
 FIND_TIMEOUT_S = 30
@@ -54,7 +54,7 @@ def find_python(requirement: str, env: Mapping[str, str]) -> tuple[str, str] | N
         said = _uv_said(found.stderr) or f"uv python find exited with code {found.returncode}"
         _FIND_ERRORS[(requirement, env.get("PATH") or "")] = said
         return None
-    if isolation.enabled() and not isolation.reachable(Path(path)):
+    if confine.enabled() and not confine.reachable(Path(path)):
         # Run as root, the package's own user could not start it (root's own 0700 HOME, say): say so, and where
         # an interpreter would count, instead of "put a Python on PATH" when one is there.
         private = _private_folder(Path(path))

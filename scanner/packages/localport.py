@@ -12,7 +12,7 @@ limits as a stdio package:
    port, different every run, is in ``extra["local_port"]``, not the detail, so a failure reads the same every
    night);
 4. the listener on the port must be the package's own (run as root: its own user's, see
-   :mod:`scanner.packages.isolation`; else a socket open in its process tree): another program that took the port first
+   :mod:`scanner.confine.listeners`; else a socket open in its process tree): another program that took the port first
    is ``refused`` ("its port ... was taken by another program"), never scanned as the package;
 5. the server is scanned over its declared transport by the ordinary HTTP client, with what is left of the
    deadline;
@@ -41,12 +41,11 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.abc
 
-from scanner import wire
+from scanner import confine, wire
 from scanner.mcp import ClientLimits, scan_server
 from scanner.mcp.transports import stdio_env
 from scanner.mcp.transports.stdio import MARK_ENV, kill_marked, stop_process_group
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import isolation
 from scanner.registry.localport import PORT_SENTINEL
 
 _POLL_S = 0.1
@@ -117,12 +116,12 @@ def _not_its_own(port: int, group: int, mark: str) -> str | None:
     there is no ``/proc`` (not Linux; docs/registry.md says so)."""
     if not sys.platform.startswith("linux"):
         return None
-    tree = set(isolation.marked(mark))
-    for pid in isolation.pids():
+    tree = set(confine.marked(mark))
+    for pid in confine.pids():
         with contextlib.suppress(OSError):
             if os.getpgid(pid) == group:
                 tree.add(pid)
-    return isolation.listener_owned(port, isolation.CURRENT.get(), sorted(tree))
+    return confine.listener_owned(port, confine.CURRENT.get(), sorted(tree))
 
 
 async def scan_local_port(
@@ -141,7 +140,7 @@ async def scan_local_port(
         child_env[via.removeprefix("environment ")] = text
     mark = secrets.token_hex(12)
     child_env[MARK_ENV] = mark
-    isolation.announce_mark(mark)
+    confine.announce_mark(mark)
     transport = Transport(str(facts.get("transport") or Transport.STREAMABLE_HTTP.value))
     started = time.perf_counter()
 
@@ -156,7 +155,7 @@ async def scan_local_port(
         )
 
     try:
-        argv, options = isolation.launch(command, child_env)  # its own PID namespace: no sibling reads its port
+        argv, options = confine.start(command, child_env)  # its own PID namespace: no sibling reads its port
         process = await anyio.open_process(
             argv,
             stdin=subprocess.PIPE,

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from scanner import confine
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import isolation, netstack
 from scanner.packages.diagnose import REACH_FIX, setup_detail
 from scanner.packages.environment import OWN
 from scanner.packages.install import install_command
@@ -49,7 +49,7 @@ def missing_runners(entries: Iterable[ServerEntry]) -> dict[str, int]:
 def _enterable(path: str) -> bool:
     """Whether a user with no groups in common can start ``path`` as it is named: every folder above the name
     searchable (a link's own folder is traversed before the link is followed), and its target reachable."""
-    return isolation.folders_above_reachable(Path(path)) and isolation.reachable(Path(path))
+    return confine.folders_above_reachable(Path(path)) and confine.reachable(Path(path))
 
 
 def _interpreter(program: str, path: str) -> str | None:
@@ -75,7 +75,7 @@ def out_of_children_reach(command: Sequence[str], path: str) -> str | None:
     """Run as root, what of ``command``'s runner its child's user cannot start (the runner, or the interpreter
     its ``#!`` line names, under a 0700 folder such as ``/root/.nvm``), in a few words; None when it can, when
     Fathom is not root, or when the runner is not found at all (recorded ``runner_missing`` as before)."""
-    if not isolation.enabled() or not command:
+    if not confine.enabled() or not command:
         return None
     found = shutil.which(command[0], path=path)
     if found is None:
@@ -131,7 +131,7 @@ def warning_lines(entries: Iterable[ServerEntry], settings: PackageSettings | No
             f"{'entry' if count == 1 else 'entries'} will be recorded runner_missing ({REACH_FIX})"
             for what, count in sorted(unreachable.items())
         )
-        if isolation.enabled() and not isolation.folders_above_reachable(settings.cache()):
+        if confine.enabled() and not confine.folders_above_reachable(settings.cache()):
             lines.append(
                 f"run as root, packages run as users of their own, who cannot reach the package cache "
                 f"{settings.cache()}: every package will be recorded spawn_error (give --cache-dir a folder every "
@@ -148,10 +148,10 @@ def warning_lines(entries: Iterable[ServerEntry], settings: PackageSettings | No
 
 def namespace_line(entries: Iterable[ServerEntry]) -> str | None:
     """One line for the start of a scan or a dry run when a child would start and cannot get a PID namespace of
-    its own (:func:`scanner.packages.isolation.namespaces`): what it can then see; None when it can or none starts."""
+    its own (:func:`scanner.confine.namespaces`): what it can then see; None when it can or none starts."""
     if not any(entry.command and not entry.skip for entry in entries):
         return None
-    holds, why = isolation.namespaces()
+    holds, why = confine.namespaces()
     if holds:
         return None
     return (
@@ -164,11 +164,11 @@ def namespace_line(entries: Iterable[ServerEntry]) -> str | None:
 def network_line(entries: Iterable[ServerEntry]) -> str | None:
     """One line for the start of a scan or a dry run when a package will run over stdio after its install step
     (npx, uvx) or a ``--run-commands`` command will run: each in a network of its own, with a route out through
-    slirp4netns (:func:`scanner.packages.netstack.outbound`) or only its own loopback (``none: ...`` and why);
+    slirp4netns (:func:`scanner.confine.outbound`) or only its own loopback (``none: ...`` and why);
     or, where the kernel refuses a network namespace, what it reaches on the host. None when no such child runs,
     or when namespaces are refused (:func:`namespace_line` says it)."""
     entries = list(entries)
-    if not isolation.namespaces()[0]:
+    if not confine.namespaces()[0]:
         return None
     packages = any(
         entry.package
@@ -184,13 +184,13 @@ def network_line(entries: Iterable[ServerEntry]) -> str | None:
     who = " and ".join(
         [*(["a package's stdio run"] if packages else []), *(["a --run-commands command"] if commands else [])]
     )
-    holds, why = isolation.own_network()
+    holds, why = confine.own_network()
     if not holds:
         return (
             f"network namespaces {why}: {who} reaches what listens on the host's loopback (Fathom's database, the "
             'user\'s own services) and its abstract unix sockets (docs/registry.md, "Which platform isolates what")'
         )
-    out, said = netstack.outbound()
+    out, said = confine.outbound()
     if out:
         return (
             f"{who}: a network of its own, {said} (what listens on this machine's other addresses answers it as "
@@ -204,9 +204,9 @@ def network_line(entries: Iterable[ServerEntry]) -> str | None:
 
 def check_network_line() -> str | None:
     """One line for ``check --stdio`` / ``check -- CMD`` when its server keeps the host's network (no route out
-    through slirp4netns: :func:`scanner.packages.netstack.outbound`, ``check/run.py``); None when it gets a
+    through slirp4netns: :func:`scanner.confine.outbound`, ``check/run.py``); None when it gets a
     network of its own."""
-    out, said = netstack.outbound()
+    out, said = confine.outbound()
     if out:
         return None
     why = said.removeprefix("none: ")

@@ -4,7 +4,7 @@ How an entry is charged (``--disk-limit-mb``): the bytes in its HOME (with TMPDI
 package@version cache folder grew by since the run started (see :mod:`scanner.packages.cache`), each
 ``(st_dev, st_ino)`` once. Nothing another entry writes at the same time is in either folder, so which entries
 are charged never depends on scheduling. Where the kernel has Landlock the package cannot write anywhere else
-(:mod:`scanner.packages.confine`; a write elsewhere fails and the entry is recorded ``refused``), so the two
+(:func:`scanner.confine.limited`; a write elsewhere fails and the entry is recorded ``refused``), so the two
 folders are everything it can write.
 
 Sizes are sampled in a worker thread about once a second (less often when a walk takes long) and once more
@@ -17,7 +17,7 @@ times a second near the limit), so a fast installer is stopped near the limit, n
 ``--cache-max-mb`` is held during the night too (:func:`_hold_ceiling`, after a run, at most every five minutes), not
 only by the housekeeping after it.
 
-Run as root, the package runs as a user of its own (:mod:`scanner.packages.isolation`): its HOME and package folder are
+Run as root, the package runs as a user of its own (:func:`scanner.confine.child`): its HOME and package folder are
 handed to that user for the run (and its ``/dev/shm`` files count in its budget) and taken back after.
 
 Two entries declaring the same package@version run one after the other (they share its folder). The folder
@@ -39,11 +39,10 @@ from pathlib import Path
 import anyio
 from anyio.lowlevel import RunVar
 
+from scanner import confine
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import isolation, netstack
 from scanner.packages.cache import PackageCache, last_used, touch, tree_bytes
-from scanner.packages.confine import landlock_abi
 from scanner.packages.diagnose import classify, python_needed, setup_detail
 from scanner.packages.environment import package_env
 from scanner.packages.install import install_command, run_install
@@ -51,14 +50,12 @@ from scanner.packages.interpreters import find_python, python_version, runner_ve
 from scanner.packages.localport import is_local_port, scan_local_port
 from scanner.packages.runners import out_of_children_reach, unreachable_outcome
 from scanner.packages.settings import PackageSettings
-from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
 _MIN_INTERVAL = 1.0
 _FASTEST = 0.1
 _CEILING_EVERY_S = 300.0  # a whole cache walk: not more often (issue 36: housekeeping took 19-68 s)
 _CEILING_CHECKED: dict[Path, float] = {}  # cache root -> when its ceiling was last held (monotonic)
 _MB = 1024 * 1024
-_CONFINE = Path(__file__).with_name("confine.py")
 # One lock per package folder and event loop (a lock must not outlive the loop that may have left it held).
 _LOCKS: RunVar[dict[Path, anyio.Lock]] = RunVar("fathom_package_locks")
 
@@ -74,14 +71,6 @@ async def _one_at_a_time(folder: Path) -> AsyncIterator[None]:
         yield
 
 
-def launcher() -> tuple[str, str]:
-    """The Python interpreter and ``confine.py`` a package is started through. Run as root, the package runs as
-    a user of its own (:mod:`scanner.packages.isolation`), which must reach both
-    (:func:`isolation.runnable_by_children`).
-    OSError when no interpreter is reachable."""
-    return isolation.runnable_by_children(_CONFINE)
-
-
 def confined_command(
     entry: ServerEntry, writable: list[Path], command: tuple[str, ...] | None = None
 ) -> tuple[str, ...]:
@@ -90,12 +79,10 @@ def confined_command(
     has its own limits; with no folders, writes are not confined). The stored command stays the plain one."""
     package = entry.package or {}
     command = entry.command if command is None else command
-    limit = int(package.get("memory_limit_mb") or DEFAULT_MEMORY_LIMIT_MB) * _MB
+    limit = int(package.get("memory_limit_mb") or confine.DEFAULT_MEMORY_LIMIT_MB) * _MB
     if package.get("registryType") == "oci" or not command:
         return command
-    folders = [str(path) for path in writable]
-    python, script = launcher()
-    return (python, "-I", script, str(limit), str(len(folders)), *folders, "--", *command)
+    return confine.limited(command, limit, writable)
 
 
 def remembered_too_large(entry: ServerEntry, cache: PackageCache, settings: PackageSettings) -> ScanOutcome | None:
@@ -140,7 +127,7 @@ async def run_package(
         (home / "tmp").mkdir()
         try:
             try:
-                with isolation.child() as kid:
+                with confine.child() as kid:
                     refused = None
                     if kid is not None:
                         refused = await anyio.to_thread.run_sync(_hand_over, kid, cache, folder, home)
@@ -152,7 +139,7 @@ async def run_package(
                             outcome=Outcome.SPAWN_ERROR, transport=entry.transport.value, detail=refused
                         )
                     else:  # in its namespace, the other packages' HOMEs and folders are not there
-                        with isolation.hiding([cache.homes(), cache.root / "pkg"], [home, folder]):
+                        with confine.room(hide=[cache.homes(), cache.root / "pkg"], keep=[home, folder]):
                             outcome = await _with_python(entry, limits, profile, settings, cache, folder, home)
                 if kid is not None:  # every process of its user is gone: the folder is Fathom's again
                     await anyio.to_thread.run_sync(_take_back, folder)
@@ -195,13 +182,13 @@ async def _hold_ceiling(cache: PackageCache, settings: PackageSettings, grace: f
     await anyio.to_thread.run_sync(cache.enforce_ceiling, settings.cache_max_mb, busy)
 
 
-def _hand_over(kid: isolation.Child, cache: PackageCache, folder: Path, home: Path) -> str | None:
+def _hand_over(kid: confine.Child, cache: PackageCache, folder: Path, home: Path) -> str | None:
     """Give the package's own user its HOME and package folder (and the cache's folders above them searchable,
     not listable); why it cannot run, if its user cannot reach them."""
     for path in (cache.root, cache.root / "pkg", folder.parent, cache.homes()):
         os.chmod(path, 0o711)
     os.chmod(cache.python_dir(), 0o755)
-    if not isolation.reachable(cache.root):
+    if not confine.reachable(cache.root):
         return setup_detail(
             f"run as root, packages run as an unprivileged user of their own, which cannot reach the package cache "
             f"{cache.root}",
@@ -213,7 +200,7 @@ def _hand_over(kid: isolation.Child, cache: PackageCache, folder: Path, home: Pa
 
 
 def _take_back(folder: Path) -> None:
-    isolation.chown_tree(folder, os.getuid(), os.getgid())
+    confine.chown_tree(folder, os.getuid(), os.getgid())
     os.chmod(folder, 0o700)
 
 
@@ -272,9 +259,9 @@ async def _run(
     home: Path,
 ) -> ScanOutcome:
     env = package_env(entry, home, settings)
-    confined = landlock_abi() > 0 and (entry.package or {}).get("registryType") != "oci"
-    writable = [home, folder] if landlock_abi() > 0 else []
-    kid = isolation.CURRENT.get()
+    confined = confine.landlock_abi() > 0 and (entry.package or {}).get("registryType") != "oci"
+    writable = [home, folder] if confine.landlock_abi() > 0 else []
+    kid = confine.CURRENT.get()
     try:
         started_entry = replace(entry, command=confined_command(entry, writable))
     except OSError as exc:
@@ -300,11 +287,11 @@ async def _run(
             run_limits = replace(limits, timeout=left, connect_timeout=min(limits.connect_timeout, left))
         if is_local_port(entry):  # a server on a local port: started, waited for, scanned over HTTP
             outcome = await scan_local_port(started_entry, run_limits, profile, env)
-        elif step is not None and isolation.own_network()[0]:  # installed: its run needs nothing from the registry
-            with netstack.offline() as out:  # a route out through slirp4netns where there is one
+        elif step is not None and confine.own_network()[0]:  # installed: its run needs nothing from the registry
+            with confine.room(offline=True):  # a route out through slirp4netns where there is one
                 offline_env = {**env, "UV_OFFLINE": "1"} if os.path.basename(step[0]) == "uvx" else env
                 outcome = await scan_server(started_entry, run_limits, profile, env=offline_env)
-            outcome = replace(outcome, extra={**outcome.extra, "offline": not out})
+            outcome = replace(outcome, extra={**outcome.extra, "offline": not confine.outbound()[0]})
         else:
             outcome = await scan_server(started_entry, run_limits, profile, env=env)
         if installed is not None:

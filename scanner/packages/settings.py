@@ -14,7 +14,7 @@ DEFAULT_CACHE_MAX_MB = 20480
 
 ROOT_CACHE_DIR = Path("/var/cache/fathom")
 """The default cache of a root Fathom on Linux: each package runs as a user of its own there
-(:mod:`scanner.packages.isolation`), which cannot reach ``/root`` (0700), so root's ``~/.cache`` would fail every
+(:mod:`scanner.confine.users`), which cannot reach ``/root`` (0700), so root's ``~/.cache`` would fail every
 package."""
 
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scanner.confine import DEFAULT_MEMORY_LIMIT_MB
 from scanner.models import ServerEntry
-from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
 MIB = 1024 * 1024
 DEFAULT_MAX_INPUT_MB = 128  # a 25 000-server registry fits twice over (bench/bench_registry_scale.py)

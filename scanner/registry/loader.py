@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from scanner import wire
+from scanner.confine import DEFAULT_MEMORY_LIMIT_MB
 from scanner.errors import InputError
 from scanner.models import ServerEntry
 from scanner.registry import trust
 from scanner.registry.interface import MIB, FileReader, Options, size_text
-from scanner.registry.memlimit import DEFAULT_MEMORY_LIMIT_MB
 
 MAX_INPUT_FLAG = "--max-input-mb"
 

@@ -772,7 +772,7 @@ def _build_report(store: Store, out_dir: Path, run_id: int | None, now: datetime
             built += write_health(store.engine, data.leaderboard, staging, data.generated_at, data.health, data.clients)
         paths = _publish(staging, out_dir, built)
     except OSError as exc:  # a full disk, a read-only folder, --out naming a file: one line, exit 4
-        raise OutputError(f"Cannot write the report to {out_dir}: {exc.strerror or exc}") from exc
+        raise OutputError(f"cannot write the report to {out_dir}: {exc.strerror or exc}") from exc
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)

@@ -206,6 +206,12 @@ def _verdict_clients() -> list[str]:
     return [*out, ""]
 
 
+def anchor(code: str) -> str:
+    """The fragment of a rule's section in ``docs/rules.md`` (its ``### CODE`` heading, as GitHub and the docs
+    link it): ``MCP101`` -> ``mcp101``. SARIF's ``helpUri`` points here (``check --rules-url``)."""
+    return code.lower()
+
+
 def markdown() -> str:
     """The whole of ``docs/rules.md``."""
     out = [
@@ -230,7 +236,7 @@ def markdown() -> str:
             current = family
             out += [f"## {family}", "", "| code | slug | severity | status | fix |", "|---|---|---|---|---|"]
             out += [
-                f"| [{r.code}](#{r.code.lower()}) | {r.slug} | {r.severity.label} | {r.status} | {_cell(r.hint)} |"
+                f"| [{r.code}](#{anchor(r.code)}) | {r.slug} | {r.severity.label} | {r.status} | {_cell(r.hint)} |"
                 for r in RULES.values()
                 if _family(r) == family
             ]

@@ -34,9 +34,10 @@ from urllib.parse import urlsplit
 import anyio
 from anyio.abc import ObjectSendStream
 
+from scanner import confine
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import PackageSettings, isolation, run_package, skip_outcome
+from scanner.packages import PackageSettings, run_package, skip_outcome
 from scanner.packages.cache import PackageCache
 from scanner.packages.commands import run_command
 from scanner.scan.lanes import (
@@ -149,7 +150,7 @@ class _Crawler:
     async def _scan_with_client(self, entry: ServerEntry, limits: ClientLimits) -> ScanOutcome:
         if entry.package is None and entry.command:  # a command: as a user of its own where Fathom is root
             cache = PackageCache(self.settings.packages.cache())
-            with isolation.hiding([cache.homes(), cache.root / "pkg"], []):  # no package's HOME nor install
+            with confine.room(hide=[cache.homes(), cache.root / "pkg"]):  # no package's HOME nor install
                 return await run_command(entry, limits, self.settings.profile)
         if entry.package is None:
             return await scan_server(entry, limits, self.settings.profile)

@@ -184,7 +184,7 @@ def resolve_entries(config: ScanConfig) -> list[ServerEntry]:
     from scanner.registry import load_entries
 
     if config.source is None:
-        raise InputError("Name the registry to scan (only --resume may leave it out).")
+        raise InputError("name the registry to scan (only --resume may leave it out).")
     entries = load_entries(
         config.source,
         kind=config.kind,
@@ -246,12 +246,12 @@ def resume_config(store: Store, config: ScanConfig) -> tuple[int, ScanConfig, li
     run_id = store.resumable_run(wanted)
     if run_id is None:
         of = f" of {wanted}" if wanted is not None else ""
-        raise InputError(f"Nothing to resume{of}: no interrupted run in this database. Run the scan without --resume.")
+        raise InputError(f"nothing to resume{of}: no interrupted run in this database. Run the scan without --resume.")
     run = next(row for row in store.runs() if row.id == run_id)
     source = config.source if config.source is not None else run.source
     if config.source is None and ("[redacted]" in run.source or run.source == "-"):
         raise InputError(
-            f"Run {run_id} read {run.source!r}, which cannot be read again as stored; "
+            f"run {run_id} read {run.source!r}, which cannot be read again as stored; "
             "give the registry too: fathom scan REGISTRY --resume --db DB"
         )
     resumed, notes = config_from_options(source, config.db_url, run.options, config)
@@ -349,12 +349,12 @@ def run_scan(
     from scanner.store.lock import writer_lock
 
     if config.source is None and not config.resume:
-        raise InputError("Name the registry to scan (only --resume may leave it out).")
+        raise InputError("name the registry to scan (only --resume may leave it out).")
     entries: list[ServerEntry] = []
     if not config.resume:
         entries = _entries(config, on_warning)  # bad input fails before a database is created
     elif sqlite_file_missing(config.db_url):
-        raise InputError(f"Nothing to resume: no database at {config.db_url} (--db names it).")
+        raise InputError(f"nothing to resume: no database at {config.db_url} (--db names it).")
     # Fail before connecting to anything if token counts cannot be made (no silent heuristic, no wasted crawl).
     tokenizer.verify()  # built on the first new tool list: an unchanged rescan never pays for it
     with open_store(config.db_url) as store, writer_lock(store.engine, "scan") as lock:

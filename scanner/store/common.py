@@ -181,14 +181,14 @@ def unknown_server(connection: Connection | Session, name: str) -> InputError:
         tails = {stored.rsplit("/", 1)[-1]: stored for stored in names}
         near = [tails[tail] for tail in difflib.get_close_matches(name, list(tails), n=1, cutoff=0.75)]
     hint = f" Did you mean {near[0]!r}?" if near else " (fathom servers lists them.)"
-    return InputError(f"No server named {name!r} in this database.{hint}")
+    return InputError(f"no server named {name!r} in this database.{hint}")
 
 
 def get_run(session: Session, run_id: int) -> Run:
     """The run ``run_id`` as an ORM object (to change it); :class:`InputError` if there is none."""
     run = session.get(Run, run_id)
     if run is None:
-        raise InputError(f"No run {run_id} in this database.")
+        raise InputError(f"no run {run_id} in this database.")
     return run
 
 

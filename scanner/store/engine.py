@@ -211,7 +211,7 @@ def _translate_error(context: ExceptionContext) -> None:
             hint = "the disk is full"  # SQLite reports ENOSPC in its WAL index as an I/O error
     where = url.render_as_string(hide_password=True) if url is not None else "database"
     first = text[:300]
-    message = f"Database {where}: {hint} ({first})" if hint else f"Database {where} failed: {first}"
+    message = f"database {where}: {hint} ({first})" if hint else f"database {where} failed: {first}"
     raise StoreError(message) from original
 
 
@@ -237,7 +237,7 @@ def create_store_engine(url: str) -> Engine:
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
-        raise StoreError(f"Cannot use database URL {url!r}: {exc}") from exc
+        raise StoreError(f"cannot use database URL {url!r}: {exc}") from exc
     from scanner.scrub import hold
 
     password = parsed.password if isinstance(parsed.password, str) else None
@@ -249,7 +249,7 @@ def create_store_engine(url: str) -> Engine:
         try:
             Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(f"Cannot create the folder for database {parsed.database}: {exc.strerror}") from exc
+            raise StoreError(f"cannot create the folder for database {parsed.database}: {exc.strerror}") from exc
     try:
         engine = create_engine(
             parsed,
@@ -257,7 +257,7 @@ def create_store_engine(url: str) -> Engine:
             json_serializer=_json_serializer,
         )
     except (SQLAlchemyError, ImportError) as exc:
-        raise StoreError(f"Cannot open database {parsed.render_as_string()}: {exc}") from exc
+        raise StoreError(f"cannot open database {parsed.render_as_string()}: {exc}") from exc
     if is_sqlite:
         event.listen(engine, "connect", _sqlite_pragmas)
     event.listen(engine, "before_cursor_execute", _writable_parameters, retval=True)
@@ -417,7 +417,7 @@ def open_engine(url: str) -> Engine:
             known = {script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
             if current is not None and current not in known:
                 raise StoreError(
-                    f"Database {where} is at schema revision {current}, newer than this Fathom knows ({head});"
+                    f"database {where} is at schema revision {current}, newer than this Fathom knows ({head});"
                     " upgrade Fathom."
                 )
             try:
@@ -433,7 +433,7 @@ def open_engine(url: str) -> Engine:
     except Exception as exc:  # Alembic and drivers raise many types; all mean "cannot use this database"
         engine.dispose()
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise StoreError(f"Cannot open or migrate database {where}: {first}") from exc
+        raise StoreError(f"cannot open or migrate database {where}: {first}") from exc
     return engine
 
 
@@ -443,7 +443,7 @@ def libpq_url(url: str) -> str | None:
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
-        raise InputError(f"Cannot use database URL {url!r}: {exc}") from exc
+        raise InputError(f"cannot use database URL {url!r}: {exc}") from exc
     if parsed.get_backend_name() != "postgresql":
         return None
     return parsed.set(drivername="postgresql").render_as_string(hide_password=False)

@@ -71,7 +71,7 @@ def resume_run(sessions: sessionmaker[Session], run_id: int) -> set[str]:
     with sessions.begin() as session:
         run = common.get_run(session, run_id)
         if run.status == "finished":
-            raise InputError(f"Run {run_id} is finished; start a new run instead of resuming it.")
+            raise InputError(f"run {run_id} is finished; start a new run instead of resuming it.")
         run.status = "running"
         run.options = {**(run.options or {}), owner.KEY: owner.this_process()}  # this process writes it now
         run.finished_at = None

@@ -103,7 +103,7 @@ class WriterLock:
             from sqlalchemy.dialects import postgresql  # here: a SQLite scan never pays for importing it
 
             return postgresql.insert(_TABLE).on_conflict_do_nothing(index_elements=["id"])
-        raise StoreError(f"The writer lock supports SQLite and PostgreSQL, not {dialect}")
+        raise StoreError(f"the writer lock supports SQLite and PostgreSQL, not {dialect}")
 
     def _values(self) -> dict[str, Any]:
         now = _now()

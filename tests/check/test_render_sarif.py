@@ -8,8 +8,10 @@ be reached, and ignored findings.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema
 import pytest
@@ -187,3 +189,73 @@ def test_a_preview_result_says_so_in_its_message_and_never_reads_as_an_error(tmp
     rules = {rule["id"]: rule["properties"]["severity"] for rule in run["tool"]["driver"]["rules"]}
     for item in stable:
         assert item["level"] == levels[rules[item["ruleId"]]] and not item["message"]["text"].startswith("[")
+
+
+RULES_URL = "https://github.com/acme/fathom/blob/v0.1.0/docs/rules.md"
+
+
+def _github_anchor(heading: str) -> str:
+    """GitHub's heading anchor: lower case, punctuation but '-' and '_' dropped, spaces to '-'."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_rules_carry_no_help_uri_without_a_published_address(tmp_path: Path) -> None:
+    """Issue 46: Fathom has no published address of its own, so no helpUri is invented."""
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(TOOLS), encoding="utf-8")
+    result = sarif("--tools-file", str(path))
+    rules = valid(result.stdout)["runs"][0]["tool"]["driver"]["rules"]
+    assert rules and all("helpUri" not in rule and "markdown" not in rule["help"] for rule in rules)
+
+
+def test_every_rule_links_its_section_of_the_published_rules_md(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46: with --rules-url (or rules-url in the config) every rule's helpUri is an absolute URI that lands on
+    its own section of docs/rules.md (the anchor GitHub gives its heading), and code scanning, which shows
+    help.markdown and not helpUri, gets the link there too."""
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(TOOLS), encoding="utf-8")
+    docs = (Path(__file__).parents[2] / "docs" / "rules.md").read_text(encoding="utf-8")
+    headings = {_github_anchor(line[4:]) for line in docs.splitlines() if line.startswith("### ")}
+    result = sarif("--tools-file", str(path), "--rules-url", RULES_URL)
+    assert result.exit_code == 0, result.output
+    run = valid(result.stdout)["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert len(rules) == len(headings) > 50
+    for rule in rules:
+        uri = urlsplit(rule["helpUri"])
+        assert uri.scheme == "https" and uri.netloc == "github.com", rule["helpUri"]  # absolute (SARIF 2.1.0)
+        assert rule["helpUri"] == f"{RULES_URL}#{uri.fragment}" and uri.fragment in headings, rule["helpUri"]
+        assert _github_anchor(rule["id"]) == uri.fragment
+        assert rule["help"]["markdown"].endswith(f"]({rule['helpUri']})") and rule["help"]["text"]
+    # the same from the config file; a flag given wins over it
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "fathom.toml").write_text('rules-url = "https://docs.example.org/fathom/rules.md"\n', encoding="utf-8")
+    rules = valid(sarif("--tools-file", str(path)).stdout)["runs"][0]["tool"]["driver"]["rules"]
+    assert rules[0]["helpUri"] == f"https://docs.example.org/fathom/rules.md#{rules[0]['id'].lower()}"
+    rules = valid(sarif("--tools-file", str(path), "--rules-url", RULES_URL).stdout)["runs"][0]["tool"]["driver"]
+    assert rules["rules"][0]["helpUri"].startswith(RULES_URL + "#")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "docs/rules.md",
+        "/docs/rules.md",
+        "ftp://example.org/rules.md",
+        "https://example.org/rules.md#mcp101",
+        "https://example.org/a b.md",
+        "https://example.org/rules.md)[x](javascript:alert(1)",
+        "https://",
+    ],
+)
+def test_a_rules_url_that_is_not_an_absolute_address_is_refused(tmp_path: Path, url: str) -> None:
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(TOOLS), encoding="utf-8")
+    result = sarif("--tools-file", str(path), "--rules-url", url)
+    assert result.exit_code == 2
+    assert "--rules-url must be the absolute http(s) address of docs/rules.md" in result.stderr
+    (tmp_path / "fathom.toml").write_text(f"rules-url = {json.dumps(url)}\n", encoding="utf-8")
+    result = sarif("--tools-file", str(path), "--config", str(tmp_path / "fathom.toml"))
+    assert result.exit_code == 2 and "rules-url must be the absolute http(s) address" in result.stderr

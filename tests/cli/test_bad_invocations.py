@@ -24,6 +24,8 @@ from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.rules import RULES_VERSION
 from scanner.store import open_store
 
+from .message_case import message_of, starts_right
+
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()
 TOOLS = [{"name": "echo", "description": "Echo the text back.", "inputSchema": {"type": "object"}}]
@@ -46,7 +48,7 @@ TABLE: list[tuple[list[str], int, str]] = [
     (["check", "--tools-file", "{fifo}"], 2, "not a regular file"),
     (["check", "--tools-file", "{dir}"], 2, "is a directory"),
     (["check", "--tools-file", "{dir}/missing.json"], 2, "no such file"),
-    (["check", "--stdio", '"x'], 2, "No closing quotation"),
+    (["check", "--stdio", '"x'], 2, "no closing quotation"),
     (["check", "--stdio", "x\\"], 2, "--stdio"),
     (["check", "--url", "http://127.0.0.1:9/mcp", "--save", "/"], 2, "is a directory"),
     (["check", "--url", "http://127.0.0.1:9/mcp", "--save", "{dir}/no/such/file.json"], 2, "does not exist"),
@@ -100,13 +102,13 @@ TABLE: list[tuple[list[str], int, str]] = [
             ("--memory-limit-mb", BIG),
         )
     ],
-    (["scan", "{list}", "--db", "bogus://nowhere"], 4, "Cannot open database"),
-    (["scan", "{list}", "--db", "{file}/sub/f.db"], 4, "Cannot create the folder"),
-    (["scan", "{list}", "--db", "{db}", "--enqueue"], 2, "Distributed runs need PostgreSQL"),
+    (["scan", "{list}", "--db", "bogus://nowhere"], 4, "cannot open database"),
+    (["scan", "{list}", "--db", "{file}/sub/f.db"], 4, "cannot create the folder"),
+    (["scan", "{list}", "--db", "{db}", "--enqueue"], 2, "distributed runs need PostgreSQL"),
     # worker: its flags, and a database that is not PostgreSQL
-    (["worker"], 2, "Missing option"),
-    (["worker", "--db", "{db}"], 2, "Distributed runs need PostgreSQL"),
-    (["worker", "--db", "bogus://nowhere"], 2, "Distributed runs need PostgreSQL"),
+    (["worker"], 2, "missing option"),
+    (["worker", "--db", "{db}"], 2, "distributed runs need PostgreSQL"),
+    (["worker", "--db", "bogus://nowhere"], 2, "distributed runs need PostgreSQL"),
     *[
         (["worker", "--db", "{db}", flag, value], 2, flag)
         for flag, value in (
@@ -125,29 +127,29 @@ TABLE: list[tuple[list[str], int, str]] = [
     (["runs", "--db", "{dir}/missing.db"], 2, "no database at"),
     (["runs", "--db", "{db}", "--format", "bogus"], 2, "--format"),
     (["servers", "--db", "{dir}/missing.db"], 2, "no database at"),
-    (["history", "\udcff", "--db", "{db}"], 2, "No server named"),  # argv byte 0xff, as Python decodes it
-    (["history", "nobody", "--db", "{db}"], 2, "No server named"),
-    (["history", "--db", "{db}"], 2, "Missing argument"),
+    (["history", "\udcff", "--db", "{db}"], 2, "no server named"),  # argv byte 0xff, as Python decodes it
+    (["history", "nobody", "--db", "{db}"], 2, "no server named"),
+    (["history", "--db", "{db}"], 2, "missing argument"),
     (["findings", "--run", BIG, "--db", "{db}"], 2, "--run"),
     (["findings", "--run", "0", "--db", "{db}"], 2, "--run"),
     (["findings", "--run", "abc", "--db", "{db}"], 2, "--run"),
-    (["findings", "--run", "424242", "--db", "{db}"], 2, "No run 424242"),
+    (["findings", "--run", "424242", "--db", "{db}"], 2, "no run 424242"),
     (["findings", "--since", "yesterday", "--db", "{db}"], 2, "--since"),
-    (["findings", "--server", "\udcff\udcfe", "--db", "{db}"], 2, "No server named"),
+    (["findings", "--server", "\udcff\udcfe", "--db", "{db}"], 2, "no server named"),
     (["diff", "alpha", "--from", BIG, "--db", "{db}"], 2, "--from"),
     (["diff", "alpha", "--to", "-1", "--db", "{db}"], 2, "--to"),
-    (["diff", "nobody", "--db", "{db}"], 2, "No server named"),
+    (["diff", "nobody", "--db", "{db}"], 2, "no server named"),
     (["rescore", "--db", "{dir}/missing.db"], 2, "no database at"),
     (["report", "--db", "{db}", "--out", "{file}"], 2, "is a file"),
     (["report", "--db", "{db}", "--run", BIG, "--out", "{dir}/site"], 2, "--run"),
     (["report", "--db", "{db}", "--run", "424242", "--out", "{dir}/site"], 2, "no run 424242"),
     (["demo", "--workdir", "{file}"], 2, "is a file"),
     (["rules", "extra"], 2, "unexpected extra argument"),
-    (["rule"], 2, "Missing argument"),
+    (["rule"], 2, "missing argument"),
     (["rule", "MCP999"], 2, "no rule"),
-    (["nosuch"], 2, "No such command"),
-    (["--bogus"], 2, "No such option"),
-    (["check", "--bogus"], 2, "No such option"),
+    (["nosuch"], 2, "no such command"),
+    (["--bogus"], 2, "no such option"),
+    (["check", "--bogus"], 2, "no such option"),
 ]
 
 
@@ -191,6 +193,8 @@ def test_a_bad_invocation_is_one_line_with_its_exit_code(
     assert len(lines) == 1, lines
     assert lines[0].startswith("fathom"), lines[0]
     assert phrase.lower() in lines[0].lower(), lines[0]
+    # Lower case after "fathom:" (or "fathom COMMAND:"), as git and cargo write (tests/cli/test_message_case.py).
+    assert starts_right(message_of(lines[0])), lines[0]
 
 
 @pytest.mark.parametrize(
@@ -219,9 +223,9 @@ def test_outputs_that_cannot_be_written_are_one_line_and_exit_4(sdk_http: Any, p
     """A saved tool list or a report where nothing can be written (even root cannot create files in /proc)."""
     saved = runner.invoke(app, ["check", "--url", sdk_http.url(), "--save", "/proc/fathom-tools.json"])
     assert saved.exit_code == 4 and saved.stdout == ""
-    assert saved.stderr.startswith("fathom: Cannot save the tool list to /proc/fathom-tools.json: ")
+    assert saved.stderr.startswith("fathom: cannot save the tool list to /proc/fathom-tools.json: ")
     assert len(saved.stderr.splitlines()) == 1
 
     report = runner.invoke(app, ["report", "--db", places["db"], "--out", "/proc/fathom-site"])
     assert report.exit_code == 4 and len(report.stderr.splitlines()) == 1
-    assert report.stderr.startswith("fathom: Cannot write the report to /proc/fathom-site: ")
+    assert report.stderr.startswith("fathom: cannot write the report to /proc/fathom-site: ")

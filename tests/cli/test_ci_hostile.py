@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scanner.packages import isolation
+from scanner import confine
 from tests.cli.test_ci import CLEAN, run_action, run_hook
 from tests.servers.launch import hostile_stdio_command
 
@@ -35,7 +35,7 @@ def test_a_server_started_by_the_action_cannot_read_the_actions_environment(
         line = next(line for line in read.splitlines() if line.startswith(f"{parent}: "))
         assert line.endswith("PermissionError"), read[:500]
     else:  # its parent is PID 1 of a namespace of its own (issue 42, as root too): the Action is not there
-        assert isolation.namespaces()[0]
+        assert confine.namespaces()[0]
     assert SECRET not in read and SECRET not in done.stdout + done.stderr + summary
     assert outputs["exit-code"] in {"0", "1", "3"}
 

@@ -135,7 +135,7 @@ def test_sqlites_read_only_mode_is_one_line_and_exit_4(registry: Path, tmp_path:
     result = scan_here(registry, f"sqlite:///file:{db}?mode=ro&uri=true")
 
     assert result.exit_code == 4 and "read-only" in result.stderr
-    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("fathom: Database ")
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("fathom: database ")
 
 
 def test_a_database_that_reaches_its_page_limit_mid_scan_is_one_line_and_exit_4(registry: Path, tmp_path: Path) -> None:
@@ -156,14 +156,14 @@ def test_a_database_that_reaches_its_page_limit_mid_scan_is_one_line_and_exit_4(
     assert result.exit_code == 4, result.output
     assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
     (line,) = result.stderr.splitlines()
-    assert line.startswith("fathom: Database ") and "the disk is full" in line, line
+    assert line.startswith("fathom: database ") and "the disk is full" in line, line
 
 
 def test_a_database_folder_that_cannot_exist_is_one_line(registry: Path, tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder", encoding="utf-8")
 
-    assert_one_line(scan(registry, str(blocker / "sub" / "f.db")), 4, "Cannot create the folder")
+    assert_one_line(scan(registry, str(blocker / "sub" / "f.db")), 4, "cannot create the folder")
     # A query on a database that is not there is a usage error (README: exit 2), and creates nothing.
     query = runner.invoke(app, ["runs", "--db", str(tmp_path / "missing" / "f.db")])
     assert query.exit_code == 2 and query.stderr.startswith("fathom: no database at")

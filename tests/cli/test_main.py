@@ -65,7 +65,7 @@ def test_a_command_keeps_its_output_and_its_exit_handlers() -> None:
 def test_a_failing_command_ends_with_its_documented_exit_code() -> None:
     usage = fathom("no-such-command")
     assert usage.returncode == 2
-    assert "No such command 'no-such-command'" in usage.stderr
+    assert "no such command 'no-such-command'" in usage.stderr
     assert usage.stdout == HANDLER
     spawn = fathom("check", "/nonexistent/server")
     assert spawn.returncode == 3, spawn.stderr

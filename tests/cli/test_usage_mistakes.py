@@ -104,7 +104,7 @@ def test_an_unknown_server_names_the_nearest(db: str, command: list[str], typed:
     code, line = one_line([*command, typed, "--db", db])
 
     assert code == 2
-    assert f"No server named '{typed}' in this database. Did you mean '{meant}'?" in line
+    assert f"no server named '{typed}' in this database. Did you mean '{meant}'?" in line
 
 
 def test_an_unknown_server_with_nothing_near_says_where_names_are(db: str) -> None:

@@ -238,7 +238,7 @@ def test_enqueue_needs_postgres_and_says_so(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 2
-    assert "Distributed runs need PostgreSQL" in result.stderr
+    assert "distributed runs need PostgreSQL" in result.stderr
     assert not db.exists()  # nothing written, not even a run
 
 

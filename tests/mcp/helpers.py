@@ -43,7 +43,7 @@ GONE_PID = 2**31 - 1  # above any kernel's pid_max (at most 2**22): never a live
 
 def recorded_pids(pid_file: Path) -> list[int]:
     """The host pids of the processes that wrote their pids into ``pid_file``. Fathom starts each child in a PID
-    namespace of its own where the kernel allows (scanner/packages/pidns.py), so a child writes its pid in that
+    namespace of its own where the kernel allows (scanner/confine/launcher.py), so a child writes its pid in that
     namespace: it is matched to the live host process whose innermost pid it is and whose command line names
     ``pid_file`` (a fork keeps its parent's); one gone already reads :data:`GONE_PID`."""
     inner = [int(word) for word in pid_file.read_text(encoding="utf-8").split()]

@@ -24,11 +24,11 @@ from urllib.parse import quote, quote_plus
 import pytest
 from typer.testing import CliRunner
 
+from scanner import confine
 from scanner.cli import app
 from scanner.errors import InputError
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, Transport
-from scanner.packages import isolation
 from scanner.registry.interface import Options
 from scanner.registry.official import fetch_rows
 from tests.mcp.helpers import alive, http_entry, recorded_pids, stdio_entry, timed_scan
@@ -332,7 +332,7 @@ def test_a_child_that_leaves_the_process_group_does_not_survive_the_scan(tmp_pat
     while any(alive(pid) for pid in escaped) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(alive(pid) for pid in escaped)
-    if not isolation.namespaces()[0]:  # else it died with its PID namespace's init, before the sweep looked
+    if not confine.namespaces()[0]:  # else it died with its PID namespace's init, before the sweep looked
         assert result.extra["escaped_processes_killed"] >= 1
     assert elapsed < LIMITS.timeout + 3 * LIMITS.shutdown_grace + 30  # generous: a loaded machine
 

@@ -226,7 +226,7 @@ function snoop() {
   for (let i = 0; i < 20 && victim === null; i++) {
     for (const name of fs.readdirSync("/proc")) {
       const line = /^\d+$/.test(name) && Number(name) !== process.pid ? cmdline(name) : "";
-      if (line.includes("victim-role") && !line.includes("pidns.py")) victim = Number(name);
+      if (line.includes("victim-role") && !line.includes("launcher.py")) victim = Number(name);
     }
     if (victim === null) pause(100);
   }

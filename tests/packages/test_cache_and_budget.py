@@ -18,17 +18,17 @@ from typing import Any
 import anyio
 import pytest
 
+from scanner import confine
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import PackageSettings, isolation, run_package
+from scanner.packages import PackageSettings, run_package
 from scanner.packages.cache import PackageCache, tree_bytes
-from scanner.packages.confine import landlock_abi
 from scanner.store.tables import unkeyed
 from tests.packages.local_registry import NPM_NAME, PY_NAME, LocalRegistry
 from tests.packages.test_package_runs import environ, needs_npx, needs_uvx, npm_package, resolve, tool_names
 
 MISSING = "fathom-test-missing"
-needs_landlock = pytest.mark.skipif(landlock_abi() == 0, reason="the kernel has no Landlock")
+needs_landlock = pytest.mark.skipif(confine.landlock_abi() == 0, reason="the kernel has no Landlock")
 
 
 class SlowMissingRegistry(LocalRegistry):
@@ -127,12 +127,12 @@ def test_a_package_cannot_rewrite_another_package_install(registry, tmp_path, mo
     """Held by Landlock (the write fails: ``refused``), by each package's namespace (the other installs' folders
     are not there) and, run as root, by each package's own user (the other install's folder is not even listable
     to it); without any (not root, no Landlock, no namespaces) it is not."""
-    if landlock and landlock_abi() == 0:
+    if landlock and confine.landlock_abi() == 0:
         pytest.skip("the kernel has no Landlock")
     if not landlock:
-        if not isolation.enabled() and not isolation.namespaces()[0]:
+        if not confine.enabled() and not confine.namespaces()[0]:
             pytest.skip("without Landlock only a user of its own (run as root) or a namespace holds this")
-        monkeypatch.setattr("scanner.packages.sandbox.landlock_abi", lambda: 0)
+        monkeypatch.setattr("scanner.confine.landlock_abi", lambda: 0)
     env = environ(registry)
     settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
     victim = resolve(npm_package("1.0.0"), env)
@@ -141,7 +141,7 @@ def test_a_package_cannot_rewrite_another_package_install(registry, tmp_path, mo
     assert installed, "the victim's install is in its own folder"
     before = [path.read_bytes() for path in installed]
     attacker = run(resolve(npm_package("2.0.0", "poison"), env), settings)
-    if isolation.enabled() or isolation.namespaces()[0]:  # the other install's folder is out of its sight
+    if confine.enabled() or confine.namespaces()[0]:  # the other install's folder is out of its sight
         assert attacker.outcome in (Outcome.OK, Outcome.REFUSED), (attacker.outcome, attacker.detail)
     else:
         assert attacker.outcome is Outcome.REFUSED, (attacker.outcome, attacker.detail)

@@ -3,8 +3,8 @@ taken first, an install rewritten after its own run, and what a package leaves i
 
 Each attack is a real child started the way Fathom starts it (a stdio command under ``run_command``, a package
 from the loopback npm registry under ``run_package``), with Landlock present and with it switched off (the
-``landlock`` parameter; :func:`scanner.packages.confine.landlock_abi` is what Fathom asks). Run as root, each
-child runs as a user of its own (:mod:`scanner.packages.isolation`); the tests that need that skip elsewhere and say so.
+``landlock`` parameter; :func:`scanner.confine.landlock_abi` is what Fathom asks). Run as root, each
+child runs as a user of its own (:mod:`scanner.confine.users`); the tests that need that skip elsewhere and say so.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from typing import Any
 import anyio
 import pytest
 
+from scanner import confine
+from scanner.confine import spawn, users
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import PackageSettings, isolation, run_package
+from scanner.packages import PackageSettings, run_package
 from scanner.packages.cache import PackageCache
 from scanner.packages.commands import run_command
-from scanner.packages.confine import landlock_abi
 from scanner.packages.housekeeping import after_scan
 from scanner.scan.crawl import CrawlSettings, crawl
 from tests.packages.test_local_port import local_package
@@ -36,7 +37,7 @@ from tests.packages.test_package_runs import environ, needs_npx, npm_package, re
 
 __all__ = ["registry"]  # the module-scoped loopback registry fixture
 
-needs_root = pytest.mark.skipif(not isolation.enabled(), reason="a user of its own per child needs root on Linux")
+needs_root = pytest.mark.skipif(not confine.enabled(), reason="a user of its own per child needs root on Linux")
 SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if Path(p).exists()), None)
 needs_system_python = pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system-wide python3")
 
@@ -44,10 +45,10 @@ needs_system_python = pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no syste
 @pytest.fixture(params=[True, False], ids=["landlock", "no-landlock"])
 def landlock(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
     """Landlock as the kernel has it, or switched off (Fathom then confines no writes, as on older kernels)."""
-    if request.param and landlock_abi() == 0:
+    if request.param and confine.landlock_abi() == 0:
         pytest.skip("the kernel has no Landlock")
     if not request.param:
-        monkeypatch.setattr("scanner.packages.sandbox.landlock_abi", lambda: 0)
+        monkeypatch.setattr("scanner.confine.landlock_abi", lambda: 0)
     return bool(request.param)
 
 
@@ -67,7 +68,7 @@ SERVER = textwrap.dedent(
                 try:
                     with open(f"/proc/{name}/cmdline", "rb") as f:
                         data = f.read()
-                    if needle in data and b"pidns.py" not in data and int(name) != os.getpid():
+                    if needle in data and b"launcher.py" not in data and int(name) != os.getpid():
                         return int(name)
                 except (OSError, ValueError):
                     pass
@@ -177,12 +178,12 @@ def host_pid_of(needle: str, timeout: float = 30) -> int:
     launcher around it): what the test hands an attacker that could not look it up."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for pid in isolation.pids():
+        for pid in confine.pids():
             try:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if needle.encode() in cmdline and b"pidns.py" not in cmdline and pid != os.getpid():
+            if needle.encode() in cmdline and b"launcher.py" not in cmdline and pid != os.getpid():
                 return pid
         time.sleep(0.05)
     raise AssertionError(f"no process with {needle!r} in its command line")
@@ -209,7 +210,7 @@ def hand_over(files: dict[str, str], needle: str) -> None:
 
 def cmdline_seen() -> str:
     """What an attacker learns of a sibling's command line: nothing where each child has a PID namespace."""
-    return "victim_cmdline_hidden" if isolation.namespaces()[0] else "victim_cmdline_read"
+    return "victim_cmdline_hidden" if confine.namespaces()[0] else "victim_cmdline_read"
 
 
 @needs_root
@@ -399,9 +400,9 @@ def test_an_untouched_install_is_pruned_and_resealed(registry, tmp_path, landloc
 
 @needs_root
 def test_two_children_never_share_a_user():
-    with isolation.child() as first, isolation.child() as second:
+    with confine.child() as first, confine.child() as second:
         assert first is not None and second is not None
-        assert first.uid != second.uid and first.uid >= isolation.UID_BASE
+        assert first.uid != second.uid and first.uid >= users.UID_BASE
 
 
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="the listener check reads Linux's /proc")
@@ -414,11 +415,11 @@ def test_a_listener_is_the_child_own_only_when_its_socket_is_in_the_child_tree()
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        assert isolation.listener_owned(port, None, [os.getpid()]) is None
-        assert isolation.listener_owned(port, None, [os.getppid()]) == (
+        assert confine.listener_owned(port, None, [os.getpid()]) is None
+        assert confine.listener_owned(port, None, [os.getppid()]) == (
             "a process outside the package's own process tree listens on its port"
         )
-    assert isolation.listener_owned(port, None, [os.getpid()]) == "nothing listens on its port"
+    assert confine.listener_owned(port, None, [os.getpid()]) == "nothing listens on its port"
 
 
 @needs_root
@@ -427,15 +428,15 @@ def test_a_child_user_process_without_a_live_lease_is_swept_at_the_next_start():
     before the next Fathom starts its first child; a child whose lease is held (a live Fathom's) is left alone."""
     import subprocess
 
-    uids = [isolation.UID_BASE + isolation.UID_SLOTS - 1, isolation.UID_BASE + isolation.UID_SLOTS - 2]
+    uids = [users.UID_BASE + users.UID_SLOTS - 1, users.UID_BASE + users.UID_SLOTS - 2]
     orphan = subprocess.Popen(["sleep", "300"], user=uids[0], group=uids[0], extra_groups=[])
-    held = os.open(isolation.lease_dir() / str(uids[1]), os.O_RDWR | os.O_CREAT, 0o600)
+    held = os.open(users.lease_dir() / str(uids[1]), os.O_RDWR | os.O_CREAT, 0o600)
     import fcntl
 
     fcntl.flock(held, fcntl.LOCK_EX)
     alive = subprocess.Popen(["sleep", "300"], user=uids[1], group=uids[1], extra_groups=[])
     try:
-        assert isolation.sweep_orphans() >= 1
+        assert users.sweep_orphans() >= 1
         assert orphan.wait(timeout=10) == -9
         assert alive.poll() is None
     finally:
@@ -475,13 +476,14 @@ def child_user(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     """Children as Fathom's own user (Fathom not root: every child shares its uid, only the namespace keeps
     them apart) or, run as root, as users of their own."""
     if request.param == "own-user":
-        monkeypatch.setattr(isolation, "enabled", lambda: False)
-    elif not isolation.enabled():
+        monkeypatch.setattr(confine, "enabled", lambda: False)  # no user of its own (the front) ...
+        monkeypatch.setattr(spawn, "enabled", lambda: False)  # ... nor an interpreter chosen for one (the launch)
+    elif not confine.enabled():
         pytest.skip("a user of its own per child needs root on Linux")
     return str(request.param)
 
 
-@pytest.mark.skipif(not isolation.namespaces()[0], reason="needs a namespace of its own per child")
+@pytest.mark.skipif(not confine.namespaces()[0], reason="needs a namespace of its own per child")
 @needs_npx
 def test_a_package_finds_no_sibling_home_nor_package_folder_by_its_path(registry, tmp_path, landlock, child_user):
     """A sibling's HOME (with a token in its npm config) and another package's folder, readable by the child's
@@ -513,13 +515,14 @@ def test_a_package_finds_no_sibling_home_nor_package_folder_by_its_path(registry
     assert (sibling_pkg / "npm" / "token").is_file()
 
 
-@pytest.mark.skipif(not isolation.namespaces()[0], reason="needs a namespace of its own per child")
+@pytest.mark.skipif(not confine.namespaces()[0], reason="needs a namespace of its own per child")
 @pytest.mark.skipif(shutil.which("node") is None, reason="node not installed")
 def test_a_command_finds_no_package_home_nor_install(tmp_path, monkeypatch):
     """Not root, a ``--run-commands`` command runs as Fathom's own user beside the packages: a package's HOME
     (a token in its npm config) and another install under the cache, readable by that uid, are not there in the
     command's namespace (the test server's ``peek``, pointed at the cache as if its HOME were there)."""
-    monkeypatch.setattr(isolation, "enabled", lambda: False)
+    monkeypatch.setattr(confine, "enabled", lambda: False)  # no user of its own (the front) ...
+    monkeypatch.setattr(spawn, "enabled", lambda: False)  # ... nor an interpreter chosen for one (the launch)
     cache = PackageCache(tmp_path / "cache")
     cache.prepare()
     home = cache.homes() / f"home-{os.getpid()}-package"

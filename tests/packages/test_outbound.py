@@ -3,7 +3,7 @@
 Each runs a real MCP stdio server (system python, no imports of Fathom) that first tries what listens on the
 host: a TCP port on 127.0.0.1 (Fathom's PostgreSQL, a sibling's local-port server), an abstract unix socket, and
 a server on the machine's own address (what outbound access reaches); its tool names say what it got. With
-slirp4netns on the machine (``isolation.outbound``) both get a network of their own with a route out; without
+slirp4netns on the machine (``confine.outbound``) both get a network of their own with a route out; without
 (``FATHOM_NETWORK_STACK=none``: a real condition, the stack is not started) a command has only its own loopback
 and what fails for want of a network is recorded so, and ``check``'s server keeps the host's network, said in one
 line on stderr. Run as root, a command runs as a leased user of its own and, with ``enabled`` off, as Fathom's
@@ -22,18 +22,18 @@ import anyio
 import pytest
 from typer.testing import CliRunner
 
+from scanner import confine
 from scanner.cli import app
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import isolation, netstack
 from scanner.packages.commands import run_command
 from scanner.packages.diagnose import NO_NETWORK
 from scanner.report.census import fault
-from tests.packages.test_confinement import host_listeners  # noqa: F401 - a fixture
+from tests.confine.test_confinement import host_listeners  # noqa: F401 - a fixture
 
 SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if Path(p).exists()), None)
-NETWORK, NO_NETWORK_WHY = isolation.own_network()
-OUTBOUND, NO_OUTBOUND_WHY = netstack.outbound()
+NETWORK, NO_NETWORK_WHY = confine.own_network()
+OUTBOUND, NO_OUTBOUND_WHY = confine.outbound()
 pytestmark = [
     pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system-wide python3"),
     pytest.mark.skipif(not NETWORK, reason=f"the kernel refuses a network namespace: {NO_NETWORK_WHY}"),
@@ -88,8 +88,8 @@ SERVER = textwrap.dedent(
 def child_user(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """A command as a user of its own (Fathom run as root) or as Fathom's own user (as when it is not root)."""
     if request.param == "own-user":
-        monkeypatch.setattr(isolation, "enabled", lambda: False)
-    elif not isolation.enabled():
+        monkeypatch.setattr(confine, "enabled", lambda: False)
+    elif not confine.enabled():
         pytest.skip("a user of its own per child needs root on Linux")
     return str(request.param)
 
@@ -141,7 +141,7 @@ def test_without_a_stack_a_command_has_only_its_own_loopback_and_says_why_it_sto
     """Without a stack (hidden: ``FATHOM_NETWORK_STACK=none``) a command still gets a network of its own, with
     only its own loopback: it reaches nothing on the host, and one that needs the internet at start is recorded
     "stopped for want of a network", counted as Fathom's policy, not the server's fault."""
-    monkeypatch.setenv(netstack.STACK_ENV, "none")
+    monkeypatch.setenv(confine.STACK_ENV, "none")
     port, name, address, outside = host_listeners
     outcome = _scan(_command(server, "dial", port, name, address, outside))
     assert _tools(outcome) == ["host_loopback_ECONNREFUSED", "host_abstract_ECONNREFUSED", "host_address_ENETUNREACH"]
@@ -181,7 +181,7 @@ def test_check_server_gets_a_network_of_its_own_with_a_route_out(server, host_li
 def test_without_a_stack_check_server_keeps_the_hosts_network_and_says_so(server, host_listeners, monkeypatch):  # noqa: F811
     """Without a stack ``check``'s server keeps the host's network (its own command may need the internet), and
     one line on stderr says so, with why."""
-    monkeypatch.setenv(netstack.STACK_ENV, "none")
+    monkeypatch.setenv(confine.STACK_ENV, "none")
     port, name, address, outside = host_listeners
     tools, said = _check(server, "dial", port, name, address, outside)
     assert tools == ["host_loopback_connected", "host_abstract_connected", "host_address_connected"]

@@ -21,9 +21,10 @@ from typing import Any
 import anyio
 import pytest
 
+from scanner import confine
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry
-from scanner.packages import PackageSettings, isolation, netstack, run_package
+from scanner.packages import PackageSettings, run_package
 from scanner.packages.cache import PackageCache
 from scanner.packages.diagnose import NO_NETWORK
 from scanner.registry.interface import Options
@@ -53,7 +54,7 @@ def runners_bin() -> Path:
     folder, or, run as root with the checkout out of the children's users' reach (a clone in a ``mktemp -d``
     folder, issue 48), a copy of them in a folder every user can traverse, removed at exit."""
     own = Path(sys.executable).parent
-    if not isolation.enabled() or isolation.reachable(own / "uvx") or not (own / "uvx").exists():
+    if not confine.enabled() or confine.reachable(own / "uvx") or not (own / "uvx").exists():
         return own
     if not _REACHABLE_BIN:
         folder = Path(tempfile.mkdtemp(prefix="fathom-test-runners-"))
@@ -187,8 +188,8 @@ def test_a_stdio_package_reaches_nothing_that_listens_on_the_host(registry, tmp_
     """A package connected to Fathom's database on 127.0.0.1 and to a sibling's local-port server. Run over
     stdio, it is installed from the loopback registry (the install keeps the host's network) and then finds
     nothing listening on the host's loopback nor its abstract unix sockets (it lists what it got as tools)."""
-    if not isolation.own_network()[0]:
-        pytest.skip(f"no network namespace here: {isolation.own_network()[1]}")
+    if not confine.own_network()[0]:
+        pytest.skip(f"no network namespace here: {confine.own_network()[1]}")
     env = environ(registry)
     with socket.create_server(("127.0.0.1", 0)) as tcp, socket.socket(socket.AF_UNIX) as unix:
         name = f"fathom-test-{os.getpid()}-{tcp.getsockname()[1]}"
@@ -203,9 +204,9 @@ def test_a_stdio_package_reaches_nothing_that_listens_on_the_host(registry, tmp_
 def test_a_package_that_needs_the_internet_at_start_is_stopped_for_want_of_a_network(registry, tmp_path, monkeypatch):
     """Without a user-mode network stack (``FATHOM_NETWORK_STACK=none``), a package that fetches at start dies on
     ``connect ENETUNREACH``: recorded as stopped for want of a network, Fathom's policy, not the package's crash."""
-    if not isolation.own_network()[0]:
-        pytest.skip(f"no network namespace here: {isolation.own_network()[1]}")
-    monkeypatch.setenv(netstack.STACK_ENV, "none")
+    if not confine.own_network()[0]:
+        pytest.skip(f"no network namespace here: {confine.own_network()[1]}")
+    monkeypatch.setenv(confine.STACK_ENV, "none")
     env = environ(registry)
     outcome = run(resolve(npm_package("1.0.0", "offline"), env), PackageSettings(cache_dir=tmp_path, environ=env))
     assert outcome.outcome is Outcome.CRASHED
@@ -219,12 +220,12 @@ def test_a_package_scans_ok_with_and_without_the_network_stack(registry, tmp_pat
     """A real npm and a real PyPI package, installed from the loopback registry (the install step keeps the host's
     network), scan ``ok`` in their network of their own with a route out through slirp4netns and with none (only
     their own loopback): the run needs nothing from the registry. ``extra["offline"]`` says which it had."""
-    if not isolation.own_network()[0]:
-        pytest.skip(f"no network namespace here: {isolation.own_network()[1]}")
+    if not confine.own_network()[0]:
+        pytest.skip(f"no network namespace here: {confine.own_network()[1]}")
     if stack == "none":
-        monkeypatch.setenv(netstack.STACK_ENV, "none")
-    elif not netstack.outbound()[0]:
-        pytest.skip(f"no user-mode network stack here: {netstack.outbound()[1]}")
+        monkeypatch.setenv(confine.STACK_ENV, "none")
+    elif not confine.outbound()[0]:
+        pytest.skip(f"no user-mode network stack here: {confine.outbound()[1]}")
     if registry_type == "npm" and not shutil.which("npx"):
         pytest.skip("npx not installed")
     if registry_type == "pypi" and not (shutil.which("uvx") or (Path(sys.executable).parent / "uvx").exists()):
@@ -301,7 +302,7 @@ def test_check_reproduces_a_scan_of_a_package(registry, tmp_path):
     from scanner.cli import app
 
     env = {**environ(registry), "HOME": str(tmp_path), "npm_config_cache": str(tmp_path / "npm")}
-    env[netstack.STACK_ENV] = "none"
+    env[confine.STACK_ENV] = "none"
     command = ["npx", "-y", f"{NPM_NAME}@1.0.0", "crash"]
     result = CliRunner().invoke(app, ["check", "--timeout", "90", "--", *command], env=env)
     assert result.exit_code == 3, result.output

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from scanner import confine
 from scanner.models import Outcome
-from scanner.packages import PackageSettings, isolation
+from scanner.packages import PackageSettings
 from scanner.packages.cache import PackageCache
 from tests.packages.local_registry import LocalRegistry, wheel
 from tests.packages.test_package_runs import environ, needs_uvx, resolve, run, tool_names
@@ -107,7 +108,7 @@ def test_an_installed_python_that_satisfies_it_is_chosen_and_remembered(registry
     newer = newer_python()
     if newer is None:
         pytest.skip("no Python newer than this one is installed")
-    if isolation.enabled() and not isolation.reachable(Path(newer)):
+    if confine.enabled() and not confine.reachable(Path(newer)):
         pytest.skip("run as root, packages run as users of their own, and the newer Python is out of their reach")
     pythons = tmp_path / "pythons"
     pythons.mkdir()
@@ -135,7 +136,7 @@ def test_as_root_a_python_under_roots_private_home_is_named_with_what_to_do(regi
     """Issue 46: run as root, runner_missing said to put a Python on PATH when one was there, under root's 0700
     HOME, where a package's own user cannot reach it (rightly ignored): say that, and where one would count."""
     newer = newer_python()
-    if not isolation.enabled() or newer is None or isolation.reachable(Path(newer)):
+    if not confine.enabled() or newer is None or confine.reachable(Path(newer)):
         pytest.skip("needs root and a newer Python only root can reach (pyenv's under /root)")
     env = environ(registry)
     env["PATH"] = f"{env['PATH']}{os.pathsep}{Path(newer).parent}"  # on PATH, as the user had it

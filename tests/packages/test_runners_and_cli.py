@@ -12,9 +12,10 @@ import anyio
 import pytest
 from typer.testing import CliRunner
 
+from scanner import confine
 from scanner.cli import app
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import PackageSettings, default_cache_dir, isolation, netstack, runners
+from scanner.packages import PackageSettings, default_cache_dir, runners
 from scanner.packages.runners import missing_runners, namespace_line, network_line, warning_lines
 from scanner.packages.settings import ROOT_CACHE_DIR
 from scanner.registry import load_entries
@@ -52,8 +53,8 @@ def test_missing_runners_are_recorded_runner_missing_without_connecting(tmp_path
 
 
 def test_dry_run_says_each_missing_runner_once(tmp_path, monkeypatch):
-    monkeypatch.setattr(isolation, "namespaces", lambda: (True, "held"))  # its own line: the test below
-    monkeypatch.setattr(isolation, "own_network", lambda: (True, "held"))  # its own line: the test below
+    monkeypatch.setattr(confine, "namespaces", lambda: (True, "held"))  # its own line: the test below
+    monkeypatch.setattr(confine, "own_network", lambda: (True, "held"))  # its own line: the test below
     monkeypatch.setattr(runners, "network_line", lambda entries: None)
     runner = CliRunner()
     result = runner.invoke(
@@ -77,7 +78,7 @@ def test_a_host_without_pid_namespaces_is_said_once_before_a_child_would_start(t
     """Where the kernel refuses the namespaces (macOS, user namespaces switched off), the dry run says so in one
     line, with the reason; nothing is said when they hold, or when no child would start."""
     why = "unavailable (unshare: Operation not permitted): children share the host's PID namespace and /proc"
-    monkeypatch.setattr(isolation, "namespaces", lambda: (False, why))
+    monkeypatch.setattr(confine, "namespaces", lambda: (False, why))
     entries = load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True)
     line = namespace_line(entries)
     assert line is not None and line.startswith(f"PID namespaces {why}: a child can read its siblings'")
@@ -89,7 +90,7 @@ def test_a_host_without_pid_namespaces_is_said_once_before_a_child_would_start(t
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines().count(f"fathom: {line}") == 1
     assert namespace_line(load_entries(str(SAMPLE), environ={"PATH": str(tmp_path)})) is None  # nothing runs
-    monkeypatch.setattr(isolation, "namespaces", lambda: (True, "held"))
+    monkeypatch.setattr(confine, "namespaces", lambda: (True, "held"))
     assert namespace_line(entries) is None
 
 
@@ -99,8 +100,8 @@ def test_a_packages_stdio_run_without_a_network_is_said_once_before_it_starts(tm
     (``none:`` and why: here a PATH without slirp4netns, and ``FATHOM_NETWORK_STACK=none``), or, where the
     kernel refuses a network namespace, that it reaches what listens on the host's loopback; nothing is said
     when no such child runs."""
-    monkeypatch.setattr(isolation, "namespaces", lambda: (True, "held"))
-    monkeypatch.setattr(isolation, "own_network", lambda: (True, "held"))
+    monkeypatch.setattr(confine, "namespaces", lambda: (True, "held"))
+    monkeypatch.setattr(confine, "own_network", lambda: (True, "held"))
     monkeypatch.setenv("PATH", only_npx(tmp_path))  # what Fathom finds slirp4netns on: not there
     entries = load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True)
     line = network_line(entries)
@@ -118,14 +119,14 @@ def test_a_packages_stdio_run_without_a_network_is_said_once_before_it_starts(tm
     assert result.stderr.splitlines().count(f"fathom: {line}") == 1
     assert network_line(load_entries(str(SAMPLE), environ={"PATH": str(tmp_path)})) is None  # nothing runs
     command = ServerEntry(name="io.github.t/command", transport=Transport.STDIO, command=("python3", "server.py"))
-    monkeypatch.setenv(netstack.STACK_ENV, "none")
+    monkeypatch.setenv(confine.STACK_ENV, "none")
     said = network_line([command])
     assert said is not None and said.startswith(
         "a --run-commands command: a network of its own with only its own loopback, outbound none: "
         "FATHOM_NETWORK_STACK=none: "
     )
     why = "unavailable (unshare: Operation not permitted): children share the host's network"
-    monkeypatch.setattr(isolation, "own_network", lambda: (False, why))
+    monkeypatch.setattr(confine, "own_network", lambda: (False, why))
     refused = network_line(entries)
     assert refused is not None and refused.startswith(f"network namespaces {why}: a package's stdio run reaches")
 
@@ -133,7 +134,7 @@ def test_a_packages_stdio_run_without_a_network_is_said_once_before_it_starts(tm
 def test_with_the_stack_the_dry_run_says_a_child_reaches_out_never_the_hosts_loopback(tmp_path):
     """With slirp4netns on Fathom's PATH (and the kernel's network namespaces), the one line before the scan
     says a package's run and a command reach out through it, never the host's loopback."""
-    holds, why = netstack.outbound()
+    holds, why = confine.outbound()
     if not holds:
         pytest.skip(f"no user-mode network stack here: {why}")
     command = ServerEntry(name="io.github.t/command", transport=Transport.STDIO, command=("python3", "server.py"))

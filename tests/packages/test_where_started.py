@@ -20,9 +20,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from scanner import confine
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import PackageSettings, isolation, run_package
+from scanner.packages import PackageSettings, run_package
 from scanner.packages.commands import run_command
 from scanner.packages.diagnose import SETUP, classify
 from scanner.packages.runners import warning_lines
@@ -96,7 +97,7 @@ def test_a_command_starts_in_its_own_home_not_in_fathom_folder(tmp_path, private
     outcome = anyio.run(run_command, entry, ClientLimits(timeout=30), "rich")
     [name] = tool_names(outcome)
     assert name != "cwd_unreachable" and name != f"cwd:{private_cwd}"
-    if isolation.enabled():  # its leased user's private HOME, removed after the run
+    if confine.enabled():  # its leased user's private HOME, removed after the run
         assert Path(name.removeprefix("cwd:")).name.startswith("fathom-home-")
     else:  # Fathom's user's own HOME
         assert name == f"cwd:{os.path.realpath(os.path.expanduser('~'))}"
@@ -104,7 +105,7 @@ def test_a_command_starts_in_its_own_home_not_in_fathom_folder(tmp_path, private
 
 # --- Fathom's own setup is never the package's fault (issue 48 item 2) --------------------------------------
 
-needs_root = pytest.mark.skipif(not isolation.enabled(), reason="a user of its own per child needs root on Linux")
+needs_root = pytest.mark.skipif(not confine.enabled(), reason="a user of its own per child needs root on Linux")
 
 
 def _private_node(tmp_path: Path) -> str:
@@ -203,10 +204,10 @@ def test_a_package_script_its_user_cannot_open_is_fathom_setup_not_refused(tmp_p
     os.chmod(private, 0o700)
     script = private / "server.py"
     script.write_text(WHERE, encoding="utf-8")
-    with isolation.child(private_home=True) as kid:
+    with confine.child(private_home=True) as kid:
         assert kid is not None and kid.home is not None
         env = {"PATH": os.defpath, "HOME": str(kid.home)}
-        argv, options = isolation.launch([SYSTEM_PYTHON, str(script)], env)
+        argv, options = confine.start([SYSTEM_PYTHON, str(script)], env)
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env, **options)
     assert done.returncode == 2, done.stderr
     entry = ServerEntry(

@@ -102,7 +102,7 @@ def test_an_opted_in_command_gets_only_its_declared_env(tmp_path: Path, monkeypa
     monkeypatch.setenv("BASH_FUNC_x%%", "() { echo pwned; }")
     shared = tmp_path / "shared"
     shared.mkdir()
-    shared.chmod(0o777)  # run as root, the command runs as a user of its own (scanner/packages/isolation.py)
+    shared.chmod(0o777)  # run as root, the command runs as a user of its own (scanner/confine/users.py)
     out = shared / "env.txt"
     config = {
         "mcpServers": {

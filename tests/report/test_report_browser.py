@@ -84,7 +84,7 @@ LAYOUT_PROBE = (Path(__file__).parent / "layout_probe.js").read_text(encoding="u
 VISIBLE_ROWS = "Array.from(document.querySelectorAll('#board tbody tr')).filter(r => r.offsetParent !== null).length"
 
 
-@pytest.mark.parametrize("width", [1400, 768, 390])
+@pytest.mark.parametrize("width", [1400, 1280, 768, 390])
 def test_pages_fit_at_desktop_and_phone_widths(
     story_store: Store, make_store, tmp_path: Path, browser: Chromium, width: int
 ) -> None:
@@ -126,6 +126,10 @@ def test_the_layout_probe_catches_what_it_looks_for(story_store: Store, tmp_path
     report = browser.open((site / "servers" / "zeta.html").as_uri(), probe=LAYOUT_PROBE, width=390)
     assert any(problem.startswith("page scrolls sideways") for problem in report.probe), report.probe
     assert any(problem.startswith("on two lines") for problem in report.probe), report.probe
+    # The leaderboard's headers may wrap between words, never inside one.
+    css.write_text(css.read_text(encoding="utf-8") + "\ntable.board thead th { word-break: break-all; }\n", "utf-8")
+    report = browser.open((site / "index.html").as_uri(), probe=LAYOUT_PROBE, width=1101)
+    assert any(problem.startswith("header word broken") for problem in report.probe), report.probe
 
 
 def test_search_filter_and_sort_work_and_the_table_stands_without_script(

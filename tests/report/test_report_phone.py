@@ -1,9 +1,11 @@
-"""The demo's site as a reader sees it on a phone (390 px), a tablet (768 px) and a laptop (1,400 px), in Chromium.
+"""The demo's site as a reader sees it on a phone (390 px), a tablet (768 px) and laptops (1,100 to 1,400 px), in
+Chromium.
 
 What a reader came for must be in view without scrolling sideways: on the leaderboard every server's score, its
-tokens and "Will it load?"; no label runs over another cell; a server's name never breaks inside a word. A server's
-page stays short on a phone: a 42-tool list's "Tokens per tool" is a compact table, not 42 cards; a card says what
-each bare value is (the run, a metric with its unit); a column no scan filled is not shown.
+tokens and "Will it load?" (cards up to 1,100 px, the table from 1,101 px: its box never scrolls, its headers
+wrap between words, never inside one); no label runs over another cell; a server's name never breaks inside a
+word. A server's page stays short on a phone: a 42-tool list's "Tokens per tool" is a compact table, not 42 cards; a
+card says what each bare value is (the run, a metric with its unit); a column no scan filled is not shown.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ pytestmark = [
 ]
 
 WIDTHS = (390, 768, 1400)
+# The leaderboard: cards up to 1,100 px, the whole table from 1,101 px (its tightest width) to 1,400 px and over.
+BOARD_WIDTHS = (390, 768, 1100, 1101, 1280, 1400)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +88,7 @@ BOARD_PROBE = """(() => {
 })()"""
 
 
-@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("width", BOARD_WIDTHS)
 def test_the_leaderboard_shows_score_tokens_and_loads_without_scrolling_sideways(
     demo_site: Path, browser: Chromium, width: int
 ) -> None:
@@ -103,7 +107,7 @@ def test_the_leaderboard_shows_score_tokens_and_loads_without_scrolling_sideways
             assert left >= 0 and right <= width, f"{row['name']}: {cell} at {left}-{right} px, the window is {width}"
 
 
-@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("width", BOARD_WIDTHS)
 def test_the_lane_label_never_runs_over_the_score_and_names_never_break(
     demo_site: Path, browser: Chromium, width: int
 ) -> None:
@@ -112,6 +116,59 @@ def test_the_lane_label_never_runs_over_the_score_and_names_never_break(
     for row in board["rows"]:
         assert not row["laneOverScore"], f"{row['name']}: the lane label runs over the score at {width} px"
         assert row["nameLines"] == 1, f"{row['name']} breaks over {row['nameLines']} lines at {width} px"
+
+
+# The table's headers: the words drawn broken over two lines (a word in two boxes), and the board's box against
+# what it holds. Run after NAME (a longer server name, set into the first row) and a click on a header's sort
+# button, which adds its arrow.
+HEADER_PROBE = """(() => {
+  const name = NAME;
+  if (name) { document.querySelector('#board td.key a').textContent = name; }
+  const broken = [];
+  for (const th of document.querySelectorAll('#board thead th')) {
+    const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const match of node.data.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const rows = new Set(Array.from(range.getClientRects()).filter((r) => r.width > 0)
+          .map((r) => Math.round(r.top)));
+        if (rows.size > 1) { broken.push(match[0]); }
+      }
+    }
+  }
+  const box = document.getElementById('board').closest('.wide');
+  const shown = getComputedStyle(document.querySelector('#board thead')).position !== 'absolute';
+  return {broken: broken, box: [box.scrollWidth, box.clientWidth], table: shown};
+})()"""
+SORT_PROBLEMS = """Array.from(document.querySelectorAll('#board thead th button.sort'))
+  .find((b) => b.textContent.trim() === 'Problems').click()"""
+
+
+@pytest.mark.parametrize("width", (1101, 1280, 1400))
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        # The official registry's median name length (33 characters; fixtures of 2025-12-18, 2,794 names).
+        "io.github.GLips/Figma-Context-MCP",
+    ],
+)
+def test_the_whole_table_fits_its_box_with_headers_broken_only_between_words(
+    demo_site: Path, browser: Chromium, width: int, name: str
+) -> None:
+    """Issue 46: from 1,101 to 1,400 px the table scrolled sideways in its box (1,342 px in 1,063 at 1,101 px), "Will
+    it load?" cut, with only the server's name pinned."""
+    probe = HEADER_PROBE.replace("NAME", repr(name))
+    for actions in ((), (SORT_PROBLEMS,)):  # sorted, a header carries its arrow too
+        report = browser.open((demo_site / "index.html").as_uri(), width=width, probe=probe, actions=actions)
+        assert report.loaded and report.errors == [], report.errors
+        seen = report.probe
+        assert seen["table"], f"the leaderboard is cards at {width} px, not the table"
+        assert seen["broken"] == [], f"header words broken over two lines at {width} px: {seen['broken']}"
+        scroll, client = seen["box"]
+        assert scroll <= client + 1, f"the table scrolls in its box at {width} px ({scroll} in {client}), {name!r}"
 
 
 PAGE_PROBE = """(() => {

@@ -23,10 +23,10 @@ from typing import Any
 import anyio
 import pytest
 
-from scanner import scrub
+from scanner import confine, scrub
 from scanner.mcp import ClientLimits
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import PackageSettings, isolation
+from scanner.packages import PackageSettings
 from scanner.registry.localport import PORT_SENTINEL
 from scanner.scan.crawl import CrawlSettings, crawl
 from scanner.store.engine import create_store_engine
@@ -35,7 +35,7 @@ from scanner.store.engine import create_store_engine
 def _reachable(script: Path) -> str:
     """``script``, or, run as root with the checkout out of the children's users' reach (a clone in a
     ``mktemp -d`` folder, issue 48), a copy of it in a folder every user can traverse, removed at exit."""
-    if not isolation.enabled() or isolation.reachable(script):
+    if not confine.enabled() or confine.reachable(script):
         return str(script)
     folder = Path(tempfile.mkdtemp(prefix="fathom-test-servers-"))
     folder.chmod(0o755)
@@ -47,11 +47,11 @@ def _reachable(script: Path) -> str:
 
 
 SCRIPT = _reachable(Path(__file__).parent.parent / "servers" / "snoop_child.py")
-# As root each child runs as a user of its own (scanner.packages.isolation), who cannot reach an interpreter under /root
+# As root each child runs as a user of its own (scanner.confine.users), who cannot reach an interpreter under /root
 # (a pyenv, a venv there): the children run on the system's Python then, as a registry's packages would.
 PYTHON = (
     sys.executable
-    if not isolation.enabled() or isolation.reachable(Path(sys.executable))
+    if not confine.enabled() or confine.reachable(Path(sys.executable))
     else next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if Path(p).exists()), sys.executable)
 )
 OWN = "snoop-own-Token-4f9a2c77e1"

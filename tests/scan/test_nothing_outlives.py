@@ -5,7 +5,7 @@ The servers are :mod:`tests.servers.hostile_stdio` commands that ignore SIGTERM 
 process group, one a grandchild that left it with ``setsid`` after a double fork), started by a real
 ``fathom scan --run-commands``. Started with Fathom's own interpreter they run as Fathom's user (the reaper finds
 them by their mark); with the system's, run as root, each runs as a user of its own (the reaper kills its
-user's processes). See :mod:`scanner.packages.isolation`.
+user's processes). See :mod:`scanner.confine.reaper`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from scanner import confine
 from scanner.cli import app
-from scanner.packages import isolation
 from scanner.store import open_store
 from tests.mcp.helpers import recorded_pids
 from tests.scan.test_interrupted_scan import ROOT, alive, start_scan
@@ -126,8 +126,8 @@ def test_a_loop_that_leaves_its_session_and_its_mark_does_not_outlive_fathom(tmp
     ``exec`` with an empty environment: no process group, no ``FATHOM_SCAN_MARK``) kept running after a normal
     end and after ``kill -9`` of Fathom. Each now runs in a PID namespace of its own (run as root, in a user
     namespace left unmapped), which ends with it."""
-    if not isolation.namespaces()[0]:
-        pytest.skip(f"the kernel refuses namespaces here: {isolation.namespaces()[1]}")
+    if not confine.namespaces()[0]:
+        pytest.skip(f"the kernel refuses namespaces here: {confine.namespaces()[1]}")
     private = tmp_path / "root-only"
     private.mkdir(mode=0o700)
     private.chmod(0o700)

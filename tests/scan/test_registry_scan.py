@@ -303,7 +303,7 @@ def test_diff_of_a_server_that_never_answered_shows_its_outcomes(scanned: Scanne
         {"change": "tools not compared", "tool": None, "detail": "run 1 ended timeout; run 2 ended timeout"},
     ]
     result = runner.invoke(app, ["diff", "hostile/hang", "--to", "9", "--db", scanned.db])
-    assert result.exit_code == 2 and result.stderr == "fathom: Server 'hostile/hang' has no scan in run 9.\n"
+    assert result.exit_code == 2 and result.stderr == "fathom: server 'hostile/hang' has no scan in run 9.\n"
     result = runner.invoke(app, ["history", "no/such-server", "--db", scanned.db, "--format", "json"])
     assert result.exit_code == 2, (result.stdout, result.stderr)
 

@@ -60,17 +60,17 @@ def test_resume_with_nothing_to_resume_is_an_error_and_starts_nothing(tmp_path: 
     db = f"sqlite:///{tmp_path}/f.db"
     missing = runner.invoke(app, ["scan", "--resume", "--db", db])
     assert missing.exit_code == 2
-    assert missing.stderr == f"fathom: Nothing to resume: no database at {db} (--db names it).\n"
+    assert missing.stderr == f"fathom: nothing to resume: no database at {db} (--db names it).\n"
     assert not (tmp_path / "f.db").exists()  # not created by asking
     first = fathom_json("scan", str(registry), "--db", db)
     assert (first["run_id"], first["resumed"], first["total"]) == (1, False, 1)
     empty = runner.invoke(app, ["scan", "--resume", "--db", db])
     assert empty.exit_code == 2
     assert empty.stderr == (
-        "fathom: Nothing to resume: no interrupted run in this database. Run the scan without --resume.\n"
+        "fathom: nothing to resume: no interrupted run in this database. Run the scan without --resume.\n"
     )
     again = runner.invoke(app, ["scan", str(registry), "--db", db, "--resume"])  # run 1 is finished
-    assert again.exit_code == 2 and "Nothing to resume of " in again.stderr
+    assert again.exit_code == 2 and "nothing to resume of " in again.stderr
     assert [run["status"] for run in fathom_json("runs", "--db", db)] == ["finished"]  # no silent new run
 
 

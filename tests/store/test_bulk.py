@@ -141,7 +141,7 @@ def test_events_as_columns(story: Store) -> None:
     assert story.events(since=everything[-1].at.replace(tzinfo=None)) == [
         event for event in everything if event.at >= everything[-1].at
     ]
-    with pytest.raises(InputError, match="No server named"):
+    with pytest.raises(InputError, match="no server named"):
         story.events("nobody")
 
 

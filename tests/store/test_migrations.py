@@ -99,7 +99,7 @@ def test_not_a_database_is_one_clear_store_error(tmp_path: Path) -> None:
 
 
 def test_unknown_scheme_and_newer_schema_are_store_errors(db_path: Path) -> None:
-    with pytest.raises(StoreError, match="Cannot open database"):
+    with pytest.raises(StoreError, match="cannot open database"):
         open_store("nosuchdb://somewhere/x")
 
     open_store(f"sqlite:///{db_path}").close()

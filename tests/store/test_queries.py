@@ -70,7 +70,7 @@ def test_history_counts_per_scan(store: Store, runs: list[int]) -> None:
     assert rows[0].tools_count == 2 and rows[0].tokens["openai"] > 0
     c = store.history("c")
     assert [(row.outcome, row.tools_count) for row in c] == [("timeout", None), ("ok", 3), ("auth_required", None)]
-    with pytest.raises(InputError, match="No server named"):
+    with pytest.raises(InputError, match="no server named"):
         store.history("nobody")
 
 

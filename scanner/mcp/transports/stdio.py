@@ -24,14 +24,13 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from scanner import wire
+from scanner import confine, wire
 from scanner.mcp import jsonrpc
 from scanner.mcp.failures import ScanFailure
 from scanner.mcp.limits import ClientLimits
 from scanner.mcp.transports.base import ClientTransport
 from scanner.mcp.transports.pending import Pending
 from scanner.models import Outcome, Transport
-from scanner.packages import isolation
 
 _READ_CHUNK = 64 * 1024
 _STDERR_TAIL_LINES = 20
@@ -65,12 +64,12 @@ class StdioTransport(ClientTransport):
             raise ScanFailure(Outcome.SPAWN_ERROR, "no command to start")
         env = dict(os.environ if self._env is None else self._env)
         env[MARK_ENV] = self._mark
-        kid = isolation.CURRENT.get()  # run as root: the child's own user (scanner/packages/isolation.py)
+        kid = confine.CURRENT.get()  # run as root: the child's own user (scanner/confine/users.py)
         if kid is not None and kid.home is not None:
             env["HOME"], env["TMPDIR"] = str(kid.home), str(kid.home / "tmp")
-        isolation.announce_mark(self._mark)
+        confine.announce_mark(self._mark)
         try:
-            argv, options = isolation.launch(self._command, env)  # its own PID namespace where there are some
+            argv, options = confine.start(self._command, env)  # its own PID namespace where there are some
             self._process = await anyio.open_process(
                 argv,
                 stdin=subprocess.PIPE,

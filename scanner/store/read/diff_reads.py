@@ -46,16 +46,16 @@ def _diff_ends(
     if to_run is not None:
         to_scan = _scan_of(session, server_id, to_run, None, ok=False)
         if to_scan is None:
-            raise InputError(f"Server {server!r} has no scan in run {to_run}.")
+            raise InputError(f"server {server!r} has no scan in run {to_run}.")
     else:
         found = _scan_of(session, server_id, None, None) or _scan_of(session, server_id, None, None, ok=False)
         if found is None:
-            raise InputError(f"Server {server!r} has no scan yet.")
+            raise InputError(f"server {server!r} has no scan yet.")
         to_scan = found
     if from_run is not None:
         from_scan = _scan_of(session, server_id, from_run, None, ok=False)
         if from_scan is None:
-            raise InputError(f"Server {server!r} has no scan in run {from_run}.")
+            raise InputError(f"server {server!r} has no scan in run {from_run}.")
     else:
         from_scan = _scan_of(session, server_id, None, to_scan.id, ok=to_scan.outcome == "ok")
     return from_scan, to_scan

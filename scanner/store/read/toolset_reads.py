@@ -44,7 +44,7 @@ def _toolsets(
 def _toolset_row(session: Session, sha256: str) -> ToolsetRow:
     row = session.scalar(select(ToolsetRow).where(ToolsetRow.sha256 == sha256))
     if row is None:
-        raise InputError(f"No toolset {sha256[:12]}… in this database.")
+        raise InputError(f"no toolset {sha256[:12]}… in this database.")
     return row
 
 

@@ -145,9 +145,9 @@ def read_window(
     end = min(start + STATE_CHUNK, len(results))
     states = _read_states(connection, run_id, [(i, results[i][0].name, toolsets[i]) for i in range(start, end)])
     if not states:
-        raise InputError(f"No run {run_id} in this database.")
+        raise InputError(f"no run {run_id} in this database.")
     if next(iter(states.values())).run_status == "finished":
-        raise InputError(f"Run {run_id} is finished; its results can no longer change.")
+        raise InputError(f"run {run_id} is finished; its results can no longer change.")
     return states
 
 

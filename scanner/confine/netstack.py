@@ -1,10 +1,10 @@
 """A child's network of its own, and its route out through a user-mode network stack (issue 42).
 
 A package's stdio run and a ``--run-commands`` command start in a network namespace of their own
-(:func:`offline`; :func:`scanner.packages.isolation.own_network` says where the kernel allows one), ``check``'s
-server too when there is a route out (:func:`outbound_only`). Where slirp4netns is on Fathom's ``PATH`` (and
+(``confine.room(offline=True)``; :func:`scanner.confine.spawn.own_network` says where the kernel allows one),
+``check``'s server too when there is a route out. Where slirp4netns is on Fathom's ``PATH`` (and
 :data:`STACK_ENV` does not hide it) that network gets a route out: the launcher starts it beside the child
-(:func:`scanner.packages.pidns.stack_fork`, ``--disable-host-loopback --disable-dns``), so the child reaches the
+(:func:`scanner.confine.launcher.stack_fork`, ``--disable-host-loopback --disable-dns``), so the child reaches the
 internet and the machine's own address, never what listens on the host's loopback. :func:`outbound` tries it once
 per process and stack and says which holds in one line (``outbound through slirp4netns, never the host's
 loopback``, or ``none: ...`` and why). docs/registry.md, "A network of its own, for a package's stdio run, a
@@ -13,13 +13,12 @@ command and ``check``'s server", says what holds where.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
-from scanner.packages import isolation
+from scanner.confine import spawn
+from scanner.confine.users import enabled, reachable
 
 STACK_ENV = "FATHOM_NETWORK_STACK"
 """Which user-mode network stack gives a child's own network a route out: unset or ``slirp4netns`` (the one on
@@ -38,24 +37,24 @@ def network_stack() -> tuple[str | None, str]:
     found = shutil.which(chosen or "slirp4netns")
     if found is None:
         return None, "none: no slirp4netns on PATH (Debian and Ubuntu: apt-get install slirp4netns)"
-    if isolation.enabled() and not isolation.reachable(Path(found)):
+    if enabled() and not reachable(Path(found)):
         return None, f"none: {found} is out of reach of the children's users"
     return found, ""
 
 
 def outbound() -> tuple[bool, str]:
-    """Whether a child's network of its own (:func:`isolation.own_network`) also gets a route out, through
-    slirp4netns (:func:`scanner.packages.pidns.stack_fork`: never to the host's loopback), and one line saying so
+    """Whether a child's network of its own (:func:`spawn.own_network`) also gets a route out, through
+    slirp4netns (:func:`scanner.confine.launcher.stack_fork`: never to the host's loopback), and one line saying so
     (or ``none: ...`` and why). Tried once per process and stack, by starting the launcher with ``--net
     --outbound``: a stack that does not start is said here, never a silent fallback."""
     program, why = network_stack()
     if program is None:
         return False, why
-    holds, said = isolation.own_network()
+    holds, said = spawn.own_network()
     if not holds:
         return False, f"none: {said}"
     if program not in _OUTBOUND:
-        done, reason = isolation.probe(["--net", "--outbound", program])
+        done, reason = spawn.probe(["--net", "--outbound", program])
         _OUTBOUND[program] = (
             (True, "outbound through slirp4netns, never the host's loopback")
             if done
@@ -64,27 +63,6 @@ def outbound() -> tuple[bool, str]:
     return _OUTBOUND[program]
 
 
-@contextlib.contextmanager
-def offline() -> Iterator[bool]:
-    """Start every child in this context in a network namespace of its own (where the kernel allows one), with a
-    route out through slirp4netns where :func:`outbound` holds: a package's stdio run, a ``--run-commands``
-    command. Yields whether it has the route out."""
-    out = outbound()[0]
-    token = isolation.STACK.set(network_stack()[0] if out else None)
-    try:
-        with isolation.offline():
-            yield out
-    finally:
-        isolation.STACK.reset(token)
-
-
-@contextlib.contextmanager
-def outbound_only() -> Iterator[bool]:
-    """Start every child in this context in a network namespace of its own with a route out where :func:`outbound`
-    holds (``check``'s server: the user's own command, which may fetch at start); else with the host's network.
-    Yields whether it holds."""
-    if not outbound()[0]:
-        yield False
-        return
-    with offline() as out:
-        yield out
+def route_out() -> str | None:
+    """The stack program a child's network of its own gets its route out through (None: only its own loopback)."""
+    return network_stack()[0] if outbound()[0] else None

@@ -1,9 +1,9 @@
 """Start a child in a PID namespace of its own, with its own ``/proc``: it cannot see, read or signal Fathom or
 any sibling (their pids do not exist in its namespace).
 
-This file is run as a script (``python -I -S pidns.py FATHOM_PID [--hide DIR]... [--keep PATH]... --
+This file is run as a script (``python -I -S launcher.py FATHOM_PID [--hide DIR]... [--keep PATH]... --
 COMMAND...``) between Fathom and every
-child it starts (:func:`scanner.packages.isolation.launch`), already as the child's own user (run as root, Fathom
+child it starts (:func:`scanner.confine.spawn.launch`), already as the child's own user (run as root, Fathom
 switches to the leased user before it starts this, as before), so it imports nothing of Fathom.
 Three processes, all visible from the host's ``/proc`` with host pids (the reaper, the mark sweep and the
 local-port listener check see them as before):
@@ -24,7 +24,7 @@ local-port listener check see them as before):
   urandom, tty, a fresh ``devpts``, the host's ``/dev/shm``; never the host's terminals), covers each
   ``--hide DIR`` with an empty tmpfs (mode 0700, 64 KiB) and binds back
   each ``--keep PATH`` beneath it at its own path (a package's own HOME and package folder; its siblings' are
-  gone from its view, its own paths unchanged, Landlock's rules in :mod:`scanner.packages.confine` opened on
+  gone from its view, its own paths unchanged, Landlock's rules in :mod:`scanner.confine.landlock` opened on
   them as before), asks for SIGKILL when the launcher dies, empties the capability bounding set, sets
   ``no_new_privs``, then forks the command and reaps every orphan until the command exits; then it exits, and
   the kernel kills whatever is left in the namespace;
@@ -32,7 +32,7 @@ local-port listener check see them as before):
   and ``no_new_privs``, it holds no capability, so it cannot unmount its ``/proc`` to reveal the host's.
 
 ``--probe [--hide DIR]`` sets up the same namespaces (and hides ``DIR``) and exits 0 when all of it works, else
-126 with the reason on stderr (:func:`scanner.packages.isolation.namespaces` runs it once per process).
+126 with the reason on stderr (:func:`scanner.confine.spawn.namespaces` runs it once per process).
 """
 
 from __future__ import annotations

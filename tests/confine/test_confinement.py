@@ -1,9 +1,9 @@
 """A child reaches only what it was given (issue 42): its own ``/dev`` (never the host's terminals), its own
 SysV IPC, a capped number of processes.
 
-Each child is started the way Fathom starts one (:func:`scanner.packages.isolation.launch`, the namespace launcher
-:mod:`scanner.packages.pidns`): run as root, as a leased user of its own (:func:`isolation.child`), and, to try
-Fathom run as an ordinary user, the launcher run as ``nobody`` through ``su`` (as tests/packages/test_pidns.py
+Each child is started the way Fathom starts one (:func:`scanner.confine.start`, the namespace launcher
+:mod:`scanner.confine.launcher`): run as root, as a leased user of its own (:func:`confine.child`), and, to try
+Fathom run as an ordinary user, the launcher run as ``nobody`` through ``su`` (as tests/confine/test_launcher.py
 does); not root, as this user. Where the kernel refuses the namespaces the tests skip and say why.
 """
 
@@ -27,12 +27,13 @@ from typing import Any
 
 import pytest
 
+from scanner import confine
+from scanner.confine import spawn
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
-from scanner.packages import isolation, netstack
 from scanner.packages.diagnose import NO_NETWORK, classify
 from scanner.report.census import fault
 
-HOLDS, WHY = isolation.namespaces()
+HOLDS, WHY = confine.namespaces()
 needs_namespaces = pytest.mark.skipif(not HOLDS, reason=f"the kernel refuses them here: {WHY}")
 SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if Path(p).exists()), None)
 _IPC_CREAT, _IPC_RMID = 0o1000, 0
@@ -80,8 +81,8 @@ def _run_as(
     tmp_path.chmod(0o755)
     command = [SYSTEM_PYTHON, "-I", str(script), *args]
     if who == "nobody":
-        launcher = tmp_path / "pidns.py"
-        shutil.copy(isolation.PIDNS, launcher)
+        launcher = tmp_path / "launcher.py"
+        shutil.copy(spawn.PIDNS, launcher)
         launcher.chmod(0o644)
         line = shlex.join([SYSTEM_PYTHON, "-I", "-S", str(launcher)])
         return subprocess.run(
@@ -91,7 +92,7 @@ def _run_as(
                 "-s",
                 "/bin/sh",
                 "-c",
-                f'cd / && exec {line} "$PPID" {_net_words(network)}--nproc {isolation.MAX_PROCESSES} -- '
+                f'cd / && exec {line} "$PPID" {_net_words(network)}--nproc {confine.MAX_PROCESSES} -- '
                 + shlex.join(command),
             ],
             capture_output=True,
@@ -100,21 +101,21 @@ def _run_as(
             check=False,
         )
     env = {"PATH": os.defpath, "HOME": str(tmp_path)}
-    with isolation.child(private_home=True) if who == "leased" else _nothing() as kid:
+    with confine.child(private_home=True) if who == "leased" else _nothing() as kid:
         if kid is not None and kid.home is not None:
             env["HOME"] = str(kid.home)
-        with _nothing() if network else netstack.offline():  # as a stdio run: a route out where there is one
-            argv, options = isolation.launch(command, env, network=network)
+        with _nothing() if network else confine.room(offline=True):  # as a stdio run: a route out where there is one
+            argv, options = confine.start(command, env, network=network)
         assert argv != command, "the child was not started through the namespace launcher"
         return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env, **options)
 
 
 def _net_words(network: bool) -> str:
-    """The launcher's network words as :func:`isolation.launch` gives them: ``--net`` for a network of its own,
-    with ``--outbound PROGRAM`` where :func:`netstack.outbound` holds (the stack is not hidden)."""
+    """The launcher's network words as :func:`confine.start` gives them: ``--net`` for a network of its own,
+    with ``--outbound PROGRAM`` where :func:`confine.outbound` holds (the stack is not hidden)."""
     if network:
         return ""
-    stack = netstack.network_stack()[0] if netstack.outbound()[0] else None
+    stack = confine.network_stack()[0] if confine.outbound()[0] else None
     return "--net " + (f"--outbound {shlex.quote(stack)} " if stack else "")
 
 
@@ -208,7 +209,9 @@ def test_a_child_process_count_is_capped_and_its_outcome_says_so(who, tmp_path, 
     """A package started 600 processes and nothing stopped it. Its forks beyond the cap fail (``EAGAIN``), what
     it left dies with its namespace, and a package stopped there is recorded as stopped at Fathom's cap (with
     the line that shows it), counted against Fathom's budgets, not the package."""
-    monkeypatch.setattr(isolation, "MAX_PROCESSES", 40)  # the same cap as the default 512, cheaper to hit
+    # The same cap as the default 512, cheaper to hit: the one the launcher is given and the one the outcome names.
+    monkeypatch.setattr(spawn, "MAX_PROCESSES", 40)
+    monkeypatch.setattr(confine, "MAX_PROCESSES", 40)
     done = _run_as(who, tmp_path, "100", probe=FORKS)
     started = int(done.stdout.split()[-1])
     assert 0 < started < 40, (done.stdout, done.stderr)
@@ -317,7 +320,7 @@ def host_listeners() -> Iterator[tuple[int, str, str, int]]:
         unix.close()
 
 
-NETWORK, NO_NETWORK_WHY = isolation.own_network()
+NETWORK, NO_NETWORK_WHY = confine.own_network()
 needs_network = pytest.mark.skipif(not NETWORK, reason=f"the kernel refuses a network namespace: {NO_NETWORK_WHY}")
 
 
@@ -336,8 +339,8 @@ def test_without_a_stack_a_stdio_child_has_only_its_own_loopback(who, tmp_path, 
     user-mode network stack (hidden by ``FATHOM_NETWORK_STACK=none``), started as a package's stdio run is, it
     reaches nothing that listens on the host, has no route out, and its own loopback works; started as an install
     is (the host's network), it connects."""
-    monkeypatch.setenv(netstack.STACK_ENV, "none")
-    assert netstack.outbound() == (False, "none: FATHOM_NETWORK_STACK=none")
+    monkeypatch.setenv(confine.STACK_ENV, "none")
+    assert confine.outbound() == (False, "none: FATHOM_NETWORK_STACK=none")
     got = _dial(who, tmp_path, host_listeners, network=True)
     assert got["host_loopback"] == "connected" and got["host_abstract"] == "connected", got  # an install's
     assert got["host_address"] == "connected", got
@@ -352,7 +355,7 @@ def test_without_a_stack_a_stdio_child_has_only_its_own_loopback(who, tmp_path, 
     }, got
 
 
-OUTBOUND, NO_OUTBOUND_WHY = netstack.outbound()
+OUTBOUND, NO_OUTBOUND_WHY = confine.outbound()
 needs_stack = pytest.mark.skipif(not OUTBOUND, reason=f"no user-mode network stack here: {NO_OUTBOUND_WHY}")
 
 
@@ -387,12 +390,12 @@ def test_the_stack_never_forwards_to_a_resolver_on_the_hosts_loopback(tmp_path, 
     resolv.write_text("nameserver 127.0.0.1\n", encoding="utf-8")
     script = tmp_path / "probe.py"
     script.write_text(DIAL, encoding="utf-8")
-    launcher = tmp_path / "pidns.py"
-    shutil.copy(isolation.PIDNS, launcher)
+    launcher = tmp_path / "launcher.py"
+    shutil.copy(spawn.PIDNS, launcher)
     for path in (resolv, script, launcher):
         path.chmod(0o644)
     tmp_path.chmod(0o755)
-    stack = netstack.network_stack()[0]
+    stack = confine.network_stack()[0]
     assert stack is not None
     child = shlex.join([SYSTEM_PYTHON or "python3", "-I", str(script), str(port), name, address, str(outside)])
     run = f'cd / && exec {shlex.join([SYSTEM_PYTHON or "python3", "-I", "-S", str(launcher)])} "$PPID" --net '
@@ -424,7 +427,7 @@ def _running(pid: int) -> bool:
 
 def _stacks_of(launcher: int) -> list[int]:
     found = []
-    for pid in isolation.pids():
+    for pid in confine.pids():
         try:
             with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
                 parent = int(stat.read().rsplit(")", 1)[1].split()[1])
@@ -443,8 +446,8 @@ def test_the_stack_ends_with_its_child_and_with_a_killed_launcher(tmp_path):
     is killed with SIGKILL (``--exit-fd`` and ``PR_SET_PDEATHSIG``)."""
     env = {"PATH": os.defpath, "HOME": str(tmp_path)}
     for ending in ("exit", "kill"):
-        with netstack.offline():
-            argv, options = isolation.launch(["sleep", "30" if ending == "kill" else "1"], env)
+        with confine.room(offline=True):
+            argv, options = confine.start(["sleep", "30" if ending == "kill" else "1"], env)
         assert "--outbound" in argv
         process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, **options)
         try:
@@ -475,12 +478,12 @@ def test_a_stack_that_does_not_start_is_said_and_starts_no_child(tmp_path, monke
     broken.chmod(0o755)
     for folder in (tmp_path, broken.parent):
         folder.chmod(0o755)
-    monkeypatch.setenv(netstack.STACK_ENV, str(broken))
-    holds, why = netstack.outbound()
+    monkeypatch.setenv(confine.STACK_ENV, str(broken))
+    holds, why = confine.outbound()
     assert not holds and why.startswith("none: unavailable (")
     assert "slirp4netns, the network stack, did not start: open(/dev/net/tun): No such device" in why
     done = subprocess.run(
-        [sys.executable, "-I", "-S", str(isolation.PIDNS), str(os.getpid()), "--net", "--outbound", str(broken),
+        [sys.executable, "-I", "-S", str(spawn.PIDNS), str(os.getpid()), "--net", "--outbound", str(broken),
          "--", "true"],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip

@@ -1,8 +1,8 @@
-"""Each child in a PID namespace of its own (scanner/packages/pidns.py): what the child sees and cannot do, what the
+"""Each child in a PID namespace of its own (scanner/confine/launcher.py): what the child sees and cannot do, what the
 host
 still sees of it, and that the launcher passes exit codes and deaths through.
 
-The launcher is started the way Fathom starts every child (:func:`scanner.packages.isolation.launch`). As root it runs
+The launcher is started the way Fathom starts every child (:func:`scanner.confine.start`). As root it runs
 directly; the user-namespace path (Fathom not root) is tried as ``nobody`` through ``su`` with the system's
 Python when the tests run as root. Where the kernel refuses the namespaces these tests skip and say why (Fathom
 then starts children as before, and ``fathom doctor`` says so).
@@ -25,15 +25,16 @@ from typing import Any
 import anyio
 import pytest
 
+from scanner import confine
+from scanner.confine import spawn, users
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ServerEntry, Transport
-from scanner.packages import isolation
 from tests.mcp.helpers import alive
 
-HOLDS, WHY = isolation.namespaces()
+HOLDS, WHY = confine.namespaces()
 needs_namespaces = pytest.mark.skipif(not HOLDS, reason=f"the kernel refuses them here: {WHY}")
 SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if Path(p).exists()), None)
-LAUNCHER = [sys.executable, "-I", "-S", str(isolation.PIDNS)]
+LAUNCHER = [sys.executable, "-I", "-S", str(spawn.PIDNS)]
 
 
 def launched(*command: str, **options: Any) -> subprocess.CompletedProcess[str]:
@@ -56,7 +57,7 @@ def test_the_child_sees_only_its_own_namespace_not_fathom():
         import os, signal
         fathom = {os.getpid()}
         seen = sorted(int(n) for n in os.listdir("/proc") if n.isdigit())
-        print("pids", len(seen), "init", int(b"pidns.py\\0" in open("/proc/1/cmdline", "rb").read()))
+        print("pids", len(seen), "init", int(b"launcher.py\\0" in open("/proc/1/cmdline", "rb").read()))
         for name in ("cmdline", "environ"):
             try:
                 open(f"/proc/{{fathom}}/{{name}}", "rb").read()
@@ -96,7 +97,7 @@ def test_exit_codes_signals_and_a_missing_program_pass_through():
     assert missing.returncode == 127
     assert missing.stderr == "fathom: cannot start fathom-no-such-program: No such file or directory\n"
     with pytest.raises(FileNotFoundError):  # Fathom says so before starting anything, as a direct start would
-        isolation.launch(["fathom-no-such-program"], {"PATH": os.defpath})
+        confine.start(["fathom-no-such-program"], {"PATH": os.defpath})
 
 
 @needs_namespaces
@@ -127,7 +128,7 @@ def test_a_killed_launcher_takes_the_whole_namespace_with_it(tmp_path: Path):
         [*LAUNCHER, str(os.getpid()), "--", sys.executable, "-c", escape], start_new_session=True
     )
     deadline = time.monotonic() + 30
-    while len(found := [pid for pid in isolation.pids() if needle.encode() in _cmdline(pid)]) < 3:
+    while len(found := [pid for pid in confine.pids() if needle.encode() in _cmdline(pid)]) < 3:
         assert time.monotonic() < deadline, found
         time.sleep(0.05)
     os.kill(process.pid, signal.SIGKILL)
@@ -146,12 +147,12 @@ def _cmdline(pid: int) -> bytes:
 
 
 @needs_namespaces
-@pytest.mark.skipif(not isolation.enabled(), reason="a user of its own per child needs root on Linux")
+@pytest.mark.skipif(not confine.enabled(), reason="a user of its own per child needs root on Linux")
 def test_as_root_the_child_runs_as_its_own_user_with_no_capability_and_keeps_its_proc():
     """Run as root, Fathom starts the launcher as the child's leased user (as before); the namespace is made in
     a user namespace of that user's, and the command holds no capability: it cannot unmount its /proc."""
-    uid = isolation.UID_BASE + isolation.UID_SLOTS - 1
-    python, script = isolation.runnable_by_children(isolation.PIDNS)
+    uid = users.UID_BASE + users.UID_SLOTS - 1
+    python, script = spawn.runnable_by_children(spawn.PIDNS)
     script_line = (
         "id -u; id -g; id -G; umask; grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status; umount /proc; echo umount=$?"
     )
@@ -162,7 +163,7 @@ def test_as_root_the_child_runs_as_its_own_user_with_no_capability_and_keeps_its
         timeout=60,
         check=False,
         cwd="/",
-        **{**isolation.Child(uid=uid, gid=uid).spawn_options()},
+        **{**confine.Child(uid=uid, gid=uid).spawn_options()},
     )
     lines = done.stdout.splitlines()
     assert lines[:4] == [str(uid), str(uid), str(uid), "0077"], (done.stdout, done.stderr)
@@ -176,8 +177,8 @@ def test_not_root_the_child_runs_in_a_user_namespace_mapping_only_its_own_user(t
     the command has no capability, cannot unmount its /proc, and sees no host process."""
     if shutil.which("su") is None:
         pytest.skip("no su to become nobody")
-    launcher = tmp_path / "pidns.py"
-    shutil.copy(isolation.PIDNS, launcher)
+    launcher = tmp_path / "launcher.py"
+    shutil.copy(spawn.PIDNS, launcher)
     tmp_path.chmod(0o755)
     launcher.chmod(0o644)
 
@@ -328,7 +329,7 @@ def test_check_stdio_starts_its_server_in_a_namespace_of_its_own(tmp_path: Path)
     )
     assert done.returncode in (0, 1), done.stderr
     names = [tool["name"] for tool in json.loads(done.stdout)["tools"]]
-    if os.geteuid() == 0 and not isolation.root_namespaces():
+    if os.geteuid() == 0 and not confine.root_namespaces():
         assert names[0].startswith("pid_") and not names[0].endswith("_ppid_1"), names
     else:
         assert names == ["in_own_namespace"], done.stdout[:500]

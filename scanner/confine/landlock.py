@@ -1,10 +1,10 @@
 """Start a package's runner confined: a memory cap, and (where the kernel has Landlock) writes only into the
 folders Fathom budgets for it.
 
-This file is run as a script (``python -I confine.py LIMIT N DIR... -- COMMAND...``) between Fathom and the
+This file is run as a script (``python -I landlock.py LIMIT N DIR... -- COMMAND...``) between Fathom and the
 runner, so it imports nothing of Fathom: the package's environment is scrubbed and need not find Fathom.
 
-* ``RLIMIT_DATA`` caps writable private memory (see :mod:`scanner.registry.memlimit` for why not
+* ``RLIMIT_DATA`` caps writable private memory (see :mod:`scanner.confine.limits` for why not
   ``RLIMIT_AS``); it is inherited by every child (``npx`` → ``node``, ``uvx`` → ``python``).
 * Landlock (Linux 5.13+, unprivileged) handles every *write* right (create, write, truncate, remove, rename,
   link, make device/socket/fifo/symlink) and grants them only beneath the ``DIR`` arguments (the entry's own
@@ -14,9 +14,9 @@ runner, so it imports nothing of Fathom: the package's environment is scrubbed a
   ``EACCES``, and the scan records the entry ``refused``.
 
 * ``PR_SET_PDEATHSIG``: the runner is sent SIGKILL when its parent dies, however it dies (its descendants are
-  the reaper's, see :mod:`scanner.packages.isolation`). Set here, after the switch to the child's own user (a change of
+  the reaper's, see :mod:`scanner.confine.reaper`). Set here, after the switch to the child's own user (a change of
   user clears it). Where children get a PID namespace of their own, that parent is the namespace's init
-  (:mod:`scanner.packages.pidns`, PID 1 there), itself killed when Fathom dies.
+  (:mod:`scanner.confine.launcher`, PID 1 there), itself killed when Fathom dies.
 
 Without Landlock (another OS, an older kernel) only the memory cap applies; :func:`landlock_abi` lets Fathom
 say so once before a scan. Given no folders, no Landlock rule is applied (how Fathom runs a package where the
@@ -117,11 +117,11 @@ def restrict_writes(folders: list[str]) -> bool:
 
 
 def _under_own_init() -> bool:
-    """Whether PID 1 is the init of a PID namespace of the child's own (:mod:`scanner.packages.pidns`), a legitimate
+    """Whether PID 1 is the init of a PID namespace of the child's own (:mod:`scanner.confine.launcher`), a legitimate
     parent, not the host's init that adopted an orphan."""
     try:
         with open("/proc/1/cmdline", "rb") as cmdline:
-            return b"pidns.py\0" in cmdline.read()
+            return b"launcher.py\0" in cmdline.read()
     except OSError:
         return False
 
