@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scanner.packages import netstack
+from scanner import confine
 from tests.packages.local_registry import NPM_NAME, LocalRegistry
 
 
@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--serve", type=float, default=0.0)
     args = parser.parse_args()
-    holds, why = netstack.outbound()
+    holds, why = confine.outbound()
     if not holds:
         raise SystemExit(f"no route out to measure: {why}")
     registry = LocalRegistry()
@@ -72,13 +72,13 @@ def main() -> None:
             "HOME": os.environ.get("HOME", "/"),
             "npm_config_registry": registry.npm_url,
         }
-        without = {**base, netstack.STACK_ENV: "none"}
+        without = {**base, confine.STACK_ENV: "none"}
         _scan(root, base, 0)  # the cache warmed: every measured run installs nothing
         if args.serve:
             fathom = Path(sys.executable).with_name("fathom")
             print(f"env: npm_config_registry={registry.npm_url} PATH={base['PATH']}")
             print(f"with:    {fathom} scan {root / 'registry.json'} --run-packages --cache-dir {root / 'c'}")
-            print(f"without: {netstack.STACK_ENV}=none and the same command", flush=True)
+            print(f"without: {confine.STACK_ENV}=none and the same command", flush=True)
             time.sleep(args.serve)
             registry.close()
             return
