@@ -35,7 +35,8 @@ confined from here, and nothing it starts outlives Fathom.
 * :mod:`~scanner.confine.landlock`: the stand-alone wrapper that caps memory and confines writes (Landlock);
 * :mod:`~scanner.confine.limits`: the memory and process limits;
 * :mod:`~scanner.confine.netstack`: a network of its own's route out through slirp4netns (:func:`outbound`);
-* :mod:`~scanner.confine.listeners`: whether what listens on a local-port package's port is its own.
+* :mod:`~scanner.confine.listeners`: whether what listens on a local-port package's port is its own;
+* :mod:`~scanner.confine.relay`: Fathom's connections into a child's network of its own, made by its launcher.
 
 docs/registry.md, "Which platform isolates what", says what each platform gets.
 """
@@ -55,6 +56,7 @@ from scanner.confine.limits import DEFAULT_MEMORY_LIMIT_MB, MAX_PROCESSES
 from scanner.confine.listeners import listener_owned
 from scanner.confine.netstack import STACK_ENV, network_stack, outbound
 from scanner.confine.reaper import MARK_ENV, announce_mark, marked, reaper
+from scanner.confine.relay import Relay
 from scanner.confine.spawn import namespaces, own_network, root_namespaces, runnable_by_children
 from scanner.confine.users import (
     CURRENT,
@@ -78,6 +80,7 @@ __all__ = [
     "MAX_PROCESSES",
     "STACK_ENV",
     "Child",
+    "Relay",
     "Start",
     "announce_mark",
     "child",
@@ -110,13 +113,20 @@ class Start(NamedTuple):
     :func:`scanner.confine.spawn.workdir`)."""
 
 
-def start(command: Sequence[str], env: Mapping[str, str], network: bool | None = None) -> Start:
+def start(
+    command: Sequence[str], env: Mapping[str, str], network: bool | None = None, relay: Relay | None = None
+) -> Start:
     """Start ``command`` (with ``env``, its exact environment) as a confined child: in namespaces of its own
     where :func:`namespaces` holds, as the user of the :func:`child` it is started in, with the paths, network
     and folder of the :func:`room` it is started in (:func:`scanner.confine.spawn.launch`). ``network``: True
-    keeps the host's network, False asks for one of its own; None (the default) follows the room. A program not
-    found on ``env``'s PATH raises FileNotFoundError here, as starting it directly would."""
-    argv, options = spawn.launch(command, env, network)
+    keeps the host's network, False asks for one of its own; None (the default) follows the room. ``relay``:
+    where the child gets a network of its own, Fathom's connections into it go through its launcher
+    (:class:`~scanner.confine.relay.Relay`: :meth:`Relay.held` says whether it does; call :meth:`Relay.started`
+    once the child is started). A program not found on ``env``'s PATH raises FileNotFoundError here, as
+    starting it directly would."""
+    argv, options = spawn.launch(command, env, network, relay.fd if relay is not None else -1)
+    if relay is not None and not options.get("pass_fds"):
+        relay.close()
     return Start(argv, options)
 
 
@@ -133,8 +143,8 @@ def room(
     * ``hide``: folders covered by an empty tmpfs in its namespace, only the ``keep`` paths beneath them bound
       back at their own paths (a package's siblings' HOMEs and installs are not there;
       :func:`scanner.confine.spawn.hiding`);
-    * ``offline``: a network of its own where :func:`own_network` holds (a package's stdio run after its install
-      step, a ``--run-commands`` command, ``check``'s server with a route out;
+    * ``offline``: a network of its own where :func:`own_network` holds (a package's run, stdio or local-port,
+      after its install step, a ``--run-commands`` command, ``check``'s server with a route out;
       :func:`scanner.confine.spawn.offline`): only its own loopback, and a route out through slirp4netns where
       :func:`outbound` holds, never to the host's loopback (:mod:`scanner.confine.netstack`);
     * ``workdir``: the folder it starts in, in place of its HOME (``check --stdio`` in the project it checks;

@@ -31,6 +31,10 @@ local-port listener check see them as before):
 * the *command*: ``exec``-ed as a non-zero uid (or as root without capabilities) with an empty bounding set
   and ``no_new_privs``, it holds no capability, so it cannot unmount its ``/proc`` to reveal the host's.
 
+``--relay FD`` (only with ``--net``): ``FD`` is Fathom's socket to this launcher (:func:`serve_relay`): Fathom asks
+there for a connection to a port of the child's own loopback (a local-port package's server) and gets it made
+here, inside the child's network namespace; nothing of the child's listens on the host's loopback.
+
 ``--probe [--hide DIR]`` sets up the same namespaces (and hides ``DIR``) and exits 0 when all of it works, else
 126 with the reason on stderr (:func:`scanner.confine.spawn.namespaces` runs it once per process).
 """
@@ -141,6 +145,71 @@ def loopback_up() -> None:
         request = struct.pack("16sH22x", b"lo", 0)
         flags = struct.unpack("16sH22x", fcntl.ioctl(sock.fileno(), _SIOCGIFFLAGS, request))[1]
         fcntl.ioctl(sock.fileno(), _SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | _IFF_UP))
+
+
+RELAY_REQUEST = struct.Struct("!IH")
+"""A request on the relay socket: its number and the port to connect to on the namespace's 127.0.0.1."""
+RELAY_REPLY = struct.Struct("!Ii")
+"""The answer: the request's number and 0 with the connected socket attached (``SCM_RIGHTS``), or an errno."""
+RELAY_CONNECT_S = 5.0
+"""How long the launcher waits for one connect (a loopback connect is at once, unless the listen backlog is full)."""
+
+
+def relay_option(words: list[str]) -> tuple[int, list[str]]:
+    """``--relay FD`` taken out of the launcher's options (before ``--``): the descriptor (-1: none), the rest."""
+    end = words.index("--") if "--" in words else len(words)
+    for at in range(end - 1):
+        if words[at] == "--relay":
+            return int(words[at + 1]), words[:at] + words[at + 2 :]
+    return -1, words
+
+
+def serve_relay(fd: int, init: int) -> int:
+    """Answer Fathom's requests on ``fd`` (its ``SOCK_SEQPACKET`` socket to this launcher) inside the child's
+    network namespace until the init exits (then reap it: its wait status). Each :data:`RELAY_REQUEST` is
+    answered with a socket connected to the namespace's 127.0.0.1 at that port, or the connect's errno
+    (:data:`RELAY_REPLY`). Served by the launcher's own loop, not a thread: after ``unshare(CLONE_NEWPID)`` the
+    kernel refuses a new thread (``EINVAL``), and a forked helper would be inside the child's PID namespace,
+    within its reach. The launcher is not (no pid the child can signal or trace), so only Fathom talks here."""
+    import errno
+    import socket
+
+    control = socket.socket(fileno=fd)
+    try:
+        exited: int | None = os.pidfd_open(init)
+    except (AttributeError, OSError):  # before Linux 5.3: look at the init between requests
+        exited = None
+    while True:
+        watched: list[Any] = [control] if exited is None else [control, exited]
+        ready = select.select(watched, [], [], None if exited is not None else 0.2)[0]
+        if exited is None:
+            pid, status = os.waitpid(init, os.WNOHANG)
+            if pid == init:
+                return status
+        elif exited in ready:
+            break
+        if control not in ready:
+            continue
+        try:
+            data = control.recv(64)
+        except OSError:
+            data = b""
+        if len(data) != RELAY_REQUEST.size:  # Fathom closed its end (or sent what it never sends)
+            break
+        number, port = RELAY_REQUEST.unpack(data)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as conn:
+            conn.settimeout(RELAY_CONNECT_S)
+            try:
+                conn.connect(("127.0.0.1", port))
+            except OSError as exc:
+                reply, fds = RELAY_REPLY.pack(number, exc.errno or errno.ETIMEDOUT), []
+            else:
+                reply, fds = RELAY_REPLY.pack(number, 0), [conn.fileno()]
+            rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))] if fds else []
+            with contextlib.suppress(OSError):  # sendmsg, not send_fds (3.9+): the children's Python may be older
+                control.sendmsg([reply], rights)
+    control.close()
+    return os.waitpid(init, 0)[1]
 
 
 DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
@@ -273,6 +342,11 @@ def stack_fork(program: str) -> Stack:
             os.dup2(log, 2)
             os.set_inheritable(ready_w, True)
             os.set_inheritable(exit_r, True)
+            low = 3  # nothing else of the launcher's (Fathom's relay socket: inheritable) reaches the stack
+            for fd in sorted((ready_w, exit_r)):
+                os.closerange(low, fd)
+                low = fd + 1
+            os.closerange(low, 65536)
             argv = [program, "--configure", "--mtu=65520", "--disable-host-loopback", "--disable-dns"]
             argv += [f"--ready-fd={ready_w}", f"--exit-fd={exit_r}"]
             argv += [f"--userns-path=/proc/{launcher}/ns/user"] if word == b"u" else []
@@ -333,12 +407,12 @@ def stack_down(stack: Stack, wait_s: float = 2.0) -> int | None:
         return None
 
 
-def _let_go(null: int | None = None) -> None:
-    """Hand the child's stdin and stdout back to /dev/null here (``null``: opened before the init was forked; the
-    launcher shares the init's mount namespace, whose ``/dev`` the init replaces, so ``/dev/null`` may be missing
-    for a moment): only the command holds them, so Fathom reads the end of its output when the command closes it,
-    not when the launcher exits."""
-    null = os.open(os.devnull, os.O_RDWR) if null is None else null
+def _let_go(null: int = -1) -> None:
+    """Hand the child's stdin and stdout back to /dev/null here: only the command holds them, so Fathom reads
+    the end of its output when the command closes it, not when the launcher exits. ``null``: ``/dev/null``
+    opened before the init forked (the launcher shares its mount namespace, and the init covers ``/dev`` with
+    an empty tmpfs before it binds ``null`` there: opened then, it is not there)."""
+    null = os.open(os.devnull, os.O_RDWR) if null < 0 else null
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
@@ -441,12 +515,16 @@ def _outbound(argv: list[str]) -> tuple[str | None, list[str]]:
 
 
 def main(argv: list[str]) -> None:
-    """``FATHOM_PID [--net [--outbound PROGRAM]] [--hide DIR]... [--keep PATH]... -- COMMAND...`` or ``--probe
-    [--net [--outbound PROGRAM]] [--hide DIR]...`` (``--net``: a network namespace of its own too, with only
-    ``lo``, brought up; ``--outbound``: and a route out through ``PROGRAM``, slirp4netns, :func:`stack_fork`)."""
+    """``FATHOM_PID [--net [--outbound PROGRAM] [--relay FD]] [--hide DIR]... [--keep PATH]... -- COMMAND...`` or
+    ``--probe [--net [--outbound PROGRAM]] [--hide DIR]...`` (``--net``: a network namespace of its own too, with
+    only ``lo``, brought up; ``--outbound``: and a route out through ``PROGRAM``, slirp4netns, :func:`stack_fork`;
+    ``--relay``: Fathom's connections into it, :func:`serve_relay`)."""
     outbound, argv = _outbound(argv)
+    relay, argv = relay_option(argv)
     probe = argv[:1] == ["--probe"]
     net = argv[1:2] == ["--net"]
+    if relay >= 0 and not net:
+        raise SystemExit("fathom: namespace launcher: --relay needs --net")
     hidden, kept, nproc, command = _options(argv[1:] + ([] if not probe else ["--"]))
     if probe:
         command = []
@@ -469,12 +547,14 @@ def main(argv: list[str]) -> None:
         os._exit(NOT_STARTED)
     status_r, status_w = os.pipe()
     alive_r, alive_w = os.pipe()
-    null = os.open(os.devnull, os.O_RDWR)  # before the init covers /dev in the namespace the launcher shares
+    null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     init = os.fork()
     if init == 0:
+        os.close(null)
         os.close(status_r)
         os.close(alive_w)
-        os.close(null)
+        if relay >= 0:  # Fathom's socket: never the child's
+            os.close(relay)
         _init(libc, command, status_w, alive_r, hidden, kept, nproc, mapped)
     os.close(status_w)
     os.close(alive_r)
@@ -486,7 +566,7 @@ def main(argv: list[str]) -> None:
 
     for signum in _FORWARDED:
         signal.signal(signum, forward)
-    _, status = os.waitpid(init, 0)
+    status = serve_relay(relay, init) if relay >= 0 else os.waitpid(init, 0)[1]
     data = os.read(status_r, 4)
     if stack is not None:
         stack_down(stack)

@@ -77,8 +77,8 @@ def hiding(folders: Sequence[Path], keep: Sequence[Path]) -> Iterator[None]:
 @contextlib.contextmanager
 def offline(stack: str | None = None) -> Iterator[None]:
     """Start every child in this context with a network namespace of its own where :func:`own_network` holds
-    (a package's stdio run after its install step: it needs nothing from the registry; a command), with a route
-    out through ``stack`` (slirp4netns: :mod:`scanner.confine.netstack`) when given."""
+    (a package's run, stdio or local-port, after its install step: it needs nothing from the registry; a command),
+    with a route out through ``stack`` (slirp4netns: :mod:`scanner.confine.netstack`) when given."""
     token = OFFLINE.set(True)
     held = STACK.set(stack)
     try:
@@ -183,16 +183,18 @@ def runnable_by_children(script: Path) -> tuple[str, str]:
 
 
 def launch(
-    command: Sequence[str], env: Mapping[str, str], network: bool | None = None
+    command: Sequence[str], env: Mapping[str, str], network: bool | None = None, relay: int = -1
 ) -> tuple[list[str], dict[str, Any]]:
     """The argv and :func:`anyio.open_process` options a child is started with: through the namespace launcher
     where :func:`namespaces` holds (run as root: for a child of its own user, or while Fathom may still mount; see
     :func:`_may_unshare_as_self`), else ``command`` as given; as the :data:`CURRENT` child's user either way
-    (:func:`spawn_options`). ``network=False`` (by default: in :func:`offline`, a package's stdio run, a command,
-    ``check``'s server with a route out) adds a network namespace of its own where :func:`own_network` holds,
-    with a route out through :data:`STACK` where set; an install and a local-port package (Fathom connects to its
-    port) keep the host's. A program not found on ``env``'s PATH raises FileNotFoundError here, as starting it
-    directly would."""
+    (:func:`spawn_options`). ``network=False`` (by default: in :func:`offline`, a package's run after its install,
+    stdio or local-port, a command, ``check``'s server with a route out) adds a network namespace of its own where
+    :func:`own_network` holds, with a route out through :data:`STACK` where set; an install keeps the host's.
+    With that namespace, ``relay`` (a socket's descriptor) goes to the launcher (``--relay``, ``pass_fds`` in the
+    options): Fathom asks there for connections to the child's own loopback (a local-port package's port,
+    :class:`scanner.confine.relay.Relay`). A program not found on ``env``'s PATH raises FileNotFoundError here, as
+    starting it directly would."""
     kid = CURRENT.get()
     options = {**spawn_options(), "cwd": workdir(env)}
     if not command or not namespaces()[0] or (kid is None and not _may_unshare_as_self()):
@@ -210,6 +212,9 @@ def launch(
     words = ["--net"] if not network and own_network()[0] else []
     stack = STACK.get() if words else None
     words += ["--outbound", stack] if stack else []
+    if words and relay >= 0:
+        words += ["--relay", str(relay)]
+        options["pass_fds"] = (relay,)
     words += ["--nproc", str(MAX_PROCESSES), *(word for folder in hidden for word in ("--hide", folder))]
     words += [word for path in kept for word in ("--keep", path)]
     return [python, "-I", "-S", script, str(os.getpid()), *words, "--", *command], options

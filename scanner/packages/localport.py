@@ -20,6 +20,15 @@ limits as a stdio package:
    (:func:`~scanner.mcp.transports.stdio.stop_process_group`, then the ``FATHOM_SCAN_MARK`` sweep), whatever
    happened, cancellation included.
 
+In a network namespace of its own (after its install, where :func:`scanner.confine.own_network` holds, as a
+stdio package's run) the package listens on its own loopback, out of the host's and its siblings' reach, and
+reaches nothing of the host's. Fathom then makes every connection through the namespace launcher
+(:class:`scanner.confine.Relay`, :func:`scanner.confine.launcher.serve_relay`): the launcher connects inside the
+namespace and hands the connected socket over, so steps 3 and 5 ask the launcher instead of the host's 127.0.0.1
+(the HTTP client's :data:`~scanner.mcp.transports.httpclient.DIAL`), and step 4 has nothing to check (no other
+program is there). Nothing of the package's listens on the host, and no relay listens there either. Where the
+kernel refuses a network namespace, the steps run as above on the host's loopback.
+
 ``timings_ms`` gains ``listen`` (start until the port accepted) and ``total`` covers it; ``extra`` gains
 ``local_port`` (the port used) and, on failure, ``stderr_tail``.
 """
@@ -44,6 +53,7 @@ import anyio.abc
 from scanner import confine, wire
 from scanner.mcp import ClientLimits, scan_server
 from scanner.mcp.transports import stdio_env
+from scanner.mcp.transports.httpclient import DIAL
 from scanner.mcp.transports.stdio import MARK_ENV, kill_marked, stop_process_group
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.registry.localport import PORT_SENTINEL
@@ -97,13 +107,17 @@ def loopback_url(template: str, port: int) -> str:
     return f"http://127.0.0.1:{port}{parts.path or '/'}{query}"
 
 
-async def _listening(port: int, process: anyio.abc.Process) -> bool:
-    """Poll until 127.0.0.1:``port`` accepts a connection (True) or the process has exited (False)."""
+async def _listening(port: int, process: anyio.abc.Process, relay: confine.Relay | None = None) -> bool:
+    """Poll until 127.0.0.1:``port`` (the namespace's, through ``relay``) accepts a connection (True) or the
+    process has exited (False)."""
     while True:
         if process.returncode is not None:
             return False
         with contextlib.suppress(OSError):
             with anyio.fail_after(1):
+                if relay is not None:
+                    (await relay.connect(port)).close()
+                    return True
                 stream = await anyio.connect_tcp("127.0.0.1", port)
             await stream.aclose()
             return True
@@ -154,8 +168,12 @@ async def scan_local_port(
             extra={"local_port": port, **extra},
         )
 
+    relay = confine.Relay() if sys.platform.startswith("linux") else None
     try:
-        argv, options = confine.start(command, child_env)  # its own PID namespace: no sibling reads its port
+        # Its own PID namespace (no sibling reads its port), and its own network where it holds (module docstring).
+        argv, options = confine.start(command, child_env, relay=relay)
+        if relay is not None and not relay.held:
+            relay = None
         process = await anyio.open_process(
             argv,
             stdin=subprocess.PIPE,
@@ -166,8 +184,12 @@ async def scan_local_port(
             **options,
         )
     except OSError as exc:
+        if relay is not None:
+            relay.close()
         reason = exc.strerror or type(exc).__name__
         return outcome(Outcome.SPAWN_ERROR, f"cannot start {command[0]!r}: {reason}", errno=exc.errno)
+    if relay is not None:
+        relay.started()
     stderr = _Drain(limits.max_stderr_bytes)
     stdout = _Drain(4096)
     try:
@@ -175,10 +197,14 @@ async def scan_local_port(
             readers.start_soon(stderr.run, process.stderr)
             readers.start_soon(stdout.run, process.stdout)
             try:
-                result = await _listen_and_scan(entry, limits, profile, process, port, transport, facts, started, mark)
+                result = await _listen_and_scan(
+                    entry, limits, profile, process, port, transport, facts, started, mark, relay
+                )
             finally:
                 readers.cancel_scope.cancel()
     finally:
+        if relay is not None:
+            relay.close()
         with anyio.CancelScope(shield=True):
             await stop_process_group(process, limits.shutdown_grace)
             with contextlib.suppress(Exception):
@@ -208,16 +234,17 @@ async def _listen_and_scan(
     facts: Mapping[str, Any],
     started: float,
     mark: str,
+    relay: confine.Relay | None = None,
 ) -> ScanOutcome | tuple[Outcome, str, dict[str, Any]]:
     """The scan's outcome once the port listens, or (outcome, detail, extra) for a server that never did."""
     with anyio.move_on_after(limits.timeout):
-        if not await _listening(port, process):
+        if not await _listening(port, process, relay):
             with anyio.move_on_after(limits.shutdown_grace):
                 await process.wait()
             code = process.returncode
             said = f"exited with code {code}" if code is not None else "closed"
             return Outcome.EXITED, f"server {said} before listening on its port", {"exit_code": code}
-        stranger = await anyio.to_thread.run_sync(_not_its_own, port, process.pid, mark)
+        stranger = None if relay else await anyio.to_thread.run_sync(_not_its_own, port, process.pid, mark)
         if stranger is not None:
             detail = f"its port at 127.0.0.1 was taken by another program ({stranger}): not scanned"
             return Outcome.REFUSED, detail, {"port_taken": True}
@@ -226,7 +253,11 @@ async def _listen_and_scan(
         url = loopback_url(str(facts.get("url") or ""), port)
         target = replace(entry, url=url, command=(), env={}, package=None, transport=transport)
         scan_limits = replace(limits, timeout=left, connect_timeout=min(limits.connect_timeout, left))
-        result = await scan_server(target, scan_limits, profile)
+        dialled = DIAL.set(relay.dial if relay is not None else None)
+        try:
+            result = await scan_server(target, scan_limits, profile)
+        finally:
+            DIAL.reset(dialled)
         timings = {**result.timings_ms, "listen": listen_ms, "total": round((time.perf_counter() - started) * 1000, 1)}
         return replace(result, timings_ms=timings, extra={**result.extra, "local_port": port})
     return Outcome.TIMEOUT, f"did not listen on its port at 127.0.0.1 within {limits.timeout:g} s", {}

@@ -162,27 +162,23 @@ def namespace_line(entries: Iterable[ServerEntry]) -> str | None:
 
 
 def network_line(entries: Iterable[ServerEntry]) -> str | None:
-    """One line for the start of a scan or a dry run when a package will run over stdio after its install step
-    (npx, uvx) or a ``--run-commands`` command will run: each in a network of its own, with a route out through
-    slirp4netns (:func:`scanner.confine.outbound`) or only its own loopback (``none: ...`` and why);
-    or, where the kernel refuses a network namespace, what it reaches on the host. None when no such child runs,
-    or when namespaces are refused (:func:`namespace_line` says it)."""
+    """One line for the start of a scan or a dry run when a package will run (over stdio or on a local port) after
+    its install step (npx, uvx) or a ``--run-commands`` command will run: each in a network of its own, with a
+    route out through slirp4netns (:func:`scanner.confine.outbound`) or only its own loopback (``none: ...`` and
+    why); or, where the kernel refuses a network namespace, what it reaches on the host. None when no such child
+    runs, or when namespaces are refused (:func:`namespace_line` says it)."""
     entries = list(entries)
     if not confine.namespaces()[0]:
         return None
-    packages = any(
-        entry.package
-        and not entry.skip
-        and entry.transport.value == "stdio"
-        and not entry.package.get("local_port")
-        and install_command(entry) is not None
-        for entry in entries
-    )
+    packages = any(entry.package and not entry.skip and install_command(entry) is not None for entry in entries)
     commands = any(entry.command and not entry.package and not entry.skip for entry in entries)
     if not packages and not commands:
         return None
     who = " and ".join(
-        [*(["a package's stdio run"] if packages else []), *(["a --run-commands command"] if commands else [])]
+        [
+            *(["a package's run (stdio or on a local port)"] if packages else []),
+            *(["a --run-commands command"] if commands else []),
+        ]
     )
     holds, why = confine.own_network()
     if not holds:

@@ -494,7 +494,7 @@ def test_a_stack_that_does_not_start_is_said_and_starts_no_child(tmp_path, monke
 def test_a_package_stopped_for_want_of_a_network_says_so_and_is_not_its_fault():
     """A package that fetches at start, run with only its own loopback, is recorded as stopped for want of a
     network (node's and Python's words for it), counted as Fathom's policy, never the package's crash; one that
-    kept the host's network (a local-port package, a command) is not."""
+    kept the host's network (a command; a local-port package where the kernel refuses a network namespace) is not."""
     if not NETWORK:
         pytest.skip(f"the kernel refuses a network namespace here: {NO_NETWORK_WHY}")
     package = ServerEntry(

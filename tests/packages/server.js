@@ -8,7 +8,8 @@
 // and HOME, SIGSTOP to it and to Fathom, /dev/shm; lists what it got as tools), peek (lists the folders beside
 // its own HOME and its own package folder, reads every file there; uses its own HOME, TMPDIR and npm cache),
 // dial PORT NAME (connects to 127.0.0.1:PORT and to the abstract unix socket NAME, as a package reaching what
-// listens on the host; lists what it got as tools), offline (needs the internet at start: connects to
+// listens on the host; lists what it got as tools), http-dial PORT NAME SIBLING (the same, and 127.0.0.1:SIBLING
+// and a listener of its own on its loopback, then serves as http does, what it got as tools), offline (needs the internet at start: connects to
 // 192.0.2.1:443 and dies on the error, as a package that fetches at start).
 "use strict";
 const fs = require("fs");
@@ -69,6 +70,8 @@ if (mode === "http") {
   serveHttp();
 } else if (mode === "http-never") {
   neverListen();
+} else if (mode === "http-dial") {
+  dial().then((got) => { findings = got.sort(); serveHttp(); });
 } else if (mode === "dial") {
   dial().then((got) => { findings = got; serveStdio(); });
 } else if (mode === "offline") {
@@ -86,10 +89,16 @@ function dial() {
     const socket = net.connect(options, () => { socket.destroy(); resolve(what + "_connected"); });
     socket.on("error", (error) => resolve(what + "_" + (error.code || "failed")));
   });
-  return Promise.all([
+  const attempts = [
     attempt("host_loopback", { host: "127.0.0.1", port: Number(process.argv[3]) }),
     attempt("host_abstract", { path: "\0" + process.argv[4] }),
-  ]);
+  ];
+  if (mode !== "http-dial") return Promise.all(attempts);
+  const own = net.createServer().listen(0, "127.0.0.1");
+  const mine = new Promise((resolve) => own.on("listening", () => resolve(own.address().port)))
+    .then((port) => attempt("own_loopback", { host: "127.0.0.1", port }))
+    .finally(() => own.close());
+  return Promise.all([...attempts, attempt("sibling", { host: "127.0.0.1", port: Number(process.argv[5]) }), mine]);
 }
 
 function serveStdio() {

@@ -339,17 +339,31 @@ def test_a_sibling_cannot_learn_a_local_port_package_port_from_its_command_line(
 
 
 @needs_npx
-def test_a_squatter_on_the_port_is_refused_never_scanned_as_the_package(registry, tmp_path, monkeypatch, landlock):
-    """Another program bound the local-port package's port first and answers MCP there: the listener is not
-    the package's (another user's, or outside its process tree), so the entry is ``refused``, never ``ok``."""
+@pytest.mark.parametrize("network", ["shared", "own"])
+def test_a_squatter_on_the_port_is_refused_never_scanned_as_the_package(
+    registry, tmp_path, monkeypatch, landlock, network
+):
+    """Another program bound the local-port package's port first and answers MCP there. With the host's network
+    (where the kernel refuses a network namespace) the listener is not the package's (another user's, or outside
+    its process tree), so the entry is ``refused``, never ``ok``; in a network namespace of its own the package
+    listens on its own loopback, where no other program is, and only the package is scanned."""
     from tests.servers.launch import running, start_sdk_http
 
+    if network == "shared":  # as where the kernel refuses one (the probe's answer, read by every caller)
+        monkeypatch.setattr(spawn, "_NETWORK", [(False, "refused for the test")])
+    elif not confine.own_network()[0]:
+        pytest.skip(f"the kernel refuses a network namespace here: {confine.own_network()[1]}")
     with running(start_sdk_http(page_size=2)) as squatter:
         monkeypatch.setattr("scanner.packages.localport.free_port", lambda: squatter.port)
         env = environ(registry)
         entry = resolve_local(local_package(), env)
         settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
         outcome = anyio.run(run_package, entry, ClientLimits(timeout=60), "rich", settings)
+    if network == "own":
+        assert outcome.ok, (outcome.outcome, outcome.detail)
+        assert [tool["name"] for tool in outcome.tools or ()] == ["version_1_0_0"]  # the package's, not the squatter's
+        assert outcome.extra["local_port"] == squatter.port
+        return
     assert outcome.outcome is Outcome.REFUSED, (outcome.outcome, outcome.detail)
     assert outcome.detail.startswith("its port at 127.0.0.1 was taken by another program (")
     assert outcome.tools is None

@@ -106,9 +106,10 @@ def test_a_packages_stdio_run_without_a_network_is_said_once_before_it_starts(tm
     entries = load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True)
     line = network_line(entries)
     assert line == (
-        "a package's stdio run: a network of its own with only its own loopback, outbound none: no slirp4netns on "
-        "PATH (Debian and Ubuntu: apt-get install slirp4netns): one that needs the internet at start is recorded "
-        '"stopped for want of a network" (docs/registry.md, "Which platform isolates what")'
+        "a package's run (stdio or on a local port): a network of its own with only its own loopback, outbound "
+        "none: no slirp4netns on PATH (Debian and Ubuntu: apt-get install slirp4netns): one that needs the "
+        'internet at start is recorded "stopped for want of a network" (docs/registry.md, "Which platform '
+        'isolates what")'
     )
     result = CliRunner().invoke(
         app,
@@ -128,7 +129,9 @@ def test_a_packages_stdio_run_without_a_network_is_said_once_before_it_starts(tm
     why = "unavailable (unshare: Operation not permitted): children share the host's network"
     monkeypatch.setattr(confine, "own_network", lambda: (False, why))
     refused = network_line(entries)
-    assert refused is not None and refused.startswith(f"network namespaces {why}: a package's stdio run reaches")
+    assert refused is not None and refused.startswith(
+        f"network namespaces {why}: a package's run (stdio or on a local port) reaches"
+    )
 
 
 def test_with_the_stack_the_dry_run_says_a_child_reaches_out_never_the_hosts_loopback(tmp_path):
@@ -140,9 +143,9 @@ def test_with_the_stack_the_dry_run_says_a_child_reaches_out_never_the_hosts_loo
     command = ServerEntry(name="io.github.t/command", transport=Transport.STDIO, command=("python3", "server.py"))
     entries = [*load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True), command]
     assert network_line(entries) == (
-        "a package's stdio run and a --run-commands command: a network of its own, outbound through slirp4netns, "
-        "never the host's loopback (what listens on this machine's other addresses answers it as it would any "
-        'host; docs/registry.md, "Which platform isolates what")'
+        "a package's run (stdio or on a local port) and a --run-commands command: a network of its own, outbound "
+        "through slirp4netns, never the host's loopback (what listens on this machine's other addresses answers it "
+        'as it would any host; docs/registry.md, "Which platform isolates what")'
     )
 
 

@@ -21,6 +21,7 @@ of a whole unchanged rescan, ``docs/benchmarks.md``). This client keeps what a s
   :class:`_Stream` until the connection next reads.
 
 Redirects are not followed here: :func:`scanner.mcp.transports.http.send` follows them by hand, within the origin.
+Where :data:`DIAL` is set (a local-port package in a network namespace of its own), it makes the connections.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ import asyncio
 import contextlib
 import functools
 import ssl
-from collections.abc import AsyncIterable, AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 import anyio
@@ -150,11 +152,36 @@ class _Stream(AnyIOStream):
         return super().get_extra_info(info)
 
 
+DIAL: ContextVar[Callable[[str, int], Awaitable[anyio.abc.SocketStream | None]] | None] = ContextVar(
+    "fathom_dial", default=None
+)
+"""Where set, ``await dial(host, port)`` makes this context's connections: a connected stream, or None to connect
+as usual (:mod:`scanner.packages.localport`: a connection made inside a package's network namespace)."""
+
+
 class _Backend(AnyIOBackend):
     """httpcore's anyio backend (the same connect, with the same errors) handing out :class:`_Stream`."""
 
-    async def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
-        stream = await super().connect_tcp(*args, **kwargs)
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.AsyncNetworkStream:
+        dial = DIAL.get()
+        if dial is not None:
+            try:
+                with anyio.fail_after(timeout):
+                    made = await dial(host, port)
+            except TimeoutError as exc:
+                raise httpcore.ConnectTimeout(str(exc)) from exc
+            except OSError as exc:
+                raise httpcore.ConnectError(str(exc)) from exc
+            if made is not None:
+                return _Stream(made)
+        stream = await super().connect_tcp(host, port, timeout, local_address, socket_options)
         assert isinstance(stream, AnyIOStream)
         return _Stream(stream._stream)
 
