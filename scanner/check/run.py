@@ -44,7 +44,9 @@ def run_check(request: CheckRequest) -> CheckResult:
 
     # A package runner's command runs as a scan runs it: the installer settings, the cause classifier.
     entry = check_entry(request.entry)
-    with confine.room(workdir=os.getcwd()):  # the project checked: its command names paths relative to it
+    # The project checked: its command names paths relative to it. A network of its own with a route out through
+    # slirp4netns where there is one (never the host's loopback), else the host's (said by the CLI).
+    with confine.room(workdir=os.getcwd(), offline=confine.outbound()[0]):
         scanned = anyio.run(scan_server, entry, request.limits or ClientLimits(), request.profile)
     outcome = classify_check(entry, scanned)
     if not outcome.ok or outcome.tools is None:

@@ -365,6 +365,11 @@ def check(
             _fail("--as prints only the provider's JSON: it takes no gate, baseline or badge", 2)
         gate = GateRequest(request)
     _say_if_every_rule_is_ignored(chosen, as_provider is None)
+    if entry is not None and entry.command:  # its own network with a route out, else the host's: said so
+        from scanner.packages.runners import check_network_line
+
+        if (shared := check_network_line()) is not None:
+            typer.echo(f"fathom: {shared}", err=True)
     from scanner.scan.progress import spinner
 
     waiting = None if entry is None else f"waiting for {entry.url or ' '.join(entry.command)} to list its tools"

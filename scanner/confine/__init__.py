@@ -18,9 +18,9 @@ confined from here, and nothing it starts outlives Fathom.
 * :func:`start`: the argv and process options of one child: through the namespace launcher where the kernel
   allows (its own PID, mount, IPC and, in an offline room, network namespace; its own ``/dev``; a cap on its
   processes), as the user of :func:`child`, in the room's folder;
-* what the host gives (:func:`enabled`, :func:`namespaces`, :func:`own_network`, :func:`root_namespaces`,
-  :func:`landlock_abi`, :func:`reachable`), said once before a scan; the marks and listeners a local-port
-  package is checked by (:func:`announce_mark`, :func:`marked`, :func:`listener_owned`).
+* what the host gives (:func:`enabled`, :func:`namespaces`, :func:`own_network`, :func:`outbound`,
+  :func:`root_namespaces`, :func:`landlock_abi`, :func:`reachable`), said once before a scan; the marks and
+  listeners a local-port package is checked by (:func:`announce_mark`, :func:`marked`, :func:`listener_owned`).
 
 **Behind it, one module per layer**:
 
@@ -34,6 +34,7 @@ confined from here, and nothing it starts outlives Fathom.
   child's own, its loopback, hidden folders, the process cap;
 * :mod:`~scanner.confine.landlock`: the stand-alone wrapper that caps memory and confines writes (Landlock);
 * :mod:`~scanner.confine.limits`: the memory and process limits;
+* :mod:`~scanner.confine.netstack`: a network of its own's route out through slirp4netns (:func:`outbound`);
 * :mod:`~scanner.confine.listeners`: whether what listens on a local-port package's port is its own;
 * :mod:`~scanner.confine.relay`: Fathom's connections into a child's network of its own, made by its launcher.
 
@@ -49,10 +50,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from scanner.confine import landlock, spawn
+from scanner.confine import landlock, netstack, spawn
 from scanner.confine.landlock import landlock_abi
 from scanner.confine.limits import DEFAULT_MEMORY_LIMIT_MB, MAX_PROCESSES
 from scanner.confine.listeners import listener_owned
+from scanner.confine.netstack import STACK_ENV, network_stack, outbound
 from scanner.confine.reaper import MARK_ENV, announce_mark, marked, reaper
 from scanner.confine.relay import Relay
 from scanner.confine.spawn import namespaces, own_network, root_namespaces, runnable_by_children
@@ -76,6 +78,7 @@ __all__ = [
     "DEFAULT_MEMORY_LIMIT_MB",
     "MARK_ENV",
     "MAX_PROCESSES",
+    "STACK_ENV",
     "Child",
     "Relay",
     "Start",
@@ -89,6 +92,8 @@ __all__ = [
     "listener_owned",
     "marked",
     "namespaces",
+    "network_stack",
+    "outbound",
     "own_network",
     "pids",
     "reachable",
@@ -138,8 +143,10 @@ def room(
     * ``hide``: folders covered by an empty tmpfs in its namespace, only the ``keep`` paths beneath them bound
       back at their own paths (a package's siblings' HOMEs and installs are not there;
       :func:`scanner.confine.spawn.hiding`);
-    * ``offline``: a network of its own (only its own loopback) where :func:`own_network` holds (a package's
-      run, stdio or local-port, after its install step; :func:`scanner.confine.spawn.offline`);
+    * ``offline``: a network of its own where :func:`own_network` holds (a package's run, stdio or local-port,
+      after its install step, a ``--run-commands`` command, ``check``'s server with a route out;
+      :func:`scanner.confine.spawn.offline`): only its own loopback, and a route out through slirp4netns where
+      :func:`outbound` holds, never to the host's loopback (:mod:`scanner.confine.netstack`);
     * ``workdir``: the folder it starts in, in place of its HOME (``check --stdio`` in the project it checks;
       :func:`scanner.confine.spawn.starting_in`).
 
@@ -147,8 +154,8 @@ def room(
     with contextlib.ExitStack() as stack:
         if hide is not None:
             stack.enter_context(spawn.hiding(hide, keep))
-        if offline:
-            stack.enter_context(spawn.offline())
+        if offline:  # with a route out through slirp4netns where there is one (netstack)
+            stack.enter_context(spawn.offline(netstack.route_out()))
         if workdir is not None:
             stack.enter_context(spawn.starting_in(workdir))
         yield

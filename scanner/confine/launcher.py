@@ -12,7 +12,9 @@ local-port listener check see them as before):
   ``unshare``-s a new PID, mount and IPC namespace (SysV shared memory, semaphores and message queues of its
   own, gone with it), and with ``--net`` a network namespace holding only its own ``lo`` (:func:`loopback_up`:
   nothing listening on the host's loopback, no abstract unix socket of the host's or a sibling's, no route
-  out), inside a new user namespace that maps only its own uid and gid (to themselves) unless it holds
+  out; with ``--outbound PROGRAM`` too, a route out through a user-mode network stack, :func:`stack_fork`,
+  never to the host's loopback), inside a new user namespace that maps only its own uid and gid (to themselves)
+  unless it holds
   ``CAP_SYS_ADMIN`` (a library caller run as root that kept its capabilities;
   every ``fathom`` process run as root empties its bounding set first, see :mod:`scanner.envguard`, so its
   children hold none), forks the *init*, forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to it, and exits as the
@@ -41,12 +43,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import select
 import signal
 import struct
 import sys
-from typing import Any
+import time
+from typing import Any, NamedTuple
 
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWIPC = 0x00020000, 0x10000000, 0x20000000, 0x08000000
 _CLONE_NEWNET = 0x40000000
@@ -291,6 +295,118 @@ def cap_processes(most: int) -> None:
     resource.setrlimit(resource.RLIMIT_NPROC, (most, most))
 
 
+STACK_READY_S = 10.0
+"""How long the launcher waits for the user-mode network stack to say it is ready (it takes about 20 ms)."""
+
+
+class Stack(NamedTuple):
+    """The helper of :func:`stack_fork` and the launcher's ends of its pipes."""
+
+    program: str
+    helper: int
+    go: int
+    ready: int
+    log: int
+    exit: int
+
+
+def stack_fork(program: str) -> Stack:
+    """Fork the helper that gives the network namespace a route out (``--outbound PROGRAM``, slirp4netns), before
+    the launcher unshares: the helper stays in the host's namespaces, asks for SIGKILL when the launcher dies, and
+    waits for :func:`stack_up`. Then it ``exec``-s ``PROGRAM --configure --mtu=65520 --disable-host-loopback
+    --disable-dns --ready-fd=R --exit-fd=E [--userns-path=/proc/LAUNCHER/ns/user] LAUNCHER tap0``: a ``tap0`` with
+    10.0.2.100 and a default route through 10.0.2.2, whose connections slirp4netns makes from the host as this
+    user, except to the host's 127.0.0.1 (``--disable-host-loopback``: refused) and to its built-in DNS forwarder
+    (``--disable-dns``: 10.0.2.3 would map to the host's resolver, which may listen on its loopback); the child
+    asks the host's ``/etc/resolv.conf`` servers itself. The stack exits when the launcher does (``--exit-fd``: the
+    launcher holds the pipe's other end; and ``PR_SET_PDEATHSIG``). Its stdout is ``/dev/null``, its stderr a
+    memory file read only when it fails."""
+    launcher = os.getpid()
+    go_r, go_w = os.pipe()
+    ready_r, ready_w = os.pipe()
+    exit_r, exit_w = os.pipe()  # exit_w stays open in the launcher (close-on-exec: not in the command) to its end
+    log = os.memfd_create("fathom-network-stack", os.MFD_CLOEXEC)
+    helper = os.fork()
+    if helper == 0:
+        try:
+            os.close(go_w)
+            os.close(ready_r)
+            os.close(exit_w)
+            _die_with_parent(_libc())
+            word = os.read(go_r, 1) if os.getppid() == launcher else b""
+            if word not in (b"u", b"n"):  # the launcher gave up (or died) before its namespaces were made
+                os._exit(0)
+            null = os.open(os.devnull, os.O_RDWR)
+            os.dup2(null, 0)
+            os.dup2(null, 1)
+            os.dup2(log, 2)
+            os.set_inheritable(ready_w, True)
+            os.set_inheritable(exit_r, True)
+            low = 3  # nothing else of the launcher's (Fathom's relay socket: inheritable) reaches the stack
+            for fd in sorted((ready_w, exit_r)):
+                os.closerange(low, fd)
+                low = fd + 1
+            os.closerange(low, 65536)
+            argv = [program, "--configure", "--mtu=65520", "--disable-host-loopback", "--disable-dns"]
+            argv += [f"--ready-fd={ready_w}", f"--exit-fd={exit_r}"]
+            argv += [f"--userns-path=/proc/{launcher}/ns/user"] if word == b"u" else []
+            os.execv(program, [*argv, str(launcher), "tap0"])
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.write(2, f"cannot start {program}: {exc.strerror}\n".encode())
+        os._exit(127)
+    os.close(go_r)
+    os.close(ready_w)
+    os.close(exit_r)
+    return Stack(program, helper, go_w, ready_r, log, exit_w)
+
+
+def stack_up(stack: Stack, own_userns: bool) -> None:
+    """Once the launcher is in its namespaces: let the helper of :func:`stack_fork` start the stack (joining the
+    launcher's user namespace when it made one), and wait for it to be ready (:data:`STACK_READY_S`). OSError
+    with the stack's last word when it is not: the child is not started without the network it was promised."""
+    go_w, ready_r, log = stack.go, stack.ready, stack.log
+    try:
+        os.write(go_w, b"u" if own_userns else b"n")
+        os.close(go_w)
+        ready = select.select([ready_r], [], [], STACK_READY_S)[0]
+        said = os.read(ready_r, 1) if ready else b""
+    finally:
+        os.close(ready_r)
+    if said == b"1":
+        os.close(log)
+        return
+    status = stack_down(stack, 0.0)
+    size = os.fstat(log).st_size
+    text = os.pread(log, 4096, max(0, size - 4096)).decode("utf-8", "replace")
+    os.close(log)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    ended = f"it exited with code {os.waitstatus_to_exitcode(status)}" if ready and status is not None else ""
+    reason = lines[-1][:300] if lines else ended or f"not ready within {STACK_READY_S:g} s"
+    raise OSError(errno.ENETDOWN, f"{os.path.basename(stack.program)}, the network stack, did not start: {reason}")
+
+
+def stack_down(stack: Stack, wait_s: float = 2.0) -> int | None:
+    """End the stack (it exits on its ``--exit-fd``; SIGKILL after ``wait_s``) and reap it, so that no stack is
+    left behind even as a zombie where nothing reaps orphans. Its wait status (None: already reaped)."""
+    with contextlib.suppress(OSError):
+        os.close(stack.exit)
+    for _ in range(int(wait_s / 0.01)):
+        try:
+            pid, status = os.waitpid(stack.helper, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if pid:
+            return status
+        time.sleep(0.01)
+    with contextlib.suppress(OSError):
+        os.kill(stack.helper, signal.SIGKILL)
+    try:
+        return os.waitpid(stack.helper, 0)[1]
+    except ChildProcessError:
+        return None
+
+
 def _let_go(null: int = -1) -> None:
     """Hand the child's stdin and stdout back to /dev/null here: only the command holds them, so Fathom reads
     the end of its output when the command closes it, not when the launcher exits. ``null``: ``/dev/null``
@@ -390,10 +506,20 @@ def _options(words: list[str]) -> tuple[list[str], list[str], int, list[str]]:
     return hidden, kept, nproc, words[at + 1 :]
 
 
+def _outbound(argv: list[str]) -> tuple[str | None, list[str]]:
+    """``--outbound PROGRAM`` (right after ``--net``) taken out of ``argv``: the user-mode network stack to start
+    (:func:`stack_fork`), or None."""
+    if argv[1:3] == ["--net", "--outbound"] and len(argv) > 3:
+        return argv[3], argv[:2] + argv[4:]
+    return None, argv
+
+
 def main(argv: list[str]) -> None:
-    """``FATHOM_PID [--net [--relay FD]] [--hide DIR]... [--keep PATH]... -- COMMAND...`` or ``--probe [--net]
-    [--hide DIR]...`` (``--net``: a network namespace of its own too, with only ``lo``, brought up; ``--relay``:
-    Fathom's connections into it, :func:`serve_relay`)."""
+    """``FATHOM_PID [--net [--outbound PROGRAM] [--relay FD]] [--hide DIR]... [--keep PATH]... -- COMMAND...`` or
+    ``--probe [--net [--outbound PROGRAM]] [--hide DIR]...`` (``--net``: a network namespace of its own too, with
+    only ``lo``, brought up; ``--outbound``: and a route out through ``PROGRAM``, slirp4netns, :func:`stack_fork`;
+    ``--relay``: Fathom's connections into it, :func:`serve_relay`)."""
+    outbound, argv = _outbound(argv)
     relay, argv = relay_option(argv)
     probe = argv[:1] == ["--probe"]
     net = argv[1:2] == ["--net"]
@@ -408,9 +534,13 @@ def main(argv: list[str]) -> None:
         _die_with_parent(libc)
         if os.getppid() != parent:  # Fathom died before the request took effect (it may be PID 1 itself)
             os._exit(137)
+        own_userns = not (os.geteuid() == 0 and _can_mount())  # as enter() decides (read before it unshares)
+        stack = stack_fork(outbound) if net and outbound else None
         mapped = enter(libc, net)
         if net:
             loopback_up()
+        if stack is not None:
+            stack_up(stack, own_userns)
     except OSError as exc:
         what = command[0] if command else "a child"
         print(f"fathom: cannot start {what} in a namespace of its own: {exc}", file=sys.stderr, flush=True)
@@ -438,6 +568,8 @@ def main(argv: list[str]) -> None:
         signal.signal(signum, forward)
     status = serve_relay(relay, init) if relay >= 0 else os.waitpid(init, 0)[1]
     data = os.read(status_r, 4)
+    if stack is not None:
+        stack_down(stack)
     _exit_as(struct.unpack("i", data)[0] if len(data) == 4 else status)
 
 

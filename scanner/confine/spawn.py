@@ -47,6 +47,10 @@ from scanner.confine.users import CURRENT, UID_BASE, UID_SLOTS, enabled, lease_d
 OFFLINE: ContextVar[bool] = ContextVar("fathom_offline", default=False)
 """Whether the child being started now gets a network namespace of its own (:func:`offline`)."""
 
+STACK: ContextVar[str | None] = ContextVar("fathom_stack", default=None)
+"""The user-mode network stack (slirp4netns) that gives the network of its own of a child started now a route
+out (:func:`offline`, :mod:`scanner.confine.netstack`), or None."""
+
 HIDDEN: ContextVar[tuple[tuple[str, ...], tuple[str, ...]]] = ContextVar("fathom_hidden", default=((), ()))
 """The folders hidden from the child being started now, and the paths beneath them it keeps (:func:`hiding`)."""
 
@@ -71,13 +75,16 @@ def hiding(folders: Sequence[Path], keep: Sequence[Path]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def offline() -> Iterator[None]:
+def offline(stack: str | None = None) -> Iterator[None]:
     """Start every child in this context with a network namespace of its own where :func:`own_network` holds
-    (a package's run, stdio or local-port, after its install step: it needs nothing from the registry)."""
+    (a package's run, stdio or local-port, after its install step: it needs nothing from the registry; a command),
+    with a route out through ``stack`` (slirp4netns: :mod:`scanner.confine.netstack`) when given."""
     token = OFFLINE.set(True)
+    held = STACK.set(stack)
     try:
         yield
     finally:
+        STACK.reset(held)
         OFFLINE.reset(token)
 
 
@@ -111,6 +118,11 @@ def own_network() -> tuple[bool, str]:
             shared = why.replace("the host's PID namespace and /proc", "the host's network")
             _NETWORK.append((True, "a network of its own: only its own loopback") if holds else (False, shared))
         return _NETWORK[0]
+
+
+def probe(extra: Sequence[str]) -> tuple[bool, str]:
+    """The launcher's probe with ``extra`` words (``--net --outbound PROGRAM``: :mod:`scanner.confine.netstack`)."""
+    return _probe(extra)
 
 
 def _probe(extra: Sequence[str] = ()) -> tuple[bool, str]:
@@ -177,11 +189,12 @@ def launch(
     where :func:`namespaces` holds (run as root: for a child of its own user, or while Fathom may still mount; see
     :func:`_may_unshare_as_self`), else ``command`` as given; as the :data:`CURRENT` child's user either way
     (:func:`spawn_options`). ``network=False`` (by default: in :func:`offline`, a package's run after its install,
-    stdio or local-port) adds a network namespace of its own where :func:`own_network` holds; an install and a
-    command (``npx -y`` fetches at start) keep the host's. With that namespace, ``relay`` (a socket's descriptor)
-    goes to the launcher (``--relay``, ``pass_fds`` in the options): Fathom asks there for connections to the
-    child's own loopback (a local-port package's port, :class:`scanner.confine.relay.Relay`). A program not found
-    on ``env``'s PATH raises FileNotFoundError here, as starting it directly would."""
+    stdio or local-port, a command, ``check``'s server with a route out) adds a network namespace of its own where
+    :func:`own_network` holds, with a route out through :data:`STACK` where set; an install keeps the host's.
+    With that namespace, ``relay`` (a socket's descriptor) goes to the launcher (``--relay``, ``pass_fds`` in the
+    options): Fathom asks there for connections to the child's own loopback (a local-port package's port,
+    :class:`scanner.confine.relay.Relay`). A program not found on ``env``'s PATH raises FileNotFoundError here, as
+    starting it directly would."""
     kid = CURRENT.get()
     options = {**spawn_options(), "cwd": workdir(env)}
     if not command or not namespaces()[0] or (kid is None and not _may_unshare_as_self()):
@@ -197,6 +210,8 @@ def launch(
     hidden, kept = HIDDEN.get()
     network = not OFFLINE.get() if network is None else network
     words = ["--net"] if not network and own_network()[0] else []
+    stack = STACK.get() if words else None
+    words += ["--outbound", stack] if stack else []
     if words and relay >= 0:
         words += ["--relay", str(relay)]
         options["pass_fds"] = (relay,)

@@ -14,8 +14,8 @@ lines of its stderr. :func:`classify` turns that into the outcome a person can a
                             ``Error:`` line), never an npm notice or a pointer to a log file
 ``memory_limit``            it ran out of memory under Fathom's own cap (``--memory-limit-mb``)
 ``refused``                 it tried to write outside its HOME and its own cache folder (confined)
-``crashed`` (no network)    a package's stdio run has only its own loopback: a connection or name lookup it
-                            needed failed for want of a network ("stopped for want of a network ...")
+``crashed`` (no network)    its run had only its own loopback (no slirp4netns): a connection or name lookup
+                            it needed failed for want of a network ("stopped for want of a network ...")
 ``timeout``                 no answer in time (kept; the detail gets the telling line when there is one)
 ==========================  ===========================================================================
 
@@ -320,9 +320,24 @@ _NO_NETWORK = re.compile(
     r"\[Errno -3\]|No address associated with hostname",
     re.IGNORECASE,
 )
-NO_NETWORK = "stopped for want of a network (a package's stdio run has only its own loopback)"
-"""How a package's detail starts when it failed to reach the network in a network namespace of its own
-(:func:`scanner.confine.own_network`): Fathom's policy, not the package's fault."""
+NO_NETWORK = "stopped for want of a network (its run has only its own loopback)"
+"""How a package's or a command's detail starts when it failed to reach the network in a network namespace of its
+own with no route out (:func:`scanner.confine.own_network`, no :func:`scanner.confine.outbound`): Fathom's
+policy, not the package's fault."""
+
+
+def no_network(outcome: ScanOutcome) -> ScanOutcome:
+    """A command's ``outcome`` (``--run-commands``: not classified as a package's) recorded as stopped for want of
+    a network when it ran with only its own loopback (``extra["offline"]``) and failed on a connection or name
+    lookup (:data:`NO_NETWORK`); else unchanged."""
+    tail = outcome.extra.get("stderr_tail")
+    if outcome.outcome is not Outcome.EXITED or not outcome.extra.get("offline") or not isinstance(tail, list):
+        return outcome
+    found = _first(_NO_NETWORK, [str(line) for line in tail])
+    if found is None:
+        return outcome
+    extra = {**outcome.extra, "client_outcome": outcome.outcome.value}
+    return replace(outcome, outcome=Outcome.CRASHED, detail=f"{NO_NETWORK}: {found}"[:MAX_DETAIL], extra=extra)
 
 
 def _process_cap(tail: Sequence[str]) -> str | None:

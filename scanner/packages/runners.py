@@ -163,26 +163,52 @@ def namespace_line(entries: Iterable[ServerEntry]) -> str | None:
 
 def network_line(entries: Iterable[ServerEntry]) -> str | None:
     """One line for the start of a scan or a dry run when a package will run (over stdio or on a local port) after
-    its install step (npx, uvx): its run has no network of its own to reach the internet by
-    (:func:`scanner.confine.own_network`), or, where the kernel refuses a network namespace, it reaches what
-    listens on the host's loopback. None when no such package runs, or when namespaces are refused
-    (:func:`namespace_line` says it)."""
-    if not confine.namespaces()[0] or not any(
-        entry.package and not entry.skip and install_command(entry) is not None for entry in entries
-    ):
+    its install step (npx, uvx) or a ``--run-commands`` command will run: each in a network of its own, with a
+    route out through slirp4netns (:func:`scanner.confine.outbound`) or only its own loopback (``none: ...`` and
+    why); or, where the kernel refuses a network namespace, what it reaches on the host. None when no such child
+    runs, or when namespaces are refused (:func:`namespace_line` says it)."""
+    entries = list(entries)
+    if not confine.namespaces()[0]:
         return None
+    packages = any(entry.package and not entry.skip and install_command(entry) is not None for entry in entries)
+    commands = any(entry.command and not entry.package and not entry.skip for entry in entries)
+    if not packages and not commands:
+        return None
+    who = " and ".join(
+        [
+            *(["a package's run (stdio or on a local port)"] if packages else []),
+            *(["a --run-commands command"] if commands else []),
+        ]
+    )
     holds, why = confine.own_network()
-    if holds:
+    if not holds:
         return (
-            "a package's run (stdio or on a local port) has no network, only its own loopback (its install keeps "
-            "the host's network; no pasta or slirp4netns gives it the internet): one that needs the internet at "
-            "start is recorded "
-            '"stopped for want of a network" (docs/registry.md, "Which platform isolates what")'
+            f"network namespaces {why}: {who} reaches what listens on the host's loopback (Fathom's database, the "
+            'user\'s own services) and its abstract unix sockets (docs/registry.md, "Which platform isolates what")'
+        )
+    out, said = confine.outbound()
+    if out:
+        return (
+            f"{who}: a network of its own, {said} (what listens on this machine's other addresses answers it as "
+            'it would any host; docs/registry.md, "Which platform isolates what")'
         )
     return (
-        f"network namespaces {why}: a package's run reaches what listens on the host's loopback (Fathom's "
-        "database, the user's own services) and its abstract unix sockets (docs/registry.md, \"Which platform "
-        'isolates what")'
+        f"{who}: a network of its own with only its own loopback, outbound {said}: one that needs the internet at "
+        'start is recorded "stopped for want of a network" (docs/registry.md, "Which platform isolates what")'
+    )
+
+
+def check_network_line() -> str | None:
+    """One line for ``check --stdio`` / ``check -- CMD`` when its server keeps the host's network (no route out
+    through slirp4netns: :func:`scanner.confine.outbound`, ``check/run.py``); None when it gets a
+    network of its own."""
+    out, said = confine.outbound()
+    if out:
+        return None
+    why = said.removeprefix("none: ")
+    return (
+        f"the server keeps this machine's network (no user-mode network stack: {why}): it reaches what listens on "
+        'this machine\'s loopback and its abstract unix sockets (docs/registry.md, "Which platform isolates what")'
     )
 
 

@@ -286,13 +286,13 @@ async def _run(
             left = max(1.0, limits.timeout - (time.monotonic() - began))
             run_limits = replace(limits, timeout=left, connect_timeout=min(limits.connect_timeout, left))
         if step is not None and confine.own_network()[0]:  # installed: its run needs nothing from the registry
-            with confine.room(offline=True):
+            with confine.room(offline=True):  # a route out through slirp4netns where there is one
                 offline_env = {**env, "UV_OFFLINE": "1"} if os.path.basename(step[0]) == "uvx" else env
                 if is_local_port(entry):  # on a port of its own loopback, reached through its launcher
                     outcome = await scan_local_port(started_entry, run_limits, profile, offline_env)
                 else:
                     outcome = await scan_server(started_entry, run_limits, profile, env=offline_env)
-            outcome = replace(outcome, extra={**outcome.extra, "offline": True})
+            outcome = replace(outcome, extra={**outcome.extra, "offline": not confine.outbound()[0]})
         elif is_local_port(entry):  # a server on a local port: started, waited for, scanned over HTTP
             outcome = await scan_local_port(started_entry, run_limits, profile, env)
         else:

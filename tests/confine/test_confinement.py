@@ -14,9 +14,12 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -89,7 +92,7 @@ def _run_as(
                 "-s",
                 "/bin/sh",
                 "-c",
-                f'cd / && exec {line} "$PPID" {"" if network else "--net "}--nproc {confine.MAX_PROCESSES} -- '
+                f'cd / && exec {line} "$PPID" {_net_words(network)}--nproc {confine.MAX_PROCESSES} -- '
                 + shlex.join(command),
             ],
             capture_output=True,
@@ -101,9 +104,19 @@ def _run_as(
     with confine.child(private_home=True) if who == "leased" else _nothing() as kid:
         if kid is not None and kid.home is not None:
             env["HOME"] = str(kid.home)
-        argv, options = confine.start(command, env, network=network)
+        with _nothing() if network else confine.room(offline=True):  # as a stdio run: a route out where there is one
+            argv, options = confine.start(command, env, network=network)
         assert argv != command, "the child was not started through the namespace launcher"
         return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env, **options)
+
+
+def _net_words(network: bool) -> str:
+    """The launcher's network words as :func:`confine.start` gives them: ``--net`` for a network of its own,
+    with ``--outbound PROGRAM`` where :func:`confine.outbound` holds (the stack is not hidden)."""
+    if network:
+        return ""
+    stack = confine.network_stack()[0] if confine.outbound()[0] else None
+    return "--net " + (f"--outbound {shlex.quote(stack)} " if stack else "")
 
 
 class _nothing:
@@ -258,10 +271,13 @@ DIAL = textwrap.dedent(
                 return errno.errorcode.get(exc.errno, str(exc.errno))
             return "connected"
 
+    port = int(sys.argv[1])
     out = {
-        "host_loopback": attempt(socket.AF_INET, ("127.0.0.1", int(sys.argv[1]))),
+        "host_loopback": attempt(socket.AF_INET, ("127.0.0.1", port)),
         "host_abstract": attempt(socket.AF_UNIX, "\0" + sys.argv[2]),
-        "outside": attempt(socket.AF_INET, ("192.0.2.1", 443)),
+        "host_address": attempt(socket.AF_INET, (sys.argv[3], int(sys.argv[4]))),
+        "stack_gateway": attempt(socket.AF_INET, ("10.0.2.2", port)),
+        "stack_dns": attempt(socket.AF_INET, ("10.0.2.3", port)),
     }
     with socket.create_server(("127.0.0.1", 0)) as own:
         out["own_loopback"] = attempt(socket.AF_INET, own.getsockname())
@@ -270,47 +286,209 @@ DIAL = textwrap.dedent(
 )
 
 
+def host_address() -> str:
+    """This machine's own address on its way out (not loopback): where a server reachable from other hosts
+    listens. The test is skipped on a machine with none."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        try:
+            udp.connect(("192.0.2.1", 9))  # no packet is sent: the kernel only picks the route and its source
+        except OSError as exc:
+            pytest.skip(f"this machine has no route out: {exc}")
+        address = str(udp.getsockname()[0])
+    if address.startswith("127."):
+        pytest.skip("this machine has no address but its loopback")
+    return address
+
+
 @pytest.fixture
-def host_listeners() -> Iterator[tuple[int, str]]:
+def host_listeners() -> Iterator[tuple[int, str, str, int]]:
     """What listens on the host: a TCP port on 127.0.0.1 (Fathom's database, a sibling's local-port server, the
-    user's own services) and an abstract unix socket (no file mode guards it)."""
+    user's own services), an abstract unix socket (no file mode guards it), and a TCP port on the machine's own
+    address (a server on the network: what outbound access reaches)."""
+    address = host_address()
     tcp = socket.create_server(("127.0.0.1", 0))
+    outside = socket.create_server((address, 0))
     name = f"fathom-test-{os.getpid()}-{tcp.getsockname()[1]}"
     unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     unix.bind("\0" + name)
     unix.listen()
     try:
-        yield tcp.getsockname()[1], name
+        yield tcp.getsockname()[1], name, address, outside.getsockname()[1]
     finally:
         tcp.close()
+        outside.close()
         unix.close()
 
 
 NETWORK, NO_NETWORK_WHY = confine.own_network()
+needs_network = pytest.mark.skipif(not NETWORK, reason=f"the kernel refuses a network namespace: {NO_NETWORK_WHY}")
+
+
+def _dial(who: str, tmp_path: Path, listeners: tuple[int, str, str, int], network: bool) -> dict[str, str]:
+    port, name, address, outside = listeners
+    done = _run_as(who, tmp_path, str(port), name, address, str(outside), probe=DIAL, network=network)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    return dict(json.loads(done.stdout.splitlines()[-1]))
 
 
 @needs_namespaces
+@needs_network
 @pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system-wide python3")
-def test_a_stdio_child_cannot_reach_what_listens_on_the_host(who, tmp_path, host_listeners):
-    """A child connected to Fathom's PostgreSQL on 127.0.0.1 and to a sibling's local-port server. Started as a
-    package's stdio run is, it reaches nothing that listens on the host's loopback nor its abstract unix sockets,
-    has no route out, and its own loopback works; started as an install is (the host's network), it connects."""
-    if not NETWORK:
-        pytest.skip(f"the kernel refuses a network namespace here: {NO_NETWORK_WHY}")
-    port, name = host_listeners
-    shared = _run_as(who, tmp_path, str(port), name, probe=DIAL)
-    assert shared.returncode == 0, (shared.stdout, shared.stderr)
-    got = json.loads(shared.stdout.splitlines()[-1])
+def test_without_a_stack_a_stdio_child_has_only_its_own_loopback(who, tmp_path, host_listeners, monkeypatch):
+    """A child connected to Fathom's PostgreSQL on 127.0.0.1 and to a sibling's local-port server. With no
+    user-mode network stack (hidden by ``FATHOM_NETWORK_STACK=none``), started as a package's stdio run is, it
+    reaches nothing that listens on the host, has no route out, and its own loopback works; started as an install
+    is (the host's network), it connects."""
+    monkeypatch.setenv(confine.STACK_ENV, "none")
+    assert confine.outbound() == (False, "none: FATHOM_NETWORK_STACK=none")
+    got = _dial(who, tmp_path, host_listeners, network=True)
     assert got["host_loopback"] == "connected" and got["host_abstract"] == "connected", got  # an install's
-    done = _run_as(who, tmp_path, str(port), name, probe=DIAL, network=False)
-    assert done.returncode == 0, (done.stdout, done.stderr)
-    got = json.loads(done.stdout.splitlines()[-1])
+    assert got["host_address"] == "connected", got
+    got = _dial(who, tmp_path, host_listeners, network=False)
     assert got == {
         "host_loopback": "ECONNREFUSED",
         "host_abstract": "ECONNREFUSED",
-        "outside": "ENETUNREACH",
+        "host_address": "ENETUNREACH",
+        "stack_gateway": "ENETUNREACH",
+        "stack_dns": "ENETUNREACH",
         "own_loopback": "connected",
     }, got
+
+
+OUTBOUND, NO_OUTBOUND_WHY = confine.outbound()
+needs_stack = pytest.mark.skipif(not OUTBOUND, reason=f"no user-mode network stack here: {NO_OUTBOUND_WHY}")
+
+
+@needs_namespaces
+@needs_stack
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no system-wide python3")
+def test_with_the_stack_a_stdio_child_reaches_out_but_never_the_hosts_loopback(who, tmp_path, host_listeners):
+    """With slirp4netns on the machine, the child's network of its own has a route out: it reaches a server on
+    the machine's own address (as it would any host), but not the one on the host's 127.0.0.1 (a real listener:
+    refused), neither through slirp4netns's gateway (``--disable-host-loopback``) nor its DNS forwarder
+    (``--disable-dns``), nor the host's abstract unix sockets."""
+    got = _dial(who, tmp_path, host_listeners, network=False)
+    assert got["host_address"] == "connected", got
+    assert got["host_loopback"] == "ECONNREFUSED" and got["host_abstract"] == "ECONNREFUSED", got
+    assert got["stack_gateway"] in ("ENETUNREACH", "ECONNREFUSED"), got
+    assert got["stack_dns"] in ("ENETUNREACH", "ECONNREFUSED"), got
+    assert got["own_loopback"] == "connected", got
+
+
+@needs_namespaces
+@needs_stack
+@pytest.mark.skipif(SYSTEM_PYTHON is None or shutil.which("unshare") is None, reason="no system python3 or unshare")
+def test_the_stack_never_forwards_to_a_resolver_on_the_hosts_loopback(tmp_path, host_listeners):
+    """A host whose ``/etc/resolv.conf`` names a resolver on its own loopback (dnsmasq on 127.0.0.1): slirp4netns
+    would forward its DNS address (10.0.2.3) there. Tried for real in a mount namespace whose resolv.conf says so
+    (Fathom run as an ordinary user: the launcher as nobody): the host's 127.0.0.1 listener is reached by no
+    address."""
+    if os.geteuid() != 0 or shutil.which("su") is None:
+        pytest.skip("needs root (a mount namespace with another resolv.conf, su to nobody)")
+    port, name, address, outside = host_listeners
+    resolv = tmp_path / "resolv.conf"
+    resolv.write_text("nameserver 127.0.0.1\n", encoding="utf-8")
+    script = tmp_path / "probe.py"
+    script.write_text(DIAL, encoding="utf-8")
+    launcher = tmp_path / "launcher.py"
+    shutil.copy(spawn.PIDNS, launcher)
+    for path in (resolv, script, launcher):
+        path.chmod(0o644)
+    tmp_path.chmod(0o755)
+    stack = confine.network_stack()[0]
+    assert stack is not None
+    child = shlex.join([SYSTEM_PYTHON or "python3", "-I", str(script), str(port), name, address, str(outside)])
+    run = f'cd / && exec {shlex.join([SYSTEM_PYTHON or "python3", "-I", "-S", str(launcher)])} "$PPID" --net '
+    run += f"--outbound {shlex.quote(stack)} -- {child}"
+    inner = (
+        f"mount --bind {shlex.quote(str(resolv))} /etc/resolv.conf && exec su nobody -s /bin/sh -c {shlex.quote(run)}"
+    )
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", inner],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert got["host_address"] == "connected", got
+    assert "connected" not in (got["host_loopback"], got["stack_gateway"], got["stack_dns"]), got
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, left where nothing reaps orphans, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _stacks_of(launcher: int) -> list[int]:
+    found = []
+    for pid in confine.pids():
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == launcher and os.path.basename(command[0]) == b"slirp4netns":
+            found.append(pid)
+    return found
+
+
+@needs_namespaces
+@needs_stack
+def test_the_stack_ends_with_its_child_and_with_a_killed_launcher(tmp_path):
+    """Nothing outlives a child: its slirp4netns ends (and is reaped) when the child exits, and when the launcher
+    is killed with SIGKILL (``--exit-fd`` and ``PR_SET_PDEATHSIG``)."""
+    env = {"PATH": os.defpath, "HOME": str(tmp_path)}
+    for ending in ("exit", "kill"):
+        with confine.room(offline=True):
+            argv, options = confine.start(["sleep", "30" if ending == "kill" else "1"], env)
+        assert "--outbound" in argv
+        process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, **options)
+        try:
+            deadline = time.monotonic() + 30
+            while not (stacks := _stacks_of(process.pid)) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert stacks, "no slirp4netns was started for the child"
+            if ending == "kill":
+                os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=60)
+            deadline = time.monotonic() + 30
+            while any(_running(pid) for pid in stacks) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not any(_running(pid) for pid in stacks), f"slirp4netns outlived the child ({ending})"
+        finally:
+            process.kill()
+            process.wait()
+
+
+@needs_namespaces
+@needs_network
+def test_a_stack_that_does_not_start_is_said_and_starts_no_child(tmp_path, monkeypatch):
+    """A stack that fails (here a ``slirp4netns`` that says why and exits) is never a silent fallback: the
+    probe says ``none:`` with its words, and a launcher told to use it starts no child (exit 126, the reason)."""
+    broken = tmp_path / "bin" / "slirp4netns"
+    broken.parent.mkdir()
+    broken.write_text("#!/bin/sh\necho 'open(/dev/net/tun): No such device' >&2\nexit 1\n", encoding="utf-8")
+    broken.chmod(0o755)
+    for folder in (tmp_path, broken.parent):
+        folder.chmod(0o755)
+    monkeypatch.setenv(confine.STACK_ENV, str(broken))
+    holds, why = confine.outbound()
+    assert not holds and why.startswith("none: unavailable (")
+    assert "slirp4netns, the network stack, did not start: open(/dev/net/tun): No such device" in why
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", str(spawn.PIDNS), str(os.getpid()), "--net", "--outbound", str(broken),
+         "--", "true"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 126, done
+    assert done.stderr.strip().endswith("did not start: open(/dev/net/tun): No such device"), done.stderr
 
 
 def test_a_package_stopped_for_want_of_a_network_says_so_and_is_not_its_fault():

@@ -33,10 +33,18 @@ def _run(start: confine.Start, env: dict[str, str]) -> subprocess.CompletedProce
 
 
 @needs_namespaces
-def test_a_room_gives_its_children_these_paths_this_network_and_this_folder(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stack", ["slirp4netns", "none"])
+def test_a_room_gives_its_children_these_paths_this_network_and_this_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stack: str
+) -> None:
     """A sibling's folder beside the child's own is not there in its room (only its own is bound back), an
-    offline room has no route out where the kernel gives it a network of its own, and the child starts in the
-    room's folder; outside the room the same command sees all of it, as before."""
+    offline room has no route out where the kernel gives it a network of its own (with no network stack:
+    ``FATHOM_NETWORK_STACK=none``) and a route out through slirp4netns where :func:`confine.outbound` holds, and
+    the child starts in the room's folder; outside the room the same command sees all of it, as before."""
+    if stack == "none":
+        monkeypatch.setenv(confine.STACK_ENV, "none")
+    elif not confine.outbound()[0]:
+        pytest.skip(f"no user-mode network stack here: {confine.outbound()[1]}")
     shared = tmp_path / "shared"
     (shared / "own").mkdir(parents=True)
     (shared / "sibling").mkdir()
@@ -53,7 +61,7 @@ def test_a_room_gives_its_children_these_paths_this_network_and_this_folder(tmp_
     assert seen["seen"] == ["own"]
     assert seen["cwd"] == str(work)
     if confine.own_network()[0]:
-        assert seen["route"] == "unreachable"
+        assert seen["route"] == ("unreachable" if stack == "none" else "routed"), seen
     outside = _run(confine.start(command, env), env)
     assert outside.returncode == 0, outside.stderr
     assert json.loads(outside.stdout)["seen"] == ["own", "sibling"]

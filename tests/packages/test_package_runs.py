@@ -201,16 +201,42 @@ def test_a_stdio_package_reaches_nothing_that_listens_on_the_host(registry, tmp_
 
 
 @needs_npx
-def test_a_package_that_needs_the_internet_at_start_is_stopped_for_want_of_a_network(registry, tmp_path):
-    """A package that fetches at start dies on ``connect ENETUNREACH``: recorded as stopped for want of a
-    network, Fathom's policy, not the package's crash."""
+def test_a_package_that_needs_the_internet_at_start_is_stopped_for_want_of_a_network(registry, tmp_path, monkeypatch):
+    """Without a user-mode network stack (``FATHOM_NETWORK_STACK=none``), a package that fetches at start dies on
+    ``connect ENETUNREACH``: recorded as stopped for want of a network, Fathom's policy, not the package's crash."""
     if not confine.own_network()[0]:
         pytest.skip(f"no network namespace here: {confine.own_network()[1]}")
+    monkeypatch.setenv(confine.STACK_ENV, "none")
     env = environ(registry)
     outcome = run(resolve(npm_package("1.0.0", "offline"), env), PackageSettings(cache_dir=tmp_path, environ=env))
     assert outcome.outcome is Outcome.CRASHED
     assert outcome.detail == f"{NO_NETWORK}: Error: connect ENETUNREACH 192.0.2.1:443 - Local (0.0.0.0:0)"
     assert fault(outcome.outcome.value, outcome.detail) == "policy"
+
+
+@pytest.mark.parametrize("stack", ["slirp4netns", "none"])
+@pytest.mark.parametrize("registry_type", ["npm", "pypi"])
+def test_a_package_scans_ok_with_and_without_the_network_stack(registry, tmp_path, monkeypatch, stack, registry_type):
+    """A real npm and a real PyPI package, installed from the loopback registry (the install step keeps the host's
+    network), scan ``ok`` in their network of their own with a route out through slirp4netns and with none (only
+    their own loopback): the run needs nothing from the registry. ``extra["offline"]`` says which it had."""
+    if not confine.own_network()[0]:
+        pytest.skip(f"no network namespace here: {confine.own_network()[1]}")
+    if stack == "none":
+        monkeypatch.setenv(confine.STACK_ENV, "none")
+    elif not confine.outbound()[0]:
+        pytest.skip(f"no user-mode network stack here: {confine.outbound()[1]}")
+    if registry_type == "npm" and not shutil.which("npx"):
+        pytest.skip("npx not installed")
+    if registry_type == "pypi" and not (shutil.which("uvx") or (Path(sys.executable).parent / "uvx").exists()):
+        pytest.skip("uvx not installed")
+    env = environ(registry)
+    package: dict[str, Any] = npm_package("1.0.0")
+    if registry_type == "pypi":
+        package = {"registryType": "pypi", "identifier": PY_NAME, "version": "1.0.0", "transport": {"type": "stdio"}}
+    outcome = run(resolve(package, env), PackageSettings(cache_dir=tmp_path / "cache", environ=env))
+    assert tool_names(outcome) == ["version_1_0_0"]
+    assert outcome.extra["offline"] is (stack == "none")
 
 
 @needs_uvx
@@ -268,12 +294,15 @@ def test_fathom_scan_end_to_end_with_cache_dir_and_runner_check(registry, tmp_pa
 def test_check_reproduces_a_scan_of_a_package(registry, tmp_path):
     """``fathom check -- npx ...`` runs the package as a scan does: the allow-listed installer settings reach
     npx (here the loopback registry; behind a proxy, the CA bundle), and the failure is the scan's cause with its
-    telling line, not the last line of stderr."""
+    telling line, not the last line of stderr. Its npx fetches from a registry on this machine's loopback, which
+    a network of its own never reaches: ``FATHOM_NETWORK_STACK=none`` keeps the host's network for ``check``'s
+    server (said in one line)."""
     from typer.testing import CliRunner
 
     from scanner.cli import app
 
     env = {**environ(registry), "HOME": str(tmp_path), "npm_config_cache": str(tmp_path / "npm")}
+    env[confine.STACK_ENV] = "none"
     command = ["npx", "-y", f"{NPM_NAME}@1.0.0", "crash"]
     result = CliRunner().invoke(app, ["check", "--timeout", "90", "--", *command], env=env)
     assert result.exit_code == 3, result.output
@@ -282,5 +311,6 @@ def test_check_reproduces_a_scan_of_a_package(registry, tmp_path):
         "crashed: Error: cannot open the index at /var/lib/fathom-test/index.db; next: the command crashed before "
         "it answered: run it yourself to see why"
     ), result.stderr
+    assert "fathom: the server keeps this machine's network (no user-mode network stack: " in result.stderr
     missing = CliRunner().invoke(app, ["check", "--timeout", "90", "--", "npx", "-y", f"{NPM_NAME}@9.9.9"], env=env)
     assert f"package_not_found: {NPM_NAME}@9.9.9 not found: npm error" in missing.stderr, missing.stderr

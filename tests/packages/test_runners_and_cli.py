@@ -9,11 +9,12 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 from typer.testing import CliRunner
 
 from scanner import confine
 from scanner.cli import app
-from scanner.models import Outcome, ScanOutcome, ServerEntry
+from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.packages import PackageSettings, default_cache_dir, runners
 from scanner.packages.runners import missing_runners, namespace_line, network_line, warning_lines
 from scanner.packages.settings import ROOT_CACHE_DIR
@@ -94,16 +95,22 @@ def test_a_host_without_pid_namespaces_is_said_once_before_a_child_would_start(t
 
 
 def test_a_packages_stdio_run_without_a_network_is_said_once_before_it_starts(tmp_path, monkeypatch):
-    """A package run over stdio after its install has only its own loopback: the dry run says so in one line
-    (no pasta or slirp4netns gives it the internet), or, where the kernel refuses a network namespace, that it
-    reaches what listens on the host's loopback; nothing is said when no package runs."""
+    """A package run over stdio after its install, and a ``--run-commands`` command, each get a network of their
+    own: the dry run says in one line whether it has a route out through slirp4netns or only its own loopback
+    (``none:`` and why: here a PATH without slirp4netns, and ``FATHOM_NETWORK_STACK=none``), or, where the
+    kernel refuses a network namespace, that it reaches what listens on the host's loopback; nothing is said
+    when no such child runs."""
     monkeypatch.setattr(confine, "namespaces", lambda: (True, "held"))
     monkeypatch.setattr(confine, "own_network", lambda: (True, "held"))
+    monkeypatch.setenv("PATH", only_npx(tmp_path))  # what Fathom finds slirp4netns on: not there
     entries = load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True)
     line = network_line(entries)
-    assert line is not None
-    assert line.startswith("a package's run (stdio or on a local port) has no network, only its own loopback")
-    assert "no pasta or slirp4netns" in line and '"stopped for want of a network"' in line
+    assert line == (
+        "a package's run (stdio or on a local port): a network of its own with only its own loopback, outbound "
+        "none: no slirp4netns on PATH (Debian and Ubuntu: apt-get install slirp4netns): one that needs the "
+        'internet at start is recorded "stopped for want of a network" (docs/registry.md, "Which platform '
+        'isolates what")'
+    )
     result = CliRunner().invoke(
         app,
         ["scan", str(SAMPLE), "--dry-run", "--run-packages", "--format", "json", "--cache-dir", str(tmp_path / "c")],
@@ -112,10 +119,34 @@ def test_a_packages_stdio_run_without_a_network_is_said_once_before_it_starts(tm
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines().count(f"fathom: {line}") == 1
     assert network_line(load_entries(str(SAMPLE), environ={"PATH": str(tmp_path)})) is None  # nothing runs
+    command = ServerEntry(name="io.github.t/command", transport=Transport.STDIO, command=("python3", "server.py"))
+    monkeypatch.setenv(confine.STACK_ENV, "none")
+    said = network_line([command])
+    assert said is not None and said.startswith(
+        "a --run-commands command: a network of its own with only its own loopback, outbound none: "
+        "FATHOM_NETWORK_STACK=none: "
+    )
     why = "unavailable (unshare: Operation not permitted): children share the host's network"
     monkeypatch.setattr(confine, "own_network", lambda: (False, why))
     refused = network_line(entries)
-    assert refused is not None and refused.startswith(f"network namespaces {why}: a package's run reaches what")
+    assert refused is not None and refused.startswith(
+        f"network namespaces {why}: a package's run (stdio or on a local port) reaches"
+    )
+
+
+def test_with_the_stack_the_dry_run_says_a_child_reaches_out_never_the_hosts_loopback(tmp_path):
+    """With slirp4netns on Fathom's PATH (and the kernel's network namespaces), the one line before the scan
+    says a package's run and a command reach out through it, never the host's loopback."""
+    holds, why = confine.outbound()
+    if not holds:
+        pytest.skip(f"no user-mode network stack here: {why}")
+    command = ServerEntry(name="io.github.t/command", transport=Transport.STDIO, command=("python3", "server.py"))
+    entries = [*load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True), command]
+    assert network_line(entries) == (
+        "a package's run (stdio or on a local port) and a --run-commands command: a network of its own, outbound "
+        "through slirp4netns, never the host's loopback (what listens on this machine's other addresses answers it "
+        'as it would any host; docs/registry.md, "Which platform isolates what")'
+    )
 
 
 def test_package_settings_defaults_and_stored_options(tmp_path):
