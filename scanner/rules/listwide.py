@@ -520,21 +520,22 @@ def list_over_20k_tokens(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterato
     ),
     scope="list",
     status="stable",
-    doc="""Warns when the same sentence appears in the descriptions of 3 or more tools and has at least 12
-    words, or of 5 or more tools and has at least 8 words (a sentence: the text between `.`, `!`, `?`, `;` or a
-    line break, compared as its words; a mark ends a sentence only before white space or the end of the text, or
-    straight before a capitalised word, and never inside a URL, which counts as one word); short per-tool facts shared by a few tools are not doctrine. One finding per
-    repeated sentence, on the first tool that has it, with the tools and what the copies cost per turn together
-    (tokens with the most expensive provider). Doctrine pasted into every description is read again for every
-    tool on every turn, and the copies drift apart as the server changes. A sentence that documents one parameter
-    every one of those tools has (it begins, after a bullet, with the parameter's name and a colon: "- projectSlug:
-    The project slug obtained from listFollowedProjects") is not reported: it belongs to each tool's own parameter
-    (its schema description), not to the instructions (catalogue 6 labels: 6 of the 8 wrong findings were such
-    lines). Nor is a bullet line documenting a named field, a result's or a parameter's: a bullet, then an
-    identifier (snake_case or camelCase) or a name with a type in brackets, then a colon ("- ratelimit_remain
-    (int): number of API requests remaining"); "- Note: always call list_projects first" still counts. Catalogue 6
-    labels: an example URL cut at its dots and output-field lines were the other wrong findings. Bad: "IMPORTANT: Always use absolute paths for reliability, relative paths may fail" at the end of
-    twenty descriptions. Good: say it once in the server's instructions.""",
+    doc="""Warns when the same sentence appears in the descriptions of 3 or more tools and has at least 12 words, or of
+    5 or more tools and has at least 8 words (a sentence: the text between `.`, `!`, `?`, `;` or a line break, compared
+    as its words; a mark ends a sentence only before white space or the end of the text, or straight before a
+    capitalised word, and never inside a URL, which counts as one word); short per-tool facts shared by a few tools are
+    not doctrine. One finding per repeated sentence, on the first tool that has it, with the tools and what the copies
+    cost per turn together (tokens with the most expensive provider). Doctrine pasted into every description is read
+    again for every tool on every turn, and the copies drift apart as the server changes. A sentence that documents one
+    parameter every one of those tools has (it begins, after a bullet, with the parameter's name and a colon: "-
+    projectSlug: The project slug obtained from listFollowedProjects") is not reported: it belongs to each tool's own
+    parameter (its schema description), not to the instructions (catalogue 6 labels: 6 of the 8 wrong findings were such
+    lines). Nor is a bullet line documenting a named field, a result's or a parameter's: a bullet, then an identifier
+    (snake_case or camelCase) or a name with a type in brackets, then a colon ("- ratelimit_remain (int): number of API
+    requests remaining"); "- Note: always call list_projects first" still counts. Catalogue 6 labels: an example URL cut
+    at its dots and output-field lines were the other wrong findings. Bad: "IMPORTANT: Always use absolute paths for
+    reliability, relative paths may fail" at the end of twenty descriptions. Good: say it once in the server's
+    instructions.""",
 )
 def doctrine_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
     texts = [tool.description_text for tool in tools]
