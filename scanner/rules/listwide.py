@@ -532,7 +532,9 @@ def list_over_20k_tokens(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterato
     parameter (its schema description), not to the instructions (catalogue 6 labels: 6 of the 8 wrong findings were such
     lines). Nor is a bullet line documenting a named field, a result's or a parameter's: a bullet, then an identifier
     (snake_case or camelCase) or a name with a type in brackets, then a colon ("- ratelimit_remain (int): number of API
-    requests remaining"); "- Note: always call list_projects first" still counts. Catalogue 6 labels: an example URL cut
+    requests remaining"); "- Note: always call list_projects first" still counts. Nor is a sentence saying what an
+    omitted input defaults to ("If no payment method is provided, your default payment method will be used"); "If
+    no results are found, do not retry the same query" still counts. Catalogue 6 labels: an example URL cut
     at its dots and output-field lines were the other wrong findings. Bad: "IMPORTANT: Always use absolute paths for
     reliability, relative paths may fail" at the end of twenty descriptions. Good: say it once in the server's
     instructions.""",
@@ -543,7 +545,9 @@ def doctrine_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[H
     for key, indexes in sorted(repeated.items(), key=lambda item: (item[1][0], item[1])):
         first = tools[indexes[0]]
         sentence = next(text for text, found in sentences(texts[indexes[0]] or "") if found == key)
-        if _FIELD_LINE.match(sentence) or documents_parameter(sentence, [tools[index] for index in indexes]):
+        if _FIELD_LINE.match(sentence) or _DEFAULT_LINE.search(sentence):
+            continue
+        if documents_parameter(sentence, [tools[index] for index in indexes]):
             continue
         one, method = ctx.cost(sentence)
         total = one * len(indexes)
@@ -583,6 +587,14 @@ _FIELD_LINE = re.compile(
     + r")`?\s*(?:"
     + _FIELD_TYPE
     + r")?\s*:"
+)
+
+
+# A sentence that says what an omitted input defaults to: "If no payment method is provided, your default payment
+# method will be used" (MCP307). It documents that tool's parameter; "If no results are found, do not retry" does not.
+_DEFAULT_LINE = re.compile(
+    r"^if no \w+(?: \w+){0,3} (?:is|are) (?:provided|given|specified|passed|supplied|set)\b.*\bdefault",
+    re.IGNORECASE,
 )
 
 
