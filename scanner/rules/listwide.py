@@ -65,17 +65,49 @@ def shared_option(name: str) -> bool:
     return not SHARED_OPTION_WORDS.isdisjoint(name_words(name))
 
 
-_SENTENCE_END = re.compile(r"[.!?;\r\n]+")
+# A mark ends a sentence only before white space or the end of the text (closing quotes, brackets or emphasis may
+# stand between): the dots of `example.com/a/b`, `v1.2` or `e.g.,` and the `?` of a query string end nothing, so an
+# example URL is not cut into "sentences" (catalogue 6 labels: "com/pipelines/gh/organization/project/123").
+# A mark straight before a capitalised word ("knowledge.This tool is") still ends one: a space left out.
+_SENTENCE_END = re.compile(r"[.!?;]+(?=[\"'\u2019\u201d)\]*_`]*(?:\s|$))|(?<=[a-z])[.!?](?=[A-Z][a-z])|[\r\n]+")
+
+
+# A URL is one word of a sentence: an example address is one thing said, not eight ("* Job URL: https://app.
+# circleci.com/pipelines/gh/organization/project/123" is three words, too short for doctrine).
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S*[^\s.,;:!?)\]'\"`]", re.IGNORECASE)
+
+
+def _sentence_words(piece: str) -> list[str]:
+    found: list[str] = []
+    start = 0
+    for match in _URL.finditer(piece):
+        found += fresh_words(piece[start : match.start()])
+        found.append(match.group().lower())
+        start = match.end()
+    return found + fresh_words(piece[start:])
+
+
+def _split_sentences(text: str) -> list[str]:
+    """The text cut at each sentence end that is not inside a URL."""
+    urls = [match.span() for match in _URL.finditer(text)]
+    pieces, start = [], 0
+    for mark in _SENTENCE_END.finditer(text):
+        if any(begin <= mark.start() < end for begin, end in urls):
+            continue
+        pieces.append(text[start : mark.start()])
+        start = mark.end()
+    return [*pieces, text[start:]]
 
 
 @text_cache  # MCP303 and MCP307 split the same descriptions
 def sentences(text: str) -> list[tuple[str, tuple[str, ...]]]:
-    """The sentences of a description with their words: text between ``.``, ``!``, ``?``, ``;`` or a line break."""
+    """The sentences of a description with their words: text between ``.``, ``!``, ``?`` or ``;`` followed by
+    white space or the end of the text (closing quotes and brackets may stand between), or a line break."""
     out = []
-    for piece in _SENTENCE_END.split(text):
+    for piece in _split_sentences(text):
         if not piece:  # before the first mark or after the last: no words
             continue
-        found = tuple(fresh_words(piece))
+        found = tuple(_sentence_words(piece))
         if found:
             out.append((" ".join(piece.split()), found))
     return out
@@ -488,17 +520,24 @@ def list_over_20k_tokens(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterato
     ),
     scope="list",
     status="stable",
-    doc="""Warns when the same sentence appears in the descriptions of 3 or more tools and has at least 12
-    words, or of 5 or more tools and has at least 8 words (a sentence: the text between `.`, `!`, `?`, `;` or a
-    line break, compared as its words); short per-tool facts shared by a few tools are not doctrine. One finding per
-    repeated sentence, on the first tool that has it, with the tools and what the copies cost per turn together
-    (tokens with the most expensive provider). Doctrine pasted into every description is read again for every
-    tool on every turn, and the copies drift apart as the server changes. A sentence that documents one parameter
-    every one of those tools has (it begins, after a bullet, with the parameter's name and a colon: "- projectSlug:
-    The project slug obtained from listFollowedProjects") is not reported: it belongs to each tool's own parameter
-    (its schema description), not to the instructions (catalogue 6 labels: 6 of the 8 wrong findings were such
-    lines). Bad: "IMPORTANT: Always use absolute paths for reliability, relative paths may fail" at the end of
-    twenty descriptions. Good: say it once in the server's instructions.""",
+    doc="""Warns when the same sentence appears in the descriptions of 3 or more tools and has at least 12 words, or of
+    5 or more tools and has at least 8 words (a sentence: the text between `.`, `!`, `?`, `;` or a line break, compared
+    as its words; a mark ends a sentence only before white space or the end of the text, or straight before a
+    capitalised word, and never inside a URL, which counts as one word); short per-tool facts shared by a few tools are
+    not doctrine. One finding per repeated sentence, on the first tool that has it, with the tools and what the copies
+    cost per turn together (tokens with the most expensive provider). Doctrine pasted into every description is read
+    again for every tool on every turn, and the copies drift apart as the server changes. A sentence that documents one
+    parameter every one of those tools has (it begins, after a bullet, with the parameter's name and a colon: "-
+    projectSlug: The project slug obtained from listFollowedProjects") is not reported: it belongs to each tool's own
+    parameter (its schema description), not to the instructions (catalogue 6 labels: 6 of the 8 wrong findings were such
+    lines). Nor is a bullet line documenting a named field, a result's or a parameter's: a bullet, then an identifier
+    (snake_case or camelCase) or a name with a type in brackets, then a colon ("- ratelimit_remain (int): number of API
+    requests remaining"); "- Note: always call list_projects first" still counts. Nor is a sentence saying what an
+    omitted input defaults to ("If no payment method is provided, your default payment method will be used"); "If
+    no results are found, do not retry the same query" still counts. Catalogue 6 labels: an example URL cut
+    at its dots and output-field lines were the other wrong findings. Bad: "IMPORTANT: Always use absolute paths for
+    reliability, relative paths may fail" at the end of twenty descriptions. Good: say it once in the server's
+    instructions.""",
 )
 def doctrine_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[Hit]:
     texts = [tool.description_text for tool in tools]
@@ -506,6 +545,8 @@ def doctrine_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[H
     for key, indexes in sorted(repeated.items(), key=lambda item: (item[1][0], item[1])):
         first = tools[indexes[0]]
         sentence = next(text for text, found in sentences(texts[indexes[0]] or "") if found == key)
+        if _FIELD_LINE.match(sentence) or _DEFAULT_LINE.search(sentence):
+            continue
         if documents_parameter(sentence, [tools[index] for index in indexes]):
             continue
         one, method = ctx.cost(sentence)
@@ -530,6 +571,30 @@ def doctrine_repeated(tools: Sequence[ToolInfo], ctx: RuleContext) -> Iterator[H
 # not, a type in brackets allowed) and a colon, as in "- projectSlug: The project slug ..." (MCP307).
 _PARAMETER_LINE = re.compile(
     r"^(?:[-*\u2022]\s*|\d{1,2}[.)]\s*)?`?(?P<name>[A-Za-z_][\w.-]{0,63})`?\s*(?:[(\[][^)\]]{0,60}[)\]])?\s*:"
+)
+
+
+# A bullet line documenting a named field (a result's or a parameter's): a bullet, then a name that is an
+# identifier (snake_case or camelCase) or any name followed by a type in brackets, then a colon, as in
+# "- ratelimit_remain (int): number of API requests remaining" (MCP307). "- Note: always call X first" is no field.
+_FIELD_TYPE = (
+    r"[(\[]\s*(?i:(?:optional\s*,?\s*)?(?:str|string|int|integer|float|double|number|bool|boolean|array|list|object"
+    r"|dict|map|null|none|any|date|datetime|uuid)\b)[^)\]]{0,40}[)\]]"
+)
+_FIELD_LINE = re.compile(
+    r"^[-*\u2022]\s*`?(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+|[A-Za-z_][\w.-]{0,63}`?\s*"
+    + _FIELD_TYPE
+    + r")`?\s*(?:"
+    + _FIELD_TYPE
+    + r")?\s*:"
+)
+
+
+# A sentence that says what an omitted input defaults to: "If no payment method is provided, your default payment
+# method will be used" (MCP307). It documents that tool's parameter; "If no results are found, do not retry" does not.
+_DEFAULT_LINE = re.compile(
+    r"^if no \w+(?: \w+){0,3} (?:is|are) (?:provided|given|specified|passed|supplied|set)\b.*\bdefault",
+    re.IGNORECASE,
 )
 
 
