@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +156,7 @@ def _ms(value: float | None) -> str:
 
 def run_health(engine: Any, board: Leaderboard) -> dict[str, Health]:
     """Uptime and latency of every server of the board's run, over the windows ending at the run's start."""
-    names = {row.name for row in (*board.ranked, *board.unranked)}
+    names = {row.name for row in chain(board.ranked, board.unranked)}
     end = board.started_at
     return server_health(reads.scan_samples(engine, end - timedelta(days=WINDOWS_DAYS[-1]), names), end)
 
@@ -187,7 +188,7 @@ def write_health(
         previous_run_id=board.previous_run_id,
     )
     table = health_rows(data, run_health(engine, board) if health is None else health)
-    slugs = {row.name: row.slug for row in (*board.ranked, *board.unranked)}
+    slugs = {row.name: row.slug for row in chain(board.ranked, board.unranked)}
     env = make_environment()
     env.filters["ms"] = _ms
     page = env.get_template("health.html").render(
