@@ -78,7 +78,7 @@ def _lanes(row: ServerRow) -> dict[str, Any]:
     return {"lane": row.lane, "lanes": row.lanes} if row.lanes else {}
 
 
-class _Streamed(list):  # type: ignore[type-arg]
+class StreamedList(list):  # type: ignore[type-arg]
     """A JSON array the encoder walks without it ever being filled: its items are made as it asks for them (the
     pure-Python encoder, which ``iterencode`` and an indented ``dumps`` use, reads ``len`` and iterates)."""
 
@@ -104,8 +104,8 @@ def leaderboard_document(board: Leaderboard, streamed: bool = False) -> dict[str
     """The JSON document (a plain dict) for ``board``; with ``streamed``, its two lists of servers are made a row
     at a time as an encoder walks them (for :func:`write_json`), never held."""
     if streamed:
-        ranked: list[Any] = _Streamed(len(board.ranked), lambda: map(_row, board.ranked))
-        unranked: list[Any] = _Streamed(len(board.unranked), lambda: map(_unranked, board.unranked))
+        ranked: list[Any] = StreamedList(len(board.ranked), lambda: map(_row, board.ranked))
+        unranked: list[Any] = StreamedList(len(board.unranked), lambda: map(_unranked, board.unranked))
     else:
         ranked, unranked = [_row(row) for row in board.ranked], [_unranked(row) for row in board.unranked]
     return {
@@ -145,8 +145,14 @@ def write_json(board: Leaderboard, stream: TextIO, batch: int = 8192) -> None:
     """:func:`render_json`'s text written to ``stream`` as it is encoded, ``batch`` pieces a write: the whole
     text (78 MB at 25 000 servers), the encoder's pieces of it and the rows' dicts are never held at once. Byte for
     byte the same: the escapes replace single characters, so they apply piece by piece as to the whole."""
+    write_safe_json(leaderboard_document(board, streamed=True), stream, batch)
+
+
+def write_safe_json(document: Any, stream: TextIO, batch: int = 8192) -> None:
+    """``document`` as indented, ASCII-only JSON with ``<``, ``>``, ``&`` escaped and a final newline, written to
+    ``stream`` ``batch`` encoder pieces at a time (its :class:`StreamedList` arrays made as they are walked)."""
     pieces: list[str] = []
-    for piece in json.JSONEncoder(indent=2, ensure_ascii=True).iterencode(leaderboard_document(board, streamed=True)):
+    for piece in json.JSONEncoder(indent=2, ensure_ascii=True).iterencode(document):
         pieces.append(piece)
         if len(pieces) >= batch:
             stream.write(_safe("".join(pieces)))
