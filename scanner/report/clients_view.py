@@ -157,9 +157,12 @@ def findings_at(store: Store, *runs: int) -> dict[int, dict[str, list[Any]]]:
 
 def trend_of(store: Store, trends: Sequence[TrendPoint]) -> tuple[ClientTrend, ...]:
     """Per client, per run of ``trends``: servers it drops tools of and servers it refuses, from the findings
-    present in that run's scans."""
-    found = findings_at(store, *(point.run_id for point in trends))
-    per_run = [counts(verdicts(rows) for rows in found[point.run_id].values()) for point in trends]
+    present in that run's scans (read a run at a time)."""
+    per_run = []
+    for point in trends:  # one run's findings at a time: a year of nightly runs is never read at once
+        found = findings_at(store, point.run_id)[point.run_id]
+        per_run.append(counts(verdicts(rows) for rows in found.values()))
+        del found
     return tuple(
         ClientTrend(
             key=client.key,
