@@ -341,9 +341,9 @@ def write_site(site: SiteData, out_dir: Path) -> list[Path]:
     (out_dir / "servers").mkdir(parents=True, exist_ok=True)
     (out_dir / "badges").mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in (("style.css", stylesheet()), ("board.js", board_script())):
+    for name, own in (("style.css", stylesheet()), ("board.js", board_script())):
         path = out_dir / name
-        path.write_text(text, encoding="utf-8")
+        path.write_text(own, encoding="utf-8")
         written.append(path)
     pages: set[str] = set()
     for relative, text in render_pages(site):

@@ -78,7 +78,7 @@ def _lanes(row: ServerRow) -> dict[str, Any]:
     return {"lane": row.lane, "lanes": row.lanes} if row.lanes else {}
 
 
-class StreamedList(list):  # type: ignore[type-arg]
+class StreamedList(list[Any]):
     """A JSON array the encoder walks without it ever being filled: its items are made as it asks for them (the
     pure-Python encoder, which ``iterencode`` and an indented ``dumps`` use, reads ``len`` and iterates)."""
 

@@ -12,7 +12,6 @@ import csv
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from itertools import chain
 from pathlib import Path
 from typing import Any, TextIO, overload
 
@@ -23,6 +22,7 @@ from scanner.report.health import WINDOWS_DAYS, Census, Health, census, server_h
 from scanner.report.html import CSP, make_environment
 from scanner.report.jsonout import StreamedList, write_safe_json
 from scanner.report.preview import tag
+from scanner.report.spool import names_and_slugs
 from scanner.report.text import MAX_SERVER_NAME, clean_text
 from scanner.rules.catalogue import rule_precision
 from scanner.rules.registry import status_of
@@ -184,7 +184,7 @@ def _ms(value: float | None) -> str:
 
 def run_health(engine: Any, board: Leaderboard) -> dict[str, Health]:
     """Uptime and latency of every server of the board's run, over the windows ending at the run's start."""
-    names = {row.name for row in chain(board.ranked, board.unranked)}
+    names = {name for name, _ in names_and_slugs(board)}
     end = board.started_at
     return server_health(reads.scan_samples(engine, end - timedelta(days=WINDOWS_DAYS[-1]), names), end)
 
@@ -216,7 +216,7 @@ def write_health(
         previous_run_id=board.previous_run_id,
     )
     table = health_rows(data, run_health(engine, board) if health is None else health)
-    slugs = {row.name: row.slug for row in chain(board.ranked, board.unranked)}
+    slugs = dict(names_and_slugs(board))
     env = make_environment()
     env.filters["ms"] = _ms
     page = env.get_template("health.html").generate(

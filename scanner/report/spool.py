@@ -19,13 +19,14 @@ from __future__ import annotations
 import pickle
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from typing import Any, overload
 
 from scanner.errors import InputError
 from scanner.report.data import FAILURE_CAUSES, FailureGroup, Leaderboard, ReasonGroup, ServerRow, failure_cause
 from scanner.report.nextstep import reason_group
 from scanner.report.text import clean_text, slugify
+
+_set = object.__setattr__  # on a frozen ServerRow just unpickled (see BoardSpool.read)
 
 READ_CHUNK = 250
 """Rows a :class:`RowView` reads from the spool at a time."""
@@ -237,12 +238,16 @@ class BoardSpool:
         )
         while part := cursor.fetchmany(READ_CHUNK):
             for blob, slug, ranked, pos, now, before in part:
-                draft: ServerRow = pickle.loads(blob)
-                if not ranked:
-                    yield replace(draft, slug=slug)
-                    continue
-                moved, moved_by = movement(now or 0, before)
-                yield replace(draft, slug=slug, rank=pos, movement=moved, moved_by=moved_by)
+                # A fresh copy each time, owned by no one else: its last fields are set in place (a dataclasses
+                # ``replace`` per row per walk cost more than the unpickling).
+                row: ServerRow = pickle.loads(blob)
+                _set(row, "slug", slug)
+                if ranked:
+                    moved, moved_by = movement(now or 0, before)
+                    _set(row, "rank", pos)
+                    _set(row, "movement", moved)
+                    _set(row, "moved_by", moved_by)
+                yield row
 
     def count(self, where: str, params: tuple[Any, ...]) -> int:
         return int(
@@ -313,6 +318,18 @@ class CauseRows(RowView):
 
     def reasons(self) -> tuple[ReasonGroup, ...]:
         return self._spool.reasons(str(self._params[0]))
+
+
+def names_and_slugs(board: Leaderboard) -> Iterator[tuple[str, str]]:
+    """Each server's name and slug, the ranked ones first; from the board's spool's columns when it has one (no row
+    read whole)."""
+    if isinstance(board.ranked, RowView):
+        spool = board.ranked._spool
+        rows = spool._db.execute("SELECT b.pos, c.name, c.slug FROM board b JOIN cur c ON c.seq = b.seq ORDER BY b.pos")
+        while part := rows.fetchmany(READ_CHUNK):
+            yield from ((_text(name), slug) for _, name, slug in part)
+        return
+    yield from ((row.name, row.slug) for row in (*board.ranked, *board.unranked))
 
 
 def every_row(board: Leaderboard) -> Sequence[ServerRow]:
