@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import methodcaller
 from pathlib import Path
+from typing import overload
 
 from scanner.check.groups import FindingGroup, group_findings
 from scanner.errors import InputError, OutputError
@@ -74,7 +75,7 @@ class ReportResult:
 
     out_dir: Path
     run_id: int
-    paths: tuple[Path, ...]
+    paths: Sequence[Path]
     servers_ranked: int
     servers_unranked: int
     server_pages: int
@@ -93,21 +94,29 @@ def _timed_label(moment: datetime | None) -> str:
 
 class _Labels(dict[datetime, str]):
     """Chart labels by scan time, each computed once (a year of 2 000 servers is 730 000 scans, few dates).
-    ``timed`` holds the labels with the time of day, for a series whose points share a day."""
+    ``timed`` holds the labels with the time of day, for a series whose points share a day. A cache only: emptied
+    once it holds :data:`_LABELS_KEPT` times (every scan has its own), so it does not grow with servers."""
 
     def __init__(self) -> None:
         super().__init__()
         self.timed = _TimedLabels()
 
     def __missing__(self, moment: datetime) -> str:
+        if len(self) >= _LABELS_KEPT:
+            self.clear()
         label = self[moment] = _label(moment)
         return label
 
 
 class _TimedLabels(dict[datetime, str]):
     def __missing__(self, moment: datetime) -> str:
+        if len(self) >= _LABELS_KEPT:
+            self.clear()
         label = self[moment] = _timed_label(moment)
         return label
+
+
+_LABELS_KEPT = 4096
 
 
 def _labels_of(
@@ -686,23 +695,44 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _publish(staging: Path, out_dir: Path, built: Sequence[Path]) -> list[Path]:
-    """Move every file of a finished build from ``staging`` into ``out_dir``, each by one rename, the pages that
-    link to others last and ``index.html`` the very last: a build killed at any moment leaves either the old
-    index (whose pages are all still there: nothing is deleted) or the new one with every page it links."""
+def _publish(staging: Path, out_dir: Path, built: Sequence[str]) -> list[str]:
+    """Move every file of a finished build (``built``: paths relative to ``staging``, ``/``-separated) from
+    ``staging`` into ``out_dir``, each by one rename, the pages that link to others last and ``index.html`` the
+    very last: a build killed at any moment leaves either the old index (whose pages are all still there: nothing
+    is deleted) or the new one with every page it links. Returns them in the order moved."""
 
-    def order(path: Path) -> tuple[int, str]:
-        relative = path.relative_to(staging)
-        top_page = len(relative.parts) == 1 and relative.suffix == ".html"
-        return (2 if relative.as_posix() == "index.html" else 1 if top_page else 0, relative.as_posix())
+    def order(relative: str) -> tuple[int, str]:
+        top_page = "/" not in relative and relative.endswith(".html")
+        return (2 if relative == "index.html" else 1 if top_page else 0, relative)
 
-    published = []
-    for path in sorted(built, key=order):
-        target = out_dir / path.relative_to(staging)
+    published = sorted(built, key=order)
+    for relative in published:
+        target = out_dir / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(path, target)
-        published.append(target)
+        os.replace(staging / relative, target)
     return published
+
+
+class _Files(Sequence[Path]):
+    """The files a build wrote, as paths under ``out_dir``, made when asked for: 30 000 files' ``Path`` objects
+    held at once were a few MB that grew with servers."""
+
+    def __init__(self, out_dir: Path, relative: Sequence[str]) -> None:
+        self._out_dir, self._relative = out_dir, relative
+
+    def __len__(self) -> int:
+        return len(self._relative)
+
+    @overload
+    def __getitem__(self, index: int) -> Path: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Path]: ...
+
+    def __getitem__(self, index: int | slice) -> Path | Sequence[Path]:
+        if isinstance(index, slice):
+            return [self._out_dir / relative for relative in self._relative[index]]
+        return self._out_dir / self._relative[index]
 
 
 def build_report(
@@ -723,20 +753,22 @@ def _build_report(store: Store, out_dir: Path, run_id: int | None, now: datetime
         out_dir.mkdir(parents=True, exist_ok=True)
         staging = _staging_folder(out_dir)
         with _long_lived_frozen():
-            built = [*write_site(data, staging), *write_exports(data.leaderboard, staging)]
+            built = write_site(data, staging)  # relative to staging: no Path object per file is kept
+            built += [path.relative_to(staging).as_posix() for path in write_exports(data.leaderboard, staging)]
             # health.html/json/csv, from the health the pages already show
-            built += write_health(store.engine, data.leaderboard, staging, data.generated_at, data.health, data.clients)
+            health = write_health(store.engine, data.leaderboard, staging, data.generated_at, data.health, data.clients)
+            built += [path.relative_to(staging).as_posix() for path in health]
         paths = _publish(staging, out_dir, built)
     except OSError as exc:  # a full disk, a read-only folder, --out naming a file: one line, exit 4
         raise OutputError(f"Cannot write the report to {out_dir}: {exc.strerror or exc}") from exc
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
-    pages = sum(1 for path in paths if path.parent.name == "servers")
+    pages = sum(1 for path in paths if path.startswith("servers/") and path.count("/") == 1)
     return ReportResult(
         out_dir=out_dir,
         run_id=data.leaderboard.run_id,
-        paths=tuple(paths),
+        paths=_Files(out_dir, paths),
         servers_ranked=len(data.leaderboard.ranked),
         servers_unranked=len(data.leaderboard.unranked),
         server_pages=pages,

@@ -336,15 +336,16 @@ def badge_files(row: ServerRow) -> tuple[tuple[str, str], tuple[str, str]]:
     return (f"badges/{row.slug}.svg", badge_svg(score, tokens, no_tools=empty)), (f"badges/{row.slug}.json", endpoint)
 
 
-def write_site(site: SiteData, out_dir: Path) -> list[Path]:
-    """Write every HTML page, each server's badges and the stylesheet under ``out_dir``; return the paths written."""
+def write_site(site: SiteData, out_dir: Path) -> list[str]:
+    """Write every HTML page, each server's badges and the stylesheet under ``out_dir``; return the paths written,
+    relative to ``out_dir`` and ``/``-separated (a string each: a ``Path`` per file, kept, grew with servers)."""
     (out_dir / "servers").mkdir(parents=True, exist_ok=True)
     (out_dir / "badges").mkdir(parents=True, exist_ok=True)
     written = []
     for name, own in (("style.css", stylesheet()), ("board.js", board_script())):
         path = out_dir / name
         path.write_text(own, encoding="utf-8")
-        written.append(path)
+        written.append(name)
     pages: set[str] = set()
     for relative, text in render_pages(site):
         # Slugs are unique per build (text.unique_slugs); this is the last guard: never overwrite a page of this
@@ -358,10 +359,9 @@ def write_site(site: SiteData, out_dir: Path) -> list[Path]:
         else:
             with path.open("w", encoding="utf-8") as stream:
                 stream.writelines(text)
-        written.append(path)
+        written.append(relative)
     for row in chain(site.leaderboard.ranked, site.leaderboard.unranked):
         for relative, text in badge_files(row):
-            path = out_dir / relative
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
+            (out_dir / relative).write_text(text, encoding="utf-8")
+            written.append(relative)
     return written
