@@ -567,20 +567,21 @@ def server_pages(
         histories = store.history_columns(names)
         events = store.events_of(names)
         wanted = {row.toolset_sha256 for row in part if row.toolset_sha256 and is_ranked_outcome(row.outcome)}
-        tools = store.toolsets_tools(wanted) if wanted else {}
+        packed = store.toolsets_packed(wanted) if wanted else {}  # unpacked a page at a time: lists are large
         costs = store.toolsets_costs(sorted(wanted)) if wanted else {}
         for row in part:
+            sha = row.toolset_sha256
             yield build_server_page(
                 row,
                 leaders[row.name],
                 providers,
                 events.get(row.name, ()),
                 histories.get(row.name, _NO_HISTORY),
-                tools.get(row.toolset_sha256) if row.toolset_sha256 else None,
+                store.unpack_tools(sha, packed[sha]) if sha and sha in packed else None,
                 labels,
                 costs.get(row.toolset_sha256) if row.toolset_sha256 else None,
             )
-        del leaders, histories, events, tools, costs
+        del leaders, histories, events, packed, costs
 
 
 def build_rules(store: Store, run_id: int) -> tuple[RuleView, ...]:
