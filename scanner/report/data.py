@@ -213,11 +213,17 @@ class Leaderboard:
     @property
     def rule_codes(self) -> tuple[str, ...]:
         """Every rule code that hits a ranked server, sorted (the leaderboard's rule filter)."""
+        spooled = getattr(self.ranked, "rule_codes", None)
+        if spooled is not None:
+            return tuple(spooled())
         return tuple(sorted({code for row in self.ranked for code in row.codes}))
 
     @property
     def unranked_outcomes(self) -> tuple[str, ...]:
         """Every outcome of an unranked server, sorted (the leaderboard's outcome filter)."""
+        spooled = getattr(self.unranked, "outcomes", None)
+        if spooled is not None:
+            return tuple(spooled())
         return tuple(sorted({row.outcome for row in self.unranked}))
 
     @property

@@ -46,6 +46,7 @@ CREATE TABLE cur (
     reason_key BLOB NOT NULL,
     reason_label BLOB NOT NULL,
     slug TEXT NOT NULL,
+    codes TEXT NOT NULL,
     row BLOB NOT NULL
 );
 CREATE TABLE prev (name BLOB NOT NULL, score REAL NOT NULL, tokens INTEGER NOT NULL);
@@ -105,6 +106,7 @@ class BoardSpool:
                 _bytes(reason[0]),
                 _bytes(reason[1]),
                 slugify(name),
+                " ".join(row.codes),
                 pickle.dumps(row, pickle.HIGHEST_PROTOCOL),
             )
         )
@@ -119,8 +121,8 @@ class BoardSpool:
 
     def _flush(self) -> None:
         self._db.executemany(
-            "INSERT INTO cur (name, ranked, score, tokens, outcome, cause, reason_key, reason_label, slug, row) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO cur (name, ranked, score, tokens, outcome, cause, reason_key, reason_label, slug, codes, row) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             self._pending,
         )
         self._db.executemany("INSERT INTO prev (name, score, tokens) VALUES (?, ?, ?)", self._previous)
@@ -186,9 +188,9 @@ class BoardSpool:
                 f" page {slug}.html; the report refuses to overwrite one with the other"
             )
 
-    def ranked(self) -> RowView:
+    def ranked(self) -> RankedRows:
         """The ranked servers, best first."""
-        return RowView(self, "b.ranked = 1", (), "b.pos", self._counts[0])
+        return RankedRows(self, "b.ranked = 1", (), "b.pos", self._counts[0])
 
     def unranked(self) -> UnrankedRows:
         """The servers not ranked, by outcome then name."""
@@ -197,6 +199,21 @@ class BoardSpool:
     def every(self) -> RowView:
         """Every server: the ranked ones best first, then the others (as ``(*ranked, *unranked)``)."""
         return RowView(self, "1", (), "b.pos", sum(self._counts))
+
+    def rule_codes(self) -> tuple[str, ...]:
+        """Every rule code of a ranked server's current findings, sorted (from a column: no row read whole)."""
+        found: set[str] = set()
+        for (codes,) in self._db.execute("SELECT DISTINCT codes FROM cur WHERE ranked = 1 AND codes != ''"):
+            found.update(codes.split(" "))
+        return tuple(sorted(found))
+
+    def unranked_outcomes(self) -> tuple[str, ...]:
+        """Every outcome of an unranked server, sorted."""
+        return tuple(
+            sorted(
+                _text(outcome) for (outcome,) in self._db.execute("SELECT DISTINCT outcome FROM cur WHERE ranked = 0")
+            )
+        )
 
     def failure_groups(self) -> tuple[FailureGroup, ...]:
         """The unranked servers grouped by cause (:data:`scanner.report.data.FAILURE_CAUSES` order), each by
@@ -306,11 +323,22 @@ class RowView(Sequence[ServerRow]):
         )
 
 
+class RankedRows(RowView):
+    """The ranked servers (:meth:`BoardSpool.ranked`), which also say their rule codes."""
+
+    def rule_codes(self) -> tuple[str, ...]:
+        return self._spool.rule_codes()
+
+
 class UnrankedRows(RowView):
-    """The servers not ranked (:meth:`BoardSpool.unranked`), which also group themselves by cause."""
+    """The servers not ranked (:meth:`BoardSpool.unranked`), which also group themselves by cause and say their
+    outcomes."""
 
     def failure_groups(self) -> tuple[FailureGroup, ...]:
         return self._spool.failure_groups()
+
+    def outcomes(self) -> tuple[str, ...]:
+        return self._spool.unranked_outcomes()
 
 
 class CauseRows(RowView):
