@@ -55,7 +55,7 @@ from scanner.report.markdown import write_markdown
 from scanner.report.nextstep import next_step
 from scanner.report.preview import only_visible, showing, shown_preview, visible
 from scanner.report.registry_health import run_health, write_health
-from scanner.report.spool import BoardSpool, every_row
+from scanner.report.spool import BoardSpool, every_row, release
 from scanner.report.text import ERA_WORDS, MAX_SERVER_NAME, clean_text
 from scanner.report.views import page_views
 from scanner.scan.lanes import lanes_text
@@ -765,6 +765,7 @@ def _build_report(store: Store, out_dir: Path, run_id: int | None, now: datetime
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
+        release(data.leaderboard)  # the spooled rows' temporary file
     pages = sum(1 for path in paths if path.startswith("servers/") and path.count("/") == 1)
     return ReportResult(
         out_dir=out_dir,

@@ -360,6 +360,12 @@ def names_and_slugs(board: Leaderboard) -> Iterator[tuple[str, str]]:
     yield from ((row.name, row.slug) for row in (*board.ranked, *board.unranked))
 
 
+def release(board: Leaderboard) -> None:
+    """Close the board's spool, if it has one (its file goes with it); its views keep their lengths only."""
+    if isinstance(board.ranked, RowView):
+        board.ranked._spool.close()
+
+
 def every_row(board: Leaderboard) -> Sequence[ServerRow]:
     """Every row of ``board``, the ranked ones first (as ``(*board.ranked, *board.unranked)``), read from its
     spool when it has one rather than copied."""
