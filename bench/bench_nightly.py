@@ -209,8 +209,11 @@ def _step(name: str, argv: list[str], stdout: Path | None = None) -> Step:
     return step
 
 
-def night(count: int, mcp_base: str, work: Path, concurrency: int, timeout: float, postgres: str) -> Night:
-    """Every step of a night (two nights of scans) against a fresh registry of ``count`` entries."""
+def night(
+    count: int, mcp_base: str, work: Path, concurrency: int, timeout: float, postgres: str, scans_only: bool = False
+) -> Night:
+    """Every step of a night (two nights of scans) against a fresh registry of ``count`` entries; only the two
+    scans with ``scans_only`` (the databases kept in ``work``, to measure a later step apart)."""
     registry, url = _child([sys.executable, __file__, "--serve-registry", str(count), "--mcp-base", mcp_base])
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -227,6 +230,8 @@ def night(count: int, mcp_base: str, work: Path, concurrency: int, timeout: floa
             result.outcomes = summary.get("counts", {})
             result.steps.append(step)
             _progress(count, step)
+        if scans_only:
+            return result
         site = work / "site"
         step = _step("report", _fathom("report", "--db", str(database), "--out", str(site)))
         step.size_mb, step.size_of = _folder_mb(site), "site"
@@ -401,6 +406,9 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=WORK, help="databases and sites (default: %(default)s)")
     parser.add_argument("--profile", default="", help="steps to profile at --servers: report,rescore,findings")
     parser.add_argument("--json", type=Path, help="write the figures here as JSON")
+    parser.add_argument(
+        "--scans-only", action="store_true", help="only the two nights' scans: keep the databases under --work"
+    )
     parser.add_argument("--serve-mcp", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-registry", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--mcp-base", help=argparse.SUPPRESS)
@@ -421,12 +429,16 @@ def main() -> None:
     try:
         for count in [size for size in (args.small, args.servers) if size]:
             print(f"{count} servers:", flush=True)
-            nights.append(night(count, mcp_base, args.work / str(count), args.concurrency, args.timeout, args.postgres))
+            work = args.work / str(count)
+            nights.append(night(count, mcp_base, work, args.concurrency, args.timeout, args.postgres, args.scans_only))
         for step in [part for part in args.profile.split(",") if part]:
             profile_step(step, args.work / str(args.servers))
     finally:
         host_cpu = _stop(host)
     small, big = (nights[0], nights[1]) if len(nights) == 2 else (None, nights[-1])
+    if args.scans_only:
+        print(f"databases: {', '.join(str(args.work / str(each.servers) / 'nightly.db') for each in nights)}")
+        return
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print()
     print(

@@ -15,10 +15,11 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import methodcaller
 from pathlib import Path
+from typing import overload
 
 from scanner.check.groups import FindingGroup, group_findings
 from scanner.errors import InputError, OutputError
@@ -29,7 +30,7 @@ from scanner.models import PROVIDER_SHORT, Finding, Severity, ToolCost
 from scanner.report.changes import run_changes
 from scanner.report.client_costs import leader_client_costs, leader_key
 from scanner.report.clients_view import clients_view
-from scanner.report.csv_out import render_csv
+from scanner.report.csv_out import write_csv
 from scanner.report.data import (
     NOT_RUN_OUTCOMES,
     ChangeRow,
@@ -50,11 +51,12 @@ from scanner.report.data import (
 )
 from scanner.report.html import write_site
 from scanner.report.jsonout import write_json
-from scanner.report.markdown import render_markdown
+from scanner.report.markdown import write_markdown
 from scanner.report.nextstep import next_step
 from scanner.report.preview import only_visible, showing, shown_preview, visible
 from scanner.report.registry_health import run_health, write_health
-from scanner.report.text import ERA_WORDS, MAX_SERVER_NAME, clean_text, unique_slugs
+from scanner.report.spool import BoardSpool, every_row, release
+from scanner.report.text import ERA_WORDS, MAX_SERVER_NAME, clean_text
 from scanner.report.views import page_views
 from scanner.scan.lanes import lanes_text
 from scanner.store import Store
@@ -73,7 +75,7 @@ class ReportResult:
 
     out_dir: Path
     run_id: int
-    paths: tuple[Path, ...]
+    paths: Sequence[Path]
     servers_ranked: int
     servers_unranked: int
     server_pages: int
@@ -92,21 +94,29 @@ def _timed_label(moment: datetime | None) -> str:
 
 class _Labels(dict[datetime, str]):
     """Chart labels by scan time, each computed once (a year of 2 000 servers is 730 000 scans, few dates).
-    ``timed`` holds the labels with the time of day, for a series whose points share a day."""
+    ``timed`` holds the labels with the time of day, for a series whose points share a day. A cache only: emptied
+    once it holds :data:`_LABELS_KEPT` times (every scan has its own), so it does not grow with servers."""
 
     def __init__(self) -> None:
         super().__init__()
         self.timed = _TimedLabels()
 
     def __missing__(self, moment: datetime) -> str:
+        if len(self) >= _LABELS_KEPT:
+            self.clear()
         label = self[moment] = _label(moment)
         return label
 
 
 class _TimedLabels(dict[datetime, str]):
     def __missing__(self, moment: datetime) -> str:
+        if len(self) >= _LABELS_KEPT:
+            self.clear()
         label = self[moment] = _timed_label(moment)
         return label
+
+
+_LABELS_KEPT = 4096
 
 
 def _labels_of(
@@ -157,28 +167,6 @@ def breakdown_of(row: LeaderRow) -> ScoreBreakdown | None:
     return score_breakdown(int(row.tools_count or 0), row.findings, tokens=row.max_tokens)
 
 
-def _movement(rank: int, previous: int | None) -> tuple[str, int]:
-    if previous is None:
-        return "new", 0
-    if rank < previous:
-        return "up", previous - rank
-    if rank > previous:
-        return "down", rank - previous
-    return "same", 0
-
-
-def relative_places(current: Sequence[str], previous: Sequence[str]) -> tuple[dict[str, int], dict[str, int]]:
-    """Each server's place among the servers ranked in both runs, now and before (both best first).
-
-    Movement compares these, so a newcomer entering at #2, or a server that left or stopped answering, moves no
-    one else: only a server that overtook another, or was overtaken, moves.
-    """
-    both = set(current) & set(previous)
-    now = {name: place for place, name in enumerate((name for name in current if name in both), 1)}
-    before = {name: place for place, name in enumerate((name for name in previous if name in both), 1)}
-    return now, before
-
-
 class _NoSlug(dict[str, str]):
     """Slugs before every name is known: a draft row's slug is filled in once the whole board is read."""
 
@@ -194,22 +182,25 @@ class _Earlier:
     outcome: str
 
 
-def _previous_board(store: Store, previous: RunRow | None) -> tuple[list[_Earlier], list[tuple[str, float, int]]]:
-    """The previous run's servers (name and outcome) and its ranking as (name, score, tokens), best first, read
-    a chunk of rows at a time: only these narrow facts are kept, never the rows' findings."""
+def _previous_board(
+    store: Store, previous: RunRow | None, spool: BoardSpool
+) -> tuple[list[_Earlier], dict[str, float]]:
+    """The previous run's servers (name and outcome) and the scores of those it ranked, read a chunk of rows at a
+    time: only these narrow facts are kept, never the rows' findings; each ranked one's (name, score, tokens) goes
+    to ``spool``, which places it."""
     if previous is None:
-        return [], []
+        return [], {}
     earlier: list[_Earlier] = []
-    scored: list[tuple[str, float, int]] = []
+    scores: dict[str, float] = {}
     for part in store.leaderboard_chunks(previous.id):
         for row in part:
             earlier.append(_Earlier(str(row.server), row.outcome))
             if is_ranked_outcome(row.outcome):
                 parts = breakdown_of(row)
                 if parts is not None:
-                    scored.append((str(row.server), parts.score, row.max_tokens))
-    scored.sort(key=lambda item: (-item[1], item[2], item[0]))
-    return earlier, scored
+                    spool.add_previous(str(row.server), parts.score, row.max_tokens)
+                    scores[str(row.server)] = parts.score
+    return earlier, scores
 
 
 def build_leaderboard(
@@ -223,11 +214,12 @@ def build_leaderboard(
     compare with ``previous``, the finished run before it (read from the store): movement and the change block
     (``events``: each server's stored events of ``run``; others are ignored).
 
-    Each row is made a :class:`ServerRow` as it is read and its findings dropped, so the whole board never holds
-    every finding of two runs at once."""
-    previous_rows, previous_ranking = _previous_board(store, previous)
+    Each row is made a :class:`ServerRow` as it is read, its findings dropped, and put in a
+    :class:`~scanner.report.spool.BoardSpool` on disk: the board's ``ranked`` and ``unranked`` are views that
+    read it back a chunk at a time, so no list of every server's row is held (ranked by the spool's SQL)."""
+    spool = BoardSpool()
+    previous_rows, previous_scores = _previous_board(store, previous, spool)
     chunks: Iterable[Sequence[LeaderRow]] = store.leaderboard_chunks(run.id) if rows is None else (list(rows),)
-    drafts: list[tuple[ServerRow, ScoreBreakdown | None, int]] = []
     seen: set[str] = set()
     no_slug = _NoSlug()
     for part in chunks:
@@ -238,39 +230,14 @@ def build_leaderboard(
                 continue
             parts = breakdown_of(row) if is_ranked_outcome(row.outcome) else None
             draft = _server_row(row, None, "unranked", 0, parts, no_slug, clients if parts is not None else None)
-            drafts.append((draft, parts, row.max_tokens))
+            spool.add(draft, parts.score if parts is not None else None, row.max_tokens)
             seen.update(row.tokens)
         del part
-    providers = provider_order(seen)
-    slugs = unique_slugs(draft.name for draft, _, _ in drafts)  # one page per name, whatever the names
-    # Best first: score, then fewer tokens with the dearest provider, then name. A list with no tools has no
-    # score and is never ranked.
-    ranking = [
-        (draft, parts)
-        for draft, parts, _ in sorted(
-            ((draft, parts, tokens) for draft, parts, tokens in drafts if parts is not None),
-            key=lambda item: (-item[1].score, item[2], str(item[0].name)),
-        )
-    ]
-    now, before = relative_places([str(row.name) for row, _ in ranking], [name for name, _, _ in previous_ranking])
-    ranked = []
-    for place, (draft, _) in enumerate(ranking, 1):
-        movement, moved_by = _movement(now.get(draft.name, 0), before.get(draft.name))
-        ranked.append(replace(draft, slug=slugs[draft.name], rank=place, movement=movement, moved_by=moved_by))
-    unranked = sorted(
-        (replace(draft, slug=slugs[draft.name]) for draft, parts, _ in drafts if parts is None),
-        key=lambda item: (item.outcome, item.name),
-    )
-    del drafts
+    spool.finish()  # one page per name, whatever the names; best first: score, fewer tokens, then name
+    ranked, unranked = spool.ranked(), spool.unranked()
     changes: tuple[ChangeRow, ...] = ()
     if previous is not None:
-        changes = run_changes(
-            run.id,
-            (*ranked, *unranked),
-            previous_rows,
-            {name: score for name, score, _ in previous_ranking},
-            events or {},
-        )
+        changes = run_changes(run.id, spool.every(), previous_rows, previous_scores, events or {})
     return Leaderboard(
         run_id=run.id,
         started_at=run.started_at,
@@ -279,9 +246,9 @@ def build_leaderboard(
         score_version=SCORE_VERSION,
         score_formula=SCORE_FORMULA,
         previous_run_id=previous.id if previous is not None else None,
-        providers=providers,
-        ranked=tuple(ranked),
-        unranked=tuple(unranked),
+        providers=provider_order(seen),
+        ranked=ranked,
+        unranked=unranked,
         changes=changes,
     )
 
@@ -594,26 +561,27 @@ def server_pages(
     servers is over half a million events; 25 000 real lists are hundreds of thousands of findings)."""
     labels = _Labels()
     for start in range(0, len(rows), chunk):
-        part = rows[start : start + chunk]
+        part = list(rows[start : start + chunk])
         names = [row.name for row in part]
         leaders = store.leaderboard_of(run_id, names)
         histories = store.history_columns(names)
         events = store.events_of(names)
         wanted = {row.toolset_sha256 for row in part if row.toolset_sha256 and is_ranked_outcome(row.outcome)}
-        tools = store.toolsets_tools(wanted) if wanted else {}
+        packed = store.toolsets_packed(wanted) if wanted else {}  # unpacked a page at a time: lists are large
         costs = store.toolsets_costs(sorted(wanted)) if wanted else {}
         for row in part:
+            sha = row.toolset_sha256
             yield build_server_page(
                 row,
                 leaders[row.name],
                 providers,
                 events.get(row.name, ()),
                 histories.get(row.name, _NO_HISTORY),
-                tools.get(row.toolset_sha256) if row.toolset_sha256 else None,
+                store.unpack_tools(sha, packed[sha]) if sha and sha in packed else None,
                 labels,
                 costs.get(row.toolset_sha256) if row.toolset_sha256 else None,
             )
-        del leaders, histories, events, tools, costs
+        del leaders, histories, events, packed, costs
 
 
 def build_rules(store: Store, run_id: int) -> tuple[RuleView, ...]:
@@ -654,7 +622,7 @@ def site_data(
         for event in only_visible(store.events(run=run.id)):  # a preview rule's finding only with --preview
             events[event.server].append(event)
     board = build_leaderboard(store, run, previous, None, events)
-    pages = server_pages(store, run.id, (*board.ranked, *board.unranked), board.providers)
+    pages = server_pages(store, run.id, every_row(board), board.providers)
     trends = build_trends(store)
     return SiteData(
         leaderboard=board,
@@ -668,21 +636,19 @@ def site_data(
 
 
 def write_exports(board: Leaderboard, out_dir: Path) -> list[Path]:
-    """Write ``leaderboard.md``, ``leaderboard.json`` and ``leaderboard.csv``; return their paths."""
+    """Write ``leaderboard.md``, ``leaderboard.json`` and ``leaderboard.csv``; return their paths. Each is written
+    as its rows are read (the board's rows may be a spool's views: scanner.report.spool), never whole."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, render in (
-        ("leaderboard.md", render_markdown),
-        ("leaderboard.json", None),  # streamed: the largest export (78 MB at 25 000 servers)
-        ("leaderboard.csv", render_csv),
+    for name, write in (
+        ("leaderboard.md", write_markdown),
+        ("leaderboard.json", write_json),  # the largest export (78 MB at 25 000 servers)
+        ("leaderboard.csv", write_csv),
     ):
         path = out_dir / name
         # newline="" keeps the CSV's \r\n as written; the other formats use \n only.
         with path.open("w", encoding="utf-8", newline="") as stream:
-            if render is None:
-                write_json(board, stream)
-            else:
-                stream.write(render(board))
+            write(board, stream)
         written.append(path)
     return written
 
@@ -730,23 +696,44 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _publish(staging: Path, out_dir: Path, built: Sequence[Path]) -> list[Path]:
-    """Move every file of a finished build from ``staging`` into ``out_dir``, each by one rename, the pages that
-    link to others last and ``index.html`` the very last: a build killed at any moment leaves either the old
-    index (whose pages are all still there: nothing is deleted) or the new one with every page it links."""
+def _publish(staging: Path, out_dir: Path, built: Sequence[str]) -> list[str]:
+    """Move every file of a finished build (``built``: paths relative to ``staging``, ``/``-separated) from
+    ``staging`` into ``out_dir``, each by one rename, the pages that link to others last and ``index.html`` the
+    very last: a build killed at any moment leaves either the old index (whose pages are all still there: nothing
+    is deleted) or the new one with every page it links. Returns them in the order moved."""
 
-    def order(path: Path) -> tuple[int, str]:
-        relative = path.relative_to(staging)
-        top_page = len(relative.parts) == 1 and relative.suffix == ".html"
-        return (2 if relative.as_posix() == "index.html" else 1 if top_page else 0, relative.as_posix())
+    def order(relative: str) -> tuple[int, str]:
+        top_page = "/" not in relative and relative.endswith(".html")
+        return (2 if relative == "index.html" else 1 if top_page else 0, relative)
 
-    published = []
-    for path in sorted(built, key=order):
-        target = out_dir / path.relative_to(staging)
+    published = sorted(built, key=order)
+    for relative in published:
+        target = out_dir / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(path, target)
-        published.append(target)
+        os.replace(staging / relative, target)
     return published
+
+
+class _Files(Sequence[Path]):
+    """The files a build wrote, as paths under ``out_dir``, made when asked for: 30 000 files' ``Path`` objects
+    held at once were a few MB that grew with servers."""
+
+    def __init__(self, out_dir: Path, relative: Sequence[str]) -> None:
+        self._out_dir, self._relative = out_dir, relative
+
+    def __len__(self) -> int:
+        return len(self._relative)
+
+    @overload
+    def __getitem__(self, index: int) -> Path: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Path]: ...
+
+    def __getitem__(self, index: int | slice) -> Path | Sequence[Path]:
+        if isinstance(index, slice):
+            return [self._out_dir / relative for relative in self._relative[index]]
+        return self._out_dir / self._relative[index]
 
 
 def build_report(
@@ -767,20 +754,23 @@ def _build_report(store: Store, out_dir: Path, run_id: int | None, now: datetime
         out_dir.mkdir(parents=True, exist_ok=True)
         staging = _staging_folder(out_dir)
         with _long_lived_frozen():
-            built = [*write_site(data, staging), *write_exports(data.leaderboard, staging)]
+            built = write_site(data, staging)  # relative to staging: no Path object per file is kept
+            built += [path.relative_to(staging).as_posix() for path in write_exports(data.leaderboard, staging)]
             # health.html/json/csv, from the health the pages already show
-            built += write_health(store.engine, data.leaderboard, staging, data.generated_at, data.health, data.clients)
+            health = write_health(store.engine, data.leaderboard, staging, data.generated_at, data.health, data.clients)
+            built += [path.relative_to(staging).as_posix() for path in health]
         paths = _publish(staging, out_dir, built)
     except OSError as exc:  # a full disk, a read-only folder, --out naming a file: one line, exit 4
         raise OutputError(f"cannot write the report to {out_dir}: {exc.strerror or exc}") from exc
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
-    pages = sum(1 for path in paths if path.parent.name == "servers")
+        release(data.leaderboard)  # the spooled rows' temporary file
+    pages = sum(1 for path in paths if path.startswith("servers/") and path.count("/") == 1)
     return ReportResult(
         out_dir=out_dir,
         run_id=data.leaderboard.run_id,
-        paths=tuple(paths),
+        paths=_Files(out_dir, paths),
         servers_ranked=len(data.leaderboard.ranked),
         servers_unranked=len(data.leaderboard.unranked),
         server_pages=pages,

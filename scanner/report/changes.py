@@ -43,8 +43,9 @@ def run_changes(
     """Every change of run ``run_id`` against the previous run (see the module docstring)."""
     before = {str(row.server): row for row in previous_rows}
     found: list[ChangeRow] = []
-    current = {row.name for row in rows}
+    current: set[str] = set()  # filled in the one walk over ``rows`` (they may be read from disk each walk)
     for row in rows:
+        current.add(row.name)
         old = before.get(row.name)
         if old is None:
             what = f"ranked #{row.rank}" if row.rank is not None else f"not ranked: {row.outcome}"

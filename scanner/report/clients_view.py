@@ -96,39 +96,48 @@ def counts(found: Iterable[Sequence[Verdict]]) -> dict[str, Counter[str]]:
 
 
 def current_rows(board: Leaderboard) -> tuple[ClientRow, ...]:
-    """Each client's counts over the run's ranked servers (those whose list was read), from their verdicts."""
+    """Each client's counts over the run's ranked servers (those whose list was read), from their verdicts: one
+    walk over the board's rows, keeping only counts and the first :data:`MAX_NAMED` names of each kind."""
     from scanner.rules import RULES
 
-    ranked = [row for row in board.ranked if row.verdicts]
-    tally = counts(row.verdicts for row in ranked)
+    answered = 0
+    tally = counts(())
+    by_rule: dict[str, Counter[str]] = {client.key: Counter() for client in REJECT_CLIENTS}
+    named: dict[tuple[str, str], list[NamedServer]] = defaultdict(list)
+    for row in board.ranked:
+        if not row.verdicts:
+            continue
+        answered += 1
+        judged: set[str] = set()  # a client's first verdict on the list is the one that names it
+        for verdict in row.verdicts:
+            if verdict.client not in tally:
+                continue
+            tally[verdict.client][verdict.state] += 1
+            if verdict.client in judged or verdict.state == "loads":
+                judged.add(verdict.client)
+                continue
+            judged.add(verdict.client)
+            by_rule[verdict.client].update(set(verdict.codes))
+            kind = "refuses" if verdict.state == "refuses" else "drops"
+            if len(named[(verdict.client, kind)]) < MAX_NAMED:
+                named[(verdict.client, kind)].append(NamedServer(row.name, row.slug, verdict.phrase()))
     out = []
     for client in REJECT_CLIENTS:
-        by_rule: Counter[str] = Counter()
-        refusing: list[NamedServer] = []
-        dropping: list[NamedServer] = []
-        for row in ranked:
-            verdict = next((item for item in row.verdicts if item.client == client.key), None)
-            if verdict is None or verdict.state == "loads":
-                continue
-            by_rule.update(set(verdict.codes))
-            named = refusing if verdict.state == "refuses" else dropping
-            if len(named) < MAX_NAMED:
-                named.append(NamedServer(row.name, row.slug, verdict.phrase()))
         rules = tuple(
             RuleCount(code, RULES[code].slug if code in RULES else "", servers)
-            for code, servers in sorted(by_rule.items(), key=lambda item: (-item[1], item[0]))
+            for code, servers in sorted(by_rule[client.key].items(), key=lambda item: (-item[1], item[0]))
         )
         out.append(
             ClientRow(
                 key=client.key,
                 label=client.label,
                 covers=client.covers,
-                loads=len(ranked) - tally[client.key]["drops"] - tally[client.key]["refuses"],
+                loads=answered - tally[client.key]["drops"] - tally[client.key]["refuses"],
                 drops=tally[client.key]["drops"],
                 refuses=tally[client.key]["refuses"],
                 rules=rules,
-                refusing=tuple(refusing),
-                dropping=tuple(dropping),
+                refusing=tuple(named[(client.key, "refuses")]),
+                dropping=tuple(named[(client.key, "drops")]),
             )
         )
     return tuple(out)
@@ -148,9 +157,12 @@ def findings_at(store: Store, *runs: int) -> dict[int, dict[str, list[Any]]]:
 
 def trend_of(store: Store, trends: Sequence[TrendPoint]) -> tuple[ClientTrend, ...]:
     """Per client, per run of ``trends``: servers it drops tools of and servers it refuses, from the findings
-    present in that run's scans."""
-    found = findings_at(store, *(point.run_id for point in trends))
-    per_run = [counts(verdicts(rows) for rows in found[point.run_id].values()) for point in trends]
+    present in that run's scans (read a run at a time)."""
+    per_run = []
+    for point in trends:  # one run's findings at a time: a year of nightly runs is never read at once
+        found = findings_at(store, point.run_id)[point.run_id]
+        per_run.append(counts(verdicts(rows) for rows in found.values()))
+        del found
     return tuple(
         ClientTrend(
             key=client.key,

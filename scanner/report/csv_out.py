@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
+from itertools import chain
+from typing import Any, TextIO
 
 from scanner.report.data import Leaderboard, ServerRow
 from scanner.report.text import clean_text
@@ -70,7 +71,13 @@ def _parts(row: ServerRow) -> tuple[str, str, str]:
 def render_csv(board: Leaderboard) -> str:
     """The whole ``leaderboard.csv`` text (RFC 4180 quoting, ``\\r\\n`` line ends)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
+    write_csv(board, buffer)
+    return buffer.getvalue()
+
+
+def write_csv(board: Leaderboard, stream: TextIO) -> None:
+    """:func:`render_csv`'s text written to ``stream`` (opened with ``newline=""``) a row at a time."""
+    writer = csv.writer(stream, lineterminator="\r\n")
     clients = client_keys(board)
     writer.writerow(
         [
@@ -97,6 +104,5 @@ def render_csv(board: Leaderboard) -> str:
             "will_it_load",
         ]
     )
-    for row in (*board.ranked, *board.unranked):
+    for row in chain(board.ranked, board.unranked):
         writer.writerow(_row(row, board.providers, clients))
-    return buffer.getvalue()

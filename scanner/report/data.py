@@ -195,8 +195,9 @@ class Leaderboard:
     score_formula: str
     previous_run_id: int | None
     providers: tuple[str, ...]
-    ranked: tuple[ServerRow, ...]
-    unranked: tuple[ServerRow, ...]
+    # Tuples, or views of the rows a report build spooled to disk (scanner.report.spool.RowView): read, never held.
+    ranked: Sequence[ServerRow]
+    unranked: Sequence[ServerRow]
     changes: tuple[ChangeRow, ...] = ()  # what changed since the previous finished run (none for the first)
 
     @property
@@ -212,16 +213,26 @@ class Leaderboard:
     @property
     def rule_codes(self) -> tuple[str, ...]:
         """Every rule code that hits a ranked server, sorted (the leaderboard's rule filter)."""
+        spooled = getattr(self.ranked, "rule_codes", None)
+        if spooled is not None:
+            return tuple(spooled())
         return tuple(sorted({code for row in self.ranked for code in row.codes}))
 
     @property
     def unranked_outcomes(self) -> tuple[str, ...]:
         """Every outcome of an unranked server, sorted (the leaderboard's outcome filter)."""
+        spooled = getattr(self.unranked, "outcomes", None)
+        if spooled is not None:
+            return tuple(spooled())
         return tuple(sorted({row.outcome for row in self.unranked}))
 
     @property
     def failure_groups(self) -> tuple[FailureGroup, ...]:
-        """The unranked servers grouped by cause (see :data:`FAILURE_CAUSES`), in that order, each by name."""
+        """The unranked servers grouped by cause (see :data:`FAILURE_CAUSES`), in that order, each by name (by the
+        rows' own spool when they have one: :mod:`scanner.report.spool`)."""
+        spooled = getattr(self.unranked, "failure_groups", None)
+        if spooled is not None:
+            return tuple(spooled())
         grouped: dict[str, list[ServerRow]] = {}
         for row in self.unranked:
             grouped.setdefault(failure_cause(row.outcome)[0], []).append(row)
@@ -243,12 +254,15 @@ class FailureGroup:
 
     key: str
     label: str
-    rows: tuple[ServerRow, ...]
+    rows: Sequence[ServerRow]
 
     @property
     def reasons(self) -> tuple[ReasonGroup, ...]:
         """The servers of this cause grouped by reason (``scanner.report.nextstep.reason_group``), the largest
-        group first, then by reason."""
+        group first, then by reason (by the rows' own spool when they have one)."""
+        spooled = getattr(self.rows, "reasons", None)
+        if spooled is not None:
+            return tuple(spooled())
         grouped: dict[str, tuple[str, list[ServerRow]]] = {}
         for row in self.rows:
             key, label = reason_group(row.outcome, row.detail)
@@ -263,7 +277,7 @@ class ReasonGroup:
 
     key: str
     label: str
-    rows: tuple[ServerRow, ...]
+    rows: Sequence[ServerRow]
 
 
 @dataclass(frozen=True)

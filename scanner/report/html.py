@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import resources
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -272,11 +273,13 @@ def client_charts(view: Any) -> list[tuple[str, Chart]]:
     ]
 
 
-def render_pages(site: SiteData, env: Environment | None = None) -> Iterator[tuple[str, str]]:
-    """Yield ``(relative path, html)`` for every page of the site, the leaderboard first."""
+def render_pages(site: SiteData, env: Environment | None = None) -> Iterator[tuple[str, str | Iterable[str]]]:
+    """Yield ``(relative path, html)`` for every page of the site, the leaderboard first. The leaderboard's html
+    is the template's pieces as it renders them (one per server row and more): written as they come, the page
+    is never held whole, nor its rows (read from the board's spool: scanner.report.spool)."""
     env = env or make_environment()
     common: dict[str, Any] = {"board": site.leaderboard, "generated_at": site.generated_at, "csp": CSP}
-    yield "index.html", env.get_template("index.html").render(root="", board_rows=BOARD_ROWS, **common)
+    yield "index.html", env.get_template("index.html").generate(root="", board_rows=BOARD_ROWS, **common)
     yield (
         "trends.html",
         env.get_template("trends.html").render(
@@ -333,15 +336,16 @@ def badge_files(row: ServerRow) -> tuple[tuple[str, str], tuple[str, str]]:
     return (f"badges/{row.slug}.svg", badge_svg(score, tokens, no_tools=empty)), (f"badges/{row.slug}.json", endpoint)
 
 
-def write_site(site: SiteData, out_dir: Path) -> list[Path]:
-    """Write every HTML page, each server's badges and the stylesheet under ``out_dir``; return the paths written."""
+def write_site(site: SiteData, out_dir: Path) -> list[str]:
+    """Write every HTML page, each server's badges and the stylesheet under ``out_dir``; return the paths written,
+    relative to ``out_dir`` and ``/``-separated (a string each: a ``Path`` per file, kept, grew with servers)."""
     (out_dir / "servers").mkdir(parents=True, exist_ok=True)
     (out_dir / "badges").mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in (("style.css", stylesheet()), ("board.js", board_script())):
+    for name, own in (("style.css", stylesheet()), ("board.js", board_script())):
         path = out_dir / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
+        path.write_text(own, encoding="utf-8")
+        written.append(name)
     pages: set[str] = set()
     for relative, text in render_pages(site):
         # Slugs are unique per build (text.unique_slugs); this is the last guard: never overwrite a page of this
@@ -350,11 +354,14 @@ def write_site(site: SiteData, out_dir: Path) -> list[Path]:
             raise OutputError(f"two pages of this report would both be {relative}; refusing to overwrite one")
         pages.add(relative.casefold())
         path = out_dir / relative
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    for row in (*site.leaderboard.ranked, *site.leaderboard.unranked):
-        for relative, text in badge_files(row):
-            path = out_dir / relative
+        if isinstance(text, str):
             path.write_text(text, encoding="utf-8")
-            written.append(path)
+        else:
+            with path.open("w", encoding="utf-8") as stream:
+                stream.writelines(text)
+        written.append(relative)
+    for row in chain(site.leaderboard.ranked, site.leaderboard.unranked):
+        for relative, text in badge_files(row):
+            (out_dir / relative).write_text(text, encoding="utf-8")
+            written.append(relative)
     return written

@@ -9,6 +9,7 @@ Strings keep their full value otherwise (capped in length): JSON is data, and es
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO
 
 from scanner.measure.verdicts import to_json as verdict_json
@@ -77,8 +78,36 @@ def _lanes(row: ServerRow) -> dict[str, Any]:
     return {"lane": row.lane, "lanes": row.lanes} if row.lanes else {}
 
 
-def leaderboard_document(board: Leaderboard) -> dict[str, Any]:
-    """The JSON document (a plain dict) for ``board``."""
+class StreamedList(list[Any]):
+    """A JSON array the encoder walks without it ever being filled: its items are made as it asks for them (the
+    pure-Python encoder, which ``iterencode`` and an indented ``dumps`` use, reads ``len`` and iterates)."""
+
+    def __init__(self, size: int, items: Callable[[], Iterable[Any]]) -> None:
+        super().__init__()
+        self._size, self._items = size, items
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __bool__(self) -> bool:
+        return self._size > 0
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._items())
+
+
+def _unranked(row: ServerRow) -> dict[str, Any]:
+    return {**_row(row), "cause": failure_cause(row.outcome)[0], "reason": reason_group(row.outcome, row.detail)[1]}
+
+
+def leaderboard_document(board: Leaderboard, streamed: bool = False) -> dict[str, Any]:
+    """The JSON document (a plain dict) for ``board``; with ``streamed``, its two lists of servers are made a row
+    at a time as an encoder walks them (for :func:`write_json`), never held."""
+    if streamed:
+        ranked: list[Any] = StreamedList(len(board.ranked), lambda: map(_row, board.ranked))
+        unranked: list[Any] = StreamedList(len(board.unranked), lambda: map(_unranked, board.unranked))
+    else:
+        ranked, unranked = [_row(row) for row in board.ranked], [_unranked(row) for row in board.unranked]
     return {
         "format": FORMAT_VERSION,
         "run": {
@@ -90,11 +119,8 @@ def leaderboard_document(board: Leaderboard) -> dict[str, Any]:
         },
         "score": {"version": board.score_version, "formula": board.score_formula},
         "providers": list(board.providers),
-        "ranked": [_row(row) for row in board.ranked],
-        "unranked": [
-            {**_row(row), "cause": failure_cause(row.outcome)[0], "reason": reason_group(row.outcome, row.detail)[1]}
-            for row in board.unranked
-        ],
+        "ranked": ranked,
+        "unranked": unranked,
         "unranked_by_cause": [
             {"cause": group.key, "label": group.label, "servers": len(group.rows)} for group in board.failure_groups
         ],
@@ -117,10 +143,16 @@ def _safe(text: str) -> str:
 
 def write_json(board: Leaderboard, stream: TextIO, batch: int = 8192) -> None:
     """:func:`render_json`'s text written to ``stream`` as it is encoded, ``batch`` pieces a write: the whole
-    text (78 MB at 25 000 servers) and the encoder's pieces of it are never held at once. Byte for byte the
-    same: the escapes replace single characters, so they apply piece by piece as to the whole."""
+    text (78 MB at 25 000 servers), the encoder's pieces of it and the rows' dicts are never held at once. Byte for
+    byte the same: the escapes replace single characters, so they apply piece by piece as to the whole."""
+    write_safe_json(leaderboard_document(board, streamed=True), stream, batch)
+
+
+def write_safe_json(document: Any, stream: TextIO, batch: int = 8192) -> None:
+    """``document`` as indented, ASCII-only JSON with ``<``, ``>``, ``&`` escaped and a final newline, written to
+    ``stream`` ``batch`` encoder pieces at a time (its :class:`StreamedList` arrays made as they are walked)."""
     pieces: list[str] = []
-    for piece in json.JSONEncoder(indent=2, ensure_ascii=True).iterencode(leaderboard_document(board)):
+    for piece in json.JSONEncoder(indent=2, ensure_ascii=True).iterencode(document):
         pieces.append(piece)
         if len(pieces) >= batch:
             stream.write(_safe("".join(pieces)))

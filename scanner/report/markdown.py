@@ -7,6 +7,9 @@ text on any renderer (GitHub, a static site generator) and never becomes a link,
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TextIO
+
 from scanner.models import PROVIDER_SHORT
 from scanner.report.data import Leaderboard, ServerRow
 from scanner.report.html import movement_text
@@ -49,8 +52,22 @@ def _changes(board: Leaderboard) -> list[str]:
 
 def render_markdown(board: Leaderboard) -> str:
     """The whole ``leaderboard.md`` text for ``board``."""
+    return "\n".join(markdown_lines(board))
+
+
+def write_markdown(board: Leaderboard, stream: TextIO) -> None:
+    """:func:`render_markdown`'s text written to ``stream`` a line at a time (the rows are read as they go)."""
+    lines = markdown_lines(board)
+    stream.write(next(lines))
+    for line in lines:
+        stream.write("\n")
+        stream.write(line)
+
+
+def markdown_lines(board: Leaderboard) -> Iterator[str]:
+    """The lines of ``leaderboard.md`` (joined by newlines, the last one empty)."""
     providers = board.providers
-    lines = [
+    yield from [
         f"# MCP tool lists: leaderboard (run {board.run_id})",
         "",
         f"Run {board.run_id} started {board.started_at:%Y-%m-%d %H:%M} UTC; rule catalogue "
@@ -63,19 +80,18 @@ def render_markdown(board: Leaderboard) -> str:
         + "Problems | Warnings | Notes | Will it load? | Last outcome |",
         "|" + "---:|" * 2 + "---|" + "---:|" * (2 + len(providers) + 3) + "---|---|",
     ]
-    lines.extend(_ranked_line(row, providers) for row in board.ranked)
-    lines += ["", f"## Not ranked: {plural(len(board.unranked), 'server')} whose tool list could not be read", ""]
+    yield from (_ranked_line(row, providers) for row in board.ranked)
+    yield from ["", f"## Not ranked: {plural(len(board.unranked), 'server')} whose tool list could not be read", ""]
     if board.unranked:
         for number, group in enumerate(board.failure_groups):
-            lines += [""] if number else []
-            lines += [f"### {group.label} ({plural(len(group.rows), 'server')})", ""]
-            lines += ["| Server | Outcome | Reason |", "|---|---|---|"]
-            lines.extend(
+            yield from [""] if number else []
+            yield from [f"### {group.label} ({plural(len(group.rows), 'server')})", ""]
+            yield from ["| Server | Outcome | Reason |", "|---|---|---|"]
+            yield from (
                 f"| {markdown_escape(row.name, limit=500)} | {markdown_escape(row.outcome)} | "
                 f"{markdown_escape(row.detail, limit=500)} |"
                 for row in group.rows
             )
     else:
-        lines.append("Every server answered.")
-    lines += ["", f"Score v{board.score_version}: `{board.score_formula}`.", ""]
-    return "\n".join(lines)
+        yield "Every server answered."
+    yield from ["", f"Score v{board.score_version}: `{board.score_formula}`.", ""]

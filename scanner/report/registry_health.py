@@ -9,20 +9,20 @@ linking to its own page). Uptime windows end at the run's start, so a report of 
 from __future__ import annotations
 
 import csv
-import io
-import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO, overload
 
 from scanner.report.census import census_class, fault
 from scanner.report.csv_out import csv_text
 from scanner.report.data import Leaderboard
 from scanner.report.health import WINDOWS_DAYS, Census, Health, census, server_health
 from scanner.report.html import CSP, make_environment
+from scanner.report.jsonout import StreamedList, write_safe_json
 from scanner.report.preview import tag
+from scanner.report.spool import names_and_slugs
 from scanner.report.text import MAX_SERVER_NAME, clean_text
 from scanner.rules.catalogue import rule_precision
 from scanner.rules.registry import status_of
@@ -93,22 +93,53 @@ def listings(data: Census) -> list[Listing]:
     return out
 
 
-def health_rows(data: Census, health: Mapping[str, Health]) -> list[dict[str, Any]]:
-    """One row per server of the run: outcome, census class, and its health over time."""
-    empty = Health(None, None, 0, 0, None, None, 0)
-    return [
-        {
+class HealthRows(Sequence[dict[str, Any]]):
+    """One row per server of the run (:func:`health_rows`), made each time they are walked rather than held: the
+    page, ``health.json`` and ``health.csv`` each walk them once."""
+
+    def __init__(self, data: Census, health: Mapping[str, Health]) -> None:
+        self._data, self._health = data, health
+
+    def __len__(self) -> int:
+        return len(self._data.entries)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [self._row(name) for name in self._data.entries[index]]
+        return self._row(self._data.entries[index])
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return map(self._row, self._data.entries)
+
+    def _row(self, name: str) -> dict[str, Any]:
+        row = self._data.rows[name]
+        return {
             "server": name,
-            "outcome": data.rows[name].outcome,
-            "census_class": census_class(data.rows[name].outcome),
-            "fault": fault(data.rows[name].outcome, data.rows[name].detail),
-            **health.get(name, empty).to_json(),
+            "outcome": row.outcome,
+            "census_class": census_class(row.outcome),
+            "fault": fault(row.outcome, row.detail),
+            **self._health.get(name, _NO_HEALTH).to_json(),
         }
-        for name in data.entries
-    ]
 
 
-def render_health_json(data: Census, rows: list[dict[str, Any]], clients: dict[str, Any] | None = None) -> str:
+_NO_HEALTH = Health(None, None, 0, 0, None, None, 0)
+
+
+def health_rows(data: Census, health: Mapping[str, Health]) -> HealthRows:
+    """One row per server of the run: outcome, census class, and its health over time."""
+    return HealthRows(data, health)
+
+
+def write_health_json(
+    data: Census, rows: Sequence[dict[str, Any]], stream: TextIO, clients: dict[str, Any] | None = None
+) -> None:
+    """``health.json``: the census's counts, one row per server (made as it is written) and the clients' view."""
     summary = {
         "run_id": data.run_id,
         "compared_with_run": data.previous_run_id,
@@ -130,23 +161,21 @@ def render_health_json(data: Census, rows: list[dict[str, Any]], clients: dict[s
         "recovered": list(data.recovered),
     }
     # As leaderboard.json: ASCII only, HTML-significant characters escaped, safe to serve beside the pages.
-    document: dict[str, Any] = {"census": summary, "servers": rows}
+    document: dict[str, Any] = {"census": summary, "servers": StreamedList(len(rows), lambda: iter(rows))}
     if clients is not None:
         document["clients"] = clients
-    text = json.dumps(document, indent=2, ensure_ascii=True)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
+    write_safe_json(document, stream)
 
 
-def render_health_csv(rows: list[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
+def write_health_csv(rows: Iterable[dict[str, Any]], stream: TextIO) -> None:
+    """``health.csv``, a row at a time, to ``stream`` (opened with ``newline=""``)."""
+    writer = csv.writer(stream, lineterminator="\r\n")
     columns = ["server", "outcome", "census_class", "uptime_7d", "uptime_30d", "scans_7d", "scans_30d"]
     columns += ["latency_p50_ms", "latency_p95_ms", "latency_samples"]
     writer.writerow(columns)
     for row in rows:
         cells = [row[key] for key in columns]
         writer.writerow([csv_text(cell) if isinstance(cell, str) else ("" if cell is None else cell) for cell in cells])
-    return buffer.getvalue()
 
 
 def _ms(value: float | None) -> str:
@@ -155,7 +184,7 @@ def _ms(value: float | None) -> str:
 
 def run_health(engine: Any, board: Leaderboard) -> dict[str, Health]:
     """Uptime and latency of every server of the board's run, over the windows ending at the run's start."""
-    names = {row.name for row in (*board.ranked, *board.unranked)}
+    names = {name for name, _ in names_and_slugs(board)}
     end = board.started_at
     return server_health(reads.scan_samples(engine, end - timedelta(days=WINDOWS_DAYS[-1]), names), end)
 
@@ -187,10 +216,10 @@ def write_health(
         previous_run_id=board.previous_run_id,
     )
     table = health_rows(data, run_health(engine, board) if health is None else health)
-    slugs = {row.name: row.slug for row in (*board.ranked, *board.unranked)}
+    slugs = dict(names_and_slugs(board))
     env = make_environment()
     env.filters["ms"] = _ms
-    page = env.get_template("health.html").render(
+    page = env.get_template("health.html").generate(
         root="",
         board=board,
         generated_at=generated_at,
@@ -205,14 +234,16 @@ def write_health(
         rows=table,
         clean=clean_text,
     )
+    view = clients.to_json() if clients is not None else None
+    writers: tuple[tuple[str, Callable[[TextIO], None]], ...] = (
+        ("health.html", lambda stream: stream.writelines(page)),
+        ("health.json", lambda stream: write_health_json(data, table, stream, view)),
+        ("health.csv", lambda stream: write_health_csv(table, stream)),
+    )
     written = []
-    for name, text in (
-        ("health.html", page),
-        ("health.json", render_health_json(data, table, clients.to_json() if clients is not None else None)),
-        ("health.csv", render_health_csv(table)),
-    ):
+    for name, write in writers:  # each written as it is made: the page's table and the rows are never whole
         path = out_dir / name
         with path.open("w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
+            write(stream)
         written.append(path)
     return written

@@ -253,6 +253,16 @@ class Store:
         """:meth:`toolset_tools` of many hashes in one query per 500; unknown hashes are left out."""
         return read.toolsets_tools(self.engine, shas)
 
+    def toolsets_packed(self, shas: Iterable[str]) -> dict[str, Any]:
+        """:meth:`toolsets_tools` as stored (compressed), for a caller that unpacks one at a time
+        (:meth:`unpack_tools`): a chunk of report pages holds its lists packed, not as JSON values."""
+        return read.toolsets_packed(self.engine, shas)
+
+    @staticmethod
+    def unpack_tools(sha256: str, packed: Any) -> list[Any] | None:
+        """One list of :meth:`toolsets_packed`, as :meth:`toolset_tools` returns it; None for a crafted row."""
+        return read.unpack_tools(sha256, packed)
+
     def toolset_findings(self, sha256: str, rule_version: str) -> list[Finding]:
         """A toolset's own findings under ``rule_version``, worst first (no over-time findings: those are a scan's)."""
         return read.toolset_findings(self._sessions, sha256, rule_version)

@@ -29,7 +29,9 @@ from scanner.store.read.server_reads import (
     server_ids,
     servers,
     stderr_tail,
+    toolsets_packed,
     toolsets_tools,
+    unpack_tools,
 )
 from scanner.store.read.toolset_reads import (
     scans_instructions_tokens,
@@ -71,6 +73,8 @@ __all__ = [
     "toolset_tokens",
     "toolset_tools",
     "toolsets_costs",
+    "toolsets_packed",
     "toolsets_tools",
     "trends",
+    "unpack_tools",
 ]

@@ -628,14 +628,30 @@ def events_of(engine: Engine, names: Iterable[str]) -> dict[str, list[EventRow]]
 def toolsets_tools(engine: Engine, shas: Iterable[str]) -> dict[str, list[Any]]:
     """Stored tool lists by hash, each exactly as :meth:`Store.toolset_tools` returns it; unknown hashes are left
     out. One query per 500 hashes."""
-    wanted = sorted({sha for sha in shas if isinstance(sha, str)})
     found: dict[str, list[Any]] = {}
+    for sha, data in toolsets_packed(engine, shas).items():
+        tools = unpack_tools(sha, data)
+        if tools is not None:
+            found[sha] = tools
+    return found
+
+
+def toolsets_packed(engine: Engine, shas: Iterable[str]) -> dict[str, Any]:
+    """The stored tool lists by hash as stored (compressed: :func:`unpack_tools` reads one), for a caller that
+    reads many and needs one at a time (a chunk of report pages). One query per 500 hashes."""
+    wanted = sorted({sha for sha in shas if isinstance(sha, str)})
+    found: dict[str, Any] = {}
     with engine.connect() as connection:
         for chunk in common.chunks(wanted):
             query = select(_TOOLSETS.c.sha256, _TOOLSETS.c.data).where(_TOOLSETS.c.sha256.in_(chunk))
-            for sha, data in connection.execute(query):
-                try:
-                    found[sha] = codec.decompress_tools(data)
-                except StoreError as exc:  # a crafted row: its pages show no tool list, said once
-                    unreadable(f"toolsets row {str(sha)[:16]}", str(exc).removeprefix("a "), "no tool list")
+            found.update((sha, data) for sha, data in connection.execute(query))
     return found
+
+
+def unpack_tools(sha: str, data: Any) -> list[Any] | None:
+    """A tool list of :func:`toolsets_packed`; None for a crafted row (its pages show no tool list, said once)."""
+    try:
+        return codec.decompress_tools(data)
+    except StoreError as exc:
+        unreadable(f"toolsets row {str(sha)[:16]}", str(exc).removeprefix("a "), "no tool list")
+        return None
