@@ -72,6 +72,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if _WORKER:
         if _BASE_PREFIX in config.option.basetemp:
             _SEARCHABLE_UP_TO.append(Path(config.option.basetemp).parents[1])
+        for name, value in getattr(config, "workerinput", {}).get(_TERMINAL_ENV, {}).items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         _worker_postgres()
     elif os.geteuid() == 0 and not config.option.basetemp:
         base = Path(tempfile.mkdtemp(prefix=_BASE_PREFIX))
@@ -79,6 +84,17 @@ def pytest_configure(config: pytest.Config) -> None:
         _OWN_BASETEMP.append(base)
         _SEARCHABLE_UP_TO.append(base)
         config.option.basetemp = str(base / "t")
+
+
+_TERMINAL_ENV = "fathom_terminal_env"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller: hand each worker ``COLUMNS`` and ``LINES`` as the run has them. A worker
+    starts with ``COLUMNS=80 LINES=24`` set, which would fit every table the CLI prints to 80 columns where the
+    tests run it piped, with no limit."""
+    node.workerinput[_TERMINAL_ENV] = {name: os.environ.get(name) for name in ("COLUMNS", "LINES")}
 
 
 def _worker_postgres() -> None:

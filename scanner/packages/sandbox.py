@@ -59,6 +59,9 @@ _CEILING_EVERY_S = 300.0  # a whole cache walk: not more often (issue 36: housek
 _CEILING_CHECKED: dict[Path, float] = {}  # cache root -> when its ceiling was last held (monotonic)
 _MB = 1024 * 1024
 _CONFINE = Path(__file__).with_name("confine.py")
+_OFFLINE_RUNNER = {"uvx": {"UV_OFFLINE": "1"}, "npx": {"npm_config_offline": "true"}}
+"""An installed package's run has no network: its runner is told so, or it asks the registry again (npx with an
+unpinned ``@latest``) and retries for about 70 s before it reads its cache, past the default 30 s timeout."""
 # One lock per package folder and event loop (a lock must not outlive the loop that may have left it held).
 _LOCKS: RunVar[dict[Path, anyio.Lock]] = RunVar("fathom_package_locks")
 
@@ -302,7 +305,7 @@ async def _run(
             outcome = await scan_local_port(started_entry, run_limits, profile, env)
         elif step is not None and isolation.own_network()[0]:  # installed: its run needs nothing from the registry
             with isolation.offline():
-                offline_env = {**env, "UV_OFFLINE": "1"} if os.path.basename(step[0]) == "uvx" else env
+                offline_env = {**env, **_OFFLINE_RUNNER.get(os.path.basename(step[0]), {})}
                 outcome = await scan_server(started_entry, run_limits, profile, env=offline_env)
             outcome = replace(outcome, extra={**outcome.extra, "offline": True})
         else:
