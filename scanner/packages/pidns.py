@@ -222,10 +222,11 @@ def cap_processes(most: int) -> None:
     resource.setrlimit(resource.RLIMIT_NPROC, (most, most))
 
 
-def _let_go() -> None:
+def _let_go(null: int | None = None) -> None:
     """Hand the child's stdin and stdout back to /dev/null here: only the command holds them, so Fathom reads
-    the end of its output when the command closes it, not when the launcher exits."""
-    null = os.open(os.devnull, os.O_RDWR)
+    the end of its output when the command closes it, not when the launcher exits. ``null``: /dev/null opened
+    before the init was forked (it shares the launcher's mount namespace and lays its own ``/dev`` there)."""
+    null = os.open(os.devnull, os.O_RDWR) if null is None else null
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
@@ -342,14 +343,16 @@ def main(argv: list[str]) -> None:
         os._exit(NOT_STARTED)
     status_r, status_w = os.pipe()
     alive_r, alive_w = os.pipe()
+    null = os.open(os.devnull, os.O_RDWR)  # now: the init's /dev of its own is an empty tmpfs for a moment
     init = os.fork()
     if init == 0:
+        os.close(null)
         os.close(status_r)
         os.close(alive_w)
         _init(libc, command, status_w, alive_r, hidden, kept, nproc, mapped)
     os.close(status_w)
     os.close(alive_r)
-    _let_go()
+    _let_go(null)
 
     def forward(signum: int, _frame: object) -> None:
         with contextlib.suppress(OSError):
