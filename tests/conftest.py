@@ -2,11 +2,17 @@
 
 Keep this small and generic; helpers to start more servers (N SDK servers with changeable tool lists, the
 hostile app, server-everything) are in :mod:`tests.servers.launch`.
+
+Run in parallel with pytest-xdist (``pytest -n 2 --dist loadfile``: a file's tests on one worker, its module
+fixtures started once), each worker has a PostgreSQL database of its own (``FATHOM_TEST_POSTGRES_URL`` with
+``_gw0``, ``_gw1``... after the database's name) and the run's ``COLUMNS``/``LINES``. CI runs the suite serially
+(issue 47: two whole green runs under xdist are still to be shown).
 """
 
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -53,17 +59,70 @@ def harmony_encoding(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             os.environ["TIKTOKEN_ENCODINGS_BASE"] = before
 
 
-_OWN_BASETEMP: list[Path] = []
+_BASE_PREFIX = "fathom-tests-"
+_OWN_BASETEMP: list[Path] = []  # made (and removed) by this process
+_SEARCHABLE_UP_TO: list[Path] = []  # the folder above which _children_reach_tmp_path changes no mode
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1"... in a pytest-xdist worker
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Run as root, a session's temporary folders live in a folder of its own: every pytest session resets
-    ``/tmp/pytest-of-root`` to 0700 as it starts, which would shut out the users children run as."""
-    if os.geteuid() == 0 and not config.option.basetemp:
-        base = Path(tempfile.mkdtemp(prefix="fathom-tests-"))
+    ``/tmp/pytest-of-root`` to 0700 as it starts, which would shut out the users children run as. An xdist
+    worker's folder is ``<that folder>/t/popen-gwN``, made by the controller, which removes it."""
+    if _WORKER:
+        if _BASE_PREFIX in config.option.basetemp:
+            _SEARCHABLE_UP_TO.append(Path(config.option.basetemp).parents[1])
+        for name, value in getattr(config, "workerinput", {}).get(_TERMINAL_ENV, {}).items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        _worker_postgres()
+    elif os.geteuid() == 0 and not config.option.basetemp:
+        base = Path(tempfile.mkdtemp(prefix=_BASE_PREFIX))
         os.chmod(base, 0o711)
         _OWN_BASETEMP.append(base)
+        _SEARCHABLE_UP_TO.append(base)
         config.option.basetemp = str(base / "t")
+
+
+_TERMINAL_ENV = "fathom_terminal_env"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller: hand each worker ``COLUMNS`` and ``LINES`` as the run has them. A worker
+    starts with ``COLUMNS=80 LINES=24`` set, which would fit every table the CLI prints to 80 columns where the
+    tests run it piped, with no limit."""
+    node.workerinput[_TERMINAL_ENV] = {name: os.environ.get(name) for name in ("COLUMNS", "LINES")}
+
+
+def _worker_postgres() -> None:
+    """Give this xdist worker a PostgreSQL database of its own (made when missing), so two workers' tests never
+    drop each other's tables: ``FATHOM_TEST_POSTGRES_URL``'s database name with ``_gwN`` after it. Needs the
+    right to create a database (the cluster ``.ci/run`` starts has it); without it the run stops, saying so."""
+    url = os.environ.get("FATHOM_TEST_POSTGRES_URL", "")
+    if not url or importlib.util.find_spec("psycopg") is None:
+        return  # the PostgreSQL tests skip themselves
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    given = make_url(url)
+    name = f"{given.database}_{_WORKER}"
+    engine = create_engine(given, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            known = connection.execute(text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name})
+            if known.first() is None:
+                connection.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:
+        raise pytest.UsageError(
+            f"pytest-xdist worker {_WORKER}: could not make the PostgreSQL database {name} beside "
+            f"{given.database} ({exc}); run the suite without -n, or give the role the right to create databases"
+        ) from exc
+    finally:
+        engine.dispose()
+    os.environ["FATHOM_TEST_POSTGRES_URL"] = given.set(database=name).render_as_string(hide_password=False)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -79,6 +138,6 @@ def _children_reach_tmp_path(request: pytest.FixtureRequest) -> None:
         return
     path: Path = request.getfixturevalue("tmp_path")
     for folder in [path, *path.parents]:
-        if folder in _OWN_BASETEMP or folder == folder.parent:
+        if folder in _SEARCHABLE_UP_TO or folder == folder.parent:
             break
         os.chmod(folder, os.stat(folder).st_mode | 0o001)

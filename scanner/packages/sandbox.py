@@ -56,6 +56,9 @@ _FASTEST = 0.1
 _CEILING_EVERY_S = 300.0  # a whole cache walk: not more often (issue 36: housekeeping took 19-68 s)
 _CEILING_CHECKED: dict[Path, float] = {}  # cache root -> when its ceiling was last held (monotonic)
 _MB = 1024 * 1024
+_OFFLINE_RUNNER = {"uvx": {"UV_OFFLINE": "1"}, "npx": {"npm_config_offline": "true"}}
+"""An installed package's run reads only its cache: its runner is told so, or it asks the registry again (npx with an
+unpinned ``@latest``) and retries for about 70 s before it reads its cache, past the default 30 s timeout."""
 # One lock per package folder and event loop (a lock must not outlive the loop that may have left it held).
 _LOCKS: RunVar[dict[Path, anyio.Lock]] = RunVar("fathom_package_locks")
 
@@ -287,7 +290,7 @@ async def _run(
             run_limits = replace(limits, timeout=left, connect_timeout=min(limits.connect_timeout, left))
         if step is not None and confine.own_network()[0]:  # installed: its run needs nothing from the registry
             with confine.room(offline=True):  # a route out through slirp4netns where there is one
-                offline_env = {**env, "UV_OFFLINE": "1"} if os.path.basename(step[0]) == "uvx" else env
+                offline_env = {**env, **_OFFLINE_RUNNER.get(os.path.basename(step[0]), {})}
                 if is_local_port(entry):  # on a port of its own loopback, reached through its launcher
                     outcome = await scan_local_port(started_entry, run_limits, profile, offline_env)
                 else:

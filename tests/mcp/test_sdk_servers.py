@@ -19,7 +19,9 @@ DEFAULT_NAMES = ["get_weather", "add", "ping_me"]
 
 
 def test_stdio_sdk_server_speaks_the_2026_era_and_pages():
-    outcome = scan(stdio_entry(sdk_command("stdio", page_size=2)), ClientLimits(timeout=10, shutdown_grace=0.3))
+    # The probe waits min(connect_timeout, timeout / 3): 10 s for the SDK server to start, on a loaded machine too.
+    limits = ClientLimits(timeout=30, connect_timeout=10, shutdown_grace=0.3)
+    outcome = scan(stdio_entry(sdk_command("stdio", page_size=2)), limits)
     assert outcome.outcome is Outcome.OK, outcome.detail
     assert names(outcome) == DEFAULT_NAMES
     assert (outcome.server_name, outcome.server_version) == ("fathom-test-sdk", "1.2.3")

@@ -133,7 +133,11 @@ SERVER = textwrap.dedent(
         if role == "victim-role":
             with open(os.path.join(os.environ["HOME"], "token"), "w") as f:
                 f.write(os.environ.get("FATHOM_TEST_TOKEN", ""))
-            time.sleep(float(os.environ.get("VICTIM_SLEEP", "4")))  # alive while the attacker looks
+            release = os.environ.get("RELEASE_FILE", "")
+            for _ in range(2400):  # alive while the attacker looks: until the test says it is done (2 min at most)
+                if os.path.exists(release):
+                    break
+                time.sleep(0.05)
             tools = ["victim"]
         else:
             tools = attack()
@@ -201,6 +205,11 @@ def targets(tmp: Path) -> dict[str, str]:
     }
 
 
+def release_file(tmp: Path) -> Path:
+    """The file the test writes once the attacker's run is over: the victim answers then (it waits for it)."""
+    return tmp / "targets" / "release"
+
+
 def hand_over(files: dict[str, str], needle: str) -> None:
     victim = Path(files["VICTIM_PID_FILE"])
     victim.write_text(str(host_pid_of(needle)), encoding="utf-8")
@@ -215,7 +224,7 @@ def cmdline_seen() -> str:
 
 @needs_root
 @needs_system_python
-def test_a_command_cannot_read_its_sibling_nor_signal_fathom_or_it(tmp_path):
+def test_a_command_cannot_read_its_sibling_nor_signal_fathom_or_it(tmp_path, monkeypatch):
     """Two ``--run-commands`` commands at once: the attacker looks for the victim by its command line (hidden
     where each child has a PID namespace of its own), then, given the victim's and Fathom's host pids by the
     test, tries the victim's environment, its HOME, SIGSTOP to it and to Fathom, and /dev/shm. Each is refused
@@ -223,21 +232,33 @@ def test_a_command_cannot_read_its_sibling_nor_signal_fathom_or_it(tmp_path):
     script = tmp_path / "server.py"
     script.write_text(SERVER, encoding="utf-8")
     script.chmod(0o644)
-    victim = command_entry(script, "victim-role", FATHOM_TEST_TOKEN="victim-secret-4f1c")
     shm = f"fathom-test-shm-{uuid.uuid4().hex}"
     files = targets(tmp_path)
+    release = release_file(tmp_path)
+    victim = command_entry(script, "victim-role", FATHOM_TEST_TOKEN="victim-secret-4f1c", RELEASE_FILE=str(release))
     attacker = command_entry(script, "attacker-role", SHM_NAME=shm, **files)
     results: dict[str, ScanOutcome] = {}
-    homes_before = set(Path(tempfile.gettempdir()).glob("fathom-home-*"))
+    homes: list[Path] = []  # the commands' private HOMEs (other tests' come and go in /tmp meanwhile)
+    make_folder = tempfile.mkdtemp
+
+    def recording_mkdtemp(*args: Any, **kwargs: Any) -> str:
+        path = make_folder(*args, **kwargs)
+        homes.append(Path(path))
+        return path
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
 
     async def both() -> None:
-        async def one(entry: ServerEntry) -> None:
-            results[entry.name] = await run_command(entry, ClientLimits(timeout=30), "rich")
+        async def one(entry: ServerEntry, limit: float) -> None:
+            results[entry.name] = await run_command(entry, ClientLimits(timeout=limit), "rich")
 
         async with anyio.create_task_group() as group:
-            group.start_soon(one, victim)
+            group.start_soon(one, victim, 60)
             await anyio.to_thread.run_sync(hand_over, files, "victim-role")
-            group.start_soon(one, attacker)
+            try:
+                await one(attacker, 30)
+            finally:
+                release.write_text("", encoding="utf-8")
 
     anyio.run(both)
     assert tool_names(results["victim-role"]) == ["victim"]
@@ -252,7 +273,8 @@ def test_a_command_cannot_read_its_sibling_nor_signal_fathom_or_it(tmp_path):
         ]
     )
     assert not (Path("/dev/shm") / shm).exists()
-    assert set(Path(tempfile.gettempdir()).glob("fathom-home-*")) <= homes_before, "the private HOMEs are removed"
+    homes = [home for home in homes if home.name.startswith("fathom-home-")]
+    assert len(homes) == 2 and not any(home.exists() for home in homes), ("the private HOMEs are removed", homes)
 
 
 @needs_root
@@ -265,20 +287,24 @@ def test_a_package_cannot_read_a_sibling_nor_signal_fathom_or_it(registry, tmp_p
     script = tmp_path / "server.py"
     script.write_text(SERVER, encoding="utf-8")
     script.chmod(0o644)
-    victim = command_entry(script, "victim-role", FATHOM_TEST_TOKEN="victim-secret-4f1c", VICTIM_SLEEP="12")
+    files = targets(tmp_path)
+    release = release_file(tmp_path)
+    victim = command_entry(script, "victim-role", FATHOM_TEST_TOKEN="victim-secret-4f1c", RELEASE_FILE=str(release))
     env = environ(registry)
     settings = PackageSettings(cache_dir=tmp_path / "cache", environ=env)
-    files = targets(tmp_path)
     pids = Path(files["VICTIM_PID_FILE"]).with_name("pids")
     attacker = resolve(npm_package("1.0.0", "snoop", str(pids)), env)
     results: dict[str, ScanOutcome] = {}
 
     async def both() -> None:
         async def command() -> None:
-            results["victim"] = await run_command(victim, ClientLimits(timeout=60), "rich")
+            results["victim"] = await run_command(victim, ClientLimits(timeout=90), "rich")
 
         async def package() -> None:
-            results["attacker"] = await run_package(attacker, ClientLimits(timeout=60), "rich", settings)
+            try:
+                results["attacker"] = await run_package(attacker, ClientLimits(timeout=60), "rich", settings)
+            finally:
+                release.write_text("", encoding="utf-8")
 
         async with anyio.create_task_group() as group:
             group.start_soon(command)
@@ -443,18 +469,24 @@ def test_a_child_user_process_without_a_live_lease_is_swept_at_the_next_start():
     import subprocess
 
     uids = [users.UID_BASE + users.UID_SLOTS - 1, users.UID_BASE + users.UID_SLOTS - 2]
-    orphan = subprocess.Popen(["sleep", "300"], user=uids[0], group=uids[0], extra_groups=[])
     held = os.open(users.lease_dir() / str(uids[1]), os.O_RDWR | os.O_CREAT, 0o600)
     import fcntl
 
     fcntl.flock(held, fcntl.LOCK_EX)
     alive = subprocess.Popen(["sleep", "300"], user=uids[1], group=uids[1], extra_groups=[])
+    orphans: list[subprocess.Popen[bytes]] = []
     try:
-        assert users.sweep_orphans() >= 1
-        assert orphan.wait(timeout=10) == -9
+        for _attempt in range(3):  # another Fathom starting its first child meanwhile (a test on another worker)
+            orphan = subprocess.Popen(["sleep", "300"], user=uids[0], group=uids[0], extra_groups=[])
+            orphans.append(orphan)  # sweeps too: then this sweep found nothing and the orphan is set up again
+            swept = users.sweep_orphans()
+            assert orphan.wait(timeout=10) == -9
+            if swept >= 1:
+                break
+        assert swept >= 1
         assert alive.poll() is None
     finally:
-        for process in (orphan, alive):
+        for process in (*orphans, alive):
             process.kill()
             process.wait()
         os.close(held)

@@ -22,12 +22,12 @@ from typing import Any
 
 from scanner.demo.server import DemoHost, Site, synthetic_sites
 from tests.servers.launch import (
-    RunningServer,
+    hostile_http_command,
     hostile_stdio_command,
     running,
     sdk_command,
-    start_hostile_http,
-    start_sdk_http,
+    sdk_http_command,
+    start_all,
 )
 
 _WRITES = {"send": False, "delete": True, "void": True}  # verb -> destructive
@@ -234,16 +234,19 @@ def running_fleet(workdir: Path) -> Iterator[Fleet]:
         tool_files[name] = tools_path
     with ExitStack() as stack:
         entries: list[dict[str, Any]] = []
-        for name in ("sdk/add", "sdk/remove", "sdk/rug", "sdk/fix", "sdk/same", "sdk/paged"):
-            page_size = 2 if name == "sdk/paged" else 100
-            server: RunningServer = stack.enter_context(
-                running(start_sdk_http(tools_file=tool_files[name], page_size=page_size))
-            )
+        sdk_names = ("sdk/add", "sdk/remove", "sdk/rug", "sdk/fix", "sdk/same", "sdk/paged")
+        commands = [
+            sdk_http_command(tools_file=tool_files[name], page_size=2 if name == "sdk/paged" else 100)
+            for name in sdk_names
+        ]
+        *sdk_servers, hostile = start_all([*commands, hostile_http_command()])  # at once, not one by one
+        for server in (*sdk_servers, hostile):
+            stack.enter_context(running(server))
+        for name, server in zip(sdk_names, sdk_servers, strict=True):
             entries.append({"name": name, "url": server.url("/mcp")})
         for name in ("sdk-stdio/add", "sdk-stdio/same"):
             entries.append({"name": name, "command": list(sdk_command("stdio", tools_file=tool_files[name]))})
         entries.append({"name": "sdk-stdio/default", "command": list(sdk_command("stdio"))})
-        hostile = stack.enter_context(running(start_hostile_http()))
         for name, (path, _outcome) in HOSTILE_HTTP_PATHS.items():
             entries.append({"name": name, "url": hostile.url(path)})
         for name, (mode, _outcome) in HOSTILE_STDIO_MODES.items():

@@ -62,7 +62,26 @@ def start(
     command: Sequence[str], port: int, *, env: dict[str, str] | None = None, ready_timeout: float = 15.0
 ) -> RunningServer:
     """Spawn ``command`` (which must listen on ``port``) and wait until the port accepts connections."""
-    process = subprocess.Popen(
+    return _listening(_spawn(command, env), command, port, ready_timeout)
+
+
+def start_all(commands: Sequence[tuple[Sequence[str], int]], *, ready_timeout: float = 15.0) -> list[RunningServer]:
+    """Spawn every ``(command, port)`` at once, then wait for each port: N servers start in about the time of one
+    (each spends its start importing). All are killed when one fails to listen."""
+    processes = [_spawn(command, None) for command, _port in commands]
+    servers: list[RunningServer] = []
+    try:
+        for process, (command, port) in zip(processes, commands, strict=True):
+            servers.append(_listening(process, command, port, ready_timeout))
+    except BaseException:
+        for process in processes:
+            kill_group(process)
+        raise
+    return servers
+
+
+def _spawn(command: Sequence[str], env: dict[str, str] | None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
         list(command),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -70,6 +89,12 @@ def start(
         env={**os.environ, **(env or {})},
         start_new_session=True,
     )
+
+
+def _listening(
+    process: subprocess.Popen[bytes], command: Sequence[str], port: int, ready_timeout: float
+) -> RunningServer:
+    """Wait until ``process`` accepts connections on ``port`` (killed when it exits or does not in time)."""
     deadline = time.monotonic() + ready_timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -123,17 +148,36 @@ def start_sdk_http(
     instructions_file: Path | None = None,
 ) -> RunningServer:
     """The SDK server on a free port: Streamable HTTP at ``/mcp`` (both eras), or legacy SSE at ``/sse``."""
+    return start(
+        *sdk_http_command(
+            tools_file=tools_file,
+            page_size=page_size,
+            legacy_only=legacy_only,
+            sse=sse,
+            instructions_file=instructions_file,
+        )
+    )
+
+
+def sdk_http_command(
+    *,
+    tools_file: Path | None = None,
+    page_size: int = 100,
+    legacy_only: bool = False,
+    sse: bool = False,
+    instructions_file: Path | None = None,
+) -> tuple[tuple[str, ...], int]:
+    """The SDK server's command on a free port and that port (:func:`start_all` starts several at once)."""
     port = free_port()
-    transport = "sse" if sse else "http"
     command = sdk_command(
-        transport,
+        "sse" if sse else "http",
         port=port,
         tools_file=tools_file,
         page_size=page_size,
         legacy_only=legacy_only,
         instructions_file=instructions_file,
     )
-    return start(command, port)
+    return command, port
 
 
 @contextlib.contextmanager
@@ -147,8 +191,13 @@ def sdk_http_server(**options: object) -> Iterator[RunningServer]:
 
 def start_hostile_http() -> RunningServer:
     """The hostile HTTP app: one behaviour per path, see :data:`tests.servers.hostile_http.BEHAVIOURS`."""
+    return start(*hostile_http_command())
+
+
+def hostile_http_command() -> tuple[tuple[str, ...], int]:
+    """The hostile HTTP app's command on a free port and that port (for :func:`start_all`)."""
     port = free_port()
-    return start([sys.executable, str(HERE / "hostile_http.py"), "--port", str(port)], port)
+    return (sys.executable, str(HERE / "hostile_http.py"), "--port", str(port)), port
 
 
 def hostile_stdio_command(mode: str, *extra: str) -> tuple[str, ...]:
