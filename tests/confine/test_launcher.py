@@ -26,7 +26,7 @@ import anyio
 import pytest
 
 from scanner import confine
-from scanner.confine import spawn, users
+from scanner.confine import spawn
 from scanner.mcp import ClientLimits, scan_server
 from scanner.models import Outcome, ServerEntry, Transport
 from tests.mcp.helpers import alive

@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 
 from scanner import confine
 from scanner.cli import app
+from scanner.confine import users as leases
 from scanner.store import open_store
 from tests.mcp.helpers import recorded_pids
 from tests.scan.test_interrupted_scan import ROOT, alive, start_scan
@@ -78,7 +79,7 @@ def test_a_scan_killed_with_sigkill_leaves_no_child_and_its_run_reads_interrupte
     recorded = {pid for mode in ("fork-ignore-term", "double-fork") for pid in recorded_pids(pids / mode)}
     children = set(started_by(str(pids))) | recorded
     assert len(children) >= 4 and all(alive(pid) for pid in recorded)
-    users = {uid for pid in recorded for uid in isolation.users_of(pid)} - {os.geteuid()}
+    users = {uid for pid in recorded for uid in leases.users_of(pid)} - {os.geteuid()}
     process.kill()
     process.communicate(timeout=60)
     assert process.returncode == -signal.SIGKILL
