@@ -153,7 +153,7 @@ def sweep_orphans() -> int:
     orphaned: set[int] = set()
     for pid in pids():
         orphaned |= {uid for uid in users_of(pid) if UID_BASE <= uid < UID_BASE + UID_SLOTS}
-    for base in _LEFTOVER_DIRS:  # and users that left only files (a private HOME)
+    for base in leftover_dirs():  # and users that left only files (a private HOME)
         owners: set[int | None] = set()
         with contextlib.suppress(OSError), os.scandir(base) as listing:
             owners = {_owner(item) for item in listing}
@@ -190,9 +190,16 @@ def lease() -> tuple[int, int]:
     raise OSError(f"all {UID_SLOTS} child users are in use")
 
 
+def leftover_dirs() -> tuple[str, ...]:
+    """Where a child's user may leave files: :data:`_LEFTOVER_DIRS` and this process's temporary folder
+    (``$TMPDIR``, where a command's private HOME is made)."""
+    return tuple(dict.fromkeys((*_LEFTOVER_DIRS, tempfile.gettempdir())))
+
+
 def clear_leftovers(uid: int) -> None:
-    """Remove what ``uid`` left in ``/dev/shm``, ``/tmp`` and ``/var/tmp`` (a command's private HOME among it)."""
-    for base in _LEFTOVER_DIRS:
+    """Remove what ``uid`` left in ``/dev/shm``, ``/tmp``, ``/var/tmp`` and this process's temporary folder
+    (``$TMPDIR``, where a command's private HOME is made: a Fathom killed during the run left it there)."""
+    for base in leftover_dirs():
         for path in _owned_in(Path(base), uid):
             remove(path)
 

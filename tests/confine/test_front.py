@@ -89,3 +89,37 @@ def test_limited_caps_memory_and_confines_writes_where_the_kernel_has_landlock(t
     lines = done.stdout.split()
     assert lines[0] == str(512 * 1024 * 1024)
     assert lines[1:] == (["written", "refused"] if confine.landlock_abi() > 0 else ["written", "written"])
+
+
+KILLED_HOLDING_A_HOME = (
+    "import os, signal, sys\n"
+    "from scanner import confine\n"
+    "with confine.child(private_home=True) as kid:\n"
+    "    print(kid.home, flush=True)\n"
+    "    os.kill(os.getpid(), signal.SIGKILL)\n"
+)
+
+
+@pytest.mark.skipif(not confine.enabled(), reason="children run as users of their own only when Fathom runs as root")
+def test_a_private_home_left_in_tmpdir_by_a_killed_fathom_is_removed_by_the_next(tmp_path: Path) -> None:
+    """A command's private HOME is made in ``$TMPDIR``; a Fathom killed (``kill -9``) while it held one left it
+    there, because the next Fathom's sweep looked only in /tmp, /var/tmp and /dev/shm."""
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_HOLDING_A_HOME], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert killed.returncode == -9, killed.stderr
+    home = Path(killed.stdout.strip())
+    assert home.parent == tmpdir and home.is_dir()  # what the killed run left
+    swept = subprocess.run(
+        [sys.executable, "-c", "from scanner.confine import users; users.sweep_orphans()"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert swept.returncode == 0, swept.stderr
+    assert not home.exists()
