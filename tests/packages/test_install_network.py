@@ -155,11 +155,19 @@ needs_npx = pytest.mark.skipif(not shutil.which("npx"), reason="npx not installe
 
 
 @needs_npx
-def test_with_the_stack_an_install_script_reaches_the_registry_not_the_hosts_loopback(listener, tmp_path: Path):
+@pytest.mark.parametrize("who", ["leased-user", "own-user"])
+def test_with_the_stack_an_install_script_reaches_the_registry_not_the_hosts_loopback(
+    listener, tmp_path: Path, monkeypatch, who: str
+):
     """With slirp4netns and the registry on the machine's own address, the install step runs in a network of
     its own: its postinstall is refused by the host's 127.0.0.1 (and reaches the registry to say so), the install
     succeeds, the package scans ``ok``, and the line before the scan names the install step among what gets a
-    network of its own."""
+    network of its own. Run as root, as a leased user of its own and as Fathom's own user (as when it is not
+    root)."""
+    if who == "own-user":
+        monkeypatch.setattr(confine, "enabled", lambda: False)
+    elif not confine.enabled():
+        pytest.skip("a user of its own per child needs root on Linux")
     holds, why = confine.outbound()
     if not holds:
         pytest.skip(f"no user-mode network stack here: {why}")
