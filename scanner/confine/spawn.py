@@ -190,7 +190,8 @@ def launch(
     :func:`_may_unshare_as_self`), else ``command`` as given; as the :data:`CURRENT` child's user either way
     (:func:`spawn_options`). ``network=False`` (by default: in :func:`offline`, a package's run after its install,
     stdio or local-port, a command, ``check``'s server with a route out) adds a network namespace of its own where
-    :func:`own_network` holds, with a route out through :data:`STACK` where set; an install keeps the host's.
+    :func:`own_network` holds, with a route out through :data:`STACK` where set; an install step has one only where
+    :func:`scanner.packages.installnet.install_network` holds (it is started in such a room then).
     With that namespace, ``relay`` (a socket's descriptor) goes to the launcher (``--relay``, ``pass_fds`` in the
     options): Fathom asks there for connections to the child's own loopback (a local-port package's port,
     :class:`scanner.confine.relay.Relay`). A program not found on ``env``'s PATH raises FileNotFoundError here, as

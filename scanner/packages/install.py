@@ -11,6 +11,10 @@ package's environment first, under the same confinement, environment and deadlin
 Other runners (bunx, pnpx, docker) have no separate install step: their install stays in the handshake. The
 install's time is stored as the ``install_ms`` metric; a failed install is the entry's outcome (classified
 like any other run, from its stderr).
+
+The step runs the package's code (npm's lifecycle scripts, a Python sdist's build): it gets a network of its own
+with the route out through slirp4netns where that can reach the registry, and keeps the host's otherwise
+(:func:`scanner.packages.installnet.install_network`).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import anyio
 
 from scanner import confine, wire
 from scanner.models import Outcome, ScanOutcome, ServerEntry
+from scanner.packages.installnet import install_network, runner_of
 
 _TAIL_LINES = 20
 _MAX_STDERR = 64 * 1024
@@ -52,12 +57,15 @@ async def run_install(
     entry: ServerEntry, command: tuple[str, ...], env: Mapping[str, str], timeout: float
 ) -> ScanOutcome:
     """Run the install step; ok (with ``timings_ms["install"]``), ``exited`` with the stderr tail, a
-    ``spawn_error``, or a ``timeout``. The process group is killed when the step is cancelled or times out."""
+    ``spawn_error``, or a ``timeout``. The process group is killed when the step is cancelled or times out.
+    In a network of its own with the route out where :func:`install_network` holds, else the host's."""
     started = time.perf_counter()
     transport = entry.transport.value
     stderr = bytearray()
+    own_network = install_network(runner_of(entry.command), env)[0]
     try:
-        argv, options = confine.start(command, env)
+        with confine.room(offline=True) if own_network else contextlib.nullcontext():
+            argv, options = confine.start(command, env)
         process = await anyio.open_process(
             argv,
             stdin=subprocess.DEVNULL,

@@ -18,8 +18,9 @@ from pathlib import Path
 from scanner import confine
 from scanner.models import Outcome, ScanOutcome, ServerEntry
 from scanner.packages.diagnose import REACH_FIX, setup_detail
-from scanner.packages.environment import OWN
+from scanner.packages.environment import OWN, installer_settings
 from scanner.packages.install import install_command
+from scanner.packages.installnet import install_network, runner_of
 from scanner.packages.settings import PackageSettings
 
 DAEMON_TIMEOUT_S = 15
@@ -161,12 +162,14 @@ def namespace_line(entries: Iterable[ServerEntry]) -> str | None:
     )
 
 
-def network_line(entries: Iterable[ServerEntry]) -> str | None:
+def network_line(entries: Iterable[ServerEntry], environ: Mapping[str, str] | None = None) -> str | None:
     """One line for the start of a scan or a dry run when a package will run (over stdio or on a local port) after
     its install step (npx, uvx) or a ``--run-commands`` command will run: each in a network of its own, with a
     route out through slirp4netns (:func:`scanner.confine.outbound`) or only its own loopback (``none: ...`` and
-    why); or, where the kernel refuses a network namespace, what it reaches on the host. None when no such child
-    runs, or when namespaces are refused (:func:`namespace_line` says it)."""
+    why); or, where the kernel refuses a network namespace, what it reaches on the host. The install step gets a
+    network of its own with the route out too, unless it keeps the host's (:func:`install_network`, from the
+    installer settings of ``environ``, None: this process's): said, with why. None when no such child runs, or when
+    namespaces are refused (:func:`namespace_line` says it)."""
     entries = list(entries)
     if not confine.namespaces()[0]:
         return None
@@ -174,9 +177,12 @@ def network_line(entries: Iterable[ServerEntry]) -> str | None:
     commands = any(entry.command and not entry.package and not entry.skip for entry in entries)
     if not packages and not commands:
         return None
+    kept = _installs_kept(entries, os.environ if environ is None else environ)
+    installs = packages and not kept
     who = " and ".join(
         [
-            *(["a package's run (stdio or on a local port)"] if packages else []),
+            *(["a package's install step and run (stdio or on a local port)"] if installs else []),
+            *(["a package's run (stdio or on a local port)"] if packages and not installs else []),
             *(["a --run-commands command"] if commands else []),
         ]
     )
@@ -186,16 +192,37 @@ def network_line(entries: Iterable[ServerEntry]) -> str | None:
             f"network namespaces {why}: {who} reaches what listens on the host's loopback (Fathom's database, the "
             'user\'s own services) and its abstract unix sockets (docs/registry.md, "Which platform isolates what")'
         )
+    install = (
+        f"; a package's install step keeps this machine's network, reaching what listens on its loopback ({kept})"
+        if packages and kept
+        else ""
+    )
     out, said = confine.outbound()
     if out:
         return (
             f"{who}: a network of its own, {said} (what listens on this machine's other addresses answers it as "
-            'it would any host; docs/registry.md, "Which platform isolates what")'
+            f'it would any host; docs/registry.md, "Which platform isolates what"){install}'
         )
     return (
         f"{who}: a network of its own with only its own loopback, outbound {said}: one that needs the internet at "
-        'start is recorded "stopped for want of a network" (docs/registry.md, "Which platform isolates what")'
+        f'start is recorded "stopped for want of a network" (docs/registry.md, "Which platform isolates what")'
+        f"{install}"
     )
+
+
+def _installs_kept(entries: Sequence[ServerEntry], environ: Mapping[str, str]) -> str:
+    """Why the install steps of ``entries`` that keep the host's network keep it (``npx: why; uvx: why``), or
+    "" when every one gets a network of its own (:func:`install_network`)."""
+    passed, _ = installer_settings(environ)
+    said: dict[str, str] = {}
+    for entry in entries:
+        step = install_command(entry) if entry.package and not entry.skip else None
+        if step is None or (runner := runner_of(step)) in said:
+            continue
+        own, why = install_network(runner, {**passed, **entry.env})
+        if not own:
+            said[runner] = why
+    return "; ".join(f"{runner}: {why}" for runner, why in sorted(said.items()))
 
 
 def check_network_line() -> str | None:

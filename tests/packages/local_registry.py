@@ -27,9 +27,12 @@ NPM_VERSIONS = ("1.0.0", "2.0.0")
 PY_VERSION = "1.0.0"
 
 
-def npm_tarball(version: str) -> bytes:
-    """The npm tarball (``package/`` prefix) of the test server at ``version``."""
-    manifest = {"name": NPM_NAME, "version": version, "bin": {NPM_NAME: "server.js"}, "license": "MIT"}
+def npm_tarball(version: str, scripts: dict[str, str] | None = None) -> bytes:
+    """The npm tarball (``package/`` prefix) of the test server at ``version``, with these lifecycle ``scripts``
+    (``postinstall``: run by its install step)."""
+    manifest: dict[str, Any] = {"name": NPM_NAME, "version": version, "bin": {NPM_NAME: "server.js"}, "license": "MIT"}
+    if scripts:
+        manifest["scripts"] = scripts
     files = {
         "package/package.json": json.dumps(manifest).encode(),
         "package/server.js": (HERE / "server.js").read_bytes(),
@@ -73,13 +76,19 @@ def wheel(version: str = PY_VERSION, name: str = PY_NAME, requires_python: str |
 
 
 class LocalRegistry:
-    """npm registry at ``npm_url``, PyPI simple index at ``simple_url``, on 127.0.0.1; ``hits`` counts paths."""
+    """npm registry at ``npm_url``, PyPI simple index at ``simple_url``, on 127.0.0.1 (or ``address``); ``hits``
+    counts paths."""
 
-    def __init__(self, latency_s: float = 0.0) -> None:
-        """``latency_s`` delays every answer (the benchmark's stand-in for a real registry's round trip)."""
+    def __init__(
+        self, latency_s: float = 0.0, address: str = "127.0.0.1", scripts: dict[str, str] | None = None
+    ) -> None:
+        """``latency_s`` delays every answer (the benchmark's stand-in for a real registry's round trip);
+        ``address``: where it listens (the machine's own address: a registry off its loopback); ``scripts``: the
+        npm package's lifecycle scripts."""
         self.hits: Counter[str] = Counter()
         self.latency_s = latency_s
-        self.tarballs = {version: npm_tarball(version) for version in NPM_VERSIONS}
+        self.scripts = dict(scripts or {})
+        self.tarballs = {version: npm_tarball(version, self.scripts) for version in NPM_VERSIONS}
         self.wheel_name, self.wheel_bytes = wheel()
         registry = self
 
@@ -113,8 +122,8 @@ class LocalRegistry:
                 if not head:
                     self.wfile.write(body)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server = ThreadingHTTPServer((address, 0), Handler)
+        self.base = f"http://{address}:{self.server.server_address[1]}"
         self.npm_url = f"{self.base}/npm/"
         self.simple_url = f"{self.base}/simple/"
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
@@ -130,6 +139,7 @@ class LocalRegistry:
                     "name": NPM_NAME,
                     "version": version,
                     "bin": {NPM_NAME: "server.js"},
+                    **({"scripts": self.scripts, "hasInstallScript": True} if self.scripts else {}),
                     "dist": {
                         "tarball": f"{self.npm_url}{NPM_NAME}/-/{NPM_NAME}-{version}.tgz",
                         "shasum": hashlib.sha1(data).hexdigest(),

@@ -16,6 +16,7 @@ from scanner import confine
 from scanner.cli import app
 from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.packages import PackageSettings, default_cache_dir, runners
+from scanner.packages.installnet import resolvers_on_loopback
 from scanner.packages.runners import missing_runners, namespace_line, network_line, warning_lines
 from scanner.packages.settings import ROOT_CACHE_DIR
 from scanner.registry import load_entries
@@ -109,7 +110,8 @@ def test_a_packages_stdio_run_without_a_network_is_said_once_before_it_starts(tm
         "a package's run (stdio or on a local port): a network of its own with only its own loopback, outbound "
         "none: no slirp4netns on PATH (Debian and Ubuntu: apt-get install slirp4netns): one that needs the "
         'internet at start is recorded "stopped for want of a network" (docs/registry.md, "Which platform '
-        'isolates what")'
+        "isolates what\"); a package's install step keeps this machine's network, reaching what listens on its "
+        "loopback (npx: no route out)"
     )
     result = CliRunner().invoke(
         app,
@@ -142,10 +144,14 @@ def test_with_the_stack_the_dry_run_says_a_child_reaches_out_never_the_hosts_loo
         pytest.skip(f"no user-mode network stack here: {why}")
     command = ServerEntry(name="io.github.t/command", transport=Transport.STDIO, command=("python3", "server.py"))
     entries = [*load_entries(str(SAMPLE), environ={"PATH": only_npx(tmp_path)}, run_packages=True), command]
-    assert network_line(entries) == (
-        "a package's run (stdio or on a local port) and a --run-commands command: a network of its own, outbound "
-        "through slirp4netns, never the host's loopback (what listens on this machine's other addresses answers it "
-        'as it would any host; docs/registry.md, "Which platform isolates what")'
+    if resolvers_on_loopback():
+        pytest.skip(
+            f"every nameserver here is on loopback: an install keeps the host's network ({resolvers_on_loopback()})"
+        )
+    assert network_line(entries, environ={}) == (
+        "a package's install step and run (stdio or on a local port) and a --run-commands command: a network of its "
+        "own, outbound through slirp4netns, never the host's loopback (what listens on this machine's other addresses "
+        'answers it as it would any host; docs/registry.md, "Which platform isolates what")'
     )
 
 
