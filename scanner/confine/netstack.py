@@ -1,14 +1,15 @@
 """A child's network of its own, and its route out through a user-mode network stack (issue 42).
 
-A package's stdio run and a ``--run-commands`` command start in a network namespace of their own
-(``confine.room(offline=True)``; :func:`scanner.confine.spawn.own_network` says where the kernel allows one),
-``check``'s server too when there is a route out. Where slirp4netns is on Fathom's ``PATH`` (and
+A package's run (stdio or on a local port) and a ``--run-commands`` command start in a network namespace of
+their own (``confine.room(offline=True)``; :func:`scanner.confine.spawn.own_network` says where the kernel allows
+one), ``check``'s server and a package's install step too when there is a route out (the install only where its
+registry is reachable that way: :mod:`scanner.packages.installnet`). Where slirp4netns is on Fathom's ``PATH`` (and
 :data:`STACK_ENV` does not hide it) that network gets a route out: the launcher starts it beside the child
 (:func:`scanner.confine.launcher.stack_fork`, ``--disable-host-loopback --disable-dns``), so the child reaches the
 internet and the machine's own address, never what listens on the host's loopback. :func:`outbound` tries it once
 per process and stack and says which holds in one line (``outbound through slirp4netns, never the host's
-loopback``, or ``none: ...`` and why). docs/registry.md, "A network of its own, for a package's stdio run, a
-command and ``check``'s server", says what holds where.
+loopback``, or ``none: ...`` and why). docs/registry.md, "A network of its own, for a package's run, a command
+and ``check``'s server", says what holds where.
 """
 
 from __future__ import annotations
