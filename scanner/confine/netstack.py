@@ -8,8 +8,8 @@ registry is reachable that way: :mod:`scanner.packages.installnet`). Where slirp
 (:func:`scanner.confine.launcher.stack_fork`, ``--disable-host-loopback --disable-dns``), so the child reaches the
 internet and the machine's own address, never what listens on the host's loopback. :func:`outbound` tries it once
 per process and stack and says which holds in one line (``outbound through slirp4netns, never the host's
-loopback``, or ``none: ...`` and why). docs/registry.md, "A network of its own, for a package's run, a command
-and ``check``'s server", says what holds where.
+loopback``, or ``none: ...`` and why). docs/registry.md, "A network of its own, for a package's run and install
+step, a command and ``check``'s server", says what holds where.
 """
 
 from __future__ import annotations
