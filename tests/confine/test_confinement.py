@@ -257,11 +257,9 @@ def test_a_socket_eagain_is_not_the_process_cap():
     assert outcome.detail == "BlockingIOError: [Errno 11] Resource temporarily unavailable"
 
 
-# What a child tries against what listens on the host (system python): one JSON line of what it got.
-DIAL = textwrap.dedent(
-    r"""
-    import errno, json, socket, sys
-
+# How a child's script dials an address: "connected", or the errno's name (ECONNREFUSED, ENETUNREACH...).
+ATTEMPT = textwrap.dedent(
+    """
     def attempt(family, address):
         with socket.socket(family, socket.SOCK_STREAM) as sock:
             sock.settimeout(10)
@@ -270,6 +268,15 @@ DIAL = textwrap.dedent(
             except OSError as exc:
                 return errno.errorcode.get(exc.errno, str(exc.errno))
             return "connected"
+    """
+)
+
+# What a child tries against what listens on the host (system python): one JSON line of what it got.
+DIAL = (
+    "import errno, json, socket, sys\n"
+    + ATTEMPT
+    + textwrap.dedent(
+        r"""
 
     port = int(sys.argv[1])
     out = {
@@ -283,6 +290,7 @@ DIAL = textwrap.dedent(
         out["own_loopback"] = attempt(socket.AF_INET, own.getsockname())
     print(json.dumps(out))
     """
+    )
 )
 
 

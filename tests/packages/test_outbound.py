@@ -29,7 +29,7 @@ from scanner.models import Outcome, ScanOutcome, ServerEntry, Transport
 from scanner.packages.commands import run_command
 from scanner.packages.diagnose import NO_NETWORK
 from scanner.report.census import fault
-from tests.confine.test_confinement import host_listeners  # noqa: F401 - a fixture
+from tests.confine.test_confinement import ATTEMPT, host_listeners  # noqa: F401 - a fixture
 
 SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if Path(p).exists()), None)
 NETWORK, NO_NETWORK_WHY = confine.own_network()
@@ -42,18 +42,11 @@ needs_stack = pytest.mark.skipif(not OUTBOUND, reason=f"no user-mode network sta
 
 # argv: dial PORT NAME ADDRESS OUTSIDE_PORT (tries each, lists what it got) | fetch ADDRESS PORT (needs it at start:
 # a traceback when it cannot connect, as a server that fetches its configuration first).
-SERVER = textwrap.dedent(
-    r"""
-    import errno, json, socket, sys
-
-    def attempt(family, address):
-        with socket.socket(family, socket.SOCK_STREAM) as sock:
-            sock.settimeout(10)
-            try:
-                sock.connect(address)
-            except OSError as exc:
-                return errno.errorcode.get(exc.errno, str(exc.errno))
-            return "connected"
+SERVER = (
+    "import errno, json, socket, sys\n"
+    + ATTEMPT
+    + textwrap.dedent(
+        r"""
 
     if sys.argv[1] == "fetch":
         socket.create_connection((sys.argv[2], int(sys.argv[3])), timeout=10).close()
@@ -81,6 +74,7 @@ SERVER = textwrap.dedent(
         sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\n")
         sys.stdout.flush()
     """
+    )
 )
 
 
