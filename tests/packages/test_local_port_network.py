@@ -47,6 +47,9 @@ pytestmark = [
     pytest.mark.skipif(not shutil.which("npx") or not shutil.which("node"), reason="npx not installed"),
 ]
 ROOT = Path(__file__).resolve().parents[2]
+SITE = next((Path(p) for p in sys.path if p.endswith("site-packages") and p.startswith(sys.prefix)), None)
+"""This environment's packages, put on the path of the system's interpreter to run Fathom as nobody (None in that
+interpreter, which imports this module too)."""
 SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if Path(p).exists()), "python3")
 
 ROUTE_OUT = confine.outbound()[0]
@@ -160,6 +163,13 @@ def who(request: pytest.FixtureRequest) -> str:
         pytest.skip("run as root, children run as leased users (and nobody tries an ordinary user)")
     if request.param != "self" and not root:
         pytest.skip("needs root (a leased user of its own, or a process run as nobody)")
+    if request.param == "nobody" and not (
+        SITE and confine.reachable(ROOT / "scanner" / "__init__.py") and confine.reachable(SITE)
+    ):
+        pytest.skip(
+            "this checkout or its venv is out of nobody's reach (a 0700 folder above it): "
+            "Fathom cannot run as nobody from it"
+        )
     return str(request.param)
 
 
@@ -189,7 +199,6 @@ def run(who: str, kind: str, registry: Any, host_listeners: tuple[int, str]) -> 
         shutil.chown(cache, "nobody")
         # Root's interpreter may be out of nobody's reach (under /root): the system's, with this environment's
         # packages on its path (the same Python minor version), runs Fathom as nobody.
-        site = next(path for path in sys.path if path.endswith("site-packages") and path.startswith(sys.prefix))
         done = subprocess.run(
             [SYSTEM_PYTHON, "-c", AS_NOBODY, json.dumps([kind, env, cache, port, name])],
             capture_output=True,
@@ -197,7 +206,7 @@ def run(who: str, kind: str, registry: Any, host_listeners: tuple[int, str]) -> 
             timeout=600,
             check=False,
             cwd=ROOT,
-            env={**env, "PYTHONPATH": f"{ROOT}{os.pathsep}{site}", "PYTHONDONTWRITEBYTECODE": "1", "HOME": cache},
+            env={**env, "PYTHONPATH": f"{ROOT}{os.pathsep}{SITE}", "PYTHONDONTWRITEBYTECODE": "1", "HOME": cache},
             user="nobody",
             extra_groups=[],
         )
