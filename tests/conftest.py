@@ -3,10 +3,10 @@
 Keep this small and generic; helpers to start more servers (N SDK servers with changeable tool lists, the
 hostile app, server-everything) are in :mod:`tests.servers.launch`.
 
-Run in parallel with pytest-xdist (``pytest -n 2 --dist loadfile``: a file's tests on one worker, its module
-fixtures started once), each worker has a PostgreSQL database of its own (``FATHOM_TEST_POSTGRES_URL`` with
-``_gw0``, ``_gw1``... after the database's name) and the run's ``COLUMNS``/``LINES``. CI runs the suite serially
-(issue 47: two whole green runs under xdist are still to be shown).
+CI runs the suite in parallel with pytest-xdist (``pytest -n 4 --dist loadfile``: a file's tests on one worker,
+its module fixtures started once); each worker has a PostgreSQL database of its own (``FATHOM_TEST_POSTGRES_URL``
+with ``_gw0``, ``_gw1``... after the database's name) and the run's ``COLUMNS``/``LINES``. Without ``-n`` it runs
+serially, as before.
 """
 
 from __future__ import annotations
