@@ -13,7 +13,10 @@ The lists in ``tests/fixtures/real/more/`` whose manifest entry names a ``regist
 way, by Fathom itself: those entries of the official registry dump (``official-registry-2025-12-18.json``) that run
 over stdio from npm or PyPI, each package's version set to ``latest`` and each required variable given a dummy
 value, scanned with ``fathom scan --kind registry --run-packages`` (installed and listed confined, no tool
-called), and each list read back from the scan's database as the server sent it.
+called), and each list read back from the scan's database as the server sent it. The same was done for a
+hand-made batch of well-known npm servers not in that dump (the manifest entries listed 2026-12-07 with neither a
+``registry_entry`` nor a line in SERVERS below), each given dummy values for the usual credential variables; of
+those and of a second pass over the dump, only the lists whose tools carry annotations were kept (for MCP111).
 """
 
 from __future__ import annotations
