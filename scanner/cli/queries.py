@@ -88,8 +88,10 @@ def servers(
     if client is None:
         if state is not None:
             _fail("--state goes with --client: --client KEY --state refuses|drops", 2)
-        fetch = lambda: queries.servers(_db_url(db, existing=True), _preview(preview))  # noqa: E731
-        _table(fmt, fetch, queries.SERVER_COLUMNS, wide=wide, optional=queries.OPTIONAL_COLUMNS["servers"])
+        url, shown = _db_url(db, existing=True), _preview(preview)
+        # a table shows no client costs: only JSON and CSV measure them
+        fetch = lambda: queries.server_rows(url, shown, clients=fmt is not QueryFormat.table)  # noqa: E731
+        _stream_table(fmt, fetch, queries.SERVER_COLUMNS, wide=wide, optional=queries.OPTIONAL_COLUMNS["servers"])
         return
     from scanner.errors import InputError
     from scanner.measure.verdicts import parse_clients

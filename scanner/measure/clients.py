@@ -506,8 +506,15 @@ def _search_tokens(client: Client, count: Callable[[str], int]) -> int | None:
         return None
     if tool.kind == "vendor":
         return tool.figure
-    texts: Callable[[], tuple[str, ...]] = getattr(render, tool.texts)
-    return sum(count(text) for text in texts())
+    key = (tool.texts, count)
+    if key not in _SEARCH_TOKENS:  # the same texts every list: counted once per counter
+        texts: Callable[[], tuple[str, ...]] = getattr(render, tool.texts)
+        _SEARCH_TOKENS[key] = sum(count(text) for text in texts())
+    return _SEARCH_TOKENS[key]
+
+
+_SEARCH_TOKENS: dict[tuple[str, Callable[[str], int]], int] = {}
+"""A search tool's tokens by (its texts' renderer, the counter), for :func:`_search_tokens`."""
 
 
 def report_clients(

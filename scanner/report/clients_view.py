@@ -143,13 +143,14 @@ def current_rows(board: Leaderboard) -> tuple[ClientRow, ...]:
     return tuple(out)
 
 
-def findings_at(store: Store, *runs: int) -> dict[int, dict[str, list[Any]]]:
-    """The findings that decide verdicts in these runs' scans (with their details: the history's rows keep none),
-    by run and server; only those that name a client. Two queries whatever the number of servers or runs."""
+def findings_at(store: Store, *runs: int, names: Sequence[str] | None = None) -> dict[int, dict[str, list[Any]]]:
+    """The findings that decide verdicts in these runs' scans (of the servers ``names`` only, when given; with
+    their details: the history's rows keep none), by run and server; only those that name a client. Two queries
+    whatever the number of servers or runs."""
     from scanner.store.health import verdict_findings
 
     out: dict[int, dict[str, list[Any]]] = {run: defaultdict(list) for run in runs}
-    for row in verdict_findings(store.engine, runs, verdict_codes()):
+    for row in verdict_findings(store.engine, runs, verdict_codes(), names):
         if client_effects(row):
             out[row.run_id][row.server].append(row)
     return out

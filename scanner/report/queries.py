@@ -98,21 +98,14 @@ OPTIONAL_COLUMNS: dict[str, list[str]] = {
 WRAP_COLUMNS = ("detail", "message", "source", "hint", "lanes", "workers", "will_it_load")
 
 
-def _client_findings(
-    store: Store, server: str | None = None, still_open: bool = False, preview: bool = False
-) -> list[FindingRow]:
-    """The stored findings that name clients (the MCP8xx rules, and MCP101/MCP201/MCP205/MCP214/MCP216 where they
-    do: :func:`scanner.measure.verdicts.verdict_codes`), of one server or all, with when each appeared and went;
-    preview rules' only with ``preview``."""
+def _client_findings(store: Store, names: list[str], preview: bool = False) -> list[FindingRow]:
+    """The stored findings still open that name clients (the MCP8xx rules, and MCP101/MCP201/MCP205/MCP214/MCP216
+    where they do: :func:`scanner.measure.verdicts.verdict_codes`) of the servers ``names``, by server and then in
+    the order of those codes; preview rules' only with ``preview``."""
     from scanner.measure.verdicts import client_effects, verdict_codes
 
-    found: list[FindingRow] = []
-    for code in verdict_codes():
-        if not visible(code, preview):
-            continue
-        rows = store.findings(rule=code, server=server, still_open=still_open)
-        found += [row for row in rows if client_effects(row)]
-    return found
+    codes = [code for code in verdict_codes() if visible(code, preview)]
+    return [row for row in store.open_findings_of(names, codes) if client_effects(row)]
 
 
 def _loads(rows: list[FindingRow]) -> tuple[str, dict[str, Any]]:
@@ -172,7 +165,8 @@ def servers_for_client(
     from scanner.measure.verdicts import verdict_codes, verdicts
     from scanner.report.clients_view import findings_at
 
-    rows = servers(db_url, preview)
+    # only the rows whose verdicts say this client does not load the list whole are held
+    rows = [row for row in server_rows(db_url, preview) if client in (row["verdicts"] or {})]
     out = []
     with open_store(db_url) as store:
         by_run: dict[int, list[dict[str, Any]]] = {}
@@ -208,28 +202,49 @@ def servers_for_client(
 
 
 def servers(db_url: str, preview: bool = False) -> list[dict[str, Any]]:
-    """Every server; the tools, tokens, score and finding counts are those of its last successful scan (the
-    counts are the scored findings'; "will it load" reads preview rules only with ``preview``; JSON and CSV add
-    ``clients``: what each client sends per turn at rest, scanner.measure.clients)."""
-    with open_store(db_url) as store:
-        found = store.servers()
-        scores = store.scan_scores(row.last_ok_scan_id for row in found if row.last_ok_scan_id is not None)
-        told = store.scans_instructions_tokens([row.last_ok_scan_id for row in found if row.last_ok_scan_id])
-        clients = _clients(
-            store, [(row.toolset_sha256, row.tokens, told.get(row.last_ok_scan_id or -1)) for row in found]
-        )
-        rejected: dict[str, list[FindingRow]] = {}
-        for finding in _client_findings(store, still_open=True, preview=preview):
-            rejected.setdefault(finding.server, []).append(finding)
-        # A server whose newest scan answered: that scan's findings with their details (MCP101 and the lists that
-        # are not valid MCP name their clients only there; history's rows keep no details).
-        from scanner.report.clients_view import findings_at
+    """Every row of :func:`server_rows`, held."""
+    return list(server_rows(db_url, preview))
 
-        runs = sorted({row.last_run_id for row in found if row.last_outcome == "ok" and row.last_run_id})
-        present = findings_at(store, *runs)
-        for row in found:
-            if row.last_outcome == "ok" and row.last_run_id in present:
-                rejected[row.name] = [f for f in present[row.last_run_id].get(row.name, []) if visible(f.code, preview)]
+
+SERVER_CHUNK = 500
+"""Servers :func:`server_rows` reads (and holds) at a time."""
+
+
+def server_rows(db_url: str, preview: bool = False, *, clients: bool = True) -> Iterator[dict[str, Any]]:
+    """Every server by name, read :data:`SERVER_CHUNK` servers at a time (what is held is one chunk's, whatever
+    the registry's size); the tools, tokens, score and finding counts are those of its last successful scan (the
+    counts are the scored findings'; "will it load" reads preview rules only with ``preview``); ``clients``
+    (what each client sends per turn at rest, scanner.measure.clients: JSON and CSV) is measured only when asked,
+    otherwise None."""
+    with open_store(db_url) as store:
+        names = store.server_names()
+        for start in range(0, len(names), SERVER_CHUNK):
+            yield from _server_chunk(store, names[start : start + SERVER_CHUNK], preview, clients)
+
+
+def _server_chunk(store: Store, names: list[str], preview: bool, with_clients: bool) -> list[dict[str, Any]]:
+    """:func:`server_rows` of one chunk of servers."""
+    from scanner.report.clients_view import findings_at
+
+    found = store.servers(names)
+    scores = store.scan_scores(row.last_ok_scan_id for row in found if row.last_ok_scan_id is not None)
+    told = store.scans_instructions_tokens([row.last_ok_scan_id for row in found if row.last_ok_scan_id])
+    clients = (
+        _clients(store, [(row.toolset_sha256, row.tokens, told.get(row.last_ok_scan_id or -1)) for row in found])
+        if with_clients
+        else {}
+    )
+    # A server whose newest scan answered: that scan's findings with their details (MCP101 and the lists that are
+    # not valid MCP name their clients only there; history's rows keep no details); one whose newest scan failed:
+    # the findings still open from the scans before.
+    answered = {row.name: row.last_run_id for row in found if row.last_outcome == "ok" and row.last_run_id}
+    present = findings_at(store, *sorted(set(answered.values())), names=list(answered))
+    failed = [row.name for row in found if row.last_ok_scan_id is not None and row.name not in answered]
+    rejected: dict[str, list[FindingRow]] = {}
+    for finding in _client_findings(store, failed, preview):
+        rejected.setdefault(finding.server, []).append(finding)
+    for name, run in answered.items():
+        rejected[name] = [f for f in present[run].get(name, []) if visible(f.code, preview)]
     loads = {row.name: _loads(rejected.get(row.name, [])) for row in found if row.last_ok_scan_id is not None}
     return [
         {
@@ -244,7 +259,7 @@ def servers(db_url: str, preview: bool = False) -> list[dict[str, Any]]:
             "will_it_load": loads[row.name][0] if row.name in loads else None,
             "verdicts": loads[row.name][1] if row.name in loads else None,
             "clients": clients.get(_key(row.toolset_sha256, told.get(row.last_ok_scan_id or -1)))
-            if row.last_ok_scan_id is not None
+            if row.last_ok_scan_id is not None and with_clients
             else None,
             "detail": row.last_detail,
             "toolset_sha256": row.toolset_sha256,

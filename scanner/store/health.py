@@ -158,11 +158,14 @@ class RunFinding:
     details: dict[str, Any]
 
 
-def verdict_findings(engine: Engine, run_ids: Sequence[int], codes: Sequence[str]) -> list[RunFinding]:
-    """Every finding of ``codes`` present in the scans of ``run_ids``, with its details, in two queries whatever the
-    number of servers: the toolset's findings under its run's catalogue, and each scan's own (MCP809 under the
-    entry's key). For the verdicts of a run's servers (scanner.report.clients_view)."""
-    if not run_ids or not codes:
+def verdict_findings(
+    engine: Engine, run_ids: Sequence[int], codes: Sequence[str], names: Sequence[str] | None = None
+) -> list[RunFinding]:
+    """Every finding of ``codes`` present in the scans of ``run_ids`` (of the servers ``names`` only, when given),
+    with its details, in two queries whatever the number of servers: the toolset's findings under its run's
+    catalogue, and each scan's own (MCP809 under the entry's key). For the verdicts of a run's servers
+    (scanner.report.clients_view)."""
+    if not run_ids or not codes or (names is not None and not names):
         return []
     toolset = (
         select(_SCANS.c.run_id, _SERVERS.c.name, _FINDINGS.c.code, _FINDINGS.c.tool, _FINDINGS.c.details)
@@ -184,6 +187,9 @@ def verdict_findings(engine: Engine, run_ids: Sequence[int], codes: Sequence[str
         .join(_FINDINGS, _FINDINGS.c.scan_id == _SCANS.c.id)
         .where(_SCANS.c.run_id.in_(list(run_ids)), _FINDINGS.c.code.in_(list(codes)))
     )
+    if names is not None:
+        toolset = toolset.where(_SERVERS.c.name.in_(list(names)))
+        own = own.where(_SERVERS.c.name.in_(list(names)))
     out = []
     with engine.connect() as connection:
         for query in (toolset, own):

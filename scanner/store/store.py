@@ -156,9 +156,14 @@ class Store:
         """Every run, oldest first; a running run's counts are live."""
         return read.runs(self._sessions)
 
-    def servers(self) -> list[ServerSummary]:
-        """Every server by name, with its last outcome and the tools and tokens of its last successful scan."""
-        return read.servers(self.engine)
+    def servers(self, names: Sequence[str] | None = None) -> list[ServerSummary]:
+        """Every server by name (or those of ``names``), with its last outcome and the tools and tokens of its
+        last successful scan."""
+        return read.servers(self.engine, names)
+
+    def server_names(self) -> list[str]:
+        """Every server's name in Python's order (:meth:`servers` a chunk at a time reads in this order)."""
+        return read.server_names(self.engine)
 
     def history(self, server: str) -> list[ScanRow]:
         """Every scan of ``server``, oldest first, with its tokens and finding counts."""
@@ -215,6 +220,11 @@ class Store:
     ) -> Iterator[list[FindingRow]]:
         """:meth:`findings` over the whole history, in order, a chunk of servers at a time (bounded memory)."""
         return read.finding_chunks(self._sessions, rule, server, since, severity=severity, still_open=still_open)
+
+    def open_findings_of(self, names: Sequence[str], codes: Sequence[str]) -> list[FindingRow]:
+        """The findings of ``codes`` still open on each of ``names`` (a chunk of servers), by server, then in the
+        order of ``codes``: :meth:`findings` with ``still_open`` per code, in one read."""
+        return read.open_findings_of(self._sessions, names, codes)
 
     def diff(self, server: str, from_run: int | None = None, to_run: int | None = None) -> Diff:
         """What changed on ``server`` between two successful scans (default: its last two)."""

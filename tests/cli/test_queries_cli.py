@@ -229,6 +229,32 @@ def test_diff_shows_a_rename_as_one_row_and_findings_gone_with_the_tool_in_every
     assert "MCP205" not in out and "tool added" not in out
 
 
+def test_findings_follow_a_renamed_tool_as_diff_does(renamed: Path) -> None:
+    """search's MCP205 followed it to find: one stretch open since run 1 under the new name, not one fixed on
+    search and one new on find; x's MCP102 went with x."""
+    code, out, _ = invoke("findings", "--server", "a", "--db", str(renamed), "--format", "json")
+    assert code == 0
+    rows = {(row["code"], row["tool"]): (row["first_seen_run"], row["gone_run"]) for row in json.loads(out)}
+    assert rows[("MCP205", "find")] == (1, None)
+    assert ("MCP205", "search") not in rows
+    assert rows[("MCP102", "x")] == (1, 2)
+    [moved] = [row for row in json.loads(out) if row["code"] == "MCP205"]
+    assert "find" in moved["message"] and "search" not in moved["message"]  # the new name's own message
+    code, out, _ = invoke(
+        "findings", "--server", "a", "--db", str(renamed), "--open", "--rule", "MCP205", "--format", "json"
+    )
+    assert [(row["tool"], row["first_seen_run"]) for row in json.loads(out)] == [("find", 1)]
+    # Each run's findings keep their names; search's in run 1 is not gone: it went on as find's.
+    code, out, _ = invoke(
+        "findings", "--server", "a", "--db", str(renamed), "--run", "1", "--rule", "MCP205", "--format", "json"
+    )
+    assert [(row["tool"], row["first_seen_run"], row["gone_run"]) for row in json.loads(out)] == [("search", 1, None)]
+    code, out, _ = invoke(
+        "findings", "--server", "a", "--db", str(renamed), "--run", "2", "--rule", "MCP205", "--format", "json"
+    )
+    assert [(row["tool"], row["first_seen_run"], row["gone_run"]) for row in json.loads(out)] == [("find", 1, None)]
+
+
 def test_servers_and_history_say_what_each_client_sends(database: Path) -> None:
     from scanner.measure.clients import CLIENTS, measure_clients
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from scanner.store.read.check_reads import StoredList, stored_list
 from scanner.store.read.diff_reads import diff
-from scanner.store.read.finding_reads import finding_chunks, findings
+from scanner.store.read.finding_reads import finding_chunks, findings, open_findings_of
 from scanner.store.read.leaderboard_reads import LEADER_CHUNK, leaderboard, leaderboard_chunks, leaderboard_of
 from scanner.store.read.run_reads import database_stats, rule_hits, runs, trends
 from scanner.store.read.server_reads import (
@@ -27,6 +27,7 @@ from scanner.store.read.server_reads import (
     run_spec,
     scan_scores,
     server_ids,
+    server_names,
     servers,
     stderr_tail,
     toolsets_packed,
@@ -59,12 +60,14 @@ __all__ = [
     "leaderboard",
     "leaderboard_chunks",
     "leaderboard_of",
+    "open_findings_of",
     "rule_hits",
     "run_spec",
     "runs",
     "scan_scores",
     "scans_instructions_tokens",
     "server_ids",
+    "server_names",
     "servers",
     "stderr_tail",
     "stored_list",

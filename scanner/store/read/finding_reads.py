@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import and_, select
+from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from scanner.measure import history as changes
@@ -35,6 +35,7 @@ from scanner.store.tables import (
 )
 
 _FINDING_EVENTS = (changes.FINDING_APPEARED, changes.FINDING_RESOLVED)
+_TOOL_EVENTS = (changes.TOOL_ADDED, changes.TOOL_REMOVED)  # read to follow a finding to a renamed tool
 
 
 _CODE = re.compile(r"[A-Z]+[0-9]+")
@@ -122,6 +123,28 @@ def finding_chunks(
             yield kept
 
 
+def open_findings_of(sessions: sessionmaker[Session], names: Sequence[str], codes: Sequence[str]) -> list[FindingRow]:
+    """The findings of ``codes`` (none a registry-data rule's) still open on the servers ``names``, each server's
+    in the order of ``codes`` and then as :func:`findings` orders them: what ``findings(rule=code,
+    still_open=True)`` gives per code, read for a chunk of servers at once. Names not in the database are left
+    out."""
+    if not names or not codes:
+        return []
+    with sessions() as session:
+        ids = [id_ for (id_,) in session.execute(select(Server.id).where(Server.name.in_(list(names))))]
+        intervals = _finding_intervals(session, ids, codes=codes, keep_closed=False)
+        rows = _kept([interval.row for interval in intervals.values_flat()], None, None, None, True)
+    order = {code: place for place, code in enumerate(codes)}
+    rows.sort(key=lambda row: (row.server, order[row.code]))  # stable: within a code, findings' own order
+    return rows
+
+
+def _rename_key(event: Any) -> tuple[str, object, object]:
+    """What :func:`scanner.measure.history.pair_renames` reads of a stored tool event."""
+    details = event.details if isinstance(event.details, dict) else {}
+    return str(event.tool), details.get("body_sha256"), details.get("schema_sha256")
+
+
 def _code_of(wanted: str | None) -> str | None:
     return wanted.upper() if wanted and _CODE.fullmatch(wanted.upper()) else None
 
@@ -155,29 +178,41 @@ def _finding_intervals(
     code: str | None = None,
     registry: tuple[str, ...] = (),
     *,
+    codes: Sequence[str] = (),
     keep_closed: bool = True,
 ) -> _Intervals:
     """Stretches from the finding events, leaving out the registry-data codes (read by :func:`_registry_intervals`:
-    their events exist only for scans that listed tools).
+    their events exist only for scans that listed tools). A finding that followed a renamed tool (its scan's
+    ``tool_removed`` and ``tool_added`` paired as ``fathom diff`` and the change log pair them) goes on under the
+    new name, from when it first appeared.
 
     The events are read as plain rows a batch at a time (``yield_per``), never as ORM objects held by the session
     for its whole life, so what stays in memory is the stretches (only the open ones without ``keep_closed``)."""
+    finding: ColumnElement[bool] = Event.kind.in_(_FINDING_EVENTS)
+    if registry:
+        finding = and_(finding, Event.code.not_in(registry))
+    if code is not None:
+        finding = and_(finding, Event.code == code)
+    if codes:
+        finding = and_(finding, Event.code.in_(list(codes)))
     query = (
         select(Event.kind, Event.run_id, Event.at, Event.scan_id, Event.code, Event.tool, Event.details, Server.name)
         .join(Server, Server.id == Event.server_id)
-        .where(Event.kind.in_(_FINDING_EVENTS))
+        .where(or_(finding, Event.kind.in_(_TOOL_EVENTS)))
         .order_by(Event.id)
         .execution_options(yield_per=_BATCH)
     )
-    if registry:
-        query = query.where(Event.code.not_in(registry))
     if server_ids is not None:  # a chunk of servers: each one's events in order (ix_events_server)
         query = query.where(Event.server_id.in_(server_ids)).order_by(None).order_by(Event.server_id, Event.id)
-    if code is not None:
-        query = query.where(Event.code == code)
     intervals = _Intervals(keep_closed=keep_closed)
+    scan: list[Any] = []  # one scan's events: its renames are known only once all of them are read
     for event in session.execute(query):
-        intervals.add(event, event.name)
+        if scan and (event.scan_id, event.name) != (scan[0].scan_id, scan[0].name):
+            intervals.add_scan(scan)
+            scan = []
+        scan.append(event)
+    if scan:
+        intervals.add_scan(scan)
     return intervals
 
 
@@ -274,7 +309,51 @@ class _Intervals:
 
     def __init__(self, *, keep_closed: bool = True) -> None:
         self._by_key: dict[tuple[str, str, str | None], list[_Interval]] = defaultdict(list)
+        self._renamed: dict[tuple[str, str, str | None], list[_Interval]] = defaultdict(list)  # by the old name
         self._keep_closed = keep_closed
+
+    def add_scan(self, events: Sequence[Any]) -> None:
+        """One scan's events of one server (``name`` a column of each), in order: its finding events, a finding
+        that followed a renamed tool carried over to the new name (:func:`followed_findings`)."""
+        name = events[0].name
+        added = [event for event in events if event.kind == changes.TOOL_ADDED and event.tool is not None]
+        removed = [event for event in events if event.kind == changes.TOOL_REMOVED and event.tool is not None]
+        renamed = changes.pair_renames(*(map(_rename_key, tools) for tools in (removed, added))) if added else {}
+        findings = [event for event in events if event.kind in _FINDING_EVENTS]
+        followed = changes.followed_findings(
+            renamed,
+            ((event.code, event.tool) for event in findings if event.kind == changes.FINDING_APPEARED),
+            ((event.code, event.tool) for event in findings if event.kind == changes.FINDING_RESOLVED),
+        )
+        for event in findings:
+            if event.kind == changes.FINDING_APPEARED and (event.code, event.tool) in followed:
+                continue  # carried over when its old name's stretch is met
+            new_name = renamed.get(event.tool) if event.tool is not None else None
+            if event.kind == changes.FINDING_RESOLVED and (event.code, new_name) in followed:
+                appeared = next(
+                    item
+                    for item in findings
+                    if item.kind == changes.FINDING_APPEARED and (item.code, item.tool) == (event.code, new_name)
+                )
+                self._follow(name, event.code or "", event.tool, appeared)
+            else:
+                self.add(event, name)
+
+    def _follow(self, name: str, code: str, old: str | None, appeared: _EventFields) -> None:
+        """The open stretch of ``code`` on tool ``old`` goes on as the finding ``appeared`` on the new name."""
+        stretches = self._by_key.get((name, code, old))
+        if not stretches or stretches[-1].gone_run is not None:
+            self.add(appeared, name)
+            return
+        stretch = stretches.pop()
+        if not stretches:
+            del self._by_key[(name, code, old)]
+        if self._keep_closed:  # a read of an earlier run still finds it under the old name (:meth:`at`)
+            self._renamed[(name, code, old)].append(stretch)
+        moved = _Interval(appeared, name)
+        moved.first_run, moved.first_at, moved.first_scan = stretch.first_run, stretch.first_at, stretch.first_scan
+        moved.row = replace(moved.row, first_seen_run=stretch.first_run, first_seen_at=stretch.first_at)
+        self._by_key[(name, code, appeared.tool)].append(moved)
 
     def add(self, event: _EventFields, name: str) -> None:
         key = (name, event.code or "", event.tool)
@@ -295,6 +374,9 @@ class _Intervals:
         found = None
         for interval in self._by_key.get((server, code, tool), []):
             if interval.first_scan <= scan_id:
+                found = interval
+        for interval in self._renamed.get((server, code, tool), []):  # before the tool was renamed
+            if interval.first_scan <= scan_id and (found is None or interval.first_scan > found.first_scan):
                 found = interval
         return found
 

@@ -35,8 +35,16 @@ from scanner.store.rows import (
 )
 
 
-def servers(engine: Engine) -> list[ServerSummary]:
-    """Every server by name, with its last outcome and the tools and tokens of its last successful scan."""
+def server_names(engine: Engine) -> list[str]:
+    """Every server's name, sorted here (the database's collation need not be Python's): the order of
+    :func:`servers` read a chunk at a time."""
+    with engine.connect() as connection:
+        return sorted(name for (name,) in connection.execute(select(_SERVERS.c.name)))
+
+
+def servers(engine: Engine, names: Sequence[str] | None = None) -> list[ServerSummary]:
+    """Every server by name (only those of ``names`` when given, in Python's order of their names), with its last
+    outcome and the tools and tokens of its last successful scan."""
     last_scan, ok_scan = _SCANS.alias("last_scan"), _SCANS.alias("ok_scan")
     query = (
         select(
@@ -61,7 +69,13 @@ def servers(engine: Engine) -> list[ServerSummary]:
         .order_by(_SERVERS.c.name)
     )
     with engine.connect() as connection:
-        rows = connection.execute(query).all()
+        if names is None:
+            rows = connection.execute(query).all()
+        else:
+            rows = []
+            for chunk in common.chunks(list(names)):
+                rows += connection.execute(query.where(_SERVERS.c.name.in_(chunk))).all()
+            rows.sort(key=itemgetter(0))
         sizes, tokens = _toolsets(connection, sorted({row[8] for row in rows if row[8] is not None}))
     return [
         ServerSummary(
