@@ -47,14 +47,15 @@ STATUS_MEANINGS = (
 # What the newest catalogue changed in status, and on which labels (rules.md, "Catalogue 5: what changed from 4").
 STATUS_CHANGES = (
     "Catalogue 6 (rules.md, catalogue 6; issue 45) changed these statuses. Every preview rule about tool lists "
-    "was labelled again on real lists, 68 more of them collected for fresh labels, most from the official "
+    "was labelled again on real lists, 69 more of them collected for fresh labels, most from the official "
     "registry's npm and PyPI packages (`tests/fixtures/real/more/`): MCP307 became `stable` (labelled one finding per "
     "repeated sentence, after it stopped reporting a parameter's own doc line: 88 of 103 right, 68 of 81 on "
     "lists collected after that change; 86 of 96 once it no longer cut sentences at a URL's dots nor reported "
     "a field's or a default's doc line); MCP111 became `stable` (6 of 7 right, after it stopped reporting a "
     "read that states its price: the 41 paid reads of one server were all wrong; those 7 are every finding it "
-    "makes on the lists kept here, and 31 more lists collected for it, every tool annotated (894 tools), gave it "
-    "none: short of the 10 labels asked for); MCP103, MCP105, MCP206, "
+    "makes on the lists kept here; 32 more lists collected for it, every tool annotated (934 tools), gave it "
+    "one, wrong: a dry run named `deployPlan` rightly marked read-only, so it no longer reports a write name "
+    "whose description says the call is a dry run; short of the 10 labels asked for); MCP103, MCP105, MCP206, "
     "MCP207, MCP209, MCP303, MCP404 and MCP807 were retired (status `removed`: they never run, their codes are "
     "never reused; each one's doc says what it measured), as rules that stayed under 80 % after tightening, on "
     "fresh labels where the lists gave any. MCP217 and MCP308 became `stable` (9 of 10 and "

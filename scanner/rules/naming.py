@@ -435,6 +435,23 @@ _STATED_PRICE = re.compile(
 )
 
 
+# A description that says the call itself is a dry run or changes nothing (MCP111: `readOnlyHint: true` on a write
+# name is then right): "Computes the deploy plan (dry-run, makes no changes)".
+_STATES_NO_CHANGE = re.compile(
+    r"(?<![\w`])dry[ -]run(?![\w`])|\bchanges nothing\b|\bmakes? no changes\b|\bwithout (?:making )?any changes\b",
+    re.IGNORECASE,
+)
+
+
+def _is_dry_run(tool: ToolInfo) -> bool:
+    """Whether a tool's description says the call is a dry run or changes nothing, and the tool has no dry-run
+    switch (a ``dry_run`` parameter: then the description speaks of the option, not of every call)."""
+    text = tool.description_text
+    if not text or not _STATES_NO_CHANGE.search(text[:100_000]):
+        return False
+    return not any(name_words(node.path.rsplit(".", 1)[-1]) == ["dry", "run"] for node in tool.params)
+
+
 def _states_side_effect(text: str | None) -> bool:
     """Whether a description states a side effect: a write verb, or download, save, cache, store, advance, in
     any simple form ("creates", "saved", "caching"), or a price per call ("Price: $0.25")."""
@@ -467,7 +484,10 @@ def _states_side_effect(text: str | None) -> bool:
     neither. `readOnlyHint: false` on a read name is not reported when its description states a side effect (a
     write verb, or download, save, cache, store, advance: "Fetches the page and caches it"), or a price per call
     ("Price: $0.25", "$0.05 per request", "costs 2 credits per call"): a paid read spends the user's money, and a
-    client that asks first is right to (catalogue 6 labels: a paid-data server marked all 41 of its reads so). A
+    client that asks first is right to (catalogue 6 labels: a paid-data server marked all 41 of its reads so).
+    `readOnlyHint: true` on a write name is not reported when its description says the call is a dry run or
+    changes nothing ("dry-run", "makes no changes") and the tool has no dry-run parameter: `deployPlan`, a
+    deploy's plan, reads (catalogue 6 labels). A
     client that trusts `readOnlyHint: true` runs the call without asking; one that sees a destructive read asks
     for nothing. Details carry the verb and the annotation. Bad: `delete_file` with `readOnlyHint: true`;
     `get_weather` "Current weather for a city." with `readOnlyHint: false`. Good: `readOnlyHint: false,
@@ -488,7 +508,7 @@ def annotations_contradict_name(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hi
         found = ("readOnlyHint", False)
     elif read_name and destructive is True:
         found = ("destructiveHint", True)
-    elif reading.write_name and read_only is True:
+    elif reading.write_name and read_only is True and not _is_dry_run(tool):
         found = ("readOnlyHint", True)
     if found is None:
         return

@@ -21,7 +21,7 @@ DIGESTS = {
     "3": "26a23349ad9f1a7b2a85a81e167a12fd6b2fd4270253d57c6d4702783af99ec5",
     "4": "794ad37bc6b084d618762734566526b3c881e1d970357ad25615ebb0da80f662",  # v4 with MCP701-705
     "5": "1c3bb2e61d4efe4fba9e18b4a7c4f38e6b34c801332753867130658ac8389c97",  # catalogue 5 (rules.md), MCP801-807
-    "6": "53d35dcdef79f18d850d53dca273fee4995ee1d7d2ff3e33765c2b98ad00b7f6",  # catalogue 6 (both halves)
+    "6": "230047a0d192f31dc2978c02d3f86099f082e0802057963f7c218722da8cfe34",  # catalogue 6 (both halves)
 }
 
 
