@@ -36,6 +36,7 @@ from scanner.store.tables import (
     RunAggregate,
     Scan,
     ScanLaneRow,
+    Server,
     ToolsetRow,
     ToolsetToken,
 )
@@ -207,8 +208,12 @@ def _scan_findings(
     tools_of: dict[int, list[Any]],
     texts: dict[int, str],
     stored: list[Finding],
+    server: str,
+    named: dict[tuple[int, str], list[Finding]],
 ) -> list[Finding]:
-    """A scan's own findings recomputed from the store: over time, on its instructions, and over its lanes.
+    """A scan's own findings recomputed from the store: over time, on its instructions, over its lanes, and MCP809
+    under the key a client gives the server (from its registry name and the ``serverInfo.name`` the scan stored,
+    as at scan time; ``named`` holds them by toolset and key).
 
     A scan in lanes whose anonymous lane kept no auth signals (they came from the outcome itself, which the
     store does not keep whole) keeps its stored MCP6xx findings: they cannot be recomputed faithfully.
@@ -240,6 +245,15 @@ def _scan_findings(
     # The registry entry's own findings (MCP7xx) come from the server.json read at scan time, which the store does
     # not keep whole: kept as stored, never dropped.
     found: list[Finding] = [finding for finding in stored if finding.code in REGISTRY_CODES]
+    if scan.toolset_id is not None:
+        from scanner.measure.toollist import registry_server_key, server_key_findings
+
+        key = registry_server_key(server, scan.server_name)
+        if (scan.toolset_id, key) not in named:
+            if len(named) > 64:  # as tools_of: a server's recent lists
+                named.clear()
+            named[(scan.toolset_id, key)] = server_key_findings(tools(scan.toolset_id), key)
+        found += named[(scan.toolset_id, key)]
     if scan.outcome == "ok" and previous is not None:
         if previous.toolset_id != scan.toolset_id and previous.toolset_id is not None and scan.toolset_id:
             _events, over_time = history.compare_tools(
@@ -275,16 +289,18 @@ def _scan_findings(
 def _rescore_scans(engine: Engine, sessions: sessionmaker[Session], result: RescoreResult) -> None:
     """Recompute every scan's own findings, each server's scans in order (see the module docstring)."""
     with sessions() as session:
+        names = {id_: name for id_, name in session.execute(select(Server.id, Server.name))}
         servers = list(session.scalars(select(Scan.server_id).distinct().order_by(Scan.server_id)))
     for server_id in servers:
         tools_of: dict[int, list[Any]] = {}
         texts: dict[int, str] = {}
+        named: dict[tuple[int, str], list[Finding]] = {}
         with sessions() as session:
             scans = list(session.scalars(select(Scan).where(Scan.server_id == server_id).order_by(Scan.id)))
             previous: Scan | None = None
             for scan in scans:
                 stored = common.scan_findings(session, scan.id)
-                fresh = _scan_findings(session, scan, previous, tools_of, texts, stored)
+                fresh = _scan_findings(session, scan, previous, tools_of, texts, stored, names[server_id], named)
                 if scan.outcome == "ok" and scan.toolset_id is not None:
                     previous = scan
                 if not compare(result, stored, fresh):

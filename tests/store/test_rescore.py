@@ -220,3 +220,24 @@ def test_rescore_brings_a_store_of_catalogue_5_onto_catalogue_6(tmp_path: Path) 
         assert "MCP218" in codes and "MCP404" not in codes
     again = runner.invoke(app, ["rescore", "--db", str(db)])
     assert "nothing changed; nothing written" in again.output
+
+
+def test_rescore_keeps_mcp809_under_the_registry_entrys_key(store: Store) -> None:
+    """MCP809 is stored with each scan under the key a client gives the server (the entry's last name segment):
+    a rescore recomputes it from the stored name, so it neither drops it nor adds one where the key is short
+    (it once removed every MCP809 of a store: 60,918 on the 100 000-server night)."""
+    tool = {"name": "get_" + "x" * 36, "description": "Gets x.", "inputSchema": {"type": "object", "properties": {}}}
+    run = store.start_run("servers.json", "6", {})
+    for name in ("io.example/a-rather-long-server-name", "io.example/short"):
+        store.record_scan(run, entry(name), ok([tool]), toollist.measure)
+    store.finish_run(run)
+    found = {row.server: [f.code for f in row.findings if f.code == "MCP809"] for row in store.leaderboard(run)}
+    assert found == {"io.example/a-rather-long-server-name": ["MCP809"], "io.example/short": []}
+    before = _counts(store)
+
+    dry = store.rescore_history("6", toollist.measure, dry_run=True)
+    assert not dry.anything and not dry.removed and dry.scans_changed == 0
+    done = store.rescore_history("6", toollist.measure)
+    assert not done.anything and _counts(store) == before
+    after = {row.server: [f.code for f in row.findings if f.code == "MCP809"] for row in store.leaderboard(run)}
+    assert after == found
