@@ -245,14 +245,24 @@ def diff(
 def rescore(
     db: DbOption = "fathom.db",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would change; write nothing.")] = False,
+    every: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Measure every stored tool list again, also those already measured under this catalogue and "
+            "measurement basis (after a change the basis does not name, such as a shared helper of the rules).",
+        ),
+    ] = False,
 ) -> None:
-    """Recompute findings and token counts of every stored tool list, and every scan's own findings (MCP5xx,
-    MCP6xx, instructions), under the current rule catalogue; print findings added/removed per rule."""
+    """Recompute findings and token counts of every stored tool list not yet measured under the current rule
+    catalogue and measurement basis (the rules' digest, the tokenizers, the client table: `--all` for every
+    list), and every scan's own findings (MCP5xx, MCP6xx, MCP809, instructions); print findings added/removed per
+    rule."""
     from scanner.measure.toollist import measure
     from scanner.rules import RULES_VERSION
     from scanner.store import open_store
     from scanner.store.lock import writer_lock
 
     with open_store(_db_url(db, existing=True)) as store, writer_lock(store.engine, "rescore"):
-        result = store.rescore_history(RULES_VERSION, measure, dry_run=dry_run)
+        result = store.rescore_history(RULES_VERSION, measure, dry_run=dry_run, every=every)
     typer.echo(result.text())

@@ -97,9 +97,9 @@ def run_rules(
     check_prefixes(select)
     check_prefixes(ignore)
     infos = [ToolInfo(raw, index) for index, raw in enumerate(tools)]
-    facts = ListFacts.of(infos, lambda: without_doctrine([info.description_text for info in infos]))
+    facts = functools.cache(lambda: ListFacts.of(infos, lambda: without_doctrine([i.description_text for i in infos])))
     for info in infos:
-        info.facts = facts
+        info.list_facts = facts
     findings: list[Finding] = []
     tool_rules, list_rules = _chosen(tuple(select), tuple(ignore), len(RULES))
     seen = [info for info in infos if not hidden_from_model(info)]

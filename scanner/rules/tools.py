@@ -440,10 +440,17 @@ class ToolInfo:
         annotations = fields.get("annotations")
         self.annotations: dict[str, Any] | None = annotations if isinstance(annotations, dict) else None
         self.annotation_title: Any = annotations.get("title") if isinstance(annotations, dict) else None
-        # List-wide facts (prefix words, relatives), set by the engine before any rule runs.
-        self.facts: ListFacts | None = None
+        # List-wide facts (prefix words, relatives): the engine sets how to compute them before any rule runs;
+        # they are computed by the first rule that reads them (a run of MCP809 alone never does).
+        self.list_facts: Callable[[], ListFacts] | None = None
         # Results several rules share (the schema's compact JSON), computed by the first that needs them.
         self.cache: dict[str, Any] = {}
+
+    @property
+    def facts(self) -> ListFacts | None:
+        """The list's facts (:class:`ListFacts`), computed once for the whole list on first use; None outside the
+        engine."""
+        return self.list_facts() if self.list_facts is not None else None
 
     @property
     def tool_name(self) -> str:

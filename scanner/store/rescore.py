@@ -3,7 +3,9 @@
 Two parts, both compared with what is stored before anything is written:
 
 1. every stored toolset is measured again (its findings and token counts), and what it confirmed unchanged is
-   stamped with this process's measurement basis (:mod:`scanner.measure.basis`), so the next scan reuses it;
+   stamped with this process's measurement basis (:mod:`scanner.measure.basis`), so the next scan reuses it; a
+   toolset already measured under this catalogue and this basis (by this very code: the basis names the rule
+   catalogue's digest, the tokenizers and the client table) is not measured again unless ``every`` (``--all``);
 2. every scan's own findings are recomputed from what the store kept: MCP501/MCP502 (tools changed silently,
    tools removed) and MCP503 (instructions changed silently) by walking each server's successful scans in
    order, MCP401/MCP402 over the scan's stored instructions, MCP601/MCP602 from its stored lanes and their auth
@@ -53,6 +55,7 @@ class RescoreResult:
     rule_version: str
     dry_run: bool = False
     measured: int = 0
+    current: int = 0  # toolsets already measured under this catalogue and basis: not measured again
     skipped: int = 0
     toolsets_changed: int = 0
     scans_changed: int = 0
@@ -80,6 +83,11 @@ class RescoreResult:
         lines = [
             f"rules {self.rule_version}: {self.measured:,} tool lists measured"
             + (f" ({self.skipped:,} skipped: the checker failed on them)" if self.skipped else "")
+            + (
+                f", {self.current:,} already measured under this catalogue and basis (--all measures them again)"
+                if self.current
+                else ""
+            )
             + f"; {verb} {self.toolsets_changed:,} tool lists and {self.scans_changed:,} scans"
         ]
         if self.runs_recounted:
@@ -136,10 +144,27 @@ def _newest_version(session: Session, toolset_id: int, rule_version: str) -> str
     return numeric[-1] if numeric else (max(versions) if versions else None)
 
 
-def _rescore_toolsets(engine: Engine, sessions: sessionmaker[Session], result: RescoreResult, measure: Measure) -> None:
+def _rescore_toolsets(
+    engine: Engine, sessions: sessionmaker[Session], result: RescoreResult, measure: Measure, every: bool
+) -> None:
     with sessions() as session:
         ids = list(session.scalars(select(ToolsetRow.id).order_by(ToolsetRow.id)))
+        # Measured by this very code (this catalogue, this basis): measuring it again gives what is stored.
+        current = (
+            set()
+            if every
+            else set(
+                session.scalars(
+                    select(Measurement.toolset_id).where(
+                        Measurement.rule_version == result.rule_version, Measurement.basis == measure_basis()
+                    )
+                )
+            )
+        )
+    result.current = sum(1 for toolset_id in ids if toolset_id in current)
     for toolset_id in ids:
+        if toolset_id in current:
+            continue
         with sessions() as session:
             row = session.get(ToolsetRow, toolset_id)
             if row is None:
@@ -324,13 +349,15 @@ def rescore_history(
     measure: Measure,
     *,
     dry_run: bool = False,
+    every: bool = False,
 ) -> RescoreResult:
-    """Re-measure every toolset and recompute every scan's own findings under ``rule_version``; recount the
-    aggregates of every closed run when anything was written. See the module docstring."""
+    """Re-measure every toolset not measured under ``rule_version`` and this process's basis (every one with
+    ``every``) and recompute every scan's own findings under ``rule_version``; recount the aggregates of every
+    closed run when anything was written. See the module docstring."""
     from scanner.store.aggregate import aggregate
 
     result = RescoreResult(rule_version=rule_version, dry_run=dry_run)
-    _rescore_toolsets(engine, sessions, result, measure)
+    _rescore_toolsets(engine, sessions, result, measure, every)
     _rescore_scans(engine, sessions, result)
     with sessions() as session:
         stale = session.scalar(

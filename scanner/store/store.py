@@ -141,14 +141,17 @@ class Store:
         (see :func:`scanner.store.rescore.rescore_history`). Returns how many toolsets were measured."""
         from scanner.store.rescore import rescore_history
 
-        return rescore_history(self.engine, self._sessions, rule_version, measure).measured
+        return rescore_history(self.engine, self._sessions, rule_version, measure, every=True).measured
 
-    def rescore_history(self, rule_version: str, measure: Measure, *, dry_run: bool = False) -> RescoreResult:
+    def rescore_history(
+        self, rule_version: str, measure: Measure, *, dry_run: bool = False, every: bool = False
+    ) -> RescoreResult:
         """:meth:`rescore` with what changed per rule (added, removed, changed findings); with ``dry_run``
-        nothing is written. A rescore that changes nothing writes nothing (see :mod:`scanner.store.rescore`)."""
+        nothing is written. A rescore that changes nothing writes nothing; a list already measured under this
+        catalogue and basis is measured again only with ``every`` (see :mod:`scanner.store.rescore`)."""
         from scanner.store.rescore import rescore_history
 
-        return rescore_history(self.engine, self._sessions, rule_version, measure, dry_run=dry_run)
+        return rescore_history(self.engine, self._sessions, rule_version, measure, dry_run=dry_run, every=every)
 
     # --- Queries ------------------------------------------------------------------------------------------
 

@@ -143,7 +143,7 @@ def test_a_new_catalogue_version_measures_every_list_again(
     assert counted.lists == []  # and reused under it from then on
 
 
-def test_a_new_tokenizer_or_client_table_measures_every_list_again(
+def test_a_new_tokenizer_client_table_or_rule_measures_every_list_again(
     host: DemoHost, tmp_path: Path, counted: Counted, monkeypatch: pytest.MonkeyPatch, fresh_basis: None
 ) -> None:
     scan(host, tmp_path)
@@ -170,6 +170,22 @@ def test_a_new_tokenizer_or_client_table_measures_every_list_again(
     counted.lists.clear()
     scan(host, tmp_path)
     assert counted.lists == []
+    # A rule changed within its catalogue version (its text or its check): the catalogue's digest is in the basis.
+    from scanner.rules import engine, registry
+
+    catalogue = registry.RULES
+    assert isinstance(catalogue, registry._Catalogue)
+    original = catalogue._rules["MCP205"]
+    catalogue._rules["MCP205"] = dataclasses.replace(original, hint="Type every parameter.")
+    engine._chosen.cache_clear()  # the engine's rules per selection: the changed rule, then the original again
+    try:
+        basis.measure_basis.cache_clear()
+        counted.lists.clear()
+        scan(host, tmp_path)
+        assert sorted(counted.lists) == first
+    finally:
+        catalogue._rules["MCP205"] = original
+        engine._chosen.cache_clear()
     # Still one measurement per list and catalogue: a new basis replaces, it does not pile up.
     assert rows(tmp_path, "SELECT count(*) FROM measurements")[0][0] == SERVERS + 1
 

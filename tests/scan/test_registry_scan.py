@@ -323,7 +323,7 @@ def test_rescore_under_the_same_rules_keeps_every_finding(scanned: Scanned, tmp_
     db = copy_db(scanned, tmp_path)
     before = [query("findings", "--db", db), query("findings", "--run", "2", "--db", db)]
     stats = open_store(db).database_stats()
-    out = fathom("rescore", "--db", db)
+    out = fathom("rescore", "--db", db, "--all")  # every list measured again, not only those of older code
     assert out.startswith(
         f"rules {RULES_VERSION}: {stats['toolsets']} tool lists measured; changed 0 tool lists and 0 scans"
     )
@@ -339,7 +339,7 @@ def test_rescore_under_the_same_rules_keeps_every_token_count(scanned: Scanned, 
     # The stored list must be the document the scan measured (the Gemini view keeps the key order it is given).
     db = copy_db(scanned, tmp_path)
     before = query("servers", "--db", db)
-    fathom("rescore", "--db", db)
+    assert "tool lists measured;" in fathom("rescore", "--db", db, "--all")  # every list measured again
     assert query("servers", "--db", db) == before
 
 

@@ -38,6 +38,15 @@ def without(code: str):  # type: ignore[no-untyped-def]
     return measure
 
 
+def written_by_older_code(store: Store) -> None:
+    """Stamp every stored measurement with another basis: what older code (another catalogue digest, another
+    tokenizer method) measured. A rescore measures again only what this code did not measure."""
+    from sqlalchemy import text
+
+    with store.engine.begin() as connection:
+        connection.execute(text("UPDATE measurements SET basis = 'older code'"))
+
+
 def _counts(store: Store) -> tuple[int, ...]:
     with store.engine.connect() as connection:
         from sqlalchemy import text
@@ -52,6 +61,7 @@ def test_rescore_reports_per_rule_and_is_a_no_op_the_second_time(store: Store) -
     run = store.start_run("list.txt", "4", {})
     store.record_scan(run, entry("a"), ok(ECHO), without("MCP205"))
     store.finish_run(run)
+    written_by_older_code(store)
     before = _counts(store)
 
     dry = store.rescore_history("4", toollist.measure, dry_run=True)
@@ -63,8 +73,12 @@ def test_rescore_reports_per_rule_and_is_a_no_op_the_second_time(store: Store) -
     assert [f.code for f in store.leaderboard(run)[0].findings].count("MCP205") == 1
     after = _counts(store)
 
+    # Measured by this code now: not measured again, unless asked for every list.
     again = store.rescore_history("4", toollist.measure)
-    assert not again.anything and again.measured == 1 and "nothing changed" in again.text()
+    assert not again.anything and (again.measured, again.current) == (0, 1) and "nothing changed" in again.text()
+    assert "1 already measured under this catalogue and basis (--all measures them again)" in again.text()
+    every = store.rescore_history("4", toollist.measure, every=True)
+    assert not every.anything and (every.measured, every.current) == (1, 0)
     assert _counts(store) == after
 
 
@@ -118,6 +132,7 @@ def test_rescore_relabels_a_count_made_by_an_older_method(store: Store) -> None:
     with store.engine.begin() as connection:
         old = "o200k_base(harmony namespace render)+15"
         connection.execute(text("UPDATE toolset_tokens SET method = :old WHERE provider = 'openai'"), {"old": old})
+    written_by_older_code(store)  # an older method is another basis
     assert store.rescore_history("4", toollist.measure, dry_run=True).toolsets_changed == 1
     store.rescore_history("4", toollist.measure)
     assert store.toolset_tokens(sha)["openai"].method == METHOD
