@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import ssl
 from collections.abc import AsyncIterator
 
 import anyio
+import h11
 import httpcore
 import httpx
 import pytest
@@ -14,6 +17,7 @@ from hypothesis import strategies as st
 from scanner.mcp import ClientLimits
 from scanner.mcp.failures import ScanFailure
 from scanner.mcp.transports import http
+from scanner.mcp.transports.http11 import Request, encode_request
 from scanner.mcp.transports.httpclient import Headers, HttpClient
 from scanner.models import Outcome, Transport
 from tests.mcp.helpers import http_entry, names, timed_scan
@@ -38,20 +42,28 @@ CASES = [
 ]
 
 
+def h11_bytes(method: str, target: bytes, headers: list[tuple[bytes, bytes]], content: bytes | None) -> bytes:
+    """What httpcore's HTTP/1.1 connection writes for a request: h11's serialisation of it."""
+    connection = h11.Connection(our_role=h11.CLIENT)
+    data = connection.send(h11.Request(method=method, target=target, headers=headers))
+    if content:
+        data += connection.send(h11.Data(data=content))
+    return data + connection.send(h11.EndOfMessage())
+
+
 @pytest.mark.parametrize(("method", "url", "headers", "content"), CASES)
 def test_request_headers_are_httpxs(method, url, headers, content):
+    """The scan's request is httpx's, byte for byte on the wire, to the same origin."""
     ours = http.make_client(LIMITS)
     expected = twin_httpx_client().build_request(method, url, headers=headers, content=content)
     request = ours.build_request(method, url, headers=headers, content=content)
     assert request.headers == expected.headers.raw
-    assert bytes(request.url) == bytes(
-        httpcore.URL(
-            scheme=expected.url.raw_scheme,
-            host=expected.url.raw_host,
-            port=expected.url.port,
-            target=expected.url.raw_path,
-        )
-    )
+    wire, _ = encode_request(request)
+    assert wire == h11_bytes(method, expected.url.raw_path, expected.headers.raw, content)
+    origin = httpcore.URL(
+        scheme=expected.url.raw_scheme, host=expected.url.raw_host, port=expected.url.port, target=b"/"
+    ).origin
+    assert request.origin == (origin.scheme.decode(), origin.host.decode(), origin.port)
 
 
 def test_a_header_that_is_not_ascii_cannot_be_built_as_with_httpx():
@@ -146,6 +158,29 @@ def test_a_servers_affinity_cookie_is_sent_back(hostile_http):
     assert names(result) == names(plain) and names(plain)
 
 
+class HttpcorePool:
+    """httpcore's own connection pool (h11 underneath) behind the scan's client: the reference the scan's own
+    connections (:mod:`scanner.mcp.transports.http11`) are held against, on the same server."""
+
+    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
+        self._pool = httpcore.AsyncConnectionPool(ssl_context=ssl_context, network_backend=httpcore.AnyIOBackend())
+
+    async def handle_async_request(self, request: Request) -> httpcore.Response:
+        scheme, host, port = request.origin
+        url = httpcore.URL(scheme=scheme.encode(), host=host.encode(), port=port, target=request.target)
+        sent = httpcore.Request(
+            request.method,
+            url,
+            headers=request.headers,
+            content=request.content,
+            extensions={"timeout": request.timeouts},
+        )
+        return await self._pool.handle_async_request(sent)
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+
 async def _raw_server(behaviour: str, started: anyio.Event, port: list[int], done: anyio.Event) -> None:
     """A TCP server on loopback that reads one request and then does ``behaviour``."""
     import asyncio
@@ -184,7 +219,7 @@ def test_the_lean_network_stream_ends_as_httpcores_own(behaviour, method):
     message, for a server that answers, stalls mid-body, never answers, closes or resets, after a request with a
     body or without."""
 
-    async def through(pool: httpcore.AsyncConnectionPool | None) -> tuple[str, str]:
+    async def through(pool: HttpcorePool | None) -> tuple[str, str]:
         started, done, port = anyio.Event(), anyio.Event(), []
         async with anyio.create_task_group() as group:
             group.start_soon(_raw_server, behaviour, started, port, done)
@@ -208,7 +243,7 @@ def test_the_lean_network_stream_ends_as_httpcores_own(behaviour, method):
         return result
 
     ours = anyio.run(through, None)
-    httpcores = anyio.run(through, httpcore.AsyncConnectionPool(network_backend=httpcore.AnyIOBackend()))
+    httpcores = anyio.run(through, HttpcorePool())
     assert ours == httpcores, (ours, httpcores)
     expected = {"answer": "200", "half body": "ReadTimeout", "silent": "ReadTimeout", "close": "RemoteProtocolError"}
     assert ours[0] == expected.get(behaviour, ours[0]), ours
@@ -266,7 +301,7 @@ def test_connections_are_kept_and_renewed_as_httpcores_pool_does(server):
     of its own while the next ones are sent; closing the client closes every connection."""
     import asyncio
 
-    async def through(pool: httpcore.AsyncConnectionPool | None) -> tuple[list[str], int]:
+    async def through(pool: HttpcorePool | None) -> tuple[list[str], int]:
         accepted: list[asyncio.StreamWriter] = []
         closed = asyncio.Event()
 
@@ -320,7 +355,60 @@ def test_connections_are_kept_and_renewed_as_httpcores_pool_does(server):
         return answers, len(accepted)
 
     ours = anyio.run(through, None)
-    pools = anyio.run(through, httpcore.AsyncConnectionPool(network_backend=httpcore.AnyIOBackend()))
+    pools = anyio.run(through, HttpcorePool())
     assert ours == pools
     assert ours[0] == ["answer to /a", "answer to /b", "answer to /held", "answer to /c", "answer to /d"]
     assert ours[1] == {"keep-alive": 2, "connection: close": 5, "closes when idle": 5}[server]
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_https_connects_as_httpcore_does(trusted):
+    """Over TLS (a loopback server with a certificate of a test CA): the same answer when the CA is trusted, the same
+    refusal when it is not, and HTTP/1.1 offered and chosen by ALPN, as httpcore's connection does."""
+    import asyncio
+
+    import trustme
+
+    authority = trustme.CA()
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("localhost").configure_cert(served)
+    served.set_alpn_protocols(["h2", "http/1.1"])
+    trusting = ssl.create_default_context()
+    if trusted:
+        authority.configure_trust(trusting)
+
+    async def through(pool: HttpcorePool | None) -> tuple[str, ...]:
+        chosen: list[str | None] = []
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            chosen.append(writer.get_extra_info("ssl_object").selected_alpn_protocol())
+            with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+                await reader.readuntil(b"\r\n\r\n")
+                await reader.readexactly(2)
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nsecret")
+                await writer.drain()
+            writer.close()
+
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)  # the refused handshake
+        listener = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=served)
+        port = listener.sockets[0].getsockname()[1]
+        client = HttpClient(timeout=httpx.Timeout(30.0), ssl_context=trusting, default_headers={}, pool=pool)
+        try:
+            request = client.build_request("POST", f"https://localhost:{port}/mcp", headers={}, content=b"{}")
+            response = await client.send(request)
+            body = b"".join([piece async for piece in response.aiter_raw()])
+            await response.aclose()
+            result: tuple[str, ...] = (str(response.status_code), body.decode(), str(chosen))
+        except httpx.HTTPError as exc:
+            result = (type(exc).__name__, str(exc))
+        finally:
+            await client.aclose()
+            listener.close()
+        return result
+
+    ours = anyio.run(through, None)
+    assert ours == anyio.run(through, HttpcorePool(ssl_context=trusting))
+    if trusted:
+        assert ours == ("200", "secret", "['http/1.1']")
+    else:
+        assert ours[0] == "ConnectError" and "CERTIFICATE_VERIFY_FAILED" in ours[1], ours

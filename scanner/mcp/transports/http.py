@@ -1,7 +1,7 @@
 """What the two HTTP transports share: one client per server, same-origin redirects, capped reads, error mapping.
 
-The client is :class:`scanner.mcp.transports.httpclient.HttpClient` (httpx's behaviour on httpcore's
-connections). This is the boundary where httpx errors become :class:`scanner.mcp.failures.ScanFailure` (``raise
+The client is :class:`scanner.mcp.transports.httpclient.HttpClient` (httpx's behaviour on connections of its
+own). This is the boundary where httpx errors become :class:`scanner.mcp.failures.ScanFailure` (``raise
 ... from exc``). Redirects are followed by hand, at most ``max_redirects``, only within the URL's origin (or from
 http to https on the same host): the request may carry secret headers, and a cross-origin hop would hand them to
 another host. Every body is read as a raw stream and decoded by :mod:`scanner.mcp.body` a piece at a time,
@@ -24,7 +24,6 @@ from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
 
 import anyio
-import httpcore
 import httpx
 
 from scanner import wire
@@ -32,7 +31,7 @@ from scanner.mcp import auth, census
 from scanner.mcp.body import ACCEPT_ENCODING, BodyError, iter_decoded
 from scanner.mcp.failures import HttpStatusFailure, ScanFailure
 from scanner.mcp.limits import ClientLimits
-from scanner.mcp.transports.httpclient import HttpClient, Response
+from scanner.mcp.transports.httpclient import HttpClient, Request, Response
 from scanner.models import Outcome
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -127,7 +126,7 @@ async def send(
             await response.aclose()
 
 
-async def _send(client: HttpClient, request: httpcore.Request) -> Response:
+async def _send(client: HttpClient, request: Request) -> Response:
     try:
         return await client.send(request)
     except httpx.TimeoutException as exc:

@@ -1,8 +1,9 @@
-"""The scan's HTTP client: httpx's semantics on httpcore's connections, without httpx's per-request layers.
+"""The scan's HTTP client: httpx's semantics without httpx's per-request layers, on connections of its own.
 
 A scan sends five small requests per server and nothing else, so httpx's request and response models, its
 auth, redirect and event-hook machinery and its logging cost more CPU than the bytes on the wire (about a fifth
-of a whole unchanged rescan, ``docs/benchmarks.md``). This client keeps what a scan relies on and does it once:
+of a whole unchanged rescan, ``docs/benchmarks.md``), and httpcore's HTTP/1.1 connection over h11 another third.
+This client keeps what a scan relies on and does it once:
 
 - the URL is parsed by ``httpx.URL`` (the same validation, IDNA and percent-encoding), once per distinct URL;
 - the request carries exactly the headers httpx would send, in its order (``Host`` first, the client's defaults
@@ -12,8 +13,8 @@ of a whole unchanged rescan, ``docs/benchmarks.md``). This client keeps what a s
 - httpcore's errors become the httpx errors of the same names and messages, so the transports' error mapping
   (:mod:`scanner.mcp.transports.http`) reads them as before;
 - the connections have httpx's defaults (kept alive for 5 s, HTTP/1.1, no retries, no proxy: the scan ignores the
-  environment's proxies anyway), kept by :class:`_Connections` instead of httpcore's pool, which costs more CPU
-  than a client sending one request at a time needs;
+  environment's proxies anyway), kept by :class:`_Connections` instead of httpcore's pool, and each speaks
+  HTTP/1.1 through :mod:`scanner.mcp.transports.http11` (h11's rules and messages, one exchange at a time);
 - its network streams are httpcore's anyio streams with each read's and write's timeout on asyncio's own timer
   instead of an anyio cancel scope, and the socket's readability (asked before each reuse of a connection) read
   from the socket kept at connect (:class:`_Stream`): the same errors for the same events, a third of the cost;
@@ -39,8 +40,9 @@ import anyio
 import httpcore
 import httpx
 from httpcore._backends.anyio import AnyIOBackend, AnyIOStream
-from httpcore._exceptions import ConnectionNotAvailable
 from httpcore._utils import is_socket_readable
+
+from scanner.mcp.transports.http11 import Answer, Connection, Origin, Request
 
 # What httpx.AsyncClient(headers={"Accept-Encoding": ...}) holds before a request's own headers are merged in.
 _USER_AGENT = f"python-httpx/{httpx.__version__}"
@@ -189,56 +191,52 @@ class _Backend(AnyIOBackend):
 class Pool(Protocol):
     """What the client needs of its connections (a test hands a fake one to feed hostile answers)."""
 
-    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response: ...
+    async def handle_async_request(self, request: Request) -> Any: ...
 
     async def aclose(self) -> None: ...
 
 
 class _Connections:
-    """httpcore's connection pool cut down to what one server's scan asks of it.
+    """One server's connections, kept alive as httpcore's pool keeps them.
 
-    The pool queues each request, assigns it a connection and, on every request and every response closed, sweeps
-    its connections inside cancel-shielded sections (``docs/benchmarks.md``, *Sixth pass*, says what that cost):
-    more than a client needs that sends one request at a time (two at most, a legacy SSE stream and its POSTs).
-    Here a request takes the first idle connection to its origin, or a new one; the connections are httpcore's own
-    (``AsyncHTTPConnection``, with the pool's settings), so requests, responses, errors and keep-alive behave as in
-    the pool. What the pool does before each request is done here too: connections the server closed, or idle past
-    the keep-alive expiry, are closed and dropped. Two requests that pick the same idle connection at once: the one
-    that finds it taken (httpcore's ``ConnectionNotAvailable``) opens another, as the pool's request would.
+    A request takes the first idle connection to its origin, or a new one (a legacy SSE stream held open and its
+    POSTs get one each). Before each request, connections the server closed, or idle past the keep-alive expiry,
+    are closed and dropped, as the pool does. A connection is made as httpcore's ``AsyncHTTPConnection`` makes one
+    (its network backend, TLS with ALPN ``http/1.1``, no retries) and speaks :mod:`~scanner.mcp.transports.http11`.
     """
 
     def __init__(self, ssl_context: ssl.SSLContext | None, keepalive_expiry: float) -> None:
         self._ssl_context = ssl_context
         self._keepalive_expiry = keepalive_expiry
         self._backend = _Backend()
-        self._connections: list[httpcore.AsyncHTTPConnection] = []
+        self._connections: list[Connection] = []
 
-    async def handle_async_request(self, request: httpcore.Request) -> httpcore.Response:
-        scheme = request.url.scheme.decode()
+    async def handle_async_request(self, request: Request) -> Answer:
+        scheme, host, port = request.origin
         if scheme == "":
             raise httpcore.UnsupportedProtocol("Request URL is missing an 'http://' or 'https://' protocol.")
         if scheme not in ("http", "https", "ws", "wss"):
             raise httpcore.UnsupportedProtocol(f"Request URL has an unsupported protocol '{scheme}://'.")
-        origin = request.url.origin
-        while True:
-            await self._drop_stale()
-            connection = next(
-                (each for each in self._connections if each.can_handle_request(origin) and each.is_available()), None
-            )
-            if connection is None:
-                connection = httpcore.AsyncHTTPConnection(
-                    origin=origin,
-                    ssl_context=self._ssl_context,
-                    keepalive_expiry=self._keepalive_expiry,
-                    http1=True,
-                    http2=False,
-                    network_backend=self._backend,
-                )
-                self._connections.append(connection)
-            try:
-                return await connection.handle_async_request(request)
-            except ConnectionNotAvailable:
-                continue
+        await self._drop_stale()
+        connection = next(
+            (each for each in self._connections if each.origin == request.origin and each.is_available()), None
+        )
+        if connection is None:
+            connect = request.timeouts.get("connect")
+            stream = await self._backend.connect_tcp(host, port, timeout=connect)
+            if scheme in ("https", "wss"):
+                stream = await stream.start_tls(self._tls(), server_hostname=host, timeout=connect)
+            connection = Connection(request.origin, stream, self._keepalive_expiry)
+            self._connections.append(connection)
+        else:
+            connection.take()
+        return await connection.exchange(request)
+
+    def _tls(self) -> ssl.SSLContext:
+        if self._ssl_context is None:
+            self._ssl_context = httpx.create_ssl_context()
+        self._ssl_context.set_alpn_protocols(["http/1.1"])
+        return self._ssl_context
 
     async def _drop_stale(self) -> None:
         kept = [each for each in self._connections if not each.is_closed() and not each.has_expired()]
@@ -252,7 +250,7 @@ class _Connections:
         await _close_all(connections)
 
 
-async def _close_all(connections: list[httpcore.AsyncHTTPConnection]) -> None:
+async def _close_all(connections: list[Connection]) -> None:
     with anyio.CancelScope(shield=True):  # as the pool does: a cancelled scan still closes its sockets
         for connection in connections:
             await connection.aclose()
@@ -299,7 +297,7 @@ class Response:
 
     __slots__ = ("_raw", "headers", "status_code")
 
-    def __init__(self, raw: httpcore.Response) -> None:
+    def __init__(self, raw: Answer) -> None:
         self._raw = raw
         self.status_code = raw.status
         self.headers = Headers.from_raw(raw.headers)
@@ -317,14 +315,18 @@ class Response:
             await self._raw.aclose()
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
 @functools.lru_cache(maxsize=4096)
-def _parsed(url: str) -> tuple[httpx.URL, httpcore.URL]:
-    """httpx's parse of ``url`` (raises ``httpx.InvalidURL`` as it does) and the target httpcore is given."""
+def _parsed(url: str) -> tuple[httpx.URL, Origin]:
+    """httpx's parse of ``url`` (raises ``httpx.InvalidURL`` as it does) and its origin, as httpcore takes it
+    (the host as sent: IDNA-encoded, an IPv6 address without its brackets; the scheme's default port filled in)."""
     parsed = httpx.URL(url)
     if parsed.is_relative_url:  # httpx joins it to the client's empty base URL, which leaves no scheme or host
         parsed = httpx.URL("").copy_with(raw_path=b"/" + parsed.raw_path.lstrip(b"/"))
-    target = httpcore.URL(scheme=parsed.raw_scheme, host=parsed.raw_host, port=parsed.port, target=parsed.raw_path)
-    return parsed, target
+    port = parsed.port or _DEFAULT_PORTS.get(parsed.scheme, 0)
+    return parsed, (parsed.scheme, parsed.raw_host.decode("ascii"), port)
 
 
 class HttpClient:
@@ -334,7 +336,7 @@ class HttpClient:
         self, *, timeout: httpx.Timeout, ssl_context: Any, default_headers: Mapping[str, str], pool: Pool | None = None
     ) -> None:
         self._pool: Pool = pool or _Connections(ssl_context, keepalive_expiry=5.0)
-        self._extensions = {"timeout": timeout.as_dict()}
+        self._timeouts = timeout.as_dict()
         # httpx.AsyncClient(headers=...) starts from its own defaults and moves each given header to the end.
         defaults = {"Accept": "*/*", "Accept-Encoding": "gzip, deflate", "Connection": "keep-alive"}
         defaults["User-Agent"] = _USER_AGENT
@@ -362,14 +364,14 @@ class HttpClient:
 
     def build_request(
         self, method: str, url: str, *, headers: Mapping[str, str], content: bytes | None = None
-    ) -> httpcore.Request:
+    ) -> Request:
         """The request httpx would send (raises ``httpx.InvalidURL``, or ``ValueError`` for a header that is not
         ASCII, as ``httpx.AsyncClient.build_request`` does)."""
         lines = self.request_headers(method, url, headers, content)
-        _, target = _parsed(url)
-        return httpcore.Request(method, target, headers=lines, content=content or b"", extensions=self._extensions)
+        parsed, origin = _parsed(url)
+        return Request(method, parsed, origin, parsed.raw_path, lines, content or b"", self._timeouts)
 
-    async def send(self, request: httpcore.Request) -> Response:
+    async def send(self, request: Request) -> Response:
         """Send the request and return the response with its body unread (close it)."""
         with _httpx_errors():
             raw = await self._pool.handle_async_request(request)
@@ -390,10 +392,10 @@ class HttpClient:
         with _httpx_errors():
             await self._pool.aclose()
 
-    def _keep_cookies(self, request: httpcore.Request, raw: httpcore.Response) -> None:
+    def _keep_cookies(self, request: Request, raw: Answer) -> None:
         if self._cookies is None:
             self._cookies = httpx.Cookies()
-        sent = httpx.Request(request.method.decode("ascii"), bytes(request.url).decode("ascii"))
+        sent = httpx.Request(request.method, request.url)
         self._cookies.extract_cookies(httpx.Response(raw.status, headers=raw.headers, request=sent))
 
 
