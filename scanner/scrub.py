@@ -335,8 +335,8 @@ class Scrubber:
         runs_here = entry.transport is Transport.STDIO or bool(entry.command)
         secrets: set[str] = held_secrets(environ) if runs_here else set()
         prefix = secret_env_name(entry.name, "")  # FATHOM_SECRET_<SERVER>_: this server's own, always
-        for key, value in environ.items():
-            if key.startswith(prefix) and value:
+        for key in [key for key in environ if key.startswith(prefix)]:  # names first: most are not this server's
+            if value := environ[key]:
                 secrets |= _header_secrets(value)
         secret_headers = {name.lower() for name in entry.credential_headers}
         for name, value in [*entry.headers.items(), *(extra_headers or {}).items()]:

@@ -20,6 +20,7 @@ Scopes:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -271,8 +272,15 @@ def _normalise(prefixes: Sequence[str]) -> tuple[str, ...]:
 def check_prefixes(prefixes: Sequence[str]) -> None:
     """Raise :class:`~scanner.errors.InputError` (exit 2) for a code prefix that matches no rule (a typo)."""
     for prefix in _normalise(prefixes):
-        if not any(code.startswith(prefix) for code in RULES):
+        if not _known_prefix(prefix, len(RULES)):
             raise InputError(f"no rule code starts with {prefix!r}; `fathom rules` lists them")
+
+
+@functools.lru_cache(maxsize=256)
+def _known_prefix(prefix: str, registered: int) -> bool:
+    """Whether some rule's code starts with ``prefix`` (once per prefix and catalogue size: a scan checks the same
+    selection for every list it measures)."""
+    return any(code.startswith(prefix) for code in RULES)
 
 
 def rule_selected(code: str, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> bool:

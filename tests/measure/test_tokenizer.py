@@ -124,3 +124,15 @@ def test_import_does_not_load_or_import_tiktoken() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_the_pinned_files_ranks_are_read_as_written() -> None:
+    """The parse numbers the tokens in file order: for the pinned file (the only one its hash check lets through),
+    exactly the rank each line writes."""
+    import binascii
+
+    raw, where = tokenizer._checked_file()
+    written = {binascii.a2b_base64(token): int(rank) for token, rank in (line.split() for line in raw.splitlines())}
+    assert tokenizer._parse_ranks(raw, where) == written
+    with pytest.raises(TokenizerUnavailable, match="cannot be parsed"):
+        tokenizer._parse_ranks(b"IQ== 0\nIg== 2\n", "test")

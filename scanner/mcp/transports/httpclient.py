@@ -340,7 +340,7 @@ class HttpClient:
         # httpx.AsyncClient(headers=...) starts from its own defaults and moves each given header to the end.
         defaults = {"Accept": "*/*", "Accept-Encoding": "gzip, deflate", "Connection": "keep-alive"}
         defaults["User-Agent"] = _USER_AGENT
-        self._defaults = _merged(defaults, default_headers)
+        self._defaults = _merged(_by_lower(defaults), default_headers)
         self._cookies: httpx.Cookies | None = None
 
     def request_headers(
@@ -350,9 +350,10 @@ class HttpClient:
         parsed, _ = _parsed(url)
         merged = _merged(self._defaults, headers)
         if self._cookies:  # rare (a server set one): let httpx place the cookie, as it would
-            return httpx.Request(method, parsed, headers=merged, content=content, cookies=self._cookies).headers.raw
-        lines = [(key.encode("ascii"), value.encode("ascii")) for key, value in merged.items()]
-        names = {key.lower() for key in merged}
+            given = dict(merged.values())
+            return httpx.Request(method, parsed, headers=given, content=content, cookies=self._cookies).headers.raw
+        lines = [(key.encode("ascii"), value.encode("ascii")) for key, value in merged.values()]
+        names = merged.keys()
         sized = "content-length" in names or "transfer-encoding" in names
         if content and not sized:
             lines.append((b"Content-Length", str(len(content)).encode("ascii")))
@@ -399,11 +400,16 @@ class HttpClient:
         self._cookies.extract_cookies(httpx.Response(raw.status, headers=raw.headers, request=sent))
 
 
-def _merged(base: Mapping[str, str], update: Mapping[str, str]) -> dict[str, str]:
-    """httpx's ``Headers.update``: a name already present (any case) is dropped and the new one appended."""
+def _by_lower(headers: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    return {name.lower(): (name, value) for name, value in headers.items()}
+
+
+def _merged(base: dict[str, tuple[str, str]], update: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """httpx's ``Headers.update``: a name already present (any case) is dropped and the new one appended; by lower-
+    case name, each with its name as given and its value."""
     merged = dict(base)
     for key, value in update.items():
-        for existing in [name for name in merged if name.lower() == key.lower()]:
-            del merged[existing]
-        merged[key] = value
+        lower = key.lower()
+        merged.pop(lower, None)
+        merged[lower] = (key, value)
     return merged
