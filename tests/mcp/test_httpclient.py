@@ -181,6 +181,19 @@ class HttpcorePool:
         await self._pool.aclose()
 
 
+async def _answer(client: HttpClient, method: str, url: str, content: bytes) -> tuple[str, ...]:
+    """The status and body of one request's answer, or the name and message of the error it ended in."""
+    try:
+        response = await client.send(client.build_request(method, url, headers={}, content=content))
+        try:
+            body = b"".join([piece async for piece in response.aiter_raw()])
+            return (str(response.status_code), body.decode())
+        finally:
+            await response.aclose()
+    except httpx.HTTPError as exc:
+        return (type(exc).__name__, str(exc))
+
+
 async def _raw_server(behaviour: str, started: anyio.Event, port: list[int], done: anyio.Event) -> None:
     """A TCP server on loopback that reads one request and then does ``behaviour``."""
     import asyncio
@@ -228,15 +241,7 @@ def test_the_lean_network_stream_ends_as_httpcores_own(behaviour, method):
             client = HttpClient(timeout=timeout, ssl_context=None, default_headers={}, pool=pool)
             try:
                 url = f"http://127.0.0.1:{port[0]}/mcp"
-                request = client.build_request(method, url, headers={}, content=b'{"jsonrpc": "2.0"}' * 50)
-                response = await client.send(request)
-                try:
-                    body = b"".join([piece async for piece in response.aiter_raw()])
-                    result = (str(response.status_code), body.decode())
-                finally:
-                    await response.aclose()
-            except httpx.HTTPError as exc:
-                result = (type(exc).__name__, str(exc))
+                result = await _answer(client, method, url, b'{"jsonrpc": "2.0"}' * 50)
             finally:
                 await client.aclose()
                 done.set()
@@ -394,13 +399,9 @@ def test_https_connects_as_httpcore_does(trusted):
         port = listener.sockets[0].getsockname()[1]
         client = HttpClient(timeout=httpx.Timeout(30.0), ssl_context=trusting, default_headers={}, pool=pool)
         try:
-            request = client.build_request("POST", f"https://localhost:{port}/mcp", headers={}, content=b"{}")
-            response = await client.send(request)
-            body = b"".join([piece async for piece in response.aiter_raw()])
-            await response.aclose()
-            result: tuple[str, ...] = (str(response.status_code), body.decode(), str(chosen))
-        except httpx.HTTPError as exc:
-            result = (type(exc).__name__, str(exc))
+            result = await _answer(client, "POST", f"https://localhost:{port}/mcp", b"{}")
+            if result[0] == "200":
+                result = (*result, str(chosen))
         finally:
             await client.aclose()
             listener.close()

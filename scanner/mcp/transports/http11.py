@@ -101,8 +101,7 @@ def encode_request(request: Request) -> tuple[bytes, bool]:
     method = request.method.encode("ascii")
     lines: list[bytes] = [b"%s %s HTTP/1.1\r\n" % (method, request.target)]
     hosts: list[bytes] = []
-    declared: bytes | None = None
-    chunked, keep_alive = False, True
+    framing = _Framing(httpcore.LocalProtocolError)
     for name, value in request.headers:
         if (name, value) not in _VALID:
             if not _NAME.fullmatch(name):
@@ -112,25 +111,10 @@ def encode_request(request: Request) -> tuple[bytes, bool]:
             if len(_VALID) >= _VALID_KEPT:
                 _VALID.clear()
             _VALID.add((name, value))
-        lower = name.lower()
-        if lower == b"host":
+        if name.lower() == b"host":
             hosts.append(b"%s: %s\r\n" % (name, value))
-            continue
-        if lower == b"content-length":
-            value = _content_length(value, declared, httpcore.LocalProtocolError)
-            if declared is not None:
-                continue
-            declared = value
-        elif lower == b"transfer-encoding":
-            if chunked:
-                raise httpcore.LocalProtocolError("multiple Transfer-Encoding headers")
-            value = value.lower()
-            if value != b"chunked":
-                raise httpcore.LocalProtocolError("Only Transfer-Encoding: chunked is supported")
-            chunked = True
-        elif lower == b"connection" and b"close" in _comma_values(value):
-            keep_alive = False
-        lines.append(b"%s: %s\r\n" % (name, value))
+        elif (sent := framing.read(name, value)) is not None:
+            lines.append(b"%s: %s\r\n" % (name, sent))
     if not hosts:
         raise httpcore.LocalProtocolError("Missing mandatory Host: header")
     if len(hosts) > 1:
@@ -142,16 +126,16 @@ def encode_request(request: Request) -> tuple[bytes, bool]:
     lines.insert(1, hosts[0])
     lines.append(b"\r\n")
     body = request.content
-    if chunked:
+    if framing.chunked:
         lines.append((b"%x\r\n%s\r\n" % (len(body), body) if body else b"") + b"0\r\n\r\n")
     else:
-        length = int(declared) if declared is not None else 0
+        length = int(framing.declared) if framing.declared is not None else 0
         if len(body) > length:
             raise httpcore.LocalProtocolError("Too much data for declared Content-Length")
         if len(body) < length:
             raise httpcore.LocalProtocolError("Too little data for declared Content-Length")
         lines.append(body)
-    return b"".join(lines), keep_alive
+    return b"".join(lines), framing.keep_alive
 
 
 def _content_length(value: bytes, seen: bytes | None, error: type[Exception]) -> bytes:
@@ -168,6 +152,39 @@ def _content_length(value: bytes, seen: bytes | None, error: type[Exception]) ->
 
 def _comma_values(value: bytes) -> list[bytes]:
     return [piece.strip().lower() for piece in value.split(b",")]
+
+
+class _Framing:
+    """What a message's headers say of its body and its connection, read as h11 reads them (``error``: the
+    exception for a refusal, local for a request, remote for an answer)."""
+
+    __slots__ = ("chunked", "declared", "error", "keep_alive")
+
+    def __init__(self, error: type[Exception]) -> None:
+        self.error = error
+        self.declared: bytes | None = None
+        self.chunked = False
+        self.keep_alive = True
+
+    def read(self, name: bytes, value: bytes) -> bytes | None:
+        """The header's value as h11 keeps it (a length stripped, a coding lower-cased), or None for a length
+        already given (h11 keeps the first)."""
+        lower = name.lower()
+        if lower == b"content-length":
+            value = _content_length(value, self.declared, self.error)
+            if self.declared is not None:
+                return None
+            self.declared = value
+        elif lower == b"transfer-encoding":
+            if self.chunked:
+                raise self.error("multiple Transfer-Encoding headers")
+            value = value.lower()
+            if value != b"chunked":
+                raise self.error("Only Transfer-Encoding: chunked is supported")
+            self.chunked = True
+        elif lower == b"connection" and b"close" in _comma_values(value):
+            self.keep_alive = False
+        return value
 
 
 class _Head:
@@ -209,36 +226,19 @@ def parse_head(lines: list[bytes], method: str) -> _Head:
     if status_line is None:
         raise _fail(f"illegal status line: {bytearray(lines[0])!r}")
     status = int(status_line[2])
-    headers: list[tuple[bytes, bytes]] = []
-    declared: bytes | None = None
-    chunked = False
-    keep_alive = status_line[1] >= b"1.1"
-    for name, value in _header_lines(lines[1:]):
-        lower = name.lower()
-        if lower == b"content-length":
-            value = _content_length(value, declared, httpcore.RemoteProtocolError)
-            if declared is not None:
-                continue
-            declared = value
-        elif lower == b"transfer-encoding":
-            if chunked:
-                raise _fail("multiple Transfer-Encoding headers")
-            value = value.lower()
-            if value != b"chunked":
-                raise _fail("Only Transfer-Encoding: chunked is supported")
-            chunked = True
-        elif lower == b"connection" and b"close" in _comma_values(value):
-            keep_alive = False
-        headers.append((name, value))
-    head = _Head(status, headers, keep_alive)
+    framing = _Framing(httpcore.RemoteProtocolError)
+    headers = [
+        (name, sent) for name, value in _header_lines(lines[1:]) if (sent := framing.read(name, value)) is not None
+    ]
+    head = _Head(status, headers, framing.keep_alive and status_line[1] >= b"1.1")
     if status < 200:
         return head
     if status in (204, 304) or method == "HEAD":
         head.length = 0
-    elif chunked:
+    elif framing.chunked:
         head.chunked = True
-    elif declared is not None:
-        head.length = int(declared)
+    elif framing.declared is not None:
+        head.length = int(framing.declared)
     else:
         head.keep_alive = False  # read to the connection's close
     return head
