@@ -89,7 +89,9 @@ class Request:
         self.timeouts = timeouts
 
 
-def _fail(message: str) -> httpcore.RemoteProtocolError:
+def _h11_error(message: str) -> httpcore.RemoteProtocolError:
+    """An answer refused in h11's or httpcore's own words, verbatim (so an outcome reads as it did with them: the
+    scan's detail quotes them after its own "not valid HTTP: ")."""
     return httpcore.RemoteProtocolError(message)
 
 
@@ -205,7 +207,7 @@ def _header_lines(lines: list[bytes]) -> list[tuple[bytes, bytes]]:
         fold = _FOLD.match(line)
         if fold:
             if not joined:
-                raise _fail("continuation line at start of headers")
+                raise _h11_error("continuation line at start of headers")
             joined[-1] = joined[-1] + b" " + line[fold.end() :]
         else:
             joined.append(line)
@@ -213,7 +215,7 @@ def _header_lines(lines: list[bytes]) -> list[tuple[bytes, bytes]]:
     for line in joined:
         match = _HEADER_LINE.fullmatch(line)
         if match is None:
-            raise _fail(f"illegal header line: {bytearray(line)!r}")
+            raise _h11_error(f"illegal header line: {bytearray(line)!r}")
         headers.append((match[1], match[2]))
     return headers
 
@@ -221,10 +223,10 @@ def _header_lines(lines: list[bytes]) -> list[tuple[bytes, bytes]]:
 def parse_head(lines: list[bytes], method: str) -> _Head:
     """The answer's status, its headers (values as h11 normalises them) and its body's framing."""
     if not lines:
-        raise _fail("no response line received")
+        raise _h11_error("no response line received")
     status_line = _STATUS_LINE.fullmatch(lines[0])
     if status_line is None:
-        raise _fail(f"illegal status line: {bytearray(lines[0])!r}")
+        raise _h11_error(f"illegal status line: {bytearray(lines[0])!r}")
     status = int(status_line[2])
     framing = _Framing(httpcore.RemoteProtocolError)
     headers = [
@@ -289,7 +291,7 @@ class Connection:
             head = parse_head(await self._head_lines(timeout, answer=True), request.method)
             while head.status < 200:  # an interim answer: the final one follows
                 if head.status == 101:  # the scan never asks to switch protocols
-                    raise _fail("Received server _SWITCH_UPGRADE event without a pending proposal")
+                    raise _h11_error("Received server _SWITCH_UPGRADE event without a pending proposal")
                 head = parse_head(await self._head_lines(timeout, answer=True), request.method)
             return Answer(self, head, keep_alive and head.keep_alive, timeout)
         except BaseException:
@@ -323,12 +325,12 @@ class Connection:
                 del buffer[:end]
                 return [line[:-1] if line.endswith(b"\r") else line for line in lines]
             if answer and buffer and buffer[0] < 0x21:
-                raise _fail("illegal request line")  # h11's words for an answer that starts with a control byte
+                raise _h11_error("illegal request line")  # h11's words for an answer that starts with a control byte
             if len(buffer) > MAX_HEAD:
-                raise _fail("Receive buffer too long")
+                raise _h11_error("Receive buffer too long")
             searched = max(0, len(buffer) - 2)
             if not await self._fill(timeout):
-                raise _fail(_NO_ANSWER if answer else self._cut())
+                raise _h11_error(_NO_ANSWER if answer else self._cut())
 
     def _cut(self) -> str:
         """h11's words for a chunked body the connection's end cut: part of a line read, or nothing more."""
@@ -354,7 +356,7 @@ class Connection:
             while remaining:
                 piece = await self._some(remaining, timeout)
                 if not piece:
-                    raise _fail(
+                    raise _h11_error(
                         "peer closed connection without sending complete message body "
                         f"(received {head.length - remaining} bytes, expected {head.length})"
                     )
@@ -367,14 +369,14 @@ class Connection:
             searched = 0
             while (end := buffer.find(_CRLF, searched)) < 0:
                 if len(buffer) > MAX_HEAD:
-                    raise _fail("Receive buffer too long")
+                    raise _h11_error("Receive buffer too long")
                 searched = max(0, len(buffer) - 1)
                 if not await self._fill(timeout):
-                    raise _fail(self._cut())
+                    raise _h11_error(self._cut())
             line = buffer[: end + 2]
             match = _CHUNK_HEADER.fullmatch(line)
             if match is None:
-                raise _fail(f"illegal chunk header: {line!r}")
+                raise _h11_error(f"illegal chunk header: {line!r}")
             del buffer[: end + 2]
             size = int(match[1], 16)
             if size == 0:
@@ -382,16 +384,16 @@ class Connection:
             while size:
                 piece = await self._some(size, timeout)
                 if not piece:
-                    raise _fail(_INCOMPLETE_CHUNKED)
+                    raise _h11_error(_INCOMPLETE_CHUNKED)
                 size -= len(piece)
                 yield piece
             while len(buffer) < 2 and await self._fill(timeout):
                 pass
             footer = buffer[:2]
             if footer != _CRLF[: len(footer)]:
-                raise _fail(f"malformed chunk footer: {footer!r} (expected {_CRLF!r})")
+                raise _h11_error(f"malformed chunk footer: {footer!r} (expected {_CRLF!r})")
             if len(footer) < 2:
-                raise _fail(_INCOMPLETE_CHUNKED)
+                raise _h11_error(_INCOMPLETE_CHUNKED)
             del buffer[:2]
         _header_lines(await self._head_lines(timeout, answer=False))  # the trailers, checked and dropped
 
