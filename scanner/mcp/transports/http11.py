@@ -57,10 +57,6 @@ _CRLF = b"\r\n"
 _INCOMPLETE_CHUNKED = "peer closed connection without sending complete message body (incomplete chunked read)"
 _NO_ANSWER = "Server disconnected without sending a response."
 
-# Header lines already found valid: most of a scan's are the same for every request (the client's defaults).
-_VALID: set[tuple[bytes, bytes]] = set()
-_VALID_KEPT = 4096
-
 Origin = tuple[str, str, int]
 """(scheme, host, port): what a connection can serve."""
 
@@ -105,14 +101,10 @@ def encode_request(request: Request) -> tuple[bytes, bool]:
     hosts: list[bytes] = []
     framing = _Framing(httpcore.LocalProtocolError)
     for name, value in request.headers:
-        if (name, value) not in _VALID:
-            if not _NAME.fullmatch(name):
-                raise httpcore.LocalProtocolError(f"Illegal header name {name!r}")
-            if not _VALUE.fullmatch(value):
-                raise httpcore.LocalProtocolError(f"Illegal header value {value!r}")
-            if len(_VALID) >= _VALID_KEPT:
-                _VALID.clear()
-            _VALID.add((name, value))
+        if not _NAME.fullmatch(name):
+            raise httpcore.LocalProtocolError(f"Illegal header name {name!r}")
+        if not _VALUE.fullmatch(value):
+            raise httpcore.LocalProtocolError(f"Illegal header value {value!r}")
         if name.lower() == b"host":
             hosts.append(b"%s: %s\r\n" % (name, value))
         elif (sent := framing.read(name, value)) is not None:
