@@ -11,8 +11,9 @@ messages (``tests/mcp/test_http11.py`` holds every case beside h11's own parse o
   (:class:`httpcore.LocalProtocolError`, as h11 raises them);
 - an answer's head: lines up to the first blank line (``\\n`` or ``\\r\\n``), at most :data:`MAX_HEAD` bytes
   while it is incomplete; the status line and each header line matched by h11's own patterns, obsolete line folding
-  joined; ``Content-Length`` values agreed and digits only, ``Transfer-Encoding`` only ``chunked``; 1xx answers
-  skipped (101 ends the exchange); anything else :class:`httpcore.RemoteProtocolError`;
+  joined; ``Content-Length`` values agreed and digits only, ``Transfer-Encoding`` only ``chunked``; interim (1xx)
+  answers skipped, a 101 refused (the scan never asks to switch protocols); anything else
+  :class:`httpcore.RemoteProtocolError`;
 - the body's framing (RFC 9112 6.3): none after ``HEAD``, 204 or 304; chunked (trailers read and checked);
   ``Content-Length``; else up to the connection's close;
 - the connection is used again only when the whole answer was read, both sides said nothing of ``close``, the
