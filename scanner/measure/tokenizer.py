@@ -176,7 +176,7 @@ def _parse_ranks(raw: bytes, where: str) -> dict[bytes, int]:
     try:
         fields = raw.split()
         tokens, ranks = fields[0::2], fields[1::2]
-        if len(tokens) != len(ranks) or len(raw.splitlines()) != len(ranks):
+        if raw.strip().count(b"\n") + 1 != len(ranks):
             raise ValueError("not two fields a line")
         if ranks and (ranks[0] != b"0" or int(ranks[-1]) != len(ranks) - 1):
             raise ValueError("ranks out of order")

@@ -44,13 +44,12 @@ _CONTENT_LENGTH_DIGITS = 20
 _TOKEN = rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+"
 _FIELD_VCHAR = rb"[^\x00\s]"
 _FIELD_VALUE = rb"(?:" + _FIELD_VCHAR + rb"+(?:[ \t]+" + _FIELD_VCHAR + rb"+)*)?"
-_NAME = re.compile(_TOKEN)
+_NAME = re.compile(_TOKEN)  # a header name, and a method
 _VALUE = re.compile(_FIELD_VALUE)
 _HEADER_LINE = re.compile(rb"(" + _TOKEN + rb"):[ \t]*(" + _FIELD_VALUE + rb")[ \t]*")
 _STATUS_LINE = re.compile(rb"HTTP/([0-9]\.[0-9]) ([0-9]{3})(?: ((?:[ \t]|" + _FIELD_VCHAR + rb")*))?")
 _CHUNK_HEADER = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;.*)?[ \t]*\r\n")
 _DIGITS = re.compile(rb"[0-9]+")
-_METHOD = re.compile(_TOKEN)
 _TARGET = re.compile(rb"[\x21-\x7e]+")
 _BLANK_LINE = re.compile(rb"\n\r?\n")
 _FOLD = re.compile(rb"[ \t]+")
@@ -114,7 +113,7 @@ def encode_request(request: Request) -> tuple[bytes, bool]:
         raise httpcore.LocalProtocolError("Missing mandatory Host: header")
     if len(hosts) > 1:
         raise httpcore.LocalProtocolError("Found multiple Host: headers")
-    if not _METHOD.fullmatch(method):
+    if not _NAME.fullmatch(method):
         raise httpcore.LocalProtocolError("Illegal method characters")
     if not _TARGET.fullmatch(request.target):
         raise httpcore.LocalProtocolError("Illegal target characters")
