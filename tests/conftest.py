@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import typer.main
+import typer.testing
 
 from tests.servers.launch import RunningServer, running, start_hostile_http, start_sdk_http
 
@@ -66,9 +68,13 @@ _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1"... in a pyte
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Run as root, a session's temporary folders live in a folder of its own: every pytest session resets
+    """Tests invoke the CLI through one click command per app, as a process does (typer's ``CliRunner`` would
+    build it again for each of the suite's thousands of invocations, 30 ms of CPU each).
+
+    Run as root, a session's temporary folders live in a folder of its own: every pytest session resets
     ``/tmp/pytest-of-root`` to 0700 as it starts, which would shut out the users children run as. An xdist
     worker's folder is ``<that folder>/t/popen-gwN``, made by the controller, which removes it."""
+    typer.testing._get_command = _command_once  # type: ignore[attr-defined]
     if _WORKER:
         if _BASE_PREFIX in config.option.basetemp:
             _SEARCHABLE_UP_TO.append(Path(config.option.basetemp).parents[1])
@@ -87,6 +93,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _TERMINAL_ENV = "fathom_terminal_env"
+_COMMANDS: dict[int, tuple[typer.Typer, Any]] = {}
+
+
+def _command_once(app: typer.Typer) -> Any:
+    """typer's ``get_command(app)``, built once per app (the app is kept, so its id is not reused)."""
+    found = _COMMANDS.get(id(app))
+    if found is None:
+        found = _COMMANDS[id(app)] = (app, typer.main.get_command(app))
+    return found[1]
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -9,6 +9,7 @@ All links are relative, and no server string is ever put in a URL: server pages 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -94,8 +95,12 @@ def movement_text(row: ServerRow) -> str:
     return "new" if row.movement == "new" else "="
 
 
+@functools.cache
 def make_environment() -> Environment:
-    """The Jinja environment: package templates, autoescape for every template, undefined names are errors."""
+    """The Jinja environment: package templates, autoescape for every template, undefined names are errors.
+
+    One per process: its templates are compiled on first use and kept (a second report of the same process, as
+    ``fathom demo`` builds, or the per-run health page, does not compile them again)."""
     env = Environment(
         loader=PackageLoader("scanner.report", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
