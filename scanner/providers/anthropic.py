@@ -143,7 +143,10 @@ def measure_generations(
         None if parts is None else render.function_line(render.declaration(parts)) for parts in tools
     ]
     sent = [line for line in lines if line is not None]
-    raw = [] if use_ctok else [None if line is None else tokenizer.count(line) for line in lines]
+    raw: list[int | None] = []
+    if not use_ctok:
+        numbers = iter(tokenizer.count_many(sent))  # one encoding for the list (tokenizer.count_many)
+        raw = [None if line is None else next(numbers) for line in lines]
     out: dict[str, Measurement] = {}
     for generation in generations:
         provider = Anthropic(generation)

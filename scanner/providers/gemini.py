@@ -72,20 +72,12 @@ class Gemini(Provider):
         return [{"functionDeclarations": declarations}]
 
     def measure_parts(self, tools: Sequence[ToolParts | None]) -> Measurement:
-        texts: list[str] = []
-        counts: list[int] = []
-        per_tool: list[int] = []
-        for parts in tools:
-            if parts is None:
-                per_tool.append(0)
-                continue
-            text = _json(self.declaration(parts))
-            texts.append(text)
-            raw = tokenizer.count(text)
-            counts.append(raw)
-            per_tool.append(scaled(raw, FACTOR))
+        texts = [_json(self.declaration(parts)) for parts in tools if parts is not None]
         if not texts:
-            return Measurement(TokenCount(self.name, 0, self.method), tuple(per_tool))
+            return Measurement(TokenCount(self.name, 0, self.method), (0,) * len(tools))
+        counts = tokenizer.count_many(texts)  # one encoding for the list
+        counted = iter(counts)
+        per_tool = [0 if parts is None else scaled(next(counted), FACTOR) for parts in tools]
         total = scaled(array_tokens(texts, counts), FACTOR)
         return Measurement(TokenCount(self.name, total, self.method), tuple(per_tool))
 

@@ -62,19 +62,14 @@ class OpenAI(Provider):
         return {"type": "function", "function": function}
 
     def measure_parts(self, tools: Sequence[ToolParts | None]) -> Measurement:
-        blocks: list[str] = []
-        per_tool: list[int] = []
-        for parts in tools:
-            if parts is None:
-                per_tool.append(0)
-                continue
-            block = render_function(parts)
-            blocks.append(block)
-            # A tool's own cost: its block plus the blank line that follows it in the namespace.
-            per_tool.append(tokenizer.count(block + "\n"))
+        blocks = [render_function(parts) for parts in tools if parts is not None]
         if not blocks:
-            return Measurement(TokenCount(self.name, 0, METHOD), tuple(per_tool))
-        units = [count for parts, count in zip(tools, per_tool, strict=True) if parts is not None]
+            return Measurement(TokenCount(self.name, 0, METHOD), (0,) * len(tools))
+        # A tool's own cost: its block plus the blank line that follows it in the namespace (one encoding for the
+        # list: tokenizer.count_many).
+        units = tokenizer.count_many([block + "\n" for block in blocks])
+        counted = iter(units)
+        per_tool = [0 if parts is None else next(counted) for parts in tools]
         total = section_tokens(blocks, units) + OVERHEAD
         return Measurement(TokenCount(self.name, total, METHOD), tuple(per_tool))
 

@@ -14,9 +14,12 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scanner.errors import TokenizerUnavailable
 from scanner.measure import tokenizer
+from tests.check_corpus import corpus
 
 
 @pytest.fixture
@@ -136,3 +139,76 @@ def test_the_pinned_files_ranks_are_read_as_written() -> None:
     assert tokenizer._parse_ranks(raw, where) == written
     with pytest.raises(TokenizerUnavailable, match="cannot be parsed"):
         tokenizer._parse_ranks(b"IQ== 0\nIg== 2\n", "test")
+
+
+# count_many: the counts of texts joined by the separator, held to each text counted alone.
+
+# Characters chosen for the pattern's seams: ASCII letters, digits, spaces, line breaks and punctuation (the
+# apostrophe of "'s"), other Unicode numbers (² ٣ Ⅻ), letters of other cases and scripts, a combining mark, white
+# space that is not ASCII (no-break space, line separator), control characters, an emoji, and the separator itself.
+_SEAM_TEXT = st.text(
+    alphabet=st.sampled_from(
+        list("aZ09 \n\r\t'sS.,;:{}[]<>/\"-_!?") + list("²٣ⅫéßДあ\u0301\u00a0\u2028\x1c\x00🙂") + [tokenizer.SEPARATOR]
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_SEAM_TEXT, max_size=8))
+def test_count_many_is_each_text_counted_alone(texts: list[str]) -> None:
+    assert tokenizer.count_many(texts) == [tokenizer.count(text) for text in texts]
+
+
+def test_the_separator_is_one_number_of_one_token_and_a_piece_of_its_own() -> None:
+    import unicodedata
+
+    separator = tokenizer.SEPARATOR
+    assert unicodedata.category(separator) == "Nd"  # \p{N}: no word takes it as its first character
+    assert len(tokenizer.encoding().encode_ordinary(separator)) == 1
+    for before, after in (("word", "word"), ("}", "{"), (";\n\n", "// x"), ("x", " y"), ("a'", "s")):
+        joined = tokenizer.encoding().encode_ordinary(before + separator + after)
+        assert len(joined) == tokenizer.count(before) + 1 + tokenizer.count(after)
+
+
+def test_a_lists_texts_are_encoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What count_many is for: one encoding (one hand-over of the interpreter) for a list's joinable texts; a text
+    that cannot be joined (it ends with a digit or a space, starts with a digit, or holds the separator) alone."""
+    encoding = tokenizer.encoding()
+    calls: list[str] = []
+    real = encoding.encode_ordinary
+
+    def counted(text: str) -> list[int]:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(encoding, "encode_ordinary", counted)
+    tokenizer._separator_token()  # cached once per process
+    calls.clear()
+    joinable = ['{"name": "a"}', "<function>b</function>\n", "// c\ntype c = () => any;\n\n"]
+    assert tokenizer.count_many(joinable) == [len(real(text)) for text in joinable]
+    assert len(calls) == 1
+    calls.clear()
+    alone = ["ends with 7", "ends with a space ", "9 starts with a digit", "holds " + tokenizer.SEPARATOR + "."]
+    assert tokenizer.count_many([*joinable, *alone]) == [len(real(text)) for text in [*joinable, *alone]]
+    assert sorted(calls[:-1]) == sorted(alone) and calls[-1].count(tokenizer.SEPARATOR) == len(joinable) - 1
+
+
+def test_count_many_on_every_corpus_tool_in_every_providers_format() -> None:
+    from scanner import providers
+    from scanner.providers.anthropic import CURRENT, Anthropic
+    from scanner.providers.base import read_tool
+    from scanner.providers.gemini import _json
+    from scanner.providers.openai import render_function
+
+    claude, gemini = Anthropic(CURRENT), providers.get("gemini")
+    texts: list[str] = []
+    for _label, tools, _ in corpus():
+        for parts in filter(None, map(read_tool, tools)):
+            texts += [
+                claude.function_line(claude.declaration(parts)),
+                render_function(parts) + "\n",
+                _json(gemini.declaration(parts)),  # type: ignore[attr-defined]
+            ]
+    assert len(texts) > 300
+    assert tokenizer.count_many(texts) == [tokenizer.count(text) for text in texts]
