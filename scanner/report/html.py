@@ -99,8 +99,8 @@ def movement_text(row: ServerRow) -> str:
 def make_environment() -> Environment:
     """The Jinja environment: package templates, autoescape for every template, undefined names are errors.
 
-    One per process: its templates are compiled on first use and kept (a second report of the same process, as
-    ``fathom demo`` builds, or the per-run health page, does not compile them again)."""
+    One per process: its templates are compiled on first use and kept (the site's pages and its registry-health
+    page share them, and a second report in the same process does not compile them again)."""
     env = Environment(
         loader=PackageLoader("scanner.report", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
