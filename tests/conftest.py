@@ -93,15 +93,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _TERMINAL_ENV = "fathom_terminal_env"
-_COMMANDS: dict[int, tuple[typer.Typer, Any]] = {}
+_COMMANDS: dict[typer.Typer, Any] = {}
 
 
 def _command_once(app: typer.Typer) -> Any:
-    """typer's ``get_command(app)``, built once per app (the app is kept, so its id is not reused)."""
-    found = _COMMANDS.get(id(app))
-    if found is None:
-        found = _COMMANDS[id(app)] = (app, typer.main.get_command(app))
-    return found[1]
+    """typer's ``get_command(app)``, built once per app."""
+    if app not in _COMMANDS:
+        _COMMANDS[app] = typer.main.get_command(app)
+    return _COMMANDS[app]
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -136,9 +136,7 @@ def count_many(texts: Sequence[str]) -> list[int]:
             joined.append(index)
         elif text:
             counts[index] = count(text)
-    if len(joined) == 1:
-        counts[joined[0]] = count(texts[joined[0]])
-    elif joined:
+    if joined:
         found = _split_counts(encoding().encode_ordinary(SEPARATOR.join(texts[index] for index in joined)))
         if len(found) != len(joined):  # the reasoning above failed: the tests say it never does
             raise AssertionError(f"count_many: {len(found)} counts for {len(joined)} joined texts")
