@@ -344,7 +344,7 @@ def check(
     files = [check_write.parse_spec(spec) for spec in write or ()]
     for fmt_name, path in files:
         _writable_file(f"--write {fmt_name}", path)
-    _no_clash(tools_file if not example else None, chosen, save, save_baseline, badge, files)
+    _no_clash("--example" if example else "--tools-file", tools_file, chosen, save, save_baseline, badge, files)
     gate = GateRequest(request, chosen.gates, chosen.baseline, save_baseline, badge)
     if as_provider is not None and openai_strict:
         _fail("--as prints only the provider's JSON: it takes no --openai-strict", 2)
@@ -501,6 +501,7 @@ def _writable_file(flag: str, path: Path) -> None:
 
 
 def _no_clash(
+    source: str,
     tools_file: str | None,
     chosen: Any,
     save: Path | None,
@@ -508,12 +509,13 @@ def _no_clash(
     badge: Path | None,
     files: list[tuple[str, Path]],
 ) -> None:
-    """Every output compared with every input and with each other before anything runs (docs/ci.md)."""
+    """Every output compared with every input and with each other before anything runs (docs/ci.md); ``source``
+    names the flag the tools come from (``--example`` reads the example shipped in the package)."""
     from scanner import safefile
     from scanner.check.badge import endpoint_path
     from scanner.errors import InputError
 
-    inputs = [("--tools-file", Path(tools_file))] if tools_file not in (None, "-") else []
+    inputs = [(source, Path(tools_file))] if tools_file not in (None, "-") else []
     if chosen.config is not None:
         inputs.append(("config", chosen.config))
     if chosen.baseline is not None:

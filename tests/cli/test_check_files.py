@@ -258,6 +258,21 @@ def test_a_hard_link_to_the_tools_file_is_the_tools_file(tree: Path) -> None:
     assert (tree / "tools.json").read_text(encoding="utf-8") == TOOLS
 
 
+def test_the_bundled_example_is_an_input_too(tree: Path) -> None:
+    """``--example`` reads the example shipped in the package: a --write naming it is refused like a --tools-file."""
+    from importlib import resources
+
+    example = Path(str(resources.files("scanner") / "examples" / "example-tools.json"))
+    original = example.read_bytes()
+    try:
+        result = runner.invoke(app, ["check", "--example", "--write", f"json={example}"])
+        assert result.exit_code == 2 and f"would overwrite --example {example}" in one_line(result.stderr)
+        assert example.read_bytes() == original
+    finally:
+        if example.read_bytes() != original:  # a regression must not leave the package's example overwritten
+            example.write_bytes(original)
+
+
 def test_save_baseline_says_what_it_wrote(tree: Path) -> None:
     result = runner.invoke(app, ["check", "-f", "tools.json", "--save-baseline", "base.json"])
     assert result.exit_code == 0
