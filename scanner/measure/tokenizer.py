@@ -22,10 +22,10 @@ import hashlib
 import os
 import threading
 import zlib
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from scanner.errors import TokenizerUnavailable
 
@@ -143,6 +143,44 @@ def count_many(texts: Sequence[str]) -> list[int]:
         for index, number in zip(joined, found, strict=True):
             counts[index] = number
     return counts
+
+
+T = TypeVar("T")
+
+Counting = Generator[list[str], list[int], T]
+"""A computation that needs the o200k_base counts of some texts: it yields the texts once, is sent their counts
+(``count_many``'s), and returns its result. :func:`count_together` runs several with one encoding between them."""
+
+
+def count_together(jobs: Sequence[Counting[T]]) -> list[T]:
+    """Each job's result, the texts of all of them counted in one :func:`count_many` (one hand-over of the
+    interpreter for a list measured in every provider's format). A job may return without asking."""
+    asked: list[list[str] | None] = []
+    results: dict[int, T] = {}
+    for index, job in enumerate(jobs):
+        try:
+            asked.append(next(job))
+        except StopIteration as done:
+            asked.append(None)
+            results[index] = done.value
+    counts = count_many([text for texts in asked if texts is not None for text in texts])
+    start = 0
+    for index, (job, texts) in enumerate(zip(jobs, asked, strict=True)):
+        if texts is None:
+            continue
+        try:
+            job.send(counts[start : start + len(texts)])
+        except StopIteration as done:
+            results[index] = done.value
+        else:
+            raise RuntimeError("a counting job asked for counts twice")
+        start += len(texts)
+    return [results[index] for index in range(len(jobs))]
+
+
+def counted(job: Counting[T]) -> T:
+    """One counting job's result."""
+    return count_together([job])[0]
 
 
 def _split_counts(tokens: list[int]) -> list[int]:

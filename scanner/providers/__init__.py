@@ -26,8 +26,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from scanner.errors import InputError
+from scanner.measure import tokenizer
 from scanner.models import MEASURED_PROVIDERS, VIEW_NAMES, TokenCount
-from scanner.providers.anthropic import CURRENT, EARLIER, Anthropic, ctok_available, measure_generations
+from scanner.providers.anthropic import CURRENT, EARLIER, Anthropic, ctok_available, generations_counting
 from scanner.providers.base import Measurement, Provider, ToolParts
 from scanner.providers.gemini import Gemini, GeminiOpenAPI
 from scanner.providers.openai import OpenAI
@@ -101,13 +102,22 @@ def measure(provider: str, tools: Sequence[Any]) -> Measurement:
 def measure_all(parts: Sequence[ToolParts | None]) -> dict[str, Measurement]:
     """Every stored key's :class:`Measurement` of tools already read with ``read_tool``, in display order.
 
-    Both Claude generations come from one rendering of the ``<functions>`` block.
+    Both Claude generations come from one rendering of the ``<functions>`` block, and every provider's texts are
+    counted in one encoding (one hand-over of the interpreter: :func:`scanner.measure.tokenizer.count_together`).
     """
-    out = measure_generations(parts, (CURRENT, EARLIER))
-    for name in MEASURED_PROVIDERS:
-        if name not in out:
-            out[name] = get(name).measure_parts(parts)
+    jobs = [generations_counting(parts, (CURRENT, EARLIER))]
+    jobs += [
+        _keyed(name, get(name).counting(parts)) for name in MEASURED_PROVIDERS if name not in (CURRENT.key, EARLIER.key)
+    ]
+    out: dict[str, Measurement] = {}
+    for measured in tokenizer.count_together(jobs):
+        out.update(measured)
     return {name: out[name] for name in MEASURED_PROVIDERS}
+
+
+def _keyed(name: str, job: tokenizer.Counting[Measurement]) -> tokenizer.Counting[dict[str, Measurement]]:
+    measured = yield from job
+    return {name: measured}
 
 
 def text_cost_method() -> str:

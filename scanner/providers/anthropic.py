@@ -123,8 +123,9 @@ class Anthropic(Provider):
             return _ctok_counter(self.generation.ctok_version)(text)
         return scaled(tokenizer.count(text), self.generation.factor)
 
-    def measure_parts(self, tools: Sequence[ToolParts | None]) -> Measurement:
-        return measure_generations(tools, (self.generation,))[self.generation.key]
+    def counting(self, tools: Sequence[ToolParts | None]) -> tokenizer.Counting[Measurement]:
+        measured = yield from generations_counting(tools, (self.generation,))
+        return measured[self.generation.key]
 
     def block(self, tools: Sequence[Any]) -> str:
         """The whole ``<functions>`` block the model reads (for tests and for showing a user)."""
@@ -132,10 +133,11 @@ class Anthropic(Provider):
         return OPEN + "".join(lines) + CLOSE if lines else ""
 
 
-def measure_generations(
-    tools: Sequence[ToolParts | None], generations: Sequence[Generation] = (CURRENT, EARLIER)
-) -> dict[str, Measurement]:
-    """The list measured for several generations at once: the ``<functions>`` lines are built and counted in
+def generations_counting(
+    tools: Sequence[ToolParts | None], generations: Sequence[Generation]
+) -> tokenizer.Counting[dict[str, Measurement]]:
+    """The list measured for several generations at once, as a counting job
+    (:func:`scanner.measure.tokenizer.count_together`): the ``<functions>`` lines are built and counted in
     o200k_base once, then scaled per generation (or each counted with ``ctok`` when it is installed)."""
     use_ctok = ctok_available()
     render = Anthropic(CURRENT)
@@ -145,7 +147,7 @@ def measure_generations(
     sent = [line for line in lines if line is not None]
     raw: list[int | None] = []
     if not use_ctok:
-        numbers = iter(tokenizer.count_many(sent))  # one encoding for the list (tokenizer.count_many)
+        numbers = iter((yield sent))
         raw = [None if line is None else next(numbers) for line in lines]
     out: dict[str, Measurement] = {}
     for generation in generations:

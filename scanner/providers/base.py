@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scanner.measure import tokenizer
 from scanner.models import SCHEMA_DEPTH_LIMIT, TokenCount
 
 NODE_BUDGET = 100_000
@@ -148,7 +149,8 @@ class Provider(ABC):
     """One provider's request format and token estimate.
 
     Subclasses set :attr:`name` and implement :meth:`declaration` (one tool's entry in the request),
-    :meth:`wrap` (the request's ``tools`` value from those entries) and :meth:`measure`.
+    :meth:`wrap` (the request's ``tools`` value from those entries) and :meth:`counting` (the texts to count,
+    then the measurement from their counts).
     """
 
     name: str
@@ -170,13 +172,18 @@ class Provider(ABC):
         """Tokens per turn for the whole list, and each tool's own cost, from one rendering."""
         return self.measure_parts([read_tool(tool) for tool in tools])
 
-    @abstractmethod
     def measure_parts(self, parts: Sequence[ToolParts | None]) -> Measurement:
         """:meth:`measure` of tools already read with :func:`read_tool` (None for a tool that is not an object).
 
-        Lets a caller measuring one list for every provider copy each tool once, not once per provider. The
-        parts are shared between providers, so an implementation must not modify them.
+        Lets a caller measuring one list for every provider copy each tool once, not once per provider.
         """
+        return tokenizer.counted(self.counting(parts))
+
+    @abstractmethod
+    def counting(self, parts: Sequence[ToolParts | None]) -> tokenizer.Counting[Measurement]:
+        """:meth:`measure_parts` as a counting job: it yields the texts it needs counted and returns the
+        measurement (:func:`scanner.measure.tokenizer.count_together` counts several providers' in one encoding).
+        The parts are shared between providers, so an implementation must not modify them."""
 
     def tool_tokens(self, tool: Any) -> int:
         """One tool's own cost in this provider's format, without per-list overhead."""

@@ -71,11 +71,11 @@ class Gemini(Provider):
     def wrap(self, declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [{"functionDeclarations": declarations}]
 
-    def measure_parts(self, tools: Sequence[ToolParts | None]) -> Measurement:
+    def counting(self, tools: Sequence[ToolParts | None]) -> tokenizer.Counting[Measurement]:
         texts = [_json(self.declaration(parts)) for parts in tools if parts is not None]
         if not texts:
             return Measurement(TokenCount(self.name, 0, self.method), (0,) * len(tools))
-        counts = tokenizer.count_many(texts)  # one encoding for the list
+        counts = yield texts
         counted = iter(counts)
         per_tool = [0 if parts is None else scaled(next(counted), FACTOR) for parts in tools]
         total = scaled(array_tokens(texts, counts), FACTOR)
@@ -134,7 +134,10 @@ def _last_piece(text: str) -> str | None:
     before = text[start - 1] if start > 0 else ""
     if before.isascii() and before.isalnum():
         return text[start:]
-    if before == " " and start > 1 and text[start - 2].isascii() and text[start - 2].isalnum():
+    # After one space: the space starts the run's piece when a word, a number or a punctuation run stands before it
+    # (``"properties": {}}}`` ends with `` {}}}``, a tool without parameters); white space before it might not.
+    ahead = text[start - 2] if start > 1 else ""
+    if before == " " and ahead.isascii() and (ahead.isalnum() or ahead in _PUNCTUATION):
         return text[start - 1 :]
     return None
 

@@ -61,13 +61,12 @@ class OpenAI(Provider):
         function["parameters"] = parts.schema if parts.schema is not None else dict(EMPTY_OBJECT_SCHEMA)
         return {"type": "function", "function": function}
 
-    def measure_parts(self, tools: Sequence[ToolParts | None]) -> Measurement:
+    def counting(self, tools: Sequence[ToolParts | None]) -> tokenizer.Counting[Measurement]:
         blocks = [render_function(parts) for parts in tools if parts is not None]
         if not blocks:
             return Measurement(TokenCount(self.name, 0, METHOD), (0,) * len(tools))
-        # A tool's own cost: its block plus the blank line that follows it in the namespace (one encoding for the
-        # list: tokenizer.count_many).
-        units = tokenizer.count_many([block + "\n" for block in blocks])
+        # A tool's own cost: its block plus the blank line that follows it in the namespace.
+        units = yield [block + "\n" for block in blocks]
         counted = iter(units)
         per_tool = [0 if parts is None else next(counted) for parts in tools]
         total = section_tokens(blocks, units) + OVERHEAD

@@ -212,3 +212,33 @@ def test_count_many_on_every_corpus_tool_in_every_providers_format() -> None:
             ]
     assert len(texts) > 300
     assert tokenizer.count_many(texts) == [tokenizer.count(text) for text in texts]
+
+
+def test_counting_jobs_share_one_count_many_and_keep_their_order() -> None:
+    def job(texts: list[str]) -> tokenizer.Counting[list[int]]:
+        counts = yield texts
+        return counts
+
+    def without_texts() -> tokenizer.Counting[str]:
+        return "nothing to count"
+        yield []  # a generator that returns before it asks
+
+    texts = [["a sentence.", "{}"], [], ["<function>x</function>\n"]]
+    jobs = [job(texts[0]), without_texts(), job(texts[1]), job(texts[2])]
+    assert tokenizer.count_together(jobs) == [
+        [tokenizer.count(text) for text in texts[0]],
+        "nothing to count",
+        [],
+        [tokenizer.count(texts[2][0])],
+    ]
+    assert tokenizer.counted(job(["one"])) == [1]
+
+
+def test_a_counting_job_that_asks_twice_is_a_bug_said_out_loud() -> None:
+    def greedy() -> tokenizer.Counting[int]:
+        yield ["once"]
+        yield ["twice"]
+        return 0
+
+    with pytest.raises(RuntimeError, match="twice"):
+        tokenizer.count_together([greedy()])

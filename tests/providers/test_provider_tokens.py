@@ -23,10 +23,11 @@ from scanner.providers import (
     gemini,
     list_tokens,
     measure,
+    measure_all,
     provider_view,
     tool_tokens,
 )
-from scanner.providers.base import scaled
+from scanner.providers.base import read_tool, scaled
 
 REALISTIC: list[Any] = json.loads(
     (Path(__file__).parent / "fixtures" / "realistic-tools.json").read_text(encoding="utf-8")
@@ -127,6 +128,26 @@ def test_measure_agrees_with_list_and_tool_tokens(provider: str) -> None:
     assert result.per_tool == tuple(tool_tokens(provider, tool) for tool in tools)
     assert result.per_tool[5] == 0  # the number is not a tool
     assert all(cost > 0 for index, cost in enumerate(result.per_tool) if index != 5)
+
+
+def test_measure_all_is_each_provider_alone_from_one_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A list measured for every stored key at once (the scan's and check's path) gives each provider's own
+    measurement, with every provider's texts counted in one encoding: one hand-over of the interpreter a list."""
+    tools = [*REALISTIC[:5], 42, *REALISTIC[5:]]
+    alone = {name: measure(name, tools) for name in MEASURED_PROVIDERS}
+    encoding = tokenizer.encoding()
+    tokenizer._separator_token()  # cached once per process
+    calls: list[str] = []
+    real = encoding.encode_ordinary
+
+    def counted(text: str) -> list[int]:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(encoding, "encode_ordinary", counted)
+    together = measure_all([read_tool(tool) for tool in tools])
+    assert together == alone and list(together) == list(MEASURED_PROVIDERS)
+    assert len(calls) == 1
 
 
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)

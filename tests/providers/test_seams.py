@@ -134,3 +134,24 @@ def test_seams_after_every_kind_of_ending() -> None:
             texts = [_json(gemini.declaration(p)) for p in parts]
             counts = [tokenizer.count(text) for text in texts]
             assert array_tokens(texts, counts) == tokenizer.count("[" + ", ".join(texts) + "]")
+
+
+def test_tools_without_parameters_are_summed_not_counted_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A declaration ending ``"properties": {}}}`` (a tool that takes nothing) or with a punctuation run after a
+    space and punctuation has a last piece Gemini's total can be summed across: the array is not encoded again."""
+    gemini = Gemini()
+    tools: list[Any] = [
+        {"name": "ping", "inputSchema": {"type": "object", "properties": {}}},
+        {"name": "q", "inputSchema": {"type": "object", "properties": {"a": {"default": "x: {}"}}}},
+        {"name": "r", "inputSchema": {"type": "object", "properties": {"a": {"default": ". ]"}}}},
+        {"name": "now", "description": "The time.", "inputSchema": {"type": "object", "properties": {}}},
+    ]
+    texts = [_json(gemini.declaration(p)) for p in map(read_tool, tools) if p is not None]
+    counts = [tokenizer.count(text) for text in texts]
+    whole = tokenizer.count("[" + ", ".join(texts) + "]")
+    array_tokens(texts, counts)  # the seams' corrections are remembered
+    calls: list[str] = []
+    real = tokenizer.count
+    monkeypatch.setattr(tokenizer, "count", lambda text: calls.append(text) or real(text))
+    assert array_tokens(texts, counts) == whole
+    assert calls == []
