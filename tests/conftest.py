@@ -75,6 +75,8 @@ def pytest_configure(config: pytest.Config) -> None:
     ``/tmp/pytest-of-root`` to 0700 as it starts, which would shut out the users children run as. An xdist
     worker's folder is ``<that folder>/t/popen-gwN``, made by the controller, which removes it."""
     typer.testing._get_command = _command_once  # type: ignore[attr-defined]
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False  # pytest-xdist keeps the order above (pytest_collection_modifyitems)
     if _WORKER:
         if _BASE_PREFIX in config.option.basetemp:
             _SEARCHABLE_UP_TO.append(Path(config.option.basetemp).parents[1])
@@ -90,6 +92,40 @@ def pytest_configure(config: pytest.Config) -> None:
         _OWN_BASETEMP.append(base)
         _SEARCHABLE_UP_TO.append(base)
         config.option.basetemp = str(base / "t")
+
+
+# The suite's longest files, longest first (seconds of a clean clone's `.ci/run` on the 2-core machine, 2026-12-08):
+# they start first, so none of them begins near the end and keeps one worker busy after the others are done.
+# pytest-xdist would otherwise start the files with the most tests first (its --loadscope-reorder), which put the
+# browser's 11 tests (107 s) among the last. A file not listed keeps its place after them.
+_LONGEST_FILES = (
+    "tests/report/test_report_browser.py",  # 107
+    "tests/packages/test_cache_and_budget.py",  # 72
+    "tests/packages/test_isolation.py",  # 64
+    "tests/distributed/test_workers.py",  # 53
+    "tests/packages/test_local_port_network.py",  # 39
+    "tests/scan/test_interrupted_scan.py",  # 34
+    "tests/store/test_crafted_rows.py",  # 34
+    "tests/packages/test_local_port.py",  # 33
+    "tests/scan/test_registry_scan.py",  # 31
+    "tests/packages/test_package_runs.py",  # 27
+    "tests/store/test_golden_rows.py",  # 27
+    "tests/scan/test_crawl_hostile.py",  # 22
+    "tests/report/test_report_phone.py",  # 21
+    "tests/store/test_golden_reads.py",  # 18
+    "tests/store/test_writer_lock.py",  # 18
+    "tests/scan/test_nothing_outlives.py",  # 17
+    "tests/cli/test_unusable_urls.py",  # 16
+    "tests/cli/test_ci.py",  # 15
+    "tests/rules/test_hostile.py",  # 15
+    "tests/mcp/test_fuzz.py",  # 15
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest files first (:data:`_LONGEST_FILES`), every file's tests together and in their order."""
+    rank = {name: position for position, name in enumerate(_LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
 _TERMINAL_ENV = "fathom_terminal_env"
