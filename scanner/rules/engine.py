@@ -36,6 +36,8 @@ def readable_message(message: str) -> str:
     head, tail = message[:cut], message[cut:]
     if tail == _NO_WORDS and head.endswith('"'):  # MCP103 when every word of the description is in the name
         tail = ", adds no words beyond its name."
+    if " tokens" not in tail and " characters" not in tail and "(more than " not in tail:
+        return head + tail  # every count _COUNT reads stands beside one of these
     return head + _COUNT.sub(lambda match: f"{int(match[0]):,}", tail)
 
 

@@ -78,6 +78,8 @@ _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S*[^\s.,;:!?)\]'\"`]", re.IGNORECASE)
 
 
 def _sentence_words(piece: str) -> list[str]:
+    if "://" not in piece:  # no URL (every one has it): the regular expression need not look
+        return fresh_words(piece)
     found: list[str] = []
     start = 0
     for match in _URL.finditer(piece):
@@ -89,7 +91,7 @@ def _sentence_words(piece: str) -> list[str]:
 
 def _split_sentences(text: str) -> list[str]:
     """The text cut at each sentence end that is not inside a URL."""
-    urls = [match.span() for match in _URL.finditer(text)]
+    urls = [match.span() for match in _URL.finditer(text)] if "://" in text else []
     pieces, start = [], 0
     for mark in _SENTENCE_END.finditer(text):
         if any(begin <= mark.start() < end for begin, end in urls):

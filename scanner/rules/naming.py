@@ -11,7 +11,7 @@ from scanner.models import Severity
 from scanner.rules.clients_reject import name_clients, sdk_list_clients
 from scanner.rules.registry import Hit, RuleContext, register
 from scanner.rules.schema.size import compact_json, schema_text
-from scanner.rules.text import label, words
+from scanner.rules.text import Prefiltered, label, words
 from scanner.rules.tools import ToolInfo, type_label
 from scanner.rules.tools import hidden_from_model as _hidden_from_model
 from scanner.rules.vocabulary import (
@@ -548,13 +548,16 @@ def write_unannotated(tool: ToolInfo, ctx: RuleContext) -> Iterator[Hit]:
     )
 
 
-_NOT_FOR_THE_MODEL = re.compile(
-    r"\b(?:the\s+)?model\s+(?:should|must)\s+not\s+(?:call|use)\b"
-    r"|\bdo\s+not\s+call\s+this\s+tool\s+directly\b"
-    r"|\bapp-only\b"
-    r"|\bfor\s+the\s+(?:ui|app|viewer)\s+only\b"
-    r"|\binternal\s+use\s+only\b",
-    re.IGNORECASE,
+_NOT_FOR_THE_MODEL = Prefiltered(
+    re.compile(
+        r"\b(?:the\s+)?model\s+(?:should|must)\s+not\s+(?:call|use)\b"
+        r"|\bdo\s+not\s+call\s+this\s+tool\s+directly\b"
+        r"|\bapp-only\b"
+        r"|\bfor\s+the\s+(?:ui|app|viewer)\s+only\b"
+        r"|\binternal\s+use\s+only\b",
+        re.IGNORECASE,
+    ),
+    ("model", "call", "only"),  # one of them in every match
 )
 
 

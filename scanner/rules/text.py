@@ -70,3 +70,23 @@ def label(value: Any, limit: int = 80) -> str:
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+
+
+class Prefiltered:
+    """A compiled pattern searched only in texts whose lower-case form holds one of ``words``, which every match
+    of it holds (lower-cased): most descriptions hold none, and ``str.lower`` and ``in`` cost far less than the
+    pattern tried at every position. The answer is the pattern's own. With ``re.IGNORECASE``, ``words`` must not
+    hold ``i``, ``s`` or ``k``: those are the ASCII letters Python's matching folds with other characters (``ı``,
+    ``ſ``, the Kelvin sign) that ``str.lower`` leaves as they are."""
+
+    def __init__(self, pattern: re.Pattern[str], words: tuple[str, ...]) -> None:
+        if pattern.flags & re.IGNORECASE:
+            assert not any(letter in word for word in words for letter in "isk"), words
+        self.pattern = pattern
+        self.words = words
+
+    def search(self, text: str) -> re.Match[str] | None:
+        low = text.lower()
+        if not any(word in low for word in self.words):
+            return None
+        return self.pattern.search(text)

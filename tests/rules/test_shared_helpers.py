@@ -242,3 +242,91 @@ def test_the_relatives_a_tool_is_given_do_not_follow_string_hashing():
     assert len(seen) == 1, seen
     relatives = json.loads(seen.pop())
     assert len(relatives["0"]) == MAX_RELATIVES
+
+
+# Shortcuts that skip a regular expression when a text cannot hold a match: the same answer as running it.
+_FRAGMENTS = [
+    "model",
+    "MODEL ",
+    "The model should not call",
+    "the model must not use ",
+    "do not call this tool directly",
+    "APP-ONLY",
+    "for the ui only",
+    "For The Viewer Only",
+    "internal use only",
+    "ı",
+    "İ",
+    "ſ",
+    "\u212a",
+    "call",
+    "only",
+    " ",
+    "\n",
+    ". ",
+    "; ",
+    "x",
+    "://",
+    "https://example.com/a.b",
+    "HTTP://Example.com/x?y=1.",
+    "see docs.example.com/path",
+    "costs 12345 tokens",
+    "(more than 1500",
+    " characters",
+    '"',
+]
+
+
+def _texts(seed: int, count: int = 3000) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(_FRAGMENTS) for _ in range(rng.randint(0, 9))) for _ in range(count)]
+
+
+def test_a_prefiltered_search_is_the_patterns_own() -> None:
+    from scanner.rules.naming import _NOT_FOR_THE_MODEL
+    from scanner.rules.text import Prefiltered
+
+    pattern = _NOT_FOR_THE_MODEL.pattern
+    found = 0
+    for text in _texts(11):
+        shortcut, whole = _NOT_FOR_THE_MODEL.search(text), pattern.search(text)
+        assert (shortcut and shortcut.span()) == (whole and whole.span()), text
+        found += whole is not None
+    assert found > 300  # the texts do hold matches
+    with pytest.raises(AssertionError):  # "is" can be matched by "ıs": no shortcut on lower-case forms
+        Prefiltered(re.compile("this", re.IGNORECASE), ("this",))
+
+
+def test_sentences_without_a_url_are_cut_as_with_the_url_pattern() -> None:
+    from scanner.rules import listwide
+
+    def split(text: str) -> list[str]:  # _split_sentences with the URL pattern always run
+        urls = [match.span() for match in listwide._URL.finditer(text)]
+        pieces, start = [], 0
+        for mark in listwide._SENTENCE_END.finditer(text):
+            if any(begin <= mark.start() < end for begin, end in urls):
+                continue
+            pieces.append(text[start : mark.start()])
+            start = mark.end()
+        return [*pieces, text[start:]]
+
+    def sentence_words(piece: str) -> list[str]:
+        found: list[str] = []
+        start = 0
+        for match in listwide._URL.finditer(piece):
+            found += words(piece[start : match.start()])
+            found.append(match.group().lower())
+            start = match.end()
+        return found + words(piece[start:])
+
+    for text in _texts(12):
+        assert listwide._split_sentences(text) == split(text), text
+        assert listwide._sentence_words(text) == sentence_words(text), text
+
+
+def test_readable_message_reads_counts_only_where_they_can_be() -> None:
+    from scanner.rules.engine import _COUNT, readable_message
+
+    for text in _texts(13):
+        message = "'a' " + text.replace('"', "")
+        assert readable_message(message) == _COUNT.sub(lambda match: f"{int(match[0]):,}", message), message

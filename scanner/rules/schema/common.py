@@ -105,7 +105,7 @@ def _typed(schema: Any, depth: int = 0) -> bool:
         return True
     if not isinstance(schema, dict):
         return False
-    if any(key in schema for key in ("type", "enum", "const", "$ref")):
+    if "type" in schema or "enum" in schema or "const" in schema or "$ref" in schema:
         return True
     if depth >= SCHEMA_DEPTH_LIMIT:
         return False
