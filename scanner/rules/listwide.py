@@ -68,8 +68,13 @@ def shared_option(name: str) -> bool:
 # A mark ends a sentence only before white space or the end of the text (closing quotes, brackets or emphasis may
 # stand between): the dots of `example.com/a/b`, `v1.2` or `e.g.,` and the `?` of a query string end nothing, so an
 # example URL is not cut into "sentences" (catalogue 6 labels: "com/pipelines/gh/organization/project/123").
-# A mark straight before a capitalised word ("knowledge.This tool is") still ends one: a space left out.
-_SENTENCE_END = re.compile(r"[.!?;]+(?=[\"'\u2019\u201d)\]*_`]*(?:\s|$))|(?<=[a-z])[.!?](?=[A-Z][a-z])|[\r\n]+")
+# A mark straight before a capitalised word ("knowledge.This tool is") still ends one: a space left out. Written
+# for speed: the leading lookahead lets the search pass every other character at once, and the second alternative
+# checks the letter before its mark after it (the same matches as ``[.!?;]+(?=...)|(?<=[a-z])[.!?](?=[A-Z][a-z])|
+# [\r\n]+``, about three times faster on descriptions; tests/rules/test_shared_helpers.py holds the two together).
+_SENTENCE_END = re.compile(
+    r"(?=[.!?;\r\n])(?:[.!?;]+(?=[\"'\u2019\u201d)\]*_`]*(?:\s|$))|[.!?](?<=[a-z][.!?])(?=[A-Z][a-z])|[\r\n]+)"
+)
 
 
 # A URL is one word of a sentence: an example address is one thing said, not eight ("* Job URL: https://app.

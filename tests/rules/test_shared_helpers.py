@@ -330,3 +330,14 @@ def test_readable_message_reads_counts_only_where_they_can_be() -> None:
     for text in _texts(13):
         message = "'a' " + text.replace('"', "")
         assert readable_message(message) == _COUNT.sub(lambda match: f"{int(match[0]):,}", message), message
+
+
+def test_the_sentence_end_pattern_is_the_one_written_plainly() -> None:
+    from scanner.rules import listwide
+
+    plain = re.compile(r"[.!?;]+(?=[\"'\u2019\u201d)\]*_`]*(?:\s|$))|(?<=[a-z])[.!?](?=[A-Z][a-z])|[\r\n]+")
+    rng = random.Random(14)
+    alphabet = [*"aZ .!?;\r\n\"')]*_`xY", "\u2019", "\u201d", "e.g.", "v1.2", "end.Next", "a.B", "Ab"]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14))) for _ in range(5000)]
+    for text in [*texts, *_texts(15)]:
+        assert [m.span() for m in listwide._SENTENCE_END.finditer(text)] == [m.span() for m in plain.finditer(text)]
