@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.text import label, text_cache
+from scanner.rules.text import gate_form, label, text_cache
 from scanner.rules.tools import ToolInfo, escape_token, pointer
 from scanner.rules.vocabulary import quote
 
@@ -125,7 +125,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 
-# A pattern can only match a text holding its gate word, and a substring test is far cheaper than the search.
+# A pattern can only match a text holding its gate word (in the text's gate_form), and a substring test is far cheaper
+# than the search.
 _GATES: dict[str, tuple[str, ...]] = {
     "tag": ("<",),
     "ignore-instructions": ("instruction",),
@@ -145,7 +146,7 @@ def _holds_any(lowered: str, gates: tuple[str, ...]) -> bool:
 
 def _secret_requests(text: str) -> Iterator[str]:
     """Phrases asking to read or pass on a secret, sentence by sentence; a refusing sentence never counts."""
-    lowered = text.lower()
+    lowered = gate_form(text)
     if not _holds_any(lowered, _SECRET_GATES):
         return
     for sentence in _SENTENCE_BREAK.split(text[:100_000]):
@@ -157,7 +158,7 @@ def _secret_requests(text: str) -> Iterator[str]:
 @text_cache  # the same parameter descriptions recur across a list's tools
 def model_directed_phrases(text: str) -> list[tuple[str, str]]:
     """(kind, matched phrase) for each pattern that speaks to the model, first match of each kind."""
-    lowered = text.lower()
+    lowered = gate_form(text)
     found: list[tuple[str, str]] = []
     for kind, pattern in _PATTERNS:
         if not _holds_any(lowered, _GATES[kind]):
@@ -288,8 +289,8 @@ _ALWAYS = re.compile(
     re.IGNORECASE,
 )
 # Every claim holds all the words of one of these (substring tests are far cheaper than the search). The second
-# words narrow common ones ("number", "state", "other", "only"); none holds a letter that matches another
-# character under re.IGNORECASE (as "s" matches "ſ" and "k" the Kelvin sign), so a lower-case test cannot miss.
+# words narrow common ones ("number", "state", "other", "only"). Tested on the text's gate_form, where "beſt" (which
+# the case-insensitive pattern matches) is "best".
 _PROMOTION_GATES = (
     ("best",),
     ("most",),
@@ -319,7 +320,7 @@ def _promotion_gated(lowered: str) -> bool:
 
 def promotional_phrases(text: str) -> list[str]:
     """The phrases of a description that rank the tool above others or push the model to pick it unconditionally."""
-    lowered = text[:100_000].lower()
+    lowered = gate_form(text[:100_000])
     found: list[str] = []
     if _promotion_gated(lowered):
         found = [" ".join(match.group(0).split()) for match in _PROMOTION.finditer(text[:100_000])]

@@ -72,21 +72,31 @@ def label(value: Any, limit: int = 80) -> str:
     return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
 
 
+# Python's re.IGNORECASE matches ``i`` with ``ı`` and ``İ``, ``s`` with ``ſ`` and ``k`` with the Kelvin sign; any
+# other character it matches with an ASCII letter is that letter in either case. ``str.lower`` keeps ``ı`` and
+# ``ſ`` and makes ``İ`` two characters, so these four become their letters first (tests/rules/test_shared_helpers.py
+# checks every code point).
+_GATE_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def gate_form(text: str) -> str:
+    """``text`` lower-cased as a gate reads it: an ASCII word that every match of a case-insensitive pattern holds is
+    in this form of any text the pattern matches (``"ınstructions"`` holds ``instruction`` here)."""
+    return text.translate(_GATE_FOLDS).lower()
+
+
 class Prefiltered:
-    """A compiled pattern searched only in texts whose lower-case form holds one of ``words``, which every match
-    of it holds (lower-cased): most descriptions hold none, and ``str.lower`` and ``in`` cost far less than the
-    pattern tried at every position. The answer is the pattern's own. With ``re.IGNORECASE``, ``words`` must not
-    hold ``i``, ``s`` or ``k``: those are the ASCII letters Python's matching folds with other characters (``ı``,
-    ``ſ``, the Kelvin sign) that ``str.lower`` leaves as they are."""
+    """A compiled pattern searched only in texts whose :func:`gate_form` holds one of ``words`` (lower-case ASCII),
+    one of which every match holds: most descriptions hold none, and a substring test costs far less than the
+    pattern tried at every position. The answer is the pattern's own."""
 
     def __init__(self, pattern: re.Pattern[str], words: tuple[str, ...]) -> None:
-        if pattern.flags & re.IGNORECASE:
-            assert not any(letter in word for word in words for letter in "isk"), words
+        assert all(word.isascii() and word == word.lower() for word in words), words
         self.pattern = pattern
         self.words = words
 
     def search(self, text: str) -> re.Match[str] | None:
-        low = text.lower()
-        if not any(word in low for word in self.words):
+        form = gate_form(text)
+        if not any(word in form for word in self.words):
             return None
         return self.pattern.search(text)
