@@ -180,6 +180,25 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.fixture
+def encodings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every text the offline o200k_base encoding encodes from here on in the test, in order (each encoding is one
+    hand-over of the interpreter: what ``tokenizer.count_many`` and ``count_together`` keep to one a list)."""
+    from scanner.measure import tokenizer
+
+    encoding = tokenizer.encoding()
+    tokenizer._separator_token()  # cached once per process
+    calls: list[str] = []
+    real = encoding.encode_ordinary
+
+    def counted(text: str) -> list[int]:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(encoding, "encode_ordinary", counted)
+    return calls
+
+
 @pytest.fixture(autouse=True)
 def _children_reach_tmp_path(request: pytest.FixtureRequest) -> None:
     """Run as root, packages and commands run as users of their own (scanner/confine/users.py), who must reach a

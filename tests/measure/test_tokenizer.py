@@ -171,27 +171,18 @@ def test_the_separator_is_one_number_of_one_token_and_a_piece_of_its_own() -> No
         assert len(joined) == tokenizer.count(before) + 1 + tokenizer.count(after)
 
 
-def test_a_lists_texts_are_encoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_lists_texts_are_encoded_once(encodings: list[str]) -> None:
     """What count_many is for: one encoding (one hand-over of the interpreter) for a list's joinable texts; a text
     that cannot be joined (it ends with a digit or a space, starts with a digit, or holds the separator) alone."""
-    encoding = tokenizer.encoding()
-    calls: list[str] = []
-    real = encoding.encode_ordinary
-
-    def counted(text: str) -> list[int]:
-        calls.append(text)
-        return real(text)
-
-    monkeypatch.setattr(encoding, "encode_ordinary", counted)
-    tokenizer._separator_token()  # cached once per process
-    calls.clear()
     joinable = ['{"name": "a"}', "<function>b</function>\n", "// c\ntype c = () => any;\n\n"]
-    assert tokenizer.count_many(joinable) == [len(real(text)) for text in joinable]
-    assert len(calls) == 1
-    calls.clear()
     alone = ["ends with 7", "ends with a space ", "9 starts with a digit", "holds " + tokenizer.SEPARATOR + "."]
-    assert tokenizer.count_many([*joinable, *alone]) == [len(real(text)) for text in [*joinable, *alone]]
-    assert sorted(calls[:-1]) == sorted(alone) and calls[-1].count(tokenizer.SEPARATOR) == len(joinable) - 1
+    each = {text: tokenizer.count(text) for text in [*joinable, *alone]}
+    encodings.clear()
+    assert tokenizer.count_many(joinable) == [each[text] for text in joinable]
+    assert len(encodings) == 1
+    encodings.clear()
+    assert tokenizer.count_many([*joinable, *alone]) == [each[text] for text in [*joinable, *alone]]
+    assert sorted(encodings[:-1]) == sorted(alone) and encodings[-1].count(tokenizer.SEPARATOR) == len(joinable) - 1
 
 
 def test_count_many_on_every_corpus_tool_in_every_providers_format() -> None:

@@ -130,24 +130,15 @@ def test_measure_agrees_with_list_and_tool_tokens(provider: str) -> None:
     assert all(cost > 0 for index, cost in enumerate(result.per_tool) if index != 5)
 
 
-def test_measure_all_is_each_provider_alone_from_one_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_measure_all_is_each_provider_alone_from_one_encoding(encodings: list[str]) -> None:
     """A list measured for every stored key at once (the scan's and check's path) gives each provider's own
     measurement, with every provider's texts counted in one encoding: one hand-over of the interpreter a list."""
     tools = [*REALISTIC[:5], 42, *REALISTIC[5:]]
     alone = {name: measure(name, tools) for name in MEASURED_PROVIDERS}
-    encoding = tokenizer.encoding()
-    tokenizer._separator_token()  # cached once per process
-    calls: list[str] = []
-    real = encoding.encode_ordinary
-
-    def counted(text: str) -> list[int]:
-        calls.append(text)
-        return real(text)
-
-    monkeypatch.setattr(encoding, "encode_ordinary", counted)
+    encodings.clear()
     together = measure_all([read_tool(tool) for tool in tools])
     assert together == alone and list(together) == list(MEASURED_PROVIDERS)
-    assert len(calls) == 1
+    assert len(encodings) == 1
 
 
 @pytest.mark.parametrize("provider", PROVIDER_NAMES)
