@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from scanner.models import Severity
 from scanner.rules.registry import Hit, RuleContext, register
-from scanner.rules.text import gate_form, label, text_cache
+from scanner.rules.text import Prefiltered, gate_form, holds_any, label, text_cache
 from scanner.rules.tools import ToolInfo, escape_token, pointer
 from scanner.rules.vocabulary import quote
 
@@ -106,48 +106,34 @@ _REFUSAL = re.compile(
 )
 # Sentences end at ".", "!", "?" or ";" followed by white space, or at a line break ("~/.ssh" is one word).
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?;])\s+|\n+")
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (kind, re.compile(pattern, re.IGNORECASE))
-    for kind, pattern in (
-        ("tag", r"</?\s*(?:important|system|system[-_ ]?prompt|instructions?|hidden|critical)\s*>"),
+# Each pattern can only match a text holding one of its gate words (in the text's gate_form): a substring test is
+# far cheaper than the search.
+_PATTERNS: tuple[tuple[str, Prefiltered], ...] = tuple(
+    (kind, Prefiltered(re.compile(pattern, re.IGNORECASE), gates))
+    for kind, pattern, gates in (
+        ("tag", r"</?\s*(?:important|system|system[-_ ]?prompt|instructions?|hidden|critical)\s*>", ("<",)),
         (
             "ignore-instructions",
             r"\b(?:ignore|disregard)\s+(?:all\s+|any\s+)?(?:(?:the|your)\s+)?"
             r"(?:previous\s+|prior\s+|above\s+|earlier\s+|other\s+)?instructions\b",
+            ("instruction",),
         ),
         (
             "hide-from-user",
             r"\b(?:do\s+not|don['’]t|never)\s+(?:tell|mention|inform|notify|alert|show)\s+(?:this\s+to\s+)?"
             r"(?:the\s+)?users?\b",
+            ("user",),
         ),
-        ("other-tools", r"\bbefore\s+(?:using|calling|invoking|running)\s+any\s+other\s+tools?\b"),
+        ("other-tools", r"\bbefore\s+(?:using|calling|invoking|running)\s+any\s+other\s+tools?\b", ("other",)),
     )
 )
-
-
-# A pattern can only match a text holding its gate word (in the text's gate_form), and a substring test is far cheaper
-# than the search.
-_GATES: dict[str, tuple[str, ...]] = {
-    "tag": ("<",),
-    "ignore-instructions": ("instruction",),
-    "hide-from-user": ("user",),
-    "other-tools": ("other",),
-}
 _SECRET_GATES = ("ssh", "id_", ".env", "credentials", "private", "api", "access")
 
 
-def _holds_any(lowered: str, gates: tuple[str, ...]) -> bool:
-    """Whether the text holds one of the gate words (a loop: cheaper than a generator for a handful)."""
-    for gate in gates:  # noqa: SIM110 - twice as fast as any() over a generator
-        if gate in lowered:
-            return True
-    return False
-
-
-def _secret_requests(text: str) -> Iterator[str]:
-    """Phrases asking to read or pass on a secret, sentence by sentence; a refusing sentence never counts."""
-    lowered = gate_form(text)
-    if not _holds_any(lowered, _SECRET_GATES):
+def _secret_requests(text: str, form: str) -> Iterator[str]:
+    """Phrases asking to read or pass on a secret, sentence by sentence; a refusing sentence never counts. ``form``:
+    the text's gate_form."""
+    if not holds_any(form, _SECRET_GATES):
         return
     for sentence in _SENTENCE_BREAK.split(text[:100_000]):
         match = _SECRET_REQUEST.search(sentence)
@@ -158,15 +144,13 @@ def _secret_requests(text: str) -> Iterator[str]:
 @text_cache  # the same parameter descriptions recur across a list's tools
 def model_directed_phrases(text: str) -> list[tuple[str, str]]:
     """(kind, matched phrase) for each pattern that speaks to the model, first match of each kind."""
-    lowered = gate_form(text)
+    form = gate_form(text)
     found: list[tuple[str, str]] = []
     for kind, pattern in _PATTERNS:
-        if not _holds_any(lowered, _GATES[kind]):
-            continue
-        match = pattern.search(text)
+        match = pattern.search(text, form)
         if match:
             found.append((kind, " ".join(match.group(0).split())))
-    secret = next(_secret_requests(text), None)
+    secret = next(_secret_requests(text, form), None)
     if secret is not None:
         found.append(("secret-request", " ".join(secret.split())))
     return found
@@ -309,22 +293,22 @@ _PROMOTION_FIRST = tuple((gate[0], gate[1:]) for gate in _PROMOTION_GATES)
 _CONDITION = re.compile(r"\b(?:when|if|for|before|to)\b", re.IGNORECASE)
 
 
-def _promotion_gated(lowered: str) -> bool:
-    """Whether the lower-case text holds every word of one of :data:`_PROMOTION_GATES` (a loop, not generators:
+def _promotion_gated(form: str) -> bool:
+    """Whether the text's gate_form holds every word of one of :data:`_PROMOTION_GATES` (a loop, not generators:
     most descriptions hold none of the first words)."""
     for first, rest in _PROMOTION_FIRST:  # noqa: SIM110 - twice as fast as any() over a generator
-        if first in lowered and all(word in lowered for word in rest):
+        if first in form and all(word in form for word in rest):
             return True
     return False
 
 
 def promotional_phrases(text: str) -> list[str]:
     """The phrases of a description that rank the tool above others or push the model to pick it unconditionally."""
-    lowered = gate_form(text[:100_000])
+    form = gate_form(text[:100_000])
     found: list[str] = []
-    if _promotion_gated(lowered):
+    if _promotion_gated(form):
         found = [" ".join(match.group(0).split()) for match in _PROMOTION.finditer(text[:100_000])]
-    if "always" not in lowered:
+    if "always" not in form:
         return found
     head = text[:100_000]
     for match in _ALWAYS.finditer(head):
